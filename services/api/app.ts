@@ -1,0 +1,102 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
+import type { Context } from '../../shared/context.js';
+import { AppError } from '../../shared/errors.js';
+import { toAppError, sendError } from '../../shared/http/error-response.js';
+import { createRateLimiter, type RateLimiter } from '../../shared/http/rate-limit.js';
+import { createMethodIndex, registerRoutes } from '../../shared/http/register.js';
+import type { RouteDef } from '../../shared/http/route.js';
+import { negotiateLocale } from '../../shared/i18n/index.js';
+import { discoveryRoutes } from './discovery/discovery.routes.js';
+import { swarmRoutes } from './swarm/swarm.routes.js';
+
+/** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
+const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
+
+export interface AppOptions {
+  /** Extra route declarations (tests use this to reach failure paths no public route has). */
+  extraRoutes?: RouteDef[];
+}
+
+export interface App {
+  app: FastifyInstance;
+  routes: RouteDef[];
+  limiter: RateLimiter;
+}
+
+/** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
+export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
+  const { config, log, metrics } = context;
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    // One access-log line per request is written by the onResponse hook below.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    return503OnClosing: true,
+  });
+  const limiter = createRateLimiter(context.cache, config.rateLimits, metrics, log);
+
+  const routes: RouteDef[] = [];
+  routes.push(...discoveryRoutes({ context, limiter, routes: () => routes }), ...swarmRoutes(), ...(options.extraRoutes ?? []));
+
+  app.decorateRequest('locale', 'en');
+  app.addHook('onRequest', async (request, reply) => {
+    const lang = (request.query as Record<string, unknown> | undefined)?.lang;
+    request.locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+    reply.header('X-Request-Id', request.id);
+    reply.header('Content-Language', request.locale);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.config.routeDef?.path ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found');
+    const seconds = reply.elapsedTime / 1000;
+    metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, seconds);
+    metrics.httpRequests.inc({ status_class: `${Math.floor(reply.statusCode / 100)}xx` });
+    // The one access log line per request, carrying the same id as X-Request-Id.
+    log.info(
+      {
+        request_id: request.id,
+        method: request.method,
+        url: request.url,
+        route,
+        status: reply.statusCode,
+        took_ms: Math.round(reply.elapsedTime * 100) / 100,
+        ip: request.ip,
+        user_agent: request.headers['user-agent'],
+      },
+      'request',
+    );
+  });
+
+  const errorOptions = { showDetail: !config.production || config.debug, homeUrl: config.publicUrl + '/api/v1/' };
+  app.setErrorHandler(async (error, request, reply) => {
+    const { appError, unexpected } = toAppError(error);
+    if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
+    else if (appError.status >= 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
+    if (appError.code === 'rate_limited') metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
+    return sendError(request, reply, appError, errorOptions);
+  });
+
+  const allowedMethods = createMethodIndex(routes);
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allow = allowedMethods(path);
+    const error =
+      allow.length > 0
+        ? new AppError('method_not_allowed', { method: request.method, allow }, {
+            headers: { Allow: allow.join(', ') },
+            messageKey: 'error.method_not_allowed.allowed',
+            params: { method: request.method, allow: allow.join(', ') },
+          })
+        : new AppError('not_found', { path });
+    return sendError(request, reply, error, errorOptions);
+  });
+
+  registerRoutes(app, routes, { limiter });
+  return { app, routes, limiter };
+}

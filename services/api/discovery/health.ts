@@ -1,0 +1,48 @@
+import { DEPENDENCIES, dependencyKinds, type Context, type Dependency } from '../../../shared/context.js';
+
+export interface Check {
+  status: 'ok' | 'down';
+  kind: string;
+  latency_ms: number;
+  error?: string;
+}
+
+/** Longest a single probe may take before its dependency counts as down. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+async function probe(name: Dependency, ping: () => Promise<void>, kind: string): Promise<Check> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${name} did not answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
+      }),
+    ]);
+    return { status: 'ok', kind, latency_ms: Math.round((performance.now() - started) * 100) / 100 };
+  } catch (error) {
+    return {
+      status: 'down',
+      kind,
+      latency_ms: Math.round((performance.now() - started) * 100) / 100,
+      error: error instanceof Error ? error.message : String(error),
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Probes every dependency of the context in parallel, each bounded in time. */
+export async function probeDependencies(context: Context): Promise<Record<Dependency, Check>> {
+  const kinds = dependencyKinds(context);
+  const pings: Record<Dependency, () => Promise<void>> = {
+    database: () => context.db.ping(),
+    analytics: () => context.analytics.ping(),
+    visit_log: () => context.visitLog.ping(),
+    jobs: () => context.jobs.ping(),
+    cache: () => context.cache.ping(),
+  };
+  const results = await Promise.all(DEPENDENCIES.map((name) => probe(name, pings[name], kinds[name])));
+  return Object.fromEntries(DEPENDENCIES.map((name, index) => [name, results[index]!])) as Record<Dependency, Check>;
+}

@@ -1,0 +1,42 @@
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../../../shared/db/schema.js';
+
+export interface NewUser {
+  email: string;
+  passwordHash: string;
+  role: 'staff' | 'user';
+  displayName?: string;
+}
+
+/** SQL for users: the only place that queries the users table. */
+export function usersRepository(db: Kysely<DB>) {
+  return {
+    async count(): Promise<number> {
+      const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+    /** Inserts the user unless the e-mail (case-insensitive) exists; returns the id, or undefined if it existed. */
+    async insertIfAbsent(user: NewUser): Promise<string | undefined> {
+      const row = await db
+        .insertInto('users')
+        .values({
+          id: crypto.randomUUID(),
+          email: user.email,
+          password_hash: user.passwordHash,
+          role: user.role,
+          display_name: user.displayName ?? null,
+        })
+        .onConflict((conflict) => conflict.expression(sql`lower(email)`).doNothing())
+        .returning('id')
+        .executeTakeFirst();
+      return row?.id;
+    },
+    async findByEmail(email: string) {
+      return db
+        .selectFrom('users')
+        .selectAll()
+        .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
+        .executeTakeFirst();
+    },
+  };
+}

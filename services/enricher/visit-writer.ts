@@ -1,0 +1,58 @@
+import type { Analytics } from '../../shared/analytics/analytics.js';
+import type { RawVisit } from '../../shared/visits/raw-visit.js';
+
+/** ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. */
+const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
+
+/** UTM fields taken from the visit's query string. */
+function utm(query: string): Record<string, string> {
+  const params = new URLSearchParams(query);
+  return Object.fromEntries(
+    ['source', 'medium', 'campaign', 'term', 'content'].map((name) => [`utm_${name}`, (params.get(`utm_${name}`) ?? '').slice(0, 200)]),
+  );
+}
+
+/** The row of the `visits` table for one raw visit (derived columns the enrichment steps fill later keep their defaults). */
+export function toVisitRow(visit: RawVisit): Record<string, unknown> {
+  let referrerHost = '';
+  try {
+    referrerHost = visit.referrer ? new URL(visit.referrer).hostname : '';
+  } catch {
+    referrerHost = '';
+  }
+  return {
+    visit_id: visit.visit_id,
+    ts: toClickHouseTime(visit.ts),
+    kind: visit.kind,
+    owner_id: visit.owner_id,
+    subdomain: visit.subdomain,
+    link_id: visit.link_id,
+    slug: visit.slug,
+    ip_public: visit.ip_public,
+    user_agent: visit.user_agent,
+    referrer: visit.referrer,
+    referrer_host: referrerHost,
+    accept_language: visit.accept_language,
+    query: visit.query,
+    is_bot: visit.kind === 'bot' ? 1 : 0,
+    is_attack: visit.kind === 'attack' ? 1 : 0,
+    ...utm(visit.query),
+  };
+}
+
+/**
+ * Inserts one batch into `visits`. The deduplication token is derived from the batch's visit ids,
+ * so a batch redelivered after a crash between insert and commit is not inserted twice; rows that
+ * arrive again in other batches collapse by visit_id in the ReplacingMergeTree.
+ */
+export async function insertVisits(analytics: Analytics, visits: RawVisit[]): Promise<void> {
+  if (visits.length === 0) return;
+  await analytics.client.insert({
+    table: 'visits',
+    values: visits.map(toVisitRow),
+    format: 'JSONEachRow',
+    clickhouse_settings: {
+      insert_deduplication_token: `${visits[0]!.visit_id}:${visits[visits.length - 1]!.visit_id}:${visits.length}`,
+    },
+  });
+}

@@ -1,0 +1,38 @@
+import { mkdirSync } from 'node:fs';
+import { createClient, type ClickHouseClient, type ClickHouseClientConfigOptions } from '@clickhouse/client';
+import { createChdbConnection } from 'chdb/connection';
+import type { Config } from '../config.js';
+
+/** The analytics store: one @clickhouse/client, over HTTP to a server or in-process through chDB. */
+export interface Analytics {
+  kind: 'chdb' | 'clickhouse';
+  client: ClickHouseClient;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Builds the ClickHouse client from the validated config; only the connection differs between modes. */
+export function createAnalytics(config: Config['analytics']): Analytics {
+  const settings = { date_time_input_format: 'best_effort' as const };
+  let client: ClickHouseClient;
+  if (config.kind === 'clickhouse') {
+    client = createClient({ url: config.url, clickhouse_settings: settings, request_timeout: 30_000 });
+  } else {
+    if (config.dir !== ':memory:') mkdirSync(config.dir, { recursive: true });
+    // chdb types its connection against @clickhouse/client-common, which @clickhouse/client bundles
+    // as its own copy: the same interface under two declarations, hence the cast.
+    const connection = createChdbConnection({ path: config.dir }) as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
+    client = createClient({ connection, clickhouse_settings: settings });
+  }
+  return {
+    kind: config.kind,
+    client,
+    async ping() {
+      const result = await client.ping();
+      if (!result.success) throw result.error;
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}

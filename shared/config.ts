@@ -1,0 +1,277 @@
+import { z } from 'zod';
+
+/** The four roles a process can run. */
+export const ROLES = ['api', 'ingest', 'enricher', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** The eight rate-limit buckets of the spec, with their setting names and defaults. */
+export const RATE_BUCKETS = {
+  default: { env: 'RATE_LIMIT_DEFAULT', fallback: '600:60', keyedBy: 'IP, then session, then user' },
+  auth: { env: 'RATE_LIMIT_AUTH', fallback: '20:900', keyedBy: 'IP and account' },
+  api: { env: 'RATE_LIMIT_API', fallback: '600:60', keyedBy: 'API token, then IP' },
+  swarm_register: { env: 'RATE_LIMIT_SWARM_REGISTER', fallback: '20:3600', keyedBy: 'IP' },
+  swarm_read: { env: 'RATE_LIMIT_SWARM_READ', fallback: '3000:60', keyedBy: 'agent token, then IP' },
+  swarm_write: { env: 'RATE_LIMIT_SWARM_WRITE', fallback: '600:60', keyedBy: 'agent token, then IP' },
+  track: { env: 'RATE_LIMIT_TRACK', fallback: '120:60', keyedBy: 'IP and visit id' },
+  redirect: { env: 'RATE_LIMIT_REDIRECT', fallback: '600:60', keyedBy: 'IP and link id' },
+} as const;
+export type RateBucket = keyof typeof RATE_BUCKETS;
+export const RATE_BUCKET_NAMES = Object.keys(RATE_BUCKETS) as RateBucket[];
+
+export interface RateRule {
+  limit: number;
+  windowSec: number;
+}
+
+/** A variable's documentation: what it does, and whether the production topology must set it. */
+interface VarDoc {
+  doc: string;
+  production?: true;
+}
+
+const emptyToUndefined = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
+const optionalString = <T extends z.ZodType>(schema: T) => z.preprocess(emptyToUndefined, schema.optional());
+const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
+  z.preprocess(emptyToUndefined, schema.prefault(fallback as never));
+
+const port = z.coerce
+  .number({ error: 'must be an integer from 1 to 65535' })
+  .int('must be an integer from 1 to 65535')
+  .min(1, 'must be an integer from 1 to 65535')
+  .max(65535, 'must be an integer from 1 to 65535');
+
+const urlWithScheme = (schemes: string[]) =>
+  z.string().refine((value) => {
+    try {
+      return schemes.includes(new URL(value).protocol.replace(/:$/, ''));
+    } catch {
+      return false;
+    }
+  }, `must be a URL with scheme ${schemes.join(' or ')}`);
+
+const rateRule = z
+  .string()
+  .regex(/^\d+:\d+$/, 'must be <limit>:<window-seconds>, two positive integers such as 600:60')
+  .transform((value): RateRule => {
+    const [limit, windowSec] = value.split(':').map(Number) as [number, number];
+    return { limit, windowSec };
+  })
+  .refine((rule) => rule.limit >= 1 && rule.windowSec >= 1, 'must be <limit>:<window-seconds>, both at least 1');
+
+const boolFlag = z
+  .enum(['0', '1', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'must be one of 1, 0, true, false' })
+  .transform((value) => ['1', 'true', 'yes', 'on'].includes(value));
+
+const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
+
+/**
+ * Every environment variable the platform reads, with its rule and its documentation.
+ * README's configuration table is generated from this object (npm run docs:config).
+ */
+export const CONFIG_VARS = {
+  NODE_ENV: [
+    withDefault(z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }), 'development'),
+    { doc: '`production` hides exception detail in error responses and marks the session cookie Secure.' },
+  ],
+  PORT: [withDefault(port, 8080), { doc: 'HTTP port of this process.' }],
+  HOST: [withDefault(z.string().min(1), '0.0.0.0'), { doc: 'Interface to listen on.' }],
+  BASE_DOMAIN: [
+    withDefault(
+      z
+        .string()
+        .regex(/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a lower-case host name such as links.example.com'),
+      'localhost',
+    ),
+    { doc: 'Domain under which subdomain hosts `{name}.{BASE_DOMAIN}` serve short links.', production: true },
+  ],
+  PUBLIC_URL: [
+    optionalString(urlWithScheme(['http', 'https'])),
+    { doc: 'Public origin of the API (default `http://{BASE_DOMAIN}:{PORT}`); used in links of the index and error pages.' },
+  ],
+  SERVICE_ROLES: [
+    withDefault(
+      z
+        .string()
+        .transform((value) => [...new Set(value.split(',').map((role) => role.trim()).filter(Boolean))])
+        .pipe(z.array(z.enum(ROLES, { error: `must list roles among ${ROLES.join(', ')}` })).min(1, 'must name at least one role')),
+      ROLES.join(','),
+    ),
+    { doc: 'Comma-separated roles this process runs: `api`, `ingest`, `enricher`, `worker`.', production: true },
+  ],
+  DATA_DIR: [withDefault(z.string().min(1), './data'), { doc: 'Folder of the embedded stores (PGlite, chDB) when no server URL is set.' }],
+  DATABASE_URL: [
+    optionalString(urlWithScheme(['postgres', 'postgresql'])),
+    { doc: 'PostgreSQL connection URL; without it PGlite runs under `DATA_DIR/pg`.', production: true },
+  ],
+  DATABASE_POOL_MAX: [withDefault(z.coerce.number().int().min(1).max(200), 10), { doc: 'Maximum connections of the Postgres pool.' }],
+  CLICKHOUSE_URL: [
+    optionalString(urlWithScheme(['http', 'https'])),
+    { doc: 'ClickHouse HTTP URL (user, password and database may be in the URL); without it chDB runs under `DATA_DIR/chdb`.', production: true },
+  ],
+  KAFKA_BROKERS: [
+    optionalString(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9.\-[\]:]+:\d+(?:,[A-Za-z0-9.\-[\]:]+:\d+)*$/, 'must be a comma-separated list of host:port')
+        .transform((value) => value.split(',')),
+    ),
+    { doc: 'Comma-separated Kafka brokers (`host:port`); without them the visit log is an in-process queue.', production: true },
+  ],
+  KAFKA_CLIENT_ID: [withDefault(z.string().min(1), 'linktrack'), { doc: 'Kafka client id.' }],
+  KAFKA_TOPIC_PREFIX: [
+    withDefault(z.string().regex(/^[A-Za-z0-9._-]*$/, 'must contain only letters, digits, dot, underscore and hyphen'), ''),
+    { doc: 'Prefix of every topic name (to share a cluster between environments).' },
+  ],
+  REDIS_URL: [
+    optionalString(urlWithScheme(['redis', 'rediss'])),
+    { doc: 'Redis URL for BullMQ jobs, shared rate-limit counters and pub/sub; without it all three are in-process.', production: true },
+  ],
+  ADMIN_EMAIL: [
+    optionalString(z.email('must be an e-mail address')),
+    { doc: 'E-mail of the staff admin created on first start when there is no user.' },
+  ],
+  ADMIN_PASSWORD: [
+    optionalString(z.string().min(12, 'must be at least 12 characters')),
+    { doc: 'Password of that admin; without it a generated password is printed once.' },
+  ],
+  TRUST_PROXY: [
+    withDefault(
+      z
+        .string()
+        .transform((value) => value.split(',').map((entry) => entry.trim()).filter(Boolean))
+        .pipe(z.array(z.string().regex(cidr, 'must be comma-separated IP addresses or CIDR ranges'))),
+      '',
+    ),
+    { doc: 'Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is trusted (default none).' },
+  ],
+  BODY_LIMIT: [
+    withDefault(z.coerce.number().int().min(1024, 'must be at least 1024 bytes').max(64 * 1024 * 1024, 'must be at most 67108864 bytes'), 1024 * 1024),
+    { doc: 'Largest accepted request body in bytes (413 `payload_too_large` above).' },
+  ],
+  LOG_LEVEL: [
+    withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be fatal, error, warn, info, debug, trace or silent' }), 'info'),
+    { doc: 'pino log level.' },
+  ],
+  DEBUG: [withDefault(boolFlag, '0'), { doc: '`1` shows exception detail in error responses even in production.' }],
+  SHUTDOWN_TIMEOUT_MS: [
+    withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
+    { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
+  ],
+  ...(Object.fromEntries(
+    Object.entries(RATE_BUCKETS).map(([bucket, { env, fallback, keyedBy }]) => [
+      env,
+      [withDefault(rateRule, fallback), { doc: `Rate limit of the ${bucket} bucket (keyed by ${keyedBy}), as \`<limit>:<window-seconds>\`.` }],
+    ]),
+  ) as unknown as Record<(typeof RATE_BUCKETS)[RateBucket]['env'], [z.ZodType<RateRule>, VarDoc]>),
+} satisfies Record<string, readonly [z.ZodType, VarDoc]>;
+
+export type ConfigVar = keyof typeof CONFIG_VARS;
+
+const envSchema = z.object(
+  Object.fromEntries(Object.entries(CONFIG_VARS).map(([name, [schema]]) => [name, schema])) as {
+    [K in ConfigVar]: (typeof CONFIG_VARS)[K][0];
+  },
+);
+
+type Env = z.output<typeof envSchema>;
+
+export interface Config {
+  env: Env['NODE_ENV'];
+  production: boolean;
+  debug: boolean;
+  port: number;
+  host: string;
+  baseDomain: string;
+  publicUrl: string;
+  roles: Role[];
+  dataDir: string;
+  database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
+  analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
+  visitLog: { kind: 'memory' } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
+  redisUrl: string | undefined;
+  admin: { email: string | undefined; password: string | undefined };
+  trustProxy: string[];
+  bodyLimit: number;
+  logLevel: Env['LOG_LEVEL'];
+  shutdownTimeoutMs: number;
+  rateLimits: Record<RateBucket, RateRule>;
+}
+
+/** A configuration that cannot start the platform; the message is one line naming variable and rule. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const shown = (value: unknown) => (value === undefined ? 'unset' : JSON.stringify(value).slice(0, 80));
+
+/** Parses the environment once into the typed configuration, or throws ConfigError. */
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  const raw = Object.fromEntries(Object.keys(CONFIG_VARS).map((name) => [name, source[name]]));
+  const parsed = envSchema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? '');
+      const secret = /PASSWORD|URL/.test(name);
+      return `${name} ${issue.message} (got ${secret && raw[name] !== undefined ? 'a value' : shown(raw[name])})`;
+    });
+    throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
+  }
+  const env = parsed.data;
+  if (env.ADMIN_PASSWORD && !env.ADMIN_EMAIL) {
+    throw new ConfigError('invalid configuration: ADMIN_EMAIL must be set when ADMIN_PASSWORD is set');
+  }
+  const rateLimits = Object.fromEntries(
+    RATE_BUCKET_NAMES.map((bucket) => [bucket, env[RATE_BUCKETS[bucket].env]]),
+  ) as Record<RateBucket, RateRule>;
+  const dataDir = env.DATA_DIR;
+  return {
+    env: env.NODE_ENV,
+    production: env.NODE_ENV === 'production',
+    debug: env.DEBUG,
+    port: env.PORT,
+    host: env.HOST,
+    baseDomain: env.BASE_DOMAIN,
+    publicUrl: (env.PUBLIC_URL ?? `http://${env.BASE_DOMAIN}:${env.PORT}`).replace(/\/+$/, ''),
+    roles: env.SERVICE_ROLES,
+    dataDir,
+    database: env.DATABASE_URL
+      ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX }
+      : { kind: 'pglite', dir: `${dataDir}/pg` },
+    analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
+    visitLog: env.KAFKA_BROKERS
+      ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
+      : { kind: 'memory' },
+    redisUrl: env.REDIS_URL,
+    admin: { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD },
+    trustProxy: env.TRUST_PROXY,
+    bodyLimit: env.BODY_LIMIT,
+    logLevel: env.LOG_LEVEL,
+    shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    rateLimits,
+  };
+}
+
+/** Names of the variables the production topology (docker-compose) must set for every role. */
+export const PRODUCTION_VARS = (Object.keys(CONFIG_VARS) as ConfigVar[]).filter(
+  (name) => (CONFIG_VARS[name][1] as VarDoc).production,
+);
+
+/** One row per variable for the README table: name, default, description. */
+export function configTable(): { name: ConfigVar; fallback: string; doc: string }[] {
+  const defaults = envSchema.parse({});
+  return (Object.keys(CONFIG_VARS) as ConfigVar[]).map((name) => {
+    const value = (defaults as Record<string, unknown>)[name];
+    const bucket = RATE_BUCKET_NAMES.find((b) => RATE_BUCKETS[b].env === name);
+    const fallback = bucket
+      ? RATE_BUCKETS[bucket].fallback
+      : value === undefined
+        ? ''
+        : Array.isArray(value)
+          ? value.join(',')
+          : String(value === false ? '0' : value === true ? '1' : value);
+    return { name, fallback, doc: (CONFIG_VARS[name][1] as VarDoc).doc };
+  });
+}

@@ -1,0 +1,69 @@
+import { createAnalytics, type Analytics } from './analytics/analytics.js';
+import { createMemoryCache, createRedisCache, type Cache } from './cache/cache.js';
+import type { Config } from './config.js';
+import { createDatabase, type Database } from './db/database.js';
+import { createBullmqJobs } from './jobs/bullmq.js';
+import type { Jobs } from './jobs/jobs.js';
+import { createMemoryJobs } from './jobs/memory.js';
+import { createLogger, type Logger } from './logger.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { createKafkaVisitLog } from './visit-log/kafka.js';
+import { createMemoryVisitLog } from './visit-log/memory.js';
+import type { VisitLog } from './visit-log/visit-log.js';
+
+/** Everything a role needs, built once per process from the validated config. */
+export interface Context {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  db: Database;
+  analytics: Analytics;
+  visitLog: VisitLog;
+  jobs: Jobs;
+  cache: Cache;
+  startedAt: Date;
+}
+
+/** The dependencies /health probes, by name. */
+export const DEPENDENCIES = ['database', 'analytics', 'visit_log', 'jobs', 'cache'] as const;
+export type Dependency = (typeof DEPENDENCIES)[number];
+
+/** Describes which implementation backs each dependency (for /health and /status). */
+export function dependencyKinds(context: Context): Record<Dependency, string> {
+  return {
+    database: context.db.kind,
+    analytics: context.analytics.kind,
+    visit_log: context.visitLog.kind,
+    jobs: context.jobs.kind,
+    cache: context.cache.kind,
+  };
+}
+
+/**
+ * The composition root: the only place that constructs clients. Embedded defaults unless a
+ * server URL is configured, dependency by dependency.
+ */
+export async function createContext(config: Config, overrides: { log?: Logger } = {}): Promise<Context> {
+  const log = overrides.log ?? createLogger(config);
+  const metrics = createMetrics();
+  const db = await createDatabase(config.database);
+  const analytics = createAnalytics(config.analytics);
+  const visitLog =
+    config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createMemoryVisitLog(metrics);
+  const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics) : createMemoryJobs(log, metrics);
+  const cache = config.redisUrl ? createRedisCache(config.redisUrl) : createMemoryCache();
+  return { config, log, metrics, db, analytics, visitLog, jobs, cache, startedAt: new Date() };
+}
+
+/** Closes every client, in reverse order of need; failures are logged and the rest still close. */
+export async function closeContext(context: Context): Promise<void> {
+  for (const [name, close] of [
+    ['jobs', () => context.jobs.close()],
+    ['visit_log', () => context.visitLog.close()],
+    ['cache', () => context.cache.close()],
+    ['analytics', () => context.analytics.close()],
+    ['database', () => context.db.close()],
+  ] as const) {
+    await close().catch((error: unknown) => context.log.error({ err: error, dependency: name }, 'close failed'));
+  }
+}

@@ -1,0 +1,89 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import type { Config } from '../config.js';
+import type { DB } from './schema.js';
+
+/** The relational store: a typed query builder plus the few raw operations migrations need. */
+export interface Database {
+  kind: 'pglite' | 'postgres';
+  db: Kysely<DB>;
+  /**
+   * Runs a multi-statement SQL script and the bookkeeping callback in one transaction,
+   * serialised across processes by an advisory lock.
+   */
+  migrateInTransaction<T>(work: (tx: ScriptRunner) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What a migration transaction can do: run a script, run one parameterised query. */
+export interface ScriptRunner {
+  exec(script: string): Promise<void>;
+  query<R>(text: string, params?: unknown[]): Promise<R[]>;
+}
+
+/** Advisory lock id shared by every process migrating the same database. */
+const MIGRATION_LOCK = 727_001;
+
+/** Opens PGlite under the data dir or a pg pool on DATABASE_URL, from the validated config. */
+export async function createDatabase(config: Config['database']): Promise<Database> {
+  if (config.kind === 'postgres') {
+    const pool = new pg.Pool({ connectionString: config.url, max: config.poolMax, connectionTimeoutMillis: 5_000 });
+    // An idle client that loses its connection must not crash the process; the pool replaces it.
+    pool.on('error', () => undefined);
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    return {
+      kind: 'postgres',
+      db,
+      async migrateInTransaction(work) {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+          const result = await work({
+            exec: async (script) => void (await client.query(script)),
+            query: async (text, params) => (await client.query(text, params)).rows,
+          });
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw error;
+        } finally {
+          client.release();
+        }
+      },
+      async ping() {
+        await sql`SELECT 1`.execute(db);
+      },
+      async close() {
+        await db.destroy();
+      },
+    };
+  }
+  if (config.dir !== 'memory://') mkdirSync(config.dir, { recursive: true });
+  const pglite = await PGlite.create(config.dir);
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+  return {
+    kind: 'pglite',
+    db,
+    migrateInTransaction(work) {
+      return pglite.transaction(async (tx) =>
+        work({
+          exec: async (script) => void (await tx.exec(script)),
+          query: async <R>(text: string, params?: unknown[]) => (await tx.query<R>(text, params)).rows,
+        }),
+      );
+    },
+    async ping() {
+      await pglite.query('SELECT 1');
+    },
+    async close() {
+      await db.destroy();
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}

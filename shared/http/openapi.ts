@@ -1,0 +1,98 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
+import { failureSchema, successSchema } from './envelope.js';
+import { effectiveQuery } from './register.js';
+import { routeErrorCodes, type RouteDef } from './route.js';
+
+const RATE_HEADERS = {
+  'RateLimit-Limit': { description: 'Requests allowed in the window of this route\'s bucket.', schema: { type: 'integer' as const } },
+  'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' as const } },
+  'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' as const } },
+  'X-RateLimit-Limit': { description: 'Same as RateLimit-Limit.', schema: { type: 'integer' as const } },
+  'X-RateLimit-Remaining': { description: 'Same as RateLimit-Remaining.', schema: { type: 'integer' as const } },
+  'X-RateLimit-Reset': { description: 'Unix time, in seconds, at which the window resets.', schema: { type: 'integer' as const } },
+};
+const REQUEST_ID_HEADER = {
+  'X-Request-Id': { description: 'Request id; the same value as meta.request_id and in the access log.', schema: { type: 'string' as const } },
+};
+
+export interface OpenApiInfo {
+  version: string;
+  serverUrl: string;
+}
+
+/** Generates the OpenAPI 3.1 document from the route declarations: the only source of the document. */
+export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Record<string, unknown> {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'bearerToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'API token (`svc_u_…`) created with POST /api/v1/tokens.',
+  });
+  const Failure = registry.register('FailureEnvelope', failureSchema());
+
+  for (const route of routes) {
+    const codes = routeErrorCodes(route);
+    const byStatus = new Map<number, ErrorCode[]>();
+    for (const code of codes) {
+      const { status } = ERROR_CATALOGUE[code];
+      if (status < 400) continue;
+      byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+    }
+    const headers = { ...REQUEST_ID_HEADER, ...(route.bucket ? RATE_HEADERS : {}) };
+    const responses: Record<string, ResponseConfig> = {};
+    const okStatus = String(route.status ?? 200);
+    responses[okStatus] = route.raw
+      ? { description: route.raw.description, headers, content: { [route.raw.contentType]: { schema: route.response } } }
+      : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
+    for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
+      const responseHeaders: Record<string, unknown> = { ...headers };
+      if (status === 429) responseHeaders['Retry-After'] = { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } };
+      responses[String(status)] = {
+        description: statusCodes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].condition}`).join('; '),
+        headers: responseHeaders as ResponseConfig['headers'],
+        content: {
+          'application/json': { schema: statusCodes.length === Object.keys(ERROR_CATALOGUE).length ? Failure : failureSchema(statusCodes) },
+          'text/html': { schema: z.string().meta({ description: 'Error page for clients that prefer HTML.' }) },
+        },
+      };
+    }
+    registry.registerPath({
+      operationId: route.operationId,
+      method: route.method.toLowerCase() as 'get',
+      path: route.path,
+      summary: route.summary,
+      description: route.description,
+      tags: route.tags,
+      deprecated: route.deprecated,
+      security: route.auth.kind === 'scope' ? [{ bearerToken: [route.auth.scope] }] : [],
+      request: {
+        params: route.params,
+        query: effectiveQuery(route),
+        body: route.body ? { required: true, content: { 'application/json': { schema: route.body } } } : undefined,
+      },
+      responses,
+    });
+  }
+
+  const generator = new OpenApiGeneratorV31(registry.definitions);
+  const document = generator.generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Link-tracking platform API',
+      version: info.version,
+      description:
+        'Short links on per-owner subdomains, privacy-governed statistics, a consent-gated beacon, signed webhooks and exports. ' +
+        'Every JSON response uses the envelope `{ok, data|error, meta}`; this document itself is the one exception and is served raw. ' +
+        'Every operation accepts `?lang=` (en, de, fr, es) to localise messages. Unknown query parameters answer 400 `bad_request`.',
+      license: { name: 'AGPL-3.0-only', identifier: 'AGPL-3.0-only' },
+    },
+    servers: [{ url: info.serverUrl }],
+    tags: [
+      { name: 'discovery', description: 'Index, health, status, the error catalogue, languages, metrics.' },
+      { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
+    ],
+  });
+  return document as unknown as Record<string, unknown>;
+}

@@ -1,0 +1,176 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { AppError } from '../errors.js';
+import { LANG_TAG, zodErrorMap, type Locale } from '../i18n/index.js';
+import { buildMeta, success } from './envelope.js';
+import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
+import { fastifyPath, type RawBody, type RouteDef } from './route.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    locale: Locale;
+  }
+  interface FastifyContextConfig {
+    /** The route declaration, for hooks and metrics. */
+    routeDef?: RouteDef;
+  }
+}
+
+/** `?lang=` is accepted by every operation; it is added to each query schema. */
+export const langParam = z
+  .string()
+  .regex(LANG_TAG, 'must be a language tag such as en, de or fr-CA')
+  .optional()
+  .meta({ description: 'Locale of messages (see GET /api/v1/languages); falls back to Accept-Language, then English.' });
+
+/** The query schema as validated and documented: the route's own fields, `lang`, nothing else. */
+export function effectiveQuery(route: RouteDef): z.ZodObject {
+  return z.strictObject({ ...(route.query?.shape ?? {}), lang: langParam });
+}
+
+type Part = 'params' | 'query' | 'body';
+
+const isMissing = (input: unknown, path: PropertyKey[]) => {
+  let value: unknown = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return true;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value === undefined;
+};
+
+/**
+ * Validates one part of the request. Unknown keys → 400 bad_request, absent required fields →
+ * 400 missing_parameter, anything else → 422 validation_error with each field mapped to its rule
+ * in the caller's language.
+ */
+export function validatePart<T extends z.ZodType>(schema: T, input: unknown, part: Part, locale: Locale): z.output<T> {
+  if (part === 'body' && input === undefined) {
+    throw new AppError('missing_parameter', { missing: ['body'] }, { messageKey: 'error.missing_parameter.named', params: { names: 'body' } });
+  }
+  const result = schema.safeParse(input, { error: zodErrorMap(locale) });
+  if (result.success) return result.data;
+  const unknown = result.error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key].join('.')) : [],
+  );
+  if (unknown.length > 0) {
+    throw new AppError(
+      'bad_request',
+      { unknown, in: part },
+      { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } },
+    );
+  }
+  const missing = result.error.issues
+    .filter((issue) => issue.code === 'invalid_type' && isMissing(input, issue.path))
+    .map((issue) => issue.path.join('.') || part);
+  if (missing.length > 0) {
+    throw new AppError('missing_parameter', { missing, in: part }, { messageKey: 'error.missing_parameter.named', params: { names: missing.join(', ') } });
+  }
+  const details: Record<string, string> = {};
+  for (const issue of result.error.issues) {
+    const field = issue.path.join('.') || part;
+    details[field] ??= issue.message;
+  }
+  throw new AppError('validation_error', details);
+}
+
+/** Serialises an envelope; a value JSON cannot encode becomes encode_error, not a broken body. */
+export function encodeJson(value: unknown): string {
+  try {
+    const text = JSON.stringify(value);
+    if (text === undefined) throw new TypeError('value is not JSON-encodable');
+    return text;
+  } catch (error) {
+    throw new AppError('encode_error', {}, { cause: error });
+  }
+}
+
+/** Key of the caller for a rate bucket: the client IP until identities arrive with authentication. */
+function rateKey(request: FastifyRequest): string {
+  return request.ip;
+}
+
+export interface RegistrarDeps {
+  limiter: RateLimiter;
+}
+
+/** Registers each route declaration on the Fastify instance, with validation, rate limit and envelope. */
+export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: RegistrarDeps): void {
+  for (const route of routes) {
+    if (route.auth.kind !== 'none') {
+      throw new Error(`route ${route.operationId} requires scope ${route.auth.scope} but no authenticator is installed`);
+    }
+    const query = effectiveQuery(route);
+    app.route({
+      method: route.method,
+      url: fastifyPath(route.path),
+      config: { routeDef: route },
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        if (route.bucket) {
+          const decision = await deps.limiter.check(route.bucket, rateKey(request));
+          reply.headers(rateLimitHeaders(decision));
+          if (!decision.allowed) {
+            throw new AppError(
+              'rate_limited',
+              { bucket: route.bucket, limit: decision.limit, retry_after: decision.resetSec },
+              {
+                headers: { 'Retry-After': String(decision.resetSec) },
+                messageKey: 'error.rate_limited.retry',
+                params: { seconds: decision.resetSec },
+              },
+            );
+          }
+        }
+        const params = route.params ? validatePart(route.params, request.params, 'params', request.locale) : {};
+        const parsedQuery = validatePart(query, request.query ?? {}, 'query', request.locale);
+        delete (parsedQuery as Record<string, unknown>).lang;
+        const body = route.body ? validatePart(route.body, request.body, 'body', request.locale) : undefined;
+        let status = route.status ?? 200;
+        let extraMeta: Record<string, unknown> = {};
+        const result = await route.handler({
+          params: params as never,
+          query: parsedQuery as never,
+          body: body as never,
+          locale: request.locale,
+          request,
+          reply,
+          respond: {
+            status: (code) => void (status = code),
+            meta: (fields) => void (extraMeta = { ...extraMeta, ...fields }),
+          },
+        });
+        if (route.raw) {
+          const raw = result as RawBody;
+          return reply.code(status).type(raw.contentType).send(raw.body);
+        }
+        const text = encodeJson(success(result, buildMeta(request.id, reply.elapsedTime, extraMeta)));
+        return reply.code(status).type('application/json; charset=utf-8').send(text);
+      },
+    });
+  }
+}
+
+/** Matches concrete paths against the declared patterns, to answer 405 with the right Allow list. */
+export function createMethodIndex(routes: RouteDef[]): (path: string) => string[] {
+  const patterns = routes.map((route) => ({
+    method: route.method,
+    regex: new RegExp(
+      '^' +
+        route.path
+          .split(/(\{\w+\})/)
+          .map((part) => (/^\{\w+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+          .join('') +
+        '/?$',
+    ),
+  }));
+  return (path) => {
+    const methods = new Set<string>();
+    for (const pattern of patterns) {
+      if (pattern.regex.test(path)) {
+        methods.add(pattern.method);
+        if (pattern.method === 'GET') methods.add('HEAD');
+      }
+    }
+    return [...methods].sort();
+  };
+}

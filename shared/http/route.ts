@@ -1,0 +1,103 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import type { RateBucket } from '../config.js';
+import type { ErrorCode } from '../errors.js';
+import type { Locale } from '../i18n/index.js';
+
+/** Token scopes of the spec. */
+export const SCOPES = ['links:read', 'links:write', 'stats:read', 'subdomain:write', 'team:read', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** Who may call a route: anyone, or a caller holding a scope (checked by the authenticator). */
+export type RouteAuth = { kind: 'none' } | { kind: 'scope'; scope: Scope };
+
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+
+/** What a handler receives: validated input plus a small response handle. */
+export interface HandlerInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  locale: Locale;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  /** Sets the success status (default 200) and extra `meta` fields of the envelope. */
+  respond: { status(code: number): void; meta(fields: Record<string, unknown>): void };
+}
+
+/** A non-envelope response (the OpenAPI document, metrics, images): sent as is. */
+export interface RawBody {
+  contentType: string;
+  body: string | Buffer;
+}
+
+/**
+ * A route as a value: the registrar turns it into a Fastify route (validation included) and
+ * into an OpenAPI operation. Paths use OpenAPI's `{param}` form.
+ */
+export interface RouteDef<
+  P extends AnyObject | undefined = AnyObject | undefined,
+  Q extends AnyObject | undefined = AnyObject | undefined,
+  B extends z.ZodType | undefined = z.ZodType | undefined,
+  R extends z.ZodType = z.ZodType,
+> {
+  operationId: string;
+  method: HttpMethod;
+  path: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  auth: RouteAuth;
+  /** Rate bucket counted for this route, or null for none. */
+  bucket: RateBucket | null;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Schema of `data` in the success envelope, or of the raw body when `raw` is set. */
+  response: R;
+  /** Success status (default 200). */
+  status?: number;
+  /** Codes this operation can answer beyond those the registrar derives from auth, bucket and schemas. */
+  errors?: ErrorCode[];
+  /** Set for routes that answer a raw body rather than the envelope. */
+  raw?: { contentType: string; description: string };
+  deprecated?: boolean;
+  handler: (
+    input: HandlerInput<
+      P extends AnyObject ? z.output<P> : Record<string, never>,
+      Q extends AnyObject ? z.output<Q> : Record<string, never>,
+      B extends z.ZodType ? z.output<B> : undefined
+    >,
+  ) => Promise<R extends z.ZodType ? z.input<R> | RawBody : never>;
+}
+
+/** Declares a route with full type inference of its handler. */
+export function defineRoute<
+  P extends AnyObject | undefined = undefined,
+  Q extends AnyObject | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+  R extends z.ZodType = z.ZodType,
+>(def: RouteDef<P, Q, B, R>): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+/** The `{param}` path in Fastify's `:param` form. */
+export function fastifyPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
+}
+
+/** Error codes an operation can answer: derived from its declaration plus its own list. */
+export function routeErrorCodes(route: RouteDef): ErrorCode[] {
+  const codes = new Set<ErrorCode>(['bad_request', 'internal_error', 'encode_error', 'service_unavailable']);
+  if (route.params || route.query || route.body) {
+    codes.add('missing_parameter');
+    codes.add('validation_error');
+  }
+  if (route.body) codes.add('payload_too_large');
+  if (route.bucket) codes.add('rate_limited');
+  if (route.auth.kind === 'scope') for (const code of ['unauthorized', 'invalid_token', 'forbidden'] as const) codes.add(code);
+  for (const code of route.errors ?? []) codes.add(code);
+  return [...codes];
+}

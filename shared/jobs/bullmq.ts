@@ -1,0 +1,70 @@
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { backoffDelay, type JobDefinition, type Jobs } from './jobs.js';
+
+/** BullMQ jobs on Redis: one queue per job kind, attempts and backoff from the job definition. */
+export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jobs {
+  // BullMQ workers block on Redis, so they need maxRetriesPerRequest: null.
+  const connection = new Redis(url, { maxRetriesPerRequest: null });
+  connection.on('error', () => undefined);
+  const queues = new Map<string, Queue>();
+  const workers = new Set<Worker>();
+  const queueFor = (name: string) => {
+    let queue = queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection, prefix: 'lt' });
+      queue.on('error', (error) => log.warn({ err: error, queue: name }, 'job queue error'));
+      queues.set(name, queue);
+    }
+    return queue;
+  };
+  return {
+    kind: 'bullmq',
+    async enqueue<Data>(definition: JobDefinition<Data>, data: Data, options: { jobId?: string; delayMs?: number } = {}) {
+      await queueFor(definition.name).add(definition.name, data, {
+        jobId: options.jobId,
+        delay: options.delayMs,
+        attempts: definition.attempts,
+        backoff: { type: 'jittered', delay: definition.backoffMs },
+        removeOnComplete: { age: 3600, count: 10_000 },
+        removeOnFail: { age: 7 * 24 * 3600 },
+      });
+    },
+    async process(definition, handler) {
+      const worker = new Worker(
+        definition.name,
+        async (job) => {
+          const attempt = job.attemptsMade + 1;
+          await handler(job.data, { id: job.id ?? '', attempt, final: attempt >= definition.attempts });
+        },
+        {
+          connection: connection.duplicate(),
+          prefix: 'lt',
+          concurrency: definition.concurrency,
+          settings: {
+            // Same schedule as the in-process runner: exponential with jitter.
+            backoffStrategy: (attemptsMade: number) => backoffDelay(definition, attemptsMade + 1),
+          },
+        },
+      );
+      worker.on('completed', () => metrics.jobsProcessed.inc({ job: definition.name, outcome: 'completed' }));
+      worker.on('failed', (job, error) => {
+        const final = (job?.attemptsMade ?? 0) >= definition.attempts;
+        metrics.jobsProcessed.inc({ job: definition.name, outcome: final ? 'failed' : 'retried' });
+        if (final) log.warn({ job: definition.name, id: job?.id, err: error }, 'job failed for good');
+      });
+      worker.on('error', (error) => log.warn({ err: error, job: definition.name }, 'job worker error'));
+      workers.add(worker);
+    },
+    async ping() {
+      await connection.ping();
+    },
+    async close() {
+      await Promise.all([...workers].map((worker) => worker.close()));
+      await Promise.all([...queues.values()].map((queue) => queue.close()));
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}

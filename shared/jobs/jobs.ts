@@ -1,0 +1,50 @@
+/** A kind of background job and its retry policy; the same policy holds on BullMQ and in process. */
+export interface JobDefinition<Data> {
+  name: string;
+  /** Total attempts including the first. */
+  attempts: number;
+  /** Base of the exponential backoff: attempt n waits base * 2^(n-1), with jitter. */
+  backoffMs: number;
+  /** Jobs of this kind processed at once by one worker process. */
+  concurrency: number;
+  /** Only for typing: never read. */
+  readonly _data?: Data;
+}
+
+/** Declares a job kind. */
+export function defineJob<Data>(definition: Omit<JobDefinition<Data>, '_data'>): JobDefinition<Data> {
+  return definition;
+}
+
+export interface JobContext {
+  id: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** True when this is the last attempt the policy allows. */
+  final: boolean;
+}
+
+export type JobHandler<Data> = (data: Data, context: JobContext) => Promise<void>;
+
+export interface EnqueueOptions {
+  /** A stable id makes the enqueue idempotent (a second enqueue with the same id is ignored). */
+  jobId?: string;
+  delayMs?: number;
+}
+
+/** Background jobs: BullMQ on Redis in production, an in-process runner embedded. */
+export interface Jobs {
+  kind: 'memory' | 'bullmq';
+  enqueue<Data>(definition: JobDefinition<Data>, data: Data, options?: EnqueueOptions): Promise<void>;
+  /** Starts processing a job kind in this process (the worker role calls it). */
+  process<Data>(definition: JobDefinition<Data>, handler: JobHandler<Data>): Promise<void>;
+  ping(): Promise<void>;
+  /** Stops taking new jobs and waits for the running ones. */
+  close(): Promise<void>;
+}
+
+/** Delay before attempt `next` (2 for the first retry): exponential with ±20 % jitter. */
+export function backoffDelay(definition: Pick<JobDefinition<unknown>, 'backoffMs'>, next: number): number {
+  const base = definition.backoffMs * 2 ** (next - 2);
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}

@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { backoffDelay, type JobDefinition, type JobHandler, type Jobs } from './jobs.js';
+
+interface Pending {
+  id: string;
+  name: string;
+  data: unknown;
+  attempt: number;
+}
+
+/**
+ * In-process job runner with BullMQ's policy: attempts, exponential backoff with jitter, bounded
+ * concurrency per kind, idempotent job ids. Jobs live in memory: the one-process mode accepts that
+ * a crash loses queued jobs (the production mode keeps them in Redis).
+ */
+export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
+  const definitions = new Map<string, JobDefinition<unknown>>();
+  const handlers = new Map<string, JobHandler<unknown>>();
+  const queues = new Map<string, Pending[]>();
+  const running = new Map<string, number>();
+  const known = new Set<string>();
+  const timers = new Set<NodeJS.Timeout>();
+  const inFlight = new Set<Promise<void>>();
+  let closed = false;
+
+  const pump = (name: string) => {
+    const handler = handlers.get(name);
+    const definition = definitions.get(name);
+    const queue = queues.get(name);
+    if (!handler || !definition || !queue || closed) return;
+    while (queue.length > 0 && (running.get(name) ?? 0) < definition.concurrency) {
+      const job = queue.shift()!;
+      running.set(name, (running.get(name) ?? 0) + 1);
+      const final = job.attempt >= definition.attempts;
+      const task = handler(job.data, { id: job.id, attempt: job.attempt, final })
+        .then(
+          () => {
+            metrics.jobsProcessed.inc({ job: name, outcome: 'completed' });
+            known.delete(job.id);
+          },
+          (error: unknown) => {
+            if (final) {
+              metrics.jobsProcessed.inc({ job: name, outcome: 'failed' });
+              log.warn({ job: name, id: job.id, attempt: job.attempt, err: error }, 'job failed for good');
+              known.delete(job.id);
+              return;
+            }
+            metrics.jobsProcessed.inc({ job: name, outcome: 'retried' });
+            schedule({ ...job, attempt: job.attempt + 1 }, backoffDelay(definition, job.attempt + 1));
+          },
+        )
+        .finally(() => {
+          running.set(name, (running.get(name) ?? 1) - 1);
+          inFlight.delete(task);
+          pump(name);
+        });
+      inFlight.add(task);
+    }
+  };
+
+  const schedule = (job: Pending, delayMs: number) => {
+    const push = () => {
+      const queue = queues.get(job.name) ?? [];
+      queues.set(job.name, queue);
+      queue.push(job);
+      pump(job.name);
+    };
+    if (delayMs <= 0) return push();
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      push();
+    }, delayMs);
+    timers.add(timer);
+  };
+
+  return {
+    kind: 'memory',
+    async enqueue(definition, data, options = {}) {
+      definitions.set(definition.name, definition as JobDefinition<unknown>);
+      const id = options.jobId ?? randomUUID();
+      if (known.has(id)) return;
+      known.add(id);
+      schedule({ id, name: definition.name, data, attempt: 1 }, options.delayMs ?? 0);
+    },
+    async process(definition, handler) {
+      definitions.set(definition.name, definition as JobDefinition<unknown>);
+      handlers.set(definition.name, handler as JobHandler<unknown>);
+      pump(definition.name);
+    },
+    async ping() {},
+    async close() {
+      closed = true;
+      for (const timer of timers) clearTimeout(timer);
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}

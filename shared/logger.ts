@@ -1,0 +1,17 @@
+import { pino, type Logger } from 'pino';
+import type { Config } from './config.js';
+
+export type { Logger } from 'pino';
+
+/** Builds the process logger: JSON lines on stdout, secrets redacted. */
+export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+  return pino({
+    level: config.logLevel,
+    base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'password', '*.password', 'token', '*.token', 'secret', '*.secret'],
+      censor: '[redacted]',
+    },
+  });
+}

@@ -1,0 +1,65 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The process's Prometheus registry and the instruments shared by several roles. */
+export interface Metrics {
+  registry: Registry;
+  httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  httpRequests: Counter<'status_class'>;
+  rateLimited: Counter<'bucket'>;
+  visitLogPublished: Counter<'topic'>;
+  visitLogDropped: Counter<'topic' | 'reason'>;
+  visitLogBacklog: Gauge<'topic'>;
+  jobsProcessed: Counter<'job' | 'outcome'>;
+}
+
+/** Builds a fresh registry with default process metrics and the platform's instruments. */
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    httpDuration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by route pattern and status code.',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    httpRequests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by status class.',
+      labelNames: ['status_class'],
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'rate_limited_total',
+      help: 'Requests refused with 429, by bucket.',
+      labelNames: ['bucket'],
+      registers: [registry],
+    }),
+    visitLogPublished: new Counter({
+      name: 'visit_log_published_total',
+      help: 'Messages handed to the visit log, by topic.',
+      labelNames: ['topic'],
+      registers: [registry],
+    }),
+    visitLogDropped: new Counter({
+      name: 'visit_log_dropped_total',
+      help: 'Messages the visit log could not accept or buffer, by topic and reason.',
+      labelNames: ['topic', 'reason'],
+      registers: [registry],
+    }),
+    visitLogBacklog: new Gauge({
+      name: 'visit_log_backlog',
+      help: 'Messages waiting in the in-process visit log or the producer buffer, by topic.',
+      labelNames: ['topic'],
+      registers: [registry],
+    }),
+    jobsProcessed: new Counter({
+      name: 'jobs_processed_total',
+      help: 'Background job attempts, by job name and outcome.',
+      labelNames: ['job', 'outcome'],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,133 @@
+import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { TOPIC_NAMES, type Topic } from './topics.js';
+import type { Consumer, ConsumeOptions, VisitLog } from './visit-log.js';
+
+export interface KafkaVisitLogOptions {
+  brokers: string[];
+  clientId: string;
+  topicPrefix: string;
+  partitions?: number;
+}
+
+/**
+ * Kafka visit log through kafkajs: an idempotent, gzip-compressing producer; consumers that
+ * resolve and commit offsets only after their batch handler succeeded, heartbeating meanwhile.
+ */
+export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, metrics: Metrics): VisitLog {
+  const kafka = new Kafka({
+    clientId: options.clientId,
+    brokers: options.brokers,
+    connectionTimeout: 3_000,
+    requestTimeout: 10_000,
+    retry: { retries: 5, initialRetryTime: 200 },
+    logLevel: logLevel.WARN,
+    logCreator: () => ({ namespace, level, log: entry }) => {
+      const { message, ...rest } = entry;
+      const child = log.child({ component: 'kafka', namespace });
+      if (level === logLevel.ERROR) child.error(rest, message);
+      else if (level === logLevel.WARN) child.warn(rest, message);
+    },
+  });
+  const name = (topic: Topic) => options.topicPrefix + topic;
+  let producer: Producer | undefined;
+  let producerReady: Promise<Producer> | undefined;
+  let admin: Admin | undefined;
+  let adminReady: Promise<Admin> | undefined;
+  let topicsReady: Promise<void> | undefined;
+  const consumers = new Set<Consumer>();
+
+  const getAdmin = () =>
+    (adminReady ??= (async () => {
+      admin = kafka.admin();
+      await admin.connect();
+      return admin;
+    })().catch((error) => {
+      adminReady = undefined;
+      throw error;
+    }));
+
+  /** Creates the platform's topics once (idempotent: existing topics are left alone). */
+  const ensureTopics = () =>
+    (topicsReady ??= (async () => {
+      const client = await getAdmin();
+      const existing = new Set(await client.listTopics());
+      const missing = TOPIC_NAMES.map(name).filter((topic) => !existing.has(topic));
+      if (missing.length > 0) {
+        await client.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((topic) => ({ topic, numPartitions: options.partitions ?? 6 })),
+        });
+      }
+    })().catch((error) => {
+      topicsReady = undefined;
+      throw error;
+    }));
+
+  const getProducer = () =>
+    (producerReady ??= (async () => {
+      await ensureTopics();
+      producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      await producer.connect();
+      return producer;
+    })().catch((error) => {
+      producerReady = undefined;
+      throw error;
+    }));
+
+  return {
+    kind: 'kafka',
+    async publish(topic, messages) {
+      const client = await getProducer();
+      await client.send({ topic: name(topic), compression: CompressionTypes.GZIP, acks: -1, messages });
+      metrics.visitLogPublished.inc({ topic }, messages.length);
+    },
+    async consume({ groupId, topic, handler, maxBatch = 500 }: ConsumeOptions) {
+      await ensureTopics();
+      const consumer = kafka.consumer({ groupId, maxBytesPerPartition: 4 * 1024 * 1024, sessionTimeout: 30_000 });
+      await consumer.connect();
+      await consumer.subscribe({ topic: name(topic), fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
+          for (let start = 0; start < batch.messages.length; start += maxBatch) {
+            if (!isRunning() || isStale()) return;
+            const slice = batch.messages.slice(start, start + maxBatch);
+            await handler(
+              slice.map((message) => ({
+                key: message.key?.toString() ?? '',
+                value: message.value?.toString() ?? '',
+                headers: Object.fromEntries(
+                  Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
+                ),
+              })),
+            );
+            // Durable now: only after the handler succeeded is the offset resolved and committed.
+            resolveOffset(slice[slice.length - 1]!.offset);
+            await commitOffsetsIfNecessary();
+            await heartbeat();
+          }
+        },
+      });
+      const handle: Consumer = {
+        async stop() {
+          consumers.delete(handle);
+          await consumer.disconnect();
+        },
+      };
+      consumers.add(handle);
+      return handle;
+    },
+    async ping() {
+      const client = await getAdmin();
+      await client.describeCluster();
+    },
+    async close() {
+      await Promise.all([...consumers].map((consumer) => consumer.stop()));
+      await producer?.disconnect();
+      await admin?.disconnect();
+    },
+  };
+}

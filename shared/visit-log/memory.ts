@@ -1,0 +1,102 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Metrics } from '../metrics.js';
+import type { Topic } from './topics.js';
+import { VisitLogFullError, type Consumer, type ConsumeOptions, type LogMessage, type VisitLog } from './visit-log.js';
+
+interface TopicLog {
+  /** Offset of messages[0]. */
+  base: number;
+  messages: LogMessage[];
+  /** Committed offset of each consumer group. */
+  groups: Map<string, number>;
+  wake: Set<() => void>;
+}
+
+/**
+ * In-process visit log for the one-process mode. Like Kafka it keeps each topic as an offset-
+ * addressed log with a committed offset per consumer group, so a failed batch is redelivered.
+ * It is bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError.
+ */
+export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retryDelayMs = 500): VisitLog {
+  const topics = new Map<Topic, TopicLog>();
+  const consumers = new Set<{ stopped: boolean; done: Promise<void> }>();
+  const topicLog = (topic: Topic) => {
+    let log = topics.get(topic);
+    if (!log) {
+      log = { base: 0, messages: [], groups: new Map(), wake: new Set() };
+      topics.set(topic, log);
+    }
+    return log;
+  };
+  const trim = (topic: Topic, log: TopicLog) => {
+    if (log.groups.size === 0) return;
+    const low = Math.min(...log.groups.values());
+    if (low > log.base) {
+      log.messages.splice(0, low - log.base);
+      log.base = low;
+    }
+    metrics.visitLogBacklog.set({ topic }, log.messages.length);
+  };
+  return {
+    kind: 'memory',
+    async publish(topic, messages) {
+      const log = topicLog(topic);
+      if (log.messages.length + messages.length > capacity) {
+        metrics.visitLogDropped.inc({ topic, reason: 'full' }, messages.length);
+        throw new VisitLogFullError(topic, capacity);
+      }
+      log.messages.push(...messages);
+      metrics.visitLogPublished.inc({ topic }, messages.length);
+      metrics.visitLogBacklog.set({ topic }, log.messages.length);
+      for (const wake of log.wake) wake();
+    },
+    async consume({ groupId, topic, handler, maxBatch = 500 }: ConsumeOptions): Promise<Consumer> {
+      const log = topicLog(topic);
+      // A new group starts at the oldest retained message, as Kafka's `earliest` reset does.
+      if (!log.groups.has(groupId)) log.groups.set(groupId, log.base);
+      const state = { stopped: false, done: Promise.resolve() };
+      let wakeUp: (() => void) | undefined;
+      const waitForMessages = () =>
+        new Promise<void>((resolve) => {
+          wakeUp = () => {
+            log.wake.delete(wakeUp!);
+            resolve();
+          };
+          log.wake.add(wakeUp);
+        });
+      state.done = (async () => {
+        while (!state.stopped) {
+          const offset = log.groups.get(groupId)!;
+          const batch = log.messages.slice(offset - log.base, offset - log.base + maxBatch);
+          if (batch.length === 0) {
+            await waitForMessages();
+            continue;
+          }
+          try {
+            await handler(batch);
+            log.groups.set(groupId, offset + batch.length);
+            trim(topic, log);
+          } catch {
+            // Not committed: the same batch is redelivered after a pause, as Kafka would.
+            await sleep(retryDelayMs);
+          }
+        }
+      })();
+      consumers.add(state);
+      return {
+        async stop() {
+          state.stopped = true;
+          wakeUp?.();
+          await state.done;
+          consumers.delete(state);
+        },
+      };
+    },
+    async ping() {},
+    async close() {
+      for (const state of consumers) state.stopped = true;
+      for (const log of topics.values()) for (const wake of log.wake) wake();
+      await Promise.all([...consumers].map((state) => state.done));
+    },
+  };
+}

@@ -1,0 +1,9 @@
+/** Every topic of the visit log, in one place. Kafka names get KAFKA_TOPIC_PREFIX in front. */
+export const TOPICS = {
+  visitsRaw: 'visits.raw',
+  trackerRaw: 'tracker.raw',
+  visitsDlq: 'visits.dlq',
+} as const;
+
+export type Topic = (typeof TOPICS)[keyof typeof TOPICS];
+export const TOPIC_NAMES = Object.values(TOPICS) as Topic[];
