@@ -13,7 +13,8 @@ export interface Analytics {
 
 /** Builds the ClickHouse client from the validated config; only the connection differs between modes. */
 export function createAnalytics(config: Config['analytics']): Analytics {
-  const settings = { date_time_input_format: 'best_effort' as const };
+  // 64-bit integers as JSON numbers on both engines (the server quotes them by default, chDB does not).
+  const settings = { date_time_input_format: 'best_effort' as const, output_format_json_quote_64bit_integers: 0 as const };
   let client: ClickHouseClient;
   if (config.kind === 'clickhouse') {
     client = createClient({ url: config.url, clickhouse_settings: settings, request_timeout: 30_000 });

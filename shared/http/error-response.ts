@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { inspect } from 'node:util';
 import Negotiator from 'negotiator';
 import { AppError, ERROR_DOCS_PATH } from '../errors.js';
 import { t, type Locale } from '../i18n/index.js';
@@ -89,8 +90,13 @@ export function sendError(
 ): FastifyReply {
   const locale = request.locale;
   const message = t(locale, error.messageKey ?? `error.${error.code}`, error.params);
-  const cause = error.cause instanceof Error ? error.cause : undefined;
-  const exception = options.showDetail && cause && error.status >= 500 ? `${cause.name}: ${cause.message}\n${cause.stack ?? ''}` : undefined;
+  const cause = error.cause;
+  const exception =
+    options.showDetail && cause !== undefined && error.status >= 500
+      ? cause instanceof Error
+        ? `${cause.name}: ${cause.message}\n${cause.stack ?? ''}`
+        : inspect(cause, { depth: 4 })
+      : undefined;
   reply.code(error.status).headers(error.headers);
   if (prefersHtml(request)) {
     return reply

@@ -1,9 +1,12 @@
-import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 import { failureSchema, successSchema } from './envelope.js';
 import { effectiveQuery } from './register.js';
 import { routeErrorCodes, type RouteDef } from './route.js';
+
+// registry.register() needs zod's `.openapi()` extension (component registration by name).
+extendZodWithOpenApi(z);
 
 const RATE_HEADERS = {
   'RateLimit-Limit': { description: 'Requests allowed in the window of this route\'s bucket.', schema: { type: 'integer' as const } },
@@ -43,9 +46,11 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
     const headers = { ...REQUEST_ID_HEADER, ...(route.bucket ? RATE_HEADERS : {}) };
     const responses: Record<string, ResponseConfig> = {};
     const okStatus = String(route.status ?? 200);
-    responses[okStatus] = route.raw
-      ? { description: route.raw.description, headers, content: { [route.raw.contentType]: { schema: route.response } } }
-      : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
+    if (route.response) {
+      responses[okStatus] = route.raw
+        ? { description: route.raw.description, headers, content: { [route.raw.contentType]: { schema: route.response } } }
+        : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
+    }
     for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
       const responseHeaders: Record<string, unknown> = { ...headers };
       if (status === 429) responseHeaders['Retry-After'] = { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } };

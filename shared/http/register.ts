@@ -45,33 +45,67 @@ const isMissing = (input: unknown, path: PropertyKey[]) => {
  * in the caller's language.
  */
 export function validatePart<T extends z.ZodType>(schema: T, input: unknown, part: Part, locale: Locale): z.output<T> {
+  const result = checkPart(schema, input, part, locale);
+  if (!result.ok) throw result.error;
+  return result.data;
+}
+
+type Checked<T> = { ok: true; data: T } | { ok: false; error: AppError };
+
+function checkPart<T extends z.ZodType>(schema: T, input: unknown, part: Part, locale: Locale): Checked<z.output<T>> {
   if (part === 'body' && input === undefined) {
-    throw new AppError('missing_parameter', { missing: ['body'] }, { messageKey: 'error.missing_parameter.named', params: { names: 'body' } });
+    return { ok: false, error: missingError(['body'], part) };
   }
   const result = schema.safeParse(input, { error: zodErrorMap(locale) });
-  if (result.success) return result.data;
+  if (result.success) return { ok: true, data: result.data };
   const unknown = result.error.issues.flatMap((issue) =>
     issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key].join('.')) : [],
   );
   if (unknown.length > 0) {
-    throw new AppError(
-      'bad_request',
-      { unknown, in: part },
-      { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } },
-    );
+    return {
+      ok: false,
+      error: new AppError('bad_request', { unknown, in: part }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } }),
+    };
   }
   const missing = result.error.issues
     .filter((issue) => issue.code === 'invalid_type' && isMissing(input, issue.path))
     .map((issue) => issue.path.join('.') || part);
-  if (missing.length > 0) {
-    throw new AppError('missing_parameter', { missing, in: part }, { messageKey: 'error.missing_parameter.named', params: { names: missing.join(', ') } });
-  }
+  if (missing.length > 0) return { ok: false, error: missingError(missing, part) };
   const details: Record<string, string> = {};
   for (const issue of result.error.issues) {
     const field = issue.path.join('.') || part;
     details[field] ??= issue.message;
   }
-  throw new AppError('validation_error', details);
+  return { ok: false, error: new AppError('validation_error', details) };
+}
+
+const missingError = (missing: string[], part: Part) =>
+  new AppError('missing_parameter', { missing, in: part }, { messageKey: 'error.missing_parameter.named', params: { names: missing.join(', ') } });
+
+/**
+ * Validates params, query and body together so one answer names every problem. The most basic
+ * problem wins: an unknown parameter, then a missing one, then invalid values (all fields merged).
+ */
+export function validateRequest(
+  parts: { part: Part; schema: z.ZodType | undefined; input: unknown }[],
+  locale: Locale,
+): Record<Part, unknown> {
+  const data: Record<Part, unknown> = { params: {}, query: {}, body: undefined };
+  const errors: AppError[] = [];
+  for (const { part, schema, input } of parts) {
+    if (!schema) continue;
+    const result = checkPart(schema, input, part, locale);
+    if (result.ok) data[part] = result.data;
+    else errors.push(result.error);
+  }
+  for (const code of ['bad_request', 'missing_parameter'] as const) {
+    const first = errors.find((error) => error.code === code);
+    if (first) throw first;
+  }
+  if (errors.length > 0) {
+    throw new AppError('validation_error', Object.assign({}, ...errors.map((error) => error.details)));
+  }
+  return data;
 }
 
 /** Serialises an envelope; a value JSON cannot encode becomes encode_error, not a broken body. */
@@ -121,10 +155,15 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
             );
           }
         }
-        const params = route.params ? validatePart(route.params, request.params, 'params', request.locale) : {};
-        const parsedQuery = validatePart(query, request.query ?? {}, 'query', request.locale);
+        const { params, query: parsedQuery, body } = validateRequest(
+          [
+            { part: 'params', schema: route.params, input: request.params },
+            { part: 'query', schema: query, input: request.query ?? {} },
+            { part: 'body', schema: route.body, input: request.body },
+          ],
+          request.locale,
+        );
         delete (parsedQuery as Record<string, unknown>).lang;
-        const body = route.body ? validatePart(route.body, request.body, 'body', request.locale) : undefined;
         let status = route.status ?? 200;
         let extraMeta: Record<string, unknown> = {};
         const result = await route.handler({

@@ -55,8 +55,8 @@ export interface RouteDef<
   params?: P;
   query?: Q;
   body?: B;
-  /** Schema of `data` in the success envelope, or of the raw body when `raw` is set. */
-  response: R;
+  /** Schema of `data` in the success envelope, or of the raw body when `raw` is set; absent for routes that never succeed (501). */
+  response?: R;
   /** Success status (default 200). */
   status?: number;
   /** Codes this operation can answer beyond those the registrar derives from auth, bucket and schemas. */

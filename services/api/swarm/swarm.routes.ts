@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { AppError } from '../../../shared/errors.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 
@@ -11,7 +10,7 @@ const notImplemented = async (): Promise<never> => {
  * stable 501 `not_implemented` (not a 404) and the rate buckets of the swarm API apply to them.
  */
 export function swarmRoutes(): RouteDef[] {
-  const common = { tags: ['swarm'], auth: { kind: 'none' as const }, response: z.never(), errors: ['not_implemented' as const], handler: notImplemented };
+  const common = { tags: ['swarm'], auth: { kind: 'none' as const }, errors: ['not_implemented' as const], handler: notImplemented };
   return [
     defineRoute({ ...common, operationId: 'swarmAgentRecover', method: 'POST', path: '/agents/recover', summary: 'Agent recovery (swarm API; not implemented: 501)', bucket: 'swarm_register' }),
     defineRoute({ ...common, operationId: 'swarmAgentHeartbeat', method: 'POST', path: '/agents/heartbeat', summary: 'Agent heartbeat (swarm API; not implemented: 501)', bucket: 'swarm_write' }),

@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '../context.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
+import { waitFor } from '../testing/wait.js';
+
+let context: Context;
+
+beforeAll(async () => {
+  context = await createTestContext();
+});
+
+afterAll(async () => {
+  await closeContext(context);
+});
+
+describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
+  it('is the implementation the mode asks for and answers ping', async () => {
+    expect(context.cache.kind).toBe(SERVICES_MODE ? 'redis' : 'memory');
+    await expect(context.cache.ping()).resolves.toBeUndefined();
+  });
+
+  describe('fixed-window counter', () => {
+    it('counts 1..n hits of one key within the window and reports a reset no later than the window', async () => {
+      const key = uniqueName('count');
+      const windowSec = 60;
+      for (let expected = 1; expected <= 5; expected++) {
+        const { count, resetMs } = await context.cache.hit(key, windowSec);
+        expect(count).toBe(expected);
+        expect(resetMs).toBeGreaterThan(0);
+        expect(resetMs).toBeLessThanOrEqual(windowSec * 1000);
+      }
+    });
+
+    it('keeps one window: the reset time counts down instead of restarting on later hits', async () => {
+      const key = uniqueName('countdown');
+      const first = await context.cache.hit(key, 60);
+      const firstAt = Date.now();
+      await waitFor(() => Date.now() - firstAt >= 30, 1_000);
+      const second = await context.cache.hit(key, 60);
+      expect(second.count).toBe(2);
+      expect(second.resetMs).toBeLessThan(first.resetMs);
+    });
+
+    it('starts a new window at count 1 once a 1-second window has elapsed', async () => {
+      const key = uniqueName('reset');
+      const opened = Date.now();
+      expect((await context.cache.hit(key, 1)).count).toBe(1);
+      expect((await context.cache.hit(key, 1)).count).toBe(2);
+      // Poll with further hits: they count in the old window until it elapses, then one opens a new window.
+      const fresh = await waitFor(
+        async () => {
+          const result = await context.cache.hit(key, 1);
+          return result.count === 1 ? result : undefined;
+        },
+        3_000,
+        { intervalMs: 50, message: 'a new window' },
+      );
+      expect(Date.now() - opened).toBeGreaterThanOrEqual(900);
+      expect(fresh.resetMs).toBeGreaterThan(0);
+      expect(fresh.resetMs).toBeLessThanOrEqual(1_000);
+      expect((await context.cache.hit(key, 1)).count).toBe(2);
+    });
+
+    it('counts different keys independently', async () => {
+      const a = uniqueName('key-a');
+      const b = uniqueName('key-b');
+      await context.cache.hit(a, 60);
+      await context.cache.hit(a, 60);
+      await context.cache.hit(a, 60);
+      expect((await context.cache.hit(b, 60)).count).toBe(1);
+      expect((await context.cache.hit(a, 60)).count).toBe(4);
+      expect((await context.cache.hit(b, 60)).count).toBe(2);
+    });
+
+    it('counts concurrent hits of one key exactly once each', async () => {
+      const key = uniqueName('concurrent');
+      const results = await Promise.all(Array.from({ length: 20 }, () => context.cache.hit(key, 60)));
+      expect(results.map((result) => result.count).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    });
+  });
+
+  describe('publish/subscribe', () => {
+    it('delivers a published message to a subscriber of the channel only', async () => {
+      const channel = uniqueName('chan');
+      const other = uniqueName('other');
+      const received: string[] = [];
+      const elsewhere: string[] = [];
+      const unsubscribe = await context.cache.subscribe(channel, (message) => received.push(message));
+      const unsubscribeOther = await context.cache.subscribe(other, (message) => elsewhere.push(message));
+      try {
+        await context.cache.publish(channel, 'hello');
+        await context.cache.publish(channel, 'world');
+        await waitFor(() => received.length >= 2, 5_000, { message: 'two messages' });
+        expect(received).toEqual(['hello', 'world']);
+        expect(elsewhere).toEqual([]);
+      } finally {
+        await unsubscribe();
+        await unsubscribeOther();
+      }
+    });
+
+    it('delivers to every subscriber of a channel', async () => {
+      const channel = uniqueName('fanout');
+      const first: string[] = [];
+      const second: string[] = [];
+      const stopFirst = await context.cache.subscribe(channel, (message) => first.push(message));
+      const stopSecond = await context.cache.subscribe(channel, (message) => second.push(message));
+      try {
+        await context.cache.publish(channel, 'both');
+        await waitFor(() => first.length === 1 && second.length === 1, 5_000, { message: 'both subscribers' });
+        expect([first, second]).toEqual([['both'], ['both']]);
+      } finally {
+        await stopFirst();
+        await stopSecond();
+      }
+    });
+
+    it('stops delivering to a handler after it unsubscribed, while other subscribers still receive', async () => {
+      const channel = uniqueName('unsub');
+      const gone: string[] = [];
+      const staying: string[] = [];
+      const unsubscribeGone = await context.cache.subscribe(channel, (message) => gone.push(message));
+      const unsubscribeStaying = await context.cache.subscribe(channel, (message) => staying.push(message));
+      try {
+        await context.cache.publish(channel, 'before');
+        await waitFor(() => gone.length === 1 && staying.length === 1, 5_000, { message: 'the first message' });
+        await unsubscribeGone();
+        await context.cache.publish(channel, 'after');
+        // Both handlers share one delivery path: once the remaining one saw the message, the other would have too.
+        await waitFor(() => staying.length === 2, 5_000, { message: 'the second message' });
+        expect(staying).toEqual(['before', 'after']);
+        expect(gone).toEqual(['before']);
+      } finally {
+        await unsubscribeStaying();
+      }
+    });
+
+    it('stops delivering on a channel whose last subscriber left', async () => {
+      const channel = uniqueName('last');
+      const sentinelChannel = uniqueName('sentinel');
+      const gone: string[] = [];
+      const sentinel: string[] = [];
+      const unsubscribe = await context.cache.subscribe(channel, (message) => gone.push(message));
+      const unsubscribeSentinel = await context.cache.subscribe(sentinelChannel, (message) => sentinel.push(message));
+      try {
+        await context.cache.publish(channel, 'before');
+        await waitFor(() => gone.length === 1, 5_000, { message: 'the first message' });
+        await unsubscribe();
+        await context.cache.publish(channel, 'after');
+        // Messages arrive in publish order on one subscription connection: the sentinel marks that 'after' has passed.
+        await context.cache.publish(sentinelChannel, 'mark');
+        await waitFor(() => sentinel.length === 1, 5_000, { message: 'the sentinel message' });
+        expect(gone).toEqual(['before']);
+      } finally {
+        await unsubscribeSentinel();
+      }
+    });
+
+    it('subscribes again to a channel after its last subscriber left', async () => {
+      const channel = uniqueName('again');
+      const first: string[] = [];
+      const second: string[] = [];
+      await (await context.cache.subscribe(channel, (message) => first.push(message)))();
+      const unsubscribe = await context.cache.subscribe(channel, (message) => second.push(message));
+      try {
+        await context.cache.publish(channel, 'back');
+        await waitFor(() => second.length === 1, 5_000, { message: 'the message after resubscribing' });
+        expect(second).toEqual(['back']);
+        expect(first).toEqual([]);
+      } finally {
+        await unsubscribe();
+      }
+    });
+  });
+});

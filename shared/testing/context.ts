@@ -1,0 +1,46 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { migrateAnalytics } from '../analytics/migrate.js';
+import { loadConfig, type Config } from '../config.js';
+import { closeContext, createContext, type Context } from '../context.js';
+import { migrateDatabase } from '../db/migrate.js';
+
+/** True when the suite runs against real services (DATABASE_URL, REDIS_URL, KAFKA_BROKERS set by .ci/run). */
+export const SERVICES_MODE = Boolean(process.env.DATABASE_URL || process.env.REDIS_URL || process.env.KAFKA_BROKERS);
+
+/** chDB is one engine per process: every test context of a process shares one data path. */
+const CHDB_DIR = join(tmpdir(), `linktrack-test-chdb-${process.pid}`);
+
+/** A unique suffix so that tests sharing Kafka or Redis never see each other's topics, groups or queues. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/**
+ * The configuration of a test: the environment (so the services run picks up the service URLs),
+ * an in-memory PGlite and this process's chDB path when embedded, silent logs, and overrides.
+ */
+export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
+  const config = loadConfig({
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'linktrack-test-')),
+    KAFKA_TOPIC_PREFIX: uniqueName('t') + '.',
+    ...overrides,
+  });
+  if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };
+  if (config.analytics.kind === 'chdb') config.analytics = { kind: 'chdb', dir: CHDB_DIR };
+  return config;
+}
+
+/** Builds a migrated context for a test file; close it in afterAll. */
+export async function createTestContext(overrides: Record<string, string | undefined> = {}): Promise<Context> {
+  const context = await createContext(testConfig(overrides));
+  await migrateDatabase(context.db);
+  await migrateAnalytics(context.analytics);
+  return context;
+}
+
+export { closeContext };
