@@ -71,7 +71,7 @@ const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
 export const CONFIG_VARS = {
   NODE_ENV: [
     withDefault(z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }), 'development'),
-    { doc: '`production` hides exception detail in error responses and marks the session cookie Secure.' },
+    { doc: '`production` hides exception detail in error responses (unless `DEBUG=1`).' },
   ],
   PORT: [withDefault(port, 8080), { doc: 'HTTP port of this process.' }],
   HOST: [withDefault(z.string().min(1), '0.0.0.0'), { doc: 'Interface to listen on.' }],

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { CONFIG_VARS, ConfigError, PRODUCTION_VARS, RATE_BUCKETS, configTable, loadConfig } from './config.js';
+
+/** The one line loadConfig throws for an environment. */
+function configErrorOf(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('runs on embedded defaults with an empty environment', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(8080);
+    expect(config.baseDomain).toBe('localhost');
+    expect(config.roles).toEqual(['api', 'ingest', 'enricher', 'worker']);
+    expect(config.database).toEqual({ kind: 'pglite', dir: './data/pg' });
+    expect(config.analytics).toEqual({ kind: 'chdb', dir: './data/chdb' });
+    expect(config.visitLog).toEqual({ kind: 'memory' });
+    expect(config.redisUrl).toBeUndefined();
+    expect(config.production).toBe(false);
+    expect(config.rateLimits.default).toEqual({ limit: 600, windowSec: 60 });
+    expect(config.rateLimits.auth).toEqual({ limit: 20, windowSec: 900 });
+    expect(config.rateLimits.swarm_read).toEqual({ limit: 3000, windowSec: 60 });
+    expect(config.rateLimits.track).toEqual({ limit: 120, windowSec: 60 });
+    expect(config.trustProxy).toEqual([]);
+  });
+
+  it('switches each dependency to its server when its URL is set', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://u:p@db:5432/linktrack',
+      CLICKHOUSE_URL: 'http://clickhouse:8123',
+      KAFKA_BROKERS: 'k1:9092,k2:9092',
+      REDIS_URL: 'redis://redis:6379',
+      SERVICE_ROLES: 'ingest, enricher,ingest',
+      DATA_DIR: '/var/lib/linktrack',
+    });
+    expect(config.database).toMatchObject({ kind: 'postgres', url: 'postgres://u:p@db:5432/linktrack' });
+    expect(config.analytics).toEqual({ kind: 'clickhouse', url: 'http://clickhouse:8123' });
+    expect(config.visitLog).toMatchObject({ kind: 'kafka', brokers: ['k1:9092', 'k2:9092'] });
+    expect(config.redisUrl).toBe('redis://redis:6379');
+    expect(config.roles).toEqual(['ingest', 'enricher']);
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '  ' }).port).toBe(8080);
+    expect(loadConfig({ DATABASE_URL: '' }).database.kind).toBe('pglite');
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, /^invalid configuration: PORT must be an integer from 1 to 65535 \(got "abc"\)$/],
+    [{ PORT: '70000' }, /PORT must be an integer from 1 to 65535/],
+    [{ SERVICE_ROLES: 'api,web' }, /SERVICE_ROLES must list roles among api, ingest, enricher, worker/],
+    [{ SERVICE_ROLES: ' , ' }, /SERVICE_ROLES must name at least one role/],
+    [{ DATABASE_URL: 'mysql://x' }, /^invalid configuration: DATABASE_URL must be a URL with scheme postgres or postgresql \(got a value\)$/],
+    [{ REDIS_URL: 'http://x' }, /REDIS_URL must be a URL with scheme redis or rediss/],
+    [{ KAFKA_BROKERS: 'broker' }, /KAFKA_BROKERS must be a comma-separated list of host:port/],
+    [{ RATE_LIMIT_API: '600' }, /RATE_LIMIT_API must be <limit>:<window-seconds>/],
+    [{ RATE_LIMIT_REDIRECT: '0:60' }, /RATE_LIMIT_REDIRECT must be <limit>:<window-seconds>, both at least 1/],
+    [{ BASE_DOMAIN: 'Bad_Domain' }, /BASE_DOMAIN must be a lower-case host name/],
+    [{ NODE_ENV: 'staging' }, /NODE_ENV must be development, production or test/],
+    [{ DEBUG: 'maybe' }, /DEBUG must be one of 1, 0, true, false/],
+    [{ ADMIN_EMAIL: 'not-an-email' }, /ADMIN_EMAIL must be an e-mail address/],
+    [{ ADMIN_EMAIL: 'a@b.example', ADMIN_PASSWORD: 'short' }, /^invalid configuration: ADMIN_PASSWORD must be at least 12 characters \(got a value\)$/],
+    [{ ADMIN_PASSWORD: 'long enough password' }, /ADMIN_EMAIL must be set when ADMIN_PASSWORD is set/],
+    [{ TRUST_PROXY: '10.0.0.0/8,not a cidr' }, /TRUST_PROXY must be comma-separated IP addresses or CIDR ranges/],
+    [{ BODY_LIMIT: '10' }, /BODY_LIMIT must be at least 1024 bytes/],
+  ])('%o stops start-up with one line naming the variable and the rule', (env, expected) => {
+    const message = configErrorOf(env);
+    expect(message).toMatch(expected);
+    expect(message).not.toContain('\n');
+  });
+
+  it('never echoes secrets in the error', () => {
+    expect(configErrorOf({ DATABASE_URL: 'mysql://user:hunter2@db/x' })).not.toContain('hunter2');
+    expect(configErrorOf({ ADMIN_EMAIL: 'a@b.example', ADMIN_PASSWORD: 'hunter2' })).not.toContain('hunter2');
+  });
+
+  it('reads all eight rate buckets from their settings', () => {
+    const env = Object.fromEntries(Object.values(RATE_BUCKETS).map(({ env }, index) => [env, `${index + 1}:${index + 10}`]));
+    const config = loadConfig(env);
+    Object.keys(RATE_BUCKETS).forEach((bucket, index) => {
+      expect(config.rateLimits[bucket as keyof typeof RATE_BUCKETS]).toEqual({ limit: index + 1, windowSec: index + 10 });
+    });
+  });
+});
+
+describe('configuration documentation', () => {
+  it('documents every variable, with defaults for the rate buckets', () => {
+    const table = configTable();
+    expect(table.map((row) => row.name)).toEqual(Object.keys(CONFIG_VARS));
+    expect(table.find((row) => row.name === 'RATE_LIMIT_AUTH')?.fallback).toBe('20:900');
+    expect(table.find((row) => row.name === 'PORT')?.fallback).toBe('8080');
+    for (const row of table) expect(row.doc.length).toBeGreaterThan(5);
+  });
+
+  it('marks the service URLs and roles as what the production topology must set', () => {
+    expect(PRODUCTION_VARS).toEqual(
+      expect.arrayContaining(['DATABASE_URL', 'CLICKHOUSE_URL', 'KAFKA_BROKERS', 'REDIS_URL', 'SERVICE_ROLES', 'BASE_DOMAIN']),
+    );
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../errors.js';
+import { LOCALES, LOCALE_CODES, matchLocale, negotiateLocale, t } from './index.js';
+import { en } from './locales/en.js';
+
+describe('catalogues', () => {
+  it('ship English, German, French and Spanish', () => {
+    expect(LOCALE_CODES).toEqual(['en', 'de', 'fr', 'es']);
+  });
+
+  it.each(LOCALE_CODES)('%s has exactly the keys of the English catalogue, none empty', (locale) => {
+    const messages = LOCALES[locale].messages;
+    expect(Object.keys(messages).sort()).toEqual(Object.keys(en).sort());
+    for (const [key, text] of Object.entries(messages)) expect(text.trim(), key).not.toBe('');
+  });
+
+  it.each(LOCALE_CODES)('%s keeps every placeholder of the English text', (locale) => {
+    for (const [key, english] of Object.entries(en)) {
+      const placeholders = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((match) => match[1]).sort();
+      expect(placeholders(LOCALES[locale].messages[key as keyof typeof en]), `${locale} ${key}`).toEqual(placeholders(english));
+    }
+  });
+
+  it('has a message for every error code', () => {
+    for (const code of ERROR_CODES) expect(en[`error.${code}`]).toBeTruthy();
+  });
+
+  it('non-English catalogues are translations, not copies', () => {
+    for (const locale of ['de', 'fr', 'es'] as const) {
+      const same = Object.entries(LOCALES[locale].messages).filter(([key, text]) => text === en[key as keyof typeof en]);
+      expect(same.length, `${locale} copies ${same.map(([key]) => key).join(', ')}`).toBeLessThanOrEqual(1);
+    }
+  });
+});
+
+describe('t', () => {
+  it('fills placeholders and leaves unknown ones visible', () => {
+    expect(t('en', 'error.rate_limited.retry', { seconds: 30 })).toBe('Too many requests. Try again in 30 seconds.');
+    expect(t('de', 'page.title', { status: 404 })).toBe('Fehler 404');
+    expect(t('en', 'page.title')).toBe('Error {status}');
+  });
+});
+
+describe('negotiateLocale', () => {
+  it('prefers ?lang=, then Accept-Language by quality, then English', () => {
+    expect(negotiateLocale('de', 'fr')).toBe('de');
+    expect(negotiateLocale('de-AT', undefined)).toBe('de');
+    expect(negotiateLocale(undefined, 'ja, es;q=0.5, fr;q=0.9')).toBe('fr');
+    expect(negotiateLocale('ja', 'es')).toBe('es');
+    expect(negotiateLocale(undefined, 'ja')).toBe('en');
+    expect(negotiateLocale(undefined, undefined)).toBe('en');
+  });
+
+  it('matches primary subtags case-insensitively', () => {
+    expect(matchLocale('FR-ca')).toBe('fr');
+    expect(matchLocale('es_MX')).toBe('es');
+    expect(matchLocale('pt')).toBeUndefined();
+  });
+});

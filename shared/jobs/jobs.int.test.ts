@@ -1,0 +1,260 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Context } from '../context.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
+import { waitFor } from '../testing/wait.js';
+import { defineJob, type JobContext } from './jobs.js';
+
+/** BullMQ polls Redis and moves delayed jobs on its own clock: generous but bounded. */
+const DEADLINE_MS = 10_000;
+
+let context: Context;
+
+beforeAll(async () => {
+  context = await createTestContext();
+});
+
+afterAll(async () => {
+  await closeContext(context);
+});
+
+/** jobs_processed_total of one job kind, by outcome. */
+async function outcomes(job: string): Promise<Record<string, number>> {
+  const metric = await context.metrics.jobsProcessed.get();
+  return Object.fromEntries(
+    metric.values.filter((value) => value.labels.job === job).map((value) => [String(value.labels.outcome), value.value]),
+  );
+}
+
+interface Attempt extends JobContext {
+  at: number;
+}
+
+describe(`jobs (${SERVICES_MODE ? 'bullmq' : 'memory'})`, () => {
+  it('is the implementation the mode asks for and answers ping', async () => {
+    expect(context.jobs.kind).toBe(SERVICES_MODE ? 'bullmq' : 'memory');
+    await expect(context.jobs.ping()).resolves.toBeUndefined();
+  });
+
+  it('runs an enqueued job once with its data, as attempt 1 and not final', async () => {
+    const job = defineJob<{ link: string; tags: string[]; count: number }>({ name: uniqueName('run'), attempts: 3, backoffMs: 20, concurrency: 1 });
+    const seen: { data: unknown; job: JobContext }[] = [];
+    await context.jobs.process(job, async (data, jobContext) => {
+      seen.push({ data, job: jobContext });
+    });
+    await context.jobs.enqueue(job, { link: 'abc', tags: ['x', 'y'], count: 3 });
+    await waitFor(async () => (await outcomes(job.name)).completed === 1, DEADLINE_MS, { message: 'the job to complete' });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.data).toEqual({ link: 'abc', tags: ['x', 'y'], count: 3 });
+    expect(seen[0]!.job).toMatchObject({ attempt: 1, final: false });
+    expect(seen[0]!.job.id).toEqual(expect.any(String));
+    expect(seen[0]!.job.id).not.toBe('');
+  });
+
+  it('runs jobs enqueued before a worker processes their kind once the worker starts', async () => {
+    const job = defineJob<{ n: number }>({ name: uniqueName('early'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    await context.jobs.enqueue(job, { n: 1 });
+    await context.jobs.enqueue(job, { n: 2 });
+    const seen: number[] = [];
+    await context.jobs.process(job, async (data) => {
+      seen.push(data.n);
+    });
+    await waitFor(() => seen.length === 2, DEADLINE_MS, { message: 'both jobs' });
+    expect(seen).toEqual([1, 2]);
+  });
+
+  it('passes a given job id to the handler', async () => {
+    const job = defineJob<{ n: number }>({ name: uniqueName('id'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const jobId = uniqueName('job');
+    const ids: string[] = [];
+    await context.jobs.process(job, async (_data, jobContext) => {
+      ids.push(jobContext.id);
+    });
+    await context.jobs.enqueue(job, { n: 1 }, { jobId });
+    await waitFor(() => ids.length === 1, DEADLINE_MS, { message: 'the job' });
+    expect(ids).toEqual([jobId]);
+  });
+
+  it('retries a job that fails twice with attempts 1, 2, 3 and marks only the last allowed attempt final', async () => {
+    const job = defineJob<{ key: string }>({ name: uniqueName('retry'), attempts: 3, backoffMs: 20, concurrency: 1 });
+    const attempts: Attempt[] = [];
+    const data: unknown[] = [];
+    await context.jobs.process(job, async (jobData, jobContext) => {
+      attempts.push({ ...jobContext, at: Date.now() });
+      data.push(jobData);
+      if (jobContext.attempt < 3) throw new Error(`transient failure ${jobContext.attempt}`);
+    });
+    await context.jobs.enqueue(job, { key: 'same data on every attempt' });
+    await waitFor(async () => (await outcomes(job.name)).completed === 1, DEADLINE_MS, { message: 'the job to complete' });
+    expect(attempts.map(({ attempt, final }) => ({ attempt, final }))).toEqual([
+      { attempt: 1, final: false },
+      { attempt: 2, final: false },
+      { attempt: 3, final: true },
+    ]);
+    expect(new Set(attempts.map((attempt) => attempt.id)).size).toBe(1);
+    expect(data).toEqual(Array.from({ length: 3 }, () => ({ key: 'same data on every attempt' })));
+    expect(await outcomes(job.name)).toEqual({ retried: 2, completed: 1 });
+  });
+
+  it('does not mark a retry final while more attempts remain', async () => {
+    const job = defineJob<{ key: string }>({ name: uniqueName('retry-more'), attempts: 5, backoffMs: 20, concurrency: 1 });
+    const attempts: JobContext[] = [];
+    await context.jobs.process(job, async (_data, jobContext) => {
+      attempts.push(jobContext);
+      if (jobContext.attempt < 3) throw new Error('transient failure');
+    });
+    await context.jobs.enqueue(job, { key: 'k' });
+    await waitFor(async () => (await outcomes(job.name)).completed === 1, DEADLINE_MS, { message: 'the job to complete' });
+    expect(attempts.map(({ attempt, final }) => ({ attempt, final }))).toEqual([
+      { attempt: 1, final: false },
+      { attempt: 2, final: false },
+      { attempt: 3, final: false },
+    ]);
+  });
+
+  it('waits an exponential backoff between attempts', async () => {
+    const backoffMs = 100;
+    const job = defineJob<{ key: string }>({ name: uniqueName('backoff'), attempts: 3, backoffMs, concurrency: 1 });
+    const attempts: Attempt[] = [];
+    await context.jobs.process(job, async (_data, jobContext) => {
+      attempts.push({ ...jobContext, at: Date.now() });
+      throw new Error('always failing');
+    });
+    await context.jobs.enqueue(job, { key: 'k' });
+    await waitFor(async () => (await outcomes(job.name)).failed === 1, DEADLINE_MS, { message: 'the job to fail for good' });
+    const [first, second, third] = attempts;
+    // At least the low end of the jitter (-20 %), less a millisecond of clock rounding.
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(backoffMs * 0.8 - 1);
+    expect(third!.at - second!.at).toBeGreaterThanOrEqual(2 * backoffMs * 0.8 - 1);
+  });
+
+  it('stops a job that always fails after `attempts` tries and counts it failed once', async () => {
+    const job = defineJob<{ key: string }>({ name: uniqueName('fail'), attempts: 3, backoffMs: 20, concurrency: 1 });
+    const attempts: JobContext[] = [];
+    await context.jobs.process(job, async (_data, jobContext) => {
+      attempts.push(jobContext);
+      throw new Error('permanent failure');
+    });
+    await context.jobs.enqueue(job, { key: 'k' });
+    await waitFor(async () => (await outcomes(job.name)).failed === 1, DEADLINE_MS, { message: 'the job to fail for good' });
+    expect(attempts.map(({ attempt, final }) => ({ attempt, final }))).toEqual([
+      { attempt: 1, final: false },
+      { attempt: 2, final: false },
+      { attempt: 3, final: true },
+    ]);
+    // Failed for good means no attempt is scheduled any more: the outcome counts are final.
+    expect(await outcomes(job.name)).toEqual({ retried: 2, failed: 1 });
+  });
+
+  it('does not retry a job allowed a single attempt', async () => {
+    const job = defineJob<{ key: string }>({ name: uniqueName('once'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const attempts: JobContext[] = [];
+    await context.jobs.process(job, async (_data, jobContext) => {
+      attempts.push(jobContext);
+      throw new Error('failure');
+    });
+    await context.jobs.enqueue(job, { key: 'k' });
+    await waitFor(async () => (await outcomes(job.name)).failed === 1, DEADLINE_MS, { message: 'the job to fail for good' });
+    expect(attempts.map(({ attempt, final }) => ({ attempt, final }))).toEqual([{ attempt: 1, final: true }]);
+    expect(await outcomes(job.name)).toEqual({ failed: 1 });
+  });
+
+  it('runs a job enqueued twice with the same job id once', async () => {
+    const job = defineJob<{ label: string }>({ name: uniqueName('dedup'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const jobId = uniqueName('same');
+    await context.jobs.enqueue(job, { label: 'first' }, { jobId });
+    await context.jobs.enqueue(job, { label: 'second' }, { jobId });
+    await context.jobs.enqueue(job, { label: 'sentinel' });
+    const seen: string[] = [];
+    await context.jobs.process(job, async (data) => {
+      seen.push(data.label);
+    });
+    // One at a time, in order: once the sentinel ran, a second copy would have run before it.
+    await waitFor(() => seen.includes('sentinel'), DEADLINE_MS, { message: 'the sentinel job' });
+    expect(seen).toEqual(['first', 'sentinel']);
+  });
+
+  it('ignores an enqueue with the id of a job that is waiting for its retry', async () => {
+    const job = defineJob<{ label: string }>({ name: uniqueName('dedup-retry'), attempts: 3, backoffMs: 300, concurrency: 1 });
+    const jobId = uniqueName('same');
+    const seen: { label: string; attempt: number }[] = [];
+    await context.jobs.process(job, async (data, jobContext) => {
+      seen.push({ label: data.label, attempt: jobContext.attempt });
+      if (data.label === 'original' && jobContext.attempt === 1) throw new Error('transient failure');
+    });
+    await context.jobs.enqueue(job, { label: 'original' }, { jobId });
+    await waitFor(async () => (await outcomes(job.name)).retried === 1, DEADLINE_MS, { message: 'the first failure' });
+    await context.jobs.enqueue(job, { label: 'duplicate' }, { jobId });
+    await context.jobs.enqueue(job, { label: 'sentinel' });
+    await waitFor(async () => (await outcomes(job.name)).completed === 2, DEADLINE_MS, { message: 'the retry and the sentinel' });
+    expect(seen.filter((entry) => entry.label !== 'sentinel')).toEqual([
+      { label: 'original', attempt: 1 },
+      { label: 'original', attempt: 2 },
+    ]);
+  });
+
+  it('delays a job enqueued with delayMs', async () => {
+    const job = defineJob<{ enqueuedAt: number }>({ name: uniqueName('delay'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const waited: number[] = [];
+    await context.jobs.process(job, async (data) => {
+      waited.push(Date.now() - data.enqueuedAt);
+    });
+    await context.jobs.enqueue(job, { enqueuedAt: Date.now() }, { delayMs: 300 });
+    await waitFor(() => waited.length === 1, DEADLINE_MS, { message: 'the delayed job' });
+    expect(waited[0]).toBeGreaterThanOrEqual(299);
+  });
+
+  it('never runs two jobs of a kind at once with concurrency 1', async () => {
+    const job = defineJob<{ n: number }>({ name: uniqueName('serial'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    let running = 0;
+    let maxRunning = 0;
+    const done: number[] = [];
+    for (let n = 0; n < 6; n++) await context.jobs.enqueue(job, { n });
+    await context.jobs.process(job, async (data) => {
+      running += 1;
+      maxRunning = Math.max(maxRunning, running);
+      await sleep(30); // hold the slot so that an overlapping job would be seen
+      running -= 1;
+      done.push(data.n);
+    });
+    await waitFor(() => done.length === 6, DEADLINE_MS, { message: 'all six jobs' });
+    expect(maxRunning).toBe(1);
+    expect(done).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('runs up to `concurrency` jobs of a kind at once and no more', async () => {
+    const job = defineJob<{ n: number }>({ name: uniqueName('parallel'), attempts: 1, backoffMs: 20, concurrency: 2 });
+    let running = 0;
+    let maxRunning = 0;
+    let done = 0;
+    for (let n = 0; n < 6; n++) await context.jobs.enqueue(job, { n });
+    await context.jobs.process(job, async () => {
+      running += 1;
+      maxRunning = Math.max(maxRunning, running);
+      // Hold the slot until a second job runs alongside (or briefly, once the queue is nearly empty).
+      await waitFor(() => running >= 2 || done >= 5, 2_000).catch(() => undefined);
+      await sleep(20);
+      running -= 1;
+      done += 1;
+    });
+    await waitFor(() => done === 6, DEADLINE_MS, { message: 'all six jobs' });
+    expect(maxRunning).toBe(2);
+  });
+
+  it('keeps processing other jobs of a kind while one of them is failing and retrying', async () => {
+    const job = defineJob<{ label: string }>({ name: uniqueName('isolated'), attempts: 3, backoffMs: 20, concurrency: 1 });
+    const completed: string[] = [];
+    await context.jobs.process(job, async (data) => {
+      if (data.label === 'bad') throw new Error('always failing');
+      completed.push(data.label);
+    });
+    await context.jobs.enqueue(job, { label: 'bad' });
+    await context.jobs.enqueue(job, { label: 'good-1' });
+    await context.jobs.enqueue(job, { label: 'good-2' });
+    await waitFor(async () => (await outcomes(job.name)).failed === 1 && completed.length === 2, DEADLINE_MS, {
+      message: 'the good jobs and the failure',
+    });
+    expect(completed.sort()).toEqual(['good-1', 'good-2']);
+    expect(await outcomes(job.name)).toEqual({ retried: 2, failed: 1, completed: 2 });
+  });
+});

@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../shared/paths.js';
+
+/** The process as `make run` starts it, from source; embedded whatever the suite's mode. */
+const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', LOG_LEVEL: 'warn' };
+
+interface Started {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+function start(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitHealthy(port: number, process: Started, timeoutMs = 45_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (process.child.exitCode !== null) throw new Error(`exited ${process.child.exitCode}: ${process.stderr()}`);
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/api/v1/health`);
+      if (response.status === 200) return response.json();
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`not healthy within ${timeoutMs} ms: ${process.stderr()}`);
+}
+
+describe('the one-process platform', () => {
+  it('a bad configuration value stops start-up with one line naming the variable and the rule', async () => {
+    const started = start({ ...EMBEDDED, PORT: 'eighty' });
+    expect(await started.exited).toBe(1);
+    expect(started.stderr()).toBe('invalid configuration: PORT must be an integer from 1 to 65535 (got "eighty")\n');
+  });
+
+  it('starts on a fresh data dir, prints the admin password once, is healthy, drains on SIGTERM, restarts warm', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-platform-'));
+    const port = await freePort();
+    const env = { ...EMBEDDED, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ADMIN_EMAIL: '', ADMIN_PASSWORD: '' };
+
+    const first = start(env);
+    const health = await waitHealthy(port, first);
+    expect(health.ok).toBe(true);
+    expect(Object.values<{ status: string }>(health.data.checks).every((check) => check.status === 'ok')).toBe(true);
+    expect(first.stdout()).toMatch(/Generated password \(shown once\): [A-Za-z0-9_-]{24}/);
+    expect(first.stdout()).toContain(`listening on http://127.0.0.1:${port}`);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+
+    const second = start(env);
+    await waitHealthy(port, second);
+    expect(second.stdout()).not.toContain('Generated password');
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  }, 120_000);
+});
