@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '../context.js';
+import { createMetrics } from '../metrics.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
+import { waitFor } from '../testing/wait.js';
+import { createMemoryVisitLog } from './memory.js';
+import { TOPICS } from './topics.js';
+import { VisitLogFullError, type Consumer, type LogMessage } from './visit-log.js';
+
+/** Kafka consumer-group joins take seconds: generous, bounded waits. */
+const DEADLINE_MS = 30_000;
+
+let context: Context;
+const consumers: Consumer[] = [];
+
+beforeAll(async () => {
+  context = await createTestContext();
+});
+
+afterAll(async () => {
+  await Promise.all(consumers.map((consumer) => consumer.stop().catch(() => undefined)));
+  await closeContext(context);
+});
+
+/**
+ * The tests of this file share the context's topics: every test publishes under keys of its own
+ * (`run` prefix) and each consumer keeps only those messages.
+ */
+async function consume(
+  groupId: string,
+  run: string,
+  onMine: (messages: LogMessage[]) => void | Promise<void>,
+  topic: (typeof TOPICS)[keyof typeof TOPICS] = TOPICS.visitsRaw,
+): Promise<Consumer> {
+  const consumer = await context.visitLog.consume({
+    groupId,
+    topic,
+    handler: async (messages) => {
+      const mine = messages.filter((message) => message.key.startsWith(run));
+      if (mine.length > 0) await onMine(mine);
+    },
+  });
+  consumers.push(consumer);
+  return consumer;
+}
+
+async function stop(consumer: Consumer): Promise<void> {
+  consumers.splice(consumers.indexOf(consumer), 1);
+  await consumer.stop();
+}
+
+const message = (key: string, n: number, headers?: Record<string, string>): LogMessage => ({
+  key,
+  value: JSON.stringify({ n, text: `message ${n} é ✓` }),
+  ...(headers ? { headers } : {}),
+});
+const numbers = (messages: LogMessage[]) => messages.map((m) => (JSON.parse(m.value) as { n: number }).n);
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+
+describe(`visit log (${SERVICES_MODE ? 'kafka' : 'memory'})`, () => {
+  it('is the implementation the mode asks for and answers ping', async () => {
+    expect(context.visitLog.kind).toBe(SERVICES_MODE ? 'kafka' : 'memory');
+    await expect(context.visitLog.ping()).resolves.toBeUndefined();
+  });
+
+  it('delivers the messages of one key in publish order with key, value and headers intact', async () => {
+    const run = uniqueName('order');
+    const key = `${run}-link`;
+    const received: LogMessage[] = [];
+    await consume(uniqueName('group'), run, (mine) => void received.push(...mine));
+    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 10).map((n) => message(key, n, { 'x-n': String(n), 'x-run': run })));
+    for (const n of range(10, 15)) await context.visitLog.publish(TOPICS.visitsRaw, [message(key, n, { 'x-n': String(n), 'x-run': run })]);
+    await waitFor(() => received.length >= 15, DEADLINE_MS, { message: '15 messages' });
+    expect(received).toEqual(range(0, 15).map((n) => message(key, n, { 'x-n': String(n), 'x-run': run })));
+  });
+
+  it('delivers a message published without headers with an empty or absent header set', async () => {
+    const run = uniqueName('noheaders');
+    const received: LogMessage[] = [];
+    await consume(uniqueName('group'), run, (mine) => void received.push(...mine));
+    await context.visitLog.publish(TOPICS.visitsRaw, [{ key: `${run}-k`, value: '{"plain":true}' }]);
+    await waitFor(() => received.length === 1, DEADLINE_MS, { message: 'the message' });
+    expect(received[0]).toMatchObject({ key: `${run}-k`, value: '{"plain":true}' });
+    expect(received[0]!.headers ?? {}).toEqual({});
+  });
+
+  it('redelivers a batch whose handler threw, then delivers every message exactly once after success', async () => {
+    const run = uniqueName('retry');
+    const key = `${run}-link`;
+    let failedBatch: LogMessage[] | undefined;
+    const delivered: LogMessage[] = [];
+    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 20).map((n) => message(key, n)));
+    await consume(uniqueName('group'), run, (mine) => {
+      if (!failedBatch) {
+        failedBatch = mine;
+        throw new Error('simulated failure of the first batch');
+      }
+      delivered.push(...mine);
+    });
+    await waitFor(() => delivered.length >= 20, DEADLINE_MS, { message: 'all 20 messages after the failure' });
+    expect(failedBatch!.length).toBeGreaterThan(0);
+    // The failed batch comes again, from its first message, and nothing is lost or doubled.
+    expect(delivered.slice(0, failedBatch!.length)).toEqual(failedBatch);
+    expect(numbers(delivered)).toEqual(range(0, 20));
+    expect(new Set(numbers(delivered)).size).toBe(20);
+  });
+
+  it('gives each consumer group every message', async () => {
+    const run = uniqueName('groups');
+    const keys = [`${run}-a`, `${run}-b`, `${run}-c`];
+    const first: LogMessage[] = [];
+    const second: LogMessage[] = [];
+    await consume(uniqueName('group-1'), run, (mine) => void first.push(...mine));
+    await consume(uniqueName('group-2'), run, (mine) => void second.push(...mine));
+    const published = range(0, 12).map((n) => message(keys[n % 3]!, n));
+    await context.visitLog.publish(TOPICS.visitsRaw, published);
+    await waitFor(() => first.length >= 12 && second.length >= 12, DEADLINE_MS, { message: 'all messages in both groups' });
+    for (const received of [first, second]) {
+      expect(numbers(received).sort((x, y) => x - y)).toEqual(range(0, 12));
+      // Per key, publish order holds.
+      for (const key of keys) {
+        expect(received.filter((m) => m.key === key)).toEqual(published.filter((m) => m.key === key));
+      }
+    }
+  });
+
+  it('resumes a consumer group after its committed messages, without replaying them', async () => {
+    const run = uniqueName('resume');
+    const key = `${run}-link`;
+    const groupId = uniqueName('group');
+    const before: LogMessage[] = [];
+    const after: LogMessage[] = [];
+    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 5).map((n) => message(key, n)));
+    const consumer = await consume(groupId, run, (mine) => void before.push(...mine));
+    await waitFor(() => before.length >= 5, DEADLINE_MS, { message: 'the first five messages' });
+    await stop(consumer);
+    await context.visitLog.publish(TOPICS.visitsRaw, range(5, 10).map((n) => message(key, n)));
+    await consume(groupId, run, (mine) => void after.push(...mine));
+    await waitFor(() => after.length >= 5, DEADLINE_MS, { message: 'the next five messages' });
+    expect(numbers(before)).toEqual(range(0, 5));
+    expect(numbers(after)).toEqual(range(5, 10));
+  });
+
+  it('publishes to the dead-letter topic separately from the raw visits', async () => {
+    const run = uniqueName('topics');
+    const raw: LogMessage[] = [];
+    const dlq: LogMessage[] = [];
+    await consume(uniqueName('group-raw'), run, (mine) => void raw.push(...mine));
+    await consume(uniqueName('group-dlq'), run, (mine) => void dlq.push(...mine), TOPICS.visitsDlq);
+    await context.visitLog.publish(TOPICS.visitsDlq, [message(`${run}-k`, 1, { 'x-dlq-reason': 'test' })]);
+    await context.visitLog.publish(TOPICS.visitsRaw, [message(`${run}-k`, 2)]);
+    await waitFor(() => raw.length === 1 && dlq.length === 1, DEADLINE_MS, { message: 'one message on each topic' });
+    expect(numbers(raw)).toEqual([2]);
+    expect(numbers(dlq)).toEqual([1]);
+    expect(dlq[0]!.headers).toEqual({ 'x-dlq-reason': 'test' });
+  });
+});
+
+describe('in-process visit log capacity', () => {
+  it('refuses a publish past its capacity with VisitLogFullError and counts visit_log_dropped_total', async () => {
+    const metrics = createMetrics();
+    const log = createMemoryVisitLog(metrics, 3);
+    try {
+      await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
+      await log.publish(TOPICS.visitsRaw, [message('k', 3)]);
+      await expect(log.publish(TOPICS.visitsRaw, [message('k', 4)])).rejects.toBeInstanceOf(VisitLogFullError);
+      await expect(log.publish(TOPICS.visitsRaw, [message('k', 5), message('k', 6)])).rejects.toThrow(/visits\.raw is full \(3 messages/);
+      const dropped = await metrics.visitLogDropped.get();
+      expect(dropped.values).toEqual([{ labels: { topic: TOPICS.visitsRaw, reason: 'full' }, value: 3 }]);
+      expect(await metrics.registry.metrics()).toMatch(/visit_log_dropped_total\{topic="visits\.raw",reason="full"\} 3/);
+      // The refused messages were not half-accepted: only the first three are published.
+      expect((await metrics.visitLogPublished.get()).values).toEqual([{ labels: { topic: TOPICS.visitsRaw }, value: 3 }]);
+      // Capacity is per topic.
+      await expect(log.publish(TOPICS.visitsDlq, [message('k', 7)])).resolves.toBeUndefined();
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('accepts messages again once a consumer has committed the backlog', async () => {
+    const metrics = createMetrics();
+    const log = createMemoryVisitLog(metrics, 2);
+    const received: number[] = [];
+    try {
+      await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
+      await expect(log.publish(TOPICS.visitsRaw, [message('k', 3)])).rejects.toBeInstanceOf(VisitLogFullError);
+      const consumer = await log.consume({
+        groupId: 'g',
+        topic: TOPICS.visitsRaw,
+        handler: async (messages) => void received.push(...numbers(messages)),
+      });
+      await waitFor(() => received.length === 2, 5_000, { message: 'the backlog to be consumed' });
+      await waitFor(async () => (await metrics.visitLogBacklog.get()).values[0]?.value === 0, 5_000, { message: 'an empty backlog' });
+      await log.publish(TOPICS.visitsRaw, [message('k', 3), message('k', 4)]);
+      await waitFor(() => received.length === 4, 5_000, { message: 'the new messages' });
+      expect(received).toEqual([1, 2, 3, 4]);
+      await consumer.stop();
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('redelivers a failed batch in process after its retry pause', async () => {
+    const log = createMemoryVisitLog(createMetrics(), 100, 20);
+    const calls: number[][] = [];
+    try {
+      await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2), message('k', 3)]);
+      const consumer = await log.consume({
+        groupId: 'g',
+        topic: TOPICS.visitsRaw,
+        maxBatch: 2,
+        handler: async (messages) => {
+          calls.push(numbers(messages));
+          if (calls.length === 1) throw new Error('simulated failure');
+        },
+      });
+      await waitFor(() => calls.length === 3, 5_000, { message: 'three handler calls' });
+      expect(calls).toEqual([[1, 2], [1, 2], [3]]);
+      await consumer.stop();
+    } finally {
+      await log.close();
+    }
+  });
+});
