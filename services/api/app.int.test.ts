@@ -352,3 +352,11 @@ describe('test configuration', () => {
     expect(config.redisUrl).toBeUndefined();
   });
 });
+
+describe('requests Fastify refuses before routing', () => {
+  it('a malformed URL answers 400 bad_request in the envelope with a request id', async () => {
+    const response = await app.inject({ url: '/api/v1/%' });
+    const body = expectFailure(response, 400, 'bad_request');
+    expect(body.error.request_id).toBeTruthy();
+  });
+});

@@ -27,6 +27,7 @@ export interface App {
 /** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
 export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
   const { config, log, metrics } = context;
+  const errorOptions = { showDetail: !config.production || config.debug, homeUrl: config.publicUrl + '/api/v1/' };
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
     // One access-log line per request is written by the onResponse hook below.
@@ -39,6 +40,11 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
+    // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
+    frameworkErrors: (error, request, reply) => {
+      request.locale = negotiateLocale(undefined, request.headers['accept-language']);
+      void sendError(request, reply, toAppError(error).appError, errorOptions);
+    },
   });
   const limiter = createRateLimiter(context.cache, config.rateLimits, metrics, log);
 
@@ -73,11 +79,10 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     );
   });
 
-  const errorOptions = { showDetail: !config.production || config.debug, homeUrl: config.publicUrl + '/api/v1/' };
   app.setErrorHandler(async (error, request, reply) => {
     const { appError, unexpected } = toAppError(error);
     if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
-    else if (appError.status >= 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
+    else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
     if (appError.code === 'rate_limited') metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
     return sendError(request, reply, appError, errorOptions);
   });

@@ -97,7 +97,7 @@ export function sendError(
         ? `${cause.name}: ${cause.message}\n${cause.stack ?? ''}`
         : inspect(cause, { depth: 4 })
       : undefined;
-  reply.code(error.status).headers(error.headers);
+  reply.code(error.status).headers(error.headers).header('X-Request-Id', request.id).header('Content-Language', locale);
   if (prefersHtml(request)) {
     return reply
       .type('text/html; charset=utf-8')

@@ -91,7 +91,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
-        eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
+        eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;
             const slice = batch.messages.slice(start, start + maxBatch);
@@ -106,7 +106,8 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
             );
             // Durable now: only after the handler succeeded is the offset resolved and committed.
             resolveOffset(slice[slice.length - 1]!.offset);
-            await commitOffsetsIfNecessary();
+            // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
+            await commitOffsetsIfNecessary(uncommittedOffsets());
             await heartbeat();
           }
         },
