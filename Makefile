@@ -5,7 +5,9 @@ SOURCES := $(shell find services shared scripts -name '*.ts' -not -name '*.test.
 .PHONY: run test typecheck build install services services-down clean
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	# npm install, not npm ci: npm 11 writes lock files without other platforms' optional packages
+	# (chDB, rollup) and npm ci then refuses them as out of sync. The lock file still pins every version.
+	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
 install: node_modules/.installed

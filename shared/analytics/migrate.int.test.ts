@@ -1,0 +1,193 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { v7 as uuidv7 } from 'uuid';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '../context.js';
+import { MigrationChecksumError, pendingMigrations, readMigrations } from '../migrations.js';
+import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
+import { closeContext, createTestContext, uniqueName } from '../testing/context.js';
+import { migrateAnalytics } from './migrate.js';
+
+let context: Context;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  context = await createTestContext();
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+afterAll(async () => {
+  await closeContext(context);
+});
+
+async function rows<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
+  const result = await context.analytics.client.query({ query, query_params: params, format: 'JSONEachRow' });
+  return result.json<T>();
+}
+
+async function applied(): Promise<{ version: string; name: string; checksum: string }[]> {
+  return rows('SELECT version, name, checksum FROM schema_migrations FINAL ORDER BY version');
+}
+
+async function tableExists(table: string): Promise<boolean> {
+  const found = await rows<{ n: number }>(
+    'SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = {table:String}',
+    { table },
+  );
+  return Number(found[0]?.n) === 1;
+}
+
+/**
+ * A temp copy of the project's ClickHouse migrations (already applied, same checksums) plus extra
+ * files. Test migrations use versions 99xx and tables of unique names; whatever they record or
+ * create is removed after the test, so the shared schema_migrations keeps only real migrations.
+ */
+function migrationsDir(extra: Record<string, string>): { dir: string; write: (files: Record<string, string>) => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'linktrack-ch-migrations-'));
+  cpSync(CLICKHOUSE_MIGRATIONS, dir, { recursive: true });
+  const write = (files: Record<string, string>) => {
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+  };
+  write(extra);
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  return { dir, write };
+}
+
+function forget(version: string, table: string): void {
+  cleanups.push(async () => {
+    await context.analytics.client.command({ query: `DROP TABLE IF EXISTS ${table}` });
+    await context.analytics.client.command({
+      query: 'ALTER TABLE schema_migrations DELETE WHERE version = {version:String}',
+      query_params: { version },
+      clickhouse_settings: { mutations_sync: '2' },
+    });
+  });
+}
+
+describe(`migrateAnalytics (${process.env.CLICKHOUSE_URL ? 'clickhouse' : 'chdb'})`, () => {
+  it('records every project migration in schema_migrations with its checksum', async () => {
+    const files = readMigrations(CLICKHOUSE_MIGRATIONS);
+    expect(files.map((file) => file.version)).toContain('0001');
+    const records = await applied();
+    for (const file of files) {
+      expect(records).toContainEqual({ version: file.version, name: file.name, checksum: file.checksum });
+    }
+  });
+
+  it('applies nothing when run again and records nothing twice', async () => {
+    expect(await migrateAnalytics(context.analytics)).toEqual([]);
+    expect(await migrateAnalytics(context.analytics)).toEqual([]);
+    const counts = await rows<{ version: string; n: number }>('SELECT version, count() AS n FROM schema_migrations FINAL GROUP BY version');
+    expect(counts.every((row) => Number(row.n) === 1)).toBe(true);
+  });
+
+  it('refuses with MigrationChecksumError when an applied migration was edited, before applying anything', async () => {
+    const table = uniqueName('mig_never').replace(/-/g, '_');
+    const { dir, write } = migrationsDir({
+      '9901_never.sql': `CREATE TABLE IF NOT EXISTS ${table} (id UInt32) ENGINE = MergeTree ORDER BY id;\n`,
+    });
+    forget('9901', table);
+    const original = readFileSync(join(CLICKHOUSE_MIGRATIONS, '0001_visits.sql'), 'utf8');
+    write({ '0001_visits.sql': original.replace('LowCardinality(String) DEFAULT \'\'', 'String DEFAULT \'\'') });
+    expect(() => pendingMigrations(readMigrations(dir), [])).not.toThrow();
+    expect(() => pendingMigrations(readMigrations(dir), readMigrations(CLICKHOUSE_MIGRATIONS))).toThrow(MigrationChecksumError);
+    const failure = migrateAnalytics(context.analytics, dir);
+    await expect(failure).rejects.toBeInstanceOf(MigrationChecksumError);
+    await expect(failure).rejects.toThrow('migration 0001_visits was changed after it was applied');
+    expect(await tableExists(table)).toBe(false);
+    expect((await applied()).map((row) => row.version)).not.toContain('9901');
+  });
+
+  it('propagates the error of a failing migration, records nothing and creates no table', async () => {
+    const table = uniqueName('mig_broken').replace(/-/g, '_');
+    const { dir } = migrationsDir({
+      '9902_broken.sql': `CREATE TABLE IF NOT EXISTS ${table} (id UInt32) ENGINE = NoSuchEngine ORDER BY id;\n`,
+    });
+    forget('9902', table);
+    await expect(migrateAnalytics(context.analytics, dir)).rejects.toThrow(/NoSuchEngine|engine/i);
+    expect(await tableExists(table)).toBe(false);
+    expect((await applied()).map((row) => row.version)).not.toContain('9902');
+  });
+
+  it('does not record a migration that failed midway, and completes it on a rerun once fixed', async () => {
+    // ClickHouse DDL is not transactional: the statements before the failing one stay applied,
+    // which is why migrations are written idempotently (IF NOT EXISTS) and recorded only after success.
+    const table = uniqueName('mig_partial').replace(/-/g, '_');
+    const first = `CREATE TABLE IF NOT EXISTS ${table} (id UInt32) ENGINE = MergeTree ORDER BY id;\n`;
+    const { dir, write } = migrationsDir({
+      '9903_partial.sql': `${first}ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS label NoSuchType;\n`,
+    });
+    forget('9903', table);
+    await expect(migrateAnalytics(context.analytics, dir)).rejects.toThrow(/NoSuchType|type/i);
+    expect((await applied()).map((row) => row.version)).not.toContain('9903');
+    write({ '9903_partial.sql': `${first}ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS label String;\n` });
+    expect(await migrateAnalytics(context.analytics, dir)).toEqual(['9903_partial']);
+    expect((await applied()).map((row) => row.version)).toContain('9903');
+    const columns = await rows<{ name: string }>(
+      'SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
+      { table },
+    );
+    expect(columns.map((column) => column.name)).toEqual(['id', 'label']);
+  });
+});
+
+describe('visits table', () => {
+  it('is a ReplacingMergeTree partitioned by month and sorted by subdomain, link_id first', async () => {
+    const [table] = await rows<{ engine: string; partition_key: string; sorting_key: string; engine_full: string }>(
+      "SELECT engine, partition_key, sorting_key, engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'visits'",
+    );
+    expect(table).toBeDefined();
+    expect(table!.engine).toBe('ReplacingMergeTree');
+    expect(table!.engine_full).toMatch(/^ReplacingMergeTree\(version\)/);
+    expect(table!.partition_key).toBe('toYYYYMM(ts)');
+    expect(table!.sorting_key.split(',').map((column) => column.trim()).slice(0, 2)).toEqual(['subdomain', 'link_id']);
+  });
+
+  const visit = (subdomain: string, visitId: string, extra: Record<string, unknown> = {}) => ({
+    visit_id: visitId,
+    ts: '2025-03-04 05:06:07.089',
+    kind: 'visit',
+    owner_id: 'owner',
+    subdomain,
+    link_id: 'link-1',
+    slug: 'promo',
+    ip_public: '203.0.113.7',
+    ...extra,
+  });
+
+  async function insert(values: Record<string, unknown>[]): Promise<void> {
+    await context.analytics.client.insert({ table: 'visits', values, format: 'JSONEachRow' });
+  }
+
+  it('collapses rows inserted twice with the same visit_id into one under FINAL', async () => {
+    const subdomain = uniqueName('dup');
+    const visitId = uuidv7();
+    await insert([visit(subdomain, visitId)]);
+    await insert([visit(subdomain, visitId, { city: 'again' })]);
+    await insert([visit(subdomain, uuidv7())]);
+    const final = await rows<{ visit_id: string; n: number }>(
+      'SELECT visit_id, count() AS n FROM visits FINAL WHERE subdomain = {subdomain:String} GROUP BY visit_id ORDER BY visit_id',
+      { subdomain },
+    );
+    expect(final).toHaveLength(2);
+    expect(final.map((row) => Number(row.n))).toEqual([1, 1]);
+    expect(final.map((row) => row.visit_id)).toContain(visitId);
+  });
+
+  it('keeps the row of the highest version of a visit under FINAL, whatever the insert order', async () => {
+    const subdomain = uniqueName('version');
+    const visitId = uuidv7();
+    await insert([visit(subdomain, visitId, { version: 2, city: 'newest' })]);
+    await insert([visit(subdomain, visitId, { version: 1, city: 'older' })]);
+    await insert([visit(subdomain, visitId, { version: 0, city: 'oldest' })]);
+    const final = await rows<{ city: string; version: number }>(
+      'SELECT city, version FROM visits FINAL WHERE subdomain = {subdomain:String}',
+      { subdomain },
+    );
+    expect(final).toEqual([{ city: 'newest', version: 2 }]);
+  });
+});

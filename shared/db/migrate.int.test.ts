@@ -1,0 +1,185 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MigrationChecksumError, readMigrations } from '../migrations.js';
+import { POSTGRES_MIGRATIONS } from '../paths.js';
+import { SERVICES_MODE, testConfig, uniqueName } from '../testing/context.js';
+import { createDatabase, type Database } from './database.js';
+import { migrateDatabase } from './migrate.js';
+
+/** Cleanups of the current test (fresh databases, temp dirs), run after it whatever its outcome. */
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/**
+ * An empty database of the mode's kind: a fresh in-memory PGlite embedded, a throwaway database
+ * created on the Postgres server of DATABASE_URL (and dropped after the test) in the services run.
+ */
+async function freshDatabase(): Promise<Database> {
+  const config = testConfig();
+  if (config.database.kind === 'pglite') {
+    const database = await createDatabase({ kind: 'pglite', dir: 'memory://' });
+    cleanups.push(() => database.close());
+    return database;
+  }
+  const serverUrl = config.database.url;
+  const name = uniqueName('migrate_test').replace(/[^a-z0-9_]/g, '_');
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: serverUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE "${name}"`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const database = await createDatabase({ kind: 'postgres', url: url.toString(), poolMax: 4 });
+  cleanups.push(async () => {
+    await database.close();
+    await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  });
+  return database;
+}
+
+/** A temp folder of migration files, `{ '0001_a.sql': '...' }`; write more into it with the returned function. */
+function migrationsDir(files: Record<string, string>): { dir: string; write: (files: Record<string, string>) => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'linktrack-migrations-'));
+  const write = (more: Record<string, string>) => {
+    for (const [file, text] of Object.entries(more)) writeFileSync(join(dir, file), text);
+  };
+  write(files);
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  return { dir, write };
+}
+
+/** The recorded migrations, or none when the bookkeeping table does not exist (yet). */
+async function recorded(database: Database): Promise<{ version: string; name: string; checksum: string }[]> {
+  if (!(await tableExists(database, 'schema_migrations'))) return [];
+  const result = await sql<{ version: string; name: string; checksum: string }>`
+    SELECT version, name, checksum FROM schema_migrations ORDER BY version`.execute(database.db);
+  return result.rows;
+}
+
+async function tableExists(database: Database, table: string): Promise<boolean> {
+  const result = await sql<{ found: string | null }>`SELECT to_regclass(${table})::text AS found`.execute(database.db);
+  return result.rows[0]?.found != null;
+}
+
+const CREATE_A = 'CREATE TABLE widgets (id int PRIMARY KEY, name text NOT NULL);\n';
+const CREATE_B = '-- a second table\nCREATE TABLE gadgets (id int PRIMARY KEY);\nINSERT INTO gadgets VALUES (1), (2);\n';
+
+describe(`migrateDatabase (${SERVICES_MODE ? 'postgres' : 'pglite'})`, () => {
+  it('applies the project migrations to an empty database and records each with its checksum', async () => {
+    const database = await freshDatabase();
+    const files = readMigrations(POSTGRES_MIGRATIONS);
+    expect(files.length).toBeGreaterThan(0);
+    expect(await migrateDatabase(database)).toEqual(files.map((file) => `${file.version}_${file.name}`));
+    expect(await recorded(database)).toEqual(files.map(({ version, name, checksum }) => ({ version, name, checksum })));
+    expect(await tableExists(database, 'users')).toBe(true);
+    expect(await tableExists(database, 'audit_log')).toBe(true);
+  });
+
+  it('applies nothing when run again and leaves the records as they were', async () => {
+    const database = await freshDatabase();
+    await migrateDatabase(database);
+    const before = await sql<{ version: string; applied_at: Date }>`
+      SELECT version, applied_at FROM schema_migrations ORDER BY version`.execute(database.db);
+    expect(await migrateDatabase(database)).toEqual([]);
+    expect(await migrateDatabase(database)).toEqual([]);
+    const after = await sql<{ version: string; applied_at: Date }>`
+      SELECT version, applied_at FROM schema_migrations ORDER BY version`.execute(database.db);
+    expect(after.rows).toEqual(before.rows);
+  });
+
+  it('applies only the migrations added since the last run, in version order', async () => {
+    const database = await freshDatabase();
+    const { dir, write } = migrationsDir({ '0001_widgets.sql': CREATE_A });
+    expect(await migrateDatabase(database, dir)).toEqual(['0001_widgets']);
+    write({ '0003_more.sql': 'ALTER TABLE gadgets ADD COLUMN label text;\n', '0002_gadgets.sql': CREATE_B });
+    expect(await migrateDatabase(database, dir)).toEqual(['0002_gadgets', '0003_more']);
+    expect((await recorded(database)).map((row) => row.version)).toEqual(['0001', '0002', '0003']);
+    const gadgets = await sql<{ id: number; label: string | null }>`SELECT id, label FROM gadgets ORDER BY id`.execute(database.db);
+    expect(gadgets.rows).toEqual([
+      { id: 1, label: null },
+      { id: 2, label: null },
+    ]);
+  });
+
+  it('refuses with MigrationChecksumError when an applied migration was edited, applying nothing else', async () => {
+    const database = await freshDatabase();
+    const { dir, write } = migrationsDir({ '0001_widgets.sql': CREATE_A });
+    await migrateDatabase(database, dir);
+    const before = await recorded(database);
+    write({
+      '0001_widgets.sql': CREATE_A.replace('name text NOT NULL', 'name text'),
+      '0002_gadgets.sql': CREATE_B,
+    });
+    const failure = migrateDatabase(database, dir);
+    await expect(failure).rejects.toBeInstanceOf(MigrationChecksumError);
+    await expect(failure).rejects.toThrow('migration 0001_widgets was changed after it was applied');
+    expect(await recorded(database)).toEqual(before);
+    expect(await tableExists(database, 'gadgets')).toBe(false);
+  });
+
+  it('rolls back a failing migration: the error propagates, nothing is recorded and its table is not created', async () => {
+    const database = await freshDatabase();
+    const { dir, write } = migrationsDir({ '0001_widgets.sql': CREATE_A });
+    await migrateDatabase(database, dir);
+    write({ '0002_broken.sql': 'CREATE TABLE gadgets (id int PRIMARY KEY);\nINSERT INTO no_such_table VALUES (1);\n' });
+    await expect(migrateDatabase(database, dir)).rejects.toThrow(/no_such_table/);
+    expect((await recorded(database)).map((row) => row.version)).toEqual(['0001']);
+    expect(await tableExists(database, 'gadgets')).toBe(false);
+    // The database is still usable and the fixed migration applies on the next run.
+    write({ '0002_broken.sql': 'CREATE TABLE gadgets (id int PRIMARY KEY);\n' });
+    expect(await migrateDatabase(database, dir)).toEqual(['0002_broken']);
+    expect(await tableExists(database, 'gadgets')).toBe(true);
+  });
+
+  it('rolls back the whole run when a later migration fails, even the ones before it', async () => {
+    const database = await freshDatabase();
+    const { dir } = migrationsDir({ '0001_widgets.sql': CREATE_A, '0002_broken.sql': 'CREATE TABLE gadgets (id int);\nSELECT 1/0;\n' });
+    await expect(migrateDatabase(database, dir)).rejects.toThrow(/division by zero/);
+    expect(await recorded(database)).toEqual([]);
+    expect(await tableExists(database, 'widgets')).toBe(false);
+    expect(await tableExists(database, 'gadgets')).toBe(false);
+  });
+
+  it('applies each migration once when two runs start at the same time', async () => {
+    const database = await freshDatabase();
+    const { dir } = migrationsDir({ '0001_widgets.sql': CREATE_A, '0002_gadgets.sql': CREATE_B });
+    const results = await Promise.all([migrateDatabase(database, dir), migrateDatabase(database, dir)]);
+    expect(results.sort((x, y) => y.length - x.length)).toEqual([['0001_widgets', '0002_gadgets'], []]);
+    expect((await recorded(database)).map((row) => row.version)).toEqual(['0001', '0002']);
+  });
+});
+
+describe('readMigrations', () => {
+  it('reads the NNNN_name.sql files of a folder in version order with their checksums, ignoring other files', () => {
+    const { dir } = migrationsDir({
+      '0002_second.sql': 'SELECT 2;\n',
+      '0001_first.sql': 'SELECT 1;\n',
+      'README.md': '# not a migration',
+      '0003-dashed.sql': 'SELECT 3;\n',
+      '0004_Upper.sql': 'SELECT 4;\n',
+      '12_short.sql': 'SELECT 5;\n',
+      '0005_draft.sql.bak': 'SELECT 6;\n',
+    });
+    const files = readMigrations(dir);
+    expect(files.map(({ version, name, sql: text }) => ({ version, name, sql: text }))).toEqual([
+      { version: '0001', name: 'first', sql: 'SELECT 1;\n' },
+      { version: '0002', name: 'second', sql: 'SELECT 2;\n' },
+    ]);
+    expect(files[0]!.checksum).toMatch(/^[0-9a-f]{64}$/);
+    expect(files[0]!.checksum).not.toBe(files[1]!.checksum);
+    expect(readMigrations(dir)).toEqual(files);
+  });
+});
