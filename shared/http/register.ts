@@ -17,7 +17,7 @@ declare module 'fastify' {
 }
 
 /** `?lang=` is accepted by every operation; it is added to each query schema. */
-export const langParam = z
+const langParam = z
   .string()
   .regex(LANG_TAG, 'must be a language tag such as en, de or fr-CA')
   .optional()
@@ -39,19 +39,13 @@ const isMissing = (input: unknown, path: PropertyKey[]) => {
   return value === undefined;
 };
 
+type Checked<T> = { ok: true; data: T } | { ok: false; error: AppError };
+
 /**
- * Validates one part of the request. Unknown keys → 400 bad_request, absent required fields →
+ * Checks one part of the request. Unknown keys → 400 bad_request, absent required fields →
  * 400 missing_parameter, anything else → 422 validation_error with each field mapped to its rule
  * in the caller's language.
  */
-export function validatePart<T extends z.ZodType>(schema: T, input: unknown, part: Part, locale: Locale): z.output<T> {
-  const result = checkPart(schema, input, part, locale);
-  if (!result.ok) throw result.error;
-  return result.data;
-}
-
-type Checked<T> = { ok: true; data: T } | { ok: false; error: AppError };
-
 function checkPart<T extends z.ZodType>(schema: T, input: unknown, part: Part, locale: Locale): Checked<z.output<T>> {
   if (part === 'body' && input === undefined) {
     return { ok: false, error: missingError(['body'], part) };
