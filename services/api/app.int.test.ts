@@ -360,3 +360,17 @@ describe('requests Fastify refuses before routing', () => {
     expect(body.error.request_id).toBeTruthy();
   });
 });
+
+describe('methods no route declares', () => {
+  it('an extension method on a known path answers 405 with Allow, even without a body', async () => {
+    const response = await app.inject({ method: 'QUERY' as 'GET', url: '/metrics' });
+    expectFailure(response, 405, 'method_not_allowed');
+    expect(response.headers.allow).toBe('GET, HEAD');
+  });
+
+  it('OPTIONS on a known path answers 405 with Allow', async () => {
+    const response = await app.inject({ method: 'OPTIONS', url: '/api/v1/status' });
+    expectFailure(response, 405, 'method_not_allowed');
+    expect(response.headers.allow).toBe('GET, HEAD');
+  });
+});

@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
@@ -79,28 +79,33 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     );
   });
 
+  const allowedMethods = createMethodIndex(routes);
+  /** 405 with Allow when the path exists under other methods, else 404. */
+  const routeMiss = (request: FastifyRequest): AppError => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allow = allowedMethods(path);
+    return allow.length > 0
+      ? new AppError('method_not_allowed', { method: request.method, allow }, {
+          headers: { Allow: allow.join(', ') },
+          messageKey: 'error.method_not_allowed.allowed',
+          params: { method: request.method, allow: allow.join(', ') },
+        })
+      : new AppError('not_found', { path });
+  };
+
   app.setErrorHandler(async (error, request, reply) => {
+    // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
+    // the not-found handler runs: the route does not exist, so that is the answer.
+    if (!request.routeOptions.config.routeDef) return sendError(request, reply, routeMiss(request), errorOptions);
     const { appError, unexpected } = toAppError(error);
     if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
     else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
+    else log.debug({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request refused');
     if (appError.code === 'rate_limited') metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
     return sendError(request, reply, appError, errorOptions);
   });
 
-  const allowedMethods = createMethodIndex(routes);
-  app.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0] ?? '/';
-    const allow = allowedMethods(path);
-    const error =
-      allow.length > 0
-        ? new AppError('method_not_allowed', { method: request.method, allow }, {
-            headers: { Allow: allow.join(', ') },
-            messageKey: 'error.method_not_allowed.allowed',
-            params: { method: request.method, allow: allow.join(', ') },
-          })
-        : new AppError('not_found', { path });
-    return sendError(request, reply, error, errorOptions);
-  });
+  app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
 
   registerRoutes(app, routes, { limiter });
   return { app, routes, limiter };

@@ -91,10 +91,9 @@ export function fastifyPath(path: string): string {
 /** Error codes an operation can answer: derived from its declaration plus its own list. */
 export function routeErrorCodes(route: RouteDef): ErrorCode[] {
   const codes = new Set<ErrorCode>(['bad_request', 'internal_error', 'encode_error', 'service_unavailable']);
-  if (route.params || route.query || route.body) {
-    codes.add('missing_parameter');
-    codes.add('validation_error');
-  }
+  // Every operation takes `?lang=`, so every one can answer validation_error.
+  codes.add('validation_error');
+  if (route.params || route.query || route.body) codes.add('missing_parameter');
   if (route.body) codes.add('payload_too_large');
   if (route.bucket) codes.add('rate_limited');
   if (route.auth.kind === 'scope') for (const code of ['unauthorized', 'invalid_token', 'forbidden'] as const) codes.add(code);
