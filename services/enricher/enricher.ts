@@ -20,6 +20,10 @@ export function decodeVisit(message: LogMessage): Outcome {
     const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'message'}: ${issue.message}`).join('; ');
     return { kind: 'dlq', reason: `invalid visit: ${reason}`.slice(0, 500), message };
   }
+  // A lone UTF-16 surrogate (valid JSON, e.g. "\ud800") makes ClickHouse refuse the whole insert, so
+  // the batch would be redelivered for ever and block its partition: dead-letter it here instead.
+  const malformed = Object.entries(parsed.data).find(([, value]) => typeof value === 'string' && /\p{Cs}/u.test(value));
+  if (malformed) return { kind: 'dlq', reason: `invalid visit: ${malformed[0]}: not well-formed Unicode`, message };
   return { kind: 'ok', visit: parsed.data };
 }
 

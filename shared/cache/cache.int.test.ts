@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
+import { createMemoryCache, createRedisCache } from './cache.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
 import { waitFor } from '../testing/wait.js';
 
@@ -171,5 +172,34 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
         await unsubscribe();
       }
     });
+  });
+});
+
+describe('caches built directly', () => {
+  it('forgets the oldest window when the in-memory cache holds its maximum of keys', async () => {
+    const cache = createMemoryCache(2);
+    try {
+      await cache.hit('a', 60);
+      await cache.hit('a', 60);
+      await cache.hit('b', 60);
+      await cache.hit('c', 60); // a third key: 'a', the oldest, is forgotten
+      expect((await cache.hit('b', 60)).count).toBe(2);
+      expect((await cache.hit('a', 60)).count).toBe(1);
+    } finally {
+      await cache.close();
+    }
+  });
+
+  it('rejects hits, publishes and pings of a Redis cache whose server is unreachable instead of hanging', async () => {
+    const cache = createRedisCache('redis://127.0.0.1:1');
+    try {
+      const started = Date.now();
+      await expect(cache.hit(uniqueName('key'), 60)).rejects.toThrow();
+      await expect(cache.publish(uniqueName('chan'), 'x')).rejects.toThrow();
+      await expect(cache.ping()).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await cache.close();
+    }
   });
 });

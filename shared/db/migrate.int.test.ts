@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MigrationChecksumError, readMigrations } from '../migrations.js';
 import { POSTGRES_MIGRATIONS } from '../paths.js';
-import { SERVICES_MODE, testConfig, uniqueName } from '../testing/context.js';
-import { createDatabase, type Database } from './database.js';
+import { SERVICES_MODE } from '../testing/context.js';
+import { createFreshDatabase } from '../testing/fresh-database.js';
+import type { Database } from './database.js';
 import { migrateDatabase } from './migrate.js';
 
 /** Cleanups of the current test (fresh databases, temp dirs), run after it whatever its outcome. */
@@ -17,36 +17,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/**
- * An empty database of the mode's kind: a fresh in-memory PGlite embedded, a throwaway database
- * created on the Postgres server of DATABASE_URL (and dropped after the test) in the services run.
- */
+/** An empty database of the mode's kind (fresh PGlite, or a throwaway database on the server), dropped after the test. */
 async function freshDatabase(): Promise<Database> {
-  const config = testConfig();
-  if (config.database.kind === 'pglite') {
-    const database = await createDatabase({ kind: 'pglite', dir: 'memory://' });
-    cleanups.push(() => database.close());
-    return database;
-  }
-  const serverUrl = config.database.url;
-  const name = uniqueName('migrate_test').replace(/[^a-z0-9_]/g, '_');
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: serverUrl });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE "${name}"`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const database = await createDatabase({ kind: 'postgres', url: url.toString(), poolMax: 4 });
-  cleanups.push(async () => {
-    await database.close();
-    await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  });
+  const { database, drop } = await createFreshDatabase();
+  cleanups.push(drop);
   return database;
 }
 

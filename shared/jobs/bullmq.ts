@@ -11,6 +11,8 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jo
   connection.on('error', () => undefined);
   const queues = new Map<string, Queue>();
   const workers = new Set<Worker>();
+  // BullMQ does not close a connection it was handed, so the workers' own ones are closed here.
+  const workerConnections = new Set<Redis>();
   const queueFor = (name: string) => {
     let queue = queues.get(name);
     if (!queue) {
@@ -33,6 +35,8 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jo
       });
     },
     async process(definition, handler) {
+      const workerConnection = connection.duplicate();
+      workerConnections.add(workerConnection);
       const worker = new Worker(
         definition.name,
         async (job) => {
@@ -40,7 +44,7 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jo
           await handler(job.data, { id: job.id ?? '', attempt, final: attempt >= definition.attempts });
         },
         {
-          connection: connection.duplicate(),
+          connection: workerConnection,
           prefix: 'lt',
           concurrency: definition.concurrency,
           settings: {
@@ -63,6 +67,7 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jo
     },
     async close() {
       await Promise.all([...workers].map((worker) => worker.close()));
+      await Promise.all([...workerConnections].map((client) => client.quit().catch(() => client.disconnect())));
       await Promise.all([...queues.values()].map((queue) => queue.close()));
       await connection.quit().catch(() => connection.disconnect());
     },

@@ -3,7 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
 import { waitFor } from '../testing/wait.js';
-import { defineJob, type JobContext } from './jobs.js';
+import { createBullmqJobs } from './bullmq.js';
+import { defineJob, type JobContext, type Jobs } from './jobs.js';
+import { createMemoryJobs } from './memory.js';
 
 /** BullMQ polls Redis and moves delayed jobs on its own clock: generous but bounded. */
 const DEADLINE_MS = 10_000;
@@ -256,5 +258,65 @@ describe(`jobs (${SERVICES_MODE ? 'bullmq' : 'memory'})`, () => {
     });
     expect(completed.sort()).toEqual(['good-1', 'good-2']);
     expect(await outcomes(job.name)).toEqual({ retried: 2, failed: 1, completed: 2 });
+  });
+});
+
+describe('closing a job runner', () => {
+  /** A runner of its own, built as the composition root builds it, so that closing it leaves the context's alone. */
+  const ownRunner = (): Jobs =>
+    context.config.redisUrl
+      ? createBullmqJobs(context.config.redisUrl, context.log, context.metrics)
+      : createMemoryJobs(context.log, context.metrics);
+
+  it('waits for the running job to finish and starts no other', async () => {
+    const jobs = ownRunner();
+    const job = defineJob<{ n: number }>({ name: uniqueName('close'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const started: number[] = [];
+    const finished: number[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    await jobs.enqueue(job, { n: 1 });
+    await jobs.enqueue(job, { n: 2 });
+    await jobs.process(job, async (data) => {
+      started.push(data.n);
+      if (data.n === 1) await released;
+      finished.push(data.n);
+    });
+    await waitFor(() => started.length === 1, DEADLINE_MS, { message: 'the first job to start' });
+    let closed = false;
+    const closing = jobs.close().then(() => {
+      closed = true;
+    });
+    await sleep(100);
+    expect(closed).toBe(false); // still waiting for the running job
+    release();
+    await closing;
+    expect(finished).toEqual([1]);
+    expect(started).toEqual([1]);
+  });
+
+  it('leaves no connection or timer of its own open once closed', async () => {
+    const sockets = () => process.getActiveResourcesInfo().filter((resource) => resource === 'TCPSocketWrap').length;
+    // Sockets of runners closed by earlier tests may still be shutting: start from a settled count.
+    let last = -1;
+    const before = await waitFor(
+      () => {
+        const now = sockets();
+        const settled = now === last;
+        last = now;
+        return settled ? { count: now } : undefined;
+      },
+      5_000,
+      { intervalMs: 200, message: 'a settled socket count' },
+    ).then(({ count }) => count);
+    const jobs = ownRunner();
+    const job = defineJob<{ n: number }>({ name: uniqueName('release'), attempts: 2, backoffMs: 20, concurrency: 2 });
+    const done: number[] = [];
+    await jobs.process(job, async (data) => void done.push(data.n));
+    await jobs.enqueue(job, { n: 1 });
+    await waitFor(() => done.length === 1, DEADLINE_MS, { message: 'the job' });
+    await jobs.close();
+    // A leaked client (a Redis connection of a worker) would keep the process alive after shutdown.
+    await waitFor(() => sockets() <= before, 5_000, { message: `open sockets back to ${before} (now ${sockets()})` });
   });
 });

@@ -57,7 +57,7 @@ const message = (key: string, n: number, headers?: Record<string, string>): LogM
 const numbers = (messages: LogMessage[]) => messages.map((m) => (JSON.parse(m.value) as { n: number }).n);
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
-describe(`visit log (${SERVICES_MODE ? 'kafka' : 'memory'})`, () => {
+describe(`visit log (${SERVICES_MODE ? 'kafka' : 'memory'})`, { timeout: 90_000 }, () => {
   it('is the implementation the mode asks for and answers ping', async () => {
     expect(context.visitLog.kind).toBe(SERVICES_MODE ? 'kafka' : 'memory');
     await expect(context.visitLog.ping()).resolves.toBeUndefined();
