@@ -27,6 +27,10 @@ describe('splitStatements', () => {
     expect(splitStatements("SELECT 'a;b', 1;\nSELECT 2;")).toEqual(["SELECT 'a;b', 1", 'SELECT 2']);
   });
 
+  it('ends a statement at a semicolon followed by a comment on the same line', () => {
+    expect(splitStatements('SELECT 1; -- first\nSELECT 2;')).toEqual(['SELECT 1', 'SELECT 2']);
+  });
+
   it('drops whole-line comments, including indented ones, and statements left empty', () => {
     const script = '-- header comment\n  -- indented comment\nSELECT 1;\n-- only a comment here;\n;\n\nSELECT 2;\n-- footer\n';
     expect(splitStatements(script)).toEqual(['SELECT 1', 'SELECT 2']);

@@ -5,7 +5,9 @@ import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../.
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
+import { RawVisitSchema } from '../../shared/visits/raw-visit.js';
 import { startEnricher } from './enricher.js';
+import { insertVisits } from './visit-writer.js';
 
 /** Kafka consumer-group joins and kafkajs retry back-off take seconds: generous, bounded waits. */
 const DEADLINE_MS = 30_000;
@@ -236,6 +238,17 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     });
     const rows = await visitsOf(subdomain);
     expect(rows.map((row) => row.visit_id)).toEqual([visit.visit_id, sameBatch.visit_id, sentinel.visit_id]);
+  });
+
+  it('skips a batch inserted a second time, but stores a newer version of a visit sent alone', async () => {
+    const subdomain = uniqueName('versions');
+    const visit = RawVisitSchema.parse(rawVisit(subdomain, { ts: '2025-06-08T00:00:00.000Z' }));
+    await insertVisits(context.analytics, [visit]);
+    await insertVisits(context.analytics, [visit]);
+    expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
+    await insertVisits(context.analytics, [{ ...visit, user_agent: 'newer signals' }]);
+    expect(await visitsOf(subdomain, { final: false })).toHaveLength(2);
+    expect(await visitsOf(subdomain)).toHaveLength(1);
   });
 
   it('redelivers a batch whose ClickHouse insert failed and stores it once when ClickHouse takes writes again', async () => {

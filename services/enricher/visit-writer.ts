@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Analytics } from '../../shared/analytics/analytics.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 
@@ -41,18 +42,20 @@ export function toVisitRow(visit: RawVisit): Record<string, unknown> {
 }
 
 /**
- * Inserts one batch into `visits`. The deduplication token is derived from the batch's visit ids,
- * so a batch redelivered after a crash between insert and commit is not inserted twice; rows that
- * arrive again in other batches collapse by visit_id in the ReplacingMergeTree.
+ * Inserts one batch into `visits`. The deduplication token is the hash of the rows, so the same
+ * batch redelivered after a crash between insert and commit is not inserted twice, while a newer
+ * version of a visit (other content) is; rows that arrive again in other batches collapse by
+ * visit_id in the ReplacingMergeTree.
  */
 export async function insertVisits(analytics: Analytics, visits: RawVisit[]): Promise<void> {
   if (visits.length === 0) return;
+  const rows = visits.map(toVisitRow);
   await analytics.client.insert({
     table: 'visits',
-    values: visits.map(toVisitRow),
+    values: rows,
     format: 'JSONEachRow',
     clickhouse_settings: {
-      insert_deduplication_token: `${visits[0]!.visit_id}:${visits[visits.length - 1]!.visit_id}:${visits.length}`,
+      insert_deduplication_token: createHash('sha256').update(JSON.stringify(rows)).digest('hex'),
     },
   });
 }

@@ -2,10 +2,10 @@ import { pendingMigrations, readMigrations } from '../migrations.js';
 import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
 import type { Analytics } from './analytics.js';
 
-/** Splits a ClickHouse migration into statements (one per `;` at a line end); the HTTP interface takes one at a time. */
+/** Splits a ClickHouse migration into statements (one per `;` at a line end, a trailing comment allowed); the HTTP interface takes one at a time. */
 export function splitStatements(script: string): string[] {
   return script
-    .split(/;\s*$/m)
+    .split(/;[ \t]*(?:--[^\n]*)?$/m)
     .map((statement) => statement.replace(/^\s*--.*$/gm, '').trim())
     .filter(Boolean);
 }

@@ -157,6 +157,22 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
       }
     });
 
+    it('an unsubscribe called twice leaves a newer subscription to the channel alone', async () => {
+      const channel = uniqueName('twice');
+      const received: string[] = [];
+      const stale = await context.cache.subscribe(channel, () => undefined);
+      await stale();
+      const unsubscribe = await context.cache.subscribe(channel, (message) => received.push(message));
+      try {
+        await stale();
+        await context.cache.publish(channel, 'still here');
+        await waitFor(() => received.length === 1, 5_000, { message: 'the message to the newer subscriber' });
+        expect(received).toEqual(['still here']);
+      } finally {
+        await unsubscribe();
+      }
+    });
+
     it('subscribes again to a channel after its last subscriber left', async () => {
       const channel = uniqueName('again');
       const first: string[] = [];

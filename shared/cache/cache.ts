@@ -92,9 +92,14 @@ export function createRedisCache(url: string): Cache {
         await subscriber.subscribe(full);
       }
       set.add(handler);
+      let subscribed = true;
       return async () => {
+        if (!subscribed) return;
+        subscribed = false;
         set.delete(handler);
-        if (set.size === 0) {
+        // Only the set still registered for the channel may unsubscribe it (a later subscribe may
+        // have replaced an emptied one).
+        if (set.size === 0 && handlers.get(full) === set) {
           handlers.delete(full);
           await subscriber?.unsubscribe(full);
         }

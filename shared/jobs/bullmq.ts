@@ -2,7 +2,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { backoffDelay, type JobDefinition, type Jobs } from './jobs.js';
+import { JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type Jobs } from './jobs.js';
 
 /** BullMQ jobs on Redis: one queue per job kind, attempts and backoff from the job definition. */
 export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jobs {
@@ -30,8 +30,8 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jo
         delay: options.delayMs,
         attempts: definition.attempts,
         backoff: { type: 'jittered', delay: definition.backoffMs },
-        removeOnComplete: { age: 3600, count: 10_000 },
-        removeOnFail: { age: 7 * 24 * 3600 },
+        removeOnComplete: { age: JOB_ID_RETENTION_MS.completed / 1000 },
+        removeOnFail: { age: JOB_ID_RETENTION_MS.failed / 1000 },
       });
     },
     async process(definition, handler) {

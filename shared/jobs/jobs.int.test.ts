@@ -195,6 +195,22 @@ describe(`jobs (${SERVICES_MODE ? 'bullmq' : 'memory'})`, () => {
     ]);
   });
 
+  it('keeps deduplicating a job id after the job completed, on both backends', async () => {
+    const job = defineJob<{ label: string }>({ name: uniqueName('dedup-done'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const jobId = uniqueName('same');
+    const seen: string[] = [];
+    await context.jobs.process(job, async (data) => {
+      seen.push(data.label);
+    });
+    await context.jobs.enqueue(job, { label: 'first' }, { jobId });
+    await waitFor(() => seen.includes('first'), DEADLINE_MS, { message: 'the first job' });
+    await waitFor(async () => (await outcomes(job.name)).completed === 1, DEADLINE_MS, { message: 'completion' });
+    await context.jobs.enqueue(job, { label: 'again' }, { jobId });
+    await context.jobs.enqueue(job, { label: 'sentinel' });
+    await waitFor(() => seen.includes('sentinel'), DEADLINE_MS, { message: 'the sentinel job' });
+    expect(seen).toEqual(['first', 'sentinel']);
+  });
+
   it('delays a job enqueued with delayMs', async () => {
     const job = defineJob<{ enqueuedAt: number }>({ name: uniqueName('delay'), attempts: 1, backoffMs: 20, concurrency: 1 });
     const waited: number[] = [];

@@ -43,6 +43,12 @@ export interface Jobs {
   close(): Promise<void>;
 }
 
+/**
+ * How long a finished job's id keeps deduplicating enqueues, on both backends (BullMQ keeps the job
+ * record that long; the in-process runner keeps the id).
+ */
+export const JOB_ID_RETENTION_MS = { completed: 3_600_000, failed: 7 * 24 * 3_600_000 } as const;
+
 /** Delay before attempt `next` (2 for the first retry): exponential with ±20 % jitter. */
 export function backoffDelay(definition: Pick<JobDefinition<unknown>, 'backoffMs'>, next: number): number {
   const base = definition.backoffMs * 2 ** (next - 2);

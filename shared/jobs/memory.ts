@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { backoffDelay, type JobDefinition, type JobHandler, type Jobs } from './jobs.js';
+import { JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type JobHandler, type Jobs } from './jobs.js';
 
 interface Pending {
   id: string;
@@ -12,7 +12,7 @@ interface Pending {
 
 /**
  * In-process job runner with BullMQ's policy: attempts, exponential backoff with jitter, bounded
- * concurrency per kind, idempotent job ids. Jobs live in memory: the one-process mode accepts that
+ * concurrency per kind, idempotent job ids kept as long as BullMQ keeps finished jobs. Jobs live in memory: the one-process mode accepts that
  * a crash loses queued jobs (the production mode keeps them in Redis).
  */
 export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
@@ -20,7 +20,9 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
   const handlers = new Map<string, JobHandler<unknown>>();
   const queues = new Map<string, Pending[]>();
   const running = new Map<string, number>();
-  const known = new Set<string>();
+  /** Job id → until when it deduplicates enqueues (Infinity while queued or running). */
+  const known = new Map<string, number>();
+  const remember = (id: string, outcome: keyof typeof JOB_ID_RETENTION_MS) => known.set(id, Date.now() + JOB_ID_RETENTION_MS[outcome]);
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Set<Promise<void>>();
   let closed = false;
@@ -38,13 +40,13 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
         .then(
           () => {
             metrics.jobsProcessed.inc({ job: name, outcome: 'completed' });
-            known.delete(job.id);
+            remember(job.id, 'completed');
           },
           (error: unknown) => {
             if (final) {
               metrics.jobsProcessed.inc({ job: name, outcome: 'failed' });
               log.warn({ job: name, id: job.id, attempt: job.attempt, err: error }, 'job failed for good');
-              known.delete(job.id);
+              remember(job.id, 'failed');
               return;
             }
             metrics.jobsProcessed.inc({ job: name, outcome: 'retried' });
@@ -80,8 +82,10 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
     async enqueue(definition, data, options = {}) {
       definitions.set(definition.name, definition as JobDefinition<unknown>);
       const id = options.jobId ?? randomUUID();
-      if (known.has(id)) return;
-      known.add(id);
+      const until = known.get(id);
+      if (until !== undefined && until > Date.now()) return;
+      if (known.size > 100_000) for (const [key, expiry] of known) if (expiry <= Date.now()) known.delete(key);
+      known.set(id, Infinity);
       schedule({ id, name: definition.name, data, attempt: 1 }, options.delayMs ?? 0);
     },
     async process(definition, handler) {

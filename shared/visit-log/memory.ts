@@ -15,7 +15,8 @@ interface TopicLog {
 /**
  * In-process visit log for the one-process mode. Like Kafka it keeps each topic as an offset-
  * addressed log with a committed offset per consumer group, so a failed batch is redelivered.
- * It is bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError.
+ * It is bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError while a
+ * consumer group lags, and the oldest messages of a topic nobody consumes give way (counted).
  */
 export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retryDelayMs = 500): VisitLog {
   const topics = new Map<Topic, TopicLog>();
@@ -41,9 +42,18 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
     kind: 'memory',
     async publish(topic, messages) {
       const log = topicLog(topic);
-      if (log.messages.length + messages.length > capacity) {
-        metrics.visitLogDropped.inc({ topic, reason: 'full' }, messages.length);
-        throw new VisitLogFullError(topic, capacity);
+      const excess = log.messages.length + messages.length - capacity;
+      if (excess > 0) {
+        if (log.groups.size > 0 || messages.length > capacity) {
+          // Consumers are behind: push back on the producer rather than lose what they have not read.
+          metrics.visitLogDropped.inc({ topic, reason: 'full' }, messages.length);
+          throw new VisitLogFullError(topic, capacity);
+        }
+        // Nobody consumes this topic in this process (the dead-letter topic, embedded): like Kafka's
+        // retention, the oldest messages give way, counted rather than dropped silently.
+        log.messages.splice(0, excess);
+        log.base += excess;
+        metrics.visitLogDropped.inc({ topic, reason: 'retention' }, excess);
       }
       log.messages.push(...messages);
       metrics.visitLogPublished.inc({ topic }, messages.length);

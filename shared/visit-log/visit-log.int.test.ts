@@ -157,9 +157,18 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'memory'})`, { timeout: 90_000 
 });
 
 describe('in-process visit log capacity', () => {
-  it('refuses a publish past its capacity with VisitLogFullError and counts visit_log_dropped_total', async () => {
+  /** A consumer group that holds its first batch until released: its backlog cannot shrink. */
+  async function laggingConsumer(log: ReturnType<typeof createMemoryVisitLog>) {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const consumer = await log.consume({ groupId: 'lagging', topic: TOPICS.visitsRaw, handler: () => held });
+    return { release, stop: () => consumer.stop() };
+  }
+
+  it('refuses a publish past its capacity while a consumer lags, with VisitLogFullError, counting visit_log_dropped_total', async () => {
     const metrics = createMetrics();
     const log = createMemoryVisitLog(metrics, 3);
+    const lagging = await laggingConsumer(log);
     try {
       await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
       await log.publish(TOPICS.visitsRaw, [message('k', 3)]);
@@ -173,6 +182,24 @@ describe('in-process visit log capacity', () => {
       // Capacity is per topic.
       await expect(log.publish(TOPICS.visitsDlq, [message('k', 7)])).resolves.toBeUndefined();
     } finally {
+      lagging.release();
+      await lagging.stop();
+      await log.close();
+    }
+  });
+
+  it('lets the oldest messages of a topic nobody consumes give way, counted as retention', async () => {
+    const metrics = createMetrics();
+    const log = createMemoryVisitLog(metrics, 3);
+    const received: number[] = [];
+    try {
+      for (let n = 1; n <= 5; n++) await log.publish(TOPICS.visitsDlq, [message('k', n)]);
+      expect((await metrics.visitLogDropped.get()).values).toEqual([{ labels: { topic: TOPICS.visitsDlq, reason: 'retention' }, value: 2 }]);
+      const consumer = await log.consume({ groupId: 'late', topic: TOPICS.visitsDlq, handler: async (messages) => void received.push(...numbers(messages)) });
+      await waitFor(() => received.length === 3, 5_000, { message: 'the retained messages' });
+      expect(received).toEqual([3, 4, 5]);
+      await consumer.stop();
+    } finally {
       await log.close();
     }
   });
@@ -183,7 +210,6 @@ describe('in-process visit log capacity', () => {
     const received: number[] = [];
     try {
       await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
-      await expect(log.publish(TOPICS.visitsRaw, [message('k', 3)])).rejects.toBeInstanceOf(VisitLogFullError);
       const consumer = await log.consume({
         groupId: 'g',
         topic: TOPICS.visitsRaw,
