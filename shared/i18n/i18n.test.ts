@@ -14,10 +14,10 @@ describe('catalogues', () => {
     for (const [key, text] of Object.entries(messages)) expect(text.trim(), key).not.toBe('');
   });
 
-  it.each(LOCALE_CODES)('%s keeps every placeholder of the English text', (locale) => {
+  it.each(LOCALE_CODES)('%s keeps every {name} slot of the English text', (locale) => {
     for (const [key, english] of Object.entries(en)) {
-      const placeholders = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((match) => match[1]).sort();
-      expect(placeholders(LOCALES[locale].messages[key as keyof typeof en]), `${locale} ${key}`).toEqual(placeholders(english));
+      const slots = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((match) => match[1]).sort();
+      expect(slots(LOCALES[locale].messages[key as keyof typeof en]), `${locale} ${key}`).toEqual(slots(english));
     }
   });
 
@@ -34,7 +34,7 @@ describe('catalogues', () => {
 });
 
 describe('t', () => {
-  it('fills placeholders and leaves unknown ones visible', () => {
+  it('fills {name} slots and leaves unknown ones visible', () => {
     expect(t('en', 'error.rate_limited.retry', { seconds: 30 })).toBe('Too many requests. Try again in 30 seconds.');
     expect(t('de', 'page.title', { status: 404 })).toBe('Fehler 404');
     expect(t('en', 'page.title')).toBe('Error {status}');

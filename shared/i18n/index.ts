@@ -41,7 +41,7 @@ export function negotiateLocale(lang: string | undefined, acceptLanguage: string
   return DEFAULT_LOCALE;
 }
 
-/** Translates one catalogue key, filling `{name}` placeholders from params. */
+/** Translates one catalogue key, filling its `{name}` slots from params. */
 export function t(locale: Locale, key: MessageKey, params: Record<string, string | number> = {}): string {
   const template = LOCALES[locale].messages[key] ?? en[key];
   return template.replace(/\{(\w+)\}/g, (whole, name: string) => (name in params ? String(params[name]) : whole));
