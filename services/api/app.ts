@@ -46,7 +46,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
       void sendError(request, reply, toAppError(error).appError, errorOptions);
     },
   });
-  const limiter = createRateLimiter(context.cache, config.rateLimits, metrics, log);
+  const limiter = await createRateLimiter(app, { cache: context.cache, rules: config.rateLimits, metrics, log });
 
   const routes: RouteDef[] = [];
   routes.push(...discoveryRoutes({ context, limiter, routes: () => routes }), ...swarmRoutes(), ...(options.extraRoutes ?? []));

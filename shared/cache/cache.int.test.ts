@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
-import { createMemoryCache, createRedisCache } from './cache.js';
+import { createRedisCache } from './cache.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
 import { waitFor } from '../testing/wait.js';
 
@@ -18,66 +18,6 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
   it('is the implementation the mode asks for and answers ping', async () => {
     expect(context.cache.kind).toBe(SERVICES_MODE ? 'redis' : 'memory');
     await expect(context.cache.ping()).resolves.toBeUndefined();
-  });
-
-  describe('fixed-window counter', () => {
-    it('counts 1..n hits of one key within the window and reports a reset no later than the window', async () => {
-      const key = uniqueName('count');
-      const windowSec = 60;
-      for (let expected = 1; expected <= 5; expected++) {
-        const { count, resetMs } = await context.cache.hit(key, windowSec);
-        expect(count).toBe(expected);
-        expect(resetMs).toBeGreaterThan(0);
-        expect(resetMs).toBeLessThanOrEqual(windowSec * 1000);
-      }
-    });
-
-    it('keeps one window: the reset time counts down instead of restarting on later hits', async () => {
-      const key = uniqueName('countdown');
-      const first = await context.cache.hit(key, 60);
-      const firstAt = Date.now();
-      await waitFor(() => Date.now() - firstAt >= 30, 1_000);
-      const second = await context.cache.hit(key, 60);
-      expect(second.count).toBe(2);
-      expect(second.resetMs).toBeLessThan(first.resetMs);
-    });
-
-    it('starts a new window at count 1 once a 1-second window has elapsed', async () => {
-      const key = uniqueName('reset');
-      const opened = Date.now();
-      expect((await context.cache.hit(key, 1)).count).toBe(1);
-      expect((await context.cache.hit(key, 1)).count).toBe(2);
-      // Poll with further hits: they count in the old window until it elapses, then one opens a new window.
-      const fresh = await waitFor(
-        async () => {
-          const result = await context.cache.hit(key, 1);
-          return result.count === 1 ? result : undefined;
-        },
-        3_000,
-        { intervalMs: 50, message: 'a new window' },
-      );
-      expect(Date.now() - opened).toBeGreaterThanOrEqual(900);
-      expect(fresh.resetMs).toBeGreaterThan(0);
-      expect(fresh.resetMs).toBeLessThanOrEqual(1_000);
-      expect((await context.cache.hit(key, 1)).count).toBe(2);
-    });
-
-    it('counts different keys independently', async () => {
-      const a = uniqueName('key-a');
-      const b = uniqueName('key-b');
-      await context.cache.hit(a, 60);
-      await context.cache.hit(a, 60);
-      await context.cache.hit(a, 60);
-      expect((await context.cache.hit(b, 60)).count).toBe(1);
-      expect((await context.cache.hit(a, 60)).count).toBe(4);
-      expect((await context.cache.hit(b, 60)).count).toBe(2);
-    });
-
-    it('counts concurrent hits of one key exactly once each', async () => {
-      const key = uniqueName('concurrent');
-      const results = await Promise.all(Array.from({ length: 20 }, () => context.cache.hit(key, 60)));
-      expect(results.map((result) => result.count).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-    });
   });
 
   describe('publish/subscribe', () => {
@@ -192,25 +132,10 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
 });
 
 describe('caches built directly', () => {
-  it('forgets the oldest window when the in-memory cache holds its maximum of keys', async () => {
-    const cache = createMemoryCache(2);
-    try {
-      await cache.hit('a', 60);
-      await cache.hit('a', 60);
-      await cache.hit('b', 60);
-      await cache.hit('c', 60); // a third key: 'a', the oldest, is forgotten
-      expect((await cache.hit('b', 60)).count).toBe(2);
-      expect((await cache.hit('a', 60)).count).toBe(1);
-    } finally {
-      await cache.close();
-    }
-  });
-
-  it('rejects hits, publishes and pings of a Redis cache whose server is unreachable instead of hanging', async () => {
+  it('rejects publishes and pings of a Redis cache whose server is unreachable instead of hanging', async () => {
     const cache = createRedisCache('redis://127.0.0.1:1');
     try {
       const started = Date.now();
-      await expect(cache.hit(uniqueName('key'), 60)).rejects.toThrow();
       await expect(cache.publish(uniqueName('chan'), 'x')).rejects.toThrow();
       await expect(cache.ping()).rejects.toThrow();
       expect(Date.now() - started).toBeLessThan(10_000);

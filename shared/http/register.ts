@@ -135,7 +135,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
       config: { routeDef: route },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         if (route.bucket) {
-          const decision = await deps.limiter.check(route.bucket, rateKey(request));
+          const decision = await deps.limiter.check(route.bucket, rateKey(request), request);
           reply.headers(rateLimitHeaders(decision));
           if (!decision.allowed) {
             throw new AppError(
