@@ -71,7 +71,7 @@ const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
 export const CONFIG_VARS = {
   NODE_ENV: [
     withDefault(z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }), 'development'),
-    { doc: '`production` hides exception detail in error responses (unless `DEBUG=1`).' },
+    { doc: '`production` hides exception detail in error responses (unless `DEBUG=1`); outside `development` the session cookie is `Secure`.' },
   ],
   PORT: [withDefault(port, 8080), { doc: 'HTTP port of this process.' }],
   HOST: [withDefault(z.string().min(1), '0.0.0.0'), { doc: 'Interface to listen on.' }],
@@ -153,6 +153,31 @@ export const CONFIG_VARS = {
     { doc: 'pino log level.' },
   ],
   DEBUG: [withDefault(boolFlag, '0'), { doc: '`1` shows exception detail in error responses even in production.' }],
+  SESSION_TTL: [
+    withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(31_536_000, 'must be at most 31536000 seconds (a year)'), 1_209_600),
+    { doc: 'Lifetime of a login session in seconds (default 14 days).' },
+  ],
+  BRUTEFORCE_MAX_ATTEMPTS: [
+    withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1').max(1000, 'must be at most 1000'), 5),
+    { doc: 'Failed logins for one account (any submitted e-mail) within BRUTEFORCE_WINDOW that lock it.' },
+  ],
+  BRUTEFORCE_WINDOW: [
+    withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(86_400, 'must be at most 86400 seconds'), 900),
+    { doc: 'Window, in seconds, in which failed logins are counted.' },
+  ],
+  BRUTEFORCE_LOCKOUT: [
+    withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(86_400, 'must be at most 86400 seconds'), 900),
+    { doc: 'How long, in seconds, a locked account refuses logins (429 with Retry-After).' },
+  ],
+  ENABLE_CAPTCHA: [withDefault(boolFlag, '0'), { doc: '`1` requires a solved proof-of-work CAPTCHA (ALTCHA, self-hosted) after CAPTCHA_AFTER failed logins.' }],
+  CAPTCHA_AFTER: [
+    withDefault(z.coerce.number().int().min(0, 'must be an integer of at least 0').max(1000, 'must be at most 1000'), 2),
+    { doc: 'Failed logins of an account after which a CAPTCHA is required (with ENABLE_CAPTCHA).' },
+  ],
+  CAPTCHA_SECRET: [
+    optionalString(z.string().min(32, 'must be at least 32 characters')),
+    { doc: 'HMAC key of CAPTCHA challenges; set the same value on every API node (default: random per process).' },
+  ],
   SHUTDOWN_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
     { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
@@ -194,6 +219,9 @@ export interface Config {
   bodyLimit: number;
   logLevel: Env['LOG_LEVEL'];
   shutdownTimeoutMs: number;
+  sessionTtlSec: number;
+  bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
+  captcha: { enabled: boolean; after: number; secret: string | undefined };
   rateLimits: Record<RateBucket, RateRule>;
 }
 
@@ -214,7 +242,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? '');
-      const secret = /PASSWORD|URL/.test(name);
+      const secret = /PASSWORD|URL|SECRET/.test(name);
       return `${name} ${issue.message} (got ${secret && raw[name] !== undefined ? 'a value' : shown(raw[name])})`;
     });
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
@@ -250,6 +278,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     bodyLimit: env.BODY_LIMIT,
     logLevel: env.LOG_LEVEL,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    sessionTtlSec: env.SESSION_TTL,
+    bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },
+    captcha: { enabled: env.ENABLE_CAPTCHA, after: env.CAPTCHA_AFTER, secret: env.CAPTCHA_SECRET },
     rateLimits,
   };
 }

@@ -7,7 +7,14 @@ import { createRateLimiter, type RateLimiter } from '../../shared/http/rate-limi
 import { createMethodIndex, registerRoutes } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import { negotiateLocale } from '../../shared/i18n/index.js';
+import cookie from '@fastify/cookie';
+import { authRoutes } from './auth/auth.routes.js';
+import { authService } from './auth/auth.service.js';
+import { createAuthenticator, type TokenAuthenticator } from './auth/authenticator.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
+import { tokensRoutes } from './tokens/tokens.routes.js';
+import { tokensService } from './tokens/tokens.service.js';
+import { usersRoutes } from './users/users.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
@@ -22,6 +29,7 @@ export interface App {
   app: FastifyInstance;
   routes: RouteDef[];
   limiter: RateLimiter;
+  authenticator: TokenAuthenticator;
 }
 
 /** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
@@ -48,8 +56,19 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   });
   const limiter = await createRateLimiter(app, { cache: context.cache, rules: config.rateLimits, metrics, log });
 
+  await app.register(cookie);
+  const authenticator = await createAuthenticator(context);
+  app.addHook('onClose', async () => authenticator.close());
+
   const routes: RouteDef[] = [];
-  routes.push(...discoveryRoutes({ context, limiter, routes: () => routes }), ...swarmRoutes(), ...(options.extraRoutes ?? []));
+  routes.push(
+    ...discoveryRoutes({ context, limiter, routes: () => routes }),
+    ...authRoutes(context, authService(context)),
+    ...usersRoutes(context),
+    ...tokensRoutes(tokensService(context)),
+    ...swarmRoutes(),
+    ...(options.extraRoutes ?? []),
+  );
 
   app.decorateRequest('locale', 'en');
   app.addHook('onRequest', async (request, reply) => {
@@ -107,6 +126,6 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
 
-  registerRoutes(app, routes, { limiter });
-  return { app, routes, limiter };
+  registerRoutes(app, routes, { limiter, authenticator, publicUrl: config.publicUrl });
+  return { app, routes, limiter, authenticator };
 }

@@ -8,6 +8,13 @@ import { Redis } from 'ioredis';
 export interface Cache {
   kind: 'memory' | 'redis';
   redis: Redis | undefined;
+  /** Adds one to a counter whose window (`windowSec`) starts at its first increment; returns the count. */
+  increment(key: string, windowSec: number): Promise<number>;
+  /** Sets a flag that expires after `ttlSec`. */
+  flag(key: string, ttlSec: number): Promise<void>;
+  /** Milliseconds until a key expires, or 0 when it does not exist. */
+  ttlMs(key: string): Promise<number>;
+  remove(key: string): Promise<void>;
   publish(channel: string, message: string): Promise<void>;
   /** Subscribes to a channel; resolves with a function that unsubscribes. */
   subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
@@ -15,13 +22,43 @@ export interface Cache {
   close(): Promise<void>;
 }
 
-/** In-process cache: pub/sub through an EventEmitter. */
+/** In-process cache: expiring counters in a Map (swept), pub/sub through an EventEmitter. */
 export function createMemoryCache(): Cache {
   const bus = new EventEmitter();
   bus.setMaxListeners(0);
+  const entries = new Map<string, { count: number; expiresAt: number }>();
+  const live = (key: string) => {
+    const entry = entries.get(key);
+    if (entry && entry.expiresAt <= Date.now()) {
+      entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  };
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [key, entry] of entries) if (entry.expiresAt <= now) entries.delete(key);
+  }, 60_000);
+  sweep.unref();
   return {
     kind: 'memory',
     redis: undefined,
+    async increment(key, windowSec) {
+      const entry = live(key) ?? { count: 0, expiresAt: Date.now() + windowSec * 1000 };
+      entry.count += 1;
+      entries.set(key, entry);
+      return entry.count;
+    },
+    async flag(key, ttlSec) {
+      entries.set(key, { count: 1, expiresAt: Date.now() + ttlSec * 1000 });
+    },
+    async ttlMs(key) {
+      const entry = live(key);
+      return entry ? entry.expiresAt - Date.now() : 0;
+    },
+    async remove(key) {
+      entries.delete(key);
+    },
     async publish(channel, message) {
       bus.emit(channel, message);
     },
@@ -31,7 +68,9 @@ export function createMemoryCache(): Cache {
     },
     async ping() {},
     async close() {
+      clearInterval(sweep);
       bus.removeAllListeners();
+      entries.clear();
     },
   };
 }
@@ -47,6 +86,19 @@ export function createRedisCache(url: string): Cache {
   return {
     kind: 'redis',
     redis,
+    async increment(key, windowSec) {
+      const [[, count]] = (await redis.multi().incr(prefix + key).pexpire(prefix + key, windowSec * 1000, 'NX').exec()) as [[unknown, number]];
+      return count;
+    },
+    async flag(key, ttlSec) {
+      await redis.set(prefix + key, '1', 'PX', ttlSec * 1000);
+    },
+    async ttlMs(key) {
+      return Math.max(0, await redis.pttl(prefix + key));
+    },
+    async remove(key) {
+      await redis.del(prefix + key);
+    },
     async publish(channel, message) {
       await redis.publish(prefix + channel, message);
     },

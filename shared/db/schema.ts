@@ -28,8 +28,36 @@ export interface AuditLogTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
+export interface SessionsTable {
+  id_hash: string;
+  user_id: string;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface ApiTokensTable {
+  id: Generated<string>;
+  user_id: string;
+  name: string;
+  prefix: string;
+  token_hash: string;
+  scopes: string[];
+  ip_allowlist: ColumnType<string[], string[] | undefined, string[]>;
+  expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  last_used_ip: string | null;
+  created_via: 'session' | 'token';
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
 export interface DB {
   users: UsersTable;
+  sessions: SessionsTable;
+  api_tokens: ApiTokensTable;
   schema_migrations: SchemaMigrationsTable;
   audit_log: AuditLogTable;
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 import { failureSchema, successSchema } from './envelope.js';
 import { effectiveQuery } from './register.js';
-import { routeErrorCodes, type RouteDef } from './route.js';
+import { SESSION_COOKIE, routeErrorCodes, type RouteDef } from './route.js';
 
 // registry.register() needs zod's `.openapi()` extension (component registration by name).
 extendZodWithOpenApi(z);
@@ -20,6 +20,22 @@ const REQUEST_ID_HEADER = {
   'X-Request-Id': { description: 'Request id; the same value as meta.request_id and in the access log.', schema: { type: 'string' as const } },
 };
 
+/** How an operation may be authenticated, as OpenAPI security requirements. */
+function securityOf(route: RouteDef): Record<string, string[]>[] {
+  switch (route.auth.kind) {
+    case 'none':
+      return [];
+    case 'optional':
+      return [{}, { bearerToken: [] }, { sessionCookie: [] }];
+    case 'account':
+      return [{ bearerToken: [] }, { sessionCookie: [] }];
+    case 'scope':
+      return [{ bearerToken: [route.auth.scope] }, { sessionCookie: [] }];
+    case 'session':
+      return [{ sessionCookie: [] }];
+  }
+}
+
 export interface OpenApiInfo {
   version: string;
   serverUrl: string;
@@ -32,6 +48,12 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
     type: 'http',
     scheme: 'bearer',
     description: 'API token (`svc_u_…`) created with POST /api/v1/tokens.',
+  });
+  registry.registerComponent('securitySchemes', 'sessionCookie', {
+    type: 'apiKey',
+    in: 'cookie',
+    name: SESSION_COOKIE,
+    description: 'Session from POST /auth/login. Writes with it must come from the platform\'s own origin (Origin or Referer), or answer 403 `forbidden`.',
   });
   const Failure = registry.register('FailureEnvelope', failureSchema());
 
@@ -71,7 +93,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       description: route.description,
       tags: route.tags,
       deprecated: route.deprecated,
-      security: route.auth.kind === 'scope' ? [{ bearerToken: [route.auth.scope] }] : [],
+      security: securityOf(route),
       request: {
         params: route.params,
         query: effectiveQuery(route),

@@ -4,6 +4,8 @@ import { AppError } from '../errors.js';
 import { LANG_TAG, zodErrorMap, type Locale } from '../i18n/index.js';
 import { buildMeta, success } from './envelope.js';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
+import type { RateBucket } from '../config.js';
+import type { Authenticator, Principal } from './auth.js';
 import { fastifyPath, type RawBody, type RouteDef } from './route.js';
 
 declare module 'fastify' {
@@ -113,29 +115,84 @@ export function encodeJson(value: unknown): string {
   }
 }
 
-/** Key of the caller for a rate bucket: the client IP until identities arrive with authentication. */
-function rateKey(request: FastifyRequest): string {
+/**
+ * Key of the caller in a bucket, as the spec's table says: `api` by API token, then IP; `auth` by
+ * IP and the account named in the body; the others by IP (session and user are not used to widen
+ * what one address may do).
+ */
+export function rateKey(bucket: RateBucket, request: FastifyRequest, principal: Principal | undefined): string {
+  if (bucket === 'api' && principal?.tokenId) return `token:${principal.tokenId}`;
+  if (bucket === 'auth') {
+    const email = (request.body as { email?: unknown } | undefined)?.email;
+    return `${request.ip}|${typeof email === 'string' ? email.trim().toLowerCase() : ''}`;
+  }
   return request.ip;
+}
+
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * CSRF guard for cookie-authenticated writes: the request must come from the platform's own origin
+ * (PUBLIC_URL, or the origin of the Host it was sent to), told by Origin or, without it, Referer.
+ */
+export function assertSameOrigin(request: FastifyRequest, publicUrl: string, { allowMissing = false } = {}): void {
+  const allowed = new Set([new URL(publicUrl).origin, `${request.protocol}://${request.host}`]);
+  const origin = request.headers.origin;
+  let source: string | undefined;
+  if (typeof origin === 'string' && origin !== 'null') source = origin;
+  else if (typeof request.headers.referer === 'string') {
+    try {
+      source = new URL(request.headers.referer).origin;
+    } catch {
+      source = undefined;
+    }
+  }
+  if (!source && allowMissing) return;
+  if (!source || !allowed.has(source)) {
+    throw new AppError('forbidden', { reason: 'cross_site_request', origin: source ?? null });
+  }
 }
 
 export interface RegistrarDeps {
   limiter: RateLimiter;
+  authenticator: Authenticator;
+  publicUrl: string;
 }
 
-/** Registers each route declaration on the Fastify instance, with validation, rate limit and envelope. */
+/** Checks what the route's auth requires of the (possibly absent) principal. */
+function authorize(route: RouteDef, principal: Principal | undefined): void {
+  const auth = route.auth;
+  if (auth.kind === 'none' || auth.kind === 'optional') return;
+  if (!principal) throw new AppError('unauthorized');
+  if (auth.kind === 'session' && principal.via !== 'session') throw new AppError('unauthorized', { reason: 'session_required' });
+  if (auth.kind === 'scope' && !principal.scopes.has(auth.scope)) {
+    throw new AppError('forbidden', { reason: 'missing_scope', required_scope: auth.scope });
+  }
+}
+
+/** Registers each route declaration on the Fastify instance, with auth, rate limit, validation and envelope. */
 export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: RegistrarDeps): void {
   for (const route of routes) {
-    if (route.auth.kind !== 'none') {
-      throw new Error(`route ${route.operationId} requires scope ${route.auth.scope} but no authenticator is installed`);
-    }
     const query = effectiveQuery(route);
     app.route({
       method: route.method,
       url: fastifyPath(route.path),
       config: { routeDef: route },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        // Credentials are resolved first so that the api bucket can count per token; a bad token is
+        // still counted (per IP) before it is refused, so guessing tokens is rate-limited too.
+        let principal: Principal | undefined;
+        let authError: unknown;
+        if (route.auth.kind !== 'none') {
+          try {
+            principal = await deps.authenticator.authenticate(request);
+          } catch (error) {
+            authError = error;
+          }
+        }
         if (route.bucket) {
-          const decision = await deps.limiter.check(route.bucket, rateKey(request), request);
+          await route.beforeLimit?.(request);
+          const decision = await deps.limiter.check(route.bucket, rateKey(route.bucket, request, principal), request);
           reply.headers(rateLimitHeaders(decision));
           if (!decision.allowed) {
             throw new AppError(
@@ -149,6 +206,10 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
             );
           }
         }
+        if (authError) throw authError;
+        authorize(route, principal);
+        if (principal?.via === 'session' && UNSAFE_METHODS.has(request.method)) assertSameOrigin(request, deps.publicUrl);
+        request.principal = principal;
         const { params, query: parsedQuery, body } = validateRequest(
           [
             { part: 'params', schema: route.params, input: request.params },
@@ -165,6 +226,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
           query: parsedQuery as never,
           body: body as never,
           locale: request.locale,
+          principal,
           request,
           reply,
           respond: {

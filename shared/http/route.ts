@@ -3,6 +3,10 @@ import type { z } from 'zod';
 import type { RateBucket } from '../config.js';
 import type { ErrorCode } from '../errors.js';
 import type { Locale } from '../i18n/index.js';
+import type { Principal } from './auth.js';
+
+/** Name of the session cookie set by POST /auth/login. */
+export const SESSION_COOKIE = 'lt_session';
 
 /** Token scopes of the spec. */
 export const SCOPES = ['links:read', 'links:write', 'stats:read', 'subdomain:write', 'team:read', 'admin'] as const;
@@ -10,8 +14,23 @@ export type Scope = (typeof SCOPES)[number];
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** Who may call a route: anyone, or a caller holding a scope (checked by the authenticator). */
-export type RouteAuth = { kind: 'none' } | { kind: 'scope'; scope: Scope };
+/**
+ * Who may call a route: anyone (`none`: credentials are not even read); anyone, identified when
+ * credentials are sent (`optional`); any signed-in caller, session or token (`account`); a caller
+ * holding a scope (`scope`; a session holds every scope of its user's role); or only a session
+ * (`session`).
+ */
+export type RouteAuth =
+  | { kind: 'none' }
+  | { kind: 'optional' }
+  | { kind: 'account' }
+  | { kind: 'scope'; scope: Scope }
+  | { kind: 'session' };
+
+/** Scopes a session grants: every scope for staff, all but `admin` for users. */
+export function sessionScopes(role: 'staff' | 'user'): Scope[] {
+  return role === 'staff' ? [...SCOPES] : SCOPES.filter((scope) => scope !== 'admin');
+}
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 
@@ -21,6 +40,8 @@ export interface HandlerInput<P, Q, B> {
   query: Q;
   body: B;
   locale: Locale;
+  /** The caller, when the route reads credentials and some were sent. */
+  principal: Principal | undefined;
   request: FastifyRequest;
   reply: FastifyReply;
   /** Sets the success status (default 200) and extra `meta` fields of the envelope. */
@@ -52,6 +73,11 @@ export interface RouteDef<
   auth: RouteAuth;
   /** Rate bucket counted for this route, or null for none. */
   bucket: RateBucket | null;
+  /**
+   * Runs before the rate limit is counted: an explicit block (the brute-force lockout) answers
+   * here and so takes precedence over the counter.
+   */
+  beforeLimit?: (request: FastifyRequest) => Promise<void>;
   params?: P;
   query?: Q;
   body?: B;
@@ -96,7 +122,10 @@ export function routeErrorCodes(route: RouteDef): ErrorCode[] {
   if (route.params || route.query || route.body) codes.add('missing_parameter');
   if (route.body) codes.add('payload_too_large');
   if (route.bucket) codes.add('rate_limited');
-  if (route.auth.kind === 'scope') for (const code of ['unauthorized', 'invalid_token', 'forbidden'] as const) codes.add(code);
+  if (route.auth.kind !== 'none') {
+    for (const code of ['invalid_token', 'forbidden'] as const) codes.add(code);
+    if (route.auth.kind !== 'optional') codes.add('unauthorized');
+  }
   for (const code of route.errors ?? []) codes.add(code);
   return [...codes];
 }

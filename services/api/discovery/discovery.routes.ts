@@ -125,7 +125,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
           method: route.method,
           path: route.path,
           summary: route.summary,
-          auth: route.auth.kind === 'none' ? 'none' : route.auth.scope,
+          auth: route.auth.kind === 'scope' ? route.auth.scope : route.auth.kind,
           deprecated: route.deprecated ?? false,
         })),
       }),

@@ -31,6 +31,9 @@ export function usersRepository(db: Kysely<DB>) {
         .executeTakeFirst();
       return row?.id;
     },
+    async findById(id: string) {
+      return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    },
     async findByEmail(email: string) {
       return db
         .selectFrom('users')

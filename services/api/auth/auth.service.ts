@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import type { Context } from '../../../shared/context.js';
+import { AppError } from '../../../shared/errors.js';
+import { hashPassword, verifyPassword } from '../../../shared/password.js';
+import { usersRepository } from '../users/users.repository.js';
+import { secretHash } from './authenticator.js';
+import { sessionsRepository } from './sessions.repository.js';
+
+/** The account key of the brute-force counters: any submitted e-mail, existing or not. */
+const accountKey = (email: string) => email.trim().toLowerCase();
+const failuresKey = (email: string) => `bf:fail:${accountKey(email)}`;
+const lockKey = (email: string) => `bf:lock:${accountKey(email)}`;
+
+export interface LoginResult {
+  /** The cookie value (the session secret); only its hash is stored. */
+  secret: string;
+  expiresAt: Date;
+  user: { id: string; email: string; role: 'staff' | 'user'; display_name: string | null; created_at: string };
+}
+
+/**
+ * Login with brute-force protection. Failures are counted per submitted e-mail whether or not
+ * the account exists, and a wrong e-mail costs the same password check as a wrong password, so
+ * neither the answer, its timing nor a lockout tells which accounts exist.
+ */
+export function authService(context: Context) {
+  const users = usersRepository(context.db.db);
+  const sessions = sessionsRepository(context.db.db);
+  const { bruteforce } = context.config;
+  // A real scrypt hash to check wrong e-mails against, so that they take as long as wrong passwords.
+  const decoy = hashPassword(randomBytes(16).toString('hex'));
+
+  return {
+    /** Answers 429 while the account is locked: checked before any counter, so the lock wins. */
+    async assertNotLocked(email: string): Promise<void> {
+      const ttl = await context.cache.ttlMs(lockKey(email));
+      if (ttl > 0) {
+        const seconds = Math.max(1, Math.ceil(ttl / 1000));
+        throw new AppError('rate_limited', { reason: 'account_locked', retry_after: seconds }, {
+          headers: { 'Retry-After': String(seconds) },
+          messageKey: 'error.rate_limited.retry',
+          params: { seconds },
+        });
+      }
+    },
+
+    async login(input: { email: string; password: string }, client: { ip: string; userAgent: string | null }): Promise<LoginResult> {
+      await this.assertNotLocked(input.email);
+      const user = await users.findByEmail(input.email);
+      const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoy));
+      if (!user || !valid) {
+        const failures = await context.cache.increment(failuresKey(input.email), bruteforce.windowSec);
+        if (failures >= bruteforce.maxAttempts) {
+          await context.cache.flag(lockKey(input.email), bruteforce.lockoutSec);
+          await context.cache.remove(failuresKey(input.email));
+          context.log.warn({ account: accountKey(input.email), ip: client.ip }, 'account locked after repeated failed logins');
+        }
+        throw new AppError('unauthorized', { reason: 'invalid_credentials' });
+      }
+      await context.cache.remove(failuresKey(input.email));
+      const secret = randomBytes(32).toString('base64url');
+      const expiresAt = new Date(Date.now() + context.config.sessionTtlSec * 1000);
+      await sessions.insert({ idHash: secretHash(secret), userId: user.id, ip: client.ip, userAgent: client.userAgent, expiresAt });
+      return {
+        secret,
+        expiresAt,
+        user: { id: user.id, email: user.email, role: user.role, display_name: user.display_name, created_at: user.created_at.toISOString() },
+      };
+    },
+
+    async logout(sessionHash: string): Promise<void> {
+      await sessions.revoke(sessionHash);
+    },
+  };
+}

@@ -1,0 +1,119 @@
+import type {} from '@fastify/cookie';
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { Context } from '../../../shared/context.js';
+import { AppError } from '../../../shared/errors.js';
+import type { Authenticator, Principal } from '../../../shared/http/auth.js';
+import { SCOPES, SESSION_COOKIE, sessionScopes, type Scope } from '../../../shared/http/route.js';
+import { ipInRanges } from '../../../shared/ip.js';
+import { tokensRepository, type TokenWithUser } from '../tokens/tokens.repository.js';
+import { sessionsRepository } from './sessions.repository.js';
+
+/** `svc_u_` + 12 hex (the prefix shown in lists) + `_` + 43 base64url characters (256 random bits). */
+export const TOKEN_PATTERN = /^svc_u_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
+
+/** Channel on which a revocation reaches every API node (Redis pub/sub, or in process). */
+export const TOKEN_REVOKED_CHANNEL = 'tokens.revoked';
+
+/** SHA-256 (hex) of a token or session secret: the only form either is stored in. */
+export function secretHash(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/** How long a token record may be served from memory; revocations evict it at once. */
+const TOKEN_CACHE_TTL_MS = 30_000;
+const TOKEN_CACHE_MAX = 10_000;
+/** last_used_at/last_used_ip are written behind, at most this late. */
+export const LAST_USED_FLUSH_MS = 2_000;
+
+export interface TokenAuthenticator extends Authenticator {
+  /** Evicts a token from this node's cache (called on revocation messages). */
+  forget(tokenHash: string): void;
+  /** Writes pending last-use records now. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Authenticates bearer tokens and session cookies. Token records are cached for 30 s at most and
+ * evicted on every node by the revocation channel, so a revoked token is refused on the next
+ * request; expiry and allowlist are checked on every request. Token use is recorded write-behind.
+ */
+export async function createAuthenticator(context: Context): Promise<TokenAuthenticator> {
+  const tokens = tokensRepository(context.db.db);
+  const sessions = sessionsRepository(context.db.db);
+  const cache = new Map<string, { token: TokenWithUser; cachedAt: number }>();
+  const lastUse = new Map<string, { at: Date; ip: string }>();
+
+  const forget = (tokenHash: string) => void cache.delete(tokenHash);
+  const unsubscribe = await context.cache.subscribe(TOKEN_REVOKED_CHANNEL, forget);
+
+  const flush = async () => {
+    const pending = [...lastUse];
+    lastUse.clear();
+    for (const [id, use] of pending) {
+      await tokens.recordUse(id, use.at, use.ip).catch((error: unknown) => context.log.warn({ err: error, token_id: id }, 'recording token use failed'));
+    }
+  };
+  const timer = setInterval(() => void flush(), LAST_USED_FLUSH_MS);
+  timer.unref();
+
+  const loadToken = async (tokenHash: string): Promise<TokenWithUser | undefined> => {
+    const hit = cache.get(tokenHash);
+    if (hit && Date.now() - hit.cachedAt < TOKEN_CACHE_TTL_MS) return hit.token;
+    const token = await tokens.findByHashWithUser(tokenHash);
+    if (token && !token.revoked_at) {
+      if (cache.size >= TOKEN_CACHE_MAX) cache.delete(cache.keys().next().value as string);
+      cache.set(tokenHash, { token, cachedAt: Date.now() });
+    }
+    return token;
+  };
+
+  const fromToken = async (header: string, request: FastifyRequest): Promise<Principal> => {
+    const match = /^Bearer +(\S+) *$/i.exec(header);
+    if (!match || !TOKEN_PATTERN.test(match[1]!)) throw new AppError('invalid_token', { reason: 'malformed' });
+    const tokenHash = secretHash(match[1]!);
+    const token = await loadToken(tokenHash);
+    if (!token) throw new AppError('invalid_token', { reason: 'unknown' });
+    if (token.revoked_at) throw new AppError('invalid_token', { reason: 'revoked' });
+    if (token.expires_at && token.expires_at.getTime() <= Date.now()) throw new AppError('invalid_token', { reason: 'expired' });
+    if (token.ip_allowlist.length > 0 && !ipInRanges(request.ip, token.ip_allowlist)) {
+      throw new AppError('forbidden', { reason: 'ip_not_allowed' });
+    }
+    lastUse.set(token.id, { at: new Date(), ip: request.ip });
+    // A token never carries more than its user's role allows (admin is for staff only).
+    const allowed = new Set<Scope>(sessionScopes(token.role));
+    const scopes = new Set(token.scopes.filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope) && allowed.has(scope as Scope)));
+    return { userId: token.user_id, email: token.email, role: token.role, via: 'token', scopes, tokenId: token.id };
+  };
+
+  const fromSession = async (cookie: string): Promise<Principal | undefined> => {
+    const sessionHash = secretHash(cookie);
+    const session = await sessions.findLiveWithUser(sessionHash);
+    if (!session) return undefined;
+    return {
+      userId: session.user_id,
+      email: session.email,
+      role: session.role,
+      via: 'session',
+      scopes: new Set(sessionScopes(session.role)),
+      sessionHash,
+    };
+  };
+
+  return {
+    async authenticate(request) {
+      const header = request.headers.authorization;
+      if (header !== undefined) return fromToken(header, request);
+      const cookie = request.cookies?.[SESSION_COOKIE];
+      return cookie ? fromSession(cookie) : undefined;
+    },
+    forget,
+    flush,
+    async close() {
+      clearInterval(timer);
+      await unsubscribe();
+      await flush();
+    },
+  };
+}
