@@ -1,0 +1,233 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '../../../shared/context.js';
+import { createAccount, loginCookie, TEST_PASSWORD } from '../../../shared/testing/accounts.js';
+import { closeContext, createTestContext, testConfig, uniqueName } from '../../../shared/testing/context.js';
+import { buildApp } from '../app.js';
+
+let context: Context;
+let app: FastifyInstance;
+let origin: string;
+
+beforeAll(async () => {
+  context = await createTestContext({ BRUTEFORCE_MAX_ATTEMPTS: '3', BRUTEFORCE_WINDOW: '60', BRUTEFORCE_LOCKOUT: '600' });
+  app = (await buildApp(context)).app;
+  origin = new URL(context.config.publicUrl).origin;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+/** A distinct client address per test, so that the auth bucket of one test never limits another. */
+const clientIp = () => `198.51.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+
+function login(email: string, password: string, ip: string, headers: Record<string, string> = {}) {
+  return app.inject({ method: 'POST', url: '/auth/login', payload: { email, password }, remoteAddress: ip, headers });
+}
+
+describe('login', () => {
+  it('sets an HttpOnly, SameSite=Lax, Secure session cookie and /me answers the account', async () => {
+    const account = await createAccount(context);
+    const response = await login(account.email.toUpperCase(), TEST_PASSWORD, clientIp());
+    expect(response.statusCode).toBe(200);
+    const body = response.json();
+    expect(body.data.user).toMatchObject({ id: account.id, email: account.email, role: 'user' });
+    expect(body.data.user.password_hash).toBeUndefined();
+    const cookie = response.cookies.find((entry) => entry.name === 'lt_session')!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', secure: true, path: '/' });
+    const me = await app.inject({ url: '/api/v1/me', headers: { cookie: `lt_session=${cookie.value}` } });
+    expect(me.statusCode).toBe(200);
+    expect(me.json().data).toMatchObject({ id: account.id, authenticated_via: 'session' });
+    expect(me.json().data.scopes).not.toContain('admin');
+  });
+
+  it('the cookie is not Secure in development', async () => {
+    const dev = (await buildApp({ ...context, config: { ...context.config, env: 'development' } })).app;
+    try {
+      const account = await createAccount(context);
+      const response = await dev.inject({ method: 'POST', url: '/auth/login', payload: { email: account.email, password: TEST_PASSWORD }, remoteAddress: clientIp() });
+      expect(response.cookies.find((entry) => entry.name === 'lt_session')!.secure).toBeFalsy();
+    } finally {
+      await dev.close();
+    }
+  });
+
+  it('answers a wrong e-mail and a wrong password the same way', async () => {
+    const account = await createAccount(context);
+    const wrongPassword = await login(account.email, 'not the password', clientIp());
+    const wrongEmail = await login(`${uniqueName('nobody')}@example.test`, 'not the password', clientIp());
+    expect(wrongPassword.statusCode).toBe(401);
+    expect(wrongEmail.statusCode).toBe(401);
+    const strip = (body: any) => ({ code: body.error.code, message: body.error.message, details: body.error.details });
+    expect(strip(wrongEmail.json())).toEqual(strip(wrongPassword.json()));
+    expect(wrongPassword.json().error.code).toBe('unauthorized');
+  });
+
+  it('spends a password check on unknown e-mails too, so timing does not tell which accounts exist', async () => {
+    const account = await createAccount(context);
+    const time = async (email: string) => {
+      const started = performance.now();
+      await login(email, 'not the password', clientIp());
+      return performance.now() - started;
+    };
+    const median = (values: number[]) => values.sort((a, b) => a - b)[1]!;
+    const known = median([await time(account.email), await time(account.email), await time(account.email)]);
+    const unknown = median([await time(`${uniqueName('x')}@example.test`), await time(`${uniqueName('y')}@example.test`), await time(`${uniqueName('z')}@example.test`)]);
+    expect(unknown / known).toBeGreaterThan(0.5);
+    expect(unknown / known).toBeLessThan(2);
+  });
+
+  it('locks an account after BRUTEFORCE_MAX_ATTEMPTS failures, even for the right password, with Retry-After', async () => {
+    const account = await createAccount(context);
+    for (let attempt = 0; attempt < 3; attempt++) expect((await login(account.email, 'wrong', clientIp())).statusCode).toBe(401);
+    const locked = await login(account.email, TEST_PASSWORD, clientIp());
+    expect(locked.statusCode).toBe(429);
+    expect(locked.json().error).toMatchObject({ code: 'rate_limited', details: { reason: 'account_locked' } });
+    const retryAfter = Number(locked.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(590);
+    expect(retryAfter).toBeLessThanOrEqual(600);
+  });
+
+  it('locks an e-mail that has no account exactly like one that has', async () => {
+    const email = `${uniqueName('ghost')}@example.test`;
+    for (let attempt = 0; attempt < 3; attempt++) expect((await login(email, 'wrong', clientIp())).statusCode).toBe(401);
+    const locked = await login(email, 'wrong', clientIp());
+    expect(locked.statusCode).toBe(429);
+    expect(locked.json().error.details.reason).toBe('account_locked');
+  });
+
+  it('a successful login clears the failure count', async () => {
+    const account = await createAccount(context);
+    const ip = clientIp();
+    for (let attempt = 0; attempt < 2; attempt++) await login(account.email, 'wrong', ip);
+    expect((await login(account.email, TEST_PASSWORD, ip)).statusCode).toBe(200);
+    for (let attempt = 0; attempt < 2; attempt++) expect((await login(account.email, 'wrong', ip)).statusCode).toBe(401);
+    expect((await login(account.email, TEST_PASSWORD, ip)).statusCode).toBe(200);
+  });
+
+  it('the lockout takes precedence over an exhausted auth bucket', async () => {
+    const strict = (await buildApp({ ...context, config: { ...context.config, rateLimits: testConfig({ RATE_LIMIT_AUTH: '3:60' }).rateLimits } })).app;
+    try {
+      const account = await createAccount(context);
+      const ip = clientIp();
+      const attempt = () => strict.inject({ method: 'POST', url: '/auth/login', payload: { email: account.email, password: 'wrong' }, remoteAddress: ip });
+      for (let n = 0; n < 3; n++) expect((await attempt()).statusCode).toBe(401);
+      const refused = await attempt();
+      expect(refused.statusCode).toBe(429);
+      // The bucket alone would say at most 60 s; the lock says ~600 s and wins.
+      expect(refused.json().error.details.reason).toBe('account_locked');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(60);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('the auth bucket counts per IP and account', async () => {
+    const strict = (await buildApp({ ...context, config: { ...context.config, rateLimits: testConfig({ RATE_LIMIT_AUTH: '2:60' }).rateLimits } })).app;
+    try {
+      const account = await createAccount(context);
+      const ip = clientIp();
+      const attempt = (email: string, from = ip) =>
+        strict.inject({ method: 'POST', url: '/auth/login', payload: { email, password: TEST_PASSWORD }, remoteAddress: from });
+      expect((await attempt(account.email)).statusCode).toBe(200);
+      const second = await attempt(account.email);
+      expect(second.statusCode).toBe(200);
+      expect(second.headers['ratelimit-remaining']).toBe('0');
+      const third = await attempt(account.email);
+      expect(third.statusCode).toBe(429);
+      expect(third.json().error.details.bucket).toBe('auth');
+      expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
+      expect((await attempt(account.email, clientIp())).statusCode).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('refuses a login posted from another site', async () => {
+    const account = await createAccount(context);
+    const response = await login(account.email, TEST_PASSWORD, clientIp(), { origin: 'https://evil.example' });
+    expect(response.statusCode).toBe(403);
+    expect(response.json().error.details.reason).toBe('cross_site_request');
+  });
+
+  it('refuses a malformed body with the usual codes', async () => {
+    expect((await app.inject({ method: 'POST', url: '/auth/login', payload: { email: 'a@b.c' } })).json().error.code).toBe('missing_parameter');
+    expect((await app.inject({ method: 'POST', url: '/auth/login', payload: { email: 'a@b.c', password: 'x', remember: true } })).json().error.code).toBe('bad_request');
+  });
+});
+
+describe('logout', () => {
+  it('revokes the session server-side: the old cookie no longer authenticates', async () => {
+    const account = await createAccount(context);
+    const cookie = await loginCookie(app, account.email, TEST_PASSWORD, clientIp());
+    const out = await app.inject({ method: 'POST', url: '/auth/logout', headers: { cookie, origin } });
+    expect(out.statusCode).toBe(200);
+    expect(out.cookies.find((entry) => entry.name === 'lt_session')?.value).toBe('');
+    const me = await app.inject({ url: '/api/v1/me', headers: { cookie } });
+    expect(me.statusCode).toBe(401);
+    expect(me.json().error.code).toBe('unauthorized');
+  });
+
+  it('needs a session', async () => {
+    expect((await app.inject({ method: 'POST', url: '/auth/logout' })).json().error.code).toBe('unauthorized');
+  });
+});
+
+describe('CSRF protection of cookie-authenticated writes', () => {
+  const create = (headers: Record<string, string>) =>
+    app.inject({ method: 'POST', url: '/api/v1/tokens', headers, payload: { name: 'csrf', scopes: ['links:read'] } });
+
+  it('refuses a write with a foreign Origin, a foreign Referer, or neither', async () => {
+    const account = await createAccount(context);
+    const cookie = await loginCookie(app, account.email, TEST_PASSWORD, clientIp());
+    const variants: Record<string, string>[] = [{ cookie, origin: 'https://evil.example' }, { cookie, referer: 'https://evil.example/page' }, { cookie }];
+    for (const headers of variants) {
+      const response = await create(headers);
+      expect(response.statusCode).toBe(403);
+      expect(response.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'cross_site_request' } });
+    }
+  });
+
+  it('accepts a write from the platform origin, by Origin or by Referer', async () => {
+    const account = await createAccount(context);
+    const cookie = await loginCookie(app, account.email, TEST_PASSWORD, clientIp());
+    expect((await create({ cookie, origin })).statusCode).toBe(201);
+    expect((await create({ cookie, referer: `${origin}/dashboard/tokens` })).statusCode).toBe(201);
+  });
+
+  it('does not apply to bearer-token requests or to reads', async () => {
+    const account = await createAccount(context);
+    const cookie = await loginCookie(app, account.email, TEST_PASSWORD, clientIp());
+    const token = (await create({ cookie, origin })).json().data.token;
+    expect((await create({ authorization: `Bearer ${token}`, origin: 'https://evil.example' })).statusCode).toBe(201);
+    expect((await app.inject({ url: '/api/v1/me', headers: { cookie, origin: 'https://evil.example' } })).statusCode).toBe(200);
+  });
+});
+
+describe('POST /api/v1/users', () => {
+  const payload = () => ({ email: `${uniqueName('new')}@example.test`, password: 'a long enough password' });
+
+  it('lets staff create accounts, refusing a taken e-mail with 409 conflict', async () => {
+    const staff = await createAccount(context, 'staff');
+    const cookie = await loginCookie(app, staff.email, TEST_PASSWORD, clientIp());
+    const body = payload();
+    const created = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: body });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().data).toMatchObject({ email: body.email, role: 'user' });
+    const again = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { ...body, email: body.email.toUpperCase() } });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error.code).toBe('conflict');
+    expect((await login(body.email, body.password, clientIp())).statusCode).toBe(200);
+  });
+
+  it('refuses users (403 forbidden) and anonymous callers (401 unauthorized)', async () => {
+    const user = await createAccount(context);
+    const cookie = await loginCookie(app, user.email, TEST_PASSWORD, clientIp());
+    const refused = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: payload() });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.details).toMatchObject({ reason: 'missing_scope', required_scope: 'admin' });
+    expect((await app.inject({ method: 'POST', url: '/api/v1/users', payload: payload() })).json().error.code).toBe('unauthorized');
+  });
+});
