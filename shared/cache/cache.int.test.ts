@@ -20,6 +20,34 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
     await expect(context.cache.ping()).resolves.toBeUndefined();
   });
 
+  describe('counters and flags', () => {
+    it('counts increments within a window and starts again after it', async () => {
+      const key = uniqueName('count');
+      expect([await context.cache.increment(key, 1), await context.cache.increment(key, 1), await context.cache.increment(key, 1)]).toEqual([1, 2, 3]);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      expect(await context.cache.increment(key, 1)).toBe(1);
+    });
+
+    it('keeps a flag for its time to live, then forgets it; remove drops it at once', async () => {
+      const key = uniqueName('flag');
+      expect(await context.cache.ttlMs(key)).toBe(0);
+      await context.cache.flag(key, 60);
+      const ttl = await context.cache.ttlMs(key);
+      expect(ttl).toBeGreaterThan(59_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+      await context.cache.remove(key);
+      expect(await context.cache.ttlMs(key)).toBe(0);
+    });
+
+    it('bumps a version counter that starts at 0', async () => {
+      const key = uniqueName('version');
+      expect(await context.cache.read(key)).toBe(0);
+      expect(await context.cache.bump(key)).toBe(1);
+      expect(await context.cache.bump(key)).toBe(2);
+      expect(await context.cache.read(key)).toBe(2);
+    });
+  });
+
   describe('publish/subscribe', () => {
     it('delivers a published message to a subscriber of the channel only', async () => {
       const channel = uniqueName('chan');

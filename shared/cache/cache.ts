@@ -15,6 +15,10 @@ export interface Cache {
   /** Milliseconds until a key expires, or 0 when it does not exist. */
   ttlMs(key: string): Promise<number>;
   remove(key: string): Promise<void>;
+  /** Adds one to a counter that never expires (a version number); returns the new value. */
+  bump(key: string): Promise<number>;
+  /** The value of such a counter, 0 before its first bump. */
+  read(key: string): Promise<number>;
   publish(channel: string, message: string): Promise<void>;
   /** Subscribes to a channel; resolves with a function that unsubscribes. */
   subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
@@ -27,6 +31,7 @@ export function createMemoryCache(): Cache {
   const bus = new EventEmitter();
   bus.setMaxListeners(0);
   const entries = new Map<string, { count: number; expiresAt: number }>();
+  const versions = new Map<string, number>();
   const live = (key: string) => {
     const entry = entries.get(key);
     if (entry && entry.expiresAt <= Date.now()) {
@@ -58,6 +63,14 @@ export function createMemoryCache(): Cache {
     },
     async remove(key) {
       entries.delete(key);
+    },
+    async bump(key) {
+      const value = (versions.get(key) ?? 0) + 1;
+      versions.set(key, value);
+      return value;
+    },
+    async read(key) {
+      return versions.get(key) ?? 0;
     },
     async publish(channel, message) {
       bus.emit(channel, message);
@@ -98,6 +111,12 @@ export function createRedisCache(url: string): Cache {
     },
     async remove(key) {
       await redis.del(prefix + key);
+    },
+    async bump(key) {
+      return redis.incr(prefix + key);
+    },
+    async read(key) {
+      return Number((await redis.get(prefix + key)) ?? 0);
     },
     async publish(channel, message) {
       await redis.publish(prefix + channel, message);

@@ -12,23 +12,26 @@ import { sessionsRepository } from './sessions.repository.js';
 /** `svc_u_` + 12 hex (the prefix shown in lists) + `_` + 43 base64url characters (256 random bits). */
 export const TOKEN_PATTERN = /^svc_u_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
 
-/** Channel on which a revocation reaches every API node (Redis pub/sub, or in process). */
-export const TOKEN_REVOKED_CHANNEL = 'tokens.revoked';
+/**
+ * Version of the token set, bumped by every revocation (in Redis when nodes share it). A cached
+ * token record is used only while the version it was read under is still current, so a revoked
+ * token is refused on the next request on every node — one GET per request in the Redis mode,
+ * nothing more in one process.
+ */
+export const TOKENS_VERSION_KEY = 'tokens:version';
 
 /** SHA-256 (hex) of a token or session secret: the only form either is stored in. */
 export function secretHash(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-/** How long a token record may be served from memory; revocations evict it at once. */
+/** How long a token record may be served from memory (a revocation anywhere voids it at once). */
 const TOKEN_CACHE_TTL_MS = 30_000;
 const TOKEN_CACHE_MAX = 10_000;
 /** last_used_at/last_used_ip are written behind, at most this late. */
 export const LAST_USED_FLUSH_MS = 2_000;
 
 export interface TokenAuthenticator extends Authenticator {
-  /** Evicts a token from this node's cache (called on revocation messages). */
-  forget(tokenHash: string): void;
   /** Writes pending last-use records now. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -36,17 +39,16 @@ export interface TokenAuthenticator extends Authenticator {
 
 /**
  * Authenticates bearer tokens and session cookies. Token records are cached for 30 s at most and
- * evicted on every node by the revocation channel, so a revoked token is refused on the next
- * request; expiry and allowlist are checked on every request. Token use is recorded write-behind.
+ * only under the current tokens version (see TOKENS_VERSION_KEY), so a revoked token is refused on
+ * the next request on every node; expiry and allowlist are checked on every request. Token use is
+ * recorded write-behind.
  */
 export async function createAuthenticator(context: Context): Promise<TokenAuthenticator> {
   const tokens = tokensRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
-  const cache = new Map<string, { token: TokenWithUser; cachedAt: number }>();
+  const cache = new Map<string, { token: TokenWithUser; cachedAt: number; version: number }>();
   const lastUse = new Map<string, { at: Date; ip: string }>();
 
-  const forget = (tokenHash: string) => void cache.delete(tokenHash);
-  const unsubscribe = await context.cache.subscribe(TOKEN_REVOKED_CHANNEL, forget);
 
   const flush = async () => {
     const pending = [...lastUse];
@@ -59,12 +61,15 @@ export async function createAuthenticator(context: Context): Promise<TokenAuthen
   timer.unref();
 
   const loadToken = async (tokenHash: string): Promise<TokenWithUser | undefined> => {
+    const version = await context.cache.read(TOKENS_VERSION_KEY);
     const hit = cache.get(tokenHash);
-    if (hit && Date.now() - hit.cachedAt < TOKEN_CACHE_TTL_MS) return hit.token;
+    if (hit && hit.version === version && Date.now() - hit.cachedAt < TOKEN_CACHE_TTL_MS) return hit.token;
     const token = await tokens.findByHashWithUser(tokenHash);
     if (token && !token.revoked_at) {
       if (cache.size >= TOKEN_CACHE_MAX) cache.delete(cache.keys().next().value as string);
-      cache.set(tokenHash, { token, cachedAt: Date.now() });
+      cache.set(tokenHash, { token, cachedAt: Date.now(), version });
+    } else {
+      cache.delete(tokenHash);
     }
     return token;
   };
@@ -108,11 +113,9 @@ export async function createAuthenticator(context: Context): Promise<TokenAuthen
       const cookie = request.cookies?.[SESSION_COOKIE];
       return cookie ? fromSession(cookie) : undefined;
     },
-    forget,
     flush,
     async close() {
       clearInterval(timer);
-      await unsubscribe();
       await flush();
     },
   };

@@ -4,7 +4,7 @@ import { AppError } from '../../../shared/errors.js';
 import type { Principal } from '../../../shared/http/auth.js';
 import type { Scope } from '../../../shared/http/route.js';
 import { normalizeRange } from '../../../shared/ip.js';
-import { TOKEN_REVOKED_CHANNEL, secretHash } from '../auth/authenticator.js';
+import { TOKENS_VERSION_KEY, secretHash } from '../auth/authenticator.js';
 import { tokensRepository, type TokenRow } from './tokens.repository.js';
 
 /** Active (neither revoked nor expired) tokens one account may hold. */
@@ -96,8 +96,8 @@ export function tokensService(context: Context) {
       if (!row) throw new AppError('not_found', { token: id });
       if (row.user_id !== principal.userId && !principal.scopes.has('admin')) throw new AppError('not_owner');
       const revoked = (await tokens.revoke(id))!;
-      // Every node evicts the token from its cache before the next request can use it.
-      await context.cache.publish(TOKEN_REVOKED_CHANNEL, revoked.token_hash);
+      // Voids every node's cached token records before the answer leaves: the next request re-reads.
+      await context.cache.bump(TOKENS_VERSION_KEY);
       return toTokenView(revoked);
     },
   };

@@ -1,0 +1,261 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '../../../shared/context.js';
+import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../shared/testing/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE, testConfig } from '../../../shared/testing/context.js';
+import { waitFor } from '../../../shared/testing/wait.js';
+import { buildApp, type App } from '../app.js';
+
+let context: Context;
+let built: App;
+let app: FastifyInstance;
+let origin: string;
+
+beforeAll(async () => {
+  context = await createTestContext();
+  built = await buildApp(context);
+  app = built.app;
+  origin = new URL(context.config.publicUrl).origin;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+const ip = () => `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
+
+/** A signed-in account with a session cookie. */
+async function owner(role: 'staff' | 'user' = 'user') {
+  const account = await createAccount(context, role);
+  const cookie = await loginCookie(app, account.email, TEST_PASSWORD, ip());
+  return { ...account, cookie };
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+describe('POST /api/v1/tokens', () => {
+  it('answers 201 with the secret once, a svc_u_ prefix and the record', async () => {
+    const { cookie } = await owner();
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/v1/tokens',
+      headers: { cookie, origin },
+      payload: { name: 'ci', scopes: ['links:read', 'stats:read'], ip_allowlist: ['203.0.113.7', '2001:db8::/32'], expires_at: '2099-01-01T00:00:00Z' },
+    });
+    expect(response.statusCode).toBe(201);
+    const { data } = response.json();
+    expect(data.token).toMatch(/^svc_u_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
+    expect(data.prefix).toMatch(/^svc_u_[0-9a-f]{12}$/);
+    expect(data.token.startsWith(`${data.prefix}_`)).toBe(true);
+    expect(data).toMatchObject({
+      name: 'ci',
+      scopes: ['links:read', 'stats:read'],
+      ip_allowlist: ['203.0.113.7/32', '2001:db8::/32'],
+      expires_at: '2099-01-01T00:00:00.000Z',
+      last_used_at: null,
+      state: 'active',
+    });
+  });
+
+  it('stores only the SHA-256 of the token', async () => {
+    const { cookie } = await owner();
+    const { token, id } = await mintToken(app, cookie, origin);
+    const row = await context.db.db.selectFrom('api_tokens').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(JSON.stringify(row)).not.toContain(token.slice(20));
+    const { createHash } = await import('node:crypto');
+    expect(row.token_hash).toBe(createHash('sha256').update(token).digest('hex'));
+  });
+
+  it('validates the body: unknown scope, bad CIDR, past expiry', async () => {
+    const { cookie } = await owner();
+    const post = (payload: Record<string, unknown>) => app.inject({ method: 'POST', url: '/api/v1/tokens', headers: { cookie, origin }, payload });
+    const badScope = await post({ name: 'x', scopes: ['links:delete'] });
+    expect(badScope.statusCode).toBe(422);
+    expect(Object.keys(badScope.json().error.details)).toEqual(['scopes.0']);
+    expect((await post({ name: 'x', scopes: ['links:read'], ip_allowlist: ['10.0.0.0/33'] })).json().error.details).toHaveProperty('ip_allowlist.0');
+    const past = await post({ name: 'x', scopes: ['links:read'], expires_at: '2001-01-01T00:00:00Z' });
+    expect(past.statusCode).toBe(422);
+    expect(past.json().error.details).toEqual({ expires_at: 'must be in the future' });
+    expect((await post({ scopes: ['links:read'] })).json().error.code).toBe('missing_parameter');
+  });
+
+  it('refuses the admin scope to non-staff, and grants it to staff', async () => {
+    const user = await owner();
+    const refused = await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: { cookie: user.cookie, origin }, payload: { name: 'x', scopes: ['admin'] } });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'admin_scope_is_for_staff' } });
+    const staff = await owner('staff');
+    const { token } = await mintToken(app, staff.cookie, origin, { name: 'admin', scopes: ['admin'] });
+    // An admin token can create users.
+    const created = await app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(token), payload: { email: `made-${Date.now()}@example.test`, password: 'a long enough password' } });
+    expect(created.statusCode).toBe(201);
+  });
+
+  it('never lets a token mint a token with scopes it does not hold', async () => {
+    const { cookie } = await owner();
+    const { token } = await mintToken(app, cookie, origin, { name: 'narrow', scopes: ['links:read', 'stats:read'] });
+    const narrower = await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload: { name: 'n', scopes: ['links:read'] } });
+    expect(narrower.statusCode).toBe(201);
+    const wider = await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload: { name: 'w', scopes: ['links:read', 'links:write'] } });
+    expect(wider.statusCode).toBe(403);
+    expect(wider.json().error.details).toEqual({ reason: 'scopes_not_held', scopes: ['links:write'] });
+  });
+});
+
+describe('GET /api/v1/tokens', () => {
+  it("lists the caller's tokens with their state, never the secret or its hash", async () => {
+    const { cookie } = await owner();
+    const first = await mintToken(app, cookie, origin);
+    const second = await mintToken(app, cookie, origin);
+    await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${second.id}`, headers: { cookie, origin } });
+    const other = await owner();
+    await mintToken(app, other.cookie, origin);
+    const response = await app.inject({ url: '/api/v1/tokens', headers: { cookie } });
+    expect(response.statusCode).toBe(200);
+    const { data, meta } = response.json();
+    expect(data.tokens.map((t: { id: string }) => t.id).sort()).toEqual([first.id, second.id].sort());
+    expect(data.tokens.find((t: { id: string }) => t.id === second.id).state).toBe('revoked');
+    expect(data.tokens.find((t: { id: string }) => t.id === first.id).state).toBe('active');
+    expect(meta).toMatchObject({ count: 2, total: 2 });
+    const text = response.body;
+    expect(text).not.toContain(first.token);
+    expect(text).not.toContain('token_hash');
+    for (const token of data.tokens) {
+      expect(Object.keys(token).sort()).toEqual(
+        ['created_at', 'expires_at', 'id', 'ip_allowlist', 'last_used_at', 'last_used_ip', 'name', 'prefix', 'revoked_at', 'scopes', 'state'].sort(),
+      );
+    }
+  });
+
+  it('updates last_used_at and last_used_ip within a few seconds of use', async () => {
+    const { cookie } = await owner();
+    const { token, id } = await mintToken(app, cookie, origin);
+    await app.inject({ url: '/api/v1/me', headers: bearer(token), remoteAddress: '203.0.113.44' });
+    const used = await waitFor(
+      async () => {
+        const list = (await app.inject({ url: '/api/v1/tokens', headers: { cookie } })).json().data.tokens;
+        const entry = list.find((t: { id: string }) => t.id === id);
+        return entry.last_used_at ? entry : undefined;
+      },
+      5_000,
+      { intervalMs: 200, message: 'last_used_at to be written' },
+    );
+    expect(used.last_used_ip).toBe('203.0.113.44');
+    expect(Date.now() - new Date(used.last_used_at).getTime()).toBeLessThan(5_000);
+  });
+});
+
+describe('authentication rules', () => {
+  it('no credentials → 401 unauthorized; malformed or unknown token → 401 invalid_token', async () => {
+    expect((await app.inject({ url: '/api/v1/me' })).json().error.code).toBe('unauthorized');
+    for (const header of ['Bearer', 'Bearer abc', 'Basic dXNlcjpwYXNz', `Bearer svc_u_000000000000_${'A'.repeat(43)}`]) {
+      const response = await app.inject({ url: '/api/v1/me', headers: { authorization: header } });
+      expect(response.statusCode, header).toBe(401);
+      expect(response.json().error.code, header).toBe('invalid_token');
+    }
+  });
+
+  it('a token works as a bearer on its scopes and is refused outside them with 403 forbidden', async () => {
+    const { cookie, id: userId } = await owner();
+    const { token, id } = await mintToken(app, cookie, origin, { name: 'read', scopes: ['links:read'] });
+    const me = (await app.inject({ url: '/api/v1/me', headers: bearer(token) })).json().data;
+    expect(me).toMatchObject({ id: userId, authenticated_via: 'token', token_id: id, scopes: ['links:read'] });
+    const refused = await app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(token), payload: { email: 'x@example.test', password: 'a long enough password' } });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.details).toEqual({ reason: 'missing_scope', required_scope: 'admin' });
+  });
+
+  it('active → revoked: refused with invalid_token on the very next request', async () => {
+    const { cookie } = await owner();
+    const { token, id } = await mintToken(app, cookie, origin);
+    expect((await app.inject({ url: '/api/v1/me', headers: bearer(token) })).statusCode).toBe(200);
+    const revoked = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${id}`, headers: { cookie, origin } });
+    expect(revoked.statusCode).toBe(200);
+    expect(revoked.json().data).toMatchObject({ id, state: 'revoked' });
+    const next = await app.inject({ url: '/api/v1/me', headers: bearer(token) });
+    expect(next.statusCode).toBe(401);
+    expect(next.json().error).toMatchObject({ code: 'invalid_token', details: { reason: 'revoked' } });
+    // Revoking again is harmless and keeps the first revocation time.
+    const again = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${id}`, headers: { cookie, origin } });
+    expect(again.json().data.revoked_at).toBe(revoked.json().data.revoked_at);
+  });
+
+  it('active → expired: refused with invalid_token once the expiry passes, and listed as expired', async () => {
+    const { cookie } = await owner();
+    const expiresAt = new Date(Date.now() + 1_500).toISOString();
+    const { token, id } = await mintToken(app, cookie, origin, { name: 'short', scopes: ['links:read'], expires_at: expiresAt });
+    expect((await app.inject({ url: '/api/v1/me', headers: bearer(token) })).statusCode).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_700));
+    const expired = await app.inject({ url: '/api/v1/me', headers: bearer(token) });
+    expect(expired.statusCode).toBe(401);
+    expect(expired.json().error).toMatchObject({ code: 'invalid_token', details: { reason: 'expired' } });
+    const listed = (await app.inject({ url: '/api/v1/tokens', headers: { cookie } })).json().data.tokens.find((t: { id: string }) => t.id === id);
+    expect(listed.state).toBe('expired');
+  });
+
+  it('checks the IP allowlist for IPv4 and IPv6 ranges, IPv4-mapped addresses included', async () => {
+    const { cookie } = await owner();
+    const { token } = await mintToken(app, cookie, origin, { name: 'fenced', scopes: ['links:read'], ip_allowlist: ['203.0.113.0/24', '2001:db8::/32'] });
+    const from = (remoteAddress: string) => app.inject({ url: '/api/v1/me', headers: bearer(token), remoteAddress });
+    for (const allowed of ['203.0.113.9', '::ffff:203.0.113.10', '2001:db8::1', '2001:db8:ffff::2']) expect((await from(allowed)).statusCode, allowed).toBe(200);
+    for (const refused of ['198.51.100.1', '2001:db9::1', '::1']) {
+      const response = await from(refused);
+      expect(response.statusCode, refused).toBe(403);
+      expect(response.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'ip_not_allowed' } });
+    }
+  });
+
+  it("another owner's token answers 403 not_owner; an unknown one 404 not_found", async () => {
+    const alice = await owner();
+    const bob = await owner();
+    const { id } = await mintToken(app, alice.cookie, origin);
+    const response = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${id}`, headers: { cookie: bob.cookie, origin } });
+    expect(response.statusCode).toBe(403);
+    expect(response.json().error.code).toBe('not_owner');
+    const missing = await app.inject({ method: 'DELETE', url: '/api/v1/tokens/00000000-0000-4000-8000-000000000000', headers: { cookie: bob.cookie, origin } });
+    expect(missing.json().error.code).toBe('not_found');
+  });
+
+  it('the api bucket counts per token, then per IP', async () => {
+    const limited = (await buildApp({ ...context, config: { ...context.config, rateLimits: testConfig({ RATE_LIMIT_API: '2:60' }).rateLimits } })).app;
+    try {
+      const { cookie } = await owner();
+      const a = await mintToken(app, cookie, origin);
+      const b = await mintToken(app, cookie, origin);
+      const address = ip();
+      const me = (token: string) => limited.inject({ url: '/api/v1/me', headers: bearer(token), remoteAddress: address });
+      expect((await me(a.token)).statusCode).toBe(200);
+      expect((await me(a.token)).statusCode).toBe(200);
+      const third = await me(a.token);
+      expect(third.statusCode).toBe(429);
+      expect(third.headers['retry-after']).toBeDefined();
+      expect((await me(b.token)).statusCode).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('revocation across API instances', () => {
+  it(`a token revoked on one instance is refused by another on its next request (${SERVICES_MODE ? 'two contexts over Redis pub/sub' : 'one process'})`, async () => {
+    // In the services run the second instance has its own connections (Redis, Postgres pool),
+    // like a second node; embedded, one process is one node.
+    const otherContext = SERVICES_MODE ? await createTestContext() : context;
+    const other = (await buildApp(otherContext)).app;
+    try {
+      const { cookie } = await owner();
+      const { token, id } = await mintToken(app, cookie, origin);
+      // Both instances have the token in their caches.
+      expect((await other.inject({ url: '/api/v1/me', headers: bearer(token) })).statusCode).toBe(200);
+      expect((await app.inject({ url: '/api/v1/me', headers: bearer(token) })).statusCode).toBe(200);
+      expect((await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${id}`, headers: { cookie, origin } })).statusCode).toBe(200);
+      const next = await other.inject({ url: '/api/v1/me', headers: bearer(token) });
+      expect(next.statusCode).toBe(401);
+      expect(next.json().error.code).toBe('invalid_token');
+    } finally {
+      await other.close();
+      if (otherContext !== context) await closeContext(otherContext);
+    }
+  });
+});
