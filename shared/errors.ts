@@ -57,6 +57,8 @@ export type MessageVariant =
   | 'error.bad_request.unsupported_media_type'
   | 'error.missing_parameter.named'
   | 'error.method_not_allowed.allowed'
+  | 'error.forbidden.captcha_required'
+  | 'error.unauthorized.invalid_credentials'
   | 'error.rate_limited.retry'
   | 'error.service_unavailable.dependency';
 

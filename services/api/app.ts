@@ -11,6 +11,7 @@ import cookie from '@fastify/cookie';
 import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
 import { createAuthenticator, type TokenAuthenticator } from './auth/authenticator.js';
+import { createCaptcha } from './auth/captcha.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
@@ -58,12 +59,13 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   await app.register(cookie);
   const authenticator = await createAuthenticator(context);
+  const captcha = createCaptcha(context.cache, config.captcha.secret);
   app.addHook('onClose', async () => authenticator.close());
 
   const routes: RouteDef[] = [];
   routes.push(
     ...discoveryRoutes({ context, limiter, routes: () => routes }),
-    ...authRoutes(context, authService(context)),
+    ...authRoutes(context, authService(context, captcha), captcha),
     ...usersRoutes(context),
     ...tokensRoutes(tokensService(context)),
     ...swarmRoutes(),

@@ -231,3 +231,42 @@ describe('POST /api/v1/users', () => {
     expect((await app.inject({ method: 'POST', url: '/api/v1/users', payload: payload() })).json().error.code).toBe('unauthorized');
   });
 });
+
+describe('CAPTCHA after repeated failures (ENABLE_CAPTCHA)', () => {
+  it('requires a solved, unused proof-of-work challenge once an e-mail has failed CAPTCHA_AFTER times', async () => {
+    const { solveChallenge } = await import('altcha-lib');
+    const config = { ...context.config, captcha: { enabled: true, after: 2, secret: undefined }, bruteforce: { ...context.config.bruteforce, maxAttempts: 10 } };
+    const guarded = (await buildApp({ ...context, config })).app;
+    const solve = async (challenge: { challenge: string; salt: string; algorithm: string; maxnumber?: number; signature: string }) => {
+      const solution = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
+      const payload = { algorithm: challenge.algorithm, challenge: challenge.challenge, number: solution!.number, salt: challenge.salt, signature: challenge.signature };
+      return Buffer.from(JSON.stringify(payload)).toString('base64');
+    };
+    try {
+      const account = await createAccount(context);
+      const attempt = (password: string, captcha?: string) =>
+        guarded.inject({ method: 'POST', url: '/auth/login', payload: { email: account.email, password, ...(captcha ? { captcha } : {}) }, remoteAddress: clientIp() });
+      expect((await attempt('wrong')).statusCode).toBe(401);
+      expect((await attempt('wrong')).statusCode).toBe(401);
+      const required = await attempt(TEST_PASSWORD);
+      expect(required.statusCode).toBe(403);
+      const error = required.json().error;
+      expect(error.details.reason).toBe('captcha_required');
+      expect(error.message).toMatch(/CAPTCHA/);
+      expect(error.details.challenge).toMatchObject({ algorithm: 'SHA-256' });
+      const payload = await solve(error.details.challenge);
+      // A solved challenge counts once: spent on a wrong password, it cannot be replayed.
+      expect((await attempt('wrong', payload)).statusCode).toBe(401);
+      const replay = await attempt(TEST_PASSWORD, payload);
+      expect(replay.statusCode).toBe(403);
+      expect(replay.json().error.details.reason).toBe('captcha_invalid');
+      expect((await attempt(TEST_PASSWORD, 'bm90IGEgcGF5bG9hZA==')).json().error.details.reason).toBe('captcha_invalid');
+      const fresh = (await guarded.inject({ url: '/auth/captcha' })).json().data;
+      expect((await attempt(TEST_PASSWORD, await solve(fresh))).statusCode).toBe(200);
+      // Success clears the requirement.
+      expect((await attempt(TEST_PASSWORD)).statusCode).toBe(200);
+    } finally {
+      await guarded.close();
+    }
+  });
+});

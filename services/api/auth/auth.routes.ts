@@ -6,11 +6,12 @@ import { defineRoute, SCOPES, SESSION_COOKIE, type RouteDef } from '../../../sha
 import { usersRepository } from '../users/users.repository.js';
 import { UserSchema, toUserView } from '../users/users.routes.js';
 import type { authService } from './auth.service.js';
+import type { Captcha } from './captcha.js';
 
 const tags = ['auth'];
 
 /** Login, logout and the current account. */
-export function authRoutes(context: Context, service: ReturnType<typeof authService>): RouteDef[] {
+export function authRoutes(context: Context, service: ReturnType<typeof authService>, captcha: Captcha): RouteDef[] {
   const users = usersRepository(context.db.db);
   const cookieOptions = {
     path: '/',
@@ -28,6 +29,8 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
         'The auth bucket (RATE_LIMIT_AUTH) counts per IP and e-mail. BRUTEFORCE_MAX_ATTEMPTS failures for one e-mail within ' +
         'BRUTEFORCE_WINDOW seconds lock it for BRUTEFORCE_LOCKOUT seconds (429 `rate_limited` with Retry-After; the lock wins over the ' +
         'counter); a successful login clears the count. Wrong e-mail and wrong password answer the same 401, in the same time. ' +
+        'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures for an e-mail the answer is 403 `forbidden` with ' +
+        '`details.reason` `captcha_required` and a proof-of-work challenge in `details.challenge` until a login carries a solved one. ' +
         'The cookie is HttpOnly, SameSite=Lax, Secure outside development.',
       tags,
       auth: { kind: 'none' },
@@ -36,7 +39,15 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
         const email = (request.body as { email?: unknown } | undefined)?.email;
         if (typeof email === 'string') await service.assertNotLocked(email);
       },
-      body: z.strictObject({ email: z.string().trim().min(1).max(254), password: z.string().min(1).max(256) }),
+      body: z.strictObject({
+        email: z.string().trim().min(1).max(254),
+        password: z.string().min(1).max(256),
+        captcha: z
+          .string()
+          .max(4096)
+          .optional()
+          .meta({ description: 'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures: the base64 ALTCHA payload solving a challenge from GET /auth/captcha.' }),
+      }),
       response: z.object({ user: UserSchema, session: z.object({ expires_at: z.iso.datetime() }) }),
       errors: ['unauthorized', 'forbidden'],
       handler: async ({ body, request, reply }) => {
@@ -47,6 +58,19 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
         reply.setCookie(SESSION_COOKIE, result.secret, { ...cookieOptions, expires: result.expiresAt });
         return { user: result.user, session: { expires_at: result.expiresAt.toISOString() } };
       },
+    }),
+    defineRoute({
+      operationId: 'getCaptchaChallenge',
+      method: 'GET',
+      path: '/auth/captcha',
+      summary: 'A fresh proof-of-work CAPTCHA challenge (ALTCHA, self-hosted), for logins that need one',
+      tags,
+      auth: { kind: 'none' },
+      bucket: 'auth',
+      response: z
+        .object({ algorithm: z.string(), challenge: z.string(), maxnumber: z.number().int().optional(), salt: z.string(), signature: z.string() })
+        .meta({ id: 'CaptchaChallenge', description: 'Solve with the ALTCHA widget or altcha-lib; expires after 5 minutes; usable once.' }),
+      handler: async () => captcha.challenge(),
     }),
     defineRoute({
       operationId: 'logout',

@@ -4,12 +4,14 @@ import { AppError } from '../../../shared/errors.js';
 import { hashPassword, verifyPassword } from '../../../shared/password.js';
 import { usersRepository } from '../users/users.repository.js';
 import { secretHash } from './authenticator.js';
+import type { Captcha } from './captcha.js';
 import { sessionsRepository } from './sessions.repository.js';
 
 /** The account key of the brute-force counters: any submitted e-mail, existing or not. */
 const accountKey = (email: string) => email.trim().toLowerCase();
 const failuresKey = (email: string) => `bf:fail:${accountKey(email)}`;
 const lockKey = (email: string) => `bf:lock:${accountKey(email)}`;
+const captchaKey = (email: string) => `bf:captcha:${accountKey(email)}`;
 
 export interface LoginResult {
   /** The cookie value (the session secret); only its hash is stored. */
@@ -23,7 +25,7 @@ export interface LoginResult {
  * the account exists, and a wrong e-mail costs the same password check as a wrong password, so
  * neither the answer, its timing nor a lockout tells which accounts exist.
  */
-export function authService(context: Context) {
+export function authService(context: Context, captcha: Captcha) {
   const users = usersRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
   const { bruteforce } = context.config;
@@ -44,20 +46,33 @@ export function authService(context: Context) {
       }
     },
 
-    async login(input: { email: string; password: string }, client: { ip: string; userAgent: string | null }): Promise<LoginResult> {
+    async login(input: { email: string; password: string; captcha?: string }, client: { ip: string; userAgent: string | null }): Promise<LoginResult> {
       await this.assertNotLocked(input.email);
+      if (context.config.captcha.enabled && (await context.cache.ttlMs(captchaKey(input.email))) > 0) {
+        if (!input.captcha || !(await captcha.verify(input.captcha))) {
+          throw new AppError(
+            'forbidden',
+            { reason: input.captcha ? 'captcha_invalid' : 'captcha_required', challenge: await captcha.challenge() },
+            { messageKey: 'error.forbidden.captcha_required' },
+          );
+        }
+      }
       const user = await users.findByEmail(input.email);
       const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoy));
       if (!user || !valid) {
         const failures = await context.cache.increment(failuresKey(input.email), bruteforce.windowSec);
+        if (context.config.captcha.enabled && failures >= context.config.captcha.after) {
+          await context.cache.flag(captchaKey(input.email), bruteforce.windowSec);
+        }
         if (failures >= bruteforce.maxAttempts) {
           await context.cache.flag(lockKey(input.email), bruteforce.lockoutSec);
           await context.cache.remove(failuresKey(input.email));
           context.log.warn({ account: accountKey(input.email), ip: client.ip }, 'account locked after repeated failed logins');
         }
-        throw new AppError('unauthorized', { reason: 'invalid_credentials' });
+        throw new AppError('unauthorized', { reason: 'invalid_credentials' }, { messageKey: 'error.unauthorized.invalid_credentials' });
       }
       await context.cache.remove(failuresKey(input.email));
+      await context.cache.remove(captchaKey(input.email));
       const secret = randomBytes(32).toString('base64url');
       const expiresAt = new Date(Date.now() + context.config.sessionTtlSec * 1000);
       await sessions.insert({ idHash: secretHash(secret), userId: user.id, ip: client.ip, userAgent: client.userAgent, expiresAt });

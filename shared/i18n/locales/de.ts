@@ -34,6 +34,8 @@ export const de: Catalogue = {
   'error.bad_request.unsupported_media_type': 'Nicht unterstützter Inhaltstyp: {type}.',
   'error.missing_parameter.named': 'Erforderlicher Parameter fehlt: {names}.',
   'error.method_not_allowed.allowed': 'Die Methode {method} ist hier nicht erlaubt. Erlaubt: {allow}.',
+  'error.forbidden.captcha_required': 'Zum Anmelden muss ein CAPTCHA gelöst werden: details.challenge lösen und als captcha senden.',
+  'error.unauthorized.invalid_credentials': 'E-Mail-Adresse oder Passwort ist falsch.',
   'error.rate_limited.retry': 'Zu viele Anfragen. Versuchen Sie es in {seconds} Sekunden erneut.',
   'error.service_unavailable.dependency': 'Eine Abhängigkeit ist ausgefallen: {names}.',
   'page.title': 'Fehler {status}',

@@ -33,6 +33,8 @@ export const en = {
   'error.bad_request.unsupported_media_type': 'Unsupported content type: {type}.',
   'error.missing_parameter.named': 'Missing required parameter: {names}.',
   'error.method_not_allowed.allowed': 'Method {method} is not allowed here. Allowed: {allow}.',
+  'error.forbidden.captcha_required': 'A CAPTCHA must be solved to sign in: solve details.challenge and send it as captcha.',
+  'error.unauthorized.invalid_credentials': 'The e-mail or the password is wrong.',
   'error.rate_limited.retry': 'Too many requests. Try again in {seconds} seconds.',
   'error.service_unavailable.dependency': 'A dependency is down: {names}.',
   'page.title': 'Error {status}',

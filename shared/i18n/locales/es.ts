@@ -34,6 +34,8 @@ export const es: Catalogue = {
   'error.bad_request.unsupported_media_type': 'Tipo de contenido no admitido: {type}.',
   'error.missing_parameter.named': 'Falta el parámetro obligatorio: {names}.',
   'error.method_not_allowed.allowed': 'El método {method} no está permitido aquí. Permitidos: {allow}.',
+  'error.forbidden.captcha_required': 'Hay que resolver un CAPTCHA para iniciar sesión: resuelva details.challenge y envíelo como captcha.',
+  'error.unauthorized.invalid_credentials': 'El correo electrónico o la contraseña no son correctos.',
   'error.rate_limited.retry': 'Demasiadas solicitudes. Inténtelo de nuevo en {seconds} segundos.',
   'error.service_unavailable.dependency': 'Una dependencia no está disponible: {names}.',
   'page.title': 'Error {status}',
