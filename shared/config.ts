@@ -178,6 +178,22 @@ export const CONFIG_VARS = {
     optionalString(z.string().min(32, 'must be at least 32 characters')),
     { doc: 'HMAC key of CAPTCHA challenges; set the same value on every API node (default: random per process).' },
   ],
+  SPAM_WINDOW: [
+    withDefault(z.coerce.number().int().min(10, 'must be at least 10 seconds').max(86_400, 'must be at most 86400 seconds'), 600),
+    { doc: 'Window, in seconds, of the anti-spam rules below.' },
+  ],
+  SPAM_TOKENS_PER_ACCOUNT: [
+    withDefault(z.coerce.number().int().min(2, 'must be an integer of at least 2').max(1000, 'must be at most 1000'), 3),
+    { doc: 'Distinct tokens of one account that hit a rate limit within SPAM_WINDOW: the account is sharding its limit (429 `spam_detected`).' },
+  ],
+  SPAM_IDENTITIES_PER_IP: [
+    withDefault(z.coerce.number().int().min(2, 'must be an integer of at least 2').max(100_000, 'must be at most 100000'), 50),
+    { doc: 'Distinct accounts, tokens or login e-mails seen from one IP within SPAM_WINDOW: the IP is cycling identities (429 `spam_detected`).' },
+  ],
+  SPAM_COOLDOWN: [
+    withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(604_800, 'must be at most 604800 seconds'), 900),
+    { doc: 'How long, in seconds, an identity caught by an anti-spam rule is answered 429 `spam_detected`.' },
+  ],
   SHUTDOWN_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
     { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
@@ -222,6 +238,7 @@ export interface Config {
   sessionTtlSec: number;
   bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
   captcha: { enabled: boolean; after: number; secret: string | undefined };
+  spam: { windowSec: number; tokensPerAccount: number; identitiesPerIp: number; cooldownSec: number };
   rateLimits: Record<RateBucket, RateRule>;
 }
 
@@ -281,6 +298,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     sessionTtlSec: env.SESSION_TTL,
     bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },
     captcha: { enabled: env.ENABLE_CAPTCHA, after: env.CAPTCHA_AFTER, secret: env.CAPTCHA_SECRET },
+    spam: {
+      windowSec: env.SPAM_WINDOW,
+      tokensPerAccount: env.SPAM_TOKENS_PER_ACCOUNT,
+      identitiesPerIp: env.SPAM_IDENTITIES_PER_IP,
+      cooldownSec: env.SPAM_COOLDOWN,
+    },
     rateLimits,
   };
 }

@@ -12,6 +12,7 @@ import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
 import { createAuthenticator, type TokenAuthenticator } from './auth/authenticator.js';
 import { createCaptcha } from './auth/captcha.js';
+import { createAbuseGuard } from './auth/abuse.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
@@ -58,14 +59,15 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const limiter = await createRateLimiter(app, { cache: context.cache, rules: config.rateLimits, metrics, log });
 
   await app.register(cookie);
-  const authenticator = await createAuthenticator(context);
+  const abuse = createAbuseGuard(context);
+  const authenticator = await createAuthenticator(context, abuse);
   const captcha = createCaptcha(context.cache, config.captcha.secret);
   app.addHook('onClose', async () => authenticator.close());
 
   const routes: RouteDef[] = [];
   routes.push(
     ...discoveryRoutes({ context, limiter, routes: () => routes }),
-    ...authRoutes(context, authService(context, captcha), captcha),
+    ...authRoutes(context, authService(context, captcha, abuse), captcha),
     ...usersRoutes(context),
     ...tokensRoutes(tokensService(context)),
     ...swarmRoutes(),
@@ -128,6 +130,6 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
 
-  registerRoutes(app, routes, { limiter, authenticator, publicUrl: config.publicUrl });
+  registerRoutes(app, routes, { limiter, authenticator, abuse, publicUrl: config.publicUrl });
   return { app, routes, limiter, authenticator };
 }

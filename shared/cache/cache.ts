@@ -15,6 +15,8 @@ export interface Cache {
   /** Milliseconds until a key expires, or 0 when it does not exist. */
   ttlMs(key: string): Promise<number>;
   remove(key: string): Promise<void>;
+  /** Adds a member to a set whose window starts with its first member; returns the set's size. */
+  addToSet(key: string, member: string, windowSec: number): Promise<number>;
   /** Adds one to a counter that never expires (a version number); returns the new value. */
   bump(key: string): Promise<number>;
   /** The value of such a counter, 0 before its first bump. */
@@ -32,6 +34,7 @@ export function createMemoryCache(): Cache {
   bus.setMaxListeners(0);
   const entries = new Map<string, { count: number; expiresAt: number }>();
   const versions = new Map<string, number>();
+  const sets = new Map<string, { members: Set<string>; expiresAt: number }>();
   const live = (key: string) => {
     const entry = entries.get(key);
     if (entry && entry.expiresAt <= Date.now()) {
@@ -43,6 +46,7 @@ export function createMemoryCache(): Cache {
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const [key, entry] of entries) if (entry.expiresAt <= now) entries.delete(key);
+    for (const [key, entry] of sets) if (entry.expiresAt <= now) sets.delete(key);
   }, 60_000);
   sweep.unref();
   return {
@@ -64,6 +68,15 @@ export function createMemoryCache(): Cache {
     async remove(key) {
       entries.delete(key);
     },
+    async addToSet(key, member, windowSec) {
+      let entry = sets.get(key);
+      if (!entry || entry.expiresAt <= Date.now()) {
+        entry = { members: new Set(), expiresAt: Date.now() + windowSec * 1000 };
+        sets.set(key, entry);
+      }
+      entry.members.add(member);
+      return entry.members.size;
+    },
     async bump(key) {
       const value = (versions.get(key) ?? 0) + 1;
       versions.set(key, value);
@@ -84,6 +97,7 @@ export function createMemoryCache(): Cache {
       clearInterval(sweep);
       bus.removeAllListeners();
       entries.clear();
+      sets.clear();
     },
   };
 }
@@ -111,6 +125,13 @@ export function createRedisCache(url: string): Cache {
     },
     async remove(key) {
       await redis.del(prefix + key);
+    },
+    async addToSet(key, member, windowSec) {
+      const results = (await redis.multi().sadd(prefix + key, member).pexpire(prefix + key, windowSec * 1000, 'NX').scard(prefix + key).exec()) as [
+        unknown,
+        unknown,
+      ][];
+      return Number(results[2]![1]);
     },
     async bump(key) {
       return redis.incr(prefix + key);

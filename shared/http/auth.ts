@@ -21,6 +21,13 @@ export interface Authenticator {
   authenticate(request: FastifyRequest): Promise<Principal | undefined>;
 }
 
+/** Anti-spam hooks the registrar calls around the rate limit (see services/api/auth/abuse.ts). */
+export interface AbuseHooks {
+  assertAllowed(ip: string, principal: Principal | undefined): Promise<void>;
+  observe(ip: string, identity: string): Promise<void>;
+  limited(bucket: string, key: string, ip: string, principal: Principal | undefined, resetSec: number): Promise<void>;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the registrar once the caller is known. */

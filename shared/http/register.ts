@@ -5,7 +5,7 @@ import { LANG_TAG, zodErrorMap, type Locale } from '../i18n/index.js';
 import { buildMeta, success } from './envelope.js';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
 import type { RateBucket } from '../config.js';
-import type { Authenticator, Principal } from './auth.js';
+import type { AbuseHooks, Authenticator, Principal } from './auth.js';
 import { fastifyPath, type RawBody, type RouteDef } from './route.js';
 
 declare module 'fastify' {
@@ -129,6 +129,13 @@ export function rateKey(bucket: RateBucket, request: FastifyRequest, principal: 
   return request.ip;
 }
 
+/** The identity a request presents, for the anti-spam count of identities per IP. */
+function identityOf(bucket: RateBucket, request: FastifyRequest, principal: Principal | undefined): string | undefined {
+  if (principal) return principal.tokenId ? `token:${principal.tokenId}` : `user:${principal.userId}`;
+  const email = (request.body as { email?: unknown } | undefined)?.email;
+  return bucket === 'auth' && typeof email === 'string' ? `login:${email.trim().toLowerCase()}` : undefined;
+}
+
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
@@ -156,6 +163,7 @@ export function assertSameOrigin(request: FastifyRequest, publicUrl: string, { a
 export interface RegistrarDeps {
   limiter: RateLimiter;
   authenticator: Authenticator;
+  abuse: AbuseHooks;
   publicUrl: string;
 }
 
@@ -192,9 +200,14 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         }
         if (route.bucket) {
           await route.beforeLimit?.(request);
-          const decision = await deps.limiter.check(route.bucket, rateKey(route.bucket, request, principal), request);
+          await deps.abuse.assertAllowed(request.ip, principal);
+          const identity = identityOf(route.bucket, request, principal);
+          if (identity) await deps.abuse.observe(request.ip, identity);
+          const key = rateKey(route.bucket, request, principal);
+          const decision = await deps.limiter.check(route.bucket, key, request);
           reply.headers(rateLimitHeaders(decision));
           if (!decision.allowed) {
+            await deps.abuse.limited(route.bucket, key, request.ip, principal, decision.resetSec);
             throw new AppError(
               'rate_limited',
               { bucket: route.bucket, limit: decision.limit, retry_after: decision.resetSec },

@@ -28,6 +28,9 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DATA_DIR: mkdtempSync(join(tmpdir(), 'linktrack-test-')),
     KAFKA_TOPIC_PREFIX: uniqueName('t') + '.',
+    // Tests present many accounts and tokens from loopback on purpose; the anti-spam tests set
+    // their own thresholds.
+    SPAM_IDENTITIES_PER_IP: '100000',
     ...overrides,
   });
   if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };

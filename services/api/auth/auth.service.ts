@@ -4,6 +4,7 @@ import { AppError } from '../../../shared/errors.js';
 import { hashPassword, verifyPassword } from '../../../shared/password.js';
 import { usersRepository } from '../users/users.repository.js';
 import { secretHash } from './authenticator.js';
+import type { AbuseGuard } from './abuse.js';
 import type { Captcha } from './captcha.js';
 import { sessionsRepository } from './sessions.repository.js';
 
@@ -25,7 +26,7 @@ export interface LoginResult {
  * the account exists, and a wrong e-mail costs the same password check as a wrong password, so
  * neither the answer, its timing nor a lockout tells which accounts exist.
  */
-export function authService(context: Context, captcha: Captcha) {
+export function authService(context: Context, captcha: Captcha, abuse: Pick<AbuseGuard, 'audit'>) {
   const users = usersRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
   const { bruteforce } = context.config;
@@ -68,6 +69,7 @@ export function authService(context: Context, captcha: Captcha) {
           await context.cache.flag(lockKey(input.email), bruteforce.lockoutSec);
           await context.cache.remove(failuresKey(input.email));
           context.log.warn({ account: accountKey(input.email), ip: client.ip }, 'account locked after repeated failed logins');
+          abuse.audit({ action: 'auth.lockout', actorId: user?.id ?? null, target: accountKey(input.email), ip: client.ip, details: { failures } });
         }
         throw new AppError('unauthorized', { reason: 'invalid_credentials' }, { messageKey: 'error.unauthorized.invalid_credentials' });
       }

@@ -7,6 +7,7 @@ import type { Authenticator, Principal } from '../../../shared/http/auth.js';
 import { SCOPES, SESSION_COOKIE, sessionScopes, type Scope } from '../../../shared/http/route.js';
 import { ipInRanges } from '../../../shared/ip.js';
 import { tokensRepository, type TokenWithUser } from '../tokens/tokens.repository.js';
+import type { AbuseGuard } from './abuse.js';
 import { sessionsRepository } from './sessions.repository.js';
 
 /** `svc_u_` + 12 hex (the prefix shown in lists) + `_` + 43 base64url characters (256 random bits). */
@@ -43,7 +44,7 @@ export interface TokenAuthenticator extends Authenticator {
  * the next request on every node; expiry and allowlist are checked on every request. Token use is
  * recorded write-behind.
  */
-export async function createAuthenticator(context: Context): Promise<TokenAuthenticator> {
+export async function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'audit'>): Promise<TokenAuthenticator> {
   const tokens = tokensRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
   const cache = new Map<string, { token: TokenWithUser; cachedAt: number; version: number }>();
@@ -59,6 +60,14 @@ export async function createAuthenticator(context: Context): Promise<TokenAuthen
   };
   const timer = setInterval(() => void flush(), LAST_USED_FLUSH_MS);
   timer.unref();
+
+  /** Audits the first use of a token from an address it was not last used from (once a day per pair). */
+  const auditNewIp = async (token: TokenWithUser, ip: string) => {
+    const key = `audit:token-ip:${token.id}:${ip}`;
+    if ((await context.cache.ttlMs(key)) > 0) return;
+    await context.cache.flag(key, 86_400);
+    abuse.audit({ action: 'token.new_ip', actorId: token.user_id, target: token.id, ip, details: { previous_ip: token.last_used_ip } });
+  };
 
   const loadToken = async (tokenHash: string): Promise<TokenWithUser | undefined> => {
     const version = await context.cache.read(TOKENS_VERSION_KEY);
@@ -85,6 +94,7 @@ export async function createAuthenticator(context: Context): Promise<TokenAuthen
     if (token.ip_allowlist.length > 0 && !ipInRanges(request.ip, token.ip_allowlist)) {
       throw new AppError('forbidden', { reason: 'ip_not_allowed' });
     }
+    if (token.last_used_ip !== request.ip && !lastUse.has(token.id)) await auditNewIp(token, request.ip);
     lastUse.set(token.id, { at: new Date(), ip: request.ip });
     // A token never carries more than its user's role allows (admin is for staff only).
     const allowed = new Set<Scope>(sessionScopes(token.role));

@@ -1,0 +1,34 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../../shared/db/schema.js';
+
+export interface AuditEntry {
+  action: string;
+  actorId?: string | null;
+  target?: string | null;
+  ip?: string | null;
+  details?: Record<string, unknown>;
+}
+
+/** SQL for the audit log: the only place that writes audit_log. */
+export function auditRepository(db: Kysely<DB>) {
+  return {
+    async insert(entry: AuditEntry): Promise<void> {
+      await db
+        .insertInto('audit_log')
+        .values({
+          actor_id: entry.actorId ?? null,
+          action: entry.action,
+          target: entry.target ?? null,
+          ip: entry.ip ?? null,
+          details: JSON.stringify(entry.details ?? {}),
+        })
+        .execute();
+    },
+    async list(filter: { action?: string; actorId?: string; limit?: number }) {
+      let query = db.selectFrom('audit_log').selectAll().orderBy('created_at', 'desc').limit(filter.limit ?? 100);
+      if (filter.action) query = query.where('action', '=', filter.action);
+      if (filter.actorId) query = query.where('actor_id', '=', filter.actorId);
+      return query.execute();
+    },
+  };
+}
