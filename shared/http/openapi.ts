@@ -112,12 +112,20 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       description:
         'Short links on per-owner subdomains, privacy-governed statistics, a consent-gated beacon, signed webhooks and exports. ' +
         'Every JSON response uses the envelope `{ok, data|error, meta}`; this document itself is the one exception and is served raw. ' +
-        'Every operation accepts `?lang=` (en, de, fr, es) to localise messages. Unknown query parameters answer 400 `bad_request`.',
+        'Every operation accepts `?lang=` (en, de, fr, es) to localise messages. Unknown query parameters answer 400 `bad_request`. ' +
+        'Authentication: `Authorization: Bearer <token>` or the session cookie; no credentials → 401 `unauthorized`; unknown, malformed, ' +
+        'revoked or expired token → 401 `invalid_token`; a scope the caller lacks or an IP outside the token\'s allowlist → 403 `forbidden`. ' +
+        'Rate limits: fixed windows per bucket (see GET /api/v1/status); `RateLimit-Reset` is seconds left, `X-RateLimit-Reset` the Unix time ' +
+        'of the reset in seconds; 429 carries `Retry-After`. Buckets are keyed as follows: `api` by token, else IP; `auth` by IP and e-mail; ' +
+        'the others by IP. Identities caught sharding limits (SPAM_* settings) get 429 `spam_detected` for a cooldown.',
       license: { name: 'AGPL-3.0-only', identifier: 'AGPL-3.0-only' },
     },
     servers: [{ url: info.serverUrl }],
     tags: [
       { name: 'discovery', description: 'Index, health, status, the error catalogue, languages, metrics.' },
+      { name: 'auth', description: 'Login (session cookie), logout, CAPTCHA challenges and the current account.' },
+      { name: 'tokens', description: 'API tokens: `Authorization: Bearer svc_u_…`. Only their SHA-256 is stored; the secret is shown once.' },
+      { name: 'users', description: 'Accounts, created by staff.' },
       { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
     ],
   });

@@ -49,10 +49,15 @@ const StatusSchema = z
       languages: z.array(z.string()),
       legacy_v0_api: z.boolean(),
       openapi: z.string(),
+      captcha: z.boolean().meta({ description: 'Whether logins need a proof-of-work CAPTCHA after repeated failures (ENABLE_CAPTCHA).' }),
     }),
     limits: z.object({
       body_limit_bytes: z.number().int(),
       rate_limits: z.object(Object.fromEntries(RATE_BUCKET_NAMES.map((name) => [name, RateRuleSchema])) as Record<(typeof RATE_BUCKET_NAMES)[number], typeof RateRuleSchema>),
+      bruteforce: z.object({ max_attempts: z.number().int(), window_sec: z.number().int(), lockout_sec: z.number().int() }),
+      captcha_after_failures: z.number().int(),
+      spam: z.object({ window_sec: z.number().int(), tokens_per_account: z.number().int(), identities_per_ip: z.number().int(), cooldown_sec: z.number().int() }),
+      session_ttl_sec: z.number().int(),
     }),
     counters: z.object({
       requests_total: z.number().int().min(0),
@@ -179,6 +184,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
             languages: LOCALE_CODES,
             legacy_v0_api: false,
             openapi: '/api/v1/openapi.json',
+            captcha: config.captcha.enabled,
           },
           limits: {
             body_limit_bytes: config.bodyLimit,
@@ -193,6 +199,19 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
                 },
               ]),
             ) as z.input<typeof StatusSchema>['limits']['rate_limits'],
+            bruteforce: {
+              max_attempts: config.bruteforce.maxAttempts,
+              window_sec: config.bruteforce.windowSec,
+              lockout_sec: config.bruteforce.lockoutSec,
+            },
+            captcha_after_failures: config.captcha.after,
+            spam: {
+              window_sec: config.spam.windowSec,
+              tokens_per_account: config.spam.tokensPerAccount,
+              identities_per_ip: config.spam.identitiesPerIp,
+              cooldown_sec: config.spam.cooldownSec,
+            },
+            session_ttl_sec: config.sessionTtlSec,
           },
           counters: {
             requests_total: await total(metrics.httpRequests),
