@@ -1,0 +1,249 @@
+// Throughput cost of authentication + rate limiting per request: a bearer-token route with the `api`
+// bucket against an unauthenticated, unlimited route with the same trivial handler, measured side by
+// side in one run, alternating the two routes (plain first in odd rounds, authed first in even ones,
+// so a drift in machine speed does not always favour the same route) so machine noise hits both alike.
+//   npx tsx bench/auth-overhead.ts [seconds-per-round] [rounds]
+// Embedded stores (PGlite, in-memory cache and rate-limit store) unless DATABASE_URL / REDIS_URL are set.
+//
+// The load generator is autocannon's CLI (`--json`) in a child process, not autocannon in this
+// process: on a 2-core machine that keeps the server's event loop on a core of its own. In process,
+// autocannon's per-request CPU would be added to both routes alike and so would dilute the ratio
+// (understate the cost); absolute req/s still depend on the machine and on sharing it with the client.
+// Besides req/s, the server's own CPU time per request (process.cpuUsage() of this process, which is
+// only the server: autocannon is a child) is reported: it is far less sensitive than throughput to
+// other work competing for the cores, so it tells a noisy run from a real regression.
+// Under tsx every request also pays for tsx's transform (esbuild's __name helpers, about 9 µs per request
+// here), which dilutes the ratio: the built JS (`node dist/...`) shows a somewhat higher cost.
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { cpus } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildApp } from '../services/api/app.js';
+import type { Context } from '../shared/context.js';
+import { defineRoute } from '../shared/http/route.js';
+import { createAccount, loginCookie, mintToken } from '../shared/testing/accounts.js';
+import { closeContext, createTestContext } from '../shared/testing/context.js';
+
+const seconds = Number(process.argv[2] ?? 5);
+const rounds = Number(process.argv[3] ?? 3);
+const CONNECTIONS = 32;
+const WARMUP_SECONDS = 2;
+const TARGET_COST = 0.15;
+if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(rounds) || rounds < 1) {
+  console.error('usage: npx tsx bench/auth-overhead.ts [seconds-per-round ≥ 1] [rounds ≥ 1]');
+  process.exit(1);
+}
+
+const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+interface Run {
+  rps: number;
+  /** Server CPU time (user + system) per request, µs. */
+  cpuUs: number;
+  p50: number;
+  p99: number;
+  total: number;
+}
+
+/** Subset of autocannon's `--json` result read here. */
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  '2xx': number;
+  statusCodeStats?: Record<string, { count: number }>;
+}
+
+/** One autocannon run in a child process; fails on any error, timeout or non-2xx answer. */
+function cannon(url: string, durationSec: number, headers: Record<string, string>): Promise<Run> {
+  const args = [autocannonBin, '--json', '-n', '-c', String(CONNECTIONS), '-p', '1', '-d', String(durationSec)];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
+  args.push(url);
+  return new Promise((resolve, reject) => {
+    const cpuBefore = process.cpuUsage();
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      const cpu = process.cpuUsage(cpuBefore);
+      if (code !== 0) return reject(new Error(`autocannon exited with ${code}: ${stderr.trim()}`));
+      let result: AutocannonResult;
+      try {
+        result = JSON.parse(stdout) as AutocannonResult;
+      } catch (error) {
+        return reject(new Error(`autocannon printed no JSON: ${stdout.slice(0, 500)} ${stderr.slice(0, 500)}`, { cause: error }));
+      }
+      if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || result['2xx'] === 0) {
+        return reject(
+          new Error(
+            `${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts, ${result['2xx']} 2xx; status codes ${JSON.stringify(result.statusCodeStats ?? {})}`,
+          ),
+        );
+      }
+      const total = result.requests.total;
+      resolve({ rps: result.requests.average, cpuUs: (cpu.user + cpu.system) / total, p50: result.latency.p50, p99: result.latency.p99, total });
+    });
+  });
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+const pad = (value: string, width: number) => value.padStart(width);
+const percent = (value: number) => `${(value * 100).toFixed(1)} %`;
+const cores = cpus().length;
+/**
+ * How busy other processes keep the machine: the share of all cores in use over one second while
+ * this benchmark idles (its own CPU time subtracted), with a warning above 10 %.
+ */
+async function otherLoad(): Promise<string> {
+  const totals = () => {
+    let busy = 0;
+    let all = 0;
+    for (const { times } of cpus()) {
+      const used = times.user + times.nice + times.sys + times.irq;
+      busy += used;
+      all += used + times.idle;
+    }
+    return { busy, all };
+  };
+  const before = totals();
+  const own = process.cpuUsage();
+  await sleep(1_000);
+  const after = totals();
+  const ownUsed = process.cpuUsage(own);
+  const busyMs = after.busy - before.busy - (ownUsed.user + ownUsed.system) / 1000;
+  const share = Math.max(0, busyMs / Math.max(1, after.all - before.all));
+  return `other processes kept ${percent(share)} of the ${cores} cores busy${share > 0.1 ? ' (they compete with the benchmark: expect noisy numbers)' : ''}`;
+}
+
+const handler = async () => ({ ok: true, n: 1 });
+const benchRoutes = [
+  defineRoute({
+    operationId: 'benchPlain',
+    method: 'GET',
+    path: '/bench/plain',
+    summary: 'Benchmark: no auth, no rate limit',
+    tags: ['bench'],
+    auth: { kind: 'none' },
+    bucket: null,
+    handler,
+  }),
+  defineRoute({
+    operationId: 'benchAuthed',
+    method: 'GET',
+    path: '/bench/authed',
+    summary: 'Benchmark: bearer token with links:read, api bucket',
+    tags: ['bench'],
+    auth: { kind: 'scope', scope: 'links:read' },
+    bucket: 'api',
+    handler,
+  }),
+];
+
+let context: Context | undefined;
+let closeApp: (() => Promise<void>) | undefined;
+let failed = false;
+try {
+  context = await createTestContext({ RATE_LIMIT_API: '1000000000:60', RATE_LIMIT_DEFAULT: '1000000000:60', LOG_LEVEL: 'silent' });
+  const embedded = context.db.kind === 'pglite' && context.cache.kind === 'memory';
+  const mode = embedded ? 'embedded' : 'services';
+  console.log(
+    `mode: ${mode} (database ${context.db.kind}, cache and rate-limit store ${context.cache.kind}); node ${process.version}; ` +
+      `${seconds} s per run, ${rounds} rounds, ${CONNECTIONS} connections, pipelining 1, autocannon in a child process`,
+  );
+  console.log(`before the runs: ${await otherLoad()}`);
+
+  const { app } = await buildApp(context, { extraRoutes: benchRoutes });
+  closeApp = () => app.close();
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+  const account = await createAccount(context);
+  const cookie = await loginCookie(app, account.email);
+  const { token } = await mintToken(app, cookie, new URL(context.config.publicUrl).origin, { name: 'bench', scopes: ['links:read'] });
+  const authHeaders = { authorization: `Bearer ${token}` };
+
+  // One request each over the real socket before loading them.
+  const plainCheck = await fetch(`${base}/bench/plain`);
+  const authedCheck = await fetch(`${base}/bench/authed`, { headers: authHeaders });
+  const unauthCheck = await fetch(`${base}/bench/authed`);
+  if (plainCheck.status !== 200) throw new Error(`GET /bench/plain answered ${plainCheck.status}: ${await plainCheck.text()}`);
+  if (authedCheck.status !== 200) throw new Error(`GET /bench/authed answered ${authedCheck.status}: ${await authedCheck.text()}`);
+  if (unauthCheck.status !== 401) throw new Error(`GET /bench/authed without a token answered ${unauthCheck.status}, expected 401`);
+  if (!authedCheck.headers.get('ratelimit-limit')) throw new Error('GET /bench/authed carried no RateLimit-Limit header: the api bucket is not counted');
+
+  const routes = [
+    { name: 'plain', url: `${base}/bench/plain`, headers: {} as Record<string, string> },
+    { name: 'authed', url: `${base}/bench/authed`, headers: authHeaders },
+  ] as const;
+
+  // Warm-up (JIT, token cache, connection setup), not counted.
+  for (const route of routes) await cannon(route.url, WARMUP_SECONDS, route.headers);
+
+  const results: Record<'plain' | 'authed', Run[]> = { plain: [], authed: [] };
+  for (let round = 1; round <= rounds; round++) {
+    const rows: string[] = [];
+    for (const route of round % 2 === 1 ? routes : [...routes].reverse()) {
+      const run = await cannon(route.url, seconds, route.headers);
+      results[route.name].push(run);
+      rows.push(
+        `  ${route.name.padEnd(7)}${pad(run.rps.toFixed(0), 10)}${pad(run.p50.toFixed(0), 9)}${pad(run.p99.toFixed(0), 9)}${pad(String(run.total), 11)}${pad(run.cpuUs.toFixed(1), 13)}`,
+      );
+    }
+    const plainRun = results.plain[round - 1]!;
+    const authedRun = results.authed[round - 1]!;
+    const ratio = authedRun.rps / plainRun.rps;
+    console.log(`\nround ${round}/${rounds}`);
+    console.log(`  ${'route'.padEnd(7)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 11)}${pad('CPU µs/req', 13)}`);
+    for (const row of rows) console.log(row);
+    console.log(`  authed/plain ${ratio.toFixed(3)}: cost ${percent(1 - ratio)} of throughput; server CPU per request +${percent(authedRun.cpuUs / plainRun.cpuUs - 1)}`);
+  }
+
+  const plain = median(results.plain.map((run) => run.rps));
+  const authed = median(results.authed.map((run) => run.rps));
+  const ratio = authed / plain;
+  const cost = 1 - ratio;
+  const perRoundCosts = results.plain.map((run, index) => 1 - results.authed[index]!.rps / run.rps);
+  const plainCpu = median(results.plain.map((run) => run.cpuUs));
+  const authedCpu = median(results.authed.map((run) => run.cpuUs));
+  console.log(`\nsummary (${mode})`);
+  console.log(`plain: ${plain.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.plain.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.plain.map((run) => run.p99)).toFixed(0)} ms`);
+  console.log(`authed: ${authed.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.authed.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.authed.map((run) => run.p99)).toFixed(0)} ms`);
+  console.log(`ratio authed/plain: ${ratio.toFixed(3)} (cost per round: ${perRoundCosts.map(percent).join(', ')}; median ${percent(median(perRoundCosts))})`);
+  // Were the server CPU-bound, throughput would scale as 1 / CPU per request: cost = 1 - plain/authed.
+  console.log(
+    `server CPU per request: plain ${plainCpu.toFixed(1)} µs, authed ${authedCpu.toFixed(1)} µs (+${(authedCpu - plainCpu).toFixed(1)} µs, ` +
+      `throughput cost if CPU-bound ${percent(1 - plainCpu / authedCpu)})`,
+  );
+  console.log(`after the runs: ${await otherLoad()}`);
+  console.log(
+    `auth + rate limit cost: ${(cost * 100).toFixed(1)} % of throughput (target ≤ ${TARGET_COST * 100} %): ${cost <= TARGET_COST ? 'within target' : 'OVER target'}`,
+  );
+} catch (error) {
+  failed = true;
+  console.error('benchmark failed:', error);
+} finally {
+  try {
+    await closeApp?.();
+    if (context) {
+      await closeContext(context);
+      // The temporary data folder createTestContext made, and this process's chDB folder.
+      rmSync(context.config.dataDir, { recursive: true, force: true });
+      if (context.config.analytics.kind === 'chdb') rmSync(context.config.analytics.dir, { recursive: true, force: true });
+    }
+  } catch (error) {
+    failed = true;
+    console.error('closing failed:', error);
+  }
+}
+process.exit(failed ? 1 : 0);
