@@ -56,10 +56,11 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
       void sendError(request, reply, toAppError(error).appError, errorOptions);
     },
   });
-  const limiter = await createRateLimiter(app, { cache: context.cache, rules: config.rateLimits, metrics, log });
+  const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
 
   await app.register(cookie);
-  const abuse = createAbuseGuard(context);
+  const abuse = await createAbuseGuard(context);
+  app.addHook('onClose', async () => abuse.close());
   const authenticator = await createAuthenticator(context, abuse);
   const captcha = createCaptcha(context.cache, config.captcha.secret);
   app.addHook('onClose', async () => authenticator.close());

@@ -19,8 +19,8 @@ export interface Cache {
   addToSet(key: string, member: string, windowSec: number): Promise<number>;
   /** Adds one to a counter that never expires (a version number); returns the new value. */
   bump(key: string): Promise<number>;
-  /** The value of such a counter, 0 before its first bump. */
-  read(key: string): Promise<number>;
+  /** The value of such a counter, 0 before its first bump (at once in memory, a promise from Redis). */
+  read(key: string): number | Promise<number>;
   publish(channel: string, message: string): Promise<void>;
   /** Subscribes to a channel; resolves with a function that unsubscribes. */
   subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
@@ -82,7 +82,7 @@ export function createMemoryCache(): Cache {
       versions.set(key, value);
       return value;
     },
-    async read(key) {
+    read(key) {
       return versions.get(key) ?? 0;
     },
     async publish(channel, message) {

@@ -18,13 +18,17 @@ export interface Principal {
  * used from an IP outside its allowlist.
  */
 export interface Authenticator {
-  authenticate(request: FastifyRequest): Promise<Principal | undefined>;
+  /** Synchronous when the answer is at hand (a cached token), a promise when it needs the store. */
+  authenticate(request: FastifyRequest): Principal | undefined | Promise<Principal | undefined>;
 }
 
 /** Anti-spam hooks the registrar calls around the rate limit (see services/api/auth/abuse.ts). */
 export interface AbuseHooks {
-  assertAllowed(ip: string, principal: Principal | undefined): Promise<void>;
-  observe(ip: string, identity: string): Promise<void>;
+  /**
+   * Throws spam_detected for a cooling IP or account, then records the identity seen from the IP.
+   * Synchronous on the steady path; returns a promise only when it has shared state to write.
+   */
+  admit(ip: string, principal: Principal | undefined, identity: string | undefined): void | Promise<void>;
   limited(bucket: string, key: string, ip: string, principal: Principal | undefined, resetSec: number): Promise<void>;
 }
 

@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
-import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { Cache } from '../cache/cache.js';
 import type { RateBucket, RateRule } from '../config.js';
 import { RATE_BUCKET_NAMES } from '../config.js';
@@ -15,94 +14,81 @@ export interface RateDecision {
   resetSec: number;
 }
 
-/** Fixed-window limits per bucket, counted by @fastify/rate-limit (its LRU in memory, Redis when shared). */
+/** Fixed-window limits per bucket, counted by @fastify/rate-limit's stores (its LRU in memory, Redis when shared). */
 export interface RateLimiter {
   rules: Record<RateBucket, RateRule>;
-  /** Counts one request of `key` in `bucket` (the key says who: an IP, a token, "ip|account"). */
-  check(bucket: RateBucket, key: string, request: FastifyRequest): Promise<RateDecision>;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The bucket-qualified key the next rate-limit check counts (set by RateLimiter.check). */
-    rateLimitKey?: string;
-  }
+  /**
+   * Counts one request of `key` in `bucket` (the key says who: an IP, a token, "ip|account"). The
+   * memory store answers synchronously, Redis with a promise: callers await only what is pending.
+   */
+  check(bucket: RateBucket, key: string): RateDecision | Promise<RateDecision>;
 }
 
 /** Keys the in-memory store keeps per bucket before forgetting the least recently used. */
 const MEMORY_KEYS = 100_000;
 
 type Counted = { current: number; ttl: number };
-type PluginLocalStore = {
-  incr(key: string, callback: (error: Error | null, result?: Counted) => void, timeWindow: number, max: number): void;
-};
-const PluginLocalStore = createRequire(import.meta.url)('@fastify/rate-limit/store/LocalStore.js') as new (
+interface Store {
+  incr(key: string, callback: (error: Error | null, result?: Counted | null) => void, timeWindow: number, max: number): void;
+}
+const load = createRequire(import.meta.url);
+// The stores @fastify/rate-limit counts with: the same fixed windows (starting on a key's first
+// request), LRU-bounded memory or one Lua call in Redis. The plugin's request hooks are not used:
+// each route's bucket and key are decided by the registrar, and going through the plugin's
+// per-request wrapper cost about 10 µs a request for nothing (bench/auth-overhead.ts).
+const LocalStore = load('@fastify/rate-limit/store/LocalStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, cache: number) => Store;
+const RedisStore = load('@fastify/rate-limit/store/RedisStore.js') as new (
   continueExceeding: boolean,
   exponentialBackoff: boolean,
-  cache: number,
-) => PluginLocalStore;
+  redis: Redis,
+  key: string,
+) => Store;
 
 /**
- * The plugin's own in-memory store, handing out a copy of the count. Its LocalStore passes every
- * caller the same live counter object, so requests counted in one tick all read the final count
- * (a burst of 15 against a limit of 10 was refused whole); a snapshot taken in the callback is exact.
+ * Builds one store per bucket. Windows are fixed and start on a key's first request. If the shared
+ * store fails (Redis down), the request is let through and the failure counted and logged: a Redis
+ * blip must not take the platform down with it.
  */
-class SnapshotLocalStore implements FastifyRateLimitStore {
-  private readonly inner = new PluginLocalStore(false, false, MEMORY_KEYS);
-  incr(key: string, callback: (error: Error | null, result?: Counted) => void, timeWindow: number, max: number): void {
-    this.inner.incr(key, (error, result) => callback(error, result && { current: result.current, ttl: result.ttl }), timeWindow, max);
-  }
-  child(): FastifyRateLimitStore {
-    return new SnapshotLocalStore();
-  }
-}
-
-/**
- * Registers @fastify/rate-limit (no global hook: each route's bucket is checked by the registrar)
- * and builds one limiter per bucket. Windows are fixed and start on a key's first request. If the
- * shared store fails (Redis down), the request is let through and the failure counted and logged:
- * a Redis blip must not take the platform down with it.
- */
-export async function createRateLimiter(
-  app: FastifyInstance,
-  deps: { cache: Cache; rules: Record<RateBucket, RateRule>; metrics: Metrics; log: Logger },
-): Promise<RateLimiter> {
-  await app.register(rateLimit, {
-    global: false,
-    ...(deps.cache.redis ? { redis: deps.cache.redis, nameSpace: 'lt:rl:' } : { store: SnapshotLocalStore }),
-    skipOnError: false,
-  });
-  const checkers = Object.fromEntries(
+export function createRateLimiter(deps: { cache: Cache; rules: Record<RateBucket, RateRule>; metrics: Metrics; log: Logger }): RateLimiter {
+  const stores = Object.fromEntries(
     RATE_BUCKET_NAMES.map((bucket) => [
       bucket,
-      app.createRateLimit({
-        max: deps.rules[bucket].limit,
-        timeWindow: deps.rules[bucket].windowSec * 1000,
-        keyGenerator: (request: FastifyRequest) => request.rateLimitKey ?? `${bucket}:${request.ip}`,
-      }),
+      deps.cache.redis ? new RedisStore(false, false, deps.cache.redis, `lt:rl:${bucket}:`) : new LocalStore(false, false, MEMORY_KEYS),
     ]),
-  ) as Record<RateBucket, ReturnType<FastifyInstance['createRateLimit']>>;
+  ) as Record<RateBucket, Store>;
+
+  const decide = (rule: RateRule, counted: Counted): RateDecision => ({
+    allowed: counted.current <= rule.limit,
+    limit: rule.limit,
+    remaining: Math.max(0, rule.limit - counted.current),
+    resetSec: Math.max(1, Math.ceil(counted.ttl / 1000)),
+  });
+  const letThrough = (bucket: RateBucket, rule: RateRule, error: unknown): RateDecision => {
+    deps.metrics.rateLimited.inc({ bucket: `${bucket}:store_error` });
+    deps.log.warn({ err: error, bucket }, 'rate-limit store failed; request let through');
+    return { allowed: true, limit: rule.limit, remaining: rule.limit, resetSec: rule.windowSec };
+  };
+
   return {
     rules: deps.rules,
-    async check(bucket, key, request) {
+    check(bucket, key) {
       const rule = deps.rules[bucket];
-      request.rateLimitKey = `${bucket}:${key}`;
+      let settled: RateDecision | undefined;
+      let resolveLater: ((decision: RateDecision) => void) | undefined;
+      const settle = (decision: RateDecision) => (resolveLater ? resolveLater(decision) : (settled = decision));
       try {
-        const result = await checkers[bucket](request);
-        if (result.isAllowed) return { allowed: true, limit: rule.limit, remaining: rule.limit, resetSec: rule.windowSec };
-        return {
-          allowed: !result.isExceeded,
-          limit: result.max,
-          remaining: result.remaining,
-          resetSec: Math.max(1, result.ttlInSeconds),
-        };
+        // The memory store calls back at once with its live counter object: the decision is taken
+        // inside the callback, before another request can change the count.
+        stores[bucket].incr(
+          key,
+          (error, counted) => settle(error || !counted ? letThrough(bucket, rule, error) : decide(rule, counted)),
+          rule.windowSec * 1000,
+          rule.limit,
+        );
       } catch (error) {
-        deps.metrics.rateLimited.inc({ bucket: `${bucket}:store_error` });
-        deps.log.warn({ err: error, bucket }, 'rate-limit store failed; request let through');
-        return { allowed: true, limit: rule.limit, remaining: rule.limit, resetSec: rule.windowSec };
-      } finally {
-        request.rateLimitKey = undefined;
+        settle(letThrough(bucket, rule, error));
       }
+      return settled ?? new Promise<RateDecision>((resolve) => (resolveLater = resolve));
     },
   };
 }

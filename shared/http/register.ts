@@ -193,18 +193,19 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         let authError: unknown;
         if (route.auth.kind !== 'none') {
           try {
-            principal = await deps.authenticator.authenticate(request);
+            const authenticated = deps.authenticator.authenticate(request);
+            principal = authenticated instanceof Promise ? await authenticated : authenticated;
           } catch (error) {
             authError = error;
           }
         }
         if (route.bucket) {
           await route.beforeLimit?.(request);
-          await deps.abuse.assertAllowed(request.ip, principal);
-          const identity = identityOf(route.bucket, request, principal);
-          if (identity) await deps.abuse.observe(request.ip, identity);
+          const admitted = deps.abuse.admit(request.ip, principal, identityOf(route.bucket, request, principal));
+          if (admitted) await admitted;
           const key = rateKey(route.bucket, request, principal);
-          const decision = await deps.limiter.check(route.bucket, key, request);
+          const checked = deps.limiter.check(route.bucket, key);
+          const decision = checked instanceof Promise ? await checked : checked;
           reply.headers(rateLimitHeaders(decision));
           if (!decision.allowed) {
             await deps.abuse.limited(route.bucket, key, request.ip, principal, decision.resetSec);

@@ -1,6 +1,6 @@
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
-import type { Principal } from '../../../shared/http/auth.js';
+import type { AbuseHooks, Principal } from '../../../shared/http/auth.js';
 import { auditRepository, type AuditEntry } from '../audit/audit.repository.js';
 
 /**
@@ -10,26 +10,31 @@ import { auditRepository, type AuditEntry } from '../audit/audit.repository.js';
  *    within SPAM_WINDOW is sharding its limit: the account is refused;
  *  - one IP presenting SPAM_IDENTITIES_PER_IP distinct accounts, tokens or login e-mails within
  *    SPAM_WINDOW is cycling identities: the IP is refused.
- * Refused means 429 `spam_detected` with Retry-After for SPAM_COOLDOWN seconds. Counts and flags
- * live in the shared cache, so every node applies them.
+ * Refused means 429 `spam_detected` with Retry-After for SPAM_COOLDOWN seconds.
+ *
+ * The counts live in the shared cache (Redis when nodes share it), written only when a node sees a
+ * pair (IP, identity) for the first time in the window. A caught identity is announced on a pub/sub
+ * channel and every node keeps the flags in memory, so the check on each request costs no I/O.
  */
-export interface AbuseGuard {
-  /** Throws spam_detected when the IP or the account is cooling down. */
-  assertAllowed(ip: string, principal: Principal | undefined): Promise<void>;
-  /** Records an identity seen from an IP (`user:…`, `token:…`, `login:…`). */
-  observe(ip: string, identity: string): Promise<void>;
+export interface AbuseGuard extends AbuseHooks {
   /** Records a request refused by a rate limit (audit, and the per-account token rule). */
   limited(bucket: string, key: string, ip: string, principal: Principal | undefined, resetSec: number): Promise<void>;
   /** Writes an audit entry without failing the request if the write fails (the failure is logged and counted). */
   audit(entry: AuditEntry): void;
+  close(): Promise<void>;
 }
 
-const ipFlag = (ip: string) => `spam:ip:${ip}`;
-const accountFlag = (userId: string) => `spam:account:${userId}`;
+const FLAG_CHANNEL = 'spam.flagged';
+/** Pairs (IP, identity) this node remembers having counted, before it starts forgetting the oldest. */
+const SEEN_MAX = 200_000;
 
-export function createAbuseGuard(context: Context): AbuseGuard {
+export async function createAbuseGuard(context: Context): Promise<AbuseGuard> {
   const { spam } = context.config;
   const audits = auditRepository(context.db.db);
+  /** Flag key (`ip:…`, `account:…`) → when the cooldown ends, in ms. */
+  const flags = new Map<string, number>();
+  /** `ip identity` pairs already counted in the current window of this node. */
+  const seen = new Map<string, number>();
 
   const audit = (entry: AuditEntry) => {
     audits.insert(entry).catch((error: unknown) => {
@@ -38,49 +43,70 @@ export function createAbuseGuard(context: Context): AbuseGuard {
     });
   };
 
-  const refuse = (ttlMs: number, subject: 'ip' | 'account') => {
-    const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
-    return new AppError('spam_detected', { subject, retry_after: seconds }, {
+  const unsubscribe = await context.cache.subscribe(FLAG_CHANNEL, (message) => {
+    const { key, until } = JSON.parse(message) as { key: string; until: number };
+    flags.set(key, until);
+  });
+
+  const refusal = (key: string): AppError | undefined => {
+    const until = flags.get(key);
+    if (until === undefined) return undefined;
+    const left = until - Date.now();
+    if (left <= 0) {
+      flags.delete(key);
+      return undefined;
+    }
+    const seconds = Math.max(1, Math.ceil(left / 1000));
+    return new AppError('spam_detected', { subject: key.slice(0, key.indexOf(':')), retry_after: seconds }, {
       headers: { 'Retry-After': String(seconds) },
       messageKey: 'error.rate_limited.retry',
       params: { seconds },
     });
   };
 
-  const flag = async (key: string, subject: 'ip' | 'account', target: string, details: Record<string, unknown>) => {
-    if ((await context.cache.ttlMs(key)) > 0) return;
-    await context.cache.flag(key, spam.cooldownSec);
+  const flag = async (key: string, target: string, details: Record<string, unknown>) => {
+    if (refusal(key)) return;
+    const until = Date.now() + spam.cooldownSec * 1000;
+    flags.set(key, until);
+    await context.cache.publish(FLAG_CHANNEL, JSON.stringify({ key, until }));
+    const subject = key.startsWith('ip:') ? 'ip' : 'account';
     context.log.warn({ subject, target, ...details }, 'sharding detected; identity cooling down');
     audit({ action: 'spam.detected', actorId: subject === 'account' ? target : null, target, ip: subject === 'ip' ? target : null, details });
   };
 
+  const countIdentity = async (ip: string, identity: string) => {
+    const distinct = await context.cache.addToSet(`spam:ids:${ip}`, identity, spam.windowSec);
+    if (distinct >= spam.identitiesPerIp) await flag(`ip:${ip}`, ip, { rule: 'identities_per_ip', distinct });
+  };
+
   return {
     audit,
-    async assertAllowed(ip, principal) {
-      const ipTtl = await context.cache.ttlMs(ipFlag(ip));
-      if (ipTtl > 0) throw refuse(ipTtl, 'ip');
-      if (principal) {
-        const accountTtl = await context.cache.ttlMs(accountFlag(principal.userId));
-        if (accountTtl > 0) throw refuse(accountTtl, 'account');
-      }
-    },
-    async observe(ip, identity) {
-      const distinct = await context.cache.addToSet(`spam:ids:${ip}`, identity, spam.windowSec);
-      if (distinct >= spam.identitiesPerIp) await flag(ipFlag(ip), 'ip', ip, { rule: 'identities_per_ip', distinct });
+    admit(ip, principal, identity) {
+      const refused = refusal(`ip:${ip}`) ?? (principal ? refusal(`account:${principal.userId}`) : undefined);
+      if (refused) throw refused;
+      if (!identity) return;
+      const pair = `${ip} ${identity}`;
+      const now = Date.now();
+      const countedUntil = seen.get(pair);
+      if (countedUntil !== undefined && countedUntil > now) return;
+      if (seen.size >= SEEN_MAX) seen.delete(seen.keys().next().value as string);
+      seen.set(pair, now + spam.windowSec * 1000);
+      return countIdentity(ip, identity);
     },
     async limited(bucket, key, ip, principal, resetSec) {
       // One audit row per exhausted window and key, not one per refused request.
-      const seen = `audit:limited:${bucket}:${key}`;
-      if ((await context.cache.ttlMs(seen)) === 0) {
-        await context.cache.flag(seen, resetSec);
+      const marker = `audit:limited:${bucket}:${key}`;
+      if ((await context.cache.ttlMs(marker)) === 0) {
+        await context.cache.flag(marker, resetSec);
         audit({ action: 'rate_limit.exhausted', actorId: principal?.userId ?? null, target: `${bucket}:${key}`, ip, details: { bucket } });
       }
       if (principal?.tokenId) {
         const tokens = await context.cache.addToSet(`spam:limited-tokens:${principal.userId}`, principal.tokenId, spam.windowSec);
-        if (tokens >= spam.tokensPerAccount) {
-          await flag(accountFlag(principal.userId), 'account', principal.userId, { rule: 'tokens_per_account', tokens });
-        }
+        if (tokens >= spam.tokensPerAccount) await flag(`account:${principal.userId}`, principal.userId, { rule: 'tokens_per_account', tokens });
       }
+    },
+    async close() {
+      await unsubscribe();
     },
   };
 }

@@ -1,5 +1,5 @@
 import type {} from '@fastify/cookie';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
@@ -23,7 +23,7 @@ export const TOKENS_VERSION_KEY = 'tokens:version';
 
 /** SHA-256 (hex) of a token or session secret: the only form either is stored in. */
 export function secretHash(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** How long a token record may be served from memory (a revocation anywhere voids it at once). */
@@ -47,15 +47,30 @@ export interface TokenAuthenticator extends Authenticator {
 export async function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'audit'>): Promise<TokenAuthenticator> {
   const tokens = tokensRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
-  const cache = new Map<string, { token: TokenWithUser; cachedAt: number; version: number }>();
-  const lastUse = new Map<string, { at: Date; ip: string }>();
+  /** A token as authentication needs it, its principal built once. */
+  interface Cached {
+    token: TokenWithUser;
+    principal: Principal;
+    expiresAtMs: number | null;
+    cachedAt: number;
+    version: number;
+  }
+  const cache = new Map<string, Cached>();
+  const lastUse = new Map<string, { at: number; ip: string }>();
+
+  const principalOf = (token: TokenWithUser): Principal => {
+    // A token never carries more than its user's role allows (admin is for staff only).
+    const allowed = new Set<Scope>(sessionScopes(token.role));
+    const scopes = new Set(token.scopes.filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope) && allowed.has(scope as Scope)));
+    return { userId: token.user_id, email: token.email, role: token.role, via: 'token', scopes, tokenId: token.id };
+  };
 
 
   const flush = async () => {
     const pending = [...lastUse];
     lastUse.clear();
     for (const [id, use] of pending) {
-      await tokens.recordUse(id, use.at, use.ip).catch((error: unknown) => context.log.warn({ err: error, token_id: id }, 'recording token use failed'));
+      await tokens.recordUse(id, new Date(use.at), use.ip).catch((error: unknown) => context.log.warn({ err: error, token_id: id }, 'recording token use failed'));
     }
   };
   const timer = setInterval(() => void flush(), LAST_USED_FLUSH_MS);
@@ -69,37 +84,57 @@ export async function createAuthenticator(context: Context, abuse: Pick<AbuseGua
     abuse.audit({ action: 'token.new_ip', actorId: token.user_id, target: token.id, ip, details: { previous_ip: token.last_used_ip } });
   };
 
-  const loadToken = async (tokenHash: string): Promise<TokenWithUser | undefined> => {
-    const version = await context.cache.read(TOKENS_VERSION_KEY);
-    const hit = cache.get(tokenHash);
-    if (hit && hit.version === version && Date.now() - hit.cachedAt < TOKEN_CACHE_TTL_MS) return hit.token;
-    const token = await tokens.findByHashWithUser(tokenHash);
-    if (token && !token.revoked_at) {
-      if (cache.size >= TOKEN_CACHE_MAX) cache.delete(cache.keys().next().value as string);
-      cache.set(tokenHash, { token, cachedAt: Date.now(), version });
-    } else {
-      cache.delete(tokenHash);
-    }
-    return token;
+  /**
+   * The cache is keyed by the presented token itself, so that a hit costs no hashing (a SHA-256 was
+   * a quarter of the authentication cost per request, bench/auth-overhead.ts): secrets already in
+   * the process for the request stay there at most TOKEN_CACHE_TTL_MS more. Only the hash is stored.
+   */
+  const loadToken = (presented: string): Cached | undefined | Promise<Cached | undefined> => {
+    const version = context.cache.read(TOKENS_VERSION_KEY);
+    if (typeof version !== 'number') return version.then((current) => lookup(presented, current));
+    return lookup(presented, version);
   };
 
-  const fromToken = async (header: string, request: FastifyRequest): Promise<Principal> => {
-    const match = /^Bearer +(\S+) *$/i.exec(header);
-    if (!match || !TOKEN_PATTERN.test(match[1]!)) throw new AppError('invalid_token', { reason: 'malformed' });
-    const tokenHash = secretHash(match[1]!);
-    const token = await loadToken(tokenHash);
-    if (!token) throw new AppError('invalid_token', { reason: 'unknown' });
+  /** The cached entry when it is current, else a read from the store (then cached). */
+  const lookup = (presented: string, version: number): Cached | undefined | Promise<Cached | undefined> => {
+    const hit = cache.get(presented);
+    if (hit && hit.version === version && Date.now() - hit.cachedAt < TOKEN_CACHE_TTL_MS) return hit;
+    if (!TOKEN_PATTERN.test(presented)) throw new AppError('invalid_token', { reason: 'malformed' });
+    return tokens.findByHashWithUser(secretHash(presented)).then((token) => {
+      if (!token) return undefined;
+      const entry: Cached = { token, principal: principalOf(token), expiresAtMs: token.expires_at?.getTime() ?? null, cachedAt: Date.now(), version };
+      if (token.revoked_at) cache.delete(presented);
+      else {
+        if (cache.size >= TOKEN_CACHE_MAX) cache.delete(cache.keys().next().value as string);
+        cache.set(presented, entry);
+      }
+      return entry;
+    });
+  };
+
+  /** Checks a token entry against the request; synchronous unless a new IP is to be audited. */
+  const admitToken = (entry: Cached | undefined, request: FastifyRequest): Principal | Promise<Principal> => {
+    if (!entry) throw new AppError('invalid_token', { reason: 'unknown' });
+    const { token } = entry;
     if (token.revoked_at) throw new AppError('invalid_token', { reason: 'revoked' });
-    if (token.expires_at && token.expires_at.getTime() <= Date.now()) throw new AppError('invalid_token', { reason: 'expired' });
+    if (entry.expiresAtMs !== null && entry.expiresAtMs <= Date.now()) throw new AppError('invalid_token', { reason: 'expired' });
     if (token.ip_allowlist.length > 0 && !ipInRanges(request.ip, token.ip_allowlist)) {
       throw new AppError('forbidden', { reason: 'ip_not_allowed' });
     }
-    if (token.last_used_ip !== request.ip && !lastUse.has(token.id)) await auditNewIp(token, request.ip);
-    lastUse.set(token.id, { at: new Date(), ip: request.ip });
-    // A token never carries more than its user's role allows (admin is for staff only).
-    const allowed = new Set<Scope>(sessionScopes(token.role));
-    const scopes = new Set(token.scopes.filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope) && allowed.has(scope as Scope)));
-    return { userId: token.user_id, email: token.email, role: token.role, via: 'token', scopes, tokenId: token.id };
+    const use = lastUse.get(token.id);
+    const newIp = use?.ip !== request.ip && token.last_used_ip !== request.ip;
+    if (use) {
+      use.at = Date.now();
+      use.ip = request.ip;
+    } else lastUse.set(token.id, { at: Date.now(), ip: request.ip });
+    return newIp ? auditNewIp(token, request.ip).then(() => entry.principal) : entry.principal;
+  };
+
+  const fromToken = (header: string, request: FastifyRequest): Principal | Promise<Principal> => {
+    const presented = header.startsWith('Bearer ') ? header.slice(7).trim() : /^Bearer +(\S+) *$/i.exec(header)?.[1];
+    if (!presented) throw new AppError('invalid_token', { reason: 'malformed' });
+    const entry = loadToken(presented);
+    return entry instanceof Promise ? entry.then((loaded) => admitToken(loaded, request)) : admitToken(entry, request);
   };
 
   const fromSession = async (cookie: string): Promise<Principal | undefined> => {
@@ -117,7 +152,7 @@ export async function createAuthenticator(context: Context, abuse: Pick<AbuseGua
   };
 
   return {
-    async authenticate(request) {
+    authenticate(request) {
       const header = request.headers.authorization;
       if (header !== undefined) return fromToken(header, request);
       const cookie = request.cookies?.[SESSION_COOKIE];
