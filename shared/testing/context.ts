@@ -1,4 +1,3 @@
-import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrateAnalytics } from '../analytics/migrate.js';
@@ -9,8 +8,11 @@ import { migrateDatabase } from '../db/migrate.js';
 /** True when the suite runs against real services (DATABASE_URL, REDIS_URL, KAFKA_BROKERS set by .ci/run). */
 export const SERVICES_MODE = Boolean(process.env.DATABASE_URL || process.env.REDIS_URL || process.env.KAFKA_BROKERS);
 
+/** Prefix of the per-process chDB folders; the global teardown removes them. */
+export const CHDB_DIR_PREFIX = 'linktrack-test-chdb-';
+
 /** chDB is one engine per process: every test context of a process shares one data path. */
-const CHDB_DIR = join(tmpdir(), `linktrack-test-chdb-${process.pid}`);
+const CHDB_DIR = join(tmpdir(), `${CHDB_DIR_PREFIX}${process.pid}`);
 
 /** A unique suffix so that tests sharing Kafka or Redis never see each other's topics, groups or queues. */
 export function uniqueName(prefix: string): string {
@@ -26,7 +28,8 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     ...process.env,
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    DATA_DIR: mkdtempSync(join(tmpdir(), 'linktrack-test-')),
+    // Embedded tests use an in-memory PGlite and this process's chDB path (below): nothing is written here.
+    DATA_DIR: join(tmpdir(), 'linktrack-test-unused'),
     KAFKA_TOPIC_PREFIX: uniqueName('t') + '.',
     // Tests present many accounts and tokens from loopback on purpose; the anti-spam tests set
     // their own thresholds.
