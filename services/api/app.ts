@@ -76,6 +76,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   );
 
   app.decorateRequest('locale', 'en');
+  app.decorateRequest('principal', undefined);
   app.addHook('onRequest', async (request, reply) => {
     const lang = (request.query as Record<string, unknown> | undefined)?.lang;
     request.locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
