@@ -45,6 +45,19 @@ export function errorDocs(code: ErrorCode): string {
   return `${ERROR_DOCS_PATH}#${code}`;
 }
 
+/**
+ * A 429 (`rate_limited` or `spam_detected`) that tells the client when to come back: Retry-After in
+ * whole seconds (at least 1) and in details, with the localised "try again in N seconds".
+ */
+export function retryLater(code: 'rate_limited' | 'spam_detected', seconds: number, details: ErrorDetails = {}): AppError {
+  const wait = Math.max(1, Math.ceil(seconds));
+  return new AppError(code, { ...details, retry_after: wait }, {
+    headers: { 'Retry-After': String(wait) },
+    messageKey: 'error.rate_limited.retry',
+    params: { seconds: wait },
+  });
+}
+
 /** Returns true when the string is one of the catalogue's codes. */
 export function isErrorCode(value: string): value is ErrorCode {
   return Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, value);

@@ -10,6 +10,7 @@ export interface Metrics {
   visitLogDropped: Counter<'topic' | 'reason'>;
   visitLogBacklog: Gauge<'topic'>;
   jobsProcessed: Counter<'job' | 'outcome'>;
+  auditWriteFailures: Counter<string>;
 }
 
 /** Builds a fresh registry with default process metrics and the platform's instruments. */
@@ -53,6 +54,11 @@ export function createMetrics(): Metrics {
       name: 'visit_log_backlog',
       help: 'Messages waiting in the in-process visit log or the producer buffer, by topic.',
       labelNames: ['topic'],
+      registers: [registry],
+    }),
+    auditWriteFailures: new Counter({
+      name: 'audit_write_failures_total',
+      help: 'Audit log entries that could not be written.',
       registers: [registry],
     }),
     jobsProcessed: new Counter({

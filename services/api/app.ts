@@ -61,7 +61,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   await app.register(cookie);
   const abuse = await createAbuseGuard(context);
   app.addHook('onClose', async () => abuse.close());
-  const authenticator = await createAuthenticator(context, abuse);
+  const authenticator = createAuthenticator(context, abuse);
   const captcha = createCaptcha(context.cache, config.captcha.secret);
   app.addHook('onClose', async () => authenticator.close());
 

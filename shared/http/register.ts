@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AppError } from '../errors.js';
+import { AppError, retryLater } from '../errors.js';
 import { LANG_TAG, zodErrorMap, type Locale } from '../i18n/index.js';
 import { buildMeta, success } from './envelope.js';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
@@ -120,7 +120,7 @@ export function encodeJson(value: unknown): string {
  * IP and the account named in the body; the others by IP (session and user are not used to widen
  * what one address may do).
  */
-export function rateKey(bucket: RateBucket, request: FastifyRequest, principal: Principal | undefined): string {
+function rateKey(bucket: RateBucket, request: FastifyRequest, principal: Principal | undefined): string {
   if (bucket === 'api' && principal?.tokenId) return `token:${principal.tokenId}`;
   if (bucket === 'auth') {
     const email = (request.body as { email?: unknown } | undefined)?.email;
@@ -209,15 +209,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
           reply.headers(rateLimitHeaders(decision));
           if (!decision.allowed) {
             await deps.abuse.limited(route.bucket, key, request.ip, principal, decision.resetSec);
-            throw new AppError(
-              'rate_limited',
-              { bucket: route.bucket, limit: decision.limit, retry_after: decision.resetSec },
-              {
-                headers: { 'Retry-After': String(decision.resetSec) },
-                messageKey: 'error.rate_limited.retry',
-                params: { seconds: decision.resetSec },
-              },
-            );
+            throw retryLater('rate_limited', decision.resetSec, { bucket: route.bucket, limit: decision.limit });
           }
         }
         if (authError) throw authError;

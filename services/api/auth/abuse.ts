@@ -1,5 +1,5 @@
 import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
+import { retryLater, type AppError } from '../../../shared/errors.js';
 import type { AbuseHooks, Principal } from '../../../shared/http/auth.js';
 import { auditRepository, type AuditEntry } from '../audit/audit.repository.js';
 
@@ -38,7 +38,7 @@ export async function createAbuseGuard(context: Context): Promise<AbuseGuard> {
 
   const audit = (entry: AuditEntry) => {
     audits.insert(entry).catch((error: unknown) => {
-      context.metrics.rateLimited.inc({ bucket: 'audit:write_error' });
+      context.metrics.auditWriteFailures.inc();
       context.log.warn({ err: error, action: entry.action }, 'audit write failed');
     });
   };
@@ -56,12 +56,7 @@ export async function createAbuseGuard(context: Context): Promise<AbuseGuard> {
       flags.delete(key);
       return undefined;
     }
-    const seconds = Math.max(1, Math.ceil(left / 1000));
-    return new AppError('spam_detected', { subject: key.slice(0, key.indexOf(':')), retry_after: seconds }, {
-      headers: { 'Retry-After': String(seconds) },
-      messageKey: 'error.rate_limited.retry',
-      params: { seconds },
-    });
+    return retryLater('spam_detected', left / 1000, { subject: key.slice(0, key.indexOf(':')) });
   };
 
   const flag = async (key: string, target: string, details: Record<string, unknown>) => {

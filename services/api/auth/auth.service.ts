@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
+import { AppError, retryLater } from '../../../shared/errors.js';
 import { hashPassword, verifyPassword } from '../../../shared/password.js';
 import { usersRepository } from '../users/users.repository.js';
+import { toUserView, type UserView } from '../users/users.view.js';
 import { secretHash } from './authenticator.js';
 import type { AbuseGuard } from './abuse.js';
 import type { Captcha } from './captcha.js';
@@ -18,7 +19,7 @@ export interface LoginResult {
   /** The cookie value (the session secret); only its hash is stored. */
   secret: string;
   expiresAt: Date;
-  user: { id: string; email: string; role: 'staff' | 'user'; display_name: string | null; created_at: string };
+  user: UserView;
 }
 
 /**
@@ -33,22 +34,17 @@ export function authService(context: Context, captcha: Captcha, abuse: Pick<Abus
   // A real scrypt hash to check wrong e-mails against, so that they take as long as wrong passwords.
   const decoy = hashPassword(randomBytes(16).toString('hex'));
 
+  /** Answers 429 while the account is locked: checked before any counter, so the lock wins. */
+  const assertNotLocked = async (email: string): Promise<void> => {
+    const ttl = await context.cache.ttlMs(lockKey(email));
+    if (ttl > 0) throw retryLater('rate_limited', ttl / 1000, { reason: 'account_locked' });
+  };
+
   return {
-    /** Answers 429 while the account is locked: checked before any counter, so the lock wins. */
-    async assertNotLocked(email: string): Promise<void> {
-      const ttl = await context.cache.ttlMs(lockKey(email));
-      if (ttl > 0) {
-        const seconds = Math.max(1, Math.ceil(ttl / 1000));
-        throw new AppError('rate_limited', { reason: 'account_locked', retry_after: seconds }, {
-          headers: { 'Retry-After': String(seconds) },
-          messageKey: 'error.rate_limited.retry',
-          params: { seconds },
-        });
-      }
-    },
+    assertNotLocked,
 
     async login(input: { email: string; password: string; captcha?: string }, client: { ip: string; userAgent: string | null }): Promise<LoginResult> {
-      await this.assertNotLocked(input.email);
+      await assertNotLocked(input.email);
       if (context.config.captcha.enabled && (await context.cache.ttlMs(captchaKey(input.email))) > 0) {
         if (!input.captcha || !(await captcha.verify(input.captcha))) {
           throw new AppError(
@@ -81,7 +77,7 @@ export function authService(context: Context, captcha: Captcha, abuse: Pick<Abus
       return {
         secret,
         expiresAt,
-        user: { id: user.id, email: user.email, role: user.role, display_name: user.display_name, created_at: user.created_at.toISOString() },
+        user: toUserView(user),
       };
     },
 

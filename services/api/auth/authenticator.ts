@@ -44,7 +44,7 @@ export interface TokenAuthenticator extends Authenticator {
  * the next request on every node; expiry and allowlist are checked on every request. Token use is
  * recorded write-behind.
  */
-export async function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'audit'>): Promise<TokenAuthenticator> {
+export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'audit'>): TokenAuthenticator {
   const tokens = tokensRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
   /** A token as authentication needs it, its principal built once. */
@@ -70,7 +70,11 @@ export async function createAuthenticator(context: Context, abuse: Pick<AbuseGua
     const pending = [...lastUse];
     lastUse.clear();
     for (const [id, use] of pending) {
-      await tokens.recordUse(id, new Date(use.at), use.ip).catch((error: unknown) => context.log.warn({ err: error, token_id: id }, 'recording token use failed'));
+      await tokens.recordUse(id, new Date(use.at), use.ip).catch((error: unknown) => {
+        // Kept for the next flush unless a newer use arrived meanwhile.
+        if (!lastUse.has(id)) lastUse.set(id, use);
+        context.log.warn({ err: error, token_id: id }, 'recording token use failed; retried at the next flush');
+      });
     }
   };
   const timer = setInterval(() => void flush(), LAST_USED_FLUSH_MS);

@@ -4,6 +4,7 @@ import { AppError } from '../../../shared/errors.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { hashPassword } from '../../../shared/password.js';
 import { usersRepository } from './users.repository.js';
+import { toUserView } from './users.view.js';
 
 export const UserSchema = z
   .object({
@@ -14,11 +15,6 @@ export const UserSchema = z
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'User' });
-
-/** The account as the API shows it: never the password hash. */
-export function toUserView(user: { id: string; email: string; role: 'staff' | 'user'; display_name: string | null; created_at: Date }) {
-  return { id: user.id, email: user.email, role: user.role, display_name: user.display_name, created_at: user.created_at.toISOString() };
-}
 
 /** Accounts: staff create users (so that tests and scripts can set up several owners). */
 export function usersRoutes(context: Context): RouteDef[] {

@@ -1,0 +1,13 @@
+/** An account as the API shows it: never the password hash. */
+export interface UserView {
+  id: string;
+  email: string;
+  role: 'staff' | 'user';
+  display_name: string | null;
+  created_at: string;
+}
+
+/** The API's view of a users row. */
+export function toUserView(user: { id: string; email: string; role: 'staff' | 'user'; display_name: string | null; created_at: Date }): UserView {
+  return { id: user.id, email: user.email, role: user.role, display_name: user.display_name, created_at: user.created_at.toISOString() };
+}
