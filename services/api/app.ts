@@ -3,14 +3,14 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
-import { createRateLimiter, type RateLimiter } from '../../shared/http/rate-limit.js';
+import { createRateLimiter } from '../../shared/http/rate-limit.js';
 import { createMethodIndex, registerRoutes } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import { negotiateLocale } from '../../shared/i18n/index.js';
 import cookie from '@fastify/cookie';
 import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
-import { createAuthenticator, type TokenAuthenticator } from './auth/authenticator.js';
+import { createAuthenticator } from './auth/authenticator.js';
 import { createCaptcha } from './auth/captcha.js';
 import { createAbuseGuard } from './auth/abuse.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
@@ -30,8 +30,6 @@ export interface AppOptions {
 export interface App {
   app: FastifyInstance;
   routes: RouteDef[];
-  limiter: RateLimiter;
-  authenticator: TokenAuthenticator;
 }
 
 /** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
@@ -133,5 +131,5 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
 
   registerRoutes(app, routes, { limiter, authenticator, abuse, publicUrl: config.publicUrl });
-  return { app, routes, limiter, authenticator };
+  return { app, routes };
 }

@@ -33,8 +33,7 @@ const TOKEN_CACHE_MAX = 10_000;
 export const LAST_USED_FLUSH_MS = 2_000;
 
 export interface TokenAuthenticator extends Authenticator {
-  /** Writes pending last-use records now. */
-  flush(): Promise<void>;
+  /** Stops the write-behind timer after writing what is pending. */
   close(): Promise<void>;
 }
 
@@ -162,7 +161,6 @@ export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'a
       const cookie = request.cookies?.[SESSION_COOKIE];
       return cookie ? fromSession(cookie) : undefined;
     },
-    flush,
     async close() {
       clearInterval(timer);
       await flush();
