@@ -12,9 +12,18 @@
 // Besides req/s, the server's own CPU time per request (process.cpuUsage() of this process, which is
 // only the server: autocannon is a child) is reported: it is far less sensitive than throughput to
 // other work competing for the cores, so it tells a noisy run from a real regression.
+// With `taskset` (util-linux) and two cores or more, the server (every thread of this process) is
+// pinned to core 0 and autocannon to core 1, so that neither steals the other's core and the server
+// is CPU-bound: its req/s is then 1 / its CPU time per request, and the rounds agree within a few %.
+// Why the cost reads higher than the work added: `perf record` of the server shows about 6 µs of
+// the authed route's extra ~16 µs per request in the kernel's loopback delivery (the softirq that
+// wakes autocannon on the other core, `_raw_spin_unlock_irqrestore` under tcp_write_xmit): the
+// slower the server, the more often the client core has gone idle and must be woken, which in a VM
+// costs far more than waking a busy core. Our own code (authenticator, limiter, anti-spam check) is
+// about 2 µs; the six rate-limit response headers and the Authorization request header most of the rest.
 // Under tsx every request also pays for tsx's transform (esbuild's __name helpers, about 9 µs per request
 // here), which dilutes the ratio: the built JS (`node dist/...`) shows a somewhat higher cost.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -37,6 +46,14 @@ if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(rounds) || ro
 }
 
 const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+/** Pins this process to core 0 and returns the prefix that runs the load generator on core 1, when possible. */
+function pinCores(): { loadPrefix: string[]; pinned: boolean } {
+  if (cpus().length < 2) return { loadPrefix: [], pinned: false };
+  const pinned = spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdio: 'ignore' });
+  return pinned.status === 0 ? { loadPrefix: ['taskset', '-c', '1'], pinned: true } : { loadPrefix: [], pinned: false };
+}
+const { loadPrefix, pinned } = pinCores();
 
 interface Run {
   rps: number;
@@ -65,7 +82,8 @@ function cannon(url: string, durationSec: number, headers: Record<string, string
   args.push(url);
   return new Promise((resolve, reject) => {
     const cpuBefore = process.cpuUsage();
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [command, ...prefixArgs] = [...loadPrefix, process.execPath];
+    const child = spawn(command!, [...prefixArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -159,7 +177,7 @@ try {
   const mode = embedded ? 'embedded' : 'services';
   console.log(
     `mode: ${mode} (database ${context.db.kind}, cache and rate-limit store ${context.cache.kind}); node ${process.version}; ` +
-      `${seconds} s per run, ${rounds} rounds, ${CONNECTIONS} connections, pipelining 1, autocannon in a child process`,
+      `${seconds} s per run, ${rounds} rounds, ${CONNECTIONS} connections, pipelining 1, autocannon in a child process; ${pinned ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)'}`,
   );
   console.log(`before the runs: ${await otherLoad()}`);
 

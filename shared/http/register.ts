@@ -200,7 +200,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
           }
         }
         if (route.bucket) {
-          await route.beforeLimit?.(request);
+          if (route.beforeLimit) await route.beforeLimit(request);
           const admitted = deps.abuse.admit(request.ip, principal, identityOf(route.bucket, request, principal));
           if (admitted) await admitted;
           const key = rateKey(route.bucket, request, principal);
