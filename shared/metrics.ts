@@ -11,6 +11,7 @@ export interface Metrics {
   visitLogBacklog: Gauge<'topic'>;
   jobsProcessed: Counter<'job' | 'outcome'>;
   auditWriteFailures: Counter<string>;
+  eventPublishFailures: Counter<'event'>;
 }
 
 /** Builds a fresh registry with default process metrics and the platform's instruments. */
@@ -59,6 +60,12 @@ export function createMetrics(): Metrics {
     auditWriteFailures: new Counter({
       name: 'audit_write_failures_total',
       help: 'Audit log entries that could not be written.',
+      registers: [registry],
+    }),
+    eventPublishFailures: new Counter({
+      name: 'event_publish_failures_total',
+      help: 'Platform events (event bus) and link-change notices that could not be published, by event type.',
+      labelNames: ['event'],
       registers: [registry],
     }),
     jobsProcessed: new Counter({

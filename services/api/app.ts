@@ -17,6 +17,8 @@ import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
 import { usersRoutes } from './users/users.routes.js';
+import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
+import { linksRoutes } from './links/links.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
@@ -69,6 +71,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...authRoutes(context, authService(context, captcha, abuse), captcha),
     ...usersRoutes(context),
     ...tokensRoutes(tokensService(context)),
+    ...subdomainsRoutes(context),
+    ...linksRoutes(context),
     ...swarmRoutes(),
     ...(options.extraRoutes ?? []),
   );

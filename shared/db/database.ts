@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
@@ -65,7 +66,8 @@ export async function createDatabase(config: Config['database']): Promise<Databa
     };
   }
   if (config.dir !== 'memory://') mkdirSync(config.dir, { recursive: true });
-  const pglite = await PGlite.create(config.dir);
+  // pg_trgm backs the substring search of links (`q`), as it does on a Postgres server.
+  const pglite = await PGlite.create(config.dir, { extensions: { pg_trgm } });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   return {
     kind: 'pglite',

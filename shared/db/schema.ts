@@ -54,7 +54,48 @@ export interface ApiTokensTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
+export interface SubdomainsTable {
+  name: string;
+  owner_id: string;
+  title: string | null;
+  stats_public: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_visits_list: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_ip: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_internal_ip: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_geo: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_ua: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_referrer: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_links: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_owner: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_publish_delay_sec: ColumnType<number, number | undefined, number>;
+  stats_max_items: ColumnType<number, number | undefined, number>;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface LinksTable {
+  id: string;
+  /** Creation order: sorts lists and keys their cursors (bigint, read as a string). */
+  seq: ColumnType<string, never, never>;
+  owner_id: string;
+  subdomain: string;
+  slug: string;
+  target_url: string;
+  title: string | null;
+  tags: ColumnType<string[], string[] | undefined, string[]>;
+  expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  max_visits: number | null;
+  redirect_type: ColumnType<number, number | undefined, number>;
+  client_id: string | null;
+  client_body_hash: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export interface DB {
+  subdomains: SubdomainsTable;
+  links: LinksTable;
   users: UsersTable;
   sessions: SessionsTable;
   api_tokens: ApiTokensTable;

@@ -70,7 +70,11 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
     const okStatus = String(route.status ?? 200);
     if (route.response) {
       responses[okStatus] = route.raw
-        ? { description: route.raw.description, headers, content: { [route.raw.contentType]: { schema: route.response } } }
+        ? {
+            description: route.raw.description,
+            headers,
+            content: Object.fromEntries([route.raw.contentType].flat().map((type) => [type, { schema: route.response! }])),
+          }
         : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
     }
     for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
@@ -126,6 +130,12 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       { name: 'auth', description: 'Login (session cookie), logout, CAPTCHA challenges and the current account.' },
       { name: 'tokens', description: 'API tokens: `Authorization: Bearer svc_u_…`. Only their SHA-256 is stored; the secret is shown once.' },
       { name: 'users', description: 'Accounts, created by staff.' },
+      {
+        name: 'subdomains',
+        description:
+          'Subdomains (`{name}.{BASE_DOMAIN}`) and their privacy policies. Private by default. GET /api/v1/subdomains/{name} is the public page payload.',
+      },
+      { name: 'links', description: 'Short links: create (idempotent with client_id), list, read, update, soft delete, duplicate, QR code.' },
       { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
     ],
   });

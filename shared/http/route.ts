@@ -88,7 +88,7 @@ export interface RouteDef<
   /** Codes this operation can answer beyond those the registrar derives from auth, bucket and schemas. */
   errors?: ErrorCode[];
   /** Set for routes that answer a raw body rather than the envelope. */
-  raw?: { contentType: string; description: string };
+  raw?: { contentType: string | string[]; description: string };
   deprecated?: boolean;
   handler: (
     input: HandlerInput<

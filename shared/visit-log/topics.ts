@@ -3,6 +3,8 @@ export const TOPICS = {
   visitsRaw: 'visits.raw',
   trackerRaw: 'tracker.raw',
   visitsDlq: 'visits.dlq',
+  /** Platform events (`link.created`, `visit.new`, …) for the webhook worker, keyed by owner id. */
+  events: 'events',
 } as const;
 
 export type Topic = (typeof TOPICS)[keyof typeof TOPICS];

@@ -1,0 +1,147 @@
+import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import type { DB, LinksTable } from '../../../shared/db/schema.js';
+
+export type LinkRow = Selectable<LinksTable>;
+
+export interface NewLink {
+  id: string;
+  ownerId: string;
+  subdomain: string;
+  slug: string;
+  targetUrl: string;
+  title: string | null;
+  tags: string[];
+  expiresAt: Date | null;
+  maxVisits: number | null;
+  redirectType: number;
+  clientId: string | null;
+  clientBodyHash: string | null;
+}
+
+export interface LinkChanges {
+  slug?: string;
+  target_url?: string;
+  title?: string | null;
+  tags?: string[];
+  expires_at?: Date | null;
+  max_visits?: number | null;
+  redirect_type?: number;
+}
+
+/** Filters of a link list. All optional but the owner or the subdomain. */
+export interface LinkFilter {
+  ownerId?: string;
+  subdomain?: string;
+  /** Substring of slug, title or target URL, case-insensitive. */
+  q?: string;
+  tag?: string;
+  /** Created at or after. */
+  since?: Date;
+  /** Only links that have not expired at this time (public lists). */
+  liveAt?: Date;
+}
+
+/** How a page is addressed: after a cursor (keyset on seq), or by offset for human tables. */
+export type PageAt = { afterSeq?: string } | { offset: number };
+
+/** The text `q` searches: the same expression as the trigram index links_search_live_idx. */
+const searchText = sql<string>`(slug || ' ' || coalesce(title, '') || ' ' || target_url)`;
+
+/** `%` and `_` in a search are literal characters, not LIKE wildcards. */
+const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`);
+
+/** SQL for links: the only place that queries the links table. */
+export function linksRepository(db: Kysely<DB>) {
+  const filtered = <O>(query: SelectQueryBuilder<DB, 'links', O>, filter: LinkFilter) => {
+    let q = query.where('deleted_at', 'is', null);
+    if (filter.ownerId !== undefined) q = q.where('owner_id', '=', filter.ownerId);
+    if (filter.subdomain !== undefined) q = q.where('subdomain', '=', filter.subdomain);
+    if (filter.q) q = q.where(sql<boolean>`${searchText} ILIKE ${'%' + likeLiteral(filter.q) + '%'}`);
+    if (filter.tag !== undefined) q = q.where(sql<boolean>`tags @> ARRAY[${filter.tag}]::text[]`);
+    if (filter.since !== undefined) q = q.where('created_at', '>=', filter.since);
+    if (filter.liveAt !== undefined) q = q.where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', filter.liveAt!)]));
+    return q;
+  };
+
+  return {
+    /** Inserts a link; undefined when a live link of the subdomain has the slug, or the owner used the client_id. */
+    async insertIfFree(link: NewLink): Promise<LinkRow | undefined> {
+      return db
+        .insertInto('links')
+        .values({
+          id: link.id,
+          owner_id: link.ownerId,
+          subdomain: link.subdomain,
+          slug: link.slug,
+          target_url: link.targetUrl,
+          title: link.title,
+          tags: link.tags,
+          expires_at: link.expiresAt,
+          max_visits: link.maxVisits,
+          redirect_type: link.redirectType,
+          client_id: link.clientId,
+          client_body_hash: link.clientBodyHash,
+        })
+        .onConflict((oc) => oc.doNothing())
+        .returningAll()
+        .executeTakeFirst();
+    },
+    /** A link by id, deleted or not. */
+    async findById(id: string): Promise<LinkRow | undefined> {
+      return db.selectFrom('links').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+    async findByClientId(ownerId: string, clientId: string): Promise<LinkRow | undefined> {
+      return db.selectFrom('links').selectAll().where('owner_id', '=', ownerId).where('client_id', '=', clientId).executeTakeFirst();
+    },
+    async liveSlugExists(subdomain: string, slug: string): Promise<boolean> {
+      const row = await db
+        .selectFrom('links')
+        .select('id')
+        .where('subdomain', '=', subdomain)
+        .where('slug', '=', slug)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+    /**
+     * Applies changes to a live link; undefined when the link is gone, 'slug_taken' when the new
+     * slug belongs to another live link of the subdomain.
+     */
+    async update(id: string, changes: LinkChanges): Promise<LinkRow | 'slug_taken' | undefined> {
+      try {
+        return await db
+          .updateTable('links')
+          .set({ ...changes, updated_at: new Date() })
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .returningAll()
+          .executeTakeFirst();
+      } catch (error) {
+        if ((error as { code?: string }).code === '23505') return 'slug_taken';
+        throw error;
+      }
+    },
+    /** Soft-deletes a live link; undefined when it was not live. */
+    async softDelete(id: string): Promise<LinkRow | undefined> {
+      const now = new Date();
+      return db
+        .updateTable('links')
+        .set({ deleted_at: now, updated_at: now })
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+    },
+    /** One page, newest first: `limit + 1` rows are read so the caller knows whether more follow. */
+    async page(filter: LinkFilter, at: PageAt, limit: number): Promise<LinkRow[]> {
+      let query = filtered(db.selectFrom('links').selectAll(), filter).orderBy('seq', 'desc').limit(limit + 1);
+      if ('offset' in at) query = query.offset(at.offset);
+      else if (at.afterSeq !== undefined) query = query.where('seq', '<', at.afterSeq);
+      return query.execute();
+    },
+    async count(filter: LinkFilter): Promise<number> {
+      const row = await filtered(db.selectFrom('links').select((eb) => eb.fn.countAll<string>().as('n')), filter).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+  };
+}

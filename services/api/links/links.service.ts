@@ -1,0 +1,341 @@
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import type { Context } from '../../../shared/context.js';
+import { AppError } from '../../../shared/errors.js';
+import { createEventBus } from '../../../shared/events/events.js';
+import type { Principal } from '../../../shared/http/auth.js';
+import { publishLinkNotice, type RedirectLink } from '../../../shared/links/link-notices.js';
+import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
+import { subdomainsService } from '../subdomains/subdomains.service.js';
+import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type PageAt } from './links.repository.js';
+
+/** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
+export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** Paths the short hosts serve themselves. */
+export const RESERVED_SLUGS = ['api', 'auth', 'tracker', 'metrics', 'health', 'static', 'assets', 'qr', 'robots', 'favicon'] as const;
+/** Generated slugs: 7 characters of [a-z0-9] (36^7 ≈ 7.8e10 values). */
+const GENERATED_SLUG_LENGTH = 7;
+const SLUG_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const GENERATED_SLUG_ATTEMPTS = 8;
+
+export const REDIRECT_TYPES = [301, 302, 307, 308] as const;
+
+export type LinkState = 'active' | 'expired';
+
+/** A link as its owner sees it. */
+export interface LinkView {
+  id: string;
+  subdomain: string;
+  slug: string;
+  short_url: string;
+  target_url: string;
+  title: string | null;
+  tags: string[];
+  expires_at: string | null;
+  max_visits: number | null;
+  redirect_type: number;
+  state: LinkState;
+  client_id: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface NewLinkInput {
+  subdomain: string;
+  target_url: string;
+  slug?: string;
+  title?: string;
+  tags?: string[];
+  expires_at?: string;
+  max_visits?: number;
+  redirect_type?: number;
+  client_id?: string;
+}
+
+export interface LinkPatch {
+  slug?: string;
+  target_url?: string;
+  title?: string | null;
+  tags?: string[];
+  expires_at?: string | null;
+  max_visits?: number | null;
+  redirect_type?: number;
+}
+
+/** The spec's pagination meta, plus `page` when the page was addressed by number. */
+export type PageMeta = {
+  count: number;
+  total: number;
+  limit: number;
+  cursor: string | null;
+  next_cursor: string | null;
+  has_more: boolean;
+  page?: number;
+};
+
+/** Cursors are opaque: a version tag and the position in the list. */
+export function encodeCursor(seq: string): string {
+  return Buffer.from(`l1:${seq}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const match = /^l1:(\d{1,19})$/.exec(text);
+  if (!match) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
+  return match[1]!;
+}
+
+/** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
+function generateSlug(): string {
+  let slug = '';
+  for (let i = 0; i < GENERATED_SLUG_LENGTH; i++) slug += SLUG_ALPHABET[randomInt(SLUG_ALPHABET.length)];
+  return slug;
+}
+
+/** Link ids: `l_` and 16 base64url characters (96 random bits), opaque and not sequential. */
+function newLinkId(): string {
+  return `l_${randomBytes(12).toString('base64url')}`;
+}
+
+/** Tags are compared in lower case; duplicates collapse. */
+export function normalizeTags(tags: string[]): string[] {
+  return [...new Set(tags.map((tag) => tag.trim().toLowerCase()))];
+}
+
+/** A stable hash of a create body, to tell a replay from a different request reusing a client_id. */
+function bodyHash(input: NewLinkInput): string {
+  const { client_id: _clientId, ...rest } = input;
+  const sorted = Object.fromEntries(Object.entries(rest).sort(([a], [b]) => a.localeCompare(b)));
+  return createHash('sha256').update(JSON.stringify(sorted)).digest('hex');
+}
+
+export function linksService(context: Context) {
+  const links = linksRepository(context.db.db);
+  const subdomains = subdomainsService(context);
+  const events = createEventBus(context);
+  const { config } = context;
+
+  const toView = (row: LinkRow, now = Date.now()): LinkView => ({
+    id: row.id,
+    subdomain: row.subdomain,
+    slug: row.slug,
+    short_url: shortUrl(config, row.subdomain, row.slug),
+    target_url: row.target_url,
+    title: row.title,
+    tags: row.tags,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    max_visits: row.max_visits,
+    redirect_type: row.redirect_type,
+    state: row.expires_at && row.expires_at.getTime() <= now ? 'expired' : 'active',
+    client_id: row.client_id,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    deleted_at: row.deleted_at?.toISOString() ?? null,
+  });
+
+  const redirectRecord = (row: LinkRow): RedirectLink => ({
+    id: row.id,
+    owner_id: row.owner_id,
+    subdomain: row.subdomain,
+    slug: row.slug,
+    target_url: row.target_url,
+    redirect_type: row.redirect_type,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    max_visits: row.max_visits,
+  });
+
+  const target = (input: string): string => {
+    const checked = checkTargetUrl(input, config);
+    if (!checked.ok) throw new AppError('validation_error', { target_url: checked.rule });
+    return checked.url;
+  };
+
+  const customSlug = (slug: string): string => {
+    const normalized = slug.toLowerCase();
+    if ((RESERVED_SLUGS as readonly string[]).includes(normalized)) throw new AppError('validation_error', { slug: 'is reserved' });
+    return normalized;
+  };
+
+  /** A live link the caller may manage: 404 when unknown or deleted, 403 not_owner when someone else's. */
+  const managed = async (principal: Principal, id: string): Promise<LinkRow> => {
+    const row = await links.findById(id);
+    if (!row || row.deleted_at) throw new AppError('not_found', { link: id });
+    if (row.owner_id !== principal.userId && !principal.scopes.has('admin')) throw new AppError('not_owner', { link: id });
+    return row;
+  };
+
+  const announceCreated = async (row: LinkRow) => {
+    await publishLinkNotice(context, { kind: 'upsert', link: redirectRecord(row) });
+    await events.emit('link.created', { ownerId: row.owner_id, subdomain: row.subdomain }, toView(row));
+  };
+
+  /** Inserts with the given slug, or with generated ones until one is free. */
+  const insert = async (values: Omit<Parameters<typeof links.insertIfFree>[0], 'id' | 'slug'>, slug: string | undefined, clientId: string | null) => {
+    for (let attempt = 0; attempt < (slug ? 1 : GENERATED_SLUG_ATTEMPTS); attempt++) {
+      const row = await links.insertIfFree({ ...values, id: newLinkId(), slug: slug ?? generateSlug() });
+      if (row) return row;
+      // A concurrent create with the same client_id won the race: that one is the original.
+      if (clientId && (await links.findByClientId(values.ownerId, clientId))) return undefined;
+    }
+    if (slug) throw new AppError('conflict', { slug: 'is taken in this subdomain' });
+    throw new AppError('service_unavailable', { reason: 'no free generated slug; retry' });
+  };
+
+  /** Page of rows → views + the spec's meta. */
+  const paged = async <V>(filter: LinkFilter, paging: { limit: number; cursor?: string; page?: number }, view: (row: LinkRow) => V) => {
+    const at: PageAt = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeCursor(paging.cursor) : undefined };
+    const [rows, total] = await Promise.all([links.page(filter, at, paging.limit), links.count(filter)]);
+    const hasMore = rows.length > paging.limit;
+    const items = rows.slice(0, paging.limit);
+    const meta: PageMeta = {
+      count: items.length,
+      total,
+      limit: paging.limit,
+      cursor: paging.cursor ?? null,
+      next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
+      has_more: hasMore,
+    };
+    if (paging.page !== undefined) meta.page = paging.page;
+    return { items: items.map(view), meta };
+  };
+
+  return {
+    /** Creates a link; with a client_id already used by the owner, answers the original instead (`replay`). */
+    async create(principal: Principal, input: NewLinkInput): Promise<{ link: LinkView; replay: boolean }> {
+      const subdomain = await subdomains.managed(principal, input.subdomain);
+      const ownerId = subdomain.owner_id;
+      const clientId = input.client_id ?? null;
+      const hash = clientId ? bodyHash(input) : null;
+      const replay = async (): Promise<{ link: LinkView; replay: boolean } | undefined> => {
+        if (!clientId) return undefined;
+        const original = await links.findByClientId(ownerId, clientId);
+        if (!original) return undefined;
+        if (original.client_body_hash !== hash) {
+          throw new AppError('conflict', { client_id: 'was already used with a different request body' });
+        }
+        return { link: toView(original), replay: true };
+      };
+      const earlier = await replay();
+      if (earlier) return earlier;
+
+      const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+      if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('validation_error', { expires_at: 'must be in the future' });
+      const row = await insert(
+        {
+          ownerId,
+          subdomain: subdomain.name,
+          targetUrl: target(input.target_url),
+          title: input.title ?? null,
+          tags: normalizeTags(input.tags ?? []),
+          expiresAt,
+          maxVisits: input.max_visits ?? null,
+          redirectType: input.redirect_type ?? 302,
+          clientId,
+          clientBodyHash: hash,
+        },
+        input.slug === undefined ? undefined : customSlug(input.slug),
+        clientId,
+      );
+      if (!row) return (await replay())!;
+      await announceCreated(row);
+      return { link: toView(row), replay: false };
+    },
+
+    async get(principal: Principal, id: string): Promise<LinkView> {
+      return toView(await managed(principal, id));
+    },
+
+    async update(principal: Principal, id: string, patch: LinkPatch): Promise<LinkView> {
+      const before = await managed(principal, id);
+      const changes: LinkChanges = {};
+      if (patch.slug !== undefined) changes.slug = customSlug(patch.slug);
+      if (patch.target_url !== undefined) changes.target_url = target(patch.target_url);
+      if (patch.title !== undefined) changes.title = patch.title;
+      if (patch.tags !== undefined) changes.tags = normalizeTags(patch.tags);
+      if (patch.expires_at !== undefined) changes.expires_at = patch.expires_at === null ? null : new Date(patch.expires_at);
+      if (patch.max_visits !== undefined) changes.max_visits = patch.max_visits;
+      if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;
+      const row = await links.update(id, changes);
+      if (row === 'slug_taken') throw new AppError('conflict', { slug: 'is taken in this subdomain' });
+      if (!row) throw new AppError('not_found', { link: id });
+      const moved = row.slug !== before.slug ? { previous: { subdomain: before.subdomain, slug: before.slug } } : {};
+      await publishLinkNotice(context, { kind: 'upsert', link: redirectRecord(row), ...moved });
+      return toView(row);
+    },
+
+    /** Soft delete: the link stops redirecting and leaves lists; its statistics stay. */
+    async remove(principal: Principal, id: string): Promise<LinkView> {
+      await managed(principal, id);
+      const row = await links.softDelete(id);
+      if (!row) throw new AppError('not_found', { link: id });
+      await publishLinkNotice(context, { kind: 'delete', link: redirectRecord(row) });
+      return toView(row);
+    },
+
+    /** A copy of a live link under a new generated slug (no client_id: the copy is a new object). */
+    async duplicate(principal: Principal, id: string): Promise<LinkView> {
+      const source = await managed(principal, id);
+      const row = (await insert(
+        {
+          ownerId: source.owner_id,
+          subdomain: source.subdomain,
+          targetUrl: source.target_url,
+          title: source.title,
+          tags: source.tags,
+          expiresAt: source.expires_at,
+          maxVisits: source.max_visits,
+          redirectType: source.redirect_type,
+          clientId: null,
+          clientBodyHash: null,
+        },
+        undefined,
+        null,
+      ))!;
+      await announceCreated(row);
+      return toView(row);
+    },
+
+    /** The caller's links (or one managed subdomain's), newest first. */
+    async list(
+      principal: Principal,
+      filters: { subdomain?: string; q?: string; tag?: string; since?: string },
+      paging: { limit: number; cursor?: string; page?: number },
+    ) {
+      const filter: LinkFilter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
+      if (filters.subdomain !== undefined) filter.subdomain = (await subdomains.managed(principal, filters.subdomain)).name;
+      else filter.ownerId = principal.userId;
+      const now = Date.now();
+      return paged(filter, paging, (row) => toView(row, now));
+    },
+
+    /**
+     * The public list of a subdomain: only when its policy shows links, only links that still
+     * redirect, and never more than its stats_max_items newest.
+     */
+    async publicList(subdomain: string, paging: { limit: number; cursor?: string; page?: number }) {
+      const view = await subdomains.publicView(subdomain);
+      if (!view.links) throw new AppError('forbidden', { reason: 'links_not_public', subdomain });
+      const window = await links.page({ subdomain, liveAt: new Date() }, {}, view.maxItems - 1);
+      const afterSeq = paging.cursor ? BigInt(decodeCursor(paging.cursor)) : undefined;
+      const start = paging.page !== undefined ? (paging.page - 1) * paging.limit : afterSeq === undefined ? 0 : window.findIndex((row) => BigInt(row.seq) < afterSeq);
+      const items = start < 0 ? [] : window.slice(start, start + paging.limit);
+      const hasMore = start >= 0 && start + paging.limit < window.length;
+      const meta: PageMeta = {
+        count: items.length,
+        total: window.length,
+        limit: paging.limit,
+        cursor: paging.cursor ?? null,
+        next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
+        has_more: hasMore,
+      };
+      if (paging.page !== undefined) meta.page = paging.page;
+      return { items: items.map(subdomains.toPublicLink), meta };
+    },
+
+    /** The short URL a QR code encodes, for a link the caller may manage. */
+    async shortUrlOf(principal: Principal, id: string): Promise<{ url: string; slug: string }> {
+      const row = await managed(principal, id);
+      return { url: shortUrl(config, row.subdomain, row.slug), slug: row.slug };
+    },
+  };
+}

@@ -1,0 +1,221 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '../../../shared/context.js';
+import { mintToken } from '../../../shared/testing/accounts.js';
+import { closeContext, createTestContext } from '../../../shared/testing/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
+import { POLICY_DEFAULTS, POLICY_SWITCHES } from '../../../shared/policy/policy.js';
+import { buildApp } from '../app.js';
+
+let context: Context;
+let app: FastifyInstance;
+let alice: TestOwner;
+let bob: TestOwner;
+
+beforeAll(async () => {
+  context = await createTestContext();
+  ({ app } = await buildApp(context));
+  [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
+});
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+const uniqueLabel = () => `t${Math.random().toString(36).slice(2, 10)}`;
+
+describe('POST /api/v1/subdomains', () => {
+  it('claims a name with a private policy: every switch off, delay 0, max items 50', async () => {
+    const name = uniqueLabel();
+    const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name, title: 'Alice' } });
+    expect(response.statusCode).toBe(201);
+    const { data } = response.json();
+    expect(data).toMatchObject({ name, title: 'Alice', owner_id: alice.id, ...POLICY_DEFAULTS });
+    expect(data.url).toBe(`http://${name}.localhost:8080/`);
+    for (const field of POLICY_SWITCHES) expect(data[field]).toBe(false);
+  });
+
+  it('answers 409 conflict when the name is taken, by anyone', async () => {
+    const name = uniqueLabel();
+    expect((await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } })).statusCode).toBe(201);
+    for (const owner of [bob, alice]) {
+      const again = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: owner.auth, payload: { name } });
+      expect(again.statusCode).toBe(409);
+      expect(again.json().error.code).toBe('conflict');
+    }
+  });
+
+  it.each(['www', 'api', 'admin', 'mail', 'static'])('refuses the reserved name %s with 422', async (name) => {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().error).toMatchObject({ code: 'validation_error', details: { name: 'is reserved' } });
+  });
+
+  it.each([
+    ['too short', 'ab'],
+    ['too long', 'a'.repeat(64)],
+    ['upper case', 'Alice'],
+    ['leading hyphen', '-alice'],
+    ['trailing hyphen', 'alice-'],
+    ['underscore', 'al_ice'],
+    ['dot', 'al.ice'],
+  ])('refuses a name that is not a DNS label (%s) with 422', async (_why, name) => {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().error.details).toHaveProperty('name');
+  });
+
+  it('accepts 3- and 63-character labels with inner hyphens', async () => {
+    const long = `x-${Math.random().toString(36).slice(2, 10)}`.padEnd(63, 'y');
+    expect(long).toHaveLength(63);
+    const claimedLong = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name: long } });
+    expect(claimedLong.statusCode).toBe(201);
+    // Three characters leave few names: one may already be taken by an earlier run on the same database.
+    const short = `a${Math.random().toString(36).slice(2, 3)}z`;
+    const claimedShort = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name: short } });
+    expect(claimedShort.statusCode === 201 || claimedShort.json().error.code === 'conflict').toBe(true);
+  });
+
+  it('needs the subdomain:write scope', async () => {
+    const { token } = await mintToken(app, alice.cookie, new URL(context.config.publicUrl).origin, { name: 'ro', scopes: ['links:read'] });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/v1/subdomains',
+      headers: { authorization: `Bearer ${token}` },
+      payload: { name: uniqueLabel() },
+    });
+    expect(response.statusCode).toBe(403);
+    expect(response.json().error).toMatchObject({ code: 'forbidden', details: { required_scope: 'subdomain:write' } });
+    // Reads need links:read, which this token holds.
+    expect((await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: { authorization: `Bearer ${token}` } })).statusCode).toBe(200);
+  });
+
+  it('answers 401 without credentials', async () => {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', payload: { name: uniqueLabel() } });
+    expect(response.statusCode).toBe(401);
+  });
+});
+
+describe('GET /api/v1/subdomains', () => {
+  it("lists only the caller's subdomains, by token or session", async () => {
+    const carol = await createOwner(context, app);
+    const mine = [await claimSubdomain(app, carol), await claimSubdomain(app, carol)].sort();
+    await claimSubdomain(app, bob);
+    const byToken = await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: carol.auth });
+    expect(byToken.statusCode).toBe(200);
+    expect(byToken.json().data.subdomains.map((s: { name: string }) => s.name)).toEqual(mine);
+    expect(byToken.json().meta).toMatchObject({ count: 2, total: 2, has_more: false, next_cursor: null });
+    const bySession = await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: { cookie: carol.cookie } });
+    expect(bySession.json().data.subdomains.map((s: { name: string }) => s.name)).toEqual(mine);
+  });
+});
+
+describe('PATCH /api/v1/subdomains/{name}', () => {
+  it('sets any of the eleven policy fields and the title; the rest keep their values', async () => {
+    const name = await claimSubdomain(app, alice);
+    const first = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/subdomains/${name}`,
+      headers: alice.auth,
+      payload: { stats_public: true, stats_show_geo: true, stats_publish_delay_sec: 3600, stats_max_items: 10, title: 'Shop' },
+    });
+    expect(first.statusCode).toBe(200);
+    expect(first.json().data).toMatchObject({ stats_public: true, stats_show_geo: true, stats_show_ip: false, stats_publish_delay_sec: 3600, stats_max_items: 10, title: 'Shop' });
+    const second = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: alice.auth, payload: { stats_show_ip: true } });
+    expect(second.json().data).toMatchObject({ stats_public: true, stats_show_geo: true, stats_show_ip: true, stats_max_items: 10 });
+  });
+
+  it.each([
+    ['a negative delay', { stats_publish_delay_sec: -1 }, 'stats_publish_delay_sec'],
+    ['a delay over 30 days', { stats_publish_delay_sec: 2_592_001 }, 'stats_publish_delay_sec'],
+    ['max items 0', { stats_max_items: 0 }, 'stats_max_items'],
+    ['max items over 1000', { stats_max_items: 1001 }, 'stats_max_items'],
+    ['a string for a switch', { stats_public: 'yes' }, 'stats_public'],
+    ['a fractional delay', { stats_publish_delay_sec: 1.5 }, 'stats_publish_delay_sec'],
+  ])('refuses %s with 422 naming the field, and stores nothing', async (_why, payload, field) => {
+    const name = await claimSubdomain(app, alice);
+    const response = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: alice.auth, payload });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().error.details).toHaveProperty(field);
+    const listed = await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: alice.auth });
+    expect(listed.json().data.subdomains.find((s: { name: string }) => s.name === name)).toMatchObject(POLICY_DEFAULTS);
+  });
+
+  it('refuses unknown fields with 400 and an empty body with 422', async () => {
+    const name = await claimSubdomain(app, alice);
+    const unknown = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: alice.auth, payload: { stats_everything: true } });
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().error.code).toBe('bad_request');
+    const empty = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: alice.auth, payload: {} });
+    expect(empty.statusCode).toBe(422);
+  });
+
+  it("answers 403 not_owner on another owner's subdomain and 404 on an unknown one", async () => {
+    const name = await claimSubdomain(app, alice);
+    const foreign = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: bob.auth, payload: { stats_public: true } });
+    expect(foreign.statusCode).toBe(403);
+    expect(foreign.json().error.code).toBe('not_owner');
+    const unknown = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${uniqueLabel()}`, headers: bob.auth, payload: { stats_public: true } });
+    expect(unknown.statusCode).toBe(404);
+  });
+});
+
+describe('GET /api/v1/subdomains/{name} (public page payload)', () => {
+  const createLinks = async (owner: TestOwner, subdomain: string, count: number) => {
+    for (let i = 0; i < count; i++) {
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/v1/links',
+        headers: owner.auth,
+        payload: { subdomain, target_url: `https://example.com/${i}`, title: `Link ${i}`, tags: ['secret-tag'] },
+      });
+      expect(created.statusCode).toBe(201);
+    }
+  };
+
+  it.each([
+    [false, false],
+    [true, false],
+    [false, true],
+    [true, true],
+  ])('with stats_show_links=%s and stats_show_owner=%s carries exactly the visible parts, no hidden key', async (showLinks, showOwner) => {
+    const name = await claimSubdomain(app, alice, { stats_show_links: showLinks, stats_show_owner: showOwner, title: 'Page' });
+    await createLinks(alice, name, 3);
+    const response = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}` });
+    expect(response.statusCode).toBe(200);
+    const page = response.json().data;
+    expect(page.name).toBe(name);
+    expect(page.title).toBe('Page');
+    expect(page.public).toMatchObject({ links: showLinks, owner: showOwner, stats: false, visits_list: false });
+    expect('links' in page).toBe(showLinks);
+    expect('owner' in page).toBe(showOwner);
+    const text = response.body;
+    // Owner-only data never appears, whatever the switches.
+    expect(text).not.toContain(alice.email);
+    expect(text).not.toContain(alice.id);
+    expect(text).not.toContain('example.com/');
+    expect(text).not.toContain('secret-tag');
+    if (showLinks) {
+      expect(page.links).toHaveLength(3);
+      expect(Object.keys(page.links[0]).sort()).toEqual(['created_at', 'short_url', 'slug', 'title']);
+    } else {
+      expect(text).not.toContain('Link 0');
+    }
+    if (showOwner) expect(page.owner).toEqual({ display_name: null });
+  });
+
+  it('caps the links at stats_max_items, newest first, and leaves out expired links', async () => {
+    const name = await claimSubdomain(app, alice, { stats_show_links: true, stats_max_items: 2 });
+    await createLinks(alice, name, 4);
+    const page = (await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}` })).json().data;
+    expect(page.links.map((link: { title: string }) => link.title)).toEqual(['Link 3', 'Link 2']);
+    expect(page.public.max_items).toBe(2);
+  });
+
+  it('answers 404 for an unknown subdomain', async () => {
+    const response = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${uniqueLabel()}` });
+    expect(response.statusCode).toBe(404);
+    expect(response.json().error.code).toBe('not_found');
+  });
+});

@@ -1,0 +1,154 @@
+import type { Context } from '../../../shared/context.js';
+import { AppError } from '../../../shared/errors.js';
+import type { Principal } from '../../../shared/http/auth.js';
+import { shortUrl } from '../../../shared/links/urls.js';
+import { policyOf, publicView, type Policy } from '../../../shared/policy/policy.js';
+import { linksRepository, type LinkRow } from '../links/links.repository.js';
+import { subdomainsRepository, type SubdomainChanges, type SubdomainRow } from './subdomains.repository.js';
+
+/** Names nobody can claim: hosts the platform or mail/DNS conventions use. */
+export const RESERVED_SUBDOMAINS = [
+  'www', 'api', 'admin', 'mail', 'static', 'app', 'dashboard', 'auth', 'login', 'cdn', 'assets', 'status', 'docs',
+  'help', 'support', 'blog', 'ftp', 'smtp', 'imap', 'pop', 'pop3', 'mx', 'ns1', 'ns2', 'webmail', 'root', 'system',
+  'tracker', 'metrics', 'health', 'internal', 'staff', 'security', 'abuse', 'postmaster', 'hostmaster', 'localhost',
+] as const;
+
+/** A DNS label: lower-case letters, digits and hyphens, 3 to 63 characters, no hyphen at either end. */
+export const SUBDOMAIN_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+
+/** Subdomains one account may hold (staff included: a runaway script should stop somewhere). */
+export const MAX_SUBDOMAINS_PER_OWNER = 50;
+
+/** A subdomain as its owner sees it: the policy fields at the top level, as PATCH sets them. */
+export type SubdomainView = {
+  name: string;
+  title: string | null;
+  url: string;
+  owner_id: string;
+  created_at: string;
+  updated_at: string;
+} & Policy;
+
+/** A link as the public sees it on a page whose policy lists links. */
+export interface PublicLinkView {
+  slug: string;
+  short_url: string;
+  title: string | null;
+  created_at: string;
+}
+
+/** The public page payload: hidden parts are absent, never null. */
+export interface PublicPage {
+  name: string;
+  title: string | null;
+  url: string;
+  public: {
+    stats: boolean;
+    visits_list: boolean;
+    links: boolean;
+    owner: boolean;
+    ip: boolean;
+    internal_ip: boolean;
+    geo: boolean;
+    ua: boolean;
+    referrer: boolean;
+    publish_delay_sec: number;
+    max_items: number;
+  };
+  links?: PublicLinkView[];
+  owner?: { display_name: string | null };
+}
+
+/** Who may manage an object: its owner, or staff acting with the admin scope. */
+export function canManage(principal: Principal, ownerId: string): boolean {
+  return ownerId === principal.userId || principal.scopes.has('admin');
+}
+
+export function subdomainsService(context: Context) {
+  const subdomains = subdomainsRepository(context.db.db);
+  const links = linksRepository(context.db.db);
+  const { config } = context;
+  const origin = (name: string) => shortUrl(config, name, '');
+
+  const toView = (row: SubdomainRow): SubdomainView => ({
+    name: row.name,
+    title: row.title,
+    url: origin(row.name),
+    owner_id: row.owner_id,
+    ...policyOf(row),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  });
+
+  const toPublicLink = (row: LinkRow): PublicLinkView => ({
+    slug: row.slug,
+    short_url: shortUrl(config, row.subdomain, row.slug),
+    title: row.title,
+    created_at: row.created_at.toISOString(),
+  });
+
+  /** The subdomain if the caller may manage it: 404 when unknown, 403 not_owner when someone else's. */
+  const managed = async (principal: Principal, name: string): Promise<SubdomainRow> => {
+    const row = await subdomains.find(name);
+    if (!row) throw new AppError('not_found', { subdomain: name });
+    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { subdomain: name });
+    return row;
+  };
+
+  return {
+    managed,
+    toPublicLink,
+    async claim(principal: Principal, input: { name: string; title?: string }): Promise<SubdomainView> {
+      if ((RESERVED_SUBDOMAINS as readonly string[]).includes(input.name)) {
+        throw new AppError('validation_error', { name: 'is reserved' });
+      }
+      if ((await subdomains.countByOwner(principal.userId)) >= MAX_SUBDOMAINS_PER_OWNER) {
+        throw new AppError('validation_error', { name: `at most ${MAX_SUBDOMAINS_PER_OWNER} subdomains per account` });
+      }
+      const row = await subdomains.insertIfFree(input.name, principal.userId, input.title ?? null);
+      if (!row) throw new AppError('conflict', { name: 'is taken' });
+      return toView(row);
+    },
+    async list(principal: Principal): Promise<SubdomainView[]> {
+      return (await subdomains.listByOwner(principal.userId)).map(toView);
+    },
+    async update(principal: Principal, name: string, changes: SubdomainChanges): Promise<SubdomainView> {
+      await managed(principal, name);
+      const row = await subdomains.update(name, changes);
+      if (!row) throw new AppError('not_found', { subdomain: name });
+      return toView(row);
+    },
+    /** The public page payload, built from the policy module's view of the subdomain. */
+    async publicPage(name: string): Promise<PublicPage> {
+      const row = await subdomains.findWithOwner(name);
+      if (!row) throw new AppError('not_found', { subdomain: name });
+      const view = publicView(policyOf(row));
+      const page: PublicPage = {
+        name: row.name,
+        title: row.title,
+        url: origin(row.name),
+        public: {
+          stats: view.stats,
+          visits_list: view.visitsList,
+          links: view.links,
+          owner: view.owner,
+          ...view.details,
+          publish_delay_sec: view.publishDelaySec,
+          max_items: view.maxItems,
+        },
+      };
+      if (view.links) {
+        const rows = await links.page({ subdomain: row.name, liveAt: new Date() }, {}, view.maxItems);
+        page.links = rows.slice(0, view.maxItems).map(toPublicLink);
+      }
+      if (view.owner) page.owner = { display_name: row.owner_display_name };
+      return page;
+    },
+    /** A subdomain and what the public may see of it, for the public link list. */
+    async publicView(name: string) {
+      const row = await subdomains.find(name);
+      if (!row) throw new AppError('not_found', { subdomain: name });
+      return publicView(policyOf(row));
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import type { Cache } from '../cache/cache.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+
+/** What a redirect needs of a link: the record the ingest nodes cache. */
+export interface RedirectLink {
+  id: string;
+  owner_id: string;
+  subdomain: string;
+  slug: string;
+  target_url: string;
+  redirect_type: number;
+  expires_at: string | null;
+  max_visits: number | null;
+}
+
+/**
+ * A link changed. `upsert` carries the whole redirect record (created, updated, limits changed,
+ * duplicated); `delete` says the link stopped redirecting. `previous` names the subdomain and slug
+ * the link answered on before, when a change moved it, so caches drop the old key.
+ */
+export interface LinkNotice {
+  kind: 'upsert' | 'delete';
+  link: RedirectLink;
+  previous?: { subdomain: string; slug: string };
+  /** Milliseconds since the epoch at publication: a cache ignores a notice older than what it holds. */
+  at: number;
+}
+
+/** Channel of link-change notices on the shared cache (Redis pub/sub, or in-process). */
+export const LINK_NOTICES_CHANNEL = 'links.changed';
+
+/**
+ * Publishes a link-change notice to every node (Redis pub/sub when nodes share Redis, in-process
+ * otherwise). A failed publish is counted and logged, not thrown: the change is stored, and caches
+ * bound how long they trust an entry without a notice.
+ */
+export async function publishLinkNotice(deps: { cache: Cache; log: Logger; metrics: Metrics }, notice: Omit<LinkNotice, 'at'>): Promise<void> {
+  try {
+    await deps.cache.publish(LINK_NOTICES_CHANNEL, JSON.stringify({ ...notice, at: Date.now() }));
+  } catch (error) {
+    deps.metrics.eventPublishFailures.inc({ event: `link_notice.${notice.kind}` });
+    deps.log.error({ err: error, link_id: notice.link.id }, 'link-change notice could not be published');
+  }
+}
+
+/** Subscribes to link-change notices; resolves with a function that unsubscribes. */
+export function subscribeLinkNotices(cache: Cache, handler: (notice: LinkNotice) => void): Promise<() => Promise<void>> {
+  return cache.subscribe(LINK_NOTICES_CHANNEL, (message) => handler(JSON.parse(message) as LinkNotice));
+}

@@ -1,0 +1,45 @@
+/**
+ * Short URLs and target URLs. A short URL is `{scheme}://{subdomain}.{BASE_DOMAIN}{:port}/{slug}`,
+ * scheme and port taken from PUBLIC_URL (the same listener serves both in one process).
+ */
+
+/** Longest target URL accepted, after normalisation. */
+export const MAX_TARGET_URL_LENGTH = 2048;
+
+/** The short URL of a link. */
+export function shortUrl(config: { publicUrl: string; baseDomain: string }, subdomain: string, slug: string): string {
+  const base = new URL(config.publicUrl);
+  return `${base.protocol}//${subdomain}.${config.baseDomain}${base.port ? `:${base.port}` : ''}/${slug}`;
+}
+
+/** Host names (lower case) that are the platform's own: the base domain, every subdomain of it, the API host. */
+export function isPlatformHost(host: string, config: { publicUrl: string; baseDomain: string }): boolean {
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === config.baseDomain || name.endsWith(`.${config.baseDomain}`) || name === new URL(config.publicUrl).hostname;
+}
+
+export type TargetCheck = { ok: true; url: string } | { ok: false; rule: string };
+
+/**
+ * Normalises a target URL (WHATWG parsing: lower-case scheme and host, IDN to punycode, default
+ * port dropped, path percent-encoded) and checks it: http or https only, no credentials, no
+ * control characters or spaces, at most MAX_TARGET_URL_LENGTH characters, and never a host of the
+ * platform itself (a short link to a short link loops or launders a target).
+ */
+export function checkTargetUrl(input: string, config: { publicUrl: string; baseDomain: string }): TargetCheck {
+  const raw = input.trim();
+  if (/[\u0000-\u001f\u007f\s]/.test(raw)) return { ok: false, rule: 'must not contain spaces or control characters' };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, rule: 'must be an absolute http or https URL' };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, rule: 'must use http or https' };
+  if (url.username || url.password) return { ok: false, rule: 'must not contain credentials (user:password@)' };
+  if (!url.hostname) return { ok: false, rule: 'must name a host' };
+  if (isPlatformHost(url.hostname, config)) return { ok: false, rule: "must not point at the platform's own short hosts" };
+  const normalized = url.href;
+  if (normalized.length > MAX_TARGET_URL_LENGTH) return { ok: false, rule: `must be at most ${MAX_TARGET_URL_LENGTH} characters` };
+  return { ok: true, url: normalized };
+}

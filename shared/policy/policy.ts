@@ -1,0 +1,144 @@
+import { z } from 'zod';
+
+/**
+ * The one privacy-policy module (ARCHITECTURE.md, "Where privacy is enforced"): a subdomain's
+ * policy fields, their types, defaults and bounds, and what an unauthenticated reader may get.
+ * Every public endpoint asks this module; none reads the policy flags itself.
+ */
+
+/** The nine switches of the policy, each off by default (private unless the owner opens it). */
+export const POLICY_SWITCHES = [
+  'stats_public',
+  'stats_show_visits_list',
+  'stats_show_ip',
+  'stats_show_internal_ip',
+  'stats_show_geo',
+  'stats_show_ua',
+  'stats_show_referrer',
+  'stats_show_links',
+  'stats_show_owner',
+] as const;
+export type PolicySwitch = (typeof POLICY_SWITCHES)[number];
+
+/** Longest publish delay: 30 days. */
+export const MAX_PUBLISH_DELAY_SEC = 2_592_000;
+/** Most items a public list may return, whatever the owner sets. */
+export const MAX_PUBLIC_ITEMS = 1_000;
+
+export type Policy = Record<PolicySwitch, boolean> & { stats_publish_delay_sec: number; stats_max_items: number };
+
+export const POLICY_DEFAULTS: Policy = {
+  stats_public: false,
+  stats_show_visits_list: false,
+  stats_show_ip: false,
+  stats_show_internal_ip: false,
+  stats_show_geo: false,
+  stats_show_ua: false,
+  stats_show_referrer: false,
+  stats_show_links: false,
+  stats_show_owner: false,
+  stats_publish_delay_sec: 0,
+  stats_max_items: 50,
+};
+
+const SWITCH_DOCS: Record<PolicySwitch, string> = {
+  stats_public: 'Aggregates (GET /api/v1/stats?subdomain=) are public.',
+  stats_show_visits_list: 'The recent-visits list (GET /api/v1/visits?subdomain=) is public.',
+  stats_show_ip: "Public visit rows carry the visitor's public IP.",
+  stats_show_internal_ip: 'Public visit rows carry the LAN IP (only ever collected with consent).',
+  stats_show_geo: 'Public visit rows and aggregates carry geolocation (country, region, city).',
+  stats_show_ua: 'Public visit rows and aggregates carry the user agent (browser, OS, device).',
+  stats_show_referrer: 'Public visit rows and aggregates carry the referrer.',
+  stats_show_links: "The subdomain's links are listed publicly (page payload and GET /api/v1/links?subdomain=).",
+  stats_show_owner: "The public page names the owner (display name only, never the e-mail).",
+};
+
+const switchSchema = (name: PolicySwitch) => z.boolean().meta({ description: `${SWITCH_DOCS[name]} Default false.` });
+const delaySchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_PUBLISH_DELAY_SEC)
+  .meta({ description: `Visits younger than this many seconds are not public. Default 0, at most ${MAX_PUBLISH_DELAY_SEC} (30 days).` });
+const maxItemsSchema = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_PUBLIC_ITEMS)
+  .meta({ description: `Most items a public list returns. Default ${POLICY_DEFAULTS.stats_max_items}, between 1 and ${MAX_PUBLIC_ITEMS}.` });
+
+/** The eleven fields as they are read (all present). */
+export const PolicySchema = z
+  .object({
+    ...(Object.fromEntries(POLICY_SWITCHES.map((name) => [name, switchSchema(name)])) as Record<PolicySwitch, z.ZodBoolean>),
+    stats_publish_delay_sec: delaySchema,
+    stats_max_items: maxItemsSchema,
+  })
+  .meta({ id: 'SubdomainPolicy', description: 'Privacy policy of a subdomain. Private by default: every switch off.' });
+
+/** The eleven fields as a PATCH sets them: any subset. */
+export const PolicyPatchShape = PolicySchema.partial().shape;
+
+/** The policy of a stored subdomain row. */
+export function policyOf(row: Policy): Policy {
+  const policy = {} as Record<string, unknown>;
+  for (const name of POLICY_SWITCHES) policy[name] = row[name];
+  policy.stats_publish_delay_sec = row.stats_publish_delay_sec;
+  policy.stats_max_items = row.stats_max_items;
+  return policy as Policy;
+}
+
+/** Visit columns each switch opens to a public reader (the columns of ClickHouse `visits`). */
+const VISIT_COLUMNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> = {
+  stats_show_ip: ['ip_public'],
+  stats_show_internal_ip: ['ip_lan'],
+  stats_show_geo: ['country', 'region', 'city', 'latitude', 'longitude'],
+  stats_show_ua: ['user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type'],
+  stats_show_referrer: ['referrer', 'referrer_host'],
+};
+/** Visit columns any public reader of a visible list gets. */
+const ALWAYS_PUBLIC_VISIT_COLUMNS = ['visit_id', 'ts', 'link_id', 'slug', 'kind'] as const;
+
+/** What an unauthenticated reader may see of a subdomain, decided from its policy alone. */
+export interface PublicView {
+  /** Aggregates are public. */
+  stats: boolean;
+  /** The recent-visits list is public. */
+  visitsList: boolean;
+  links: boolean;
+  owner: boolean;
+  /** Which visit details are public, by kind. */
+  details: { ip: boolean; internal_ip: boolean; geo: boolean; ua: boolean; referrer: boolean };
+  /** Columns of a public visit row; public queries select these and nothing else. */
+  visitColumns: string[];
+  /** Public data is at least this old. */
+  publishDelaySec: number;
+  /** Public lists return at most this many items. */
+  maxItems: number;
+  /** The switches that are on, by name: which statistics and details are public. */
+  shown: PolicySwitch[];
+}
+
+export function publicView(policy: Policy): PublicView {
+  const visitColumns: string[] = [...ALWAYS_PUBLIC_VISIT_COLUMNS];
+  for (const [name, columns] of Object.entries(VISIT_COLUMNS_BY_SWITCH) as [PolicySwitch, readonly string[]][]) {
+    if (policy[name]) visitColumns.push(...columns);
+  }
+  return {
+    stats: policy.stats_public,
+    visitsList: policy.stats_show_visits_list,
+    links: policy.stats_show_links,
+    owner: policy.stats_show_owner,
+    details: {
+      ip: policy.stats_show_ip,
+      internal_ip: policy.stats_show_internal_ip,
+      geo: policy.stats_show_geo,
+      ua: policy.stats_show_ua,
+      referrer: policy.stats_show_referrer,
+    },
+    visitColumns,
+    publishDelaySec: policy.stats_publish_delay_sec,
+    maxItems: Math.min(policy.stats_max_items, MAX_PUBLIC_ITEMS),
+    shown: POLICY_SWITCHES.filter((name) => policy[name]),
+  };
+}
