@@ -1,6 +1,6 @@
 import { Resvg } from '@resvg/resvg-js';
 import type { FastifyInstance } from 'fastify';
-import jsQR from 'jsqr';
+import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
@@ -13,6 +13,9 @@ import { waitFor } from '../../../shared/testing/wait.js';
 import { TOPICS } from '../../../shared/visit-log/topics.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
 import { buildApp } from '../app.js';
+
+// jsqr is CommonJS with `exports.default`: under NodeNext its function is the default's `default`.
+const jsQR = jsQRModule.default;
 
 let context: Context;
 let app: FastifyInstance;
@@ -339,6 +342,15 @@ describe('GET /api/v1/links (owner)', () => {
     const next = await get(owner, `/api/v1/links?limit=3&cursor=${meta.next_cursor}`);
     expect(next.json().data.links.map((link: Json) => link.title)).toEqual(['n0']);
     expect((await page(3)).json().meta).toMatchObject({ count: 1, has_more: false, next_cursor: null });
+    // Totals follow deletes and duplicates, per owner and per subdomain.
+    const [newest] = (await page(1)).json().data.links;
+    await app.inject({ method: 'DELETE', url: `/api/v1/links/${newest.id}`, headers: owner.auth });
+    await app.inject({ method: 'POST', url: `/api/v1/links/${(await page(1)).json().data.links[0].id}/duplicate`, headers: owner.auth });
+    await app.inject({ method: 'POST', url: `/api/v1/links/${(await page(1)).json().data.links[0].id}/duplicate`, headers: owner.auth });
+    expect((await page(1)).json().meta.total).toBe(8);
+    expect((await get(owner, `/api/v1/links?subdomain=${subdomain}`)).json().meta.total).toBe(8);
+    const listed = (await get(owner, '/api/v1/subdomains')).json().data.subdomains;
+    expect(listed.find((entry: Json) => entry.name === subdomain).links_count).toBe(8);
   });
 
   it('filters by subdomain, q, tag and since', async () => {

@@ -20,6 +20,7 @@ export const SubdomainSchema = z
     title: z.string().nullable(),
     url: z.string().meta({ description: 'Origin of the short links of this subdomain.' }),
     owner_id: z.uuid(),
+    links_count: z.number().int().meta({ description: 'Live (not deleted) links of the subdomain.' }),
     ...PolicySchema.shape,
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),

@@ -25,6 +25,7 @@ export type SubdomainView = {
   title: string | null;
   url: string;
   owner_id: string;
+  links_count: number;
   created_at: string;
   updated_at: string;
 } & Policy;
@@ -75,6 +76,7 @@ export function subdomainsService(context: Context) {
     title: row.title,
     url: origin(row.name),
     owner_id: row.owner_id,
+    links_count: Number(row.live_links),
     ...policyOf(row),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
