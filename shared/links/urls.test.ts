@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { checkTargetUrl, isPlatformHost, shortUrl } from './urls.js';
+
+const config = { publicUrl: 'https://api.example.net', baseDomain: 'lnk.example.com' };
+
+describe('shortUrl', () => {
+  it('puts the subdomain under the base domain with the scheme and port of PUBLIC_URL', () => {
+    expect(shortUrl(config, 'alice', 'sale')).toBe('https://alice.lnk.example.com/sale');
+    expect(shortUrl({ publicUrl: 'http://localhost:8080', baseDomain: 'localhost' }, 'bob', 'x')).toBe('http://bob.localhost:8080/x');
+  });
+});
+
+describe('isPlatformHost', () => {
+  it.each([
+    ['lnk.example.com', true],
+    ['alice.lnk.example.com', true],
+    ['ALICE.LNK.EXAMPLE.COM.', true],
+    ['api.example.net', true],
+    ['evil-lnk.example.com', false],
+    ['lnk.example.com.evil.org', false],
+    ['example.com', false],
+  ])('%s → %s', (host, expected) => {
+    expect(isPlatformHost(host, config)).toBe(expected);
+  });
+});
+
+describe('checkTargetUrl', () => {
+  it('normalises scheme, host, default port and IDN', () => {
+    expect(checkTargetUrl('HTTPS://WWW.Example.org:443/a', config)).toEqual({ ok: true, url: 'https://www.example.org/a' });
+    expect(checkTargetUrl('http://münchen.example/', config)).toEqual({ ok: true, url: 'http://xn--mnchen-3ya.example/' });
+  });
+
+  it.each([
+    'javascript:alert(1)',
+    'JaVaScRiPt:alert(1)',
+    'vbscript:msgbox(1)',
+    'data:text/html;base64,PHNjcmlwdD4=',
+    'file:///etc/passwd',
+    'mailto:a@example.com',
+    'https://a:b@example.org/',
+    'https://a@example.org/',
+    'https://alice.lnk.example.com/x',
+    'https://api.example.net/api/v1/',
+    'https://example.org/\u0000',
+    'https://exa mple.org/',
+    'not a url',
+    '//example.org/protocol-relative',
+  ])('refuses %j', (input) => {
+    expect(checkTargetUrl(input, config).ok).toBe(false);
+  });
+
+  it('refuses a target longer than 2048 characters once normalised', () => {
+    const path = 'ä'.repeat(400); // 6 characters each once percent-encoded
+    expect(checkTargetUrl(`https://example.org/${path}`, config)).toEqual({ ok: false, rule: 'must be at most 2048 characters' });
+  });
+});

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { POLICY_DEFAULTS, POLICY_SWITCHES, PolicySchema, publicView } from './policy.js';
+
+describe('policy defaults', () => {
+  it('are private: every switch off, no delay, 50 items', () => {
+    for (const name of POLICY_SWITCHES) expect(POLICY_DEFAULTS[name]).toBe(false);
+    expect(POLICY_DEFAULTS).toMatchObject({ stats_publish_delay_sec: 0, stats_max_items: 50 });
+    expect(PolicySchema.safeParse(POLICY_DEFAULTS).success).toBe(true);
+  });
+
+  it('has exactly the eleven fields of the spec', () => {
+    expect(Object.keys(PolicySchema.shape).sort()).toEqual(
+      [
+        'stats_public', 'stats_show_visits_list', 'stats_show_ip', 'stats_show_internal_ip', 'stats_show_geo', 'stats_show_ua',
+        'stats_show_referrer', 'stats_show_links', 'stats_show_owner', 'stats_publish_delay_sec', 'stats_max_items',
+      ].sort(),
+    );
+  });
+});
+
+describe('publicView', () => {
+  it('opens nothing but the row identity by default', () => {
+    const view = publicView(POLICY_DEFAULTS);
+    expect(view).toMatchObject({ stats: false, visitsList: false, links: false, owner: false, shown: [], maxItems: 50, publishDelaySec: 0 });
+    expect(view.visitColumns).toEqual(['visit_id', 'ts', 'link_id', 'slug', 'kind']);
+  });
+
+  it('adds the columns of each detail switch and nothing else', () => {
+    const view = publicView({ ...POLICY_DEFAULTS, stats_show_geo: true, stats_show_referrer: true });
+    expect(view.visitColumns).toEqual(expect.arrayContaining(['country', 'region', 'city', 'referrer', 'referrer_host']));
+    for (const hidden of ['ip_public', 'ip_lan', 'user_agent', 'browser']) expect(view.visitColumns).not.toContain(hidden);
+    expect(view.details).toEqual({ ip: false, internal_ip: false, geo: true, ua: false, referrer: true });
+    expect(view.shown).toEqual(['stats_show_geo', 'stats_show_referrer']);
+  });
+
+  it('never opens the LAN IP with the public IP switch alone', () => {
+    expect(publicView({ ...POLICY_DEFAULTS, stats_show_ip: true }).visitColumns).not.toContain('ip_lan');
+  });
+});
