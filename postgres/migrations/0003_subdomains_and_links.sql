@@ -25,6 +25,8 @@ CREATE TABLE subdomains (
 );
 CREATE INDEX subdomains_owner_idx ON subdomains (owner_id, name);
 
+CREATE SEQUENCE links_version_seq;
+
 -- `seq` orders lists (newest first) and keys their cursors; `id` is the opaque public identifier.
 CREATE TABLE links (
   id text PRIMARY KEY,
@@ -38,6 +40,10 @@ CREATE TABLE links (
   expires_at timestamptz,
   max_visits integer CHECK (max_visits > 0),
   redirect_type smallint NOT NULL DEFAULT 302 CHECK (redirect_type IN (301, 302, 307, 308)),
+  -- Taken from one sequence by every insert and change, so later changes carry higher versions (a
+  -- row's changes are serialised by its lock; a slug is reused only after its delete committed):
+  -- redirect caches keep the highest version they saw for a slug.
+  version bigint NOT NULL DEFAULT nextval('links_version_seq'),
   client_id text CHECK (length(client_id) BETWEEN 1 AND 128),
   -- SHA-256 of the create body a client_id was first used with: a replay with another body is a conflict.
   client_body_hash text,

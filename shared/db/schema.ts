@@ -88,6 +88,8 @@ export interface LinksTable {
   expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   max_visits: number | null;
   redirect_type: ColumnType<number, number | undefined, number>;
+  /** From links_version_seq (bigint, read as a string). */
+  version: ColumnType<string, never, string>;
   client_id: string | null;
   client_body_hash: string | null;
   created_at: ColumnType<Date, Date | string | undefined, never>;

@@ -12,6 +12,33 @@ export interface RedirectLink {
   redirect_type: number;
   expires_at: string | null;
   max_visits: number | null;
+  /** From one sequence, taken by every insert and change: a cache keeps the highest it saw per slug. */
+  version: number;
+}
+
+/** The redirect record of a stored link row. */
+export function toRedirectLink(row: {
+  id: string;
+  owner_id: string;
+  subdomain: string;
+  slug: string;
+  target_url: string;
+  redirect_type: number;
+  expires_at: Date | null;
+  max_visits: number | null;
+  version: string | number;
+}): RedirectLink {
+  return {
+    id: row.id,
+    owner_id: row.owner_id,
+    subdomain: row.subdomain,
+    slug: row.slug,
+    target_url: row.target_url,
+    redirect_type: row.redirect_type,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    max_visits: row.max_visits,
+    version: Number(row.version),
+  };
 }
 
 /**
@@ -23,7 +50,7 @@ export interface LinkNotice {
   kind: 'upsert' | 'delete';
   link: RedirectLink;
   previous?: { subdomain: string; slug: string };
-  /** Milliseconds since the epoch at publication: a cache ignores a notice older than what it holds. */
+  /** Milliseconds since the epoch at publication (for delay metrics; ordering uses link.version). */
   at: number;
 }
 

@@ -19,6 +19,13 @@ describe('isPlatformHost', () => {
     ['evil-lnk.example.com', false],
     ['lnk.example.com.evil.org', false],
     ['example.com', false],
+    ['localhost', true],
+    ['127.0.0.1', true],
+    ['127.8.9.10', true],
+    ['[::1]', true],
+    ['0.0.0.0', true],
+    ['[::ffff:127.0.0.1]', true],
+    ['10.0.0.1', false],
   ])('%s → %s', (host, expected) => {
     expect(isPlatformHost(host, config)).toBe(expected);
   });

@@ -1,3 +1,5 @@
+import ipaddr from 'ipaddr.js';
+
 /**
  * Short URLs and target URLs. A short URL is `{scheme}://{subdomain}.{BASE_DOMAIN}{:port}/{slug}`,
  * scheme and port taken from PUBLIC_URL (the same listener serves both in one process).
@@ -12,10 +14,17 @@ export function shortUrl(config: { publicUrl: string; baseDomain: string }, subd
   return `${base.protocol}//${subdomain}.${config.baseDomain}${base.port ? `:${base.port}` : ''}/${slug}`;
 }
 
-/** Host names (lower case) that are the platform's own: the base domain, every subdomain of it, the API host. */
+/**
+ * Hosts that are the platform's own: the base domain and every subdomain of it, the API host, and
+ * this machine (`localhost`, loopback and unspecified addresses, whatever the port).
+ */
 export function isPlatformHost(host: string, config: { publicUrl: string; baseDomain: string }): boolean {
-  const name = host.toLowerCase().replace(/\.$/, '');
-  return name === config.baseDomain || name.endsWith(`.${config.baseDomain}`) || name === new URL(config.publicUrl).hostname;
+  const name = host.toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
+  if (name === config.baseDomain || name.endsWith(`.${config.baseDomain}`) || name === new URL(config.publicUrl).hostname.replace(/^\[(.*)\]$/, '$1')) return true;
+  if (name === 'localhost' || name.endsWith('.localhost')) return true;
+  if (!ipaddr.isValid(name)) return false;
+  const range = ipaddr.process(name).range();
+  return range === 'loopback' || range === 'unspecified';
 }
 
 export type TargetCheck = { ok: true; url: string } | { ok: false; rule: string };

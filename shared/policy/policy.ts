@@ -99,6 +99,10 @@ const VISIT_COLUMNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> 
 /** Visit columns any public reader of a visible list gets. */
 const ALWAYS_PUBLIC_VISIT_COLUMNS = ['visit_id', 'ts', 'link_id', 'slug', 'kind'] as const;
 
+/** Link columns a public list reads (seq only orders and pages): never target, tags, ids, limits or client ids. */
+export const PUBLIC_LINK_COLUMNS = ['seq', 'subdomain', 'slug', 'title', 'created_at'] as const;
+export type PublicLinkColumn = (typeof PUBLIC_LINK_COLUMNS)[number];
+
 /** What an unauthenticated reader may see of a subdomain, decided from its policy alone. */
 export interface PublicView {
   /** Aggregates are public. */
@@ -113,13 +117,15 @@ export interface PublicView {
   visitColumns: string[];
   /** Public data is at least this old. */
   publishDelaySec: number;
+  /** Public items were created at or before this time (now minus the publish delay). */
+  publishedBefore: Date;
   /** Public lists return at most this many items. */
   maxItems: number;
   /** The switches that are on, by name: which statistics and details are public. */
   shown: PolicySwitch[];
 }
 
-export function publicView(policy: Policy): PublicView {
+export function publicView(policy: Policy, now = Date.now()): PublicView {
   const visitColumns: string[] = [...ALWAYS_PUBLIC_VISIT_COLUMNS];
   for (const [name, columns] of Object.entries(VISIT_COLUMNS_BY_SWITCH) as [PolicySwitch, readonly string[]][]) {
     if (policy[name]) visitColumns.push(...columns);
@@ -138,6 +144,7 @@ export function publicView(policy: Policy): PublicView {
     },
     visitColumns,
     publishDelaySec: policy.stats_publish_delay_sec,
+    publishedBefore: new Date(now - policy.stats_publish_delay_sec * 1000),
     maxItems: Math.min(policy.stats_max_items, MAX_PUBLIC_ITEMS),
     shown: POLICY_SWITCHES.filter((name) => policy[name]),
   };

@@ -75,11 +75,13 @@ describe('POST /api/v1/links', () => {
     expect(Date.parse(link.created_at)).toBeGreaterThan(Date.now() - 60_000);
   });
 
-  it('gives ids that are neither sequential nor guessable from each other', async () => {
-    const ids = [];
-    for (let i = 0; i < 5; i++) ids.push((await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/' })).id);
-    expect(new Set(ids).size).toBe(5);
-    expect([...ids].sort()).not.toEqual(ids);
+  it('gives random ids: consecutive links share no common prefix beyond chance', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/' })).id);
+    expect(new Set(ids).size).toBe(8);
+    // 96 random bits: eight ids agreeing on their first four random characters would be a 1 in 2^168 event.
+    expect(new Set(ids.map((id) => id.slice(2, 6))).size).toBeGreaterThan(1);
+    for (const id of ids) expect(id).toMatch(/^l_[A-Za-z0-9_-]{16}$/);
   });
 
   it('stores a custom slug in lower case, unique within the subdomain but free in another', async () => {
@@ -178,6 +180,26 @@ describe('idempotent create with client_id', () => {
     expect(listed.json().data.links.filter((link: Json) => link.client_id === payload.client_id)).toHaveLength(1);
   });
 
+  it('treats a request that stores the same values as a replay (tag case, spaces around the target)', async () => {
+    const client_id = uniqueName('same');
+    const first = await create(alice, { subdomain: aliceSub, target_url: 'https://example.com/same', tags: ['Promo'], client_id });
+    expect(first.statusCode).toBe(201);
+    const again = await create(alice, { subdomain: aliceSub, target_url: '  https://EXAMPLE.com/same ', tags: ['promo'], client_id });
+    expect(again.statusCode).toBe(200);
+    expect(again.json().data.id).toBe(first.json().data.id);
+  });
+
+  it('answers a replay of a deleted link with the original object, marked deleted', async () => {
+    const payload = { subdomain: aliceSub, target_url: 'https://example.com/deleted-replay', client_id: uniqueName('del') };
+    const first = (await create(alice, payload)).json().data;
+    await app.inject({ method: 'DELETE', url: `/api/v1/links/${first.id}`, headers: alice.auth });
+    const replay = await create(alice, payload);
+    expect(replay.statusCode).toBe(200);
+    expect(replay.json().meta.code).toBe('duplicate_client_id');
+    expect(replay.json().data).toMatchObject({ id: first.id, state: 'deleted' });
+    expect(replay.json().data.deleted_at).not.toBeNull();
+  });
+
   it('creates once when the same request races itself', async () => {
     const payload = { subdomain: aliceSub, target_url: 'https://example.com/race', client_id: uniqueName('race') };
     const answers = await Promise.all(Array.from({ length: 5 }, () => create(alice, payload)));
@@ -242,6 +264,9 @@ describe('GET, PATCH, DELETE /api/v1/links/{id} and duplicate', () => {
     expect((await patch({ target_url: 'javascript:alert(1)' })).statusCode).toBe(422);
     expect((await patch({ redirect_type: 200 })).statusCode).toBe(422);
     expect((await patch({})).statusCode).toBe(422);
+    const past = await patch({ expires_at: '2001-01-01T00:00:00Z' });
+    expect(past.statusCode).toBe(422);
+    expect(past.json().error.details).toHaveProperty('expires_at');
     expect((await patch({ id: 'x' })).statusCode).toBe(400);
     expect((await get(alice, `/api/v1/links/${link.id}`)).json().data).toEqual(link);
   });
@@ -262,6 +287,14 @@ describe('GET, PATCH, DELETE /api/v1/links/{id} and duplicate', () => {
     const reused = await create(alice, { subdomain: aliceSub, target_url: 'https://example.com/', slug: link.slug });
     expect(reused.statusCode).toBe(201);
     expect(reused.json().data.id).not.toBe(link.id);
+  });
+
+  it('duplicates an expired link without its past expiry', async () => {
+    const link = await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/old', expires_at: new Date(Date.now() + 200).toISOString() });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const response = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: alice.auth });
+    expect(response.statusCode).toBe(201);
+    expect(response.json().data).toMatchObject({ expires_at: null, state: 'active' });
   });
 
   it('duplicates a link under a new slug', async () => {
@@ -379,7 +412,8 @@ describe('GET /api/v1/links (owner)', () => {
   });
 
   it('refuses a forged cursor, cursor with page, and limits out of bounds', async () => {
-    for (const query of ['cursor=bm9wZQ', 'cursor=abc&page=2', 'limit=0', 'limit=201', 'page=0', 'since=yesterday']) {
+    const outOfRange = Buffer.from('l1:9999999999999999999').toString('base64url');
+    for (const query of ['cursor=bm9wZQ', `cursor=${outOfRange}`, 'cursor=abc&page=2', 'limit=0', 'limit=201', 'page=0', 'since=yesterday']) {
       const response = await get(alice, `/api/v1/links?${query}`);
       expect(response.statusCode, query).toBe(422);
       expect(response.json().error.code).toBe('validation_error');
@@ -434,10 +468,39 @@ describe('GET /api/v1/links?subdomain= (public)', () => {
     expect(numbered.json().data.links.map((link: Json) => link.title)).toEqual(['p2']);
   });
 
-  it('answers 401 without credentials and without a subdomain, 404 for an unknown subdomain, 422 for owner-only filters', async () => {
+  it('answers 401 without credentials and without a subdomain, 404 for an unknown subdomain, 422 naming an owner-only filter', async () => {
+    const subdomain = await claimSubdomain(app, bob, { stats_show_links: true });
     expect((await get(undefined, '/api/v1/links')).statusCode).toBe(401);
     expect((await get(undefined, '/api/v1/links?subdomain=zz-unknown-zz')).statusCode).toBe(404);
-    expect((await get(undefined, `/api/v1/links?subdomain=${aliceSub}&q=x`)).statusCode).toBe(422);
+    for (const field of ['q', 'tag', 'since']) {
+      const response = await get(undefined, `/api/v1/links?subdomain=${subdomain}&${field}=2030-01-01T00:00:00Z`);
+      expect(response.statusCode).toBe(422);
+      expect(Object.keys(response.json().error.details)).toEqual([field]);
+    }
+  });
+
+  it('gives a signed-in non-owner the public list, with or without links:read', async () => {
+    const subdomain = await claimSubdomain(app, bob, { stats_show_links: true });
+    await createLink(bob, { subdomain, target_url: 'https://example.com/pub', title: 'pub' });
+    const { token } = await mintToken(app, alice.cookie, new URL(context.config.publicUrl).origin, { name: 'stats-only', scopes: ['stats:read'] });
+    for (const headers of [alice.auth, { authorization: `Bearer ${token}` }, { cookie: alice.cookie }]) {
+      const response = await app.inject({ method: 'GET', url: `/api/v1/links?subdomain=${subdomain}`, headers });
+      expect(response.statusCode).toBe(200);
+      expect(response.json().data.links).toEqual([expect.objectContaining({ title: 'pub' })]);
+      expect(Object.keys(response.json().data.links[0]).sort()).toEqual(['created_at', 'short_url', 'slug', 'title']);
+    }
+  });
+
+  it('publishes links only once they are older than stats_publish_delay_sec', async () => {
+    const owner = await createOwner(context, app);
+    const subdomain = await claimSubdomain(app, owner, { stats_show_links: true, stats_publish_delay_sec: 3600 });
+    await createLink(owner, { subdomain, target_url: 'https://example.com/new', title: 'too new' });
+    const response = await get(undefined, `/api/v1/links?subdomain=${subdomain}`);
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data.links).toEqual([]);
+    expect((await get(undefined, `/api/v1/subdomains/${subdomain}`)).json().data.links).toEqual([]);
+    await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { stats_publish_delay_sec: 0 } });
+    expect((await get(undefined, `/api/v1/links?subdomain=${subdomain}`)).json().data.links).toHaveLength(1);
   });
 });
 

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DB, LinksTable } from '../../../shared/db/schema.js';
+import { PUBLIC_LINK_COLUMNS, type PublicLinkColumn } from '../../../shared/policy/policy.js';
 
 export type LinkRow = Selectable<LinksTable>;
 
@@ -37,8 +38,6 @@ export interface LinkFilter {
   tag?: string;
   /** Created at or after. */
   since?: Date;
-  /** Only links that have not expired at this time (public lists). */
-  liveAt?: Date;
 }
 
 /** How a page is addressed: after a cursor (keyset on seq), or by offset for human tables. */
@@ -59,7 +58,6 @@ export function linksRepository(db: Kysely<DB>) {
     if (filter.q) q = q.where(sql<boolean>`${searchText} ILIKE ${'%' + likeLiteral(filter.q) + '%'}`);
     if (filter.tag !== undefined) q = q.where(sql<boolean>`tags @> ARRAY[${filter.tag}]::text[]`);
     if (filter.since !== undefined) q = q.where('created_at', '>=', filter.since);
-    if (filter.liveAt !== undefined) q = q.where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', filter.liveAt!)]));
     return q;
   };
 
@@ -93,6 +91,37 @@ export function linksRepository(db: Kysely<DB>) {
     async findByClientId(ownerId: string, clientId: string): Promise<LinkRow | undefined> {
       return db.selectFrom('links').selectAll().where('owner_id', '=', ownerId).where('client_id', '=', clientId).executeTakeFirst();
     },
+    /**
+     * The newest public links of a subdomain: live, not expired, created at or before
+     * `publishedBefore`; only the columns the policy module allows are read.
+     */
+    async publicWindow(subdomain: string, publishedBefore: Date, limit: number): Promise<Pick<LinkRow, PublicLinkColumn>[]> {
+      const now = new Date();
+      return db
+        .selectFrom('links')
+        .select([...PUBLIC_LINK_COLUMNS])
+        .where('subdomain', '=', subdomain)
+        .where('deleted_at', 'is', null)
+        .where('created_at', '<=', publishedBefore)
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+        .orderBy('seq', 'desc')
+        .limit(limit)
+        .execute();
+    },
+    /** The live link a short host answers for `/{slug}` (redirects load it on a cache miss). */
+    async findLiveBySlug(subdomain: string, slug: string): Promise<LinkRow | undefined> {
+      return db
+        .selectFrom('links')
+        .selectAll()
+        .where('subdomain', '=', subdomain)
+        .where('slug', '=', slug)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+    },
+    /** The newest live links, to warm a redirect cache. */
+    async newestLive(limit: number): Promise<LinkRow[]> {
+      return db.selectFrom('links').selectAll().where('deleted_at', 'is', null).orderBy('seq', 'desc').limit(limit).execute();
+    },
     async liveSlugExists(subdomain: string, slug: string): Promise<boolean> {
       const row = await db
         .selectFrom('links')
@@ -111,7 +140,7 @@ export function linksRepository(db: Kysely<DB>) {
       try {
         return await db
           .updateTable('links')
-          .set({ ...changes, updated_at: new Date() })
+          .set({ ...changes, updated_at: new Date(), version: sql<string>`nextval('links_version_seq')` })
           .where('id', '=', id)
           .where('deleted_at', 'is', null)
           .returningAll()
@@ -126,7 +155,7 @@ export function linksRepository(db: Kysely<DB>) {
       const now = new Date();
       return db
         .updateTable('links')
-        .set({ deleted_at: now, updated_at: now })
+        .set({ deleted_at: now, updated_at: now, version: sql<string>`nextval('links_version_seq')` })
         .where('id', '=', id)
         .where('deleted_at', 'is', null)
         .returningAll()
@@ -140,11 +169,11 @@ export function linksRepository(db: Kysely<DB>) {
       return query.execute();
     },
     /**
-     * Links matching the filter. Without q, tag, since or liveAt the answer is the sum of the
+     * Links matching the filter. Without q, tag or since the answer is the sum of the
      * subdomains' live_links counters (kept by triggers) rather than a count over the rows.
      */
     async count(filter: LinkFilter): Promise<number> {
-      if (filter.q === undefined && filter.tag === undefined && filter.since === undefined && filter.liveAt === undefined) {
+      if (filter.q === undefined && filter.tag === undefined && filter.since === undefined) {
         let query = db.selectFrom('subdomains').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('live_links'), eb.val('0')).as('n'));
         if (filter.ownerId !== undefined) query = query.where('owner_id', '=', filter.ownerId);
         if (filter.subdomain !== undefined) query = query.where('name', '=', filter.subdomain);

@@ -53,7 +53,7 @@ export const LinkSchema = z
     expires_at: z.iso.datetime().nullable(),
     max_visits: z.number().int().nullable(),
     redirect_type: z.number().int(),
-    state: z.enum(['active', 'expired']),
+    state: z.enum(['active', 'expired', 'deleted']).meta({ description: '`deleted` is only seen in the DELETE answer and in a client_id replay of a deleted link.' }),
     client_id: z.string().nullable().meta({ description: 'The idempotency key the link was created with, if any.' }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
@@ -77,10 +77,12 @@ export function linksRoutes(context: Context): RouteDef[] {
       path: '/api/v1/links',
       summary: "List links: the caller's (links:read), or a subdomain's public links without credentials",
       description:
-        'With credentials: the caller\'s live links, newest first, filtered by `subdomain` (one the caller owns, else 403 `not_owner`), ' +
+        'With credentials: the caller\'s live links (links:read), newest first, filtered by `subdomain`, ' +
         '`q` (substring of slug, title or target, case-insensitive), `tag` and `since` (created at or after). ' +
+        'Another owner\'s `subdomain` answers its public list, or 403 `not_owner` when its policy hides links. ' +
         'Without credentials, `subdomain` is required and the answer is its public list: only when its policy has stats_show_links ' +
-        '(else 403 `forbidden`), only links that still redirect, at most its stats_max_items newest, as PublicLink objects. ' +
+        '(else 403 `forbidden`), only links that still redirect and are older than stats_publish_delay_sec, at most its stats_max_items ' +
+        'newest, as PublicLink objects; the public list takes no q, tag or since (422). ' +
         PAGINATION_NOTE,
       tags,
       auth: { kind: 'optional' },
@@ -98,15 +100,10 @@ export function linksRoutes(context: Context): RouteDef[] {
         const { limit, cursor, page, ...filters } = query;
         if (cursor !== undefined && page !== undefined) throw new AppError('validation_error', { page: 'cannot be combined with cursor' });
         let result;
-        if (principal) {
-          if (!principal.scopes.has('links:read')) throw new AppError('forbidden', { reason: 'missing_scope', required_scope: 'links:read' });
-          result = await service.list(principal, filters, { limit, cursor, page });
-        } else {
+        if (principal) result = await service.list(principal, filters, { limit, cursor, page });
+        else {
           if (filters.subdomain === undefined) throw new AppError('unauthorized', { hint: 'send credentials, or name a subdomain for its public links' });
-          if (filters.q !== undefined || filters.tag !== undefined || filters.since !== undefined) {
-            throw new AppError('validation_error', { q: 'filters apply to your own links only; the public list takes subdomain and paging' });
-          }
-          result = await service.publicList(filters.subdomain, { limit, cursor, page });
+          result = await service.publicList(filters.subdomain, filters, { limit, cursor, page });
         }
         respond.meta(result.meta);
         return { links: result.items };

@@ -3,8 +3,9 @@ import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { createEventBus } from '../../../shared/events/events.js';
 import type { Principal } from '../../../shared/http/auth.js';
-import { publishLinkNotice, type RedirectLink } from '../../../shared/links/link-notices.js';
+import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
+import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type PageAt } from './links.repository.js';
 
@@ -19,7 +20,7 @@ const GENERATED_SLUG_ATTEMPTS = 8;
 
 export const REDIRECT_TYPES = [301, 302, 307, 308] as const;
 
-export type LinkState = 'active' | 'expired';
+export type LinkState = 'active' | 'expired' | 'deleted';
 
 /** A link as its owner sees it. */
 export interface LinkView {
@@ -73,6 +74,8 @@ export type PageMeta = {
   page?: number;
 };
 
+const MAX_BIGINT = 2n ** 63n - 1n;
+
 /** Cursors are opaque: a version tag and the position in the list. */
 export function encodeCursor(seq: string): string {
   return Buffer.from(`l1:${seq}`).toString('base64url');
@@ -81,7 +84,7 @@ export function encodeCursor(seq: string): string {
 export function decodeCursor(cursor: string): string {
   const text = Buffer.from(cursor, 'base64url').toString();
   const match = /^l1:(\d{1,19})$/.exec(text);
-  if (!match) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
+  if (!match || BigInt(match[1]!) > MAX_BIGINT) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
   return match[1]!;
 }
 
@@ -102,11 +105,20 @@ export function normalizeTags(tags: string[]): string[] {
   return [...new Set(tags.map((tag) => tag.trim().toLowerCase()))];
 }
 
-/** A stable hash of a create body, to tell a replay from a different request reusing a client_id. */
-function bodyHash(input: NewLinkInput): string {
-  const { client_id: _clientId, ...rest } = input;
-  const sorted = Object.fromEntries(Object.entries(rest).sort(([a], [b]) => a.localeCompare(b)));
+/**
+ * A stable hash of a create request as stored (normalised target, tags and slug), to tell a replay
+ * from a different request reusing a client_id: `Promo` and `promo` are the same request.
+ */
+function bodyHash(fields: Record<string, unknown>): string {
+  const sorted = Object.fromEntries(Object.entries(fields).sort(([a], [b]) => a.localeCompare(b)));
   return createHash('sha256').update(JSON.stringify(sorted)).digest('hex');
+}
+
+/** Public lists take only the subdomain and paging: the filters search owner data. */
+function assertNoOwnerFilters(filters: { q?: string; tag?: string; since?: string }): void {
+  for (const field of ['q', 'tag', 'since'] as const) {
+    if (filters[field] !== undefined) throw new AppError('validation_error', { [field]: "filters apply to the owner's list only; a public list takes subdomain and paging" });
+  }
 }
 
 export function linksService(context: Context) {
@@ -126,22 +138,11 @@ export function linksService(context: Context) {
     expires_at: row.expires_at?.toISOString() ?? null,
     max_visits: row.max_visits,
     redirect_type: row.redirect_type,
-    state: row.expires_at && row.expires_at.getTime() <= now ? 'expired' : 'active',
+    state: row.deleted_at ? 'deleted' : row.expires_at && row.expires_at.getTime() <= now ? 'expired' : 'active',
     client_id: row.client_id,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     deleted_at: row.deleted_at?.toISOString() ?? null,
-  });
-
-  const redirectRecord = (row: LinkRow): RedirectLink => ({
-    id: row.id,
-    owner_id: row.owner_id,
-    subdomain: row.subdomain,
-    slug: row.slug,
-    target_url: row.target_url,
-    redirect_type: row.redirect_type,
-    expires_at: row.expires_at?.toISOString() ?? null,
-    max_visits: row.max_visits,
   });
 
   const target = (input: string): string => {
@@ -165,7 +166,7 @@ export function linksService(context: Context) {
   };
 
   const announceCreated = async (row: LinkRow) => {
-    await publishLinkNotice(context, { kind: 'upsert', link: redirectRecord(row) });
+    await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row) });
     await events.emit('link.created', { ownerId: row.owner_id, subdomain: row.subdomain }, toView(row));
   };
 
@@ -199,13 +200,44 @@ export function linksService(context: Context) {
     return { items: items.map(view), meta };
   };
 
+  /** One page of a subdomain's public window (the newest public links, at most stats_max_items). */
+  const publicPage = async (subdomain: string, view: PublicView, paging: { limit: number; cursor?: string; page?: number }) => {
+    const window = await links.publicWindow(subdomain, view.publishedBefore, view.maxItems);
+    const afterSeq = paging.cursor ? BigInt(decodeCursor(paging.cursor)) : undefined;
+    const start =
+      paging.page !== undefined ? (paging.page - 1) * paging.limit : afterSeq === undefined ? 0 : window.findIndex((row) => BigInt(row.seq) < afterSeq);
+    const items = start < 0 ? [] : window.slice(start, start + paging.limit);
+    const hasMore = start >= 0 && start + paging.limit < window.length;
+    const meta: PageMeta = {
+      count: items.length,
+      total: window.length,
+      limit: paging.limit,
+      cursor: paging.cursor ?? null,
+      next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
+      has_more: hasMore,
+    };
+    if (paging.page !== undefined) meta.page = paging.page;
+    return { items: items.map(subdomains.toPublicLink), meta };
+  };
+
   return {
     /** Creates a link; with a client_id already used by the owner, answers the original instead (`replay`). */
     async create(principal: Principal, input: NewLinkInput): Promise<{ link: LinkView; replay: boolean }> {
       const subdomain = await subdomains.managed(principal, input.subdomain);
       const ownerId = subdomain.owner_id;
+      const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+      const normalized = {
+        subdomain: subdomain.name,
+        targetUrl: target(input.target_url),
+        slug: input.slug === undefined ? undefined : customSlug(input.slug),
+        title: input.title ?? null,
+        tags: normalizeTags(input.tags ?? []),
+        expiresAt,
+        maxVisits: input.max_visits ?? null,
+        redirectType: input.redirect_type ?? 302,
+      };
       const clientId = input.client_id ?? null;
-      const hash = clientId ? bodyHash(input) : null;
+      const hash = clientId ? bodyHash({ ...normalized, expiresAt: expiresAt?.toISOString() ?? null }) : null;
       const replay = async (): Promise<{ link: LinkView; replay: boolean } | undefined> => {
         if (!clientId) return undefined;
         const original = await links.findByClientId(ownerId, clientId);
@@ -218,24 +250,9 @@ export function linksService(context: Context) {
       const earlier = await replay();
       if (earlier) return earlier;
 
-      const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
       if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('validation_error', { expires_at: 'must be in the future' });
-      const row = await insert(
-        {
-          ownerId,
-          subdomain: subdomain.name,
-          targetUrl: target(input.target_url),
-          title: input.title ?? null,
-          tags: normalizeTags(input.tags ?? []),
-          expiresAt,
-          maxVisits: input.max_visits ?? null,
-          redirectType: input.redirect_type ?? 302,
-          clientId,
-          clientBodyHash: hash,
-        },
-        input.slug === undefined ? undefined : customSlug(input.slug),
-        clientId,
-      );
+      const { slug, ...values } = normalized;
+      const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug, clientId);
       if (!row) return (await replay())!;
       await announceCreated(row);
       return { link: toView(row), replay: false };
@@ -252,14 +269,19 @@ export function linksService(context: Context) {
       if (patch.target_url !== undefined) changes.target_url = target(patch.target_url);
       if (patch.title !== undefined) changes.title = patch.title;
       if (patch.tags !== undefined) changes.tags = normalizeTags(patch.tags);
-      if (patch.expires_at !== undefined) changes.expires_at = patch.expires_at === null ? null : new Date(patch.expires_at);
+      if (patch.expires_at !== undefined) {
+        changes.expires_at = patch.expires_at === null ? null : new Date(patch.expires_at);
+        if (changes.expires_at && changes.expires_at.getTime() <= Date.now()) {
+          throw new AppError('validation_error', { expires_at: 'must be in the future (DELETE ends a link now)' });
+        }
+      }
       if (patch.max_visits !== undefined) changes.max_visits = patch.max_visits;
       if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;
       const row = await links.update(id, changes);
       if (row === 'slug_taken') throw new AppError('conflict', { slug: 'is taken in this subdomain' });
       if (!row) throw new AppError('not_found', { link: id });
       const moved = row.slug !== before.slug ? { previous: { subdomain: before.subdomain, slug: before.slug } } : {};
-      await publishLinkNotice(context, { kind: 'upsert', link: redirectRecord(row), ...moved });
+      await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row), ...moved });
       return toView(row);
     },
 
@@ -268,11 +290,14 @@ export function linksService(context: Context) {
       await managed(principal, id);
       const row = await links.softDelete(id);
       if (!row) throw new AppError('not_found', { link: id });
-      await publishLinkNotice(context, { kind: 'delete', link: redirectRecord(row) });
+      await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
       return toView(row);
     },
 
-    /** A copy of a live link under a new generated slug (no client_id: the copy is a new object). */
+    /**
+     * A copy of a live link under a new generated slug (no client_id: the copy is a new object). An
+     * expiry already past is not copied: the copy of an expired link redirects until one is set.
+     */
     async duplicate(principal: Principal, id: string): Promise<LinkView> {
       const source = await managed(principal, id);
       const row = (await insert(
@@ -282,7 +307,7 @@ export function linksService(context: Context) {
           targetUrl: source.target_url,
           title: source.title,
           tags: source.tags,
-          expiresAt: source.expires_at,
+          expiresAt: source.expires_at && source.expires_at.getTime() > Date.now() ? source.expires_at : null,
           maxVisits: source.max_visits,
           redirectType: source.redirect_type,
           clientId: null,
@@ -295,41 +320,40 @@ export function linksService(context: Context) {
       return toView(row);
     },
 
-    /** The caller's links (or one managed subdomain's), newest first. */
+    /**
+     * The caller's links, newest first. With `subdomain`: the subdomain's links when the caller
+     * manages it (links:read needed), else its public list when the policy shows links, else 403
+     * not_owner.
+     */
     async list(
       principal: Principal,
       filters: { subdomain?: string; q?: string; tag?: string; since?: string },
       paging: { limit: number; cursor?: string; page?: number },
     ) {
       const filter: LinkFilter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
-      if (filters.subdomain !== undefined) filter.subdomain = (await subdomains.managed(principal, filters.subdomain)).name;
-      else filter.ownerId = principal.userId;
+      if (filters.subdomain !== undefined) {
+        const { ownerId, view } = await subdomains.publicView(filters.subdomain);
+        if (ownerId !== principal.userId && !principal.scopes.has('admin')) {
+          if (!view.links) throw new AppError('not_owner', { subdomain: filters.subdomain });
+          assertNoOwnerFilters(filters);
+          return publicPage(filters.subdomain, view, paging);
+        }
+        filter.subdomain = filters.subdomain;
+      } else filter.ownerId = principal.userId;
+      if (!principal.scopes.has('links:read')) throw new AppError('forbidden', { reason: 'missing_scope', required_scope: 'links:read' });
       const now = Date.now();
       return paged(filter, paging, (row) => toView(row, now));
     },
 
     /**
      * The public list of a subdomain: only when its policy shows links, only links that still
-     * redirect, and never more than its stats_max_items newest.
+     * redirect and are older than the publish delay, never more than its stats_max_items newest.
      */
-    async publicList(subdomain: string, paging: { limit: number; cursor?: string; page?: number }) {
-      const view = await subdomains.publicView(subdomain);
+    async publicList(subdomain: string, filters: { q?: string; tag?: string; since?: string }, paging: { limit: number; cursor?: string; page?: number }) {
+      const { view } = await subdomains.publicView(subdomain);
       if (!view.links) throw new AppError('forbidden', { reason: 'links_not_public', subdomain });
-      const window = await links.page({ subdomain, liveAt: new Date() }, {}, view.maxItems - 1);
-      const afterSeq = paging.cursor ? BigInt(decodeCursor(paging.cursor)) : undefined;
-      const start = paging.page !== undefined ? (paging.page - 1) * paging.limit : afterSeq === undefined ? 0 : window.findIndex((row) => BigInt(row.seq) < afterSeq);
-      const items = start < 0 ? [] : window.slice(start, start + paging.limit);
-      const hasMore = start >= 0 && start + paging.limit < window.length;
-      const meta: PageMeta = {
-        count: items.length,
-        total: window.length,
-        limit: paging.limit,
-        cursor: paging.cursor ?? null,
-        next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
-        has_more: hasMore,
-      };
-      if (paging.page !== undefined) meta.page = paging.page;
-      return { items: items.map(subdomains.toPublicLink), meta };
+      assertNoOwnerFilters(filters);
+      return publicPage(subdomain, view, paging);
     },
 
     /** The short URL a QR code encodes, for a link the caller may manage. */

@@ -60,10 +60,16 @@ describe('POST /api/v1/subdomains', () => {
     ['trailing hyphen', 'alice-'],
     ['underscore', 'al_ice'],
     ['dot', 'al.ice'],
+    ['hyphens in positions 3 and 4 (reserved for IDN)', 'ab--cd'],
   ])('refuses a name that is not a DNS label (%s) with 422', async (_why, name) => {
     const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } });
     expect(response.statusCode).toBe(422);
     expect(response.json().error.details).toHaveProperty('name');
+  });
+
+  it('accepts an IDN label (xn--)', async () => {
+    const name = `xn--${Math.random().toString(36).slice(2, 10)}`;
+    expect((await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } })).statusCode).toBe(201);
   });
 
   it('accepts 3- and 63-character labels with inner hyphens', async () => {
@@ -208,7 +214,16 @@ describe('GET /api/v1/subdomains/{name} (public page payload)', () => {
   it('caps the links at stats_max_items, newest first, and leaves out expired links', async () => {
     const name = await claimSubdomain(app, alice, { stats_show_links: true, stats_max_items: 2 });
     await createLinks(alice, name, 4);
+    const expiring = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: alice.auth,
+      payload: { subdomain: name, target_url: 'https://example.com/x', title: 'expired', expires_at: new Date(Date.now() + 200).toISOString() },
+    });
+    expect(expiring.statusCode).toBe(201);
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const page = (await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}` })).json().data;
+    // The expired link is the newest: it would come first if it were not left out.
     expect(page.links.map((link: { title: string }) => link.title)).toEqual(['Link 3', 'Link 2']);
     expect(page.public.max_items).toBe(2);
   });

@@ -2,7 +2,7 @@ import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import type { Principal } from '../../../shared/http/auth.js';
 import { shortUrl } from '../../../shared/links/urls.js';
-import { policyOf, publicView, type Policy } from '../../../shared/policy/policy.js';
+import { policyOf, publicView, type Policy, type PublicLinkColumn } from '../../../shared/policy/policy.js';
 import { linksRepository, type LinkRow } from '../links/links.repository.js';
 import { subdomainsRepository, type SubdomainChanges, type SubdomainRow } from './subdomains.repository.js';
 
@@ -13,8 +13,11 @@ export const RESERVED_SUBDOMAINS = [
   'tracker', 'metrics', 'health', 'internal', 'staff', 'security', 'abuse', 'postmaster', 'hostmaster', 'localhost',
 ] as const;
 
-/** A DNS label: lower-case letters, digits and hyphens, 3 to 63 characters, no hyphen at either end. */
-export const SUBDOMAIN_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+/**
+ * A DNS label: lower-case letters, digits and hyphens, 3 to 63 characters, no hyphen at either end,
+ * and no `--` in positions 3–4 (reserved for IDN) unless it is an IDN label (`xn--…`).
+ */
+export const SUBDOMAIN_NAME = /^(?=[a-z0-9-]{3,63}$)(?:xn--|(?!..--))[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 /** Subdomains one account may hold (staff included: a runaway script should stop somewhere). */
 export const MAX_SUBDOMAINS_PER_OWNER = 50;
@@ -82,7 +85,7 @@ export function subdomainsService(context: Context) {
     updated_at: row.updated_at.toISOString(),
   });
 
-  const toPublicLink = (row: LinkRow): PublicLinkView => ({
+  const toPublicLink = (row: Pick<LinkRow, PublicLinkColumn>): PublicLinkView => ({
     slug: row.slug,
     short_url: shortUrl(config, row.subdomain, row.slug),
     title: row.title,
@@ -140,17 +143,16 @@ export function subdomainsService(context: Context) {
         },
       };
       if (view.links) {
-        const rows = await links.page({ subdomain: row.name, liveAt: new Date() }, {}, view.maxItems);
-        page.links = rows.slice(0, view.maxItems).map(toPublicLink);
+        page.links = (await links.publicWindow(row.name, view.publishedBefore, view.maxItems)).map(toPublicLink);
       }
       if (view.owner) page.owner = { display_name: row.owner_display_name };
       return page;
     },
-    /** A subdomain and what the public may see of it, for the public link list. */
+    /** A subdomain, its owner and what the public may see of it, for the public link list. */
     async publicView(name: string) {
       const row = await subdomains.find(name);
       if (!row) throw new AppError('not_found', { subdomain: name });
-      return publicView(policyOf(row));
+      return { ownerId: row.owner_id, view: publicView(policyOf(row)) };
     },
   };
 }
