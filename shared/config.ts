@@ -194,6 +194,14 @@ export const CONFIG_VARS = {
     withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(604_800, 'must be at most 604800 seconds'), 900),
     { doc: 'How long, in seconds, an identity caught by an anti-spam rule is answered 429 `spam_detected`.' },
   ],
+  LINK_CACHE_SIZE: [
+    withDefault(z.coerce.number().int().min(100).max(10_000_000), 100_000),
+    { doc: 'Links an ingest node keeps in memory for redirects (least recently used go first); warmed with the newest at start.' },
+  ],
+  VISIT_BUFFER_SIZE: [
+    withDefault(z.coerce.number().int().min(100).max(10_000_000), 100_000),
+    { doc: 'Visits an ingest node buffers while the visit log (Kafka) is unreachable; beyond it visits are counted in `visits_dropped_total`.' },
+  ],
   SHUTDOWN_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
     { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
@@ -235,6 +243,8 @@ export interface Config {
   bodyLimit: number;
   logLevel: Env['LOG_LEVEL'];
   shutdownTimeoutMs: number;
+  linkCacheSize: number;
+  visitBufferSize: number;
   sessionTtlSec: number;
   bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
   captcha: { enabled: boolean; after: number; secret: string | undefined };
@@ -295,6 +305,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     bodyLimit: env.BODY_LIMIT,
     logLevel: env.LOG_LEVEL,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    linkCacheSize: env.LINK_CACHE_SIZE,
+    visitBufferSize: env.VISIT_BUFFER_SIZE,
     sessionTtlSec: env.SESSION_TTL,
     bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },
     captcha: { enabled: env.ENABLE_CAPTCHA, after: env.CAPTCHA_AFTER, secret: env.CAPTCHA_SECRET },

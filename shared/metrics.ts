@@ -12,6 +12,11 @@ export interface Metrics {
   jobsProcessed: Counter<'job' | 'outcome'>;
   auditWriteFailures: Counter<string>;
   eventPublishFailures: Counter<'event'>;
+  visitsAccepted: Counter<'kind'>;
+  visitsDropped: Counter<'reason'>;
+  visitsBuffered: Gauge<string>;
+  redirects: Counter<'status'>;
+  linkCache: Counter<'outcome'>;
 }
 
 /** Builds a fresh registry with default process metrics and the platform's instruments. */
@@ -66,6 +71,35 @@ export function createMetrics(): Metrics {
       name: 'event_publish_failures_total',
       help: 'Platform events (event bus) and link-change notices that could not be published, by event type.',
       labelNames: ['event'],
+      registers: [registry],
+    }),
+    visitsAccepted: new Counter({
+      name: 'visits_accepted_total',
+      help: 'Visits the ingest edge accepted for the visit log, by kind (visit, attack, beacon).',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    visitsDropped: new Counter({
+      name: 'visits_dropped_total',
+      help: 'Visits the ingest edge could not keep, by reason (buffer_full: the visit log was unreachable too long).',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    visitsBuffered: new Gauge({
+      name: 'visits_buffered',
+      help: 'Visits waiting at the ingest edge for the visit log.',
+      registers: [registry],
+    }),
+    redirects: new Counter({
+      name: 'redirects_total',
+      help: 'Answers of the short hosts, by status.',
+      labelNames: ['status'],
+      registers: [registry],
+    }),
+    linkCache: new Counter({
+      name: 'link_cache_lookups_total',
+      help: 'Redirect link-cache lookups, by outcome (hit, miss, negative).',
+      labelNames: ['outcome'],
       registers: [registry],
     }),
     jobsProcessed: new Counter({

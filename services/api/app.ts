@@ -20,6 +20,9 @@ import { usersRoutes } from './users/users.routes.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
+import { createLinkCache } from '../ingest/link-cache.js';
+import { registerShortHosts } from '../ingest/redirect.routes.js';
+import { createVisitProducer } from '../ingest/visit-producer.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
 const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
@@ -86,7 +89,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     reply.header('Content-Language', request.locale);
   });
   app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.config.routeDef?.path ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found');
+    const { routeDef, routeLabel } = request.routeOptions.config;
+    const route = routeDef?.path ?? routeLabel ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found');
     const seconds = reply.elapsedTime / 1000;
     metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, seconds);
     metrics.httpRequests.inc({ status_class: `${Math.floor(reply.statusCode / 100)}xx` });
@@ -123,7 +127,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   app.setErrorHandler(async (error, request, reply) => {
     // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
     // the not-found handler runs: the route does not exist, so that is the answer.
-    if (!request.routeOptions.config.routeDef) return sendError(request, reply, routeMiss(request), errorOptions);
+    const { routeDef, routeLabel } = request.routeOptions.config;
+    if (!routeDef && !routeLabel) return sendError(request, reply, routeMiss(request), errorOptions);
     const { appError, unexpected } = toAppError(error);
     if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
     else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
@@ -135,5 +140,15 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
 
   registerRoutes(app, routes, { limiter, authenticator, abuse, publicUrl: config.publicUrl });
+
+  if (config.roles.includes('ingest')) {
+    const links = await createLinkCache(context);
+    const visits = createVisitProducer(context);
+    app.addHook('onClose', async () => {
+      await visits.close(config.shutdownTimeoutMs / 2);
+      await links.close();
+    });
+    registerShortHosts(app, { context, links, visits, limiter, errorOptions });
+  }
   return { app, routes };
 }

@@ -15,6 +15,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route declaration, for hooks and metrics. */
     routeDef?: RouteDef;
+    /** Label of a route registered outside the declarations (the short hosts), for metrics and logs. */
+    routeLabel?: string;
   }
 }
 

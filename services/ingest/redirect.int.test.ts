@@ -1,0 +1,251 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '../../shared/context.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { waitFor } from '../../shared/testing/wait.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
+import type { Consumer } from '../../shared/visit-log/visit-log.js';
+import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import { buildApp } from '../api/app.js';
+
+let context: Context;
+let app: FastifyInstance;
+let owner: TestOwner;
+let subdomain: string;
+let consumer: Consumer;
+const visits: RawVisit[] = [];
+
+beforeAll(async () => {
+  context = await createTestContext({ RATE_LIMIT_REDIRECT: '1000:60', TRUST_PROXY: '10.9.0.0/16' });
+  ({ app } = await buildApp(context));
+  owner = await createOwner(context, app);
+  subdomain = await claimSubdomain(app, owner);
+  consumer = await context.visitLog.consume({
+    groupId: uniqueName('redirect-test'),
+    topic: TOPICS.visitsRaw,
+    handler: async (messages) => void visits.push(...messages.map((message) => JSON.parse(message.value) as RawVisit)),
+  });
+});
+
+afterAll(async () => {
+  await consumer?.stop();
+  await app?.close();
+  await closeContext(context);
+});
+
+type Json = Record<string, any>;
+
+async function createLink(payload: Json, on = subdomain): Promise<Json> {
+  const response = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain: on, ...payload } });
+  if (response.statusCode !== 201) throw new Error(`create failed: ${response.statusCode} ${response.body}`);
+  return response.json().data;
+}
+
+const visit = (path: string, options: { host?: string; method?: 'GET' | 'HEAD'; headers?: Json; remoteAddress?: string; target?: FastifyInstance } = {}) =>
+  (options.target ?? app).inject({
+    method: options.method ?? 'GET',
+    url: path,
+    headers: { host: options.host ?? `${subdomain}.localhost:8080`, ...(options.headers ?? {}) },
+    remoteAddress: options.remoteAddress,
+  });
+
+const visitsOf = (linkId: string) => visits.filter((entry) => entry.link_id === linkId);
+
+describe('GET /{slug} on a short host', () => {
+  it('redirects with the link type, Location, Cache-Control private and the rate-limit headers', async () => {
+    const link = await createLink({ target_url: 'https://example.com/landing?x=1', slug: uniqueName('go').toLowerCase().slice(0, 40) });
+    const response = await visit(`/${link.slug}`);
+    expect(response.statusCode).toBe(302);
+    expect(response.headers.location).toBe('https://example.com/landing?x=1');
+    expect(response.headers['cache-control']).toBe('private, max-age=0');
+    for (const name of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+      expect(response.headers[name], name).toBeDefined();
+    }
+    expect(response.body).toBe('');
+  });
+
+  it.each([301, 307, 308])('answers redirect type %i', async (redirect_type) => {
+    const link = await createLink({ target_url: 'https://example.com/', redirect_type });
+    expect((await visit(`/${link.slug}`)).statusCode).toBe(redirect_type);
+  });
+
+  it('answers HEAD like GET, without a body', async () => {
+    const link = await createLink({ target_url: 'https://example.com/head' });
+    const response = await visit(`/${link.slug}`, { method: 'HEAD' });
+    expect(response.statusCode).toBe(302);
+    expect(response.headers.location).toBe('https://example.com/head');
+    expect(response.body).toBe('');
+  });
+
+  it('matches slugs case-insensitively and ignores the host case and a trailing dot', async () => {
+    const link = await createLink({ target_url: 'https://example.com/case', slug: `case-${Math.random().toString(36).slice(2, 8)}` });
+    expect((await visit(`/${link.slug.toUpperCase()}`)).statusCode).toBe(302);
+    expect((await visit(`/${link.slug}`, { host: `${subdomain.toUpperCase()}.LOCALHOST.:8080` })).statusCode).toBe(302);
+  });
+
+  it('answers 404 for an unknown slug, another subdomain, or the root: an HTML page for browsers, the envelope otherwise', async () => {
+    const link = await createLink({ target_url: 'https://example.com/' });
+    const other = await claimSubdomain(app, owner);
+    for (const [path, host] of [
+      ['/no-such-slug', undefined],
+      [`/${link.slug}`, `${other}.localhost:8080`],
+      ['/', undefined],
+      ['/a/b', undefined],
+    ] as const) {
+      const json = await visit(path, { host });
+      expect(json.statusCode, path).toBe(404);
+      expect(json.json().error.code).toBe('not_found');
+      const html = await visit(path, { host, headers: { accept: 'text/html' } });
+      expect(html.statusCode).toBe(404);
+      expect(html.headers['content-type']).toMatch(/^text\/html/);
+    }
+  });
+
+  it('answers 410 gone once the link expired', async () => {
+    const link = await createLink({ target_url: 'https://example.com/', expires_at: new Date(Date.now() + 300).toISOString() });
+    expect((await visit(`/${link.slug}`)).statusCode).toBe(302);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const gone = await visit(`/${link.slug}`);
+    expect(gone.statusCode).toBe(410);
+    expect(gone.json().error.code).toBe('gone');
+  });
+
+  it('leaves API paths and the API host alone', async () => {
+    expect((await visit('/api/v1/health')).statusCode).toBe(200);
+    const link = await createLink({ target_url: 'https://example.com/' });
+    expect((await app.inject({ method: 'GET', url: `/${link.slug}`, headers: { host: 'localhost:8080' } })).statusCode).toBe(404);
+  });
+});
+
+describe('the redirect cache follows link changes', () => {
+  it('obeys an update, a slug change and a delete within a second, on this node and on another one', async () => {
+    // Services run: a second app on its own context is another node sharing Redis and Postgres.
+    const otherContext = SERVICES_MODE ? await createTestContext() : undefined;
+    const other = otherContext ? (await buildApp(otherContext)).app : app;
+    try {
+      const link = await createLink({ target_url: 'https://example.com/v1' });
+      for (const target of [app, other]) expect((await visit(`/${link.slug}`, { target })).headers.location).toBe('https://example.com/v1');
+
+      await app.inject({ method: 'PATCH', url: `/api/v1/links/${link.id}`, headers: owner.auth, payload: { target_url: 'https://example.com/v2' } });
+      for (const target of [app, other]) {
+        await waitFor(async () => (await visit(`/${link.slug}`, { target })).headers.location === 'https://example.com/v2', 1_000, { message: 'update obeyed' });
+      }
+
+      const moved = `${link.slug}-moved`;
+      await app.inject({ method: 'PATCH', url: `/api/v1/links/${link.id}`, headers: owner.auth, payload: { slug: moved } });
+      for (const target of [app, other]) {
+        await waitFor(async () => (await visit(`/${link.slug}`, { target })).statusCode === 404, 1_000, { message: 'old slug gone' });
+        expect((await visit(`/${moved}`, { target })).headers.location).toBe('https://example.com/v2');
+      }
+
+      await app.inject({ method: 'DELETE', url: `/api/v1/links/${link.id}`, headers: owner.auth });
+      for (const target of [app, other]) {
+        await waitFor(async () => (await visit(`/${moved}`, { target })).statusCode === 404, 1_000, { message: 'delete obeyed' });
+      }
+    } finally {
+      if (otherContext) {
+        await other.close();
+        await closeContext(otherContext);
+      }
+    }
+  });
+
+  it('serves a link created after start (a miss loads it) and a reused slug', async () => {
+    const link = await createLink({ target_url: 'https://example.com/first', slug: `reuse-${Math.random().toString(36).slice(2, 8)}` });
+    expect((await visit(`/${link.slug}`)).headers.location).toBe('https://example.com/first');
+    await app.inject({ method: 'DELETE', url: `/api/v1/links/${link.id}`, headers: owner.auth });
+    await waitFor(async () => (await visit(`/${link.slug}`)).statusCode === 404, 1_000);
+    await createLink({ target_url: 'https://example.com/second', slug: link.slug });
+    await waitFor(async () => (await visit(`/${link.slug}`)).headers.location === 'https://example.com/second', 1_000);
+  });
+});
+
+describe('the visit event', () => {
+  it('goes to visits.raw with a UUIDv7, the link, the socket IP and the request headers', async () => {
+    const link = await createLink({ target_url: 'https://example.com/' });
+    await visit(`/${link.slug}?utm_source=news&x=1`, {
+      remoteAddress: '203.0.113.9',
+      headers: { 'user-agent': 'Mozilla/5.0 test', referer: 'https://ref.example/page', 'accept-language': 'de-DE,de;q=0.9' },
+    });
+    const [event] = await waitFor(() => visitsOf(link.id).length === 1 && visitsOf(link.id), 10_000);
+    expect(event).toMatchObject({
+      kind: 'visit',
+      owner_id: owner.id,
+      subdomain,
+      link_id: link.id,
+      slug: link.slug,
+      ip_public: '203.0.113.9',
+      user_agent: 'Mozilla/5.0 test',
+      referrer: 'https://ref.example/page',
+      accept_language: 'de-DE,de;q=0.9',
+      query: 'utm_source=news&x=1',
+    });
+    expect(event!.visit_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(Math.abs(Date.parse(event!.ts) - Date.now())).toBeLessThan(60_000);
+  });
+
+  it('ignores X-Forwarded-For from an untrusted peer: a client cannot set ip_public', async () => {
+    const link = await createLink({ target_url: 'https://example.com/' });
+    await visit(`/${link.slug}`, { remoteAddress: '198.51.100.77', headers: { 'x-forwarded-for': '1.2.3.4', 'x-real-ip': '1.2.3.4', forwarded: 'for=1.2.3.4' } });
+    const [event] = await waitFor(() => visitsOf(link.id).length === 1 && visitsOf(link.id), 10_000);
+    expect(event!.ip_public).toBe('198.51.100.77');
+  });
+
+  it('takes the client address from X-Forwarded-For when the peer is a trusted proxy', async () => {
+    const link = await createLink({ target_url: 'https://example.com/' });
+    await visit(`/${link.slug}`, { remoteAddress: '10.9.1.2', headers: { 'x-forwarded-for': '1.2.3.4, 10.9.1.3' } });
+    const [event] = await waitFor(() => visitsOf(link.id).length === 1 && visitsOf(link.id), 10_000);
+    expect(event!.ip_public).toBe('1.2.3.4');
+  });
+
+  it('answers attack-looking requests 404 and records them as attack visits', async () => {
+    for (const path of ['/wp-login.php', '/.env', '/../../etc/passwd', "/promo?id=1' OR '1'='1", '/x?q=<script>alert(1)</script>']) {
+      const marker = uniqueName('atk');
+      const response = await visit(path, { headers: { 'user-agent': marker } });
+      expect(response.statusCode, path).toBe(404);
+      const events = await waitFor(() => {
+        const found = visits.filter((entry) => entry.user_agent === marker);
+        return found.length === 1 && found;
+      }, 10_000);
+      expect(events[0]).toMatchObject({ kind: 'attack', subdomain, link_id: '' });
+    }
+  });
+
+  it('records no visit for an unknown slug', async () => {
+    const marker = uniqueName('none');
+    await visit('/unknown-slug-here', { headers: { 'user-agent': marker } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(visits.filter((entry) => entry.user_agent === marker)).toEqual([]);
+  });
+});
+
+describe('the redirect bucket', () => {
+  it('limits per IP and link, with 429, Retry-After and the headers', async () => {
+    const limited = await createTestContext({ RATE_LIMIT_REDIRECT: '3:60' });
+    const limitedApp = (await buildApp(limited)).app;
+    try {
+      const name = await claimSubdomain(limitedApp, await createOwner(limited, limitedApp).then((o) => (owner2 = o)));
+      const create = async () =>
+        (await limitedApp.inject({ method: 'POST', url: '/api/v1/links', headers: owner2!.auth, payload: { subdomain: name, target_url: 'https://example.com/' } })).json().data;
+      const [first, second] = [await create(), await create()];
+      const hit = (slug: string, ip: string) => visit(`/${slug}`, { host: `${name}.localhost:8080`, remoteAddress: ip, target: limitedApp });
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await hit(first.slug, '192.0.2.10'));
+      expect(answers.map((answer) => answer.statusCode)).toEqual([302, 302, 302, 429]);
+      expect(answers.map((answer) => answer.headers['ratelimit-remaining'])).toEqual(['2', '1', '0', '0']);
+      const refused = answers[3]!;
+      expect(refused.json().error.code).toBe('rate_limited');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect(refused.headers.location).toBeUndefined();
+      // Another link, or another address, has its own count.
+      expect((await hit(second.slug, '192.0.2.10')).statusCode).toBe(302);
+      expect((await hit(first.slug, '192.0.2.11')).statusCode).toBe(302);
+    } finally {
+      await limitedApp.close();
+      await closeContext(limited);
+    }
+  });
+});
+
+let owner2: TestOwner | undefined;

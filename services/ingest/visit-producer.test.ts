@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import type { Context } from '../../shared/context.js';
+import { createLogger } from '../../shared/logger.js';
+import { createMetrics } from '../../shared/metrics.js';
+import { testConfig } from '../../shared/testing/context.js';
+import { waitFor } from '../../shared/testing/wait.js';
+import type { LogMessage, VisitLog } from '../../shared/visit-log/visit-log.js';
+import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import { createVisitProducer } from './visit-producer.js';
+
+/** A visit log stub (a broker outage cannot be staged in-process): fails while `down` is set. */
+function flakyLog() {
+  const published: LogMessage[] = [];
+  const state = { down: true, attempts: 0 };
+  const log: VisitLog = {
+    kind: 'memory',
+    async publish(_topic, messages) {
+      state.attempts += 1;
+      if (state.down) throw new Error('broker unreachable');
+      published.push(...messages);
+    },
+    consume: () => Promise.reject(new Error('not used')),
+    ping: async () => undefined,
+    close: async () => undefined,
+  };
+  return { log, published, state };
+}
+
+const visit = (n: number): RawVisit => ({
+  visit_id: `0190a0b0-0000-7000-8000-${String(n).padStart(12, '0')}`,
+  ts: new Date().toISOString(),
+  kind: 'visit',
+  owner_id: 'o',
+  subdomain: 's',
+  link_id: 'l_x',
+  slug: 'x',
+  ip_public: '192.0.2.1',
+  user_agent: '',
+  referrer: '',
+  accept_language: '',
+  query: '',
+});
+
+function contextWith(visitLog: VisitLog, bufferSize: number): Context {
+  const config = { ...testConfig(), visitBufferSize: bufferSize };
+  return { config, log: createLogger(config), metrics: createMetrics(), visitLog } as unknown as Context;
+}
+
+describe('visit producer (with a stub visit log that fails while the broker is "down")', () => {
+  it('buffers visits while the log is unreachable and publishes all of them, in order, on recovery', async () => {
+    const { log, published, state } = flakyLog();
+    const producer = createVisitProducer(contextWith(log, 1_000));
+    for (let i = 0; i < 50; i++) expect(producer.enqueue(visit(i))).toBe(true);
+    await waitFor(() => state.attempts >= 2, 5_000);
+    expect(published).toEqual([]);
+    expect(producer.buffered()).toBe(50);
+    state.down = false;
+    await waitFor(() => published.length === 50, 10_000);
+    expect(published.map((message) => (JSON.parse(message.value) as RawVisit).visit_id)).toEqual(Array.from({ length: 50 }, (_, i) => visit(i).visit_id));
+    expect(published[0]!.key).toBe('l_x');
+    expect(producer.buffered()).toBe(0);
+    await producer.close();
+  });
+
+  it('counts what does not fit in the buffer as dropped, never silently', async () => {
+    const { log } = flakyLog();
+    const context = contextWith(log, 10);
+    const producer = createVisitProducer(context);
+    const accepted = Array.from({ length: 15 }, (_, i) => producer.enqueue(visit(i)));
+    expect(accepted.filter(Boolean)).toHaveLength(10);
+    expect((await context.metrics.visitsDropped.get()).values).toEqual([{ labels: { reason: 'buffer_full' }, value: 5 }]);
+    await producer.close(200);
+    expect((await context.metrics.visitsDropped.get()).values).toContainEqual({ labels: { reason: 'shutdown' }, value: 10 });
+  });
+});

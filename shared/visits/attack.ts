@@ -1,0 +1,43 @@
+/**
+ * Attack classification of a request to a short host, from its path and query alone (pure, no I/O):
+ * scanner paths, path traversal, SQL injection and XSS patterns. Used at the edge (answer 404,
+ * record an attack visit) and by the enricher.
+ */
+export type AttackType = 'scanner' | 'traversal' | 'sqli' | 'xss';
+
+/** Paths scanners probe for: CMS admin pages, dotfiles, configuration and dumps, shells. */
+const SCANNER =
+  /(?:^|\/)(?:wp-(?:login|admin|content|includes|config)|xmlrpc\.php|\.env|\.git|\.svn|\.hg|\.ds_store|\.htaccess|\.htpasswd|phpmyadmin|pma|adminer|server-status|config\.(?:php|json|yml|yaml)|web\.config|backup|dump\.sql|database\.sql|\.aws|\.ssh|id_rsa|etc\/passwd|cgi-bin|shell\.php|eval-stdin\.php|vendor\/phpunit|actuator|boaform|hnap1|owa\/|autodiscover)/i;
+const PHP = /\.(?:php\d?|asp|aspx|jsp|cgi)(?:$|[?/])/i;
+const TRAVERSAL = /(?:\.\.[/\\]|[/\\]\.\.(?:$|[/\\])|%2e%2e|%252e|\.\.%2f|%c0%ae|\/etc\/(?:passwd|shadow))/i;
+// Injection shapes, not SQL words: an ordinary query such as `?utm_content=select-from-menu` passes.
+const SQLI =
+  /(?:\bunion\s+(?:all\s+)?select\b|['"`)]\s*(?:or|and)\s+['"`(]?\w+['"`)]?\s*(?:=|like\b)|['"`]\s*(?:--|#|\/\*)|\b(?:sleep|benchmark|pg_sleep)\s*\(\s*\d|\binformation_schema\b|;\s*(?:drop|delete|insert|update|truncate)\s+\w|\bwaitfor\s+delay\b|\bor\s+1\s*=\s*1\b)/i;
+const XSS = /(?:<\s*script|javascript:|on(?:error|load|mouseover|focus)\s*=|<\s*img[^>]+src|<\s*svg[\s/>]|<\s*iframe|document\.cookie|alert\s*\()/i;
+
+/** Decodes percent-escapes (twice, for double encoding) without throwing on malformed input. */
+function decoded(text: string): string {
+  let value = text;
+  for (let i = 0; i < 2; i++) {
+    try {
+      const next = decodeURIComponent(value.replace(/\+/g, ' '));
+      if (next === value) break;
+      value = next;
+    } catch {
+      break;
+    }
+  }
+  return value;
+}
+
+/** The kind of attack a request path (with its query) looks like, or undefined for an ordinary request. */
+export function classifyAttack(pathWithQuery: string): AttackType | undefined {
+  const raw = pathWithQuery;
+  const text = decoded(raw);
+  if (TRAVERSAL.test(raw) || TRAVERSAL.test(text)) return 'traversal';
+  if (XSS.test(text)) return 'xss';
+  if (SQLI.test(text)) return 'sqli';
+  const path = text.split('?')[0] ?? '';
+  if (SCANNER.test(path) || PHP.test(path)) return 'scanner';
+  return undefined;
+}
