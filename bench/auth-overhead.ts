@@ -23,17 +23,14 @@
 // about 2 µs; the six rate-limit response headers and the Authorization request header most of the rest.
 // Under tsx every request also pays for tsx's transform (esbuild's __name helpers, about 9 µs per request
 // here), which dilutes the ratio: the built JS (`node dist/...`) shows a somewhat higher cost.
-import { spawn, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { cpus } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '../services/api/app.js';
 import type { Context } from '../shared/context.js';
 import { defineRoute } from '../shared/http/route.js';
 import { createAccount, loginCookie, mintToken } from '../shared/testing/accounts.js';
 import { closeContext, createTestContext } from '../shared/testing/context.js';
+import { cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -43,105 +40,6 @@ const TARGET_COST = 0.15;
 if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(rounds) || rounds < 1) {
   console.error('usage: npx tsx bench/auth-overhead.ts [seconds-per-round ≥ 1] [rounds ≥ 1]');
   process.exit(1);
-}
-
-const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
-
-/** Pins this process to core 0 and returns the prefix that runs the load generator on core 1, when possible. */
-function pinCores(): { loadPrefix: string[]; pinned: boolean } {
-  if (cpus().length < 2) return { loadPrefix: [], pinned: false };
-  const pinned = spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdio: 'ignore' });
-  return pinned.status === 0 ? { loadPrefix: ['taskset', '-c', '1'], pinned: true } : { loadPrefix: [], pinned: false };
-}
-const { loadPrefix, pinned } = pinCores();
-
-interface Run {
-  rps: number;
-  /** Server CPU time (user + system) per request, µs. */
-  cpuUs: number;
-  p50: number;
-  p99: number;
-  total: number;
-}
-
-/** Subset of autocannon's `--json` result read here. */
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number };
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-  statusCodeStats?: Record<string, { count: number }>;
-}
-
-/** One autocannon run in a child process; fails on any error, timeout or non-2xx answer. */
-function cannon(url: string, durationSec: number, headers: Record<string, string>): Promise<Run> {
-  const args = [autocannonBin, '--json', '-n', '-c', String(CONNECTIONS), '-p', '1', '-d', String(durationSec)];
-  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
-  args.push(url);
-  return new Promise((resolve, reject) => {
-    const cpuBefore = process.cpuUsage();
-    const [command, ...prefixArgs] = [...loadPrefix, process.execPath];
-    const child = spawn(command!, [...prefixArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code) => {
-      const cpu = process.cpuUsage(cpuBefore);
-      if (code !== 0) return reject(new Error(`autocannon exited with ${code}: ${stderr.trim()}`));
-      let result: AutocannonResult;
-      try {
-        result = JSON.parse(stdout) as AutocannonResult;
-      } catch (error) {
-        return reject(new Error(`autocannon printed no JSON: ${stdout.slice(0, 500)} ${stderr.slice(0, 500)}`, { cause: error }));
-      }
-      if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || result['2xx'] === 0) {
-        return reject(
-          new Error(
-            `${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts, ${result['2xx']} 2xx; status codes ${JSON.stringify(result.statusCodeStats ?? {})}`,
-          ),
-        );
-      }
-      const total = result.requests.total;
-      resolve({ rps: result.requests.average, cpuUs: (cpu.user + cpu.system) / total, p50: result.latency.p50, p99: result.latency.p99, total });
-    });
-  });
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
-const pad = (value: string, width: number) => value.padStart(width);
-const percent = (value: number) => `${(value * 100).toFixed(1)} %`;
-const cores = cpus().length;
-/**
- * How busy other processes keep the machine: the share of all cores in use over one second while
- * this benchmark idles (its own CPU time subtracted), with a warning above 10 %.
- */
-async function otherLoad(): Promise<string> {
-  const totals = () => {
-    let busy = 0;
-    let all = 0;
-    for (const { times } of cpus()) {
-      const used = times.user + times.nice + times.sys + times.irq;
-      busy += used;
-      all += used + times.idle;
-    }
-    return { busy, all };
-  };
-  const before = totals();
-  const own = process.cpuUsage();
-  await sleep(1_000);
-  const after = totals();
-  const ownUsed = process.cpuUsage(own);
-  const busyMs = after.busy - before.busy - (ownUsed.user + ownUsed.system) / 1000;
-  const share = Math.max(0, busyMs / Math.max(1, after.all - before.all));
-  return `other processes kept ${percent(share)} of the ${cores} cores busy${share > 0.1 ? ' (they compete with the benchmark: expect noisy numbers)' : ''}`;
 }
 
 const handler = async () => ({ ok: true, n: 1 });
@@ -177,7 +75,7 @@ try {
   const mode = embedded ? 'embedded' : 'services';
   console.log(
     `mode: ${mode} (database ${context.db.kind}, cache and rate-limit store ${context.cache.kind}); node ${process.version}; ` +
-      `${seconds} s per run, ${rounds} rounds, ${CONNECTIONS} connections, pipelining 1, autocannon in a child process; ${pinned ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)'}`,
+      `${seconds} s per run, ${rounds} rounds, ${CONNECTIONS} connections, pipelining 1, autocannon in a child process; ${pinningNote()}`,
   );
   console.log(`before the runs: ${await otherLoad()}`);
 
@@ -206,13 +104,13 @@ try {
   ] as const;
 
   // Warm-up (JIT, token cache, connection setup), not counted.
-  for (const route of routes) await cannon(route.url, WARMUP_SECONDS, route.headers);
+  for (const route of routes) await cannon(route.url, { durationSec: WARMUP_SECONDS, connections: CONNECTIONS, headers: route.headers });
 
   const results: Record<'plain' | 'authed', Run[]> = { plain: [], authed: [] };
   for (let round = 1; round <= rounds; round++) {
     const rows: string[] = [];
     for (const route of round % 2 === 1 ? routes : [...routes].reverse()) {
-      const run = await cannon(route.url, seconds, route.headers);
+      const run = await cannon(route.url, { durationSec: seconds, connections: CONNECTIONS, headers: route.headers });
       results[route.name].push(run);
       rows.push(
         `  ${route.name.padEnd(7)}${pad(run.rps.toFixed(0), 10)}${pad(run.p50.toFixed(0), 9)}${pad(run.p99.toFixed(0), 9)}${pad(String(run.total), 11)}${pad(run.cpuUs.toFixed(1), 13)}`,

@@ -45,6 +45,9 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     loggerInstance: log as FastifyBaseLogger,
     // One access-log line per request is written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    // No per-request child logger (a pino child per request is measurable on the redirect path):
+    // every line that concerns a request carries request_id itself.
+    childLoggerFactory: (logger) => logger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
     genReqId: (request) => {
@@ -82,18 +85,28 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   app.decorateRequest('locale', 'en');
   app.decorateRequest('principal', undefined);
-  app.addHook('onRequest', async (request, reply) => {
+  // Both hooks are synchronous (done-callback form): no promise per request for them.
+  app.addHook('onRequest', (request, reply, done) => {
     const lang = (request.query as Record<string, unknown> | undefined)?.lang;
     request.locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
     reply.header('X-Request-Id', request.id);
     reply.header('Content-Language', request.locale);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  /** Histogram and counter children per label set, so a request does not hash its labels again. */
+  const durations = new Map<string, { observe(seconds: number): void }>();
+  const statusClasses = new Map<number, { inc(): void }>();
+  app.addHook('onResponse', (request, reply, done) => {
     const { routeDef, routeLabel } = request.routeOptions.config;
     const route = routeDef?.path ?? routeLabel ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found');
-    const seconds = reply.elapsedTime / 1000;
-    metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, seconds);
-    metrics.httpRequests.inc({ status_class: `${Math.floor(reply.statusCode / 100)}xx` });
+    const status = reply.statusCode;
+    const key = `${request.method} ${route} ${status}`;
+    let duration = durations.get(key);
+    if (!duration) durations.set(key, (duration = metrics.httpDuration.labels({ method: request.method, route, status_code: String(status) })));
+    duration.observe(reply.elapsedTime / 1000);
+    let statusClass = statusClasses.get(status);
+    if (!statusClass) statusClasses.set(status, (statusClass = metrics.httpRequests.labels({ status_class: `${Math.floor(status / 100)}xx` })));
+    statusClass.inc();
     // The one access log line per request, carrying the same id as X-Request-Id.
     log.info(
       {
@@ -108,6 +121,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
       },
       'request',
     );
+    done();
   });
 
   const allowedMethods = createMethodIndex(routes);

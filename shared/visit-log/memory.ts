@@ -50,10 +50,12 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
           throw new VisitLogFullError(topic, capacity);
         }
         // Nobody consumes this topic in this process (the dead-letter topic, embedded): like Kafka's
-        // retention, the oldest messages give way, counted rather than dropped silently.
-        log.messages.splice(0, excess);
-        log.base += excess;
-        metrics.visitLogDropped.inc({ topic, reason: 'retention' }, excess);
+        // retention, the oldest messages give way, counted rather than dropped silently. A tenth of
+        // the capacity goes at once, so a busy topic does not shift the whole log on every publish.
+        const dropped = Math.min(log.messages.length, excess + Math.floor(capacity / 10));
+        log.messages.splice(0, dropped);
+        log.base += dropped;
+        metrics.visitLogDropped.inc({ topic, reason: 'retention' }, dropped);
       }
       log.messages.push(...messages);
       metrics.visitLogPublished.inc({ topic }, messages.length);

@@ -33,7 +33,7 @@ function decoded(text: string): string {
 /** The kind of attack a request path (with its query) looks like, or undefined for an ordinary request. */
 export function classifyAttack(pathWithQuery: string): AttackType | undefined {
   const raw = pathWithQuery;
-  const text = decoded(raw);
+  const text = raw.includes('%') || raw.includes('+') ? decoded(raw) : raw;
   if (TRAVERSAL.test(raw) || TRAVERSAL.test(text)) return 'traversal';
   if (XSS.test(text)) return 'xss';
   if (SQLI.test(text)) return 'sqli';
