@@ -1,5 +1,5 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
+import { createServer, type RequestListener } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
@@ -20,12 +20,8 @@ import { usersRoutes } from './users/users.routes.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
-import { createLinkCache } from '../ingest/link-cache.js';
-import { registerShortHosts } from '../ingest/redirect.routes.js';
-import { createVisitProducer } from '../ingest/visit-producer.js';
-
-/** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
-const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
+import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
+import { baseFastifyOptions, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
 
 export interface AppOptions {
   /** Extra route declarations (tests use this to reach failure paths no public route has). */
@@ -35,33 +31,21 @@ export interface AppOptions {
 export interface App {
   app: FastifyInstance;
   routes: RouteDef[];
+  /** The ingest edge (short hosts), when this process has the ingest role; `app`'s server routes to it by Host. */
+  ingest?: FastifyInstance;
 }
 
 /** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
 export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
   const { config, log, metrics } = context;
-  const errorOptions = { showDetail: !config.production || config.debug, homeUrl: config.publicUrl + '/api/v1/' };
+  const errorOptions = errorOptionsOf(config);
+  const ingest = config.roles.includes('ingest') ? await buildIngestApp(context) : undefined;
   const app = Fastify({
-    loggerInstance: log as FastifyBaseLogger,
-    // One access-log line per request is written by the onResponse hook below.
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
-    // No per-request child logger (a pino child per request is measurable on the redirect path):
-    // every line that concerns a request carries request_id itself.
-    childLoggerFactory: (logger) => logger,
-    bodyLimit: config.bodyLimit,
-    trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
-    genReqId: (request) => {
-      const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
-    },
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    return503OnClosing: true,
-    // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
-    frameworkErrors: (error, request, reply) => {
-      request.locale = negotiateLocale(undefined, request.headers['accept-language']);
-      void sendError(request, reply, toAppError(error).appError, errorOptions);
-    },
+    ...baseFastifyOptions(context),
+    // With the ingest role, one server answers both: requests for a short host go to the edge app.
+    ...(ingest ? { serverFactory: (handler: RequestListener) => createServer(hostDispatcher(context, handler, ingest.app)) } : {}),
   });
+  if (ingest) app.addHook('onClose', async () => ingest.app.close());
   const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
 
   await app.register(cookie);
@@ -85,7 +69,6 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   app.decorateRequest('locale', 'en');
   app.decorateRequest('principal', undefined);
-  // Both hooks are synchronous (done-callback form): no promise per request for them.
   app.addHook('onRequest', (request, reply, done) => {
     const lang = (request.query as Record<string, unknown> | undefined)?.lang;
     request.locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
@@ -93,36 +76,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     reply.header('Content-Language', request.locale);
     done();
   });
-  /** Histogram and counter children per label set, so a request does not hash its labels again. */
-  const durations = new Map<string, { observe(seconds: number): void }>();
-  const statusClasses = new Map<number, { inc(): void }>();
-  app.addHook('onResponse', (request, reply, done) => {
-    const { routeDef, routeLabel } = request.routeOptions.config;
-    const route = routeDef?.path ?? routeLabel ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found');
-    const status = reply.statusCode;
-    const key = `${request.method} ${route} ${status}`;
-    let duration = durations.get(key);
-    if (!duration) durations.set(key, (duration = metrics.httpDuration.labels({ method: request.method, route, status_code: String(status) })));
-    duration.observe(reply.elapsedTime / 1000);
-    let statusClass = statusClasses.get(status);
-    if (!statusClass) statusClasses.set(status, (statusClass = metrics.httpRequests.labels({ status_class: `${Math.floor(status / 100)}xx` })));
-    statusClass.inc();
-    // The one access log line per request, carrying the same id as X-Request-Id.
-    log.info(
-      {
-        request_id: request.id,
-        method: request.method,
-        url: request.url,
-        route,
-        status: reply.statusCode,
-        took_ms: Math.round(reply.elapsedTime * 100) / 100,
-        ip: request.ip,
-        user_agent: request.headers['user-agent'],
-      },
-      'request',
-    );
-    done();
-  });
+  app.addHook('onResponse', responseObserver(context));
 
   const allowedMethods = createMethodIndex(routes);
   /** 405 with Allow when the path exists under other methods, else 404. */
@@ -155,14 +109,5 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   registerRoutes(app, routes, { limiter, authenticator, abuse, publicUrl: config.publicUrl });
 
-  if (config.roles.includes('ingest')) {
-    const links = await createLinkCache(context);
-    const visits = createVisitProducer(context);
-    app.addHook('onClose', async () => {
-      await visits.close(config.shutdownTimeoutMs / 2);
-      await links.close();
-    });
-    registerShortHosts(app, { context, links, visits, limiter, errorOptions });
-  }
-  return { app, routes };
+  return { app, routes, ingest: ingest?.app };
 }

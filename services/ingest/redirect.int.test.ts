@@ -1,3 +1,5 @@
+import { get } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
@@ -11,6 +13,7 @@ import { buildApp } from '../api/app.js';
 
 let context: Context;
 let app: FastifyInstance;
+let ingest: FastifyInstance;
 let owner: TestOwner;
 let subdomain: string;
 let consumer: Consumer;
@@ -18,7 +21,9 @@ const visits: RawVisit[] = [];
 
 beforeAll(async () => {
   context = await createTestContext({ RATE_LIMIT_REDIRECT: '1000:60', TRUST_PROXY: '10.9.0.0/16' });
-  ({ app } = await buildApp(context));
+  const built = await buildApp(context);
+  app = built.app;
+  ingest = built.ingest!;
   owner = await createOwner(context, app);
   subdomain = await claimSubdomain(app, owner);
   consumer = await context.visitLog.consume({
@@ -43,7 +48,7 @@ async function createLink(payload: Json, on = subdomain): Promise<Json> {
 }
 
 const visit = (path: string, options: { host?: string; method?: 'GET' | 'HEAD'; headers?: Json; remoteAddress?: string; target?: FastifyInstance } = {}) =>
-  (options.target ?? app).inject({
+  (options.target ?? ingest).inject({
     method: options.method ?? 'GET',
     url: path,
     headers: { host: options.host ?? `${subdomain}.localhost:8080`, ...(options.headers ?? {}) },
@@ -111,10 +116,21 @@ describe('GET /{slug} on a short host', () => {
     expect(gone.json().error.code).toBe('gone');
   });
 
-  it('leaves API paths and the API host alone', async () => {
-    expect((await visit('/api/v1/health')).statusCode).toBe(200);
-    const link = await createLink({ target_url: 'https://example.com/' });
-    expect((await app.inject({ method: 'GET', url: `/${link.slug}`, headers: { host: 'localhost:8080' } })).statusCode).toBe(404);
+  it('is reached by Host over one server: short hosts get the edge, the API host the API', async () => {
+    const link = await createLink({ target_url: 'https://example.com/served' });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as AddressInfo).port;
+    const ask = (path: string, host: string) =>
+      new Promise<{ status: number; location?: string }>((resolve, reject) =>
+        get({ host: '127.0.0.1', port, path, headers: { host } }, (response) => {
+          response.resume();
+          resolve({ status: response.statusCode ?? 0, location: response.headers.location });
+        }).once('error', reject),
+      );
+    expect(await ask(`/${link.slug}`, `${subdomain}.localhost:${port}`)).toEqual({ status: 302, location: 'https://example.com/served' });
+    expect((await ask(`/${link.slug}`, `localhost:${port}`)).status).toBe(404);
+    expect((await ask('/api/v1/health', `localhost:${port}`)).status).toBe(200);
+    expect((await ask('/api/v1/health', `${subdomain}.localhost:${port}`)).status).toBe(404);
   });
 });
 
@@ -122,30 +138,31 @@ describe('the redirect cache follows link changes', () => {
   it('obeys an update, a slug change and a delete within a second, on this node and on another one', async () => {
     // Services run: a second app on its own context is another node sharing Redis and Postgres.
     const otherContext = SERVICES_MODE ? await createTestContext() : undefined;
-    const other = otherContext ? (await buildApp(otherContext)).app : app;
+    const otherBuilt = otherContext ? await buildApp(otherContext) : undefined;
+    const other = otherBuilt?.ingest ?? ingest;
     try {
       const link = await createLink({ target_url: 'https://example.com/v1' });
-      for (const target of [app, other]) expect((await visit(`/${link.slug}`, { target })).headers.location).toBe('https://example.com/v1');
+      for (const target of [ingest, other]) expect((await visit(`/${link.slug}`, { target })).headers.location).toBe('https://example.com/v1');
 
       await app.inject({ method: 'PATCH', url: `/api/v1/links/${link.id}`, headers: owner.auth, payload: { target_url: 'https://example.com/v2' } });
-      for (const target of [app, other]) {
+      for (const target of [ingest, other]) {
         await waitFor(async () => (await visit(`/${link.slug}`, { target })).headers.location === 'https://example.com/v2', 1_000, { message: 'update obeyed' });
       }
 
       const moved = `${link.slug}-moved`;
       await app.inject({ method: 'PATCH', url: `/api/v1/links/${link.id}`, headers: owner.auth, payload: { slug: moved } });
-      for (const target of [app, other]) {
+      for (const target of [ingest, other]) {
         await waitFor(async () => (await visit(`/${link.slug}`, { target })).statusCode === 404, 1_000, { message: 'old slug gone' });
         expect((await visit(`/${moved}`, { target })).headers.location).toBe('https://example.com/v2');
       }
 
       await app.inject({ method: 'DELETE', url: `/api/v1/links/${link.id}`, headers: owner.auth });
-      for (const target of [app, other]) {
+      for (const target of [ingest, other]) {
         await waitFor(async () => (await visit(`/${moved}`, { target })).statusCode === 404, 1_000, { message: 'delete obeyed' });
       }
     } finally {
       if (otherContext) {
-        await other.close();
+        await otherBuilt!.app.close();
         await closeContext(otherContext);
       }
     }
@@ -223,13 +240,14 @@ describe('the visit event', () => {
 describe('the redirect bucket', () => {
   it('limits per IP and link, with 429, Retry-After and the headers', async () => {
     const limited = await createTestContext({ RATE_LIMIT_REDIRECT: '3:60' });
-    const limitedApp = (await buildApp(limited)).app;
+    const limitedBuilt = await buildApp(limited);
+    const limitedApp = limitedBuilt.app;
     try {
       const name = await claimSubdomain(limitedApp, await createOwner(limited, limitedApp).then((o) => (owner2 = o)));
       const create = async () =>
         (await limitedApp.inject({ method: 'POST', url: '/api/v1/links', headers: owner2!.auth, payload: { subdomain: name, target_url: 'https://example.com/' } })).json().data;
       const [first, second] = [await create(), await create()];
-      const hit = (slug: string, ip: string) => visit(`/${slug}`, { host: `${name}.localhost:8080`, remoteAddress: ip, target: limitedApp });
+      const hit = (slug: string, ip: string) => visit(`/${slug}`, { host: `${name}.localhost:8080`, remoteAddress: ip, target: limitedBuilt.ingest! });
       const answers = [];
       for (let i = 0; i < 4; i++) answers.push(await hit(first.slug, '192.0.2.10'));
       expect(answers.map((answer) => answer.statusCode)).toEqual([302, 302, 302, 429]);

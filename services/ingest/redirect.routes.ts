@@ -16,9 +16,9 @@ export interface ShortHostDeps {
   visits: VisitProducer;
   limiter: RateLimiter;
   errorOptions: { showDetail: boolean; homeUrl: string };
+  /** Sets the request's locale (from Accept-Language) before an error page is rendered. */
+  localized: (request: FastifyRequest) => FastifyRequest;
 }
-
-const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The subdomain of a short host name (`alice` of `alice.links.example.com`), or undefined. */
 export function subdomainOf(hostname: string, baseDomain: string): string | undefined {
@@ -39,14 +39,11 @@ const header = (value: string | string[] | undefined, max: number) => (Array.isA
  * attack visits.
  */
 export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): void {
-  const { context, links, visits, limiter, errorOptions } = deps;
+  const { context, links, visits, limiter, errorOptions, localized } = deps;
   const { config, metrics, log } = context;
-  // Any label under the base domain, with or without a port; other hosts never reach these routes.
-  const host = new RegExp(`^[A-Za-z0-9-]+\\.${escapeRegex(config.baseDomain)}\\.?(?::\\d+)?$`, 'i');
-
   const refuse = (request: FastifyRequest, reply: FastifyReply, error: AppError) => {
     metrics.redirects.inc({ status: String(error.status) });
-    return sendError(request, reply, error, errorOptions);
+    return sendError(localized(request), reply, error, errorOptions);
   };
 
   const visitOf = (request: FastifyRequest, fields: Pick<RawVisit, 'kind' | 'owner_id' | 'subdomain' | 'link_id' | 'slug'>): RawVisit => {
@@ -65,6 +62,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
   };
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('X-Request-Id', request.id);
     const subdomain = subdomainOf(request.hostname, config.baseDomain);
     const path = request.url.split('?', 1)[0]!;
     const attack = classifyAttack(request.url);
@@ -98,6 +96,6 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
 
   // GET also answers HEAD (Fastify's exposeHeadRoutes): same status and headers, no body.
   const routeConfig = { routeLabel: '/{slug}' };
-  app.route({ method: 'GET', url: '/*', constraints: { host }, config: routeConfig, handler });
-  app.route({ method: 'GET', url: '/', constraints: { host }, config: routeConfig, handler });
+  app.route({ method: 'GET', url: '/*', config: routeConfig, handler });
+  app.route({ method: 'GET', url: '/', config: routeConfig, handler });
 }
