@@ -43,11 +43,11 @@ export function dependencyKinds(context: Context): Record<Dependency, string> {
  * The composition root: the only place that constructs clients. Embedded defaults unless a
  * server URL is configured, dependency by dependency.
  */
-export async function createContext(config: Config, overrides: { log?: Logger } = {}): Promise<Context> {
+export async function createContext(config: Config, overrides: { log?: Logger; analytics?: Analytics } = {}): Promise<Context> {
   const log = overrides.log ?? createLogger(config);
   const metrics = createMetrics();
   const db = await createDatabase(config.database);
-  const analytics = createAnalytics(config.analytics);
+  const analytics = overrides.analytics ?? createAnalytics(config.analytics);
   const visitLog =
     config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createMemoryVisitLog(metrics);
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics) : createMemoryJobs(log, metrics);

@@ -140,12 +140,12 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     expect(rows[2]!.ip_public).toBe('2001:db8::1');
   });
 
-  it('fills the defaults of a minimal raw visit', async () => {
+  it('fills the defaults of a minimal raw visit (no user agent: a bot)', async () => {
     const subdomain = uniqueName('minimal');
     const visitId = uuidv7();
     await publish('link-x', [{ visit_id: visitId, ts: '2025-06-02T00:00:00Z', owner_id: 'o', subdomain, ip_public: '198.51.100.1' }]);
     const [row] = await waitForVisits(subdomain, 1);
-    expect(row).toMatchObject({ visit_id: visitId, kind: 'visit', link_id: '', slug: '', user_agent: '', referrer: '', referrer_host: '', query: '' });
+    expect(row).toMatchObject({ visit_id: visitId, kind: 'bot', bot_name: 'no user agent', link_id: '', slug: '', user_agent: '', referrer: '', referrer_host: '', query: '' });
   });
 
   it('derives the UTM fields from the query and referrer_host from the referrer', async () => {
@@ -169,6 +169,23 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
       referrer_host: 'mail.example.com',
     });
     expect(plain).toMatchObject({ utm_source: '', utm_medium: '', utm_campaign: '', utm_term: '', utm_content: '', referrer: 'not a url', referrer_host: '' });
+  });
+
+  it('writes the enrichment into the row: geolocation, user agent, bot and attack classification', async () => {
+    const subdomain = uniqueName('enriched');
+    await publish(`${subdomain}-link`, [
+      rawVisit(subdomain, {
+        ts: '2025-06-06T00:00:00.001Z',
+        ip_public: '81.2.69.142',
+        user_agent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+      }),
+      rawVisit(subdomain, { ts: '2025-06-06T00:00:00.002Z', user_agent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' }),
+      rawVisit(subdomain, { ts: '2025-06-06T00:00:00.003Z', query: 'id=1%20UNION%20SELECT%20password%20FROM%20users' }),
+    ]);
+    const [person, crawler, injection] = await waitForVisits(subdomain, 3);
+    expect(person).toMatchObject({ kind: 'visit', country: 'GB', city: 'Bracknell', browser: 'Chrome', browser_version: '120', os: 'Windows', device_type: 'desktop', is_bot: 0 });
+    expect(crawler).toMatchObject({ kind: 'bot', is_bot: 1, bot_name: 'google' });
+    expect(injection).toMatchObject({ kind: 'attack', is_attack: 1, attack_type: 'sqli' });
   });
 
   it('flags bot and attack visits', async () => {

@@ -2,6 +2,8 @@ import type { Context } from '../../shared/context.js';
 import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
+import { enrich } from './enrich.js';
+import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
 
 /** What became of one message: inserted, or sent to the dead-letter topic with the reason. */
@@ -30,12 +32,15 @@ export function decodeVisit(message: LogMessage): Outcome {
 export const ENRICHER_GROUP = 'enricher';
 
 /**
- * The enricher role: consumes `visits.raw` in batches, inserts the valid visits into ClickHouse and
+ * The enricher role: consumes `visits.raw` in batches, enriches the valid visits (geolocation,
+ * user agent, bot and attack classification: enrich.ts), inserts them into ClickHouse and
  * sends the rest to `visits.dlq` with their reason. The batch resolves (and its offsets are
  * committed) only after both writes succeeded; a failure redelivers the whole batch.
  */
 export async function startEnricher(context: Context): Promise<Consumer> {
   const { visitLog, analytics, log } = context;
+  const geo = await openGeoLookup();
+  const enrichOne = (visit: RawVisit) => enrich(visit, geo);
   return visitLog.consume({
     groupId: ENRICHER_GROUP,
     topic: TOPICS.visitsRaw,
@@ -44,7 +49,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       const outcomes = messages.map(decodeVisit);
       const visits = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.visit] : []));
       const dead = outcomes.flatMap((outcome) => (outcome.kind === 'dlq' ? [outcome] : []));
-      await insertVisits(analytics, visits);
+      await insertVisits(analytics, visits, enrichOne);
       if (dead.length > 0) {
         await visitLog.publish(
           TOPICS.visitsDlq,

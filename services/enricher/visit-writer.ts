@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Analytics } from '../../shared/analytics/analytics.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import type { Enrichment } from './enrich.js';
 
 /** ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. */
 const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
@@ -13,8 +14,11 @@ function utm(query: string): Record<string, string> {
   );
 }
 
-/** The row of the `visits` table for one raw visit (derived columns the enrichment steps fill later keep their defaults). */
-export function toVisitRow(visit: RawVisit): Record<string, unknown> {
+/**
+ * The row of the `visits` table for one raw visit and what enrichment derived from it (without an
+ * enrichment, derived columns keep their defaults and the kind decides is_bot/is_attack).
+ */
+export function toVisitRow(visit: RawVisit, enrichment?: Enrichment): Record<string, unknown> {
   let referrerHost = '';
   try {
     referrerHost = visit.referrer ? new URL(visit.referrer).hostname : '';
@@ -38,6 +42,7 @@ export function toVisitRow(visit: RawVisit): Record<string, unknown> {
     is_bot: visit.kind === 'bot' ? 1 : 0,
     is_attack: visit.kind === 'attack' ? 1 : 0,
     ...utm(visit.query),
+    ...enrichment,
   };
 }
 
@@ -47,9 +52,9 @@ export function toVisitRow(visit: RawVisit): Record<string, unknown> {
  * version of a visit (other content) is; rows that arrive again in other batches collapse by
  * visit_id in the ReplacingMergeTree.
  */
-export async function insertVisits(analytics: Analytics, visits: RawVisit[]): Promise<void> {
+export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichOne?: (visit: RawVisit) => Enrichment): Promise<void> {
   if (visits.length === 0) return;
-  const rows = visits.map(toVisitRow);
+  const rows = visits.map((visit) => toVisitRow(visit, enrichOne?.(visit)));
   await analytics.client.insert({
     table: 'visits',
     values: rows,

@@ -1,5 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createAnalytics, type Analytics } from '../analytics/analytics.js';
 import { migrateAnalytics } from '../analytics/migrate.js';
 import { loadConfig, type Config } from '../config.js';
 import { closeContext, createContext, type Context } from '../context.js';
@@ -41,11 +42,30 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
   return config;
 }
 
+let sharedChdb: Promise<Analytics> | undefined;
+
+/**
+ * The process's one chDB engine, migrated once. Two chDB connections on one data path are two
+ * engines over the same files: one merges parts away under the other's reads. Every test context of
+ * the process (several per file when a test plays a second node) uses this one; closing a context
+ * leaves it open, and the process's exit ends it.
+ */
+function processChdb(config: Config): Promise<Analytics> {
+  sharedChdb ??= (async () => {
+    const analytics = createAnalytics(config.analytics);
+    await migrateAnalytics(analytics);
+    return { ...analytics, close: async () => undefined };
+  })();
+  return sharedChdb;
+}
+
 /** Builds a migrated context for a test file; close it in afterAll. */
 export async function createTestContext(overrides: Record<string, string | undefined> = {}): Promise<Context> {
-  const context = await createContext(testConfig(overrides));
+  const config = testConfig(overrides);
+  const analytics = config.analytics.kind === 'chdb' ? await processChdb(config) : undefined;
+  const context = await createContext(config, { analytics });
   await migrateDatabase(context.db);
-  await migrateAnalytics(context.analytics);
+  if (!analytics) await migrateAnalytics(context.analytics);
   return context;
 }
 

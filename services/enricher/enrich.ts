@@ -1,0 +1,73 @@
+import { isbotMatch } from 'isbot';
+import { UAParser } from 'ua-parser-js';
+import { classifyAttack, type AttackType } from '../../shared/visits/attack.js';
+import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import type { GeoLookup } from './geo.js';
+
+/** What the enricher derives from a raw visit: pure functions of the visit (and the geo database). */
+export interface Enrichment {
+  kind: RawVisit['kind'];
+  country: string;
+  region: string;
+  city: string;
+  latitude: number | null;
+  longitude: number | null;
+  browser: string;
+  browser_version: string;
+  os: string;
+  os_version: string;
+  device_type: string;
+  is_bot: 0 | 1;
+  bot_name: string;
+  is_attack: 0 | 1;
+  attack_type: string;
+}
+
+/** Operating systems of desktop computers: a user agent on one of these without a device type is a desktop. */
+const DESKTOP_OS = new Set(['Windows', 'macOS', 'Mac OS', 'Linux', 'Ubuntu', 'Debian', 'Fedora', 'Chromium OS', 'FreeBSD', 'OpenBSD']);
+
+/** The bot a user agent names, or undefined for a human browser. No user agent at all is a bot too. */
+export function botOf(userAgent: string): string | undefined {
+  if (userAgent.trim() === '') return 'no user agent';
+  const match = isbotMatch(userAgent);
+  return match ? match.toLowerCase().slice(0, 64) : undefined;
+}
+
+/** Browser, OS and device class from a user agent (ua-parser-js). */
+export function parseUserAgent(userAgent: string): Pick<Enrichment, 'browser' | 'browser_version' | 'os' | 'os_version' | 'device_type'> {
+  const parsed = UAParser(userAgent);
+  const os = parsed.os.name ?? '';
+  return {
+    browser: parsed.browser.name ?? '',
+    browser_version: parsed.browser.major ?? '',
+    os,
+    os_version: parsed.os.version ?? '',
+    device_type: parsed.device.type ?? (DESKTOP_OS.has(os) ? 'desktop' : ''),
+  };
+}
+
+/**
+ * Enriches one visit: geolocation of `ip_public`, user agent, bot and attack classification. An
+ * attack wins over a bot, a bot over a plain visit; beacon rows keep their kind.
+ */
+export function enrich(visit: RawVisit, geo: GeoLookup): Enrichment {
+  const place = geo.lookup(visit.ip_public);
+  // A visit the edge already marked as a bot stays one.
+  const bot = botOf(visit.user_agent) ?? (visit.kind === 'bot' ? 'marked at the edge' : undefined);
+  const attack: AttackType | undefined =
+    visit.kind === 'attack' ? (classifyAttack(`/${visit.slug.replace(/^\//, '')}?${visit.query}`) ?? 'scanner') : classifyAttack(`/${visit.slug}?${visit.query}`);
+  const kind: RawVisit['kind'] = attack ? 'attack' : visit.kind === 'beacon' ? 'beacon' : bot ? 'bot' : visit.kind;
+  return {
+    kind,
+    country: place?.country ?? '',
+    region: place?.region ?? '',
+    city: place?.city ?? '',
+    latitude: place?.latitude ?? null,
+    longitude: place?.longitude ?? null,
+    ...parseUserAgent(visit.user_agent),
+    is_bot: bot ? 1 : 0,
+    bot_name: bot ?? '',
+    is_attack: attack ? 1 : 0,
+    attack_type: attack ?? '',
+  };
+}
