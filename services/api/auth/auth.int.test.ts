@@ -72,11 +72,20 @@ describe('login', () => {
       await login(email, 'not the password', clientIp());
       return performance.now() - started;
     };
+    // Interleaved, so both kinds meet the same load; medians of three (the third failure locks the
+    // account, after its password check). Without the check an unknown
+    // e-mail would answer in about 1 % of the time of a known one (no scrypt at all), so loose bounds
+    // still catch that while tolerating a busy machine.
+    const known: number[] = [];
+    const unknown: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      known.push(await time(account.email));
+      unknown.push(await time(`${uniqueName('x')}@example.test`));
+    }
     const median = (values: number[]) => values.sort((a, b) => a - b)[1]!;
-    const known = median([await time(account.email), await time(account.email), await time(account.email)]);
-    const unknown = median([await time(`${uniqueName('x')}@example.test`), await time(`${uniqueName('y')}@example.test`), await time(`${uniqueName('z')}@example.test`)]);
-    expect(unknown / known).toBeGreaterThan(0.5);
-    expect(unknown / known).toBeLessThan(2);
+    const ratio = median(unknown) / median(known);
+    expect(ratio).toBeGreaterThan(0.25);
+    expect(ratio).toBeLessThan(4);
   });
 
   it('locks an account after BRUTEFORCE_MAX_ATTEMPTS failures, even for the right password, with Retry-After', async () => {
