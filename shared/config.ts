@@ -120,7 +120,7 @@ export const CONFIG_VARS = {
   KAFKA_CLIENT_ID: [withDefault(z.string().min(1), 'linktrack'), { doc: 'Kafka client id.' }],
   KAFKA_TOPIC_PREFIX: [
     withDefault(z.string().regex(/^[A-Za-z0-9._-]*$/, 'must contain only letters, digits, dot, underscore and hyphen'), ''),
-    { doc: 'Prefix of every topic name (to share a cluster between environments).' },
+    { doc: 'Prefix of every topic and consumer-group name (to share a cluster between environments).' },
   ],
   REDIS_URL: [
     optionalString(urlWithScheme(['redis', 'rediss'])),

@@ -21,6 +21,9 @@ export interface Enrichment {
   bot_name: string;
   is_attack: 0 | 1;
   attack_type: string;
+  /** Set by the enricher from the day's salt (visitors.ts), not by the pure step. */
+  visitor_hash?: string;
+  is_unique?: 0 | 1;
 }
 
 /** Operating systems of desktop computers: a user agent on one of these without a device type is a desktop. */

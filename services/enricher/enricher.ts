@@ -2,7 +2,9 @@ import type { Context } from '../../shared/context.js';
 import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
-import { enrich } from './enrich.js';
+import { createEventBus, type EventType } from '../../shared/events/events.js';
+import { enrich, type Enrichment } from './enrich.js';
+import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
 
@@ -32,6 +34,60 @@ export function decodeVisit(message: LogMessage): Outcome {
 export const ENRICHER_GROUP = 'enricher';
 
 /**
+ * Enriches a batch: the pure step per visit, then the visitor hash (the day's salt) and, for human
+ * visits of a link, whether it is the visitor's first visit to the link that day.
+ */
+async function deriveAll(
+  visits: RawVisit[],
+  geo: Awaited<ReturnType<typeof openGeoLookup>>,
+  salts: ReturnType<typeof saltBook>,
+  uniques: ReturnType<typeof uniqueTracker>,
+): Promise<{ enrichments: Map<RawVisit, Enrichment>; remember(): void }> {
+  const enrichments = new Map<RawVisit, Enrichment>();
+  for (const visit of visits) {
+    const enrichment = enrich(visit, geo);
+    enrichment.visitor_hash = visitorHash(await salts.saltFor(dayOf(visit.ts)), visit.ip_public, visit.user_agent);
+    enrichment.is_unique = 0;
+    enrichments.set(visit, enrichment);
+  }
+  const humans = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit' && visit.link_id !== '');
+  const { first, remember } = await uniques.firstOfDay(
+    humans.map((visit) => ({ visitId: visit.visit_id, linkId: visit.link_id, hash: enrichments.get(visit)!.visitor_hash!, day: dayOf(visit.ts), ts: visit.ts })),
+  );
+  humans.forEach((visit, index) => {
+    if (first[index]) enrichments.get(visit)!.is_unique = 1;
+  });
+  return { enrichments, remember };
+}
+
+/** The events a stored visit raises: visit.new (and visit.unique) for people, security.suspicious for attacks. */
+function eventsOf(visit: RawVisit, enrichment: Enrichment): { type: EventType; ownerId: string; subdomain: string | null; data: unknown }[] {
+  if (!visit.owner_id) return [];
+  const data = {
+    visit_id: visit.visit_id,
+    ts: visit.ts,
+    kind: enrichment.kind,
+    link_id: visit.link_id,
+    slug: visit.slug,
+    subdomain: visit.subdomain,
+    ip_public: visit.ip_public,
+    country: enrichment.country,
+    region: enrichment.region,
+    city: enrichment.city,
+    browser: enrichment.browser,
+    os: enrichment.os,
+    device_type: enrichment.device_type,
+    referrer: visit.referrer,
+    is_unique: enrichment.is_unique === 1,
+    ...(enrichment.is_attack ? { attack_type: enrichment.attack_type } : {}),
+  };
+  const owner = { ownerId: visit.owner_id, subdomain: visit.subdomain };
+  if (enrichment.kind === 'attack') return [{ type: 'security.suspicious', ...owner, data }];
+  if (enrichment.kind !== 'visit') return [];
+  return [{ type: 'visit.new', ...owner, data }, ...(enrichment.is_unique ? [{ type: 'visit.unique' as const, ...owner, data }] : [])];
+}
+
+/**
  * The enricher role: consumes `visits.raw` in batches, enriches the valid visits (geolocation,
  * user agent, bot and attack classification: enrich.ts), inserts them into ClickHouse and
  * sends the rest to `visits.dlq` with their reason. The batch resolves (and its offsets are
@@ -40,7 +96,9 @@ export const ENRICHER_GROUP = 'enricher';
 export async function startEnricher(context: Context): Promise<Consumer> {
   const { visitLog, analytics, log } = context;
   const geo = await openGeoLookup();
-  const enrichOne = (visit: RawVisit) => enrich(visit, geo);
+  const salts = saltBook(context.db.db);
+  const uniques = uniqueTracker(analytics);
+  const events = createEventBus(context);
   return visitLog.consume({
     groupId: ENRICHER_GROUP,
     topic: TOPICS.visitsRaw,
@@ -49,7 +107,9 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       const outcomes = messages.map(decodeVisit);
       const visits = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.visit] : []));
       const dead = outcomes.flatMap((outcome) => (outcome.kind === 'dlq' ? [outcome] : []));
-      await insertVisits(analytics, visits, enrichOne);
+      const { enrichments, remember } = await deriveAll(visits, geo, salts, uniques);
+      await insertVisits(analytics, visits, (visit) => enrichments.get(visit)!);
+      remember();
       if (dead.length > 0) {
         await visitLog.publish(
           TOPICS.visitsDlq,
@@ -57,6 +117,8 @@ export async function startEnricher(context: Context): Promise<Consumer> {
         );
         log.warn({ count: dead.length, first: dead[0]!.reason }, 'visits sent to the dead-letter topic');
       }
+      // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
+      await events.emitMany(visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!)));
     },
   });
 }

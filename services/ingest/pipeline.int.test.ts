@@ -56,7 +56,7 @@ async function redirects(slug: string, count: number, from: number) {
 }
 
 describe('redirects → visit log → enricher → ClickHouse', () => {
-  it('turns N redirects into exactly N rows, also when the enricher stops mid-stream and starts again', async () => {
+  it('turns N redirects into exactly N rows, also when the enricher stops mid-stream and starts again', { timeout: 120_000 }, async () => {
     const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/' } });
     const link = created.json().data;
     enricher = await startEnricher(context);

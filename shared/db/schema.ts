@@ -97,7 +97,15 @@ export interface LinksTable {
   deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+export interface VisitorSaltsTable {
+  /** UTC day, `YYYY-MM-DD`. */
+  day: ColumnType<string, string, never>;
+  salt: string;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
 export interface DB {
+  visitor_salts: VisitorSaltsTable;
   subdomains: SubdomainsTable;
   links: LinksTable;
   users: UsersTable;

@@ -37,6 +37,8 @@ export interface EventBus {
    * and not thrown: the stored change stands and the caller's answer is still true.
    */
   emit<T>(type: EventType, owner: { ownerId: string; subdomain: string | null }, data: T): Promise<PlatformEvent<T> | undefined>;
+  /** Publishes many events in one call (a batch of visits); throws when the log refuses them, so the batch is redelivered. */
+  emitMany(events: { type: EventType; ownerId: string; subdomain: string | null; data: unknown }[]): Promise<void>;
 }
 
 /** Decodes a message of the `events` topic; undefined when it is not a platform event. */
@@ -51,6 +53,18 @@ export function decodeEvent(message: LogMessage): PlatformEvent | undefined {
 
 export function createEventBus(deps: { visitLog: VisitLog; log: Logger; metrics: Metrics }): EventBus {
   return {
+    async emitMany(events) {
+      if (events.length === 0) return;
+      const occurredAt = new Date().toISOString();
+      await deps.visitLog.publish(
+        TOPICS.events,
+        events.map(({ type, ownerId, subdomain, data }) => ({
+          key: ownerId,
+          value: JSON.stringify({ id: uuidv7(), type, occurred_at: occurredAt, owner_id: ownerId, subdomain, data }),
+          headers: { 'x-event-type': type },
+        })),
+      );
+    },
     async emit(type, { ownerId, subdomain }, data) {
       const event = { id: uuidv7(), type, occurred_at: new Date().toISOString(), owner_id: ownerId, subdomain, data };
       try {

@@ -85,7 +85,9 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
     },
     async consume({ groupId, topic, handler, maxBatch = 500 }: ConsumeOptions) {
       await ensureTopics();
-      const consumer = kafka.consumer({ groupId, maxBytesPerPartition: 4 * 1024 * 1024, sessionTimeout: 30_000 });
+      // Groups carry the prefix too: environments sharing a cluster never share a group (and never
+      // rebalance each other's consumers).
+      const consumer = kafka.consumer({ groupId: options.topicPrefix + groupId, maxBytesPerPartition: 4 * 1024 * 1024, sessionTimeout: 30_000 });
       await consumer.connect();
       await consumer.subscribe({ topic: name(topic), fromBeginning: true });
       await consumer.run({
