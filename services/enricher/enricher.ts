@@ -4,6 +4,7 @@ import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import { createEventBus, type EventType } from '../../shared/events/events.js';
 import { enrich, type Enrichment } from './enrich.js';
+import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
@@ -99,7 +100,8 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const salts = saltBook(context.db.db);
   const uniques = uniqueTracker(analytics);
   const events = createEventBus(context);
-  return visitLog.consume({
+  const limits = await limitWatcher(context);
+  const consumer = await visitLog.consume({
     groupId: ENRICHER_GROUP,
     topic: TOPICS.visitsRaw,
     maxBatch: 1000,
@@ -118,7 +120,14 @@ export async function startEnricher(context: Context): Promise<Consumer> {
         log.warn({ count: dead.length, first: dead[0]!.reason }, 'visits sent to the dead-letter topic');
       }
       // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
-      await events.emitMany(visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!)));
+      const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
+      await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!)), ...(await limits.check(people))]);
     },
   });
+  return {
+    async stop() {
+      await consumer.stop();
+      await limits.close();
+    },
+  };
 }

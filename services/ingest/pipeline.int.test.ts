@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { closeContext, createTestContext } from '../../shared/testing/context.js';
+import { decodeEvent, type PlatformEvent } from '../../shared/events/events.js';
+import { closeContext, createTestContext, uniqueName } from '../../shared/testing/context.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
@@ -55,10 +57,46 @@ async function redirects(slug: string, count: number, from: number) {
   }
 }
 
+describe('max_visits', () => {
+  it('stops redirects on every node once the visits reach the limit, raises link.limit_reached, and a new limit lifts it', { timeout: 120_000 }, async () => {
+    enricher ??= await startEnricher(context);
+    const received: PlatformEvent[] = [];
+    const consumer = await context.visitLog.consume({
+      groupId: uniqueName('limit-events'),
+      topic: TOPICS.events,
+      handler: async (messages) => void received.push(...messages.flatMap((message) => decodeEvent(message) ?? [])),
+    });
+    try {
+      const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/', max_visits: 5 } });
+      const link = created.json().data;
+      await redirects(link.slug, 5, 0);
+      const reached = await waitFor(() => received.find((event) => event.type === 'link.limit_reached' && (event.data as { link_id: string }).link_id === link.id), DEADLINE_MS, {
+        message: 'link.limit_reached',
+      });
+      expect(reached.data).toMatchObject({ link_id: link.id, max_visits: 5, visits: 5 });
+      const redirectOf = () => ingest.inject({ method: 'GET', url: `/${link.slug}`, headers: { host: `${subdomain}.localhost:8080` } });
+      await waitFor(async () => (await redirectOf()).statusCode === 410, 1_000, { message: 'redirects stopped within a second' });
+      const gone = await redirectOf();
+      expect(gone.json().error).toMatchObject({ code: 'gone', details: { reason: 'limit_reached' } });
+      const read = await app.inject({ method: 'GET', url: `/api/v1/links/${link.id}`, headers: owner.auth });
+      expect(read.json().data).toMatchObject({ state: 'limit_reached' });
+      expect(read.json().data.limit_reached_at).not.toBeNull();
+
+      await app.inject({ method: 'PATCH', url: `/api/v1/links/${link.id}`, headers: owner.auth, payload: { max_visits: 10 } });
+      await waitFor(async () => (await redirectOf()).statusCode === 302, 1_000, { message: 'a new limit lifts the stop' });
+      expect((await app.inject({ method: 'GET', url: `/api/v1/links/${link.id}`, headers: owner.auth })).json().data.state).toBe('active');
+    } finally {
+      await consumer.stop();
+    }
+  });
+});
+
 describe('redirects → visit log → enricher → ClickHouse', () => {
   it('turns N redirects into exactly N rows, also when the enricher stops mid-stream and starts again', { timeout: 120_000 }, async () => {
     const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/' } });
     const link = created.json().data;
+    // One enricher at a time: the test stops the one that runs.
+    await enricher?.stop();
     enricher = await startEnricher(context);
     await redirects(link.slug, 150, 0);
     await waitFor(async () => (await rowsOf(link.id)).total > 0, DEADLINE_MS, { message: 'first rows' });

@@ -89,6 +89,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
     if (link.expires_at !== null && Date.parse(link.expires_at) <= Date.now()) {
       return refuse(request, reply, new AppError('gone', { slug, reason: 'expired' }));
     }
+    if (link.limit_reached) return refuse(request, reply, new AppError('gone', { slug, reason: 'limit_reached' }));
     visits.enqueue(visitOf(request, { kind: 'visit', owner_id: link.owner_id, subdomain, link_id: link.id, slug }));
     metrics.redirects.inc({ status: String(link.redirect_type) });
     return reply.code(link.redirect_type).header('Location', link.target_url).header('Cache-Control', 'private, max-age=0').send();

@@ -95,6 +95,7 @@ export interface LinksTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  limit_reached_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface VisitorSaltsTable {

@@ -12,6 +12,8 @@ export interface RedirectLink {
   redirect_type: number;
   expires_at: string | null;
   max_visits: number | null;
+  /** Its visits reached max_visits: the link no longer redirects. */
+  limit_reached: boolean;
   /** From one sequence, taken by every insert and change: a cache keeps the highest it saw per slug. */
   version: number;
 }
@@ -26,6 +28,7 @@ export function toRedirectLink(row: {
   redirect_type: number;
   expires_at: Date | null;
   max_visits: number | null;
+  limit_reached_at: Date | null;
   version: string | number;
 }): RedirectLink {
   return {
@@ -37,6 +40,7 @@ export function toRedirectLink(row: {
     redirect_type: row.redirect_type,
     expires_at: row.expires_at?.toISOString() ?? null,
     max_visits: row.max_visits,
+    limit_reached: row.limit_reached_at !== null,
     version: Number(row.version),
   };
 }

@@ -140,7 +140,13 @@ export function linksRepository(db: Kysely<DB>) {
       try {
         return await db
           .updateTable('links')
-          .set({ ...changes, updated_at: new Date(), version: sql<string>`nextval('links_version_seq')` })
+          // A new visit limit is judged afresh by the enricher: the link redirects until it is reached again.
+          .set({
+            ...changes,
+            ...(changes.max_visits !== undefined ? { limit_reached_at: null } : {}),
+            updated_at: new Date(),
+            version: sql<string>`nextval('links_version_seq')`,
+          })
           .where('id', '=', id)
           .where('deleted_at', 'is', null)
           .returningAll()
@@ -149,6 +155,17 @@ export function linksRepository(db: Kysely<DB>) {
         if ((error as { code?: string }).code === '23505') return 'slug_taken';
         throw error;
       }
+    },
+    /** Marks a live link's visit limit reached, once; undefined when it already was (or is gone). */
+    async markLimitReached(id: string): Promise<LinkRow | undefined> {
+      return db
+        .updateTable('links')
+        .set({ limit_reached_at: new Date(), version: sql<string>`nextval('links_version_seq')` })
+        .where('id', '=', id)
+        .where('limit_reached_at', 'is', null)
+        .where('deleted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
     },
     /** Soft-deletes a live link; undefined when it was not live. */
     async softDelete(id: string): Promise<LinkRow | undefined> {

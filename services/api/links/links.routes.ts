@@ -53,7 +53,11 @@ export const LinkSchema = z
     expires_at: z.iso.datetime().nullable(),
     max_visits: z.number().int().nullable(),
     redirect_type: z.number().int(),
-    state: z.enum(['active', 'expired', 'deleted']).meta({ description: '`deleted` is only seen in the DELETE answer and in a client_id replay of a deleted link.' }),
+    state: z.enum(['active', 'expired', 'limit_reached', 'deleted']).meta({
+      description:
+        '`limit_reached`: its visits reached max_visits and it no longer redirects (changing max_visits lifts it). `deleted` is only seen in the DELETE answer and in a client_id replay of a deleted link.',
+    }),
+    limit_reached_at: z.iso.datetime().nullable().meta({ description: 'When the visits reached max_visits.' }),
     client_id: z.string().nullable().meta({ description: 'The idempotency key the link was created with, if any.' }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),

@@ -20,7 +20,7 @@ const GENERATED_SLUG_ATTEMPTS = 8;
 
 export const REDIRECT_TYPES = [301, 302, 307, 308] as const;
 
-export type LinkState = 'active' | 'expired' | 'deleted';
+export type LinkState = 'active' | 'expired' | 'limit_reached' | 'deleted';
 
 /** A link as its owner sees it. */
 export interface LinkView {
@@ -35,6 +35,7 @@ export interface LinkView {
   max_visits: number | null;
   redirect_type: number;
   state: LinkState;
+  limit_reached_at: string | null;
   client_id: string | null;
   created_at: string;
   updated_at: string;
@@ -138,7 +139,14 @@ export function linksService(context: Context) {
     expires_at: row.expires_at?.toISOString() ?? null,
     max_visits: row.max_visits,
     redirect_type: row.redirect_type,
-    state: row.deleted_at ? 'deleted' : row.expires_at && row.expires_at.getTime() <= now ? 'expired' : 'active',
+    state: row.deleted_at
+      ? 'deleted'
+      : row.expires_at && row.expires_at.getTime() <= now
+        ? 'expired'
+        : row.limit_reached_at
+          ? 'limit_reached'
+          : 'active',
+    limit_reached_at: row.limit_reached_at?.toISOString() ?? null,
     client_id: row.client_id,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),

@@ -1,0 +1,78 @@
+import { LRUCache } from 'lru-cache';
+import type { Context } from '../../shared/context.js';
+import type { EventType } from '../../shared/events/events.js';
+import { publishLinkNotice, subscribeLinkNotices, toRedirectLink } from '../../shared/links/link-notices.js';
+import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import { linksRepository } from '../api/links/links.repository.js';
+
+/** What the limit check needs of a link: its limit, and whether it was already reached. */
+interface Limit {
+  maxVisits: number | null;
+  reached: boolean;
+}
+
+/** How long a link's limit is trusted without a notice. */
+const LIMIT_TTL_MS = 60_000;
+
+/**
+ * `max_visits`: after a batch is stored, links of the batch that have a limit and have not reached
+ * it get their people's visits counted in ClickHouse; the batch that reaches the limit marks the
+ * link in Postgres (once: the first enricher to mark it wins), announces the change to every
+ * ingest node (the link stops redirecting) and raises `link.limit_reached`.
+ */
+export async function limitWatcher(context: Context) {
+  const links = linksRepository(context.db.db);
+  const limits = new LRUCache<string, Limit>({ max: 100_000, ttl: LIMIT_TTL_MS });
+  const unsubscribe = await subscribeLinkNotices(context.cache, (notice) => {
+    limits.set(notice.link.id, { maxVisits: notice.link.max_visits, reached: notice.link.limit_reached || notice.kind === 'delete' });
+  });
+
+  const limitOf = async (linkId: string): Promise<Limit> => {
+    const held = limits.get(linkId);
+    if (held) return held;
+    const row = await links.findById(linkId);
+    const limit = { maxVisits: row?.max_visits ?? null, reached: !row || row.deleted_at !== null || row.limit_reached_at !== null };
+    limits.set(linkId, limit);
+    return limit;
+  };
+
+  return {
+    /** The link.limit_reached events of a stored batch (the links are marked and announced first). */
+    async check(stored: RawVisit[]): Promise<{ type: EventType; ownerId: string; subdomain: string | null; data: unknown }[]> {
+      const byLink = new Map<string, RawVisit[]>();
+      for (const visit of stored) {
+        if (visit.link_id) byLink.set(visit.link_id, [...(byLink.get(visit.link_id) ?? []), visit]);
+      }
+      const watched: { linkId: string; maxVisits: number }[] = [];
+      for (const linkId of byLink.keys()) {
+        const limit = await limitOf(linkId);
+        if (limit.maxVisits !== null && !limit.reached) watched.push({ linkId, maxVisits: limit.maxVisits });
+      }
+      if (watched.length === 0) return [];
+      const result = await context.analytics.client.query({
+        query: `SELECT link_id, uniqExact(visit_id) AS visits FROM visits WHERE link_id IN {links:Array(String)} AND kind = 'visit' GROUP BY link_id`,
+        query_params: { links: watched.map((entry) => entry.linkId) },
+        format: 'JSONEachRow',
+      });
+      const counts = new Map((await result.json<{ link_id: string; visits: number }>()).map((row) => [row.link_id, Number(row.visits)]));
+      const events = [];
+      for (const { linkId, maxVisits } of watched) {
+        const visits = counts.get(linkId) ?? 0;
+        if (visits < maxVisits) continue;
+        const row = await links.markLimitReached(linkId);
+        limits.set(linkId, { maxVisits, reached: true });
+        if (!row) continue;
+        await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row) });
+        const last = byLink.get(linkId)!.at(-1)!;
+        events.push({
+          type: 'link.limit_reached' as const,
+          ownerId: row.owner_id,
+          subdomain: row.subdomain,
+          data: { link_id: row.id, slug: row.slug, subdomain: row.subdomain, max_visits: maxVisits, visits, visit_id: last.visit_id, reached_at: row.limit_reached_at!.toISOString() },
+        });
+      }
+      return events;
+    },
+    close: unsubscribe,
+  };
+}
