@@ -202,6 +202,14 @@ export const CONFIG_VARS = {
     withDefault(z.coerce.number().int().min(100).max(10_000_000), 100_000),
     { doc: 'Visits an ingest node buffers while the visit log (Kafka) is unreachable; beyond it visits are counted in `visits_dropped_total`.' },
   ],
+  ENRICHER_BATCH_SIZE: [
+    withDefault(z.coerce.number().int().min(1).max(100_000), 10_000),
+    { doc: 'Most visits the enricher inserts into ClickHouse in one batch.' },
+  ],
+  ENRICHER_BATCH_WAIT_MS: [
+    withDefault(z.coerce.number().int().min(0).max(10_000), 500),
+    { doc: 'Longest the enricher waits for a batch to fill before inserting what it has (0: at once); bounds the delay from redirect to row.' },
+  ],
   SHUTDOWN_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
     { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
@@ -244,6 +252,7 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   shutdownTimeoutMs: number;
   linkCacheSize: number;
+  enricherBatch: { size: number; waitMs: number };
   visitBufferSize: number;
   sessionTtlSec: number;
   bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
@@ -306,6 +315,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: env.LOG_LEVEL,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     linkCacheSize: env.LINK_CACHE_SIZE,
+    enricherBatch: { size: env.ENRICHER_BATCH_SIZE, waitMs: env.ENRICHER_BATCH_WAIT_MS },
     visitBufferSize: env.VISIT_BUFFER_SIZE,
     sessionTtlSec: env.SESSION_TTL,
     bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },

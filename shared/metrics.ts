@@ -17,6 +17,11 @@ export interface Metrics {
   visitsBuffered: Gauge<string>;
   redirects: Counter<'status'>;
   linkCache: Counter<'outcome'>;
+  visitsEnriched: Counter<'kind'>;
+  visitsInserted: Counter<string>;
+  visitsDeadLettered: Counter<'reason'>;
+  insertBatchSize: Histogram<string>;
+  insertDuration: Histogram<string>;
 }
 
 /** Builds a fresh registry with default process metrics and the platform's instruments. */
@@ -100,6 +105,35 @@ export function createMetrics(): Metrics {
       name: 'link_cache_lookups_total',
       help: 'Redirect link-cache lookups, by outcome (hit, miss, negative).',
       labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    visitsEnriched: new Counter({
+      name: 'visits_enriched_total',
+      help: 'Visits the enricher derived fields for, by resulting kind (visit, bot, attack, beacon).',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    visitsInserted: new Counter({
+      name: 'visits_inserted_total',
+      help: 'Visit rows inserted into ClickHouse (a redelivered batch counts again; ClickHouse deduplicates it).',
+      registers: [registry],
+    }),
+    visitsDeadLettered: new Counter({
+      name: 'visits_dead_lettered_total',
+      help: 'Messages of visits.raw sent to the dead-letter topic, by reason (undecodable, invalid).',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    insertBatchSize: new Histogram({
+      name: 'visits_insert_batch_size',
+      help: 'Rows per ClickHouse insert of the enricher.',
+      buckets: [1, 10, 100, 500, 1_000, 2_500, 5_000, 10_000, 50_000],
+      registers: [registry],
+    }),
+    insertDuration: new Histogram({
+      name: 'visits_insert_duration_seconds',
+      help: 'Duration of the enricher\'s ClickHouse inserts.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
     jobsProcessed: new Counter({

@@ -95,7 +95,7 @@ function eventsOf(visit: RawVisit, enrichment: Enrichment): { type: EventType; o
  * committed) only after both writes succeeded; a failure redelivers the whole batch.
  */
 export async function startEnricher(context: Context): Promise<Consumer> {
-  const { visitLog, analytics, log } = context;
+  const { visitLog, analytics, log, metrics } = context;
   const geo = await openGeoLookup();
   const salts = saltBook(context.db.db);
   const uniques = uniqueTracker(analytics);
@@ -104,19 +104,28 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const consumer = await visitLog.consume({
     groupId: ENRICHER_GROUP,
     topic: TOPICS.visitsRaw,
-    maxBatch: 1000,
+    maxBatch: context.config.enricherBatch.size,
+    maxWaitMs: context.config.enricherBatch.waitMs,
     handler: async (messages) => {
       const outcomes = messages.map(decodeVisit);
       const visits = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.visit] : []));
       const dead = outcomes.flatMap((outcome) => (outcome.kind === 'dlq' ? [outcome] : []));
       const { enrichments, remember } = await deriveAll(visits, geo, salts, uniques);
+      const insertStarted = performance.now();
       await insertVisits(analytics, visits, (visit) => enrichments.get(visit)!);
+      if (visits.length > 0) {
+        metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
+        metrics.insertBatchSize.observe(visits.length);
+        metrics.visitsInserted.inc(visits.length);
+        for (const enrichment of enrichments.values()) metrics.visitsEnriched.inc({ kind: enrichment.kind });
+      }
       remember();
       if (dead.length > 0) {
         await visitLog.publish(
           TOPICS.visitsDlq,
           dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason } })),
         );
+        for (const { reason } of dead) metrics.visitsDeadLettered.inc({ reason: reason.startsWith('undecodable') ? 'undecodable' : 'invalid' });
         log.warn({ count: dead.length, first: dead[0]!.reason }, 'visits sent to the dead-letter topic');
       }
       // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.

@@ -35,6 +35,8 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     // Tests present many accounts and tokens from loopback on purpose; the anti-spam tests set
     // their own thresholds.
     SPAM_IDENTITIES_PER_IP: '100000',
+    // Tests wait for rows: batches fill for a moment only.
+    ENRICHER_BATCH_WAIT_MS: '20',
     ...overrides,
   });
   if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };

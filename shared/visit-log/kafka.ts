@@ -83,11 +83,17 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       await client.send({ topic: name(topic), compression: CompressionTypes.GZIP, acks: -1, messages });
       metrics.visitLogPublished.inc({ topic }, messages.length);
     },
-    async consume({ groupId, topic, handler, maxBatch = 500 }: ConsumeOptions) {
+    async consume({ groupId, topic, handler, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions) {
       await ensureTopics();
       // Groups carry the prefix too: environments sharing a cluster never share a group (and never
       // rebalance each other's consumers).
-      const consumer = kafka.consumer({ groupId: options.topicPrefix + groupId, maxBytesPerPartition: 4 * 1024 * 1024, sessionTimeout: 30_000 });
+      const consumer = kafka.consumer({
+        groupId: options.topicPrefix + groupId,
+        maxBytesPerPartition: 4 * 1024 * 1024,
+        sessionTimeout: 30_000,
+        // Batch by size or time: the broker holds a fetch until about a MiB is there or maxWaitMs passed.
+        ...(maxWaitMs > 0 ? { minBytes: 1024 * 1024, maxWaitTimeInMs: maxWaitMs } : {}),
+      });
       await consumer.connect();
       await consumer.subscribe({ topic: name(topic), fromBeginning: true });
       await consumer.run({

@@ -62,20 +62,26 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       metrics.visitLogBacklog.set({ topic }, log.messages.length);
       for (const wake of log.wake) wake();
     },
-    async consume({ groupId, topic, handler, maxBatch = 500 }: ConsumeOptions): Promise<Consumer> {
+    async consume({ groupId, topic, handler, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions): Promise<Consumer> {
       const log = topicLog(topic);
       // A new group starts at the oldest retained message, as Kafka's `earliest` reset does.
       if (!log.groups.has(groupId)) log.groups.set(groupId, log.base);
       const state = { stopped: false, done: Promise.resolve() };
       let wakeUp: (() => void) | undefined;
-      const waitForMessages = () =>
+      /** Resolves on the next publish, or after `timeoutMs` when given (the listener is then removed). */
+      const waitForMessages = (timeoutMs?: number) =>
         new Promise<void>((resolve) => {
+          let timer: NodeJS.Timeout | undefined;
           wakeUp = () => {
+            clearTimeout(timer);
             log.wake.delete(wakeUp!);
             resolve();
           };
           log.wake.add(wakeUp);
+          if (timeoutMs !== undefined) timer = setTimeout(wakeUp, timeoutMs);
         });
+      /** When the oldest waiting message of a partial batch was first seen. */
+      let partialSince: number | undefined;
       state.done = (async () => {
         while (!state.stopped) {
           const offset = log.groups.get(groupId)!;
@@ -84,6 +90,15 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
             await waitForMessages();
             continue;
           }
+          if (batch.length < maxBatch && maxWaitMs > 0) {
+            partialSince ??= Date.now();
+            const left = partialSince + maxWaitMs - Date.now();
+            if (left > 0) {
+              await waitForMessages(left);
+              continue;
+            }
+          }
+          partialSince = undefined;
           try {
             await handler(batch);
             log.groups.set(groupId, offset + batch.length);

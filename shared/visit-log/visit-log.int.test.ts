@@ -248,3 +248,53 @@ describe('in-process visit log capacity', () => {
     }
   });
 });
+
+describe('in-process visit log batching by size or time', () => {
+  const message = (n: number): LogMessage => ({ key: 'k', value: String(n) });
+
+  it('holds a partial batch up to maxWaitMs, then delivers what it has', async () => {
+    const log = createMemoryVisitLog(createMetrics());
+    const batches: { size: number; at: number }[] = [];
+    const consumer = await log.consume({
+      groupId: 'g',
+      topic: TOPICS.visitsRaw,
+      maxBatch: 100,
+      maxWaitMs: 300,
+      handler: async (messages) => void batches.push({ size: messages.length, at: Date.now() }),
+    });
+    try {
+      const started = Date.now();
+      await log.publish(TOPICS.visitsRaw, [message(1), message(2)]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await log.publish(TOPICS.visitsRaw, [message(3)]);
+      await waitFor(() => batches.length === 1, 2_000);
+      expect(batches[0]!.size).toBe(3);
+      expect(batches[0]!.at - started).toBeGreaterThanOrEqual(290);
+    } finally {
+      await consumer.stop();
+      await log.close();
+    }
+  });
+
+  it('delivers at once when maxBatch messages are there', async () => {
+    const log = createMemoryVisitLog(createMetrics());
+    const batches: number[] = [];
+    const consumer = await log.consume({
+      groupId: 'g',
+      topic: TOPICS.visitsRaw,
+      maxBatch: 5,
+      maxWaitMs: 10_000,
+      handler: async (messages) => void batches.push(messages.length),
+    });
+    try {
+      const started = Date.now();
+      await log.publish(TOPICS.visitsRaw, Array.from({ length: 12 }, (_, i) => message(i)));
+      await waitFor(() => batches.length === 2, 2_000);
+      expect(batches).toEqual([5, 5]);
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      await consumer.stop();
+      await log.close();
+    }
+  });
+});

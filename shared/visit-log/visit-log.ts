@@ -15,6 +15,11 @@ export interface ConsumeOptions {
   groupId: string;
   topic: Topic;
   maxBatch?: number;
+  /**
+   * Longest wait for a batch to fill up to maxBatch once its first message is there (0: deliver
+   * what is there at once). Kafka: the broker holds the fetch up to this long for about a MiB.
+   */
+  maxWaitMs?: number;
   handler: (messages: LogMessage[]) => Promise<void>;
 }
 
