@@ -53,7 +53,7 @@ async function deriveAll(
   }
   const humans = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit' && visit.link_id !== '');
   const { first, remember } = await uniques.firstOfDay(
-    humans.map((visit) => ({ visitId: visit.visit_id, linkId: visit.link_id, hash: enrichments.get(visit)!.visitor_hash!, day: dayOf(visit.ts), ts: visit.ts })),
+    humans.map((visit) => ({ visitId: visit.visit_id, subdomain: visit.subdomain, linkId: visit.link_id, hash: enrichments.get(visit)!.visitor_hash!, day: dayOf(visit.ts), ts: visit.ts })),
   );
   humans.forEach((visit, index) => {
     if (first[index]) enrichments.get(visit)!.is_unique = 1;

@@ -46,6 +46,7 @@ const SEEN_MAX = 1_000_000;
 
 export interface UniqueCandidate {
   visitId: string;
+  subdomain: string;
   linkId: string;
   hash: string;
   day: string;
@@ -57,45 +58,65 @@ const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T
 
 /**
  * First visit of a visitor to a link within the day (`visit.unique`). Visits of a link share a
- * partition, so one enricher sees them in order. It remembers which visit was the first of each
- * pair; pairs it does not know (after a restart or a rebalance) are looked up in ClickHouse, other
- * visits than the batch's own only, so a redelivered batch is judged exactly as the first time.
+ * partition, so one enricher sees them in order and its memory is authoritative for the links it
+ * has loaded: the first time it meets a link on a day (after a start or a rebalance) it reads that
+ * link's visitors of the day from ClickHouse once — other visits than the batch's own, so a
+ * redelivered batch is judged exactly as the first time — and from then on answers from memory.
  */
 export function uniqueTracker(analytics: Analytics) {
   /** day → `link|hash` → visit_id of the first visit ('' when it is an earlier stored one). */
   const seen = new Map<string, Map<string, string>>();
+  /** day → links whose visitors of the day are in `seen`. */
+  const loaded = new Map<string, Set<string>>();
+  const dayPairs = (day: string) => {
+    let pairs = seen.get(day);
+    if (!pairs) {
+      // A new day: the days before yesterday are done.
+      for (const old of [...seen.keys()].sort().slice(0, -(SALT_DAYS - 1))) {
+        seen.delete(old);
+        loaded.delete(old);
+      }
+      seen.set(day, (pairs = new Map()));
+      loaded.set(day, new Set());
+    }
+    return pairs;
+  };
   return {
     /**
      * Whether each candidate (in order) is the first of its (link, visitor, day); `remember` records
      * the answer once the batch is stored.
      */
     async firstOfDay(candidates: UniqueCandidate[]): Promise<{ first: boolean[]; remember(): void }> {
-      const unknown = candidates.filter((candidate) => !seen.get(candidate.day)?.has(`${candidate.linkId}|${candidate.hash}`));
-      /** `day|link|hash` → earliest stored time of another visit. */
+      const toLoad = new Map<string, Set<string>>();
+      for (const candidate of candidates) {
+        dayPairs(candidate.day);
+        if (!loaded.get(candidate.day)!.has(candidate.linkId)) toLoad.set(candidate.day, (toLoad.get(candidate.day) ?? new Set()).add(candidate.linkId));
+      }
+      /** `day|link|hash` → earliest stored time of another visit, for the links just loaded. */
       const stored = new Map<string, string>();
-      if (unknown.length > 0) {
+      for (const [day, links] of toLoad) {
         const result = await analytics.client.query({
-          query: `SELECT toString(toDate(ts)) AS day, link_id, visitor_hash, toString(min(ts)) AS first_ts FROM visits
-                  WHERE toDate(ts) IN {days:Array(Date)} AND link_id IN {links:Array(String)} AND visitor_hash IN {hashes:Array(String)}
-                    AND visit_id NOT IN {ids:Array(UUID)}
-                  GROUP BY day, link_id, visitor_hash`,
+          query: `SELECT link_id, visitor_hash, toString(min(ts)) AS first_ts FROM visits
+                  WHERE subdomain IN {subdomains:Array(String)} AND link_id IN {links:Array(String)} AND toDate(ts) = {day:Date}
+                    AND visitor_hash != '' AND visit_id NOT IN {ids:Array(UUID)}
+                  GROUP BY link_id, visitor_hash`,
           query_params: {
-            days: [...new Set(unknown.map((entry) => entry.day))],
-            links: [...new Set(unknown.map((entry) => entry.linkId))],
-            hashes: [...new Set(unknown.map((entry) => entry.hash))],
+            subdomains: [...new Set(candidates.filter((entry) => links.has(entry.linkId)).map((entry) => entry.subdomain))],
+            links: [...links],
+            day,
             ids: candidates.map((entry) => entry.visitId),
           },
           format: 'JSONEachRow',
         });
-        for (const row of await result.json<{ day: string; link_id: string; visitor_hash: string; first_ts: string }>()) {
-          stored.set(`${row.day}|${row.link_id}|${row.visitor_hash}`, row.first_ts);
+        for (const row of await result.json<{ link_id: string; visitor_hash: string; first_ts: string }>()) {
+          stored.set(`${day}|${row.link_id}|${row.visitor_hash}`, row.first_ts);
         }
       }
       const firstOf = new Map<string, string>();
       const first = candidates.map((candidate) => {
         const pair = `${candidate.linkId}|${candidate.hash}`;
         const key = `${candidate.day}|${pair}`;
-        const known = seen.get(candidate.day)?.get(pair) ?? firstOf.get(key);
+        const known = firstOf.get(key) ?? seen.get(candidate.day)!.get(pair);
         if (known !== undefined) return known === candidate.visitId;
         const earlier = stored.get(key);
         const isFirst = earlier === undefined || earlier > toClickHouseTime(candidate.ts);
@@ -105,16 +126,21 @@ export function uniqueTracker(analytics: Analytics) {
       return {
         first,
         remember() {
+          for (const [day, links] of toLoad) {
+            const pairs = dayPairs(day);
+            // Stored visitors of the links just loaded: not first any more, whoever comes next.
+            for (const [key] of stored) if (key.startsWith(`${day}|`)) pairs.set(key.slice(day.length + 1), pairs.get(key.slice(day.length + 1)) ?? '');
+            for (const link of links) loaded.get(day)!.add(link);
+          }
           for (const [key, visitId] of firstOf) {
-            const [day, ...rest] = key.split('|');
-            let pairs = seen.get(day!);
-            if (!pairs) {
-              // A new day: the days before yesterday are done.
-              for (const old of [...seen.keys()].sort().slice(0, -(SALT_DAYS - 1))) seen.delete(old);
-              seen.set(day!, (pairs = new Map()));
+            const day = key.slice(0, 10);
+            const pairs = dayPairs(day);
+            if (pairs.size >= SEEN_MAX) {
+              // Too many to hold: forget the day, its links are loaded again from ClickHouse.
+              pairs.clear();
+              loaded.get(day)!.clear();
             }
-            if (pairs.size >= SEEN_MAX) pairs.clear();
-            pairs.set(rest.join('|'), visitId);
+            pairs.set(key.slice(11), visitId);
           }
         },
       };

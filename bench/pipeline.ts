@@ -1,0 +1,110 @@
+// Pipeline throughput: visits/s from the visit log through one enricher (enrichment, uniques,
+// events, limits) into ClickHouse, and the delay from publish to queryable row.
+//   npx tsx bench/pipeline.ts [visits]
+// In-process log and chDB unless KAFKA_BROKERS / CLICKHOUSE_URL are set (then Kafka / the server).
+// The visits are published first (the backlog), then one enricher drains it: visits/s is the
+// backlog over the time from the enricher's start to the last row being counted. Target: ≥ 50 000
+// visits/s per enricher process. Then a trickle of single visits measures the end-to-end delay.
+import { rmSync } from 'node:fs';
+import { v7 as uuidv7 } from 'uuid';
+import { startEnricher } from '../services/enricher/enricher.js';
+import type { Context } from '../shared/context.js';
+import { closeContext, createTestContext, uniqueName } from '../shared/testing/context.js';
+import { TOPICS } from '../shared/visit-log/topics.js';
+import type { RawVisit } from '../shared/visits/raw-visit.js';
+
+const total = Number(process.argv[2] ?? 200_000);
+const TARGET = 50_000;
+if (!Number.isInteger(total) || total < 1000) {
+  console.error('usage: npx tsx bench/pipeline.ts [visits ≥ 1000]');
+  process.exit(1);
+}
+
+const AGENTS = [
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1',
+  'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0',
+  'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+];
+
+let context: Context | undefined;
+let failed = false;
+try {
+  // Production batching: up to 10 000 visits or 500 ms.
+  context = await createTestContext({ LOG_LEVEL: 'silent', ENRICHER_BATCH_WAIT_MS: '500', ENRICHER_BATCH_SIZE: '10000' });
+  const subdomain = uniqueName('bench').toLowerCase().slice(0, 40);
+  const count = async () => {
+    const result = await context!.analytics.client.query({
+      query: 'SELECT count() AS n FROM visits WHERE subdomain = {subdomain:String}',
+      query_params: { subdomain },
+      format: 'JSONEachRow',
+    });
+    return Number((await result.json<{ n: number }>())[0]!.n);
+  };
+  const visit = (i: number, ts = new Date()): RawVisit => ({
+    visit_id: uuidv7(),
+    ts: ts.toISOString(),
+    kind: 'visit',
+    owner_id: 'bench-owner',
+    subdomain,
+    link_id: `l_bench${i % 50}`,
+    slug: `s${i % 50}`,
+    ip_public: `81.2.${(i >> 8) % 256}.${i % 256}`,
+    user_agent: AGENTS[i % AGENTS.length]!,
+    referrer: i % 3 === 0 ? 'https://news.example/item' : '',
+    accept_language: 'en-GB,en;q=0.9',
+    query: i % 2 === 0 ? 'utm_source=newsletter&utm_medium=email' : '',
+  });
+
+  const publishing = performance.now();
+  for (let start = 0; start < total; start += 5_000) {
+    const messages = [];
+    for (let i = start; i < Math.min(total, start + 5_000); i++) {
+      const value = visit(i);
+      messages.push({ key: value.link_id, value: JSON.stringify(value) });
+    }
+    await context.visitLog.publish(TOPICS.visitsRaw, messages);
+  }
+  console.log(
+    `mode: visit log ${context.visitLog.kind}, analytics ${context.analytics.kind}; ${total} visits published in ${((performance.now() - publishing) / 1000).toFixed(1)} s`,
+  );
+
+  const started = performance.now();
+  const enricher = await startEnricher(context);
+  let stored = 0;
+  while (stored < total) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    stored = await count();
+    if (performance.now() - started > 600_000) throw new Error(`only ${stored} of ${total} rows after 10 minutes`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const rate = total / seconds;
+  const inserts = await context.metrics.registry.getSingleMetricAsString('visits_insert_batch_size');
+  const batches = Number(/visits_insert_batch_size_count (\d+)/.exec(inserts)?.[1] ?? 0);
+  console.log(`drained ${total} visits in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} visits/s (${batches} inserts, ${(total / Math.max(1, batches)).toFixed(0)} rows each)`);
+
+  // End-to-end delay of single visits arriving one by one (batches fill for at most 500 ms).
+  const delays: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const before = await count();
+    const sent = performance.now();
+    const value = visit(total + i);
+    await context.visitLog.publish(TOPICS.visitsRaw, [{ key: value.link_id, value: JSON.stringify(value) }]);
+    while ((await count()) === before) await new Promise((resolve) => setTimeout(resolve, 10));
+    delays.push(performance.now() - sent);
+  }
+  delays.sort((a, b) => a - b);
+  console.log(`publish → queryable row: p50 ${delays[10]!.toFixed(0)} ms, p95 ${delays[18]!.toFixed(0)} ms, max ${delays[19]!.toFixed(0)} ms (20 single visits)`);
+  await enricher.stop();
+  console.log(`pipeline throughput: ${rate.toFixed(0)} visits/s per enricher (target ≥ ${TARGET}): ${rate >= TARGET ? 'within target' : 'BELOW target'}`);
+} catch (error) {
+  failed = true;
+  console.error('benchmark failed:', error);
+} finally {
+  if (context) {
+    await closeContext(context).catch(() => undefined);
+    // chDB may still be finishing a merge in the folder: retry the removal a few times.
+    if (context.config.analytics.kind === 'chdb') rmSync(context.config.analytics.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  }
+}
+process.exit(failed ? 1 : 0);
