@@ -23,13 +23,13 @@
 // about 2 µs; the six rate-limit response headers and the Authorization request header most of the rest.
 // Under tsx every request also pays for tsx's transform (esbuild's __name helpers, about 9 µs per request
 // here), which dilutes the ratio: the built JS (`node dist/...`) shows a somewhat higher cost.
-import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../services/api/app.js';
 import type { Context } from '../shared/context.js';
 import { defineRoute } from '../shared/http/route.js';
 import { createAccount, loginCookie, mintToken } from '../shared/testing/accounts.js';
-import { closeContext, createTestContext } from '../shared/testing/context.js';
+import { createTestContext } from '../shared/testing/context.js';
+import { closeBenchContext } from './lib/context.js';
 import { cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -151,12 +151,7 @@ try {
 } finally {
   try {
     await closeApp?.();
-    if (context) {
-      await closeContext(context);
-      // The temporary data folder createTestContext made, and this process's chDB folder.
-      rmSync(context.config.dataDir, { recursive: true, force: true });
-      if (context.config.analytics.kind === 'chdb') rmSync(context.config.analytics.dir, { recursive: true, force: true });
-    }
+    await closeBenchContext(context);
   } catch (error) {
     failed = true;
     console.error('closing failed:', error);

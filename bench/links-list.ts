@@ -5,11 +5,11 @@
 // another owner holds a fifth as many, so the indexes must separate owners as they do in production.
 // The links are bulk-inserted with SQL (generate_series), not through the API: the benchmark measures
 // reads. The plan of the first page is printed (EXPLAIN) to show which index answers it.
-import { rmSync } from 'node:fs';
 import { sql } from 'kysely';
 import { buildApp } from '../services/api/app.js';
 import type { Context } from '../shared/context.js';
-import { closeContext, createTestContext } from '../shared/testing/context.js';
+import { createTestContext } from '../shared/testing/context.js';
+import { closeBenchContext } from './lib/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../shared/testing/owners.js';
 
 const total = Number(process.argv[2] ?? 100_000);
@@ -109,9 +109,6 @@ try {
   failed = true;
   console.error('benchmark failed:', error);
 } finally {
-  if (context) {
-    await closeContext(context).catch(() => undefined);
-    if (context.config.analytics.kind === 'chdb') rmSync(context.config.analytics.dir, { recursive: true, force: true });
-  }
+  await closeBenchContext(context).catch(() => undefined);
 }
 process.exit(failed ? 1 : 0);

@@ -5,11 +5,11 @@
 // The visits are published first (the backlog), then one enricher drains it: visits/s is the
 // backlog over the time from the enricher's start to the last row being counted. Target: ≥ 50 000
 // visits/s per enricher process. Then a trickle of single visits measures the end-to-end delay.
-import { rmSync } from 'node:fs';
 import { v7 as uuidv7 } from 'uuid';
 import { startEnricher } from '../services/enricher/enricher.js';
 import type { Context } from '../shared/context.js';
-import { closeContext, createTestContext, uniqueName } from '../shared/testing/context.js';
+import { createTestContext, uniqueName } from '../shared/testing/context.js';
+import { closeBenchContext } from './lib/context.js';
 import { TOPICS } from '../shared/visit-log/topics.js';
 import type { RawVisit } from '../shared/visits/raw-visit.js';
 
@@ -101,10 +101,6 @@ try {
   failed = true;
   console.error('benchmark failed:', error);
 } finally {
-  if (context) {
-    await closeContext(context).catch(() => undefined);
-    // chDB may still be finishing a merge in the folder: retry the removal a few times.
-    if (context.config.analytics.kind === 'chdb') rmSync(context.config.analytics.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-  }
+  await closeBenchContext(context).catch(() => undefined);
 }
 process.exit(failed ? 1 : 0);

@@ -8,13 +8,13 @@
 // in-process visit log, no consumer: the oldest visits give way, counted), request id, metrics and
 // the access-log line (LOG_LEVEL=silent here, so the line is built but not written). Both apps live
 // in this process, pinned to core 0; autocannon runs in a child process on core 1 (see lib/load.ts).
-import { rmSync } from 'node:fs';
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { buildApp } from '../services/api/app.js';
 import type { Context } from '../shared/context.js';
-import { closeContext, createTestContext } from '../shared/testing/context.js';
+import { createTestContext } from '../shared/testing/context.js';
+import { closeBenchContext } from './lib/context.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
 import { cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
@@ -108,9 +108,6 @@ try {
   console.error('benchmark failed:', error);
 } finally {
   for (const close of closers.reverse()) await close().catch(() => undefined);
-  if (context) {
-    await closeContext(context).catch(() => undefined);
-    if (context.config.analytics.kind === 'chdb') rmSync(context.config.analytics.dir, { recursive: true, force: true });
-  }
+  await closeBenchContext(context).catch(() => undefined);
 }
 process.exit(failed ? 1 : 0);

@@ -39,15 +39,14 @@ export interface App {
 export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
   const { config, log, metrics } = context;
   const errorOptions = errorOptionsOf(config);
-  const ingest = config.roles.includes('ingest') ? await buildIngestApp(context) : undefined;
+  const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
+  const ingest = config.roles.includes('ingest') ? await buildIngestApp(context, limiter) : undefined;
   const app = Fastify({
     ...baseFastifyOptions(context),
     // With the ingest role, one server answers both: requests for a short host go to the edge app.
     ...(ingest ? { serverFactory: (handler: RequestListener) => createServer(hostDispatcher(context, handler, ingest.app)) } : {}),
   });
   if (ingest) app.addHook('onClose', async () => ingest.app.close());
-  const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
-
   await app.register(cookie);
   const abuse = await createAbuseGuard(context);
   app.addHook('onClose', async () => abuse.close());
@@ -95,8 +94,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   app.setErrorHandler(async (error, request, reply) => {
     // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
     // the not-found handler runs: the route does not exist, so that is the answer.
-    const { routeDef, routeLabel } = request.routeOptions.config;
-    if (!routeDef && !routeLabel) return sendError(request, reply, routeMiss(request), errorOptions);
+    if (!request.routeOptions.config.routeDef) return sendError(request, reply, routeMiss(request), errorOptions);
     const { appError, unexpected } = toAppError(error);
     if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
     else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');

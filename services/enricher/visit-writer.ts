@@ -4,7 +4,7 @@ import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import type { Enrichment } from './enrich.js';
 
 /** ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. */
-const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
+export const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
 
 /** UTM fields taken from the visit's query string. */
 function utm(query: string): Record<string, string> {

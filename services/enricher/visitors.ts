@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Analytics } from '../../shared/analytics/analytics.js';
 import type { DB } from '../../shared/db/schema.js';
+import { toClickHouseTime } from './visit-writer.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */
 const SALT_DAYS = 2;
@@ -53,8 +54,6 @@ export interface UniqueCandidate {
   /** ISO time of the visit. */
   ts: string;
 }
-
-const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
 
 /**
  * First visit of a visitor to a link within the day (`visit.unique`). Visits of a link share a

@@ -4,10 +4,10 @@ import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
 import { baseFastifyOptions, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
-import { createRateLimiter } from '../../shared/http/rate-limit.js';
+import type { RateLimiter } from '../../shared/http/rate-limit.js';
 import { negotiateLocale } from '../../shared/i18n/index.js';
 import { createLinkCache } from './link-cache.js';
-import { registerShortHosts, subdomainOf } from './redirect.routes.js';
+import { registerShortHosts, SHORT_HOST, subdomainOf } from './redirect.routes.js';
 import { createVisitProducer } from './visit-producer.js';
 
 export interface IngestApp {
@@ -19,11 +19,10 @@ export interface IngestApp {
  * parsing, no locale negotiation (done only for the error pages), no API hooks — because every
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
-export async function buildIngestApp(context: Context): Promise<IngestApp> {
-  const { config, metrics, log } = context;
+export async function buildIngestApp(context: Context, limiter: RateLimiter): Promise<IngestApp> {
+  const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
   const app = Fastify(baseFastifyOptions(context));
-  const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
   const links = await createLinkCache(context);
   const visits = createVisitProducer(context);
   app.addHook('onClose', async () => {
@@ -62,7 +61,11 @@ export function hostDispatcher(context: Context, api: RequestListener, ingest: F
     if (host) {
       const colon = host.lastIndexOf(':');
       const hostname = colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host;
-      if (hostname.toLowerCase() !== apiHost && subdomainOf(hostname, context.config.baseDomain)) return edge(request, response);
+      const subdomain = hostname.toLowerCase() !== apiHost ? subdomainOf(hostname, context.config.baseDomain) : undefined;
+      if (subdomain) {
+        (request as IncomingMessage & { [SHORT_HOST]?: string })[SHORT_HOST] = subdomain;
+        return edge(request, response);
+      }
     }
     api(request, response);
   };

@@ -20,6 +20,9 @@ export interface ShortHostDeps {
   localized: (request: FastifyRequest) => FastifyRequest;
 }
 
+/** Where the host dispatcher leaves the subdomain it matched on the raw request, so it is parsed once. */
+export const SHORT_HOST = Symbol('shortHostSubdomain');
+
 /** The subdomain of a short host name (`alice` of `alice.links.example.com`), or undefined. */
 export function subdomainOf(hostname: string, baseDomain: string): string | undefined {
   const host = hostname.toLowerCase().replace(/\.$/, '');
@@ -63,7 +66,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
-    const subdomain = subdomainOf(request.hostname, config.baseDomain);
+    const subdomain = (request.raw as { [SHORT_HOST]?: string })[SHORT_HOST] ?? subdomainOf(request.hostname, config.baseDomain);
     const path = request.url.split('?', 1)[0]!;
     const attack = classifyAttack(request.url);
     if (attack || !subdomain) {

@@ -12,6 +12,11 @@ export interface Principal {
   sessionHash?: string;
 }
 
+/** Who may manage an object: its owner, or staff acting with the admin scope. */
+export function canManage(principal: Principal, ownerId: string): boolean {
+  return ownerId === principal.userId || principal.scopes.has('admin');
+}
+
 /**
  * Resolves the caller of a request. Resolves undefined without credentials; throws AppError
  * `invalid_token` for an unknown, malformed, revoked or expired token and `forbidden` for a token

@@ -19,18 +19,9 @@ export interface RedirectLink {
 }
 
 /** The redirect record of a stored link row. */
-export function toRedirectLink(row: {
-  id: string;
-  owner_id: string;
-  subdomain: string;
-  slug: string;
-  target_url: string;
-  redirect_type: number;
-  expires_at: Date | null;
-  max_visits: number | null;
-  limit_reached_at: Date | null;
-  version: string | number;
-}): RedirectLink {
+export function toRedirectLink(
+  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version'> & { expires_at: Date | null; limit_reached_at: Date | null; version: string | number },
+): RedirectLink {
   return {
     id: row.id,
     owner_id: row.owner_id,

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { createEventBus } from '../../../shared/events/events.js';
-import type { Principal } from '../../../shared/http/auth.js';
+import { canManage, type Principal } from '../../../shared/http/auth.js';
 import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
@@ -89,6 +89,20 @@ export function decodeCursor(cursor: string): string {
   return match[1]!;
 }
 
+/** The spec's pagination meta of a page of rows (keyed by `seq`), with `page` when addressed by number. */
+function pageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: { limit: number; cursor?: string; page?: number }): PageMeta {
+  const meta: PageMeta = {
+    count: items.length,
+    total,
+    limit: paging.limit,
+    cursor: paging.cursor ?? null,
+    next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
+    has_more: hasMore,
+  };
+  if (paging.page !== undefined) meta.page = paging.page;
+  return meta;
+}
+
 /** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
 function generateSlug(): string {
   let slug = '';
@@ -169,7 +183,7 @@ export function linksService(context: Context) {
   const managed = async (principal: Principal, id: string): Promise<LinkRow> => {
     const row = await links.findById(id);
     if (!row || row.deleted_at) throw new AppError('not_found', { link: id });
-    if (row.owner_id !== principal.userId && !principal.scopes.has('admin')) throw new AppError('not_owner', { link: id });
+    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { link: id });
     return row;
   };
 
@@ -194,18 +208,8 @@ export function linksService(context: Context) {
   const paged = async <V>(filter: LinkFilter, paging: { limit: number; cursor?: string; page?: number }, view: (row: LinkRow) => V) => {
     const at: PageAt = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeCursor(paging.cursor) : undefined };
     const [rows, total] = await Promise.all([links.page(filter, at, paging.limit), links.count(filter)]);
-    const hasMore = rows.length > paging.limit;
     const items = rows.slice(0, paging.limit);
-    const meta: PageMeta = {
-      count: items.length,
-      total,
-      limit: paging.limit,
-      cursor: paging.cursor ?? null,
-      next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
-      has_more: hasMore,
-    };
-    if (paging.page !== undefined) meta.page = paging.page;
-    return { items: items.map(view), meta };
+    return { items: items.map(view), meta: pageMeta(items, total, rows.length > paging.limit, paging) };
   };
 
   /** One page of a subdomain's public window (the newest public links, at most stats_max_items). */
@@ -216,16 +220,7 @@ export function linksService(context: Context) {
       paging.page !== undefined ? (paging.page - 1) * paging.limit : afterSeq === undefined ? 0 : window.findIndex((row) => BigInt(row.seq) < afterSeq);
     const items = start < 0 ? [] : window.slice(start, start + paging.limit);
     const hasMore = start >= 0 && start + paging.limit < window.length;
-    const meta: PageMeta = {
-      count: items.length,
-      total: window.length,
-      limit: paging.limit,
-      cursor: paging.cursor ?? null,
-      next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
-      has_more: hasMore,
-    };
-    if (paging.page !== undefined) meta.page = paging.page;
-    return { items: items.map(subdomains.toPublicLink), meta };
+    return { items: items.map(subdomains.toPublicLink), meta: pageMeta(items, window.length, hasMore, paging) };
   };
 
   return {
@@ -340,8 +335,8 @@ export function linksService(context: Context) {
     ) {
       const filter: LinkFilter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
       if (filters.subdomain !== undefined) {
-        const { ownerId, view } = await subdomains.publicView(filters.subdomain);
-        if (ownerId !== principal.userId && !principal.scopes.has('admin')) {
+        const { ownerId, view } = await subdomains.policyView(filters.subdomain);
+        if (!canManage(principal, ownerId)) {
           if (!view.links) throw new AppError('not_owner', { subdomain: filters.subdomain });
           assertNoOwnerFilters(filters);
           return publicPage(filters.subdomain, view, paging);
@@ -358,7 +353,7 @@ export function linksService(context: Context) {
      * redirect and are older than the publish delay, never more than its stats_max_items newest.
      */
     async publicList(subdomain: string, filters: { q?: string; tag?: string; since?: string }, paging: { limit: number; cursor?: string; page?: number }) {
-      const { view } = await subdomains.publicView(subdomain);
+      const { view } = await subdomains.policyView(subdomain);
       if (!view.links) throw new AppError('forbidden', { reason: 'links_not_public', subdomain });
       assertNoOwnerFilters(filters);
       return publicPage(subdomain, view, paging);

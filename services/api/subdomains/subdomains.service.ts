@@ -1,6 +1,6 @@
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
-import type { Principal } from '../../../shared/http/auth.js';
+import { canManage, type Principal } from '../../../shared/http/auth.js';
 import { shortUrl } from '../../../shared/links/urls.js';
 import { policyOf, publicView, type Policy, type PublicLinkColumn } from '../../../shared/policy/policy.js';
 import { linksRepository, type LinkRow } from '../links/links.repository.js';
@@ -61,11 +61,6 @@ export interface PublicPage {
   };
   links?: PublicLinkView[];
   owner?: { display_name: string | null };
-}
-
-/** Who may manage an object: its owner, or staff acting with the admin scope. */
-export function canManage(principal: Principal, ownerId: string): boolean {
-  return ownerId === principal.userId || principal.scopes.has('admin');
 }
 
 export function subdomainsService(context: Context) {
@@ -148,8 +143,8 @@ export function subdomainsService(context: Context) {
       if (view.owner) page.owner = { display_name: row.owner_display_name };
       return page;
     },
-    /** A subdomain, its owner and what the public may see of it, for the public link list. */
-    async publicView(name: string) {
+    /** A subdomain's owner and what the public may see of it, for the public link list. */
+    async policyView(name: string) {
       const row = await subdomains.find(name);
       if (!row) throw new AppError('not_found', { subdomain: name });
       return { ownerId: row.owner_id, view: publicView(policyOf(row)) };

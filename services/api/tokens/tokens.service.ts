@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
-import type { Principal } from '../../../shared/http/auth.js';
+import { canManage, type Principal } from '../../../shared/http/auth.js';
 import type { Scope } from '../../../shared/http/route.js';
 import { normalizeRange } from '../../../shared/ip.js';
 import { TOKENS_VERSION_KEY, secretHash } from '../auth/authenticator.js';
@@ -94,7 +94,7 @@ export function tokensService(context: Context) {
     async revoke(principal: Principal, id: string): Promise<TokenView> {
       const row = await tokens.findById(id);
       if (!row) throw new AppError('not_found', { token: id });
-      if (row.user_id !== principal.userId && !principal.scopes.has('admin')) throw new AppError('not_owner');
+      if (!canManage(principal, row.user_id)) throw new AppError('not_owner');
       const revoked = (await tokens.revoke(id))!;
       // Voids every node's cached token records before the answer leaves: the next request re-reads.
       await context.cache.bump(TOKENS_VERSION_KEY);
