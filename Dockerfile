@@ -17,6 +17,7 @@ COPY --from=build /app/dist dist
 COPY package.json ./
 COPY postgres postgres
 COPY clickhouse clickhouse
+COPY public public
 USER node
 EXPOSE 8080
 CMD ["node", "dist/services/main.js"]

@@ -46,6 +46,7 @@ try {
     ts: ts.toISOString(),
     kind: 'visit',
     owner_id: 'bench-owner',
+    expects_beacon: false,
     subdomain,
     link_id: `l_bench${i % 50}`,
     slug: `s${i % 50}`,

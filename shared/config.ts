@@ -178,6 +178,14 @@ export const CONFIG_VARS = {
     optionalString(z.string().min(32, 'must be at least 32 characters')),
     { doc: 'HMAC key of CAPTCHA challenges; set the same value on every API node (default: random per process).' },
   ],
+  TRACKER_SECRET: [
+    optionalString(z.string().min(32, 'must be at least 32 characters')),
+    { doc: 'HMAC key of the beacon\'s consent tokens (default: generated once and kept in Postgres, shared by every node).' },
+  ],
+  TRACKER_CONSENT_TTL: [
+    withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(86_400, 'must be at most 86400 seconds'), 1800),
+    { doc: 'Lifetime, in seconds, of a consent token: the beacon asks `/tracker/consent` again after it.' },
+  ],
   SPAM_WINDOW: [
     withDefault(z.coerce.number().int().min(10, 'must be at least 10 seconds').max(86_400, 'must be at most 86400 seconds'), 600),
     { doc: 'Window, in seconds, of the anti-spam rules below.' },
@@ -257,6 +265,7 @@ export interface Config {
   sessionTtlSec: number;
   bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
   captcha: { enabled: boolean; after: number; secret: string | undefined };
+  tracker: { secret: string | undefined; consentTtlSec: number };
   spam: { windowSec: number; tokensPerAccount: number; identitiesPerIp: number; cooldownSec: number };
   rateLimits: Record<RateBucket, RateRule>;
 }
@@ -320,6 +329,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     sessionTtlSec: env.SESSION_TTL,
     bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },
     captcha: { enabled: env.ENABLE_CAPTCHA, after: env.CAPTCHA_AFTER, secret: env.CAPTCHA_SECRET },
+    tracker: { secret: env.TRACKER_SECRET, consentTtlSec: env.TRACKER_CONSENT_TTL },
     spam: {
       windowSec: env.SPAM_WINDOW,
       tokensPerAccount: env.SPAM_TOKENS_PER_ACCOUNT,

@@ -71,6 +71,7 @@ export type MessageVariant =
   | 'error.missing_parameter.named'
   | 'error.method_not_allowed.allowed'
   | 'error.forbidden.captcha_required'
+  | 'error.forbidden.consent_required'
   | 'error.unauthorized.invalid_credentials'
   | 'error.rate_limited.retry'
   | 'error.service_unavailable.dependency';

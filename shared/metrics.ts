@@ -13,8 +13,8 @@ export interface Metrics {
   auditWriteFailures: Counter<string>;
   eventPublishFailures: Counter<'event'>;
   visitsAccepted: Counter<'kind'>;
-  visitsDropped: Counter<'reason'>;
-  visitsBuffered: Gauge<string>;
+  visitsDropped: Counter<'reason' | 'topic'>;
+  visitsBuffered: Gauge<'topic'>;
   redirects: Counter<'status'>;
   linkCache: Counter<'outcome'>;
   visitsEnriched: Counter<'kind'>;
@@ -22,6 +22,8 @@ export interface Metrics {
   visitsDeadLettered: Counter<'reason'>;
   insertBatchSize: Histogram<string>;
   insertDuration: Histogram<string>;
+  beacons: Counter<'outcome'>;
+  consumerLag: Gauge<'group' | 'topic'>;
 }
 
 /** Builds a fresh registry with default process metrics and the platform's instruments. */
@@ -86,13 +88,14 @@ export function createMetrics(): Metrics {
     }),
     visitsDropped: new Counter({
       name: 'visits_dropped_total',
-      help: 'Visits the ingest edge could not keep, by reason (buffer_full: the visit log was unreachable too long).',
-      labelNames: ['reason'],
+      help: 'Visits and beacon messages the ingest edge could not keep, by topic and reason (buffer_full: the visit log was unreachable too long).',
+      labelNames: ['reason', 'topic'],
       registers: [registry],
     }),
     visitsBuffered: new Gauge({
       name: 'visits_buffered',
-      help: 'Visits waiting at the ingest edge for the visit log.',
+      help: 'Visits and beacon messages waiting at the ingest edge for the visit log, by topic.',
+      labelNames: ['topic'],
       registers: [registry],
     }),
     redirects: new Counter({
@@ -120,7 +123,7 @@ export function createMetrics(): Metrics {
     }),
     visitsDeadLettered: new Counter({
       name: 'visits_dead_lettered_total',
-      help: 'Messages of visits.raw sent to the dead-letter topic, by reason (undecodable, invalid).',
+      help: 'Messages of visits.raw and tracker.raw sent to the dead-letter topic, by reason (undecodable, invalid, unknown_subdomain).',
       labelNames: ['reason'],
       registers: [registry],
     }),
@@ -134,6 +137,18 @@ export function createMetrics(): Metrics {
       name: 'visits_insert_duration_seconds',
       help: 'Duration of the enricher\'s ClickHouse inserts.',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    beacons: new Counter({
+      name: 'beacons_processed_total',
+      help: 'Beacon messages the enricher processed, by outcome (own_visit: a visit the beacon started; state: a beacon state stored; merged: merged into its visit row).',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    consumerLag: new Gauge({
+      name: 'visit_log_consumer_lag',
+      help: 'Messages of a topic not yet committed by a consumer group of this process.',
+      labelNames: ['group', 'topic'],
       registers: [registry],
     }),
     jobsProcessed: new Counter({

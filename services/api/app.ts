@@ -30,6 +30,7 @@ export interface AppOptions {
 
 export interface App {
   app: FastifyInstance;
+  /** Every route declaration this process serves: the API's and, with the ingest role, the beacon's. */
   routes: RouteDef[];
   /** The ingest edge (short hosts), when this process has the ingest role; `app`'s server routes to it by Host. */
   ingest?: FastifyInstance;
@@ -40,7 +41,10 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const { config, log, metrics } = context;
   const errorOptions = errorOptionsOf(config);
   const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
-  const ingest = config.roles.includes('ingest') ? await buildIngestApp(context, limiter) : undefined;
+  const abuse = await createAbuseGuard(context);
+  const authenticator = createAuthenticator(context, abuse);
+  const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
+  const ingest = config.roles.includes('ingest') ? await buildIngestApp(context, registrar) : undefined;
   const app = Fastify({
     ...baseFastifyOptions(context),
     // With the ingest role, one server answers both: requests for a short host go to the edge app.
@@ -48,15 +52,14 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   });
   if (ingest) app.addHook('onClose', async () => ingest.app.close());
   await app.register(cookie);
-  const abuse = await createAbuseGuard(context);
   app.addHook('onClose', async () => abuse.close());
-  const authenticator = createAuthenticator(context, abuse);
   const captcha = createCaptcha(context.cache, config.captcha.secret);
   app.addHook('onClose', async () => authenticator.close());
 
   const routes: RouteDef[] = [];
   routes.push(
-    ...discoveryRoutes({ context, limiter, routes: () => routes }),
+    // The beacon's routes are served by the ingest app and documented with the rest.
+    ...discoveryRoutes({ context, limiter, routes: () => [...routes, ...(ingest?.routes ?? [])] }),
     ...authRoutes(context, authService(context, captcha, abuse), captcha),
     ...usersRoutes(context),
     ...tokensRoutes(tokensService(context)),
@@ -105,7 +108,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
 
-  registerRoutes(app, routes, { limiter, authenticator, abuse, publicUrl: config.publicUrl });
+  registerRoutes(app, routes, registrar);
 
-  return { app, routes, ingest: ingest?.app };
+  return { app, routes: [...routes, ...(ingest?.routes ?? [])], ingest: ingest?.app };
 }

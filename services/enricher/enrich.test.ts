@@ -14,6 +14,7 @@ const SAFARI_IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) Ap
 const raw = (fields: Partial<RawVisit> = {}): RawVisit => ({
   visit_id: '0190a0b0-0000-7000-8000-000000000001',
   ts: '2026-01-01T00:00:00.000Z',
+  expects_beacon: false,
   kind: 'visit',
   owner_id: 'o',
   subdomain: 'alice',

@@ -29,6 +29,7 @@ describe('decodeVisit', () => {
         referrer: '',
         accept_language: '',
         query: '',
+        expects_beacon: false,
       },
     });
   });
@@ -44,6 +45,7 @@ describe('decodeVisit', () => {
       referrer: 'https://example.org/',
       accept_language: 'de-DE,de;q=0.9',
       query: 'utm_source=x',
+      expects_beacon: true,
     };
     expect(decode(complete)).toEqual({ kind: 'ok', visit: complete });
   });
@@ -116,6 +118,7 @@ describe('decodeVisit', () => {
 const raw = (overrides: Partial<RawVisit> = {}): RawVisit => ({
   visit_id: VISIT_ID,
   ts: '2025-03-04T05:06:07.089Z',
+  expects_beacon: false,
   kind: 'visit',
   owner_id: 'owner-1',
   subdomain: 'acme',

@@ -8,6 +8,7 @@ import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
+import { beaconStore, startBeaconConsumer } from './beacons.js';
 
 /** What became of one message: inserted, or sent to the dead-letter topic with the reason. */
 export type Outcome = { kind: 'ok'; visit: RawVisit } | { kind: 'dlq'; reason: string; message: LogMessage };
@@ -103,6 +104,22 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const uniques = uniqueTracker(analytics);
   const events = createEventBus(context);
   const limits = await limitWatcher(context);
+  const beacons = beaconStore(analytics);
+
+  /** Enriches and inserts visits; the derived facts and the uniques to remember once the batch is durable. */
+  const store = async (visits: RawVisit[]) => {
+    const derived = await deriveAll(visits, geo, salts, uniques);
+    const insertStarted = performance.now();
+    await insertVisits(analytics, visits, (visit) => derived.enrichments.get(visit)!);
+    if (visits.length > 0) {
+      metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
+      metrics.insertBatchSize.observe(visits.length);
+      metrics.visitsInserted.inc(visits.length);
+      for (const enrichment of derived.enrichments.values()) metrics.visitsEnriched.inc({ kind: enrichment.kind });
+    }
+    return derived;
+  };
+
   const consumer = await visitLog.consume({
     groupId: ENRICHER_GROUP,
     topic: TOPICS.visitsRaw,
@@ -112,15 +129,10 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       const outcomes = messages.map(decodeVisit);
       const visits = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.visit] : []));
       const dead = outcomes.flatMap((outcome) => (outcome.kind === 'dlq' ? [outcome] : []));
-      const { enrichments, remember } = await deriveAll(visits, geo, salts, uniques);
-      const insertStarted = performance.now();
-      await insertVisits(analytics, visits, (visit) => enrichments.get(visit)!);
-      if (visits.length > 0) {
-        metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
-        metrics.insertBatchSize.observe(visits.length);
-        metrics.visitsInserted.inc(visits.length);
-        for (const enrichment of enrichments.values()) metrics.visitsEnriched.inc({ kind: enrichment.kind });
-      }
+      const { enrichments, remember } = await store(visits);
+      // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
+      const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
+      if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
       remember();
       if (dead.length > 0) {
         await visitLog.publish(
@@ -135,9 +147,10 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!)), ...(await limits.check(people))]);
     },
   });
+  const beaconConsumer = await startBeaconConsumer(context, async (visits) => (await store(visits)).remember());
   return {
     async stop() {
-      await consumer.stop();
+      await Promise.all([consumer.stop(), beaconConsumer.stop()]);
       await limits.close();
     },
   };

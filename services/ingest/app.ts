@@ -1,32 +1,43 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
 import { baseFastifyOptions, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
-import type { RateLimiter } from '../../shared/http/rate-limit.js';
+import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.js';
+import type { RouteDef } from '../../shared/http/route.js';
 import { negotiateLocale } from '../../shared/i18n/index.js';
+import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
 import { registerShortHosts, SHORT_HOST, subdomainOf } from './redirect.routes.js';
-import { createVisitProducer } from './visit-producer.js';
+import { trackerRoutes } from './tracker.routes.js';
+import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
 
 export interface IngestApp {
   app: FastifyInstance;
+  /** The beacon's route declarations (for the OpenAPI document). */
+  routes: RouteDef[];
 }
+
+/** Paths the ingest edge answers on every host (the beacon), not only on short hosts. */
+const TRACKER_PATH = /^\/tracker(?:\.js|\/|\?|$)/;
 
 /**
  * The ingest edge as its own Fastify app: the short hosts' routes and nothing else — no cookie
  * parsing, no locale negotiation (done only for the error pages), no API hooks — because every
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
-export async function buildIngestApp(context: Context, limiter: RateLimiter): Promise<IngestApp> {
+export async function buildIngestApp(context: Context, registrar: RegistrarDeps): Promise<IngestApp> {
+  const { limiter } = registrar;
   const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
   const app = Fastify(baseFastifyOptions(context));
   const links = await createLinkCache(context);
   const visits = createVisitProducer(context);
+  const beacons = createBeaconProducer(context);
   app.addHook('onClose', async () => {
-    await visits.close(config.shutdownTimeoutMs / 2);
+    await Promise.all([visits.close(config.shutdownTimeoutMs / 2), beacons.close(config.shutdownTimeoutMs / 2)]);
     await links.close();
   });
 
@@ -38,25 +49,48 @@ export async function buildIngestApp(context: Context, limiter: RateLimiter): Pr
   };
   app.setErrorHandler(async (error, request, reply) => {
     const { appError, unexpected } = toAppError(error);
-    if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'redirect failed');
+    if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
+    if (appError.code === 'rate_limited') context.metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
     return sendError(localized(request), reply, appError, errorOptions);
   });
   app.setNotFoundHandler(async (request, reply) =>
     sendError(localized(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0]!.slice(0, 200) }), errorOptions),
   );
   registerShortHosts(app, { context, links, visits, limiter, errorOptions, localized });
+
+  // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
+  const tokens = consentTokens(await consentKey(context.db.db, config.tracker.secret), config.tracker.consentTtlSec);
+  const routes = trackerRoutes({ context, beacons, tokens });
+  await app.register(async (scope) => {
+    await scope.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['Content-Type'], maxAge: 86_400, strictPreflight: false });
+    scope.addContentTypeParser('text/plain', { parseAs: 'string' }, (_request, body, done) => {
+      try {
+        done(null, body === '' ? undefined : JSON.parse(body as string));
+      } catch (error) {
+        done(new AppError('bad_request', { body: 'malformed JSON' }, { messageKey: 'error.bad_request.malformed_json', cause: error }), undefined);
+      }
+    });
+    scope.addHook('onRequest', async (request, reply) => {
+      const lang = (request.query as Record<string, unknown> | undefined)?.lang;
+      request.locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+      reply.header('X-Request-Id', request.id);
+    });
+    registerRoutes(scope, routes, registrar);
+  });
   await app.ready();
-  return { app };
+  return { app, routes };
 }
 
 /**
  * One server for both apps: a request whose Host is a short host (`{label}.{BASE_DOMAIN}`, and
- * not the API's own host) goes to the ingest app, everything else to the API.
+ * not the API's own host) goes to the ingest app, and so do the beacon's paths (`/tracker.js`,
+ * `/tracker/…`) on any host; everything else goes to the API.
  */
 export function hostDispatcher(context: Context, api: RequestListener, ingest: FastifyInstance): RequestListener {
   const apiHost = new URL(context.config.publicUrl).hostname.toLowerCase();
   const edge = ingest.routing.bind(ingest) as (request: IncomingMessage, response: ServerResponse) => void;
   return (request, response) => {
+    if (request.url && TRACKER_PATH.test(request.url)) return edge(request, response);
     const host = request.headers.host;
     if (host) {
       const colon = host.lastIndexOf(':');

@@ -4,6 +4,7 @@ import type { Context } from '../../shared/context.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
 import { rateLimitHeaders, type RateLimiter } from '../../shared/http/rate-limit.js';
+import { VISIT_PARAM } from '../../shared/tracker/beacon.js';
 import { classifyAttack } from '../../shared/visits/attack.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { SLUG } from '../api/links/links.service.js';
@@ -32,6 +33,14 @@ export function subdomainOf(hostname: string, baseDomain: string): string | unde
   return /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(label) ? label : undefined;
 }
 
+/** The target with `lt_visit=<visit id>` appended to its query, before any fragment. */
+export function withVisitId(target: string, visitId: string): string {
+  const hash = target.indexOf('#');
+  const base = hash < 0 ? target : target.slice(0, hash);
+  const separator = base.includes('?') ? (base.endsWith('?') || base.endsWith('&') ? '' : '&') : '?';
+  return `${base}${separator}${VISIT_PARAM}=${visitId}${hash < 0 ? '' : target.slice(hash)}`;
+}
+
 const header = (value: string | string[] | undefined, max: number) => (Array.isArray(value) ? value[0] ?? '' : value ?? '').slice(0, max);
 
 /**
@@ -49,11 +58,13 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
     return sendError(localized(request), reply, error, errorOptions);
   };
 
-  const visitOf = (request: FastifyRequest, fields: Pick<RawVisit, 'kind' | 'owner_id' | 'subdomain' | 'link_id' | 'slug'>): RawVisit => {
+  const visitOf = (request: FastifyRequest, fields: Pick<RawVisit, 'kind' | 'owner_id' | 'subdomain' | 'link_id' | 'slug' | 'expects_beacon'>): RawVisit => {
     const queryAt = request.url.indexOf('?');
+    // One clock reading: the visit id's UUIDv7 time is the visit's time (the beacon relies on it).
+    const now = Date.now();
     return {
-      visit_id: uuidv7(),
-      ts: new Date().toISOString(),
+      visit_id: uuidv7({ msecs: now }),
+      ts: new Date(now).toISOString(),
       ...fields,
       // The socket's address, or X-Forwarded-For only from a TRUST_PROXY peer (Fastify's trustProxy).
       ip_public: request.ip,
@@ -71,7 +82,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
     const attack = classifyAttack(request.url);
     if (attack || !subdomain) {
       if (attack) {
-        visits.enqueue(visitOf(request, { kind: 'attack', owner_id: '', subdomain: subdomain ?? request.hostname.slice(0, 63), link_id: '', slug: path.slice(0, 200) }));
+        visits.enqueue(visitOf(request, { kind: 'attack', owner_id: '', subdomain: subdomain ?? request.hostname.slice(0, 63), link_id: '', slug: path.slice(0, 200), expects_beacon: false }));
         log.info({ request_id: request.id, attack, ip: request.ip, url: request.url.slice(0, 500) }, 'attack attempt');
       }
       return refuse(request, reply, new AppError('not_found', { path: path.slice(0, 200) }));
@@ -93,9 +104,11 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
       return refuse(request, reply, new AppError('gone', { slug, reason: 'expired' }));
     }
     if (link.limit_reached) return refuse(request, reply, new AppError('gone', { slug, reason: 'limit_reached' }));
-    visits.enqueue(visitOf(request, { kind: 'visit', owner_id: link.owner_id, subdomain, link_id: link.id, slug }));
+    const visit = visitOf(request, { kind: 'visit', owner_id: link.owner_id, subdomain, link_id: link.id, slug, expects_beacon: link.append_visit_id });
+    visits.enqueue(visit);
     metrics.redirects.inc({ status: String(link.redirect_type) });
-    return reply.code(link.redirect_type).header('Location', link.target_url).header('Cache-Control', 'private, max-age=0').send();
+    const location = link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url;
+    return reply.code(link.redirect_type).header('Location', location).header('Cache-Control', 'private, max-age=0').send();
   };
 
   // GET also answers HEAD (Fastify's exposeHeadRoutes): same status and headers, no body.

@@ -30,6 +30,7 @@ const visit = (n: number): RawVisit => ({
   visit_id: `0190a0b0-0000-7000-8000-${String(n).padStart(12, '0')}`,
   ts: new Date().toISOString(),
   kind: 'visit',
+  expects_beacon: false,
   owner_id: 'o',
   subdomain: 's',
   link_id: 'l_x',
@@ -68,8 +69,8 @@ describe('visit producer (with a stub visit log that fails while the broker is "
     const producer = createVisitProducer(context);
     const accepted = Array.from({ length: 15 }, (_, i) => producer.enqueue(visit(i)));
     expect(accepted.filter(Boolean)).toHaveLength(10);
-    expect((await context.metrics.visitsDropped.get()).values).toEqual([{ labels: { reason: 'buffer_full' }, value: 5 }]);
+    expect((await context.metrics.visitsDropped.get()).values).toEqual([{ labels: { reason: 'buffer_full', topic: 'visits.raw' }, value: 5 }]);
     await producer.close(200);
-    expect((await context.metrics.visitsDropped.get()).values).toContainEqual({ labels: { reason: 'shutdown' }, value: 10 });
+    expect((await context.metrics.visitsDropped.get()).values).toContainEqual({ labels: { reason: 'shutdown', topic: 'visits.raw' }, value: 10 });
   });
 });

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../shared/context.js';
+import type { BeaconMessage } from '../../shared/tracker/beacon.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
+import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
 import type { LogMessage } from '../../shared/visit-log/visit-log.js';
 
 /** Visits per publish call. */
@@ -9,17 +10,28 @@ const MAX_BATCH = 1_000;
 /** Longest pause between two retries while the visit log is unreachable. */
 const MAX_BACKOFF_MS = 5_000;
 
-export interface VisitProducer {
+export interface LogProducer<T> {
   /**
-   * Takes a visit for the visit log and returns at once: the answer to the visitor never waits
-   * for the broker. False when the buffer is full (the visit is counted as dropped).
+   * Takes a message for the visit log and returns at once: the answer to the visitor never waits
+   * for the broker. False when the buffer is full (the message is counted as dropped).
    */
-  enqueue(visit: RawVisit): boolean;
+  enqueue(item: T): boolean;
   /** Visits waiting. */
   buffered(): number;
   /** Publishes what is buffered (until `deadlineMs`), then stops. */
   close(deadlineMs?: number): Promise<void>;
 }
+
+export type VisitProducer = LogProducer<RawVisit>;
+export type BeaconProducer = LogProducer<BeaconMessage>;
+
+/** Visits for `visits.raw`, keyed by link id (the subdomain for visits of no link). */
+export const createVisitProducer = (context: Context): VisitProducer =>
+  createLogProducer(context, TOPICS.visitsRaw, (visit) => ({ key: visit.link_id || visit.subdomain, kind: visit.kind }));
+
+/** Beacon messages for `tracker.raw`, keyed by visit id (a visit's messages stay in order). */
+export const createBeaconProducer = (context: Context): BeaconProducer =>
+  createLogProducer(context, TOPICS.trackerRaw, (message) => ({ key: message.visit_id, kind: `beacon_${message.type}` }));
 
 /**
  * The edge side of the visit log: visits are buffered in memory (VISIT_BUFFER_SIZE) and published
@@ -28,7 +40,7 @@ export interface VisitProducer {
  * holds; past its size, visits are counted in visits_dropped_total{reason="buffer_full"}, never
  * dropped silently.
  */
-export function createVisitProducer(context: Context): VisitProducer {
+function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T) => { key: string; kind: string }): LogProducer<T> {
   const { metrics, log, visitLog, config } = context;
   const buffer: LogMessage[] = [];
   let running: Promise<void> | undefined;
@@ -40,9 +52,9 @@ export function createVisitProducer(context: Context): VisitProducer {
     while (buffer.length > 0 && !closing) {
       const batch = buffer.slice(0, MAX_BATCH);
       try {
-        await visitLog.publish(TOPICS.visitsRaw, batch);
+        await visitLog.publish(topic, batch);
         buffer.splice(0, batch.length);
-        metrics.visitsBuffered.set(buffer.length);
+        metrics.visitsBuffered.set({ topic }, buffer.length);
         backoff = 50;
       } catch (error) {
         if (closing) return;
@@ -67,18 +79,19 @@ export function createVisitProducer(context: Context): VisitProducer {
   };
 
   return {
-    enqueue(visit) {
+    enqueue(item) {
       if (buffer.length >= config.visitBufferSize) {
-        metrics.visitsDropped.inc({ reason: 'buffer_full' });
+        metrics.visitsDropped.inc({ reason: 'buffer_full', topic });
         if (Date.now() - lastDropLog > 10_000) {
           lastDropLog = Date.now();
           log.error({ buffered: buffer.length }, 'visit buffer full: visits are being dropped (counted in visits_dropped_total)');
         }
         return false;
       }
-      buffer.push({ key: visit.link_id || visit.subdomain, value: JSON.stringify(visit) });
-      metrics.visitsAccepted.inc({ kind: visit.kind });
-      metrics.visitsBuffered.set(buffer.length);
+      const { key, kind } = describe(item);
+      buffer.push({ key, value: JSON.stringify(item) });
+      metrics.visitsAccepted.inc({ kind });
+      metrics.visitsBuffered.set({ topic }, buffer.length);
       kick();
       return true;
     },
@@ -91,10 +104,10 @@ export function createVisitProducer(context: Context): VisitProducer {
       }
       closing = true;
       if (buffer.length > 0) {
-        metrics.visitsDropped.inc({ reason: 'shutdown' }, buffer.length);
+        metrics.visitsDropped.inc({ reason: 'shutdown', topic }, buffer.length);
         log.error({ lost: buffer.length }, 'visits still buffered at shutdown (counted in visits_dropped_total)');
         buffer.length = 0;
-        metrics.visitsBuffered.set(0);
+        metrics.visitsBuffered.set({ topic }, 0);
       }
     },
   };

@@ -96,6 +96,13 @@ export interface LinksTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   limit_reached_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  append_visit_id: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+export interface PlatformSecretsTable {
+  name: string;
+  value: string;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
 export interface VisitorSaltsTable {
@@ -106,6 +113,7 @@ export interface VisitorSaltsTable {
 }
 
 export interface DB {
+  platform_secrets: PlatformSecretsTable;
   visitor_salts: VisitorSaltsTable;
   subdomains: SubdomainsTable;
   links: LinksTable;

@@ -136,6 +136,11 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
           'Subdomains (`{name}.{BASE_DOMAIN}`) and their privacy policies. Private by default. GET /api/v1/subdomains/{name} is the public page payload.',
       },
       { name: 'links', description: 'Short links: create (idempotent with client_id), list, read, update, soft delete, duplicate, QR code.' },
+      {
+        name: 'tracker',
+        description:
+          'The consent-gated browser beacon, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
+      },
       { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
     ],
   });

@@ -205,7 +205,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
           if (route.beforeLimit) await route.beforeLimit(request);
           const admitted = deps.abuse.admit(request.ip, principal, identityOf(route.bucket, request, principal));
           if (admitted) await admitted;
-          const key = rateKey(route.bucket, request, principal);
+          const key = route.rateKey ? route.rateKey(request) : rateKey(route.bucket, request, principal);
           const checked = deps.limiter.check(route.bucket, key);
           const decision = checked instanceof Promise ? await checked : checked;
           reply.headers(rateLimitHeaders(decision));

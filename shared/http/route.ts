@@ -78,6 +78,8 @@ export interface RouteDef<
    * here and so takes precedence over the counter.
    */
   beforeLimit?: (request: FastifyRequest) => Promise<void>;
+  /** Key of the caller in the route's bucket, where the bucket is keyed by more than the registrar knows (the tracker: IP and visit id). */
+  rateKey?: (request: FastifyRequest) => string;
   params?: P;
   query?: Q;
   body?: B;

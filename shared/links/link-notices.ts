@@ -10,6 +10,8 @@ export interface RedirectLink {
   slug: string;
   target_url: string;
   redirect_type: number;
+  /** Append `lt_visit=<visit id>` to the target (for the beacon on the target page). */
+  append_visit_id: boolean;
   expires_at: string | null;
   max_visits: number | null;
   /** Its visits reached max_visits: the link no longer redirects. */
@@ -29,6 +31,7 @@ export function toRedirectLink(
     slug: row.slug,
     target_url: row.target_url,
     redirect_type: row.redirect_type,
+    append_visit_id: row.append_visit_id,
     expires_at: row.expires_at?.toISOString() ?? null,
     max_visits: row.max_visits,
     limit_reached: row.limit_reached_at !== null,

@@ -17,5 +17,7 @@ export const RawVisitSchema = z.object({
   referrer: z.string().max(2000).default(''),
   accept_language: z.string().max(200).default(''),
   query: z.string().max(4000).default(''),
+  /** The redirect appended the visit id to the target (link option): the enricher merges a beacon that arrived first. */
+  expects_beacon: z.boolean().default(false),
 });
 export type RawVisit = z.output<typeof RawVisitSchema>;

@@ -15,6 +15,7 @@ export interface NewLink {
   expiresAt: Date | null;
   maxVisits: number | null;
   redirectType: number;
+  appendVisitId: boolean;
   clientId: string | null;
   clientBodyHash: string | null;
 }
@@ -27,6 +28,7 @@ export interface LinkChanges {
   expires_at?: Date | null;
   max_visits?: number | null;
   redirect_type?: number;
+  append_visit_id?: boolean;
 }
 
 /** Filters of a link list. All optional but the owner or the subdomain. */
@@ -77,6 +79,7 @@ export function linksRepository(db: Kysely<DB>) {
           expires_at: link.expiresAt,
           max_visits: link.maxVisits,
           redirect_type: link.redirectType,
+          append_visit_id: link.appendVisitId,
           client_id: link.clientId,
           client_body_hash: link.clientBodyHash,
         })

@@ -37,6 +37,11 @@ const tagsSchema = z
   .meta({ description: 'Up to 20 tags, compared in lower case (stored lower-cased, duplicates removed).' });
 const expiresSchema = z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601. Past it the link stops redirecting (state `expired`).' });
 const maxVisitsSchema = z.number().int().min(1).max(2_147_483_647).meta({ description: 'Visits after which the link stops redirecting.' });
+const APPEND_VISIT_ID_DOC =
+  'The redirect appends `lt_visit=<visit id>` to the target URL, so that the beacon (`/tracker.js`) on the target page attaches its ' +
+  'consented signals to this visit instead of starting a visit of its own. Default false.';
+const appendVisitIdSchema = z.boolean().meta({ description: APPEND_VISIT_ID_DOC });
+
 const redirectSchema = z
   .union(REDIRECT_TYPES.map((code) => z.literal(code)))
   .meta({ description: 'HTTP status of the redirect: 301, 302 (default), 307 or 308.' });
@@ -53,6 +58,7 @@ export const LinkSchema = z
     expires_at: z.iso.datetime().nullable(),
     max_visits: z.number().int().nullable(),
     redirect_type: z.number().int(),
+    append_visit_id: z.boolean().meta({ description: APPEND_VISIT_ID_DOC }),
     state: z.enum(['active', 'expired', 'limit_reached', 'deleted']).meta({
       description:
         '`limit_reached`: its visits reached max_visits and it no longer redirects (changing max_visits lifts it). `deleted` is only seen in the DELETE answer and in a client_id replay of a deleted link.',
@@ -134,6 +140,7 @@ export function linksRoutes(context: Context): RouteDef[] {
         expires_at: expiresSchema.optional(),
         max_visits: maxVisitsSchema.optional(),
         redirect_type: redirectSchema.optional(),
+        append_visit_id: appendVisitIdSchema.optional(),
         client_id: z.string().min(1).max(128).optional().meta({ description: 'Idempotency key chosen by the client, unique per owner.' }),
       }),
       response: LinkSchema,
@@ -166,7 +173,7 @@ export function linksRoutes(context: Context): RouteDef[] {
       method: 'PATCH',
       path: '/api/v1/links/{id}',
       summary: 'Update a link',
-      description: 'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type; `null` clears title, expires_at and max_visits.',
+      description: 'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id; `null` clears title, expires_at and max_visits.',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -180,6 +187,7 @@ export function linksRoutes(context: Context): RouteDef[] {
           expires_at: expiresSchema.nullable().optional(),
           max_visits: maxVisitsSchema.nullable().optional(),
           redirect_type: redirectSchema.optional(),
+          append_visit_id: appendVisitIdSchema.optional(),
         })
         .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' }),
       response: LinkSchema,

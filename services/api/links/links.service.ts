@@ -34,6 +34,7 @@ export interface LinkView {
   expires_at: string | null;
   max_visits: number | null;
   redirect_type: number;
+  append_visit_id: boolean;
   state: LinkState;
   limit_reached_at: string | null;
   client_id: string | null;
@@ -51,6 +52,7 @@ export interface NewLinkInput {
   expires_at?: string;
   max_visits?: number;
   redirect_type?: number;
+  append_visit_id?: boolean;
   client_id?: string;
 }
 
@@ -62,6 +64,7 @@ export interface LinkPatch {
   expires_at?: string | null;
   max_visits?: number | null;
   redirect_type?: number;
+  append_visit_id?: boolean;
 }
 
 /** The spec's pagination meta, plus `page` when the page was addressed by number. */
@@ -153,6 +156,7 @@ export function linksService(context: Context) {
     expires_at: row.expires_at?.toISOString() ?? null,
     max_visits: row.max_visits,
     redirect_type: row.redirect_type,
+    append_visit_id: row.append_visit_id,
     state: row.deleted_at
       ? 'deleted'
       : row.expires_at && row.expires_at.getTime() <= now
@@ -238,9 +242,12 @@ export function linksService(context: Context) {
         expiresAt,
         maxVisits: input.max_visits ?? null,
         redirectType: input.redirect_type ?? 302,
+        appendVisitId: input.append_visit_id ?? false,
       };
       const clientId = input.client_id ?? null;
-      const hash = clientId ? bodyHash({ ...normalized, expiresAt: expiresAt?.toISOString() ?? null }) : null;
+      // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
+      const { appendVisitId, ...hashed } = normalized;
+      const hash = clientId ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), expiresAt: expiresAt?.toISOString() ?? null }) : null;
       const replay = async (): Promise<{ link: LinkView; replay: boolean } | undefined> => {
         if (!clientId) return undefined;
         const original = await links.findByClientId(ownerId, clientId);
@@ -280,6 +287,7 @@ export function linksService(context: Context) {
       }
       if (patch.max_visits !== undefined) changes.max_visits = patch.max_visits;
       if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;
+      if (patch.append_visit_id !== undefined) changes.append_visit_id = patch.append_visit_id;
       const row = await links.update(id, changes);
       if (row === 'slug_taken') throw new AppError('conflict', { slug: 'is taken in this subdomain' });
       if (!row) throw new AppError('not_found', { link: id });
@@ -313,6 +321,7 @@ export function linksService(context: Context) {
           expiresAt: source.expires_at && source.expires_at.getTime() > Date.now() ? source.expires_at : null,
           maxVisits: source.max_visits,
           redirectType: source.redirect_type,
+          appendVisitId: source.append_visit_id,
           clientId: null,
           clientBodyHash: null,
         },

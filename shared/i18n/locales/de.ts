@@ -35,6 +35,7 @@ export const de: Catalogue = {
   'error.missing_parameter.named': 'Erforderlicher Parameter fehlt: {names}.',
   'error.method_not_allowed.allowed': 'Die Methode {method} ist hier nicht erlaubt. Erlaubt: {allow}.',
   'error.forbidden.captcha_required': 'Zum Anmelden muss ein CAPTCHA gelöst werden: details.challenge lösen und als captcha senden.',
+  'error.forbidden.consent_required': 'Keine erfasste Einwilligung: ein Einwilligungs-Token von POST /tracker/consent senden (Analyse erlaubt, nicht abgelaufen).',
   'error.unauthorized.invalid_credentials': 'E-Mail-Adresse oder Passwort ist falsch.',
   'error.rate_limited.retry': 'Zu viele Anfragen. Versuchen Sie es in {seconds} Sekunden erneut.',
   'error.service_unavailable.dependency': 'Eine Abhängigkeit ist ausgefallen: {names}.',

@@ -34,6 +34,7 @@ export const en = {
   'error.missing_parameter.named': 'Missing required parameter: {names}.',
   'error.method_not_allowed.allowed': 'Method {method} is not allowed here. Allowed: {allow}.',
   'error.forbidden.captcha_required': 'A CAPTCHA must be solved to sign in: solve details.challenge and send it as captcha.',
+  'error.forbidden.consent_required': 'No recorded consent: send a consent token from POST /tracker/consent (analytics given, not expired).',
   'error.unauthorized.invalid_credentials': 'The e-mail or the password is wrong.',
   'error.rate_limited.retry': 'Too many requests. Try again in {seconds} seconds.',
   'error.service_unavailable.dependency': 'A dependency is down: {names}.',

@@ -35,6 +35,7 @@ export const fr: Catalogue = {
   'error.missing_parameter.named': 'Paramètre obligatoire manquant : {names}.',
   'error.method_not_allowed.allowed': "La méthode {method} n'est pas autorisée ici. Autorisées : {allow}.",
   'error.forbidden.captcha_required': 'Un CAPTCHA doit être résolu pour se connecter : résolvez details.challenge et envoyez-le dans captcha.',
+  'error.forbidden.consent_required': 'Aucun consentement enregistré : envoyez un jeton de consentement de POST /tracker/consent (analyse acceptée, non expiré).',
   'error.unauthorized.invalid_credentials': 'L\'adresse e-mail ou le mot de passe est incorrect.',
   'error.rate_limited.retry': 'Trop de requêtes. Réessayez dans {seconds} secondes.',
   'error.service_unavailable.dependency': 'Une dépendance est indisponible : {names}.',

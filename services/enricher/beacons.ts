@@ -1,0 +1,178 @@
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { Analytics } from '../../shared/analytics/analytics.js';
+import type { Context } from '../../shared/context.js';
+import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '../../shared/tracker/beacon.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
+import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
+import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import { subdomainsRepository } from '../api/subdomains/subdomains.repository.js';
+import { toClickHouseTime } from './visit-writer.js';
+
+export const BEACON_GROUP = 'enricher-beacons';
+
+type Decoded = { kind: 'ok'; beacon: BeaconMessage } | { kind: 'dlq'; reason: string; message: LogMessage };
+
+/** Decodes and validates one message of `tracker.raw`. Pure: no I/O. */
+export function decodeBeacon(message: LogMessage): Decoded {
+  let json: unknown;
+  try {
+    json = JSON.parse(message.value);
+  } catch {
+    return { kind: 'dlq', reason: 'undecodable JSON', message };
+  }
+  const parsed = BeaconMessageSchema.safeParse(json);
+  if (!parsed.success) {
+    const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'message'}: ${issue.message}`).join('; ');
+    return { kind: 'dlq', reason: `invalid beacon: ${reason}`.slice(0, 500), message };
+  }
+  return { kind: 'ok', beacon: parsed.data };
+}
+
+/** The latest message of each visit in a batch (a later one replaces the whole beacon state). */
+export function latestPerVisit(beacons: BeaconMessage[]): BeaconMessage[] {
+  const latest = new Map<string, BeaconMessage>();
+  for (const beacon of beacons) {
+    const held = latest.get(beacon.visit_id);
+    if (!held || Date.parse(beacon.ts) >= Date.parse(held.ts)) latest.set(beacon.visit_id, beacon);
+  }
+  return [...latest.values()];
+}
+
+/** A visit row with a beacon state merged in: the beacon columns replaced, everything the edge decided kept. */
+export function mergeBeacon(row: Record<string, unknown>, state: BeaconState): Record<string, unknown> {
+  const { inserted_at: _inserted, ...kept } = row;
+  return {
+    ...kept,
+    consent_analytics: state.consent_analytics,
+    consent_lan_ip: state.consent_lan_ip,
+    ip_lan: state.ip_lan,
+    timezone: state.timezone,
+    screen: state.screen,
+    network: state.network,
+    capabilities: state.capabilities,
+    beacon_at: state.collected ? state.received_at : null,
+    version: state.version,
+  };
+}
+
+const dedupToken = (rows: unknown[]) => createHash('sha256').update(JSON.stringify(rows)).digest('hex');
+
+/** Time bounds of the visits named by UUIDv7 ids (a day of slack each side), for partition pruning. */
+function timeBounds(ids: string[]): { from: string; to: string } {
+  const times = ids.map((id) => uuidv7Time(id) ?? Date.now());
+  const day = 86_400_000;
+  return { from: toClickHouseTime(new Date(Math.min(...times) - day).toISOString()), to: toClickHouseTime(new Date(Math.max(...times) + day).toISOString()) };
+}
+
+/**
+ * The two halves of the beacon merge, whichever of a visit and its beacon arrives first: the beacon
+ * side stores its state and then merges into visits already stored; the visit side stores the visit
+ * and then merges the states already stored. Merged rows are a newer version of the visit (its
+ * ReplacingMergeTree keeps the highest), with the same content whichever side wrote them.
+ */
+export function beaconStore(analytics: Analytics) {
+  const { client } = analytics;
+  return {
+    async saveStates(states: BeaconState[]): Promise<void> {
+      if (states.length === 0) return;
+      await client.insert({ table: 'visit_beacons', values: states, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: dedupToken(states) } });
+    },
+    async statesOf(ids: string[]): Promise<BeaconState[]> {
+      if (ids.length === 0) return [];
+      const result = await client.query({
+        query: 'SELECT * FROM visit_beacons FINAL WHERE visit_id IN {ids:Array(UUID)}',
+        query_params: { ids },
+        format: 'JSONEachRow',
+      });
+      return (await result.json<BeaconState>()).map((state) => ({ ...state, version: Number(state.version) }));
+    },
+    /** Merges each state into its stored visit, where the visit is there and not already newer; the count merged. */
+    async mergeIntoVisits(states: BeaconState[]): Promise<number> {
+      if (states.length === 0) return 0;
+      const ids = states.map((state) => state.visit_id);
+      const result = await client.query({
+        query: 'SELECT * FROM visits FINAL WHERE visit_id IN {ids:Array(UUID)} AND ts BETWEEN {from:DateTime64(3)} AND {to:DateTime64(3)}',
+        query_params: { ids, ...timeBounds(ids) },
+        format: 'JSONEachRow',
+      });
+      const rows = await result.json<Record<string, unknown>>();
+      const byId = new Map(states.map((state) => [state.visit_id, state]));
+      const merged = rows.flatMap((row) => {
+        const state = byId.get(String(row.visit_id));
+        return state && state.version > Number(row.version) ? [mergeBeacon(row, state)] : [];
+      });
+      if (merged.length > 0) {
+        await client.insert({ table: 'visits', values: merged, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: dedupToken(merged) } });
+      }
+      return merged.length;
+    },
+  };
+}
+
+/**
+ * The beacon consumer of the enricher role (`tracker.raw`): a consent that started a visit inserts
+ * that visit (kind `beacon`, enriched like any other, its `ip_public` the address the ingest node
+ * saw); every message leaves the visit's beacon state — consent gating applied here again, so no
+ * signal is stored without analytics consent and no LAN address without lan_ip consent — which is
+ * merged into the visit row. Offsets are committed after the writes.
+ */
+export async function startBeaconConsumer(
+  context: Context,
+  enrichVisits: (visits: RawVisit[]) => Promise<void>,
+): Promise<Consumer> {
+  const { visitLog, analytics, log, metrics, db } = context;
+  const store = beaconStore(analytics);
+  const subdomains = subdomainsRepository(db.db);
+  const owners = new LRUCache<string, { owner: string | null }>({ max: 50_000, ttl: 60_000 });
+  const ownerOf = async (subdomain: string) => {
+    let held = owners.get(subdomain);
+    if (!held) owners.set(subdomain, (held = { owner: (await subdomains.find(subdomain))?.owner_id ?? null }));
+    return held.owner;
+  };
+
+  return visitLog.consume({
+    groupId: BEACON_GROUP,
+    topic: TOPICS.trackerRaw,
+    maxBatch: context.config.enricherBatch.size,
+    maxWaitMs: context.config.enricherBatch.waitMs,
+    handler: async (messages) => {
+      const beacons: BeaconMessage[] = [];
+      const dead: { reason: string; message: LogMessage }[] = [];
+      const ownVisits: RawVisit[] = [];
+      for (const [index, entry] of messages.map(decodeBeacon).entries()) {
+        if (entry.kind === 'dlq') {
+          dead.push(entry);
+          continue;
+        }
+        const { beacon } = entry;
+        if (beacon.type === 'consent' && beacon.own_visit) {
+          const owner = await ownerOf(beacon.own_visit.subdomain);
+          if (owner === null) {
+            dead.push({ reason: `unknown subdomain: ${beacon.own_visit.subdomain}`, message: messages[index]! });
+            continue;
+          }
+          ownVisits.push({ ...beacon.own_visit, visit_id: beacon.visit_id, ts: beacon.ts, kind: 'beacon', owner_id: owner, link_id: '', slug: '', expects_beacon: false });
+        }
+        beacons.push(beacon);
+      }
+      await enrichVisits(ownVisits);
+      const states = latestPerVisit(beacons).map((beacon) => beaconStateOf(beacon, toClickHouseTime));
+      await store.saveStates(states);
+      const merged = await store.mergeIntoVisits(states);
+      metrics.beacons.inc({ outcome: 'own_visit' }, ownVisits.length);
+      metrics.beacons.inc({ outcome: 'state' }, states.length);
+      metrics.beacons.inc({ outcome: 'merged' }, merged);
+
+      if (dead.length > 0) {
+        await visitLog.publish(
+          TOPICS.visitsDlq,
+          dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason, 'x-dlq-topic': TOPICS.trackerRaw } })),
+        );
+        for (const { reason } of dead) metrics.visitsDeadLettered.inc({ reason: reason.startsWith('undecodable') ? 'undecodable' : reason.startsWith('unknown') ? 'unknown_subdomain' : 'invalid' });
+        log.warn({ count: dead.length, first: dead[0]!.reason }, 'beacon messages sent to the dead-letter topic');
+      }
+    },
+  });
+}
+
