@@ -24,7 +24,9 @@ run: build
 	node dist/services/main.js
 
 ## Type-check, then run the whole test suite (embedded defaults, or the services named by the environment).
+## The beacon's browser test needs a headless Chromium: installed from Debian when missing.
 test: install
+	bash scripts/ensure-chromium.sh
 	npx tsc -p tsconfig.json --noEmit
 	npx vitest run
 

@@ -8,6 +8,8 @@
   var subdomain = script && script.getAttribute('data-subdomain');
   var PARAM = 'lt_visit';
   var WINDOW_MS = 864e5;
+  /** What a LAN address looks like: an mDNS name (browsers hide local IPs so) or a private, link-local or CGNAT address. */
+  var LAN = /^(?:[0-9a-f-]{36}\.local|10\.[\d.]+|192\.168\.[\d.]+|172\.(?:1[6-9]|2\d|3[01])\.[\d.]+|100\.(?:6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.[\d.]+|169\.254\.[\d.]+|f[cd][0-9a-f]{2}:[0-9a-f:]+|fe80:[0-9a-f:%\w]+)$/i;
   var state = { visitId: redirectVisit(), token: null, expiresAt: 0, lanIp: false };
 
   /** The visit id the redirect appended (UUIDv7 of the last 24 hours), or null. */
@@ -57,7 +59,7 @@
         peer.onicecandidate = function (event) {
           if (!event.candidate) return done(null);
           var parts = event.candidate.candidate.split(' ');
-          if (parts[7] === 'host' && parts[4]) done(parts[4]);
+          if (parts[7] === 'host' && LAN.test(parts[4] || '')) done(parts[4]);
         };
         peer.createOffer().then(function (offer) { return peer && peer.setLocalDescription(offer); }).catch(function () { done(null); });
         setTimeout(function () { done(null); }, 1500);

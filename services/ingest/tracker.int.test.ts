@@ -391,3 +391,23 @@ describe('validation and the track bucket', () => {
     expect((await consent({ visit_id: other, analytics: false, lan_ip: false }, ip)).statusCode).toBe(200);
   });
 });
+
+describe('operational visibility', () => {
+  it('reports the enricher\'s consumers in the health probe, and their lag in the metrics', async () => {
+    const health = await app.inject({ method: 'GET', url: '/api/v1/health' });
+    expect(health.statusCode).toBe(200);
+    const consumers: Json[] = health.json().data.consumers;
+    expect(consumers.map((consumer) => `${consumer.group} ${consumer.topic}`)).toEqual(
+      expect.arrayContaining(['enricher visits.raw', 'enricher-beacons tracker.raw']),
+    );
+    for (const consumer of consumers) {
+      expect(consumer.running).toBe(true);
+      expect(consumer.lag).toBeGreaterThanOrEqual(0);
+      expect(consumer.last_error).toBeNull();
+    }
+    expect(consumers.find((consumer) => consumer.group === 'enricher-beacons')!.last_batch_at).not.toBeNull();
+    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toMatch(/visit_log_consumer_lag\{group="enricher",topic="visits.raw"\} \d+/);
+    expect(metrics.body).toMatch(/beacons_processed_total\{outcome="merged"\} [1-9]/);
+  });
+});

@@ -20,6 +20,7 @@ function flakyLog() {
       published.push(...messages);
     },
     consume: () => Promise.reject(new Error('not used')),
+    consumers: async () => [],
     ping: async () => undefined,
     close: async () => undefined,
   };

@@ -2,7 +2,7 @@ import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'ka
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { TOPIC_NAMES, type Topic } from './topics.js';
-import type { Consumer, ConsumeOptions, VisitLog } from './visit-log.js';
+import { consumerTracker, type Consumer, type ConsumeOptions, type ConsumerStatus, type VisitLog } from './visit-log.js';
 
 export interface KafkaVisitLogOptions {
   brokers: string[];
@@ -36,7 +36,22 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
   let admin: Admin | undefined;
   let adminReady: Promise<Admin> | undefined;
   let topicsReady: Promise<void> | undefined;
-  const consumers = new Set<Consumer>();
+  const consumers = new Map<Consumer, ConsumerStatus>();
+
+  /** Messages of the topic the group has not committed: high watermark minus committed offset, per partition. */
+  const lagOf = async (groupId: string, topic: Topic): Promise<number | null> => {
+    try {
+      const client = await getAdmin();
+      const [ends, [committed]] = await Promise.all([client.fetchTopicOffsets(name(topic)), client.fetchOffsets({ groupId, topics: [name(topic)] })]);
+      const done = new Map((committed?.partitions ?? []).map((entry) => [entry.partition, Number(entry.offset)]));
+      return ends.reduce((sum, end) => {
+        const at = done.get(end.partition) ?? -1;
+        return sum + Number(end.high) - (at < 0 ? Number(end.low) : at);
+      }, 0);
+    } catch {
+      return null;
+    }
+  };
 
   const getAdmin = () =>
     (adminReady ??= (async () => {
@@ -87,8 +102,10 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       await ensureTopics();
       // Groups carry the prefix too: environments sharing a cluster never share a group (and never
       // rebalance each other's consumers).
+      const tracker = consumerTracker(groupId, topic);
+      const fullGroup = options.topicPrefix + groupId;
       const consumer = kafka.consumer({
-        groupId: options.topicPrefix + groupId,
+        groupId: fullGroup,
         maxBytesPerPartition: 4 * 1024 * 1024,
         sessionTimeout: 30_000,
         // Batch by size or time: the broker holds a fetch until about a MiB is there or maxWaitMs passed.
@@ -103,15 +120,21 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;
             const slice = batch.messages.slice(start, start + maxBatch);
-            await handler(
-              slice.map((message) => ({
-                key: message.key?.toString() ?? '',
-                value: message.value?.toString() ?? '',
-                headers: Object.fromEntries(
-                  Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
-                ),
-              })),
-            );
+            try {
+              await handler(
+                slice.map((message) => ({
+                  key: message.key?.toString() ?? '',
+                  value: message.value?.toString() ?? '',
+                  headers: Object.fromEntries(
+                    Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
+                  ),
+                })),
+              );
+            } catch (error) {
+              tracker.failed(error);
+              throw error;
+            }
+            tracker.succeeded();
             // Durable now: only after the handler succeeded is the offset resolved and committed.
             resolveOffset(slice[slice.length - 1]!.offset);
             // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
@@ -120,21 +143,39 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
           }
         },
       });
+      // The lag metric is sampled every 10 s (and on each health probe).
+      const sampler = setInterval(() => {
+        void lagOf(fullGroup, topic).then((lag) => {
+          if (lag !== null) metrics.consumerLag.set({ group: groupId, topic }, lag);
+        });
+      }, 10_000);
+      sampler.unref();
       const handle: Consumer = {
         async stop() {
+          clearInterval(sampler);
+          tracker.status.running = false;
           consumers.delete(handle);
           await consumer.disconnect();
         },
       };
-      consumers.add(handle);
+      consumers.set(handle, tracker.status);
       return handle;
+    },
+    async consumers() {
+      return Promise.all(
+        [...consumers.values()].map(async (status) => {
+          const lag = await lagOf(options.topicPrefix + status.group, status.topic);
+          if (lag !== null) metrics.consumerLag.set({ group: status.group, topic: status.topic }, lag);
+          return { ...status, lag };
+        }),
+      );
     },
     async ping() {
       const client = await getAdmin();
       await client.describeCluster();
     },
     async close() {
-      await Promise.all([...consumers].map((consumer) => consumer.stop()));
+      await Promise.all([...consumers.keys()].map((consumer) => consumer.stop()));
       await producer?.disconnect();
       await admin?.disconnect();
     },

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Metrics } from '../metrics.js';
 import type { Topic } from './topics.js';
-import { VisitLogFullError, type Consumer, type ConsumeOptions, type LogMessage, type VisitLog } from './visit-log.js';
+import { consumerTracker, VisitLogFullError, type Consumer, type ConsumeOptions, type ConsumerStatus, type LogMessage, type VisitLog } from './visit-log.js';
 
 interface TopicLog {
   /** Offset of messages[0]. */
@@ -20,7 +20,12 @@ interface TopicLog {
  */
 export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retryDelayMs = 500): VisitLog {
   const topics = new Map<Topic, TopicLog>();
-  const consumers = new Set<{ stopped: boolean; done: Promise<void> }>();
+  const consumers = new Set<{ stopped: boolean; done: Promise<void>; status: ConsumerStatus }>();
+  /** Sets the lag of every group of a topic (published minus committed). */
+  const measureLag = (topic: Topic, log: TopicLog) => {
+    const end = log.base + log.messages.length;
+    for (const [group, offset] of log.groups) metrics.consumerLag.set({ group, topic }, end - offset);
+  };
   const topicLog = (topic: Topic) => {
     let log = topics.get(topic);
     if (!log) {
@@ -60,13 +65,15 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       log.messages.push(...messages);
       metrics.visitLogPublished.inc({ topic }, messages.length);
       metrics.visitLogBacklog.set({ topic }, log.messages.length);
+      measureLag(topic, log);
       for (const wake of log.wake) wake();
     },
     async consume({ groupId, topic, handler, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions): Promise<Consumer> {
       const log = topicLog(topic);
       // A new group starts at the oldest retained message, as Kafka's `earliest` reset does.
       if (!log.groups.has(groupId)) log.groups.set(groupId, log.base);
-      const state = { stopped: false, done: Promise.resolve() };
+      const tracker = consumerTracker(groupId, topic);
+      const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
       let wakeUp: (() => void) | undefined;
       /** Resolves on the next publish, or after `timeoutMs` when given (the listener is then removed). */
       const waitForMessages = (timeoutMs?: number) =>
@@ -102,8 +109,11 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
           try {
             await handler(batch);
             log.groups.set(groupId, offset + batch.length);
+            tracker.succeeded();
             trim(topic, log);
-          } catch {
+            measureLag(topic, log);
+          } catch (error) {
+            tracker.failed(error);
             // Not committed: the same batch is redelivered after a pause, as Kafka would.
             await sleep(retryDelayMs);
           }
@@ -113,11 +123,18 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       return {
         async stop() {
           state.stopped = true;
+          tracker.status.running = false;
           wakeUp?.();
           await state.done;
           consumers.delete(state);
         },
       };
+    },
+    async consumers() {
+      return [...consumers].map(({ status }) => {
+        const log = topicLog(status.topic);
+        return { ...status, lag: log.base + log.messages.length - (log.groups.get(status.group) ?? log.base) };
+      });
     },
     async ping() {},
     async close() {

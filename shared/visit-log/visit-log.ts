@@ -27,11 +27,40 @@ export interface Consumer {
   stop(): Promise<void>;
 }
 
+/** How a consumer of this process is doing, for the health probe and the lag metric. */
+export interface ConsumerStatus {
+  group: string;
+  topic: Topic;
+  running: boolean;
+  /** Messages published and not yet committed by the group (null when the broker could not tell). */
+  lag: number | null;
+  last_batch_at: string | null;
+  /** The last handler failure, cleared by the next success (the batch is redelivered meanwhile). */
+  last_error: string | null;
+}
+
+/** Bookkeeping every implementation keeps per consumer. */
+export function consumerTracker(group: string, topic: Topic) {
+  const status: ConsumerStatus = { group, topic, running: true, lag: null, last_batch_at: null, last_error: null };
+  return {
+    status,
+    succeeded() {
+      status.last_batch_at = new Date().toISOString();
+      status.last_error = null;
+    },
+    failed(error: unknown) {
+      status.last_error = (error instanceof Error ? error.message : String(error)).slice(0, 300);
+    },
+  };
+}
+
 /** The visit log: Kafka in production, a bounded in-process log with the same semantics embedded. */
 export interface VisitLog {
   kind: 'memory' | 'kafka';
   publish(topic: Topic, messages: LogMessage[]): Promise<void>;
   consume(options: ConsumeOptions): Promise<Consumer>;
+  /** The consumers of this process, with their lag (visit_log_consumer_lag is set from the same figures). */
+  consumers(): Promise<ConsumerStatus[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

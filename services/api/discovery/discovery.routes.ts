@@ -7,7 +7,7 @@ import type { RateLimiter } from '../../../shared/http/rate-limit.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { DEFAULT_LOCALE, LOCALES, LOCALE_CODES, t } from '../../../shared/i18n/index.js';
 import { VERSION } from '../../../shared/version.js';
-import { probeDependencies } from './health.js';
+import { consumerReport, probeDependencies } from './health.js';
 
 const tags = ['discovery'];
 
@@ -25,6 +25,18 @@ const HealthSchema = z
     uptime_s: z.number().int().min(0),
     roles: z.array(z.string()),
     checks: z.object(Object.fromEntries(DEPENDENCIES.map((name) => [name, CheckSchema])) as Record<(typeof DEPENDENCIES)[number], typeof CheckSchema>),
+    consumers: z
+      .array(
+        z.object({
+          group: z.string(),
+          topic: z.string(),
+          running: z.boolean(),
+          lag: z.number().int().nullable().meta({ description: 'Messages published and not yet committed by the group; null when the broker did not tell.' }),
+          last_batch_at: z.iso.datetime().nullable(),
+          last_error: z.string().nullable().meta({ description: 'The last failed batch (redelivered), cleared by the next success.' }),
+        }),
+      )
+      .meta({ description: 'The visit-log consumers of this process (enricher role: visits.raw and tracker.raw); empty for other roles.' }),
   })
   .meta({ id: 'Health' });
 
@@ -146,7 +158,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
       bucket: null,
       response: HealthSchema,
       handler: async () => {
-        const checks = await probeDependencies(context);
+        const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
         const down = Object.entries(checks).filter(([, check]) => check.status === 'down').map(([name]) => name);
         if (down.length > 0) {
           throw new AppError('service_unavailable', { checks, down }, { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } });
@@ -157,6 +169,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
           uptime_s: Math.floor((Date.now() - context.startedAt.getTime()) / 1000),
           roles: config.roles,
           checks,
+          consumers,
         };
       },
     }),

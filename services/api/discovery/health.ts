@@ -1,4 +1,5 @@
 import { DEPENDENCIES, dependencyKinds, type Context, type Dependency } from '../../../shared/context.js';
+import type { ConsumerStatus } from '../../../shared/visit-log/visit-log.js';
 
 export interface Check {
   status: 'ok' | 'down';
@@ -28,6 +29,23 @@ async function probe(name: Dependency, ping: () => Promise<void>, kind: string):
       latency_ms: Math.round((performance.now() - started) * 100) / 100,
       error: error instanceof Error ? error.message : String(error),
     };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The visit-log consumers of this process (the enricher role's), bounded in time like the probes. */
+export async function consumerReport(context: Context): Promise<ConsumerStatus[]> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      context.visitLog.consumers(),
+      new Promise<ConsumerStatus[]>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('consumer report timed out')), PROBE_TIMEOUT_MS);
+      }),
+    ]);
+  } catch {
+    return [];
   } finally {
     clearTimeout(timer);
   }
