@@ -263,15 +263,19 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     expect(rows.map((row) => row.visit_id)).toEqual([visit.visit_id, sameBatch.visit_id, sentinel.visit_id]);
   });
 
-  it('skips a batch inserted a second time, but stores a newer version of a visit sent alone', async () => {
+  it('skips a batch of the same visits inserted a second time, even re-enriched differently (the first stored wins)', async () => {
     const subdomain = uniqueName('versions');
     const visit = RawVisitSchema.parse(rawVisit(subdomain, { ts: '2025-06-08T00:00:00.000Z' }));
+    const other = RawVisitSchema.parse(rawVisit(subdomain, { ts: '2025-06-08T00:00:01.000Z' }));
     await insertVisits(context.analytics, [visit]);
     await insertVisits(context.analytics, [visit]);
     expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
-    await insertVisits(context.analytics, [{ ...visit, user_agent: 'newer signals' }]);
-    expect(await visitsOf(subdomain, { final: false })).toHaveLength(2);
-    expect(await visitsOf(subdomain)).toHaveLength(1);
+    await insertVisits(context.analytics, [{ ...visit, user_agent: 're-enriched after a restart' }]);
+    expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
+    // Another set of visits is another batch, even when it includes a stored one.
+    await insertVisits(context.analytics, [visit, other]);
+    expect(await visitsOf(subdomain, { final: false })).toHaveLength(3);
+    expect(await visitsOf(subdomain)).toHaveLength(2);
   });
 
   it('redelivers a batch whose ClickHouse insert failed and stores it once when ClickHouse takes writes again', async () => {
