@@ -46,10 +46,11 @@ interface AutocannonResult {
  */
 export function cannon(
   url: string,
-  options: { durationSec: number; connections: number; headers?: Record<string, string>; expectStatus?: number },
+  options: { durationSec: number; connections: number; headers?: Record<string, string>; expectStatus?: number; rate?: number },
 ): Promise<Run> {
   const expected = String(options.expectStatus ?? 200);
   const args = [autocannonBin, '--json', '-n', '-c', String(options.connections), '-p', '1', '-d', String(options.durationSec)];
+  if (options.rate) args.push('-R', String(options.rate));
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}=${value}`);
   args.push(url);
   return new Promise((resolve, reject) => {
