@@ -7,26 +7,14 @@ import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { subdomainsRepository } from '../api/subdomains/subdomains.repository.js';
+import { decodeMessage, type Decoded } from './decode.js';
 import { toClickHouseTime } from './visit-writer.js';
 
 export const BEACON_GROUP = 'enricher-beacons';
 
-type Decoded = { kind: 'ok'; beacon: BeaconMessage } | { kind: 'dlq'; reason: string; message: LogMessage };
-
 /** Decodes and validates one message of `tracker.raw`. Pure: no I/O. */
-export function decodeBeacon(message: LogMessage): Decoded {
-  let json: unknown;
-  try {
-    json = JSON.parse(message.value);
-  } catch {
-    return { kind: 'dlq', reason: 'undecodable JSON', message };
-  }
-  const parsed = BeaconMessageSchema.safeParse(json);
-  if (!parsed.success) {
-    const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'message'}: ${issue.message}`).join('; ');
-    return { kind: 'dlq', reason: `invalid beacon: ${reason}`.slice(0, 500), message };
-  }
-  return { kind: 'ok', beacon: parsed.data };
+export function decodeBeacon(message: LogMessage): Decoded<BeaconMessage> {
+  return decodeMessage(BeaconMessageSchema, 'beacon', message);
 }
 
 /** The latest message of each visit in a batch (a later one replaces the whole beacon state). */
@@ -145,7 +133,7 @@ export async function startBeaconConsumer(
           dead.push(entry);
           continue;
         }
-        const { beacon } = entry;
+        const beacon = entry.value;
         if (beacon.type === 'consent' && beacon.own_visit) {
           const owner = await ownerOf(beacon.own_visit.subdomain);
           if (owner === null) {

@@ -8,6 +8,7 @@ import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
+import { decodeMessage } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
 
 /** What became of one message: inserted, or sent to the dead-letter topic with the reason. */
@@ -15,22 +16,8 @@ export type Outcome = { kind: 'ok'; visit: RawVisit } | { kind: 'dlq'; reason: s
 
 /** Decodes and validates one message of `visits.raw`. Pure: no I/O. */
 export function decodeVisit(message: LogMessage): Outcome {
-  let json: unknown;
-  try {
-    json = JSON.parse(message.value);
-  } catch {
-    return { kind: 'dlq', reason: 'undecodable JSON', message };
-  }
-  const parsed = RawVisitSchema.safeParse(json);
-  if (!parsed.success) {
-    const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'message'}: ${issue.message}`).join('; ');
-    return { kind: 'dlq', reason: `invalid visit: ${reason}`.slice(0, 500), message };
-  }
-  // A lone UTF-16 surrogate (valid JSON, e.g. "\ud800") makes ClickHouse refuse the whole insert, so
-  // the batch would be redelivered for ever and block its partition: dead-letter it here instead.
-  const malformed = Object.entries(parsed.data).find(([, value]) => typeof value === 'string' && /\p{Cs}/u.test(value));
-  if (malformed) return { kind: 'dlq', reason: `invalid visit: ${malformed[0]}: not well-formed Unicode`, message };
-  return { kind: 'ok', visit: parsed.data };
+  const decoded = decodeMessage(RawVisitSchema, 'visit', message);
+  return decoded.kind === 'ok' ? { kind: 'ok', visit: decoded.value } : decoded;
 }
 
 export const ENRICHER_GROUP = 'enricher';

@@ -270,14 +270,18 @@ describe('a visit the beacon starts (data-subdomain, no redirect)', () => {
     });
   });
 
-  it('dead-letters a consent for a subdomain that does not exist, and the rest flows', async () => {
+  it('dead-letters a consent for a subdomain that does not exist or with text ClickHouse cannot store, and the rest flows', async () => {
     const dead: { value: string; headers?: Record<string, string> }[] = [];
     const tap = await context.visitLog.consume({ groupId: uniqueName('tracker-dlq'), topic: TOPICS.visitsDlq, handler: async (messages) => void dead.push(...messages) });
     try {
       const ghost = (await consent({ subdomain: 'no-such-subdomain-here', analytics: true, lan_ip: false })).json().data;
+      // Valid JSON that ClickHouse would refuse (a lone surrogate): dead-lettered, not retried for ever.
+      const broken = (await consent({ subdomain, analytics: true, lan_ip: false, page: { referrer: 'https://x.example/\ud800' } })).json().data;
       const real = (await consent({ subdomain, analytics: false, lan_ip: false })).json().data;
       const letter = await waitFor(() => dead.find((message) => message.value.includes(ghost.visit_id)), DEADLINE_MS);
       expect(letter.headers?.['x-dlq-reason']).toBe('unknown subdomain: no-such-subdomain-here');
+      const unicode = await waitFor(() => dead.find((message) => message.value.includes(broken.visit_id)), DEADLINE_MS);
+      expect(unicode.headers?.['x-dlq-reason']).toBe('invalid beacon: own_visit.referrer: not well-formed Unicode');
       await waitFor(async () => (await visitRow(real.visit_id))?.kind === 'beacon', DEADLINE_MS);
     } finally {
       await tap.stop();
