@@ -1,24 +1,23 @@
-import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { Analytics } from '../../shared/analytics/analytics.js';
+import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { Context } from '../../shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '../../shared/tracker/beacon.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { subdomainsRepository } from '../api/subdomains/subdomains.repository.js';
-import { decodeMessage, type Decoded } from './decode.js';
-import { toClickHouseTime } from './visit-writer.js';
+import { deadLetter, decodeMessage, unknownSubdomain, type DeadLetter, type Decoded } from './decode.js';
+import { batchToken } from './visit-writer.js';
 
-export const BEACON_GROUP = 'enricher-beacons';
+const BEACON_GROUP = 'enricher-beacons';
 
 /** Decodes and validates one message of `tracker.raw`. Pure: no I/O. */
-export function decodeBeacon(message: LogMessage): Decoded<BeaconMessage> {
+function decodeBeacon(message: LogMessage): Decoded<BeaconMessage> {
   return decodeMessage(BeaconMessageSchema, 'beacon', message);
 }
 
 /** The latest message of each visit in a batch (a later one replaces the whole beacon state). */
-export function latestPerVisit(beacons: BeaconMessage[]): BeaconMessage[] {
+function latestPerVisit(beacons: BeaconMessage[]): BeaconMessage[] {
   const latest = new Map<string, BeaconMessage>();
   for (const beacon of beacons) {
     const held = latest.get(beacon.visit_id);
@@ -28,10 +27,11 @@ export function latestPerVisit(beacons: BeaconMessage[]): BeaconMessage[] {
 }
 
 /** A visit row with a beacon state merged in: the beacon columns replaced, everything the edge decided kept. */
-export function mergeBeacon(row: Record<string, unknown>, state: BeaconState): Record<string, unknown> {
+function mergeBeacon(row: Record<string, unknown>, state: BeaconState): Record<string, unknown> & { visit_id: unknown; version: number } {
   const { inserted_at: _inserted, ...kept } = row;
   return {
     ...kept,
+    visit_id: state.visit_id,
     consent_analytics: state.consent_analytics,
     consent_lan_ip: state.consent_lan_ip,
     ip_lan: state.ip_lan,
@@ -44,13 +44,14 @@ export function mergeBeacon(row: Record<string, unknown>, state: BeaconState): R
   };
 }
 
-const dedupToken = (rows: unknown[]) => createHash('sha256').update(JSON.stringify(rows)).digest('hex');
+/** Rows of one visit and version have the same content whichever side wrote them: they are the key of an insert. */
+const tokenOf = (rows: { visit_id: unknown; version: number }[]) => batchToken(rows.map((row) => `${String(row.visit_id)}:${row.version}`));
 
 /** Time bounds of the visits named by UUIDv7 ids (a day of slack each side), for partition pruning. */
 function timeBounds(ids: string[]): { from: string; to: string } {
   const times = ids.map((id) => uuidv7Time(id) ?? Date.now());
   const day = 86_400_000;
-  return { from: toClickHouseTime(new Date(Math.min(...times) - day).toISOString()), to: toClickHouseTime(new Date(Math.max(...times) + day).toISOString()) };
+  return { from: toClickHouseTime(Math.min(...times) - day), to: toClickHouseTime(Math.max(...times) + day) };
 }
 
 /**
@@ -64,7 +65,7 @@ export function beaconStore(analytics: Analytics) {
   return {
     async saveStates(states: BeaconState[]): Promise<void> {
       if (states.length === 0) return;
-      await client.insert({ table: 'visit_beacons', values: states, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: dedupToken(states) } });
+      await client.insert({ table: 'visit_beacons', values: states, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: tokenOf(states) } });
     },
     async statesOf(ids: string[]): Promise<BeaconState[]> {
       if (ids.length === 0) return [];
@@ -73,7 +74,7 @@ export function beaconStore(analytics: Analytics) {
         query_params: { ids },
         format: 'JSONEachRow',
       });
-      return (await result.json<BeaconState>()).map((state) => ({ ...state, version: Number(state.version) }));
+      return result.json<BeaconState>();
     },
     /** Merges each state into its stored visit, where the visit is there and not already newer; the count merged. */
     async mergeIntoVisits(states: BeaconState[]): Promise<number> {
@@ -88,10 +89,10 @@ export function beaconStore(analytics: Analytics) {
       const byId = new Map(states.map((state) => [state.visit_id, state]));
       const merged = rows.flatMap((row) => {
         const state = byId.get(String(row.visit_id));
-        return state && state.version > Number(row.version) ? [mergeBeacon(row, state)] : [];
+        return state && state.version > (row.version as number) ? [mergeBeacon(row, state)] : [];
       });
       if (merged.length > 0) {
-        await client.insert({ table: 'visits', values: merged, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: dedupToken(merged) } });
+        await client.insert({ table: 'visits', values: merged, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: tokenOf(merged) } });
       }
       return merged.length;
     },
@@ -107,10 +108,10 @@ export function beaconStore(analytics: Analytics) {
  */
 export async function startBeaconConsumer(
   context: Context,
+  store: ReturnType<typeof beaconStore>,
   enrichVisits: (visits: RawVisit[]) => Promise<void>,
 ): Promise<Consumer> {
-  const { visitLog, analytics, log, metrics, db } = context;
-  const store = beaconStore(analytics);
+  const { visitLog, metrics, db } = context;
   const subdomains = subdomainsRepository(db.db);
   const owners = new LRUCache<string, { owner: string | null }>({ max: 50_000, ttl: 60_000 });
   const ownerOf = async (subdomain: string) => {
@@ -126,9 +127,10 @@ export async function startBeaconConsumer(
     maxWaitMs: context.config.enricherBatch.waitMs,
     handler: async (messages) => {
       const beacons: BeaconMessage[] = [];
-      const dead: { reason: string; message: LogMessage }[] = [];
+      const dead: DeadLetter[] = [];
       const ownVisits: RawVisit[] = [];
-      for (const [index, entry] of messages.map(decodeBeacon).entries()) {
+      for (const message of messages) {
+        const entry = decodeBeacon(message);
         if (entry.kind === 'dlq') {
           dead.push(entry);
           continue;
@@ -137,7 +139,7 @@ export async function startBeaconConsumer(
         if (beacon.type === 'consent' && beacon.own_visit) {
           const owner = await ownerOf(beacon.own_visit.subdomain);
           if (owner === null) {
-            dead.push({ reason: `unknown subdomain: ${beacon.own_visit.subdomain}`, message: messages[index]! });
+            dead.push({ reason: unknownSubdomain(beacon.own_visit.subdomain), message });
             continue;
           }
           ownVisits.push({ ...beacon.own_visit, visit_id: beacon.visit_id, ts: beacon.ts, kind: 'beacon', owner_id: owner, link_id: '', slug: '', expects_beacon: false });
@@ -145,21 +147,14 @@ export async function startBeaconConsumer(
         beacons.push(beacon);
       }
       await enrichVisits(ownVisits);
-      const states = latestPerVisit(beacons).map((beacon) => beaconStateOf(beacon, toClickHouseTime));
+      const states = latestPerVisit(beacons).map(beaconStateOf);
       await store.saveStates(states);
       const merged = await store.mergeIntoVisits(states);
       metrics.beacons.inc({ outcome: 'own_visit' }, ownVisits.length);
       metrics.beacons.inc({ outcome: 'state' }, states.length);
       metrics.beacons.inc({ outcome: 'merged' }, merged);
 
-      if (dead.length > 0) {
-        await visitLog.publish(
-          TOPICS.visitsDlq,
-          dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason, 'x-dlq-topic': TOPICS.trackerRaw } })),
-        );
-        for (const { reason } of dead) metrics.visitsDeadLettered.inc({ reason: reason.startsWith('undecodable') ? 'undecodable' : reason.startsWith('unknown') ? 'unknown_subdomain' : 'invalid' });
-        log.warn({ count: dead.length, first: dead[0]!.reason }, 'beacon messages sent to the dead-letter topic');
-      }
+      await deadLetter(context, dead, { 'x-dlq-topic': TOPICS.trackerRaw });
     },
   });
 }

@@ -1,7 +1,21 @@
 import type { z } from 'zod';
+import type { Context } from '../../shared/context.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { LogMessage } from '../../shared/visit-log/visit-log.js';
 
-export type Decoded<T> = { kind: 'ok'; value: T } | { kind: 'dlq'; reason: string; message: LogMessage };
+/** A message for the dead-letter topic, with the reason it goes there. */
+export interface DeadLetter {
+  reason: string;
+  message: LogMessage;
+}
+
+const UNDECODABLE = 'undecodable JSON';
+/** The reason of a beacon that starts a visit for a subdomain nobody holds. */
+export const unknownSubdomain = (name: string) => `unknown subdomain: ${name}`;
+/** The metric label of a reason: every reason is written in this module. */
+const codeOf = (reason: string) => (reason === UNDECODABLE ? 'undecodable' : reason.startsWith('unknown subdomain: ') ? 'unknown_subdomain' : 'invalid');
+
+export type Decoded<T> = { kind: 'ok'; value: T } | ({ kind: 'dlq' } & DeadLetter);
 
 /** The path of the first string holding a lone UTF-16 surrogate, searched through objects and arrays. */
 function malformedText(value: unknown, path: string): string | undefined {
@@ -25,7 +39,7 @@ export function decodeMessage<T>(schema: z.ZodType<T>, what: string, message: Lo
   try {
     json = JSON.parse(message.value);
   } catch {
-    return { kind: 'dlq', reason: 'undecodable JSON', message };
+    return { kind: 'dlq', reason: UNDECODABLE, message };
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
@@ -35,4 +49,18 @@ export function decodeMessage<T>(schema: z.ZodType<T>, what: string, message: Lo
   const malformed = malformedText(parsed.data, '');
   if (malformed !== undefined) return { kind: 'dlq', reason: `invalid ${what}: ${malformed}: not well-formed Unicode`.slice(0, 500), message };
   return { kind: 'ok', value: parsed.data };
+}
+
+/**
+ * Sends messages to `visits.dlq` unchanged, with `x-dlq-reason` (and any extra headers), counts
+ * them by code and logs the first reason. Awaited before the batch commits: nothing is lost.
+ */
+export async function deadLetter(context: Context, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
+  if (dead.length === 0) return;
+  await context.visitLog.publish(
+    TOPICS.visitsDlq,
+    dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason, ...extraHeaders } })),
+  );
+  for (const { reason } of dead) context.metrics.visitsDeadLettered.inc({ reason: codeOf(reason) });
+  context.log.warn({ count: dead.length, first: dead[0]!.reason }, 'messages sent to the dead-letter topic');
 }

@@ -2,17 +2,17 @@ import type { Context } from '../../shared/context.js';
 import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
-import { createEventBus, type EventType } from '../../shared/events/events.js';
+import { createEventBus, type EventDraft } from '../../shared/events/events.js';
 import { enrich, type Enrichment } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
-import { decodeMessage } from './decode.js';
+import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
 
 /** What became of one message: inserted, or sent to the dead-letter topic with the reason. */
-export type Outcome = { kind: 'ok'; visit: RawVisit } | { kind: 'dlq'; reason: string; message: LogMessage };
+export type Outcome = { kind: 'ok'; visit: RawVisit } | ({ kind: 'dlq' } & DeadLetter);
 
 /** Decodes and validates one message of `visits.raw`. Pure: no I/O. */
 export function decodeVisit(message: LogMessage): Outcome {
@@ -52,8 +52,8 @@ async function deriveAll(
 }
 
 /** The events a stored visit raises: visit.new (and visit.unique) for people, security.suspicious for attacks. */
-function eventsOf(visit: RawVisit, enrichment: Enrichment): { type: EventType; ownerId: string; subdomain: string | null; data: unknown }[] {
-  if (!visit.owner_id) return [];
+function eventsOf(visit: RawVisit, enrichment: Enrichment): EventDraft[] {
+  if (!visit.owner_id || (enrichment.kind !== 'visit' && enrichment.kind !== 'attack')) return [];
   const data = {
     visit_id: visit.visit_id,
     ts: visit.ts,
@@ -74,7 +74,6 @@ function eventsOf(visit: RawVisit, enrichment: Enrichment): { type: EventType; o
   };
   const owner = { ownerId: visit.owner_id, subdomain: visit.subdomain };
   if (enrichment.kind === 'attack') return [{ type: 'security.suspicious', ...owner, data }];
-  if (enrichment.kind !== 'visit') return [];
   return [{ type: 'visit.new', ...owner, data }, ...(enrichment.is_unique ? [{ type: 'visit.unique' as const, ...owner, data }] : [])];
 }
 
@@ -92,6 +91,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const events = createEventBus(context);
   const limits = await limitWatcher(context);
   const beacons = beaconStore(analytics);
+  const enrichedCount = (kind: string, count: number) => metrics.visitsEnriched.inc({ kind }, count);
 
   /** Enriches and inserts visits; the derived facts and the uniques to remember once the batch is durable. */
   const store = async (visits: RawVisit[]) => {
@@ -102,7 +102,9 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
       metrics.insertBatchSize.observe(visits.length);
       metrics.visitsInserted.inc(visits.length);
-      for (const enrichment of derived.enrichments.values()) metrics.visitsEnriched.inc({ kind: enrichment.kind });
+      const kinds = new Map<string, number>();
+      for (const { kind } of derived.enrichments.values()) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      kinds.forEach((count, kind) => enrichedCount(kind, count));
     }
     return derived;
   };
@@ -121,20 +123,13 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
       if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
       remember();
-      if (dead.length > 0) {
-        await visitLog.publish(
-          TOPICS.visitsDlq,
-          dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason } })),
-        );
-        for (const { reason } of dead) metrics.visitsDeadLettered.inc({ reason: reason.startsWith('undecodable') ? 'undecodable' : 'invalid' });
-        log.warn({ count: dead.length, first: dead[0]!.reason }, 'visits sent to the dead-letter topic');
-      }
+      await deadLetter(context, dead);
       // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
       const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
       await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!)), ...(await limits.check(people))]);
     },
   });
-  const beaconConsumer = await startBeaconConsumer(context, async (visits) => (await store(visits)).remember());
+  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => (await store(visits)).remember());
   return {
     async stop() {
       await Promise.all([consumer.stop(), beaconConsumer.stop()]);

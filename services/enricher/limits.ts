@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../../shared/context.js';
-import type { EventType } from '../../shared/events/events.js';
+import type { EventDraft } from '../../shared/events/events.js';
 import { publishLinkNotice, subscribeLinkNotices, toRedirectLink } from '../../shared/links/link-notices.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { linksRepository } from '../api/links/links.repository.js';
@@ -38,13 +38,12 @@ export async function limitWatcher(context: Context) {
 
   return {
     /** The link.limit_reached events of a stored batch (the links are marked and announced first). */
-    async check(stored: RawVisit[]): Promise<{ type: EventType; ownerId: string; subdomain: string | null; data: unknown }[]> {
-      const byLink = new Map<string, RawVisit[]>();
-      for (const visit of stored) {
-        if (visit.link_id) byLink.set(visit.link_id, [...(byLink.get(visit.link_id) ?? []), visit]);
-      }
+    async check(stored: RawVisit[]): Promise<EventDraft[]> {
+      // The last visit of each link in the batch (the one named if the batch reaches the limit).
+      const lastOf = new Map<string, RawVisit>();
+      for (const visit of stored) if (visit.link_id) lastOf.set(visit.link_id, visit);
       const watched: { linkId: string; maxVisits: number }[] = [];
-      for (const linkId of byLink.keys()) {
+      for (const linkId of lastOf.keys()) {
         const limit = await limitOf(linkId);
         if (limit.maxVisits !== null && !limit.reached) watched.push({ linkId, maxVisits: limit.maxVisits });
       }
@@ -63,7 +62,7 @@ export async function limitWatcher(context: Context) {
         limits.set(linkId, { maxVisits, reached: true });
         if (!row) continue;
         await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row) });
-        const last = byLink.get(linkId)!.at(-1)!;
+        const last = lastOf.get(linkId)!;
         events.push({
           type: 'link.limit_reached' as const,
           ownerId: row.owner_id,

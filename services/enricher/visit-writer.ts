@@ -1,10 +1,16 @@
 import { createHash } from 'node:crypto';
-import type { Analytics } from '../../shared/analytics/analytics.js';
+import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import type { Enrichment } from './enrich.js';
 
-/** ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. */
-export const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
+export { toClickHouseTime };
+
+/** Deduplication token of an insert: the hash of the keys that identify its rows. */
+export function batchToken(keys: Iterable<string>): string {
+  const hash = createHash('sha256');
+  for (const key of keys) hash.update(key).update('\n');
+  return hash.digest('hex');
+}
 
 /** UTM fields taken from the visit's query string. */
 function utm(query: string): Record<string, string> {
@@ -57,13 +63,11 @@ export async function insertVisits(analytics: Analytics, visits: RawVisit[], enr
   if (visits.length === 0) return;
   const rows = visits.map((visit) => toVisitRow(visit, enrichOne?.(visit)));
   const columns = Object.keys(rows[0]!) as [string, ...string[]];
-  const token = createHash('sha256');
-  for (const visit of visits) token.update(visit.visit_id);
   await analytics.client.insert({
     table: 'visits',
     columns,
     values: rows.map((row) => columns.map((column) => row[column])),
     format: 'JSONCompactEachRow',
-    clickhouse_settings: { insert_deduplication_token: token.digest('hex') },
+    clickhouse_settings: { insert_deduplication_token: batchToken(visits.map((visit) => visit.visit_id)) },
   });
 }

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Analytics } from '../../shared/analytics/analytics.js';
 import type { DB } from '../../shared/db/schema.js';
-import { toClickHouseTime } from './visit-writer.js';
+import { toClickHouseTime } from '../../shared/analytics/analytics.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */
 const SALT_DAYS = 2;

@@ -3,6 +3,9 @@ import { createClient, type ClickHouseClient, type ClickHouseClientConfigOptions
 import { createChdbConnection } from 'chdb/connection';
 import type { Config } from '../config.js';
 
+/** ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. */
+export const toClickHouseTime = (time: string | number | Date) => new Date(time).toISOString().replace('T', ' ').replace('Z', '');
+
 /** The analytics store: one @clickhouse/client, over HTTP to a server or in-process through chDB. */
 export interface Analytics {
   kind: 'chdb' | 'clickhouse';

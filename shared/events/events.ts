@@ -27,6 +27,14 @@ export interface PlatformEvent<T = unknown> {
   data: T;
 }
 
+/** An event to publish: its type, its owner and what it reports. */
+export interface EventDraft {
+  type: EventType;
+  ownerId: string;
+  subdomain: string | null;
+  data: unknown;
+}
+
 /**
  * The event bus the webhook worker consumes: the `events` topic (Kafka in production, the
  * in-process log embedded), keyed by owner so one owner's events keep their order.
@@ -38,7 +46,7 @@ export interface EventBus {
    */
   emit<T>(type: EventType, owner: { ownerId: string; subdomain: string | null }, data: T): Promise<PlatformEvent<T> | undefined>;
   /** Publishes many events in one call (a batch of visits); throws when the log refuses them, so the batch is redelivered. */
-  emitMany(events: { type: EventType; ownerId: string; subdomain: string | null; data: unknown }[]): Promise<void>;
+  emitMany(events: EventDraft[]): Promise<void>;
 }
 
 /** Decodes a message of the `events` topic; undefined when it is not a platform event. */
@@ -51,24 +59,27 @@ export function decodeEvent(message: LogMessage): PlatformEvent | undefined {
   }
 }
 
+const newEvent = <T>({ type, ownerId, subdomain, data }: EventDraft & { data: T }, occurredAt: string): PlatformEvent<T> => ({
+  id: uuidv7(),
+  type,
+  occurred_at: occurredAt,
+  owner_id: ownerId,
+  subdomain,
+  data,
+});
+const toMessage = (event: PlatformEvent): LogMessage => ({ key: event.owner_id, value: JSON.stringify(event), headers: { 'x-event-type': event.type } });
+
 export function createEventBus(deps: { visitLog: VisitLog; log: Logger; metrics: Metrics }): EventBus {
   return {
     async emitMany(events) {
       if (events.length === 0) return;
       const occurredAt = new Date().toISOString();
-      await deps.visitLog.publish(
-        TOPICS.events,
-        events.map(({ type, ownerId, subdomain, data }) => ({
-          key: ownerId,
-          value: JSON.stringify({ id: uuidv7(), type, occurred_at: occurredAt, owner_id: ownerId, subdomain, data }),
-          headers: { 'x-event-type': type },
-        })),
-      );
+      await deps.visitLog.publish(TOPICS.events, events.map((draft) => toMessage(newEvent(draft, occurredAt))));
     },
     async emit(type, { ownerId, subdomain }, data) {
-      const event = { id: uuidv7(), type, occurred_at: new Date().toISOString(), owner_id: ownerId, subdomain, data };
+      const event = newEvent({ type, ownerId, subdomain, data }, new Date().toISOString());
       try {
-        await deps.visitLog.publish(TOPICS.events, [{ key: ownerId, value: JSON.stringify(event), headers: { 'x-event-type': type } }]);
+        await deps.visitLog.publish(TOPICS.events, [toMessage(event)]);
         return event;
       } catch (error) {
         deps.metrics.eventPublishFailures.inc({ event: type });

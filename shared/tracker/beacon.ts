@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { toClickHouseTime } from '../analytics/analytics.js';
 import { z } from 'zod';
 
 /** Query parameter the redirect appends to the target URL of a link with `append_visit_id`. */
@@ -106,7 +107,7 @@ export interface BeaconState {
  * The state a message leaves: consent gating happens here, whatever the message carries — no
  * signal without analytics consent, no LAN address without lan_ip consent.
  */
-export function beaconStateOf(message: BeaconMessage, toTime: (iso: string) => string): BeaconState {
+export function beaconStateOf(message: BeaconMessage): BeaconState {
   const analytics = message.analytics;
   const lanIp = analytics && message.lan_ip;
   const signals = analytics && message.type === 'collect' ? message.signals ?? {} : {};
@@ -114,7 +115,7 @@ export function beaconStateOf(message: BeaconMessage, toTime: (iso: string) => s
   const capabilities = { ...signals.capabilities, ...screenRest };
   return {
     visit_id: message.visit_id,
-    received_at: toTime(message.ts),
+    received_at: toClickHouseTime(message.ts),
     consent_analytics: analytics ? 1 : 0,
     consent_lan_ip: lanIp ? 1 : 0,
     ip_lan: lanIp ? signals.lan_ip ?? '' : '',

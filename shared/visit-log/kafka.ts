@@ -38,16 +38,24 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
   let topicsReady: Promise<void> | undefined;
   const consumers = new Map<Consumer, ConsumerStatus>();
 
-  /** Messages of the topic the group has not committed: high watermark minus committed offset, per partition. */
-  const lagOf = async (groupId: string, topic: Topic): Promise<number | null> => {
+  /**
+   * Messages of the topic the group has not committed (high watermark minus committed offset, per
+   * partition), also set as the lag metric; null when the broker cannot tell.
+   */
+  const sampleLag = async ({ group, topic }: ConsumerStatus): Promise<number | null> => {
     try {
       const client = await getAdmin();
-      const [ends, [committed]] = await Promise.all([client.fetchTopicOffsets(name(topic)), client.fetchOffsets({ groupId, topics: [name(topic)] })]);
+      const [ends, [committed]] = await Promise.all([
+        client.fetchTopicOffsets(name(topic)),
+        client.fetchOffsets({ groupId: options.topicPrefix + group, topics: [name(topic)] }),
+      ]);
       const done = new Map((committed?.partitions ?? []).map((entry) => [entry.partition, Number(entry.offset)]));
-      return ends.reduce((sum, end) => {
+      const lag = ends.reduce((sum, end) => {
         const at = done.get(end.partition) ?? -1;
         return sum + Number(end.high) - (at < 0 ? Number(end.low) : at);
       }, 0);
+      metrics.consumerLag.set({ group, topic }, lag);
+      return lag;
     } catch {
       return null;
     }
@@ -98,11 +106,12 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       await client.send({ topic: name(topic), compression: CompressionTypes.GZIP, acks: -1, messages });
       metrics.visitLogPublished.inc({ topic }, messages.length);
     },
-    async consume({ groupId, topic, handler, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions) {
+    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions) {
       await ensureTopics();
       // Groups carry the prefix too: environments sharing a cluster never share a group (and never
       // rebalance each other's consumers).
       const tracker = consumerTracker(groupId, topic);
+      const handler = tracker.track(untracked);
       const fullGroup = options.topicPrefix + groupId;
       const consumer = kafka.consumer({
         groupId: fullGroup,
@@ -120,21 +129,15 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;
             const slice = batch.messages.slice(start, start + maxBatch);
-            try {
-              await handler(
-                slice.map((message) => ({
-                  key: message.key?.toString() ?? '',
-                  value: message.value?.toString() ?? '',
-                  headers: Object.fromEntries(
-                    Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
-                  ),
-                })),
-              );
-            } catch (error) {
-              tracker.failed(error);
-              throw error;
-            }
-            tracker.succeeded();
+            await handler(
+              slice.map((message) => ({
+                key: message.key?.toString() ?? '',
+                value: message.value?.toString() ?? '',
+                headers: Object.fromEntries(
+                  Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
+                ),
+              })),
+            );
             // Durable now: only after the handler succeeded is the offset resolved and committed.
             resolveOffset(slice[slice.length - 1]!.offset);
             // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
@@ -144,11 +147,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
         },
       });
       // The lag metric is sampled every 10 s (and on each health probe).
-      const sampler = setInterval(() => {
-        void lagOf(fullGroup, topic).then((lag) => {
-          if (lag !== null) metrics.consumerLag.set({ group: groupId, topic }, lag);
-        });
-      }, 10_000);
+      const sampler = setInterval(() => void sampleLag(tracker.status), 10_000);
       sampler.unref();
       const handle: Consumer = {
         async stop() {
@@ -163,11 +162,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
     },
     async consumers() {
       return Promise.all(
-        [...consumers.values()].map(async (status) => {
-          const lag = await lagOf(options.topicPrefix + status.group, status.topic);
-          if (lag !== null) metrics.consumerLag.set({ group: status.group, topic: status.topic }, lag);
-          return { ...status, lag };
-        }),
+        [...consumers.values()].map(async (status) => ({ ...status, lag: await sampleLag(status) })),
       );
     },
     async ping() {

@@ -22,9 +22,10 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
   const topics = new Map<Topic, TopicLog>();
   const consumers = new Set<{ stopped: boolean; done: Promise<void>; status: ConsumerStatus }>();
   /** Sets the lag of every group of a topic (published minus committed). */
+  /** Messages of a topic a group has not committed. */
+  const lagOf = (log: TopicLog, group: string) => log.base + log.messages.length - (log.groups.get(group) ?? log.base);
   const measureLag = (topic: Topic, log: TopicLog) => {
-    const end = log.base + log.messages.length;
-    for (const [group, offset] of log.groups) metrics.consumerLag.set({ group, topic }, end - offset);
+    for (const group of log.groups.keys()) metrics.consumerLag.set({ group, topic }, lagOf(log, group));
   };
   const topicLog = (topic: Topic) => {
     let log = topics.get(topic);
@@ -68,11 +69,12 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       measureLag(topic, log);
       for (const wake of log.wake) wake();
     },
-    async consume({ groupId, topic, handler, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions): Promise<Consumer> {
+    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions): Promise<Consumer> {
       const log = topicLog(topic);
       // A new group starts at the oldest retained message, as Kafka's `earliest` reset does.
       if (!log.groups.has(groupId)) log.groups.set(groupId, log.base);
       const tracker = consumerTracker(groupId, topic);
+      const handler = tracker.track(untracked);
       const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
       let wakeUp: (() => void) | undefined;
       /** Resolves on the next publish, or after `timeoutMs` when given (the listener is then removed). */
@@ -109,11 +111,9 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
           try {
             await handler(batch);
             log.groups.set(groupId, offset + batch.length);
-            tracker.succeeded();
             trim(topic, log);
             measureLag(topic, log);
-          } catch (error) {
-            tracker.failed(error);
+          } catch {
             // Not committed: the same batch is redelivered after a pause, as Kafka would.
             await sleep(retryDelayMs);
           }
@@ -133,7 +133,7 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
     async consumers() {
       return [...consumers].map(({ status }) => {
         const log = topicLog(status.topic);
-        return { ...status, lag: log.base + log.messages.length - (log.groups.get(status.group) ?? log.base) };
+        return { ...status, lag: lagOf(log, status.group) };
       });
     },
     async ping() {},

@@ -44,15 +44,22 @@ export function consumerTracker(group: string, topic: Topic) {
   const status: ConsumerStatus = { group, topic, running: true, lag: null, last_batch_at: null, last_error: null };
   return {
     status,
-    succeeded() {
-      status.last_batch_at = new Date().toISOString();
-      status.last_error = null;
-    },
-    failed(error: unknown) {
-      status.last_error = (error instanceof Error ? error.message : String(error)).slice(0, 300);
+    /** The handler, recording each batch's success or failure (a failure is rethrown: the batch is redelivered). */
+    track(handler: ConsumeOptions['handler']): ConsumeOptions['handler'] {
+      return async (messages) => {
+        try {
+          await handler(messages);
+        } catch (error) {
+          status.last_error = (error instanceof Error ? error.message : String(error)).slice(0, 300);
+          throw error;
+        }
+        status.last_batch_at = new Date().toISOString();
+        status.last_error = null;
+      };
     },
   };
 }
+
 
 /** The visit log: Kafka in production, a bounded in-process log with the same semantics embedded. */
 export interface VisitLog {
