@@ -8,10 +8,9 @@
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../services/api/app.js';
 import { startEnricher } from '../services/enricher/enricher.js';
-import type { Context } from '../shared/context.js';
-import { createTestContext } from '../shared/testing/context.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
-import { closeBenchContext } from './lib/context.js';
+import { waitFor } from '../shared/testing/wait.js';
+import { runBench } from './lib/context.js';
 import { cannon, otherLoad } from './lib/load.js';
 
 const rate = Number(process.argv[2] ?? 2_000);
@@ -22,10 +21,7 @@ if (!Number.isInteger(rate) || rate < 1 || !Number.isInteger(seconds) || seconds
   process.exit(1);
 }
 
-let context: Context | undefined;
-let failed = false;
-try {
-  context = await createTestContext({ RATE_LIMIT_REDIRECT: '1000000000:60', LOG_LEVEL: 'silent', ENRICHER_BATCH_WAIT_MS: '500', ENRICHER_BATCH_SIZE: '10000' });
+await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   const { app } = await buildApp(context);
   const enricher = await startEnricher(context);
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -45,13 +41,9 @@ try {
     headers: { host: `${subdomain}.localhost`, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/130.0 Safari/537.36' },
   });
   const query = async <T>(sql: string) =>
-    (await (await context!.analytics.client.query({ query: sql, query_params: { linkId }, format: 'JSONEachRow' })).json<T>())[0]!;
-  const deadline = Date.now() + 120_000;
-  let stored = 0;
-  while ((stored = Number((await query<{ n: string }>('SELECT count() AS n FROM visits WHERE link_id = {linkId:String}')).n)) < run.total) {
-    if (Date.now() > deadline) throw new Error(`only ${stored} of ${run.total} rows after 2 minutes`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    (await (await context.analytics.client.query({ query: sql, query_params: { linkId }, format: 'JSONEachRow' })).json<T>())[0]!;
+  const stored = async () => Number((await query<{ n: string }>('SELECT count() AS n FROM visits WHERE link_id = {linkId:String}')).n);
+  await waitFor(async () => (await stored()) >= run.total, 120_000, { intervalMs: 200, message: `all ${run.total} rows` });
   const delays = await query<{ p50: number; p95: number; p99: number; max: number; n: string }>(
     `SELECT quantileExact(0.5)(d) AS p50, quantileExact(0.95)(d) AS p95, quantileExact(0.99)(d) AS p99, max(d) AS max, count() AS n
      FROM (SELECT dateDiff('millisecond', ts, inserted_at) AS d FROM visits WHERE link_id = {linkId:String})`,
@@ -61,10 +53,4 @@ try {
   console.log(`${run.total} redirects in ${seconds} s (${run.rps.toFixed(0)}/s, redirect p99 ${run.p99} ms); ${delays.n} rows`);
   console.log(`redirect → queryable row: p50 ${delays.p50} ms, p95 ${delays.p95} ms, p99 ${delays.p99} ms, max ${delays.max} ms`);
   console.log(`end-to-end delay p95 ${delays.p95} ms (target ≤ ${TARGET_P95_MS} ms): ${delays.p95 <= TARGET_P95_MS ? 'within target' : 'ABOVE target'}`);
-} catch (error) {
-  failed = true;
-  console.error('benchmark failed:', error);
-} finally {
-  await closeBenchContext(context).catch(() => undefined);
-}
-process.exit(failed ? 1 : 0);
+});

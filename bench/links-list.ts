@@ -6,10 +6,9 @@
 // The links are bulk-inserted with SQL (generate_series), not through the API: the benchmark measures
 // reads. The plan of the first page is printed (EXPLAIN) to show which index answers it.
 import { sql } from 'kysely';
-import { buildApp } from '../services/api/app.js';
 import type { Context } from '../shared/context.js';
-import { createTestContext } from '../shared/testing/context.js';
-import { closeBenchContext } from './lib/context.js';
+import { buildApp } from '../services/api/app.js';
+import { runBench } from './lib/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../shared/testing/owners.js';
 
 const total = Number(process.argv[2] ?? 100_000);
@@ -41,10 +40,7 @@ async function seed(context: Context, owner: TestOwner, subdomains: string[], co
   await sql`ANALYZE links`.execute(context.db.db);
 }
 
-let context: Context | undefined;
-let failed = false;
-try {
-  context = await createTestContext({ RATE_LIMIT_API: '1000000000:60', LOG_LEVEL: 'silent' });
+await runBench({ RATE_LIMIT_API: '1000000000:60' }, async (context) => {
   const { app } = await buildApp(context);
   const owner = await createOwner(context, app);
   const other = await createOwner(context, app);
@@ -105,10 +101,4 @@ try {
   // The seeded rows go with their owners (ON DELETE CASCADE), so a shared Postgres is left as it was.
   await sql`DELETE FROM users WHERE id IN (${owner.id}::uuid, ${other.id}::uuid)`.execute(context.db.db);
   await app.close();
-} catch (error) {
-  failed = true;
-  console.error('benchmark failed:', error);
-} finally {
-  await closeBenchContext(context).catch(() => undefined);
-}
-process.exit(failed ? 1 : 0);
+});

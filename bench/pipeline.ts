@@ -7,9 +7,9 @@
 // visits/s per enricher process. Then a trickle of single visits measures the end-to-end delay.
 import { v7 as uuidv7 } from 'uuid';
 import { startEnricher } from '../services/enricher/enricher.js';
-import type { Context } from '../shared/context.js';
-import { createTestContext, uniqueName } from '../shared/testing/context.js';
-import { closeBenchContext } from './lib/context.js';
+import { uniqueName } from '../shared/testing/context.js';
+import { waitFor } from '../shared/testing/wait.js';
+import { runBench } from './lib/context.js';
 import { TOPICS } from '../shared/visit-log/topics.js';
 import type { RawVisit } from '../shared/visits/raw-visit.js';
 
@@ -27,14 +27,11 @@ const AGENTS = [
   'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
 ];
 
-let context: Context | undefined;
-let failed = false;
-try {
-  // Production batching: up to 10 000 visits or 500 ms.
-  context = await createTestContext({ LOG_LEVEL: 'silent', ENRICHER_BATCH_WAIT_MS: '500', ENRICHER_BATCH_SIZE: '10000' });
+// Production batching: up to ENRICHER_BATCH_SIZE (10 000) visits or 500 ms (tests wait less).
+await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   const subdomain = uniqueName('bench').toLowerCase().slice(0, 40);
   const count = async () => {
-    const result = await context!.analytics.client.query({
+    const result = await context.analytics.client.query({
       query: 'SELECT count() AS n FROM visits WHERE subdomain = {subdomain:String}',
       query_params: { subdomain },
       format: 'JSONEachRow',
@@ -72,16 +69,10 @@ try {
 
   const started = performance.now();
   const enricher = await startEnricher(context);
-  let stored = 0;
-  while (stored < total) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    stored = await count();
-    if (performance.now() - started > 600_000) throw new Error(`only ${stored} of ${total} rows after 10 minutes`);
-  }
+  await waitFor(async () => (await count()) >= total, 600_000, { intervalMs: 200, message: `all ${total} rows` });
   const seconds = (performance.now() - started) / 1000;
   const rate = total / seconds;
-  const inserts = await context.metrics.registry.getSingleMetricAsString('visits_insert_batch_size');
-  const batches = Number(/visits_insert_batch_size_count (\d+)/.exec(inserts)?.[1] ?? 0);
+  const batches = (await context.metrics.insertBatchSize.get()).values.find((value) => value.metricName === 'visits_insert_batch_size_count')?.value ?? 0;
   console.log(`drained ${total} visits in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} visits/s (${batches} inserts, ${(total / Math.max(1, batches)).toFixed(0)} rows each)`);
 
   // End-to-end delay of single visits arriving one by one (batches fill for at most 500 ms).
@@ -91,17 +82,11 @@ try {
     const sent = performance.now();
     const value = visit(total + i);
     await context.visitLog.publish(TOPICS.visitsRaw, [{ key: value.link_id, value: JSON.stringify(value) }]);
-    while ((await count()) === before) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor(async () => (await count()) !== before, 60_000, { intervalMs: 10, message: 'the single visit\'s row' });
     delays.push(performance.now() - sent);
   }
   delays.sort((a, b) => a - b);
   console.log(`publish → queryable row: p50 ${delays[10]!.toFixed(0)} ms, p95 ${delays[18]!.toFixed(0)} ms, max ${delays[19]!.toFixed(0)} ms (20 single visits)`);
   await enricher.stop();
   console.log(`pipeline throughput: ${rate.toFixed(0)} visits/s per enricher (target ≥ ${TARGET}): ${rate >= TARGET ? 'within target' : 'BELOW target'}`);
-} catch (error) {
-  failed = true;
-  console.error('benchmark failed:', error);
-} finally {
-  await closeBenchContext(context).catch(() => undefined);
-}
-process.exit(failed ? 1 : 0);
+});

@@ -3,13 +3,13 @@
 # (services/ingest/tracker.browser.int.test.ts): CHROMIUM_PATH, or Debian's `chromium` package,
 # installed with apt-get when missing (root needed; otherwise it says what to do).
 set -euo pipefail
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+log() { echo "ensure-chromium: $*" >&2; }
+die() { echo "ensure-chromium: ERROR: $*" >&2; exit 1; }
+
 path="${CHROMIUM_PATH:-/usr/bin/chromium}"
 if [ -x "$path" ]; then exit 0; fi
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-  echo "ensure-chromium: no Chromium at $path; install Debian's chromium package (or set CHROMIUM_PATH)" >&2
-  exit 1
-fi
-echo "ensure-chromium: installing Debian's chromium with apt-get" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
-apt-get install -y -qq --no-install-recommends chromium >&2
+[ -z "${CHROMIUM_PATH:-}" ] || die "no Chromium at $path (CHROMIUM_PATH)"
+# shellcheck source=lib/apt.sh
+source "$SCRIPT_DIR/lib/apt.sh"
+apt_install chromium

@@ -159,3 +159,16 @@ export function createMetrics(): Metrics {
     }),
   };
 }
+
+/**
+ * The children of a counter with one label, bound on first use of each value: a hot path (every
+ * redirect) then increments without hashing its labels again.
+ */
+export function counterChildren<L extends string>(counter: Counter<L>, label: L): (value: string) => { inc(amount?: number): void } {
+  const children = new Map<string, { inc(amount?: number): void }>();
+  return (value) => {
+    let child = children.get(value);
+    if (!child) children.set(value, (child = counter.labels({ [label]: value } as Record<L, string>)));
+    return child;
+  };
+}

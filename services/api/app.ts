@@ -6,7 +6,6 @@ import { toAppError, sendError } from '../../shared/http/error-response.js';
 import { createRateLimiter } from '../../shared/http/rate-limit.js';
 import { createMethodIndex, registerRoutes } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
-import { negotiateLocale } from '../../shared/i18n/index.js';
 import cookie from '@fastify/cookie';
 import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
@@ -21,7 +20,7 @@ import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
-import { baseFastifyOptions, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, errorOptionsOf, requestLocale, responseObserver } from '../../shared/http/fastify-base.js';
 
 export interface AppOptions {
   /** Extra route declarations (tests use this to reach failure paths no public route has). */
@@ -70,10 +69,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   );
 
   app.decorateRequest('locale', 'en');
-  app.decorateRequest('principal', undefined);
   app.addHook('onRequest', (request, reply, done) => {
-    const lang = (request.query as Record<string, unknown> | undefined)?.lang;
-    request.locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+    request.locale = requestLocale(request);
     reply.header('X-Request-Id', request.id);
     reply.header('Content-Language', request.locale);
     done();

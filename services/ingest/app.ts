@@ -4,10 +4,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
-import { baseFastifyOptions, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, errorOptionsOf, requestLocale, responseObserver } from '../../shared/http/fastify-base.js';
 import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
-import { negotiateLocale } from '../../shared/i18n/index.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
 import { registerShortHosts, SHORT_HOST, subdomainOf } from './redirect.routes.js';
@@ -44,7 +43,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
   app.decorateRequest('locale', 'en');
   app.addHook('onResponse', responseObserver(context));
   const localized = (request: Parameters<typeof sendError>[0]) => {
-    request.locale = negotiateLocale(undefined, request.headers['accept-language']);
+    request.locale = requestLocale(request, { query: false });
     return request;
   };
   app.setErrorHandler(async (error, request, reply) => {
@@ -63,16 +62,12 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
   const routes = trackerRoutes({ context, beacons, tokens });
   await app.register(async (scope) => {
     await scope.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['Content-Type'], maxAge: 86_400, strictPreflight: false });
-    scope.addContentTypeParser('text/plain', { parseAs: 'string' }, (_request, body, done) => {
-      try {
-        done(null, body === '' ? undefined : JSON.parse(body as string));
-      } catch (error) {
-        done(new AppError('bad_request', { body: 'malformed JSON' }, { messageKey: 'error.bad_request.malformed_json', cause: error }), undefined);
-      }
-    });
+    const json = scope.getDefaultJsonParser('ignore', 'ignore');
+    scope.addContentTypeParser('text/plain', { parseAs: 'string' }, (request, body, done) =>
+      body === '' ? done(null, undefined) : json(request, body as string, done),
+    );
     scope.addHook('onRequest', async (request, reply) => {
-      const lang = (request.query as Record<string, unknown> | undefined)?.lang;
-      request.locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+      request.locale = requestLocale(request);
       reply.header('X-Request-Id', request.id);
     });
     registerRoutes(scope, routes, registrar);

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../../shared/context.js';
+import { counterChildren } from '../../shared/metrics.js';
 import { subscribeLinkNotices, toRedirectLink, type LinkNotice, type RedirectLink } from '../../shared/links/link-notices.js';
 import { linksRepository } from '../api/links/links.repository.js';
 
@@ -7,8 +8,8 @@ import { linksRepository } from '../api/links/links.repository.js';
 const FRESH_MS = 60_000;
 /** How long "no such link" is remembered: a new link is announced by a notice anyway. */
 const NEGATIVE_MS = 5_000;
-/** Links read per query while warming. */
-const WARM_BATCH = 10_000;
+/** Most links read (newest first, one query) to warm the cache at start. */
+const WARM_MAX = 100_000;
 
 /**
  * A cached answer: the link, or null for "no live link with that slug"; `version` is the link
@@ -19,7 +20,6 @@ type Entry = { link: RedirectLink | null; version: number };
 export interface LinkCache {
   /** The live link for `subdomain/slug`, or null. From memory when held; one shared load on a miss. */
   lookup(subdomain: string, slug: string): RedirectLink | null | Promise<RedirectLink | null>;
-  size(): number;
   close(): Promise<void>;
 }
 
@@ -35,6 +35,7 @@ const keyOf = (subdomain: string, slug: string) => `${subdomain}/${slug}`;
 export async function createLinkCache(context: Context): Promise<LinkCache> {
   const links = linksRepository(context.db.db);
   const { metrics, log } = context;
+  const outcomes = counterChildren(metrics.linkCache, 'outcome');
   const cache = new LRUCache<string, Entry>({
     max: context.config.linkCacheSize,
     ttl: FRESH_MS,
@@ -45,7 +46,8 @@ export async function createLinkCache(context: Context): Promise<LinkCache> {
       const row = await links.findLiveBySlug(key.slice(0, slash), key.slice(slash + 1));
       if (signal.aborted) return undefined;
       if (!row) options.ttl = NEGATIVE_MS;
-      return { link: row ? toRedirectLink(row) : null, version: row ? Number(row.version) : 0 };
+      const link = row ? toRedirectLink(row) : null;
+      return { link, version: link?.version ?? 0 };
     },
   });
 
@@ -66,10 +68,12 @@ export async function createLinkCache(context: Context): Promise<LinkCache> {
 
   // Warm with the newest links, up to the cache size; notices received meanwhile keep their newer versions.
   const warmStarted = performance.now();
-  const newest = await links.newestLive(Math.min(context.config.linkCacheSize, WARM_BATCH * 10));
+  const newest = await links.newestLive(Math.min(context.config.linkCacheSize, WARM_MAX));
   for (const row of newest.reverse()) {
     const key = keyOf(row.subdomain, row.slug);
-    if (!cache.has(key)) cache.set(key, { link: toRedirectLink(row), version: Number(row.version) });
+    if (cache.has(key)) continue;
+    const link = toRedirectLink(row);
+    cache.set(key, { link, version: link.version });
   }
   log.info({ links: newest.length, took_ms: Math.round(performance.now() - warmStarted) }, 'redirect cache warmed');
 
@@ -78,15 +82,14 @@ export async function createLinkCache(context: Context): Promise<LinkCache> {
       const key = keyOf(subdomain, slug);
       const held = cache.get(key);
       if (held !== undefined) {
-        metrics.linkCache.inc({ outcome: held.link ? 'hit' : 'negative' });
+        outcomes(held.link ? 'hit' : 'negative').inc();
         // Stale entries are served and refreshed behind the answer.
         if (cache.getRemainingTTL(key) <= 0) void cache.fetch(key).catch((error: unknown) => log.warn({ err: error, key }, 'link refresh failed'));
         return held.link;
       }
-      metrics.linkCache.inc({ outcome: 'miss' });
+      outcomes('miss').inc();
       return cache.fetch(key).then((entry) => entry?.link ?? null);
     },
-    size: () => cache.size,
     async close() {
       await unsubscribe();
       cache.clear();

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../../shared/context.js';
+import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
 import { rateLimitHeaders, type RateLimiter } from '../../shared/http/rate-limit.js';
@@ -24,13 +25,16 @@ export interface ShortHostDeps {
 /** Where the host dispatcher leaves the subdomain it matched on the raw request, so it is parsed once. */
 export const SHORT_HOST = Symbol('shortHostSubdomain');
 
+/** What a subdomain label of a short host looks like (3–63 characters of a-z, 0-9 and inner hyphens). */
+export const SUBDOMAIN_LABEL = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+
 /** The subdomain of a short host name (`alice` of `alice.links.example.com`), or undefined. */
 export function subdomainOf(hostname: string, baseDomain: string): string | undefined {
   const host = hostname.toLowerCase().replace(/\.$/, '');
   const suffix = `.${baseDomain}`;
   if (!host.endsWith(suffix)) return undefined;
   const label = host.slice(0, -suffix.length);
-  return /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(label) ? label : undefined;
+  return SUBDOMAIN_LABEL.test(label) ? label : undefined;
 }
 
 /** The target with `lt_visit=<visit id>` appended to its query, before any fragment. */
@@ -41,7 +45,8 @@ export function withVisitId(target: string, visitId: string): string {
   return `${base}${separator}${VISIT_PARAM}=${visitId}${hash < 0 ? '' : target.slice(hash)}`;
 }
 
-const header = (value: string | string[] | undefined, max: number) => (Array.isArray(value) ? value[0] ?? '' : value ?? '').slice(0, max);
+/** A request header as visit text, cut to the column's length. */
+export const headerText = (value: string | undefined, max: number) => (value ?? '').slice(0, max);
 
 /**
  * The short hosts `{subdomain}.{BASE_DOMAIN}`: `GET|HEAD /{slug}` redirects. Nothing on this path
@@ -53,8 +58,9 @@ const header = (value: string | string[] | undefined, max: number) => (Array.isA
 export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): void {
   const { context, links, visits, limiter, errorOptions, localized } = deps;
   const { config, metrics, log } = context;
+  const answered = counterChildren(metrics.redirects, 'status');
   const refuse = (request: FastifyRequest, reply: FastifyReply, error: AppError) => {
-    metrics.redirects.inc({ status: String(error.status) });
+    answered(String(error.status)).inc();
     return sendError(localized(request), reply, error, errorOptions);
   };
 
@@ -68,9 +74,9 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
       ...fields,
       // The socket's address, or X-Forwarded-For only from a TRUST_PROXY peer (Fastify's trustProxy).
       ip_public: request.ip,
-      user_agent: header(request.headers['user-agent'], 2000),
-      referrer: header(request.headers.referer, 2000),
-      accept_language: header(request.headers['accept-language'], 200),
+      user_agent: headerText(request.headers['user-agent'], 2000),
+      referrer: headerText(request.headers.referer, 2000),
+      accept_language: headerText(request.headers['accept-language'], 200),
       query: queryAt < 0 ? '' : request.url.slice(queryAt + 1, queryAt + 1 + 4000),
     };
   };
@@ -106,7 +112,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): v
     if (link.limit_reached) return refuse(request, reply, new AppError('gone', { slug, reason: 'limit_reached' }));
     const visit = visitOf(request, { kind: 'visit', owner_id: link.owner_id, subdomain, link_id: link.id, slug, expects_beacon: link.append_visit_id });
     visits.enqueue(visit);
-    metrics.redirects.inc({ status: String(link.redirect_type) });
+    answered(String(link.redirect_type)).inc();
     const location = link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url;
     return reply.code(link.redirect_type).header('Location', location).header('Cache-Control', 'private, max-age=0').send();
   };

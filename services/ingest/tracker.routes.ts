@@ -9,13 +9,13 @@ import { defineRoute, type RouteDef } from '../../shared/http/route.js';
 import { PROJECT_ROOT } from '../../shared/paths.js';
 import { BEACON_ATTACH_WINDOW_MS, SignalsSchema, uuidv7Time, type BeaconMessage, type Signals } from '../../shared/tracker/beacon.js';
 import { visitIdOfToken, type ConsentTokens } from '../../shared/tracker/consent-token.js';
+import { headerText, SUBDOMAIN_LABEL } from './redirect.routes.js';
 import type { BeaconProducer } from './visit-producer.js';
 
 /** The beacon script, read once: plain JavaScript without dependencies. */
 const TRACKER_JS = join(PROJECT_ROOT, 'public', 'tracker.js');
 
 const tags = ['tracker'];
-const header = (value: string | string[] | undefined, max: number) => (Array.isArray(value) ? value[0] ?? '' : value ?? '').slice(0, max);
 
 const redirectVisitId = z
   .uuid()
@@ -30,7 +30,7 @@ const ConsentBody = z
     visit_id: redirectVisitId.optional(),
     subdomain: z
       .string()
-      .regex(/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, 'must be a subdomain name')
+      .regex(SUBDOMAIN_LABEL, 'must be a subdomain name')
       .optional()
       .meta({ description: 'Without visit_id: the subdomain whose page the beacon runs on; the beacon then starts a visit of its own.' }),
     analytics: z.boolean().meta({ description: 'Consent to client-side analytics signals.' }),
@@ -101,7 +101,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
     });
     return { visit_id: consent.visitId, accepted: true as const };
   };
-  const collectKey = (token: unknown) => (request: { ip: string }) => `${request.ip}|${visitIdOfToken(token) ?? '-'}`;
+  const collectKey = (request: { ip: string }, token: unknown) => `${request.ip}|${visitIdOfToken(token) ?? '-'}`;
 
   return [
     defineRoute({
@@ -159,8 +159,8 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
                 own_visit: {
                   subdomain: body.subdomain,
                   ip_public: request.ip,
-                  user_agent: header(request.headers['user-agent'], 2000),
-                  accept_language: header(request.headers['accept-language'], 200),
+                  user_agent: headerText(request.headers['user-agent'], 2000),
+                  accept_language: headerText(request.headers['accept-language'], 200),
                   referrer: body.page?.referrer ?? '',
                   query: body.page?.query ?? '',
                 },
@@ -182,7 +182,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
       tags,
       auth: { kind: 'none' },
       bucket: 'track',
-      rateKey: (request) => collectKey((request.body as { token?: unknown } | undefined)?.token)(request),
+      rateKey: (request) => collectKey(request, (request.body as { token?: unknown } | undefined)?.token),
       body: SignalsSchema.extend({ token: tokenField }),
       response: CollectSchema,
       status: 202,
@@ -201,7 +201,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
       tags,
       auth: { kind: 'none' },
       bucket: 'track',
-      rateKey: (request) => collectKey((request.query as { token?: unknown } | undefined)?.token)(request),
+      rateKey: (request) => collectKey(request, (request.query as { token?: unknown } | undefined)?.token),
       query: z.strictObject({
         token: tokenField,
         data: z.string().max(8000).optional().meta({ description: 'JSON of the signals (time zone, screen, network, capabilities, lan_ip).' }),

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../shared/context.js';
+import { counterChildren } from '../../shared/metrics.js';
 import type { BeaconMessage } from '../../shared/tracker/beacon.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
@@ -46,6 +47,9 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
   let running: Promise<void> | undefined;
   let closing = false;
   let lastDropLog = 0;
+  // Label children bound once: every redirect passes here.
+  const bufferedGauge = metrics.visitsBuffered.labels({ topic });
+  const accepted = counterChildren(metrics.visitsAccepted, 'kind');
 
   const drain = async () => {
     let backoff = 50;
@@ -54,7 +58,7 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
       try {
         await visitLog.publish(topic, batch);
         buffer.splice(0, batch.length);
-        metrics.visitsBuffered.set({ topic }, buffer.length);
+        bufferedGauge.set(buffer.length);
         backoff = 50;
       } catch (error) {
         if (closing) return;
@@ -65,7 +69,8 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
     }
   };
   const kick = () => {
-    running ??= (async () => {
+    if (running) return;
+    running = (async () => {
       // Let the visits of the current tick join the batch.
       await new Promise<void>((resolve) => setImmediate(resolve));
       try {
@@ -90,8 +95,8 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
       }
       const { key, kind } = describe(item);
       buffer.push({ key, value: JSON.stringify(item) });
-      metrics.visitsAccepted.inc({ kind });
-      metrics.visitsBuffered.set({ topic }, buffer.length);
+      accepted(kind).inc();
+      bufferedGauge.set(buffer.length);
       kick();
       return true;
     },
@@ -107,7 +112,7 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
         metrics.visitsDropped.inc({ reason: 'shutdown', topic }, buffer.length);
         log.error({ lost: buffer.length }, 'visits still buffered at shutdown (counted in visits_dropped_total)');
         buffer.length = 0;
-        metrics.visitsBuffered.set({ topic }, 0);
+        bufferedGauge.set(0);
       }
     },
   };

@@ -12,6 +12,8 @@ export interface Cache {
   increment(key: string, windowSec: number): Promise<number>;
   /** Sets a flag that expires after `ttlSec`. */
   flag(key: string, ttlSec: number): Promise<void>;
+  /** Sets such a flag only when none is set, atomically; true when this call set it ("do once per window"). */
+  flagIfAbsent(key: string, ttlSec: number): Promise<boolean>;
   /** Milliseconds until a key expires, or 0 when it does not exist. */
   ttlMs(key: string): Promise<number>;
   remove(key: string): Promise<void>;
@@ -60,6 +62,11 @@ export function createMemoryCache(): Cache {
     },
     async flag(key, ttlSec) {
       entries.set(key, { count: 1, expiresAt: Date.now() + ttlSec * 1000 });
+    },
+    async flagIfAbsent(key, ttlSec) {
+      if (live(key)) return false;
+      entries.set(key, { count: 1, expiresAt: Date.now() + ttlSec * 1000 });
+      return true;
     },
     async ttlMs(key) {
       const entry = live(key);
@@ -119,6 +126,9 @@ export function createRedisCache(url: string): Cache {
     },
     async flag(key, ttlSec) {
       await redis.set(prefix + key, '1', 'PX', ttlSec * 1000);
+    },
+    async flagIfAbsent(key, ttlSec) {
+      return (await redis.set(prefix + key, '1', 'PX', Math.max(1, Math.ceil(ttlSec * 1000)), 'NX')) === 'OK';
     },
     async ttlMs(key) {
       return Math.max(0, await redis.pttl(prefix + key));

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { AppError } from '../errors.js';
 import type { Scope } from './route.js';
 
 /** Who is calling: a user through a session cookie or an API token, with the scopes that grants. */
@@ -13,6 +14,11 @@ export interface Principal {
 }
 
 /** Who may manage an object: its owner, or staff acting with the admin scope. */
+/** 403 `forbidden` (missing_scope) unless the principal holds the scope. */
+export function requireScope(principal: Principal, scope: Scope): void {
+  if (!principal.scopes.has(scope)) throw new AppError('forbidden', { reason: 'missing_scope', required_scope: scope });
+}
+
 export function canManage(principal: Principal, ownerId: string): boolean {
   return ownerId === principal.userId || principal.scopes.has('admin');
 }
@@ -35,11 +41,4 @@ export interface AbuseHooks {
    */
   admit(ip: string, principal: Principal | undefined, identity: string | undefined): void | Promise<void>;
   limited(bucket: string, key: string, ip: string, principal: Principal | undefined, resetSec: number): Promise<void>;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Set by the registrar once the caller is known. */
-    principal?: Principal;
-  }
 }

@@ -1,7 +1,7 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
-import { negotiateLocale } from '../i18n/index.js';
+import { negotiateLocale, type Locale } from '../i18n/index.js';
 import { sendError, toAppError } from './error-response.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
@@ -33,10 +33,16 @@ export function baseFastifyOptions(context: Context): FastifyServerOptions {
     return503OnClosing: true,
     // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
     frameworkErrors: (error, request, reply) => {
-      request.locale = negotiateLocale(undefined, request.headers['accept-language']);
+      request.locale = requestLocale(request, { query: false });
       void sendError(request, reply, toAppError(error).appError, errorOptions);
     },
   };
+}
+
+/** The locale of a request: `?lang=` (unless `query` is false), then Accept-Language, then English. */
+export function requestLocale(request: FastifyRequest, { query = true } = {}): Locale {
+  const lang = query ? (request.query as Record<string, unknown> | undefined)?.lang : undefined;
+  return negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
 }
 
 /**

@@ -5,7 +5,7 @@ import { LANG_TAG, zodErrorMap, type Locale } from '../i18n/index.js';
 import { buildMeta, success } from './envelope.js';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
 import type { RateBucket } from '../config.js';
-import type { AbuseHooks, Authenticator, Principal } from './auth.js';
+import { requireScope, type AbuseHooks, type Authenticator, type Principal } from './auth.js';
 import { fastifyPath, type RawBody, type RouteDef } from './route.js';
 
 declare module 'fastify' {
@@ -175,9 +175,7 @@ function authorize(route: RouteDef, principal: Principal | undefined): void {
   if (auth.kind === 'none' || auth.kind === 'optional') return;
   if (!principal) throw new AppError('unauthorized');
   if (auth.kind === 'session' && principal.via !== 'session') throw new AppError('unauthorized', { reason: 'session_required' });
-  if (auth.kind === 'scope' && !principal.scopes.has(auth.scope)) {
-    throw new AppError('forbidden', { reason: 'missing_scope', required_scope: auth.scope });
-  }
+  if (auth.kind === 'scope') requireScope(principal, auth.scope);
 }
 
 /** Registers each route declaration on the Fastify instance, with auth, rate limit, validation and envelope. */
@@ -217,7 +215,6 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         if (authError) throw authError;
         authorize(route, principal);
         if (principal?.via === 'session' && UNSAFE_METHODS.has(request.method)) assertSameOrigin(request, deps.publicUrl);
-        request.principal = principal;
         const { params, query: parsedQuery, body } = validateRequest(
           [
             { part: 'params', schema: route.params, input: request.params },

@@ -20,6 +20,21 @@ export interface RedirectLink {
   version: number;
 }
 
+/** The columns of a link row a redirect record is made of (redirect caches read only these). */
+export const REDIRECT_LINK_COLUMNS = [
+  'id',
+  'owner_id',
+  'subdomain',
+  'slug',
+  'target_url',
+  'redirect_type',
+  'append_visit_id',
+  'expires_at',
+  'max_visits',
+  'limit_reached_at',
+  'version',
+] as const;
+
 /** The redirect record of a stored link row. */
 export function toRedirectLink(
   row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version'> & { expires_at: Date | null; limit_reached_at: Date | null; version: string | number },

@@ -8,9 +8,17 @@ import ipaddr from 'ipaddr.js';
 /** Longest target URL accepted, after normalisation. */
 export const MAX_TARGET_URL_LENGTH = 2048;
 
+/** PUBLIC_URL parsed once per value (short URLs are built for every row of a list). */
+const parsedPublicUrls = new Map<string, URL>();
+function publicUrlOf(publicUrl: string): URL {
+  let parsed = parsedPublicUrls.get(publicUrl);
+  if (!parsed) parsedPublicUrls.set(publicUrl, (parsed = new URL(publicUrl)));
+  return parsed;
+}
+
 /** The short URL of a link. */
 export function shortUrl(config: { publicUrl: string; baseDomain: string }, subdomain: string, slug: string): string {
-  const base = new URL(config.publicUrl);
+  const base = publicUrlOf(config.publicUrl);
   return `${base.protocol}//${subdomain}.${config.baseDomain}${base.port ? `:${base.port}` : ''}/${slug}`;
 }
 
@@ -20,7 +28,7 @@ export function shortUrl(config: { publicUrl: string; baseDomain: string }, subd
  */
 export function isPlatformHost(host: string, config: { publicUrl: string; baseDomain: string }): boolean {
   const name = host.toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
-  if (name === config.baseDomain || name.endsWith(`.${config.baseDomain}`) || name === new URL(config.publicUrl).hostname.replace(/^\[(.*)\]$/, '$1')) return true;
+  if (name === config.baseDomain || name.endsWith(`.${config.baseDomain}`) || name === publicUrlOf(config.publicUrl).hostname.replace(/^\[(.*)\]$/, '$1')) return true;
   if (name === 'localhost' || name.endsWith('.localhost')) return true;
   if (!ipaddr.isValid(name)) return false;
   const range = ipaddr.process(name).range();

@@ -91,8 +91,7 @@ export async function createAbuseGuard(context: Context): Promise<AbuseGuard> {
     async limited(bucket, key, ip, principal, resetSec) {
       // One audit row per exhausted window and key, not one per refused request.
       const marker = `audit:limited:${bucket}:${key}`;
-      if ((await context.cache.ttlMs(marker)) === 0) {
-        await context.cache.flag(marker, resetSec);
+      if (await context.cache.flagIfAbsent(marker, resetSec)) {
         audit({ action: 'rate_limit.exhausted', actorId: principal?.userId ?? null, target: `${bucket}:${key}`, ip, details: { bucket } });
       }
       if (principal?.tokenId) {

@@ -43,8 +43,8 @@ export function authService(context: Context, captcha: Captcha, abuse: Pick<Abus
   return {
     assertNotLocked,
 
+    /** Signs in; the route has checked the lock first (assertNotLocked, before the auth bucket counts). */
     async login(input: { email: string; password: string; captcha?: string }, client: { ip: string; userAgent: string | null }): Promise<LoginResult> {
-      await assertNotLocked(input.email);
       if (context.config.captcha.enabled && (await context.cache.ttlMs(captchaKey(input.email))) > 0) {
         if (!input.captcha || !(await captcha.verify(input.captcha))) {
           throw new AppError(

@@ -82,8 +82,7 @@ export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'a
   /** Audits the first use of a token from an address it was not last used from (once a day per pair). */
   const auditNewIp = async (token: TokenWithUser, ip: string) => {
     const key = `audit:token-ip:${token.id}:${ip}`;
-    if ((await context.cache.ttlMs(key)) > 0) return;
-    await context.cache.flag(key, 86_400);
+    if (!(await context.cache.flagIfAbsent(key, 86_400))) return;
     abuse.audit({ action: 'token.new_ip', actorId: token.user_id, target: token.id, ip, details: { previous_ip: token.last_used_ip } });
   };
 

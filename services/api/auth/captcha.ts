@@ -32,9 +32,8 @@ export function createCaptcha(cache: Cache, secret: string | undefined): Captcha
       if (!valid) return false;
       const { signature } = JSON.parse(Buffer.from(payload, 'base64').toString('utf8')) as { signature: string };
       const replayKey = `captcha:used:${signature}`;
-      if ((await cache.ttlMs(replayKey)) > 0) return false;
-      await cache.flag(replayKey, CHALLENGE_TTL_SEC);
-      return true;
+      // Each solution is accepted once, atomically across nodes.
+      return cache.flagIfAbsent(replayKey, CHALLENGE_TTL_SEC);
     },
   };
 }

@@ -11,44 +11,35 @@ export interface Check {
 /** Longest a single probe may take before its dependency counts as down. */
 const PROBE_TIMEOUT_MS = 2_000;
 
-async function probe(name: Dependency, ping: () => Promise<void>, kind: string): Promise<Check> {
-  const started = performance.now();
+/** The promise's value, or a rejection with `message` once PROBE_TIMEOUT_MS have passed. */
+async function withinProbeTime<T>(promise: Promise<T>, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      ping(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${name} did not answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(message)), PROBE_TIMEOUT_MS);
       }),
     ]);
-    return { status: 'ok', kind, latency_ms: Math.round((performance.now() - started) * 100) / 100 };
-  } catch (error) {
-    return {
-      status: 'down',
-      kind,
-      latency_ms: Math.round((performance.now() - started) * 100) / 100,
-      error: error instanceof Error ? error.message : String(error),
-    };
   } finally {
     clearTimeout(timer);
   }
 }
 
+async function probe(name: Dependency, ping: () => Promise<void>, kind: string): Promise<Check> {
+  const started = performance.now();
+  const latency = () => Math.round((performance.now() - started) * 100) / 100;
+  try {
+    await withinProbeTime(ping(), `${name} did not answer within ${PROBE_TIMEOUT_MS} ms`);
+    return { status: 'ok', kind, latency_ms: latency() };
+  } catch (error) {
+    return { status: 'down', kind, latency_ms: latency(), error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /** The visit-log consumers of this process (the enricher role's), bounded in time like the probes. */
 export async function consumerReport(context: Context): Promise<ConsumerStatus[]> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      context.visitLog.consumers(),
-      new Promise<ConsumerStatus[]>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('consumer report timed out')), PROBE_TIMEOUT_MS);
-      }),
-    ]);
-  } catch {
-    return [];
-  } finally {
-    clearTimeout(timer);
-  }
+  return withinProbeTime(context.visitLog.consumers(), 'consumer report timed out').catch(() => []);
 }
 
 /** Probes every dependency of the context in parallel, each bounded in time. */

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DB, LinksTable } from '../../../shared/db/schema.js';
+import { REDIRECT_LINK_COLUMNS } from '../../../shared/links/link-notices.js';
 import { PUBLIC_LINK_COLUMNS, type PublicLinkColumn } from '../../../shared/policy/policy.js';
 
 export type LinkRow = Selectable<LinksTable>;
@@ -111,29 +112,19 @@ export function linksRepository(db: Kysely<DB>) {
         .limit(limit)
         .execute();
     },
-    /** The live link a short host answers for `/{slug}` (redirects load it on a cache miss). */
-    async findLiveBySlug(subdomain: string, slug: string): Promise<LinkRow | undefined> {
+    /** The live link a short host answers for `/{slug}` (redirects load it on a cache miss): its redirect columns. */
+    async findLiveBySlug(subdomain: string, slug: string) {
       return db
         .selectFrom('links')
-        .selectAll()
+        .select(REDIRECT_LINK_COLUMNS)
         .where('subdomain', '=', subdomain)
         .where('slug', '=', slug)
         .where('deleted_at', 'is', null)
         .executeTakeFirst();
     },
-    /** The newest live links, to warm a redirect cache. */
-    async newestLive(limit: number): Promise<LinkRow[]> {
-      return db.selectFrom('links').selectAll().where('deleted_at', 'is', null).orderBy('seq', 'desc').limit(limit).execute();
-    },
-    async liveSlugExists(subdomain: string, slug: string): Promise<boolean> {
-      const row = await db
-        .selectFrom('links')
-        .select('id')
-        .where('subdomain', '=', subdomain)
-        .where('slug', '=', slug)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return row !== undefined;
+    /** The newest live links, to warm a redirect cache: their redirect columns. */
+    async newestLive(limit: number) {
+      return db.selectFrom('links').select(REDIRECT_LINK_COLUMNS).where('deleted_at', 'is', null).orderBy('seq', 'desc').limit(limit).execute();
     },
     /**
      * Applies changes to a live link; undefined when the link is gone, 'slug_taken' when the new

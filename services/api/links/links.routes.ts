@@ -212,7 +212,7 @@ export function linksRoutes(context: Context): RouteDef[] {
       method: 'POST',
       path: '/api/v1/links/{id}/duplicate',
       summary: 'Clone a link under a new generated slug (201)',
-      description: 'The copy has the same subdomain, target, title, tags, expiry, visit limit and redirect type, and no client_id.',
+      description: 'The copy has the same subdomain, target, title, tags, expiry, visit limit, redirect type and append_visit_id, and no client_id.',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { createEventBus } from '../../../shared/events/events.js';
-import { canManage, type Principal } from '../../../shared/http/auth.js';
+import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
@@ -197,7 +197,8 @@ export function linksService(context: Context) {
   };
 
   /** Inserts with the given slug, or with generated ones until one is free. */
-  const insert = async (values: Omit<Parameters<typeof links.insertIfFree>[0], 'id' | 'slug'>, slug: string | undefined, clientId: string | null) => {
+  const insert = async (values: Omit<Parameters<typeof links.insertIfFree>[0], 'id' | 'slug'>, slug: string | undefined) => {
+    const { clientId } = values;
     for (let attempt = 0; attempt < (slug ? 1 : GENERATED_SLUG_ATTEMPTS); attempt++) {
       const row = await links.insertIfFree({ ...values, id: newLinkId(), slug: slug ?? generateSlug() });
       if (row) return row;
@@ -262,7 +263,7 @@ export function linksService(context: Context) {
 
       if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('validation_error', { expires_at: 'must be in the future' });
       const { slug, ...values } = normalized;
-      const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug, clientId);
+      const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug);
       if (!row) return (await replay())!;
       await announceCreated(row);
       return { link: toView(row), replay: false };
@@ -326,7 +327,6 @@ export function linksService(context: Context) {
           clientBodyHash: null,
         },
         undefined,
-        null,
       ))!;
       await announceCreated(row);
       return toView(row);
@@ -352,7 +352,7 @@ export function linksService(context: Context) {
         }
         filter.subdomain = filters.subdomain;
       } else filter.ownerId = principal.userId;
-      if (!principal.scopes.has('links:read')) throw new AppError('forbidden', { reason: 'missing_scope', required_scope: 'links:read' });
+      requireScope(principal, 'links:read');
       const now = Date.now();
       return paged(filter, paging, (row) => toView(row, now));
     },
