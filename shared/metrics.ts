@@ -161,14 +161,42 @@ export function createMetrics(): Metrics {
 }
 
 /**
- * The children of a counter with one label, bound on first use of each value: a hot path (every
- * redirect) then increments without hashing its labels again.
+ * Runs `beforeRead` whenever the metric is read (a scrape, `get()`), before prom-client reports it:
+ * prom-client calls a metric's `collect` there. Several callers chain.
+ */
+export function onCollect(metric: Counter<string> | Gauge<string>, beforeRead: () => void): void {
+  const target = metric as unknown as { collect?: () => unknown };
+  const previous = target.collect;
+  target.collect = function (this: unknown) {
+    beforeRead();
+    return previous?.call(this);
+  };
+}
+
+/**
+ * The children of a counter with one label, for a hot path (every redirect): an increment adds to
+ * a plain number, handed to prom-client when the counter is read (no label hashing per request).
  */
 export function counterChildren<L extends string>(counter: Counter<L>, label: L): (value: string) => { inc(amount?: number): void } {
-  const children = new Map<string, { inc(amount?: number): void }>();
+  const children = new Map<string, { pending: number; inc(amount?: number): void }>();
+  onCollect(counter, () => {
+    for (const [value, child] of children) {
+      if (child.pending === 0) continue;
+      counter.inc({ [label]: value } as Record<L, string>, child.pending);
+      child.pending = 0;
+    }
+  });
   return (value) => {
     let child = children.get(value);
-    if (!child) children.set(value, (child = counter.labels({ [label]: value } as Record<L, string>)));
+    if (!child) {
+      const created = {
+        pending: 0,
+        inc(amount = 1) {
+          created.pending += amount;
+        },
+      };
+      children.set(value, (child = created));
+    }
     return child;
   };
 }

@@ -33,6 +33,11 @@ export interface App {
   routes: RouteDef[];
   /** The ingest edge (short hosts), when this process has the ingest role; `app`'s server routes to it by Host. */
   ingest?: FastifyInstance;
+  /**
+   * With the ingest role, the request listener of `app`'s server (Host routing, then the edge's
+   * short-host listener or the API): what a request over a socket meets first.
+   */
+  listener?: RequestListener;
 }
 
 /** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
@@ -44,10 +49,11 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const authenticator = createAuthenticator(context, abuse);
   const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
   const ingest = config.roles.includes('ingest') ? await buildIngestApp(context, registrar) : undefined;
+  let listener: RequestListener | undefined;
   const app = Fastify({
     ...baseFastifyOptions(context),
     // With the ingest role, one server answers both: requests for a short host go to the edge app.
-    ...(ingest ? { serverFactory: (handler: RequestListener) => createServer(hostDispatcher(context, handler, ingest.app)) } : {}),
+    ...(ingest ? { serverFactory: (handler: RequestListener) => createServer((listener = hostDispatcher(context, handler, ingest))) } : {}),
   });
   if (ingest) app.addHook('onClose', async () => ingest.app.close());
   await app.register(cookie);
@@ -107,5 +113,5 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   registerRoutes(app, routes, registrar);
 
-  return { app, routes: [...routes, ...(ingest?.routes ?? [])], ingest: ingest?.app };
+  return { app, routes: [...routes, ...(ingest?.routes ?? [])], ingest: ingest?.app, listener };
 }

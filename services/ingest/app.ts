@@ -9,12 +9,14 @@ import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.j
 import type { RouteDef } from '../../shared/http/route.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
-import { registerShortHosts, SHORT_HOST, subdomainOf } from './redirect.routes.js';
+import { registerShortHosts, subdomainOf, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
 import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
 
 export interface IngestApp {
   app: FastifyInstance;
+  /** The short hosts' listener (redirects answered before Fastify; see ShortHosts). */
+  shortHosts: ShortHosts;
   /** The beacon's route declarations (for the OpenAPI document). */
   routes: RouteDef[];
 }
@@ -55,7 +57,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
   app.setNotFoundHandler(async (request, reply) =>
     sendError(localized(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0]!.slice(0, 200) }), errorOptions),
   );
-  registerShortHosts(app, { context, links, visits, limiter, errorOptions, localized });
+  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, errorOptions, localized });
 
   // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
   const tokens = consentTokens(await consentKey(context.db.db, config.tracker.secret), config.tracker.consentTtlSec);
@@ -73,17 +75,17 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
     registerRoutes(scope, routes, registrar);
   });
   await app.ready();
-  return { app, routes };
+  return { app, shortHosts, routes };
 }
 
 /**
  * One server for both apps: a request whose Host is a short host (`{label}.{BASE_DOMAIN}`, and
- * not the API's own host) goes to the ingest app, and so do the beacon's paths (`/tracker.js`,
- * `/tracker/…`) on any host; everything else goes to the API.
+ * not the API's own host) goes to the ingest edge (its short-host listener first), and so do the
+ * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to the API.
  */
-export function hostDispatcher(context: Context, api: RequestListener, ingest: FastifyInstance): RequestListener {
+export function hostDispatcher(context: Context, api: RequestListener, ingest: IngestApp): RequestListener {
   const apiHost = new URL(context.config.publicUrl).hostname.toLowerCase();
-  const edge = ingest.routing.bind(ingest) as (request: IncomingMessage, response: ServerResponse) => void;
+  const edge = ingest.app.routing.bind(ingest.app) as (request: IncomingMessage, response: ServerResponse) => void;
   return (request, response) => {
     if (request.url && TRACKER_PATH.test(request.url)) return edge(request, response);
     const host = request.headers.host;
@@ -91,10 +93,7 @@ export function hostDispatcher(context: Context, api: RequestListener, ingest: F
       const colon = host.lastIndexOf(':');
       const hostname = colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host;
       const subdomain = hostname.toLowerCase() !== apiHost ? subdomainOf(hostname, context.config.baseDomain) : undefined;
-      if (subdomain) {
-        (request as IncomingMessage & { [SHORT_HOST]?: string })[SHORT_HOST] = subdomain;
-        return edge(request, response);
-      }
+      if (subdomain) return ingest.shortHosts.serve(request, response, subdomain);
     }
     api(request, response);
   };

@@ -9,6 +9,7 @@ import { waitFor } from '../../shared/testing/wait.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import { buildApp } from '../api/app.js';
 import { startEnricher } from '../enricher/enricher.js';
+import { listenerClient } from '../../shared/testing/listener.js';
 
 // End to end: redirects at the edge → visit log (in-process, or Kafka in the services run) →
 // enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.
@@ -16,7 +17,8 @@ const DEADLINE_MS = 60_000;
 
 let context: Context;
 let app: FastifyInstance;
-let ingest: FastifyInstance;
+/** The server's listener, as a socket reaches it. */
+let ingest: ReturnType<typeof listenerClient>;
 let owner: TestOwner;
 let subdomain: string;
 let enricher: Consumer | undefined;
@@ -25,7 +27,7 @@ beforeAll(async () => {
   context = await createTestContext({ RATE_LIMIT_REDIRECT: '1000000:60' });
   const built = await buildApp(context);
   app = built.app;
-  ingest = built.ingest!;
+  ingest = listenerClient(built.listener!);
   owner = await createOwner(context, app);
   subdomain = await claimSubdomain(app, owner);
 });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { listenerClient } from '../../shared/testing/listener.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
@@ -13,7 +14,10 @@ import { buildApp } from '../api/app.js';
 
 let context: Context;
 let app: FastifyInstance;
-let ingest: FastifyInstance;
+/** The server's listener, as a socket reaches it (Host routing, then the short-host listener). */
+let ingest: Client;
+type Client = ReturnType<typeof listenerClient>;
+let edgeApp: FastifyInstance;
 let owner: TestOwner;
 let subdomain: string;
 let consumer: Consumer;
@@ -23,7 +27,8 @@ beforeAll(async () => {
   context = await createTestContext({ RATE_LIMIT_REDIRECT: '1000:60', TRUST_PROXY: '10.9.0.0/16' });
   const built = await buildApp(context);
   app = built.app;
-  ingest = built.ingest!;
+  ingest = listenerClient(built.listener!);
+  edgeApp = built.ingest!;
   owner = await createOwner(context, app);
   subdomain = await claimSubdomain(app, owner);
   consumer = await context.visitLog.consume({
@@ -47,7 +52,7 @@ async function createLink(payload: Json, on = subdomain): Promise<Json> {
   return response.json().data;
 }
 
-const visit = (path: string, options: { host?: string; method?: 'GET' | 'HEAD'; headers?: Json; remoteAddress?: string; target?: FastifyInstance } = {}) =>
+const visit = (path: string, options: { host?: string; method?: 'GET' | 'HEAD'; headers?: Json; remoteAddress?: string; target?: Client | FastifyInstance } = {}) =>
   (options.target ?? ingest).inject({
     method: options.method ?? 'GET',
     url: path,
@@ -68,6 +73,39 @@ describe('GET /{slug} on a short host', () => {
       expect(response.headers[name], name).toBeDefined();
     }
     expect(response.body).toBe('');
+  });
+
+  it('answers the same through the server listener as through the edge Fastify app, refusals included', async () => {
+    const link = await createLink({ target_url: 'https://example.com/same' });
+    const refusals = ['/no-such-slug-here', '/wp-login.php'];
+    for (const [path, method] of [[`/${link.slug}`, 'GET'], [`/${link.slug}`, 'HEAD'], ...refusals.map((path) => [path, 'GET'] as const)] as const) {
+      const [raw, routed] = [await visit(path, { method }), await visit(path, { method, target: edgeApp })];
+      expect(raw.statusCode, path).toBe(routed.statusCode);
+      const errorOf = (response: typeof raw) => (response.body ? { ...response.json().error, request_id: undefined } : undefined);
+      expect(errorOf(raw), path).toEqual(errorOf(routed));
+      const names = (response: typeof raw) => Object.keys(response.headers).filter((name) => !['date', 'connection', 'keep-alive'].includes(name)).sort();
+      expect(names(raw), path).toEqual(names(routed));
+      for (const name of ['location', 'cache-control', 'ratelimit-limit', 'content-type', 'content-length']) expect(raw.headers[name], `${path} ${name}`).toBe(routed.headers[name]);
+    }
+  });
+
+  it('keeps a well-formed incoming X-Request-Id, and otherwise uses the visit id as the request id', async () => {
+    const link = await createLink({ target_url: 'https://example.com/ids' });
+    const own = await visit(`/${link.slug}`, { headers: { 'x-request-id': 'client-trace-0001', 'user-agent': 'ids-own' } });
+    expect(own.headers['x-request-id']).toBe('client-trace-0001');
+    const fresh = await visit(`/${link.slug}`, { headers: { 'x-request-id': 'bad id!', 'user-agent': 'ids-fresh' } });
+    const id = fresh.headers['x-request-id'] as string;
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
+    const [ownVisit, freshVisit] = await waitFor(() => {
+      const [a, b] = [visits.find((entry) => entry.user_agent === 'ids-own'), visits.find((entry) => entry.user_agent === 'ids-fresh')];
+      return a && b ? [a, b] : false;
+    }, 10_000);
+    expect(freshVisit!.visit_id).toBe(id);
+    expect(ownVisit!.visit_id).not.toBe('client-trace-0001');
+    // A refusal handed on to the Fastify app keeps the id the listener gave it.
+    const refused = await visit('/unknown-slug-ids', { headers: { 'x-request-id': 'client-trace-0002', accept: 'application/json' } });
+    expect(refused.headers['x-request-id']).toBe('client-trace-0002');
+    expect(refused.json().meta.request_id).toBe('client-trace-0002');
   });
 
   it.each([301, 307, 308])('answers redirect type %i', async (redirect_type) => {
@@ -139,7 +177,7 @@ describe('the redirect cache follows link changes', () => {
     // Services run: a second app on its own context is another node sharing Redis and Postgres.
     const otherContext = SERVICES_MODE ? await createTestContext() : undefined;
     const otherBuilt = otherContext ? await buildApp(otherContext) : undefined;
-    const other = otherBuilt?.ingest ?? ingest;
+    const other = otherBuilt ? listenerClient(otherBuilt.listener!) : ingest;
     try {
       const link = await createLink({ target_url: 'https://example.com/v1' });
       for (const target of [ingest, other]) expect((await visit(`/${link.slug}`, { target })).headers.location).toBe('https://example.com/v1');
@@ -247,7 +285,7 @@ describe('the redirect bucket', () => {
       const create = async () =>
         (await limitedApp.inject({ method: 'POST', url: '/api/v1/links', headers: owner2!.auth, payload: { subdomain: name, target_url: 'https://example.com/' } })).json().data;
       const [first, second] = [await create(), await create()];
-      const hit = (slug: string, ip: string) => visit(`/${slug}`, { host: `${name}.localhost:8080`, remoteAddress: ip, target: limitedBuilt.ingest! });
+      const hit = (slug: string, ip: string) => visit(`/${slug}`, { host: `${name}.localhost:8080`, remoteAddress: ip, target: listenerClient(limitedBuilt.listener!) });
       const answers = [];
       for (let i = 0; i < 4; i++) answers.push(await hit(first.slug, '192.0.2.10'));
       expect(answers.map((answer) => answer.statusCode)).toEqual([302, 302, 302, 429]);

@@ -11,6 +11,7 @@ import { waitFor } from '../../shared/testing/wait.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import { buildApp } from '../api/app.js';
 import { startEnricher } from '../enricher/enricher.js';
+import { listenerClient } from '../../shared/testing/listener.js';
 
 // The beacon script in a real browser: Debian's headless Chromium driven by playwright-core, a
 // target page served from another origin (CORS for real), the platform listening on loopback,
@@ -20,7 +21,8 @@ const DEADLINE_MS = 60_000;
 
 let context: Context;
 let app: FastifyInstance;
-let ingest: FastifyInstance;
+/** The server's listener, as a socket reaches it. */
+let ingest: ReturnType<typeof listenerClient>;
 let owner: TestOwner;
 let subdomain: string;
 let enricher: Consumer;
@@ -34,7 +36,7 @@ beforeAll(async () => {
   context = await createTestContext({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '1000:60' });
   const built = await buildApp(context);
   app = built.app;
-  ingest = built.ingest!;
+  ingest = listenerClient(built.listener!);
   owner = await createOwner(context, app);
   subdomain = await claimSubdomain(app, owner);
   enricher = await startEnricher(context);

@@ -14,6 +14,7 @@ import { buildApp } from '../api/app.js';
 import { beaconStore } from '../enricher/beacons.js';
 import { startEnricher } from '../enricher/enricher.js';
 import { toClickHouseTime } from '../enricher/visit-writer.js';
+import { listenerClient } from '../../shared/testing/listener.js';
 
 // The beacon end to end: ingest edge (/tracker/*) → tracker.raw (in-process, or Kafka in the services
 // run) → enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.
@@ -22,7 +23,8 @@ const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like 
 
 let context: Context;
 let app: FastifyInstance;
-let ingest: FastifyInstance;
+/** The server's listener, as a socket reaches it. */
+let ingest: ReturnType<typeof listenerClient>;
 let owner: TestOwner;
 let subdomain: string;
 let enricher: Consumer;
@@ -33,7 +35,7 @@ beforeAll(async () => {
   context = await createTestContext({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '6:60' });
   const built = await buildApp(context);
   app = built.app;
-  ingest = built.ingest!;
+  ingest = listenerClient(built.listener!);
   owner = await createOwner(context, app);
   subdomain = await claimSubdomain(app, owner);
   enricher = await startEnricher(context);

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../shared/context.js';
-import { counterChildren } from '../../shared/metrics.js';
+import { counterChildren, onCollect } from '../../shared/metrics.js';
 import type { BeaconMessage } from '../../shared/tracker/beacon.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
@@ -47,8 +47,8 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
   let running: Promise<void> | undefined;
   let closing = false;
   let lastDropLog = 0;
-  // Label children bound once: every redirect passes here.
-  const bufferedGauge = metrics.visitsBuffered.labels({ topic });
+  // Every redirect passes here: the count is handed to prom-client when read, the gauge read then.
+  onCollect(metrics.visitsBuffered, () => closing || metrics.visitsBuffered.set({ topic }, buffer.length));
   const accepted = counterChildren(metrics.visitsAccepted, 'kind');
 
   const drain = async () => {
@@ -58,7 +58,6 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
       try {
         await visitLog.publish(topic, batch);
         buffer.splice(0, batch.length);
-        bufferedGauge.set(buffer.length);
         backoff = 50;
       } catch (error) {
         if (closing) return;
@@ -96,7 +95,6 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
       const { key, kind } = describe(item);
       buffer.push({ key, value: JSON.stringify(item) });
       accepted(kind).inc();
-      bufferedGauge.set(buffer.length);
       kick();
       return true;
     },
@@ -112,8 +110,8 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
         metrics.visitsDropped.inc({ reason: 'shutdown', topic }, buffer.length);
         log.error({ lost: buffer.length }, 'visits still buffered at shutdown (counted in visits_dropped_total)');
         buffer.length = 0;
-        bufferedGauge.set(0);
       }
+      metrics.visitsBuffered.set({ topic }, 0);
     },
   };
 }

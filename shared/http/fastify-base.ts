@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import proxyAddr from '@fastify/proxy-addr';
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
@@ -6,6 +8,32 @@ import { sendError, toAppError } from './error-response.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
 const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
+
+/** The request's own X-Request-Id when it is well-formed. */
+export function incomingRequestId(headers: IncomingHttpHeaders): string | undefined {
+  const incoming = headers['x-request-id'];
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : undefined;
+}
+
+/** The id of a request: its own well-formed X-Request-Id, or a fresh UUIDv7. */
+export const requestIdOf = (headers: IncomingHttpHeaders): string => incomingRequestId(headers) ?? uuidv7();
+
+/**
+ * Where a listener that answered part of a request before handing it to Fastify leaves the id it
+ * gave it, so that Fastify's request (its X-Request-Id, its access-log line) keeps the same one.
+ */
+export const ASSIGNED_REQUEST_ID = Symbol('assignedRequestId');
+
+/**
+ * The client address of a raw request, as Fastify's `request.ip` decides it with `trustProxy`:
+ * the socket's peer, or the X-Forwarded-For hop before the trusted ones when the peer is in
+ * TRUST_PROXY (the same @fastify/proxy-addr walk).
+ */
+export function clientAddressOf(trustProxy: string[]): (request: IncomingMessage) => string {
+  if (trustProxy.length === 0) return (request) => request.socket.remoteAddress ?? '';
+  const trusted = proxyAddr.compile(trustProxy);
+  return (request) => proxyAddr(request, trusted);
+}
 
 /** How error answers are rendered: exception detail outside production (or with DEBUG), the home link. */
 export function errorOptionsOf(config: Context['config']) {
@@ -25,10 +53,7 @@ export function baseFastifyOptions(context: Context): FastifyServerOptions {
     childLoggerFactory: (logger) => logger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
-    genReqId: (request) => {
-      const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
-    },
+    genReqId: (request) => (request as { [ASSIGNED_REQUEST_ID]?: string })[ASSIGNED_REQUEST_ID] ?? requestIdOf(request.headers),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
     // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
@@ -45,39 +70,55 @@ export function requestLocale(request: FastifyRequest, { query = true } = {}): L
   return negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
 }
 
+/** One answered request, as the access log and the HTTP metrics see it. */
+export interface AnsweredRequest {
+  id: string;
+  method: string;
+  url: string;
+  /** The route's label (`/api/v1/links/{id}`, `/{slug}`), never the raw path: metrics stay bounded. */
+  route: string;
+  status: number;
+  tookMs: number;
+  ip: string | undefined;
+  userAgent: string | undefined;
+}
+
 /**
- * The onResponse hook of every app: the request duration histogram, the status-class counter and
- * the one access-log line per request (same id as X-Request-Id). Synchronous, with metric children
- * cached per label set so a request does not hash its labels again.
+ * Records an answered request: the request duration histogram, the status-class counter and the
+ * one access-log line per request (same id as X-Request-Id). Metric children are cached per label
+ * set so a request does not hash its labels again.
  */
-export function responseObserver(context: Context) {
+export function requestRecorder(context: Context): (answered: AnsweredRequest) => void {
   const { metrics, log } = context;
   const durations = new Map<string, { observe(seconds: number): void }>();
   const statusClasses = new Map<number, { inc(): void }>();
-  return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    const { routeDef, routeLabel } = request.routeOptions.config;
-    const route = routeDef?.path ?? routeLabel ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found');
-    const status = reply.statusCode;
-    const key = `${request.method} ${route} ${status}`;
+  return ({ id, method, url, route, status, tookMs, ip, userAgent }) => {
+    const key = `${method} ${route} ${status}`;
     let duration = durations.get(key);
-    if (!duration) durations.set(key, (duration = metrics.httpDuration.labels({ method: request.method, route, status_code: String(status) })));
-    duration.observe(reply.elapsedTime / 1000);
+    if (!duration) durations.set(key, (duration = metrics.httpDuration.labels({ method, route, status_code: String(status) })));
+    duration.observe(tookMs / 1000);
     let statusClass = statusClasses.get(status);
     if (!statusClass) statusClasses.set(status, (statusClass = metrics.httpRequests.labels({ status_class: `${Math.floor(status / 100)}xx` })));
     statusClass.inc();
-    log.info(
-      {
-        request_id: request.id,
-        method: request.method,
-        url: request.url,
-        route,
-        status,
-        took_ms: Math.round(reply.elapsedTime * 100) / 100,
-        ip: request.ip,
-        user_agent: request.headers['user-agent'],
-      },
-      'request',
-    );
+    log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
+  };
+}
+
+/** The onResponse hook of every Fastify app: records the request (requestRecorder). */
+export function responseObserver(context: Context) {
+  const record = requestRecorder(context);
+  return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    const { routeDef, routeLabel } = request.routeOptions.config;
+    record({
+      id: request.id,
+      method: request.method,
+      url: request.url,
+      route: routeDef?.path ?? routeLabel ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found'),
+      status: reply.statusCode,
+      tookMs: reply.elapsedTime,
+      ip: request.ip,
+      userAgent: request.headers['user-agent'],
+    });
     done();
   };
 }

@@ -93,14 +93,27 @@ export function createRateLimiter(deps: { cache: Cache; rules: Record<RateBucket
   };
 }
 
-/** The six rate-limit headers of the spec. X-RateLimit-Reset is the Unix time (seconds) of the reset. */
+/**
+ * The six rate-limit headers of the spec as a flat `[name, value, …]` list (what Node's
+ * `writeHead` takes fastest). X-RateLimit-Reset is the Unix time (seconds) of the reset.
+ */
+export function rateLimitHeaderList(decision: RateDecision, now = Date.now()): string[] {
+  const limit = String(decision.limit);
+  const remaining = String(decision.remaining);
+  return [
+    'RateLimit-Limit', limit,
+    'RateLimit-Remaining', remaining,
+    'RateLimit-Reset', String(decision.resetSec),
+    'X-RateLimit-Limit', limit,
+    'X-RateLimit-Remaining', remaining,
+    'X-RateLimit-Reset', String(Math.ceil(now / 1000) + decision.resetSec),
+  ];
+}
+
+/** The six rate-limit headers of the spec, by name (for `reply.headers`). */
 export function rateLimitHeaders(decision: RateDecision, now = Date.now()): Record<string, string> {
-  return {
-    'RateLimit-Limit': String(decision.limit),
-    'RateLimit-Remaining': String(decision.remaining),
-    'RateLimit-Reset': String(decision.resetSec),
-    'X-RateLimit-Limit': String(decision.limit),
-    'X-RateLimit-Remaining': String(decision.remaining),
-    'X-RateLimit-Reset': String(Math.ceil(now / 1000) + decision.resetSec),
-  };
+  const list = rateLimitHeaderList(decision, now);
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < list.length; i += 2) headers[list[i]!] = list[i + 1]!;
+  return headers;
 }
