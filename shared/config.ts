@@ -218,6 +218,16 @@ export const CONFIG_VARS = {
     withDefault(z.coerce.number().int().min(0).max(10_000), 500),
     { doc: 'Longest the enricher waits for a batch to fill before inserting what it has (0: at once); bounds the delay from redirect to row.' },
   ],
+  BURST_MAX_VISITS: [
+    withDefault(z.coerce.number().int().min(0).max(100_000, 'must be at most 100000'), 20),
+    {
+      doc: 'Visits one visitor (address and user agent) may make to one link within BURST_WINDOW; those beyond are a burst: classified as bots (`burst`), not counted as people, and the first raises `security.suspicious` (0: off).',
+    },
+  ],
+  BURST_WINDOW: [
+    withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(3_600, 'must be at most 3600 seconds'), 10),
+    { doc: 'Window, in seconds of visit time, in which BURST_MAX_VISITS is counted.' },
+  ],
   SHUTDOWN_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
     { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
@@ -261,6 +271,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   linkCacheSize: number;
   enricherBatch: { size: number; waitMs: number };
+  burst: { maxVisits: number; windowSec: number };
   visitBufferSize: number;
   sessionTtlSec: number;
   bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
@@ -325,6 +336,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     linkCacheSize: env.LINK_CACHE_SIZE,
     enricherBatch: { size: env.ENRICHER_BATCH_SIZE, waitMs: env.ENRICHER_BATCH_WAIT_MS },
+    burst: { maxVisits: env.BURST_MAX_VISITS, windowSec: env.BURST_WINDOW },
     visitBufferSize: env.VISIT_BUFFER_SIZE,
     sessionTtlSec: env.SESSION_TTL,
     bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },

@@ -10,6 +10,7 @@ import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
 import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
+import { burstDetector, type BurstJudgement } from './bursts.js';
 
 /** What became of one message: inserted, or sent to the dead-letter topic with the reason. */
 export type Outcome = { kind: 'ok'; visit: RawVisit } | ({ kind: 'dlq' } & DeadLetter);
@@ -23,22 +24,30 @@ export function decodeVisit(message: LogMessage): Outcome {
 export const ENRICHER_GROUP = 'enricher';
 
 /**
- * Enriches a batch: the pure step per visit, then the visitor hash (the day's salt) and, for human
- * visits of a link, whether it is the visitor's first visit to the link that day.
+ * Enriches a batch: the pure step per visit, then the visitor hash (the day's salt), the burst
+ * signal (a visitor hammering one link: bots by behaviour) and, for human visits of a link,
+ * whether it is the visitor's first visit to the link that day.
  */
 async function deriveAll(
   visits: RawVisit[],
   geo: Awaited<ReturnType<typeof openGeoLookup>>,
   salts: ReturnType<typeof saltBook>,
   uniques: ReturnType<typeof uniqueTracker>,
-): Promise<{ enrichments: Map<RawVisit, Enrichment>; remember(): void }> {
+  bursts: ReturnType<typeof burstDetector>,
+): Promise<{ enrichments: Map<RawVisit, Enrichment>; burstsStarted: Map<RawVisit, BurstJudgement>; remember(): void }> {
   const enrichments = new Map<RawVisit, Enrichment>();
+  const burstsStarted = new Map<RawVisit, BurstJudgement>();
   const saltOf = new Map<string, string>();
   for (const day of new Set(visits.map((visit) => dayOf(visit.ts)))) saltOf.set(day, await salts.saltFor(day));
   for (const visit of visits) {
     const enrichment = enrich(visit, geo);
     enrichment.visitor_hash = visitorHash(saltOf.get(dayOf(visit.ts))!, visit.ip_public, visit.user_agent);
     enrichment.is_unique = 0;
+    if (enrichment.kind === 'visit' && visit.link_id !== '') {
+      const judged = bursts.judge(visit.link_id, enrichment.visitor_hash, visit.visit_id, Date.parse(visit.ts));
+      if (judged.burst) Object.assign(enrichment, { kind: 'bot', is_bot: 1, bot_name: 'burst' });
+      if (judged.started) burstsStarted.set(visit, judged);
+    }
     enrichments.set(visit, enrichment);
   }
   const humans = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit' && visit.link_id !== '');
@@ -48,12 +57,16 @@ async function deriveAll(
   humans.forEach((visit, index) => {
     if (first[index]) enrichments.get(visit)!.is_unique = 1;
   });
-  return { enrichments, remember };
+  return { enrichments, burstsStarted, remember };
 }
 
-/** The events a stored visit raises: visit.new (and visit.unique) for people, security.suspicious for attacks. */
-function eventsOf(visit: RawVisit, enrichment: Enrichment): EventDraft[] {
-  if (!visit.owner_id || (enrichment.kind !== 'visit' && enrichment.kind !== 'attack')) return [];
+/**
+ * The events a stored visit raises: visit.new (and visit.unique) for people, security.suspicious
+ * for attacks (`reason: "attack"`) and for the visit that starts a burst (`reason: "burst"`, with
+ * the visitor's visits in the window).
+ */
+function eventsOf(visit: RawVisit, enrichment: Enrichment, burst: { visits: number; windowSec: number } | undefined): EventDraft[] {
+  if (!visit.owner_id || (enrichment.kind !== 'visit' && enrichment.kind !== 'attack' && !burst)) return [];
   const data = {
     visit_id: visit.visit_id,
     ts: visit.ts,
@@ -73,7 +86,8 @@ function eventsOf(visit: RawVisit, enrichment: Enrichment): EventDraft[] {
     ...(enrichment.is_attack ? { attack_type: enrichment.attack_type } : {}),
   };
   const owner = { ownerId: visit.owner_id, subdomain: visit.subdomain };
-  if (enrichment.kind === 'attack') return [{ type: 'security.suspicious', ...owner, data }];
+  if (enrichment.kind === 'attack') return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'attack' } }];
+  if (burst) return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'burst', burst: { visits: burst.visits, window_sec: burst.windowSec } } }];
   return [{ type: 'visit.new', ...owner, data }, ...(enrichment.is_unique ? [{ type: 'visit.unique' as const, ...owner, data }] : [])];
 }
 
@@ -91,11 +105,12 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const events = createEventBus(context);
   const limits = await limitWatcher(context);
   const beacons = beaconStore(analytics);
+  const bursts = burstDetector(context.config.burst);
   const enrichedCount = (kind: string, count: number) => metrics.visitsEnriched.inc({ kind }, count);
 
   /** Enriches and inserts visits; the derived facts and the uniques to remember once the batch is durable. */
   const store = async (visits: RawVisit[]) => {
-    const derived = await deriveAll(visits, geo, salts, uniques);
+    const derived = await deriveAll(visits, geo, salts, uniques, bursts);
     const insertStarted = performance.now();
     await insertVisits(analytics, visits, (visit) => derived.enrichments.get(visit)!);
     if (visits.length > 0) {
@@ -118,7 +133,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       const outcomes = messages.map(decodeVisit);
       const visits = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.visit] : []));
       const dead = outcomes.flatMap((outcome) => (outcome.kind === 'dlq' ? [outcome] : []));
-      const { enrichments, remember } = await store(visits);
+      const { enrichments, burstsStarted, remember } = await store(visits);
       // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
       const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
       if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
@@ -126,7 +141,11 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       await deadLetter(context, dead);
       // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
       const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
-      await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!)), ...(await limits.check(people))]);
+      const burstOf = (visit: RawVisit) => {
+        const judged = burstsStarted.get(visit);
+        return judged && { visits: judged.visits, windowSec: context.config.burst.windowSec };
+      };
+      await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstOf(visit))), ...(await limits.check(people))]);
     },
   });
   const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => (await store(visits)).remember());

@@ -153,5 +153,28 @@ describe('events of stored visits', () => {
     expect(mine[0]!.owner_id).toBe(`owner-${subdomain}`);
     const unique = all.find((event) => event.type === 'visit.unique')!;
     expect(unique.data).toMatchObject({ country: 'GB', browser: 'Chrome', is_unique: true, link_id: `${subdomain}-a` });
+    expect(all.find((event) => event.type === 'security.suspicious')!.data).toMatchObject({ reason: 'attack', attack_type: 'sqli' });
+  });
+
+  it('classifies a burst (one visitor hammering a link) as bots and raises security.suspicious once', async () => {
+    const { maxVisits, windowSec } = context.config.burst;
+    const subdomain = uniqueName('burst');
+    const t = Date.now();
+    // maxVisits + 4 visits of one visitor within a second, and one of another visitor amid them.
+    const hammer = Array.from({ length: maxVisits + 4 }, (_, i) => visit(subdomain, { ts: new Date(t + i * 10).toISOString() }));
+    const other = visit(subdomain, { ts: new Date(t + 55).toISOString(), ip_public: '81.2.69.160' });
+    await publish(`${subdomain}-a`, [...hammer.slice(0, 6), other, ...hammer.slice(6)]);
+    const stored = await rows(subdomain, hammer.length + 1);
+    const kindOf = new Map(stored.map((row) => [row.visit_id, row.kind]));
+    expect(hammer.map((entry) => kindOf.get(entry.visit_id))).toEqual([...Array(maxVisits).fill('visit'), ...Array(4).fill('bot')]);
+    expect(kindOf.get(other.visit_id)).toBe('visit');
+    const suspicious = await waitFor(() => events.find((event) => event.subdomain === subdomain && event.type === 'security.suspicious'), DEADLINE_MS);
+    expect(suspicious.data).toMatchObject({ reason: 'burst', visit_id: hammer[maxVisits]!.visit_id, kind: 'bot', burst: { visits: maxVisits + 1, window_sec: windowSec } });
+    await waitFor(() => events.filter((event) => event.subdomain === subdomain && event.type === 'visit.new').length >= maxVisits + 1, DEADLINE_MS);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const mine = events.filter((event) => event.subdomain === subdomain);
+    // People's visits only: the burst raises no visit.new, and one security.suspicious in all.
+    expect(mine.filter((event) => event.type === 'visit.new')).toHaveLength(maxVisits + 1);
+    expect(mine.filter((event) => event.type === 'security.suspicious')).toHaveLength(1);
   });
 });
