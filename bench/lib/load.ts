@@ -7,19 +7,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
-/** Pins this process to core 0 and returns the prefix that runs the load generator on core 1, when possible. */
-function pinCores(): { loadPrefix: string[]; pinned: boolean } {
-  if (cpus().length < 2) return { loadPrefix: [], pinned: false };
+/** Pins this process to core 0 and returns the prefix that runs the load generator on core 1 (empty when it cannot). */
+function pinCores(): string[] {
+  if (cpus().length < 2) return [];
   const pinned = spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdio: 'ignore' });
-  return pinned.status === 0 ? { loadPrefix: ['taskset', '-c', '1'], pinned: true } : { loadPrefix: [], pinned: false };
+  return pinned.status === 0 ? ['taskset', '-c', '1'] : [];
 }
-let pinning: { loadPrefix: string[]; pinned: boolean } | undefined;
-/** Pins once (on first use) and says how the cores are shared. */
-export function corePinning(): { loadPrefix: string[]; pinned: boolean } {
-  return (pinning ??= pinCores());
-}
+let loadPrefix: string[] | undefined;
+/** Pins once (on first use): the command prefix of the load generator. */
+const corePinning = (): string[] => (loadPrefix ??= pinCores());
 export function pinningNote(): string {
-  return corePinning().pinned ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)';
+  return corePinning().length > 0 ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)';
 }
 
 export interface Run {
@@ -55,7 +53,7 @@ export function cannon(
   args.push(url);
   return new Promise((resolve, reject) => {
     const cpuBefore = process.cpuUsage();
-    const [command, ...prefixArgs] = [...corePinning().loadPrefix, process.execPath];
+    const [command, ...prefixArgs] = [...corePinning(), process.execPath];
     const child = spawn(command!, [...prefixArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';

@@ -62,9 +62,10 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   app.addHook('onClose', async () => authenticator.close());
 
   const routes: RouteDef[] = [];
+  /** What this process serves and documents: the API's routes and the beacon's (served by the ingest app). */
+  let served: RouteDef[] = [];
   routes.push(
-    // The beacon's routes are served by the ingest app and documented with the rest.
-    ...discoveryRoutes({ context, limiter, routes: () => [...routes, ...(ingest?.routes ?? [])] }),
+    ...discoveryRoutes({ context, limiter, routes: () => served }),
     ...authRoutes(context, authService(context, captcha, abuse), captcha),
     ...usersRoutes(context),
     ...tokensRoutes(tokensService(context)),
@@ -73,6 +74,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...swarmRoutes(),
     ...(options.extraRoutes ?? []),
   );
+  served = [...routes, ...(ingest?.routes ?? [])];
 
   app.decorateRequest('locale', 'en');
   app.addHook('onRequest', (request, reply, done) => {
@@ -113,5 +115,5 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   registerRoutes(app, routes, registrar);
 
-  return { app, routes: [...routes, ...(ingest?.routes ?? [])], ingest: ingest?.app, listener };
+  return { app, routes: served, ingest: ingest?.app, listener };
 }

@@ -6,7 +6,7 @@ import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { subdomainsRepository } from '../api/subdomains/subdomains.repository.js';
-import { deadLetter, decodeMessage, unknownSubdomain, type DeadLetter, type Decoded } from './decode.js';
+import { deadLetter, decodeMessage, type DeadLetter, type Decoded } from './decode.js';
 import { batchToken } from './visit-writer.js';
 
 const BEACON_GROUP = 'enricher-beacons';
@@ -16,12 +16,12 @@ function decodeBeacon(message: LogMessage): Decoded<BeaconMessage> {
   return decodeMessage(BeaconMessageSchema, 'beacon', message);
 }
 
-/** The latest message of each visit in a batch (a later one replaces the whole beacon state). */
-function latestPerVisit(beacons: BeaconMessage[]): BeaconMessage[] {
-  const latest = new Map<string, BeaconMessage>();
-  for (const beacon of beacons) {
-    const held = latest.get(beacon.visit_id);
-    if (!held || Date.parse(beacon.ts) >= Date.parse(held.ts)) latest.set(beacon.visit_id, beacon);
+/** The state of each visit's latest message in a batch (a later one replaces the whole beacon state). */
+function latestStates(beacons: BeaconMessage[]): BeaconState[] {
+  const latest = new Map<string, BeaconState>();
+  for (const state of beacons.map(beaconStateOf)) {
+    const held = latest.get(state.visit_id);
+    if (!held || state.version >= held.version) latest.set(state.visit_id, state);
   }
   return [...latest.values()];
 }
@@ -139,7 +139,7 @@ export async function startBeaconConsumer(
         if (beacon.type === 'consent' && beacon.own_visit) {
           const owner = await ownerOf(beacon.own_visit.subdomain);
           if (owner === null) {
-            dead.push({ reason: unknownSubdomain(beacon.own_visit.subdomain), message });
+            dead.push({ reason: `unknown subdomain: ${beacon.own_visit.subdomain}`, code: 'unknown_subdomain', message });
             continue;
           }
           ownVisits.push({ ...beacon.own_visit, visit_id: beacon.visit_id, ts: beacon.ts, kind: 'beacon', owner_id: owner, link_id: '', slug: '', expects_beacon: false });
@@ -147,7 +147,7 @@ export async function startBeaconConsumer(
         beacons.push(beacon);
       }
       await enrichVisits(ownVisits);
-      const states = latestPerVisit(beacons).map(beaconStateOf);
+      const states = latestStates(beacons);
       await store.saveStates(states);
       const merged = await store.mergeIntoVisits(states);
       metrics.beacons.inc({ outcome: 'own_visit' }, ownVisits.length);

@@ -30,6 +30,7 @@ export function burstDetector({ maxVisits, windowSec }: { maxVisits: number; win
   const calm: BurstJudgement = { burst: false, started: false, visits: 0 };
 
   return {
+    windowSec,
     judge(linkId: string, visitorHash: string, visitId: string, at: number): BurstJudgement {
       if (maxVisits === 0) return calm;
       const key = `${linkId}|${visitorHash}`;

@@ -7,13 +7,11 @@ import type { LogMessage } from '../../shared/visit-log/visit-log.js';
 export interface DeadLetter {
   reason: string;
   message: LogMessage;
+  /** The metric label, when the caller that found the reason names it; else derived from the decoder's reasons. */
+  code?: string;
 }
 
 const UNDECODABLE = 'undecodable JSON';
-/** The reason of a beacon that starts a visit for a subdomain nobody holds. */
-export const unknownSubdomain = (name: string) => `unknown subdomain: ${name}`;
-/** The metric label of a reason: every reason is written in this module. */
-const codeOf = (reason: string) => (reason === UNDECODABLE ? 'undecodable' : reason.startsWith('unknown subdomain: ') ? 'unknown_subdomain' : 'invalid');
 
 export type Decoded<T> = { kind: 'ok'; value: T } | ({ kind: 'dlq' } & DeadLetter);
 
@@ -61,6 +59,6 @@ export async function deadLetter(context: Context, dead: DeadLetter[], extraHead
     TOPICS.visitsDlq,
     dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason, ...extraHeaders } })),
   );
-  for (const { reason } of dead) context.metrics.visitsDeadLettered.inc({ reason: codeOf(reason) });
+  for (const { reason, code } of dead) context.metrics.visitsDeadLettered.inc({ reason: code ?? (reason === UNDECODABLE ? 'undecodable' : 'invalid') });
   context.log.warn({ count: dead.length, first: dead[0]!.reason }, 'messages sent to the dead-letter topic');
 }

@@ -73,8 +73,9 @@ export function enrich(visit: RawVisit, geo: GeoLookup): Enrichment {
   const { bot: agentBot, ...agent } = agentFacts(visit.user_agent);
   // A visit the edge already marked as a bot stays one.
   const bot = agentBot ?? (visit.kind === 'bot' ? 'marked at the edge' : undefined);
-  const attack: AttackType | undefined =
-    visit.kind === 'attack' ? (classifyAttack(`/${visit.slug.replace(/^\//, '')}?${visit.query}`) ?? 'scanner') : classifyAttack(`/${visit.slug}?${visit.query}`);
+  // The edge records an attack's whole path as its slug; a visit's slug has no slash.
+  const slug = visit.kind === 'attack' ? visit.slug.replace(/^\//, '') : visit.slug;
+  const attack: AttackType | undefined = classifyAttack(`/${slug}?${visit.query}`) ?? (visit.kind === 'attack' ? 'scanner' : undefined);
   const kind: RawVisit['kind'] = attack ? 'attack' : visit.kind === 'beacon' ? 'beacon' : bot ? 'bot' : visit.kind;
   return {
     kind,

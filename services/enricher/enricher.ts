@@ -10,7 +10,10 @@ import { openGeoLookup } from './geo.js';
 import { insertVisits } from './visit-writer.js';
 import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
-import { burstDetector, type BurstJudgement } from './bursts.js';
+import { burstDetector } from './bursts.js';
+
+/** The burst part of a security.suspicious event: the visitor's visits within the window. */
+type BurstEvent = { visits: number; window_sec: number };
 
 /** What became of one message: inserted, or sent to the dead-letter topic with the reason. */
 export type Outcome = { kind: 'ok'; visit: RawVisit } | ({ kind: 'dlq' } & DeadLetter);
@@ -21,7 +24,7 @@ export function decodeVisit(message: LogMessage): Outcome {
   return decoded.kind === 'ok' ? { kind: 'ok', visit: decoded.value } : decoded;
 }
 
-export const ENRICHER_GROUP = 'enricher';
+const ENRICHER_GROUP = 'enricher';
 
 /**
  * Enriches a batch: the pure step per visit, then the visitor hash (the day's salt), the burst
@@ -34,28 +37,33 @@ async function deriveAll(
   salts: ReturnType<typeof saltBook>,
   uniques: ReturnType<typeof uniqueTracker>,
   bursts: ReturnType<typeof burstDetector>,
-): Promise<{ enrichments: Map<RawVisit, Enrichment>; burstsStarted: Map<RawVisit, BurstJudgement>; remember(): void }> {
+): Promise<{ enrichments: Map<RawVisit, Enrichment>; burstsStarted: Map<RawVisit, BurstEvent>; remember(): void }> {
   const enrichments = new Map<RawVisit, Enrichment>();
-  const burstsStarted = new Map<RawVisit, BurstJudgement>();
+  const burstsStarted = new Map<RawVisit, BurstEvent>();
+  // Each visit's time parsed once: its day (salt, uniques) and its instant (bursts).
+  const times = visits.map((visit) => Date.parse(visit.ts));
+  const days = times.map((time) => dayOf(time));
   const saltOf = new Map<string, string>();
-  for (const day of new Set(visits.map((visit) => dayOf(visit.ts)))) saltOf.set(day, await salts.saltFor(day));
-  for (const visit of visits) {
+  for (const day of new Set(days)) saltOf.set(day, await salts.saltFor(day));
+  const humans: { visit: RawVisit; enrichment: Enrichment; day: string }[] = [];
+  visits.forEach((visit, index) => {
+    const day = days[index]!;
     const enrichment = enrich(visit, geo);
-    enrichment.visitor_hash = visitorHash(saltOf.get(dayOf(visit.ts))!, visit.ip_public, visit.user_agent);
+    enrichment.visitor_hash = visitorHash(saltOf.get(day)!, visit.ip_public, visit.user_agent);
     enrichment.is_unique = 0;
     if (enrichment.kind === 'visit' && visit.link_id !== '') {
-      const judged = bursts.judge(visit.link_id, enrichment.visitor_hash, visit.visit_id, Date.parse(visit.ts));
+      const judged = bursts.judge(visit.link_id, enrichment.visitor_hash, visit.visit_id, times[index]!);
       if (judged.burst) Object.assign(enrichment, { kind: 'bot', is_bot: 1, bot_name: 'burst' });
-      if (judged.started) burstsStarted.set(visit, judged);
+      else humans.push({ visit, enrichment, day });
+      if (judged.started) burstsStarted.set(visit, { visits: judged.visits, window_sec: bursts.windowSec });
     }
     enrichments.set(visit, enrichment);
-  }
-  const humans = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit' && visit.link_id !== '');
+  });
   const { first, remember } = await uniques.firstOfDay(
-    humans.map((visit) => ({ visitId: visit.visit_id, subdomain: visit.subdomain, linkId: visit.link_id, hash: enrichments.get(visit)!.visitor_hash!, day: dayOf(visit.ts), ts: visit.ts })),
+    humans.map(({ visit, enrichment, day }) => ({ visitId: visit.visit_id, subdomain: visit.subdomain, linkId: visit.link_id, hash: enrichment.visitor_hash!, day, ts: visit.ts })),
   );
-  humans.forEach((visit, index) => {
-    if (first[index]) enrichments.get(visit)!.is_unique = 1;
+  humans.forEach(({ enrichment }, index) => {
+    if (first[index]) enrichment.is_unique = 1;
   });
   return { enrichments, burstsStarted, remember };
 }
@@ -65,7 +73,7 @@ async function deriveAll(
  * for attacks (`reason: "attack"`) and for the visit that starts a burst (`reason: "burst"`, with
  * the visitor's visits in the window).
  */
-function eventsOf(visit: RawVisit, enrichment: Enrichment, burst: { visits: number; windowSec: number } | undefined): EventDraft[] {
+function eventsOf(visit: RawVisit, enrichment: Enrichment, burst: BurstEvent | undefined): EventDraft[] {
   if (!visit.owner_id || (enrichment.kind !== 'visit' && enrichment.kind !== 'attack' && !burst)) return [];
   const data = {
     visit_id: visit.visit_id,
@@ -87,7 +95,7 @@ function eventsOf(visit: RawVisit, enrichment: Enrichment, burst: { visits: numb
   };
   const owner = { ownerId: visit.owner_id, subdomain: visit.subdomain };
   if (enrichment.kind === 'attack') return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'attack' } }];
-  if (burst) return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'burst', burst: { visits: burst.visits, window_sec: burst.windowSec } } }];
+  if (burst) return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'burst', burst } }];
   return [{ type: 'visit.new', ...owner, data }, ...(enrichment.is_unique ? [{ type: 'visit.unique' as const, ...owner, data }] : [])];
 }
 
@@ -106,7 +114,6 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const limits = await limitWatcher(context);
   const beacons = beaconStore(analytics);
   const bursts = burstDetector(context.config.burst);
-  const enrichedCount = (kind: string, count: number) => metrics.visitsEnriched.inc({ kind }, count);
 
   /** Enriches and inserts visits; the derived facts and the uniques to remember once the batch is durable. */
   const store = async (visits: RawVisit[]) => {
@@ -119,7 +126,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       metrics.visitsInserted.inc(visits.length);
       const kinds = new Map<string, number>();
       for (const { kind } of derived.enrichments.values()) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
-      kinds.forEach((count, kind) => enrichedCount(kind, count));
+      kinds.forEach((count, kind) => metrics.visitsEnriched.inc({ kind }, count));
     }
     return derived;
   };
@@ -141,11 +148,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       await deadLetter(context, dead);
       // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
       const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
-      const burstOf = (visit: RawVisit) => {
-        const judged = burstsStarted.get(visit);
-        return judged && { visits: judged.visits, windowSec: context.config.burst.windowSec };
-      };
-      await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstOf(visit))), ...(await limits.check(people))]);
+      await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstsStarted.get(visit))), ...(await limits.check(people))]);
     },
   });
   const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => (await store(visits)).remember());

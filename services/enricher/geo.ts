@@ -3,7 +3,7 @@ import ipaddr from 'ipaddr.js';
 import maxmind from 'maxmind';
 
 /** Where an address is, as far as the GeoLite2 city database knows; empty strings when unknown. */
-export interface Geo {
+interface Geo {
   country: string;
   region: string;
   city: string;
@@ -55,7 +55,7 @@ async function readGeoLookup(): Promise<GeoLookup> {
 }
 
 /** A lookup over two opened readers; private, loopback and malformed addresses are unknown. */
-export function geoLookupFrom(v4: RecordReader, v6: RecordReader): GeoLookup {
+function geoLookupFrom(v4: RecordReader, v6: RecordReader): GeoLookup {
   return {
     lookup(ip) {
       let address: ipaddr.IPv4 | ipaddr.IPv6;

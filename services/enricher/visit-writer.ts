@@ -3,7 +3,6 @@ import { toClickHouseTime, type Analytics } from '../../shared/analytics/analyti
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import type { Enrichment } from './enrich.js';
 
-export { toClickHouseTime };
 
 /** Deduplication token of an insert: the hash of the keys that identify its rows. */
 export function batchToken(keys: Iterable<string>): string {

@@ -1,14 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import type { Analytics } from '../../shared/analytics/analytics.js';
+import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { DB } from '../../shared/db/schema.js';
-import { toClickHouseTime } from '../../shared/analytics/analytics.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */
 const SALT_DAYS = 2;
 
-/** The UTC day of an ISO time, `YYYY-MM-DD`. */
-export const dayOf = (iso: string) => new Date(iso).toISOString().slice(0, 10);
+/** The UTC day of a time (ISO text or epoch ms), `YYYY-MM-DD`. */
+export const dayOf = (time: string | number) => new Date(time).toISOString().slice(0, 10);
 
 /**
  * The visitor hash: SHA-256 of the day's random salt, the address and the user agent (truncated
@@ -45,7 +44,7 @@ export function saltBook(db: Kysely<DB>) {
 /** How many (link, visitor) pairs of a day the unique check remembers before asking ClickHouse again. */
 const SEEN_MAX = 1_000_000;
 
-export interface UniqueCandidate {
+interface UniqueCandidate {
   visitId: string;
   subdomain: string;
   linkId: string;

@@ -4,12 +4,13 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
-import { baseFastifyOptions, errorOptionsOf, requestLocale, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, errorOptionsOf, localizedByHeaders, requestLocale, responseObserver } from '../../shared/http/fastify-base.js';
 import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
-import { registerShortHosts, subdomainOf, type ShortHosts } from './redirect.routes.js';
+import { subdomainOf } from '../../shared/links/hosts.js';
+import { registerShortHosts, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
 import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
 
@@ -34,7 +35,8 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
   const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
   const app = Fastify(baseFastifyOptions(context));
-  const links = await createLinkCache(context);
+  // Independent start-up reads: the link cache's warm-up and the beacon's consent key.
+  const [links, key] = await Promise.all([createLinkCache(context), consentKey(context.db.db, config.tracker.secret)]);
   const visits = createVisitProducer(context);
   const beacons = createBeaconProducer(context);
   app.addHook('onClose', async () => {
@@ -44,23 +46,19 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
 
   app.decorateRequest('locale', 'en');
   app.addHook('onResponse', responseObserver(context));
-  const localized = (request: Parameters<typeof sendError>[0]) => {
-    request.locale = requestLocale(request, { query: false });
-    return request;
-  };
   app.setErrorHandler(async (error, request, reply) => {
     const { appError, unexpected } = toAppError(error);
     if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
     if (appError.code === 'rate_limited') context.metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
-    return sendError(localized(request), reply, appError, errorOptions);
+    return sendError(localizedByHeaders(request), reply, appError, errorOptions);
   });
   app.setNotFoundHandler(async (request, reply) =>
-    sendError(localized(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0]!.slice(0, 200) }), errorOptions),
+    sendError(localizedByHeaders(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0]!.slice(0, 200) }), errorOptions),
   );
-  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, errorOptions, localized });
+  const shortHosts = registerShortHosts(app, { context, links, visits, limiter });
 
   // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
-  const tokens = consentTokens(await consentKey(context.db.db, config.tracker.secret), config.tracker.consentTtlSec);
+  const tokens = consentTokens(key, config.tracker.consentTtlSec);
   const routes = trackerRoutes({ context, beacons, tokens });
   await app.register(async (scope) => {
     await scope.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['Content-Type'], maxAge: 86_400, strictPreflight: false });
@@ -84,16 +82,17 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
  * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to the API.
  */
 export function hostDispatcher(context: Context, api: RequestListener, ingest: IngestApp): RequestListener {
-  const apiHost = new URL(context.config.publicUrl).hostname.toLowerCase();
+  const { baseDomain } = context.config;
+  // The API's own host, when it is itself a name under BASE_DOMAIN (`api.links.example.com`).
+  const apiLabel = subdomainOf(new URL(context.config.publicUrl).hostname, baseDomain);
   const edge = ingest.app.routing.bind(ingest.app) as (request: IncomingMessage, response: ServerResponse) => void;
   return (request, response) => {
     if (request.url && TRACKER_PATH.test(request.url)) return edge(request, response);
     const host = request.headers.host;
     if (host) {
       const colon = host.lastIndexOf(':');
-      const hostname = colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host;
-      const subdomain = hostname.toLowerCase() !== apiHost ? subdomainOf(hostname, context.config.baseDomain) : undefined;
-      if (subdomain) return ingest.shortHosts.serve(request, response, subdomain);
+      const subdomain = subdomainOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host, baseDomain);
+      if (subdomain && subdomain !== apiLabel) return ingest.shortHosts.serve(request, response, subdomain);
     }
     api(request, response);
   };

@@ -35,7 +35,8 @@ const keyOf = (subdomain: string, slug: string) => `${subdomain}/${slug}`;
 export async function createLinkCache(context: Context): Promise<LinkCache> {
   const links = linksRepository(context.db.db);
   const { metrics, log } = context;
-  const outcomes = counterChildren(metrics.linkCache, 'outcome');
+  const outcome = counterChildren(metrics.linkCache, 'outcome');
+  const [hits, negatives, misses] = [outcome('hit'), outcome('negative'), outcome('miss')];
   const cache = new LRUCache<string, Entry>({
     max: context.config.linkCacheSize,
     ttl: FRESH_MS,
@@ -82,12 +83,12 @@ export async function createLinkCache(context: Context): Promise<LinkCache> {
       const key = keyOf(subdomain, slug);
       const held = cache.get(key);
       if (held !== undefined) {
-        outcomes(held.link ? 'hit' : 'negative').inc();
+        (held.link ? hits : negatives).inc();
         // Stale entries are served and refreshed behind the answer.
         if (cache.getRemainingTTL(key) <= 0) void cache.fetch(key).catch((error: unknown) => log.warn({ err: error, key }, 'link refresh failed'));
         return held.link;
       }
-      outcomes('miss').inc();
+      misses.inc();
       return cache.fetch(key).then((entry) => entry?.link ?? null);
     },
     async close() {

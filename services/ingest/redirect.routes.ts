@@ -5,12 +5,14 @@ import type { Context } from '../../shared/context.js';
 import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
-import { ASSIGNED_REQUEST_ID, clientAddressOf, incomingRequestId, requestRecorder } from '../../shared/http/fastify-base.js';
+import { ASSIGNED_REQUEST_ID, clientAddressOf, errorOptionsOf, incomingRequestId, localizedByHeaders, requestRecorder } from '../../shared/http/fastify-base.js';
 import { rateLimitHeaderList, rateLimitHeaders, type RateDecision, type RateLimiter } from '../../shared/http/rate-limit.js';
 import { VISIT_PARAM } from '../../shared/tracker/beacon.js';
 import { classifyAttack } from '../../shared/visits/attack.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import { visitText, type RawVisit } from '../../shared/visits/raw-visit.js';
+import { subdomainOf } from '../../shared/links/hosts.js';
 import { SLUG } from '../api/links/links.service.js';
+import type { RedirectLink } from '../../shared/links/link-notices.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
 
@@ -19,36 +21,18 @@ export interface ShortHostDeps {
   links: LinkCache;
   visits: VisitProducer;
   limiter: RateLimiter;
-  errorOptions: { showDetail: boolean; homeUrl: string };
-  /** Sets the request's locale (from Accept-Language) before an error page is rendered. */
-  localized: (request: FastifyRequest) => FastifyRequest;
-}
-
-/** What a subdomain label of a short host looks like (3–63 characters of a-z, 0-9 and inner hyphens). */
-export const SUBDOMAIN_LABEL = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
-
-/** The subdomain of a short host name (`alice` of `alice.links.example.com`), or undefined. */
-export function subdomainOf(hostname: string, baseDomain: string): string | undefined {
-  const host = hostname.toLowerCase().replace(/\.$/, '');
-  const suffix = `.${baseDomain}`;
-  if (!host.endsWith(suffix)) return undefined;
-  const label = host.slice(0, -suffix.length);
-  return SUBDOMAIN_LABEL.test(label) ? label : undefined;
 }
 
 /** The target with `lt_visit=<visit id>` appended to its query, before any fragment. */
-export function withVisitId(target: string, visitId: string): string {
+function withVisitId(target: string, visitId: string): string {
   const hash = target.indexOf('#');
   const base = hash < 0 ? target : target.slice(0, hash);
   const separator = base.includes('?') ? (base.endsWith('?') || base.endsWith('&') ? '' : '&') : '?';
   return `${base}${separator}${VISIT_PARAM}=${visitId}${hash < 0 ? '' : target.slice(hash)}`;
 }
 
-/** A request header as visit text, cut to the column's length. */
-export const headerText = (value: string | undefined, max: number) => (value ?? '').slice(0, max);
-
 /** What a short-host request is decided on: the same facts whether it came raw or through Fastify. */
-export interface ShortHostRequest {
+interface ShortHostRequest {
   id: string;
   /** When the request arrived (ms), and the UUIDv7 of that time its visit gets. */
   at: number;
@@ -58,12 +42,13 @@ export interface ShortHostRequest {
   ip: string;
   /** The subdomain of the short host, or undefined when the host is not one. */
   subdomain: string | undefined;
-  hostname: string;
+  /** The host name, recorded on an attack visit when the host is not a short host. */
+  hostname?: string;
   headers: IncomingHttpHeaders;
 }
 
 /** The answer decided for a short-host request: a redirect, or a refusal to render as an error page. */
-export type RedirectOutcome =
+type RedirectOutcome =
   | { kind: 'redirect'; status: number; location: string; rateLimit: RateDecision }
   | { kind: 'refusal'; error: AppError; rateLimit?: RateDecision };
 
@@ -79,65 +64,65 @@ function createRedirector(deps: ShortHostDeps) {
   const { context, links, visits, limiter } = deps;
   const { metrics, log } = context;
   const answered = counterChildren(metrics.redirects, 'status');
+  const refusedByLimit = counterChildren(metrics.rateLimited, 'bucket')('redirect');
   const refusal = (error: AppError, rateLimit?: RateDecision): RedirectOutcome => {
     answered(String(error.status)).inc();
     return { kind: 'refusal', error, rateLimit };
   };
 
-  const visitOf = (request: ShortHostRequest, fields: Pick<RawVisit, 'kind' | 'owner_id' | 'subdomain' | 'link_id' | 'slug' | 'expects_beacon'>): RawVisit => {
-    const { url, headers } = request;
-    const queryAt = url.indexOf('?');
-    return {
-      // One clock reading: the visit id's UUIDv7 time is the visit's time (the beacon relies on it).
-      visit_id: request.visitId,
-      ts: new Date(request.at).toISOString(),
-      ...fields,
-      ip_public: request.ip,
-      user_agent: headerText(headers['user-agent'], 2000),
-      referrer: headerText(headers.referer, 2000),
-      accept_language: headerText(headers['accept-language'], 200),
-      query: queryAt < 0 ? '' : url.slice(queryAt + 1, queryAt + 1 + 4000),
-    };
-  };
+  /** A request being decided: its path and query, split once. */
+  type Asked = { request: ShortHostRequest; path: string; query: string };
 
-  const decide = (request: ShortHostRequest, slug: string, link: Awaited<ReturnType<LinkCache['lookup']>>, decision: RateDecision): RedirectOutcome => {
+  const visitOf = ({ request, query }: Asked, fields: Pick<RawVisit, 'kind' | 'owner_id' | 'subdomain' | 'link_id' | 'slug' | 'expects_beacon'>): RawVisit => ({
+    // One clock reading: the visit id's UUIDv7 time is the visit's time (the beacon relies on it).
+    visit_id: request.visitId,
+    ts: new Date(request.at).toISOString(),
+    ...fields,
+    ip_public: request.ip,
+    user_agent: visitText(request.headers['user-agent'], 'user_agent'),
+    referrer: visitText(request.headers.referer, 'referrer'),
+    accept_language: visitText(request.headers['accept-language'], 'accept_language'),
+    query: visitText(query, 'query'),
+  });
+
+  const decide = (asked: Asked, slug: string, link: RedirectLink | null, decision: RateDecision): RedirectOutcome => {
     if (!decision.allowed) {
-      metrics.rateLimited.inc({ bucket: 'redirect' });
+      refusedByLimit.inc();
       return refusal(retryLater('rate_limited', decision.resetSec, { bucket: 'redirect', limit: decision.limit }), decision);
     }
-    if (!link) return refusal(new AppError('not_found', { path: `/${slug}`.slice(0, 200) }), decision);
+    if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }), decision);
     if (link.expires_at !== null && Date.parse(link.expires_at) <= Date.now()) return refusal(new AppError('gone', { slug, reason: 'expired' }), decision);
     if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }), decision);
-    const visit = visitOf(request, { kind: 'visit', owner_id: link.owner_id, subdomain: request.subdomain!, link_id: link.id, slug, expects_beacon: link.append_visit_id });
+    const visit = visitOf(asked, { kind: 'visit', owner_id: link.owner_id, subdomain: asked.request.subdomain!, link_id: link.id, slug, expects_beacon: link.append_visit_id });
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();
     return { kind: 'redirect', status: link.redirect_type, location: link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url, rateLimit: decision };
   };
 
-  const check = (request: ShortHostRequest, slug: string, link: Awaited<ReturnType<LinkCache['lookup']>>) => {
+  const check = (asked: Asked, slug: string, link: RedirectLink | null) => {
     // Unknown slugs count in the bucket too (under no link), so guessing slugs is limited.
-    const checked = limiter.check('redirect', `${request.ip}|${link?.id ?? '-'}`);
-    return checked instanceof Promise ? checked.then((decision) => decide(request, slug, link, decision)) : decide(request, slug, link, checked);
+    const checked = limiter.check('redirect', `${asked.request.ip}|${link?.id ?? '-'}`);
+    return checked instanceof Promise ? checked.then((decision) => decide(asked, slug, link, decision)) : decide(asked, slug, link, checked);
   };
 
   return (request: ShortHostRequest): RedirectOutcome | Promise<RedirectOutcome> => {
     const { url, subdomain } = request;
     const queryAt = url.indexOf('?');
-    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    const asked: Asked = { request, path: queryAt < 0 ? url : url.slice(0, queryAt), query: queryAt < 0 ? '' : url.slice(queryAt + 1) };
     const attack = classifyAttack(url);
     if (attack || !subdomain) {
       if (attack) {
         visits.enqueue(
-          visitOf(request, { kind: 'attack', owner_id: '', subdomain: subdomain ?? request.hostname.slice(0, 63), link_id: '', slug: path.slice(0, 200), expects_beacon: false }),
+          visitOf(asked, { kind: 'attack', owner_id: '', subdomain: subdomain ?? (request.hostname ?? '').slice(0, 63), link_id: '', slug: asked.path.slice(0, 200), expects_beacon: false }),
         );
         log.info({ request_id: request.id, attack, ip: request.ip, url: url.slice(0, 500) }, 'attack attempt');
       }
-      return refusal(new AppError('not_found', { path: path.slice(0, 200) }));
+      return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }));
     }
-    const slug = path.slice(1).toLowerCase();
+    const slug = asked.path.slice(1).toLowerCase();
     const found = SLUG.test(slug) ? links.lookup(subdomain, slug) : null;
     // Awaited only when pending (a cache miss, the Redis store): a hit decides synchronously.
-    return found instanceof Promise ? found.then((link) => check(request, slug, link)) : check(request, slug, found);
+    return found instanceof Promise ? found.then((link) => check(asked, slug, link)) : check(asked, slug, found);
   };
 }
 
@@ -162,8 +147,9 @@ export interface ShortHosts {
  * does) and returns the raw listener the server uses first.
  */
 export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): ShortHosts {
-  const { context, errorOptions, localized } = deps;
+  const { context } = deps;
   const { config } = context;
+  const errorOptions = errorOptionsOf(config);
   const redirector = createRedirector(deps);
   const clientAddress = clientAddressOf(config.trustProxy);
   const record = requestRecorder(context);
@@ -186,7 +172,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
         headers: request.headers,
       }));
     if (outcome.rateLimit) reply.headers(rateLimitHeaders(outcome.rateLimit));
-    if (outcome.kind === 'refusal') return sendError(localized(request), reply, outcome.error, errorOptions);
+    if (outcome.kind === 'refusal') return sendError(localizedByHeaders(request), reply, outcome.error, errorOptions);
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'private, max-age=0').send();
   };
   // GET also answers HEAD (Fastify's exposeHeadRoutes): same status and headers, no body.
@@ -200,30 +186,29 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   });
   const fastify = app.routing.bind(app) as (request: IncomingMessage, response: ServerResponse) => void;
 
-  const answer = (request: DecidedRequest, response: ServerResponse, id: string, ip: string, started: number, outcome: RedirectOutcome) => {
-    if (outcome.kind === 'refusal') {
-      request[DECIDED] = { outcome };
-      return fastify(request, response);
-    }
+  /** Hands a request the listener decided but does not answer on to Fastify, keeping its id. */
+  const handOn = (request: DecidedRequest, response: ServerResponse, id: string, decided: Decided) => {
+    request[DECIDED] = decided;
+    request[ASSIGNED_REQUEST_ID] = id;
+    fastify(request, response);
+  };
+
+  const answer = (request: DecidedRequest, response: ServerResponse, asked: ShortHostRequest, started: number, outcome: RedirectOutcome) => {
+    if (outcome.kind === 'refusal') return handOn(request, response, asked.id, { outcome });
     // Node's writeHead takes a flat [name, value, …] list fastest (no per-key walk of an object).
     const headers = rateLimitHeaderList(outcome.rateLimit);
-    headers.push('X-Request-Id', id, 'Location', outcome.location, 'Cache-Control', 'private, max-age=0', 'Content-Length', '0');
+    headers.push('X-Request-Id', asked.id, 'Location', outcome.location, 'Cache-Control', 'private, max-age=0', 'Content-Length', '0');
     response.writeHead(outcome.status, headers).end();
     record({
-      id,
+      id: asked.id,
       method: request.method!,
-      url: request.url!,
+      url: asked.url,
       route: ROUTE_LABEL,
       status: outcome.status,
       tookMs: performance.now() - started,
-      ip,
-      userAgent: request.headers['user-agent'],
+      ip: asked.ip,
+      userAgent: asked.headers['user-agent'],
     });
-  };
-
-  const fail = (request: DecidedRequest, response: ServerResponse, failure: unknown) => {
-    request[DECIDED] = { failure };
-    fastify(request, response);
   };
 
   return {
@@ -233,17 +218,19 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
       const at = Date.now();
       // One UUIDv7 per request: the visit's id, and the request's id unless it brought its own.
       const visitId = uuidv7({ msecs: at });
-      const id = incomingRequestId(request.headers) ?? visitId;
-      request[ASSIGNED_REQUEST_ID] = id;
-      const ip = clientAddress(request);
+      const { headers } = request;
+      const asked = { id: incomingRequestId(headers) ?? visitId, at, visitId, url: request.url!, ip: clientAddress(request), subdomain, headers };
       let outcome: RedirectOutcome | Promise<RedirectOutcome>;
       try {
-        outcome = redirector({ id, at, visitId, url: request.url!, ip, subdomain, hostname: request.headers.host ?? '', headers: request.headers });
+        outcome = redirector(asked);
       } catch (error) {
-        return fail(request, response, error);
+        return handOn(request, response, asked.id, { failure: error });
       }
-      if (outcome instanceof Promise) outcome.then((decided) => answer(request, response, id, ip, started, decided), (error: unknown) => fail(request, response, error));
-      else answer(request, response, id, ip, started, outcome);
+      if (outcome instanceof Promise) outcome.then(
+          (decided) => answer(request, response, asked, started, decided),
+          (failure: unknown) => handOn(request, response, asked.id, { failure }),
+        );
+      else answer(request, response, asked, started, outcome);
     },
   };
 }

@@ -13,7 +13,7 @@ import type { BeaconMessage } from '../../shared/tracker/beacon.js';
 import { buildApp } from '../api/app.js';
 import { beaconStore } from '../enricher/beacons.js';
 import { startEnricher } from '../enricher/enricher.js';
-import { toClickHouseTime } from '../enricher/visit-writer.js';
+import { toClickHouseTime } from '../../shared/analytics/analytics.js';
 import { listenerClient } from '../../shared/testing/listener.js';
 
 // The beacon end to end: ingest edge (/tracker/*) → tracker.raw (in-process, or Kafka in the services

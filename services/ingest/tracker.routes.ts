@@ -9,7 +9,8 @@ import { defineRoute, type RouteDef } from '../../shared/http/route.js';
 import { PROJECT_ROOT } from '../../shared/paths.js';
 import { BEACON_ATTACH_WINDOW_MS, SignalsSchema, uuidv7Time, type BeaconMessage, type Signals } from '../../shared/tracker/beacon.js';
 import { visitIdOfToken, type ConsentTokens } from '../../shared/tracker/consent-token.js';
-import { headerText, SUBDOMAIN_LABEL } from './redirect.routes.js';
+import { SUBDOMAIN_LABEL } from '../../shared/links/hosts.js';
+import { VISIT_TEXT_MAX, visitText } from '../../shared/visits/raw-visit.js';
 import type { BeaconProducer } from './visit-producer.js';
 
 /** The beacon script, read once: plain JavaScript without dependencies. */
@@ -36,7 +37,7 @@ const ConsentBody = z
     analytics: z.boolean().meta({ description: 'Consent to client-side analytics signals.' }),
     lan_ip: z.boolean().meta({ description: 'Consent to the LAN address from WebRTC (needs analytics too).' }),
     page: z
-      .strictObject({ referrer: z.string().max(2000).optional(), query: z.string().max(4000).optional() })
+      .strictObject({ referrer: z.string().max(VISIT_TEXT_MAX.referrer).optional(), query: z.string().max(VISIT_TEXT_MAX.query).optional() })
       .optional()
       .meta({ description: 'For a visit the beacon starts: the page\'s referrer and query string (UTM parameters).' }),
   })
@@ -159,8 +160,8 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
                 own_visit: {
                   subdomain: body.subdomain,
                   ip_public: request.ip,
-                  user_agent: headerText(request.headers['user-agent'], 2000),
-                  accept_language: headerText(request.headers['accept-language'], 200),
+                  user_agent: visitText(request.headers['user-agent'], 'user_agent'),
+                  accept_language: visitText(request.headers['accept-language'], 'accept_language'),
                   referrer: body.page?.referrer ?? '',
                   query: body.page?.query ?? '',
                 },

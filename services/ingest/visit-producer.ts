@@ -43,7 +43,8 @@ export const createBeaconProducer = (context: Context): BeaconProducer =>
  */
 function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T) => { key: string; kind: string }): LogProducer<T> {
   const { metrics, log, visitLog, config } = context;
-  const buffer: LogMessage[] = [];
+  // Items are serialised when published, not when enqueued: the answer to the visitor does not wait for it.
+  const buffer: { key: string; item: T }[] = [];
   let running: Promise<void> | undefined;
   let closing = false;
   let lastDropLog = 0;
@@ -54,7 +55,7 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
   const drain = async () => {
     let backoff = 50;
     while (buffer.length > 0 && !closing) {
-      const batch = buffer.slice(0, MAX_BATCH);
+      const batch: LogMessage[] = buffer.slice(0, MAX_BATCH).map(({ key, item }) => ({ key, value: JSON.stringify(item) }));
       try {
         await visitLog.publish(topic, batch);
         buffer.splice(0, batch.length);
@@ -93,7 +94,7 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
         return false;
       }
       const { key, kind } = describe(item);
-      buffer.push({ key, value: JSON.stringify(item) });
+      buffer.push({ key, item });
       accepted(kind).inc();
       kick();
       return true;

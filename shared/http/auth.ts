@@ -13,12 +13,12 @@ export interface Principal {
   sessionHash?: string;
 }
 
-/** Who may manage an object: its owner, or staff acting with the admin scope. */
 /** 403 `forbidden` (missing_scope) unless the principal holds the scope. */
 export function requireScope(principal: Principal, scope: Scope): void {
   if (!principal.scopes.has(scope)) throw new AppError('forbidden', { reason: 'missing_scope', required_scope: scope });
 }
 
+/** Who may manage an object: its owner, or staff acting with the admin scope. */
 export function canManage(principal: Principal, ownerId: string): boolean {
   return ownerId === principal.userId || principal.scopes.has('admin');
 }

@@ -4,6 +4,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
 import { negotiateLocale, type Locale } from '../i18n/index.js';
+import { counterChildren } from '../metrics.js';
 import { sendError, toAppError } from './error-response.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
@@ -14,9 +15,6 @@ export function incomingRequestId(headers: IncomingHttpHeaders): string | undefi
   const incoming = headers['x-request-id'];
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : undefined;
 }
-
-/** The id of a request: its own well-formed X-Request-Id, or a fresh UUIDv7. */
-export const requestIdOf = (headers: IncomingHttpHeaders): string => incomingRequestId(headers) ?? uuidv7();
 
 /**
  * Where a listener that answered part of a request before handing it to Fastify leaves the id it
@@ -53,14 +51,12 @@ export function baseFastifyOptions(context: Context): FastifyServerOptions {
     childLoggerFactory: (logger) => logger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
-    genReqId: (request) => (request as { [ASSIGNED_REQUEST_ID]?: string })[ASSIGNED_REQUEST_ID] ?? requestIdOf(request.headers),
+    // The id a listener already gave the request, its own well-formed X-Request-Id, or a fresh UUIDv7.
+    genReqId: (request) => (request as { [ASSIGNED_REQUEST_ID]?: string })[ASSIGNED_REQUEST_ID] ?? incomingRequestId(request.headers) ?? uuidv7(),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
     // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
-    frameworkErrors: (error, request, reply) => {
-      request.locale = requestLocale(request, { query: false });
-      void sendError(request, reply, toAppError(error).appError, errorOptions);
-    },
+    frameworkErrors: (error, request, reply) => void sendError(localizedByHeaders(request), reply, toAppError(error).appError, errorOptions),
   };
 }
 
@@ -68,6 +64,15 @@ export function baseFastifyOptions(context: Context): FastifyServerOptions {
 export function requestLocale(request: FastifyRequest, { query = true } = {}): Locale {
   const lang = query ? (request.query as Record<string, unknown> | undefined)?.lang : undefined;
   return negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+}
+
+/**
+ * Sets a request's locale from Accept-Language alone (not `?lang=`: the query may not be parsed
+ * yet) and returns it, for error pages rendered outside the API's hooks.
+ */
+export function localizedByHeaders<R extends FastifyRequest>(request: R): R {
+  request.locale = requestLocale(request, { query: false });
+  return request;
 }
 
 /** One answered request, as the access log and the HTTP metrics see it. */
@@ -91,15 +96,13 @@ export interface AnsweredRequest {
 export function requestRecorder(context: Context): (answered: AnsweredRequest) => void {
   const { metrics, log } = context;
   const durations = new Map<string, { observe(seconds: number): void }>();
-  const statusClasses = new Map<number, { inc(): void }>();
+  const statusClass = counterChildren(metrics.httpRequests, 'status_class');
   return ({ id, method, url, route, status, tookMs, ip, userAgent }) => {
     const key = `${method} ${route} ${status}`;
     let duration = durations.get(key);
     if (!duration) durations.set(key, (duration = metrics.httpDuration.labels({ method, route, status_code: String(status) })));
     duration.observe(tookMs / 1000);
-    let statusClass = statusClasses.get(status);
-    if (!statusClass) statusClasses.set(status, (statusClass = metrics.httpRequests.labels({ status_class: `${Math.floor(status / 100)}xx` })));
-    statusClass.inc();
+    statusClass(`${Math.floor(status / 100)}xx`).inc();
     log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
   };
 }

@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { AppError } from '../errors.js';
 
 /** Largest `limit` of any collection. */
-export const MAX_PAGE_SIZE = 200;
+const MAX_PAGE_SIZE = 200;
 /** `limit` when none is given (the spec's example page size). */
-export const DEFAULT_PAGE_SIZE = 50;
+const DEFAULT_PAGE_SIZE = 50;
 
 /** How collections page, for OpenAPI descriptions. */
 export const PAGINATION_NOTE =
@@ -30,3 +31,45 @@ export const pagingQuery = {
     .optional()
     .meta({ description: 'Page number (1-based) for human tables; not with `cursor`.' }),
 };
+
+/** How a request addresses a page: its size, and a cursor or a page number (not both). */
+export type Paging = { limit: number; cursor?: string; page?: number };
+
+/** The spec's pagination meta, plus `page` when the page was addressed by number. */
+type PageMeta = {
+  count: number;
+  total: number;
+  limit: number;
+  cursor: string | null;
+  next_cursor: string | null;
+  has_more: boolean;
+  page?: number;
+};
+
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+/** Cursors are opaque: a version tag and the position in the list. */
+function encodeCursor(seq: string): string {
+  return Buffer.from(`l1:${seq}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const match = /^l1:(\d{1,19})$/.exec(text);
+  if (!match || BigInt(match[1]!) > MAX_BIGINT) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
+  return match[1]!;
+}
+
+/** The spec's pagination meta of a page of rows (keyed by `seq`), with `page` when addressed by number. */
+export function pageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: Paging): PageMeta {
+  const meta: PageMeta = {
+    count: items.length,
+    total,
+    limit: paging.limit,
+    cursor: paging.cursor ?? null,
+    next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
+    has_more: hasMore,
+  };
+  if (paging.page !== undefined) meta.page = paging.page;
+  return meta;
+}

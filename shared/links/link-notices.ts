@@ -68,7 +68,7 @@ export interface LinkNotice {
 }
 
 /** Channel of link-change notices on the shared cache (Redis pub/sub, or in-process). */
-export const LINK_NOTICES_CHANNEL = 'links.changed';
+const LINK_NOTICES_CHANNEL = 'links.changed';
 
 /**
  * Publishes a link-change notice to every node (Redis pub/sub when nodes share Redis, in-process

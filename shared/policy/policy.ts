@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The one privacy-policy module (ARCHITECTURE.md, "Where privacy is enforced"): a subdomain's
+ * The one privacy-policy module (the architecture's "where privacy is enforced"): a subdomain's
  * policy fields, their types, defaults and bounds, and what an unauthenticated reader may get.
  * Every public endpoint asks this module; none reads the policy flags itself.
  */
@@ -42,8 +42,8 @@ export const POLICY_DEFAULTS: Policy = {
 };
 
 const SWITCH_DOCS: Record<PolicySwitch, string> = {
-  stats_public: 'Aggregates (GET /api/v1/stats?subdomain=) are public.',
-  stats_show_visits_list: 'The recent-visits list (GET /api/v1/visits?subdomain=) is public.',
+  stats_public: 'Aggregates (the statistics endpoints, to come) are public.',
+  stats_show_visits_list: 'The recent-visits list (to come) is public.',
   stats_show_ip: "Public visit rows carry the visitor's public IP.",
   stats_show_internal_ip: 'Public visit rows carry the LAN IP (only ever collected with consent).',
   stats_show_geo: 'Public visit rows and aggregates carry geolocation (country, region, city).',

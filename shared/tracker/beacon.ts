@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { toClickHouseTime } from '../analytics/analytics.js';
 import { z } from 'zod';
+import { VISIT_TEXT_MAX } from '../visits/raw-visit.js';
 
 /** Query parameter the redirect appends to the target URL of a link with `append_visit_id`. */
 export const VISIT_PARAM = 'lt_visit';
@@ -16,7 +17,7 @@ export function uuidv7Time(id: string): number | undefined {
 }
 
 /** LAN addresses a WebRTC host candidate may show: private, unique-local, link-local or CGNAT addresses, or an mDNS name. */
-export function isLanAddress(value: string): boolean {
+function isLanAddress(value: string): boolean {
   if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.local$/i.test(value)) return true;
   if (!ipaddr.isValid(value)) return false;
   const range = ipaddr.process(value).range();
@@ -64,13 +65,13 @@ export const SignalsSchema = z.strictObject({
 export type Signals = z.output<typeof SignalsSchema>;
 
 /** The server-side facts of a visit the beacon starts itself (no redirect before it), decided by the ingest node. */
-export const OwnVisitSchema = z.object({
+const OwnVisitSchema = z.object({
   subdomain: z.string().min(1).max(63),
   ip_public: z.string().max(45),
-  user_agent: z.string().max(2000),
-  accept_language: z.string().max(200),
-  referrer: z.string().max(2000),
-  query: z.string().max(4000),
+  user_agent: z.string().max(VISIT_TEXT_MAX.user_agent),
+  accept_language: z.string().max(VISIT_TEXT_MAX.accept_language),
+  referrer: z.string().max(VISIT_TEXT_MAX.referrer),
+  query: z.string().max(VISIT_TEXT_MAX.query),
 });
 
 /**

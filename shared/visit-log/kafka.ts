@@ -116,10 +116,10 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
     },
     async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions) {
       await ensureTopics();
-      // Groups carry the prefix too: environments sharing a cluster never share a group (and never
-      // rebalance each other's consumers).
       const tracker = consumerTracker(groupId, topic);
       const handler = tracker.track(untracked);
+      // Groups carry the prefix too: environments sharing a cluster never share a group (and never
+      // rebalance each other's consumers).
       const fullGroup = options.topicPrefix + groupId;
       const consumer = kafka.consumer({
         groupId: fullGroup,

@@ -21,9 +21,9 @@ interface TopicLog {
 export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retryDelayMs = 500): VisitLog {
   const topics = new Map<Topic, TopicLog>();
   const consumers = new Set<{ stopped: boolean; done: Promise<void>; status: ConsumerStatus }>();
-  /** Sets the lag of every group of a topic (published minus committed). */
   /** Messages of a topic a group has not committed. */
   const lagOf = (log: TopicLog, group: string) => log.base + log.messages.length - (log.groups.get(group) ?? log.base);
+  /** Sets the lag of every group of a topic (published minus committed). */
   const measureLag = (topic: Topic, log: TopicLog) => {
     for (const group of log.groups.keys()) metrics.consumerLag.set({ group, topic }, lagOf(log, group));
   };

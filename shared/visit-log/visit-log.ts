@@ -60,7 +60,6 @@ export function consumerTracker(group: string, topic: Topic) {
   };
 }
 
-
 /** The visit log: Kafka in production, a bounded in-process log with the same semantics embedded. */
 export interface VisitLog {
   kind: 'memory' | 'kafka';

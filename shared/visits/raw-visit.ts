@@ -1,5 +1,11 @@
 import { z } from 'zod';
 
+/** Longest text a visit keeps in each column taken from the request (the edge cuts, the schemas check). */
+export const VISIT_TEXT_MAX = { user_agent: 2000, referrer: 2000, accept_language: 200, query: 4000 } as const;
+
+/** A request header (or query) as visit text, cut to its column's length. */
+export const visitText = (value: string | undefined, column: keyof typeof VISIT_TEXT_MAX) => (value ?? '').slice(0, VISIT_TEXT_MAX[column]);
+
 /**
  * A visit as the ingest edge publishes it on `visits.raw` (key = link id). The edge decides
  * `visit_id` (UUIDv7), the time and `ip_public`; the enricher adds everything derived.
@@ -13,10 +19,10 @@ export const RawVisitSchema = z.object({
   link_id: z.string().max(64).default(''),
   slug: z.string().max(200).default(''),
   ip_public: z.string().max(45),
-  user_agent: z.string().max(2000).default(''),
-  referrer: z.string().max(2000).default(''),
-  accept_language: z.string().max(200).default(''),
-  query: z.string().max(4000).default(''),
+  user_agent: z.string().max(VISIT_TEXT_MAX.user_agent).default(''),
+  referrer: z.string().max(VISIT_TEXT_MAX.referrer).default(''),
+  accept_language: z.string().max(VISIT_TEXT_MAX.accept_language).default(''),
+  query: z.string().max(VISIT_TEXT_MAX.query).default(''),
   /** The redirect appended the visit id to the target (link option): the enricher merges a beacon that arrived first. */
   expects_beacon: z.boolean().default(false),
 });

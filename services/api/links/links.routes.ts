@@ -46,7 +46,7 @@ const redirectSchema = z
   .union(REDIRECT_TYPES.map((code) => z.literal(code)))
   .meta({ description: 'HTTP status of the redirect: 301, 302 (default), 307 or 308.' });
 
-export const LinkSchema = z
+const LinkSchema = z
   .object({
     id: z.string().meta({ description: 'Opaque, URL-safe, not sequential.', example: 'l_3q2-Xb9PzR1c_aKm' }),
     subdomain: z.string(),
@@ -91,7 +91,7 @@ export function linksRoutes(context: Context): RouteDef[] {
         '`q` (substring of slug, title or target, case-insensitive), `tag` and `since` (created at or after). ' +
         'Another owner\'s `subdomain` answers its public list, or 403 `not_owner` when its policy hides links. ' +
         'Without credentials, `subdomain` is required and the answer is its public list: only when its policy has stats_show_links ' +
-        '(else 403 `forbidden`), only links that still redirect and are older than stats_publish_delay_sec, at most its stats_max_items ' +
+        '(else 403 `forbidden`), only links neither deleted nor expired and older than stats_publish_delay_sec, at most its stats_max_items ' +
         'newest, as PublicLink objects; the public list takes no q, tag or since (422). ' +
         PAGINATION_NOTE,
       tags,

@@ -7,7 +7,8 @@ import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-no
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
-import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type PageAt } from './links.repository.js';
+import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink, type PageAt } from './links.repository.js';
+import { decodeCursor, pageMeta, type Paging } from '../../../shared/http/pagination.js';
 
 /** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
 export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -20,7 +21,7 @@ const GENERATED_SLUG_ATTEMPTS = 8;
 
 export const REDIRECT_TYPES = [301, 302, 307, 308] as const;
 
-export type LinkState = 'active' | 'expired' | 'limit_reached' | 'deleted';
+type LinkState = 'active' | 'expired' | 'limit_reached' | 'deleted';
 
 /** A link as its owner sees it. */
 export interface LinkView {
@@ -67,45 +68,6 @@ export interface LinkPatch {
   append_visit_id?: boolean;
 }
 
-/** The spec's pagination meta, plus `page` when the page was addressed by number. */
-export type PageMeta = {
-  count: number;
-  total: number;
-  limit: number;
-  cursor: string | null;
-  next_cursor: string | null;
-  has_more: boolean;
-  page?: number;
-};
-
-const MAX_BIGINT = 2n ** 63n - 1n;
-
-/** Cursors are opaque: a version tag and the position in the list. */
-export function encodeCursor(seq: string): string {
-  return Buffer.from(`l1:${seq}`).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): string {
-  const text = Buffer.from(cursor, 'base64url').toString();
-  const match = /^l1:(\d{1,19})$/.exec(text);
-  if (!match || BigInt(match[1]!) > MAX_BIGINT) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
-  return match[1]!;
-}
-
-/** The spec's pagination meta of a page of rows (keyed by `seq`), with `page` when addressed by number. */
-function pageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: { limit: number; cursor?: string; page?: number }): PageMeta {
-  const meta: PageMeta = {
-    count: items.length,
-    total,
-    limit: paging.limit,
-    cursor: paging.cursor ?? null,
-    next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
-    has_more: hasMore,
-  };
-  if (paging.page !== undefined) meta.page = paging.page;
-  return meta;
-}
-
 /** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
 function generateSlug(): string {
   let slug = '';
@@ -119,7 +81,7 @@ function newLinkId(): string {
 }
 
 /** Tags are compared in lower case; duplicates collapse. */
-export function normalizeTags(tags: string[]): string[] {
+function normalizeTags(tags: string[]): string[] {
   return [...new Set(tags.map((tag) => tag.trim().toLowerCase()))];
 }
 
@@ -196,21 +158,24 @@ export function linksService(context: Context) {
     await events.emit('link.created', { ownerId: row.owner_id, subdomain: row.subdomain }, toView(row));
   };
 
-  /** Inserts with the given slug, or with generated ones until one is free. */
-  const insert = async (values: Omit<Parameters<typeof links.insertIfFree>[0], 'id' | 'slug'>, slug: string | undefined) => {
+  /**
+   * Inserts with the given slug, or with generated ones until one is free; the original instead
+   * when a concurrent create with the same client_id won the race.
+   */
+  const insert = async (values: Omit<NewLink, 'id' | 'slug'>, slug: string | undefined): Promise<LinkRow | { original: LinkRow }> => {
     const { clientId } = values;
     for (let attempt = 0; attempt < (slug ? 1 : GENERATED_SLUG_ATTEMPTS); attempt++) {
       const row = await links.insertIfFree({ ...values, id: newLinkId(), slug: slug ?? generateSlug() });
       if (row) return row;
-      // A concurrent create with the same client_id won the race: that one is the original.
-      if (clientId && (await links.findByClientId(values.ownerId, clientId))) return undefined;
+      const original = clientId ? await links.findByClientId(values.ownerId, clientId) : undefined;
+      if (original) return { original };
     }
     if (slug) throw new AppError('conflict', { slug: 'is taken in this subdomain' });
     throw new AppError('service_unavailable', { reason: 'no free generated slug; retry' });
   };
 
   /** Page of rows → views + the spec's meta. */
-  const paged = async <V>(filter: LinkFilter, paging: { limit: number; cursor?: string; page?: number }, view: (row: LinkRow) => V) => {
+  const paged = async <V>(filter: LinkFilter, paging: Paging, view: (row: LinkRow) => V) => {
     const at: PageAt = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeCursor(paging.cursor) : undefined };
     const [rows, total] = await Promise.all([links.page(filter, at, paging.limit), links.count(filter)]);
     const items = rows.slice(0, paging.limit);
@@ -218,7 +183,7 @@ export function linksService(context: Context) {
   };
 
   /** One page of a subdomain's public window (the newest public links, at most stats_max_items). */
-  const publicPage = async (subdomain: string, view: PublicView, paging: { limit: number; cursor?: string; page?: number }) => {
+  const publicPage = async (subdomain: string, view: PublicView, paging: Paging) => {
     const window = await links.publicWindow(subdomain, view.publishedBefore, view.maxItems);
     const afterSeq = paging.cursor ? BigInt(decodeCursor(paging.cursor)) : undefined;
     const start =
@@ -249,22 +214,19 @@ export function linksService(context: Context) {
       // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
       const { appendVisitId, ...hashed } = normalized;
       const hash = clientId ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), expiresAt: expiresAt?.toISOString() ?? null }) : null;
-      const replay = async (): Promise<{ link: LinkView; replay: boolean } | undefined> => {
-        if (!clientId) return undefined;
-        const original = await links.findByClientId(ownerId, clientId);
-        if (!original) return undefined;
+      const replayOf = (original: LinkRow): { link: LinkView; replay: boolean } => {
         if (original.client_body_hash !== hash) {
           throw new AppError('conflict', { client_id: 'was already used with a different request body' });
         }
         return { link: toView(original), replay: true };
       };
-      const earlier = await replay();
-      if (earlier) return earlier;
+      const earlier = clientId ? await links.findByClientId(ownerId, clientId) : undefined;
+      if (earlier) return replayOf(earlier);
 
       if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('validation_error', { expires_at: 'must be in the future' });
       const { slug, ...values } = normalized;
       const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug);
-      if (!row) return (await replay())!;
+      if ('original' in row) return replayOf(row.original);
       await announceCreated(row);
       return { link: toView(row), replay: false };
     },
@@ -312,6 +274,7 @@ export function linksService(context: Context) {
      */
     async duplicate(principal: Principal, id: string): Promise<LinkView> {
       const source = await managed(principal, id);
+      // No client_id: never the original of a concurrent create.
       const row = (await insert(
         {
           ownerId: source.owner_id,
@@ -327,7 +290,7 @@ export function linksService(context: Context) {
           clientBodyHash: null,
         },
         undefined,
-      ))!;
+      )) as LinkRow;
       await announceCreated(row);
       return toView(row);
     },
@@ -340,7 +303,7 @@ export function linksService(context: Context) {
     async list(
       principal: Principal,
       filters: { subdomain?: string; q?: string; tag?: string; since?: string },
-      paging: { limit: number; cursor?: string; page?: number },
+      paging: Paging,
     ) {
       const filter: LinkFilter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
       if (filters.subdomain !== undefined) {
@@ -358,10 +321,10 @@ export function linksService(context: Context) {
     },
 
     /**
-     * The public list of a subdomain: only when its policy shows links, only links that still
-     * redirect and are older than the publish delay, never more than its stats_max_items newest.
+     * The public list of a subdomain: only when its policy shows links, only links neither deleted
+     * nor expired and older than the publish delay, never more than its stats_max_items newest.
      */
-    async publicList(subdomain: string, filters: { q?: string; tag?: string; since?: string }, paging: { limit: number; cursor?: string; page?: number }) {
+    async publicList(subdomain: string, filters: { q?: string; tag?: string; since?: string }, paging: Paging) {
       const { view } = await subdomains.policyView(subdomain);
       if (!view.links) throw new AppError('forbidden', { reason: 'links_not_public', subdomain });
       assertNoOwnerFilters(filters);

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '../../../shared/policy/policy.js';
-import { PAGINATION_NOTE } from '../../../shared/http/pagination.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
 import { MAX_SUBDOMAINS_PER_OWNER, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, subdomainsService } from './subdomains.service.js';
 
@@ -14,7 +13,7 @@ const nameSchema = z
   .meta({ description: `A DNS label. Reserved names are refused with 422: ${RESERVED_SUBDOMAINS.join(', ')}.`, example: 'alice' });
 const titleSchema = z.string().trim().min(1).max(200);
 
-export const SubdomainSchema = z
+const SubdomainSchema = z
   .object({
     name: z.string(),
     title: z.string().nullable(),
@@ -79,7 +78,7 @@ export function subdomainsRoutes(context: Context): RouteDef[] {
       method: 'GET',
       path: '/api/v1/subdomains',
       summary: "List the caller's subdomains with their policies",
-      description: `Needs \`links:read\` or a session. All of them in one page (an account holds at most ${MAX_SUBDOMAINS_PER_OWNER}). ${PAGINATION_NOTE}`,
+      description: `Needs \`links:read\` or a session. All of them in one page, ordered by name (an account holds at most ${MAX_SUBDOMAINS_PER_OWNER}); \`meta\` has the usual paging fields with \`has_more\` false.`,
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
