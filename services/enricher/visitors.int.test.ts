@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { decodeEvent, type PlatformEvent } from '../../shared/events/events.js';
+import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
 import { closeContext, createTestContext, uniqueName } from '../../shared/testing/context.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
@@ -24,7 +24,7 @@ beforeAll(async () => {
   eventsConsumer = await context.visitLog.consume({
     groupId: uniqueName('events'),
     topic: TOPICS.events,
-    handler: async (messages) => void events.push(...messages.flatMap((message) => decodeEvent(message) ?? [])),
+    handler: async (messages) => void events.push(...messages.flatMap((message) => decodeEvents(message))),
   });
 });
 

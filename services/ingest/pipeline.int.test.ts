@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { decodeEvent, type PlatformEvent } from '../../shared/events/events.js';
+import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
 import { closeContext, createTestContext, uniqueName } from '../../shared/testing/context.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
@@ -66,7 +66,7 @@ describe('max_visits', () => {
     const consumer = await context.visitLog.consume({
       groupId: uniqueName('limit-events'),
       topic: TOPICS.events,
-      handler: async (messages) => void received.push(...messages.flatMap((message) => decodeEvent(message) ?? [])),
+      handler: async (messages) => void received.push(...messages.flatMap((message) => decodeEvents(message))),
     });
     try {
       const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/', max_visits: 5 } });

@@ -4,7 +4,7 @@ import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
-import { decodeEvent, type PlatformEvent } from '../../../shared/events/events.js';
+import { decodeEvents, type PlatformEvent } from '../../../shared/events/events.js';
 import { subscribeLinkNotices, type LinkNotice } from '../../../shared/links/link-notices.js';
 import { mintToken } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../../shared/testing/context.js';
@@ -577,10 +577,7 @@ describe('link-change notices and link.created', () => {
       groupId: uniqueName('events-test'),
       topic: TOPICS.events,
       handler: async (messages) => {
-        for (const message of messages) {
-          const event = decodeEvent(message);
-          if (event) received.push(event);
-        }
+        for (const message of messages) received.push(...decodeEvents(message));
       },
     });
     try {

@@ -1,0 +1,60 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../metrics.js';
+import { createMemoryVisitLog } from '../visit-log/memory.js';
+import { TOPICS } from '../visit-log/topics.js';
+import type { LogMessage } from '../visit-log/visit-log.js';
+import { createEventBus, decodeEvents, type EventDraft } from './events.js';
+
+/** The messages of the `events` topic of an in-process log, read back by a consumer of its own. */
+async function published(emit: (bus: ReturnType<typeof createEventBus>) => Promise<unknown>): Promise<LogMessage[]> {
+  const metrics = createMetrics();
+  const visitLog = createMemoryVisitLog(metrics);
+  const bus = createEventBus({ visitLog, metrics, log: pino({ level: 'silent' }) });
+  await emit(bus);
+  const messages: LogMessage[] = [];
+  const consumer = await visitLog.consume({ groupId: 'events-test', topic: TOPICS.events, maxBatch: 10_000, handler: async (batch) => void messages.push(...batch) });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await consumer.stop();
+  await visitLog.close();
+  return messages;
+}
+
+const draft = (ownerId: string, n: number): EventDraft => ({ type: 'visit.new', ownerId, subdomain: `${ownerId}-sub`, data: { n } });
+
+describe('event bus messages', () => {
+  it('groups a batch of events by owner, in order, at most 500 per message, keyed by the owner', async () => {
+    const drafts = Array.from({ length: 1_200 }, (_, n) => draft(n % 3 === 0 ? 'owner-a' : 'owner-b', n));
+    const messages = await published((bus) => bus.emitMany(drafts));
+    // owner-a has 400 events (one message), owner-b 800 (500 + 300).
+    expect(messages.map((message) => [message.key, message.headers?.['x-event-count']])).toEqual([
+      ['owner-a', '400'],
+      ['owner-b', '500'],
+      ['owner-b', '300'],
+    ]);
+    expect(messages[0]!.headers?.['x-event-types']).toBe('visit.new');
+    const decoded = messages.flatMap(decodeEvents);
+    expect(decoded).toHaveLength(1_200);
+    for (const owner of ['owner-a', 'owner-b']) {
+      const ns = decoded.filter((event) => event.owner_id === owner).map((event) => (event.data as { n: number }).n);
+      expect(ns).toEqual(drafts.map((entry, n) => (entry.ownerId === owner ? n : -1)).filter((n) => n >= 0));
+    }
+    expect(new Set(decoded.map((event) => event.id)).size).toBe(1_200);
+    expect(decoded[0]).toMatchObject({ type: 'visit.new', owner_id: 'owner-a', subdomain: 'owner-a-sub', occurred_at: expect.any(String) });
+  });
+
+  it('publishes a single event as a message of one', async () => {
+    let emitted: unknown;
+    const messages = await published(async (bus) => (emitted = await bus.emit('link.created', { ownerId: 'owner-c', subdomain: null }, { id: 'l_1' })));
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.headers).toMatchObject({ 'x-event-count': '1', 'x-event-types': 'link.created' });
+    expect(decodeEvents(messages[0]!)).toEqual([emitted]);
+  });
+
+  it('decodes nothing from a message that is not events, and skips entries that are not platform events', () => {
+    expect(decodeEvents({ key: 'k', value: 'not json' })).toEqual([]);
+    expect(decodeEvents({ key: 'k', value: '42' })).toEqual([]);
+    const good = { id: 'e1', type: 'visit.new', occurred_at: 'now', owner_id: 'o', subdomain: 's', data: {} };
+    expect(decodeEvents({ key: 'k', value: JSON.stringify([good, { id: 'e2', type: 'made.up' }, null, 'text']) })).toEqual([good]);
+  });
+});
