@@ -11,6 +11,7 @@ import { insertVisits } from './visit-writer.js';
 import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
 import { burstDetector } from './bursts.js';
+import { orderedStages } from './stages.js';
 
 /** The burst part of a security.suspicious event: the visitor's visits within the window. */
 type BurstEvent = { visits: number; window_sec: number };
@@ -26,6 +27,24 @@ export function decodeVisit(message: LogMessage): Outcome {
 
 const ENRICHER_GROUP = 'enricher';
 
+/** A batch of visits enriched and ready to be stored. */
+interface Derived {
+  visits: RawVisit[];
+  enrichments: Map<RawVisit, Enrichment>;
+  burstsStarted: Map<RawVisit, BurstEvent>;
+}
+
+/** A batch of `visits.raw` ready to be stored, with the messages that go to the dead-letter topic. */
+interface PreparedBatch extends Derived {
+  dead: DeadLetter[];
+}
+
+/**
+ * Batches of `visits.raw` handled at once: one is prepared (decoded and enriched, on this thread)
+ * while the one before is inserted (ClickHouse parses and writes on its own threads).
+ */
+const ENRICHER_CONCURRENCY = 2;
+
 /**
  * Enriches a batch: the pure step per visit, then the visitor hash (the day's salt), the burst
  * signal (a visitor hammering one link: bots by behaviour) and, for human visits of a link,
@@ -37,7 +56,7 @@ async function deriveAll(
   salts: ReturnType<typeof saltBook>,
   uniques: ReturnType<typeof uniqueTracker>,
   bursts: ReturnType<typeof burstDetector>,
-): Promise<{ enrichments: Map<RawVisit, Enrichment>; burstsStarted: Map<RawVisit, BurstEvent>; remember(): void }> {
+): Promise<Derived> {
   const enrichments = new Map<RawVisit, Enrichment>();
   const burstsStarted = new Map<RawVisit, BurstEvent>();
   // Each visit's time parsed once: its day (salt, uniques) and its instant (bursts).
@@ -65,7 +84,10 @@ async function deriveAll(
   humans.forEach(({ enrichment }, index) => {
     if (first[index]) enrichment.is_unique = 1;
   });
-  return { enrichments, burstsStarted, remember };
+  // Remembered now, before the batch is stored: the next batch is judged against it while this one
+  // is written. If the batch fails, the tracker forgets everything and asks ClickHouse again.
+  remember();
+  return { visits, enrichments, burstsStarted };
 }
 
 /**
@@ -115,20 +137,19 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const beacons = beaconStore(analytics);
   const bursts = burstDetector(context.config.burst);
 
-  /** Enriches and inserts visits; the derived facts and the uniques to remember once the batch is durable. */
-  const store = async (visits: RawVisit[]) => {
-    const derived = await deriveAll(visits, geo, salts, uniques, bursts);
+  /** Enriches visits (and remembers their uniques, see deriveAll). */
+  const prepare = (visits: RawVisit[]) => deriveAll(visits, geo, salts, uniques, bursts);
+  /** Inserts an enriched batch (deduplicated by its token when redelivered) and counts it. */
+  const store = async ({ visits, enrichments }: Derived) => {
+    if (visits.length === 0) return;
     const insertStarted = performance.now();
-    await insertVisits(analytics, visits, (visit) => derived.enrichments.get(visit)!);
-    if (visits.length > 0) {
-      metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
-      metrics.insertBatchSize.observe(visits.length);
-      metrics.visitsInserted.inc(visits.length);
-      const kinds = new Map<string, number>();
-      for (const { kind } of derived.enrichments.values()) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
-      kinds.forEach((count, kind) => metrics.visitsEnriched.inc({ kind }, count));
-    }
-    return derived;
+    await insertVisits(analytics, visits, (visit) => enrichments.get(visit)!);
+    metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
+    metrics.insertBatchSize.observe(visits.length);
+    metrics.visitsInserted.inc(visits.length);
+    const kinds = new Map<string, number>();
+    for (const { kind } of enrichments.values()) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    kinds.forEach((count, kind) => metrics.visitsEnriched.inc({ kind }, count));
   };
 
   const consumer = await visitLog.consume({
@@ -136,22 +157,40 @@ export async function startEnricher(context: Context): Promise<Consumer> {
     topic: TOPICS.visitsRaw,
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
-    handler: async (messages) => {
-      const outcomes = messages.map(decodeVisit);
-      const visits = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.visit] : []));
-      const dead = outcomes.flatMap((outcome) => (outcome.kind === 'dlq' ? [outcome] : []));
-      const { enrichments, burstsStarted, remember } = await store(visits);
-      // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
-      const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
-      if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
-      remember();
-      await deadLetter(context, dead);
-      // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
-      const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
-      await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstsStarted.get(visit))), ...(await limits.check(people))]);
-    },
+    concurrency: ENRICHER_CONCURRENCY,
+    handler: orderedStages<LogMessage[], PreparedBatch>({
+      async prepare(messages) {
+        const visits: RawVisit[] = [];
+        const dead: DeadLetter[] = [];
+        for (const message of messages) {
+          const outcome = decodeVisit(message);
+          if (outcome.kind === 'ok') visits.push(outcome.visit);
+          else dead.push(outcome);
+        }
+        return { ...(await prepare(visits)), dead };
+      },
+      store,
+      async finish({ visits, enrichments, burstsStarted, dead }) {
+        // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
+        const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
+        if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
+        await deadLetter(context, dead);
+        // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
+        const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
+        await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstsStarted.get(visit))), ...(await limits.check(people))]);
+      },
+      // The uniques remembered for a batch that is not stored are forgotten (all of them: they are read again).
+      failed: () => uniques.forget(),
+    }),
   });
-  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => (await store(visits)).remember());
+  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => {
+    try {
+      await store(await prepare(visits));
+    } catch (error) {
+      uniques.forget();
+      throw error;
+    }
+  });
   return {
     async stop() {
       await Promise.all([consumer.stop(), beaconConsumer.stop()]);

@@ -81,8 +81,16 @@ export function uniqueTracker(analytics: Analytics) {
   };
   return {
     /**
+     * Forgets every visitor and link (after a batch that was remembered was not stored): each link
+     * is read again from ClickHouse when next met, which then tells by the visits' times.
+     */
+    forget() {
+      seen.clear();
+      loaded.clear();
+    },
+    /**
      * Whether each candidate (in order) is the first of its (link, visitor, day); `remember` records
-     * the answer once the batch is stored.
+     * the answers, for the batches judged after this one.
      */
     async firstOfDay(candidates: UniqueCandidate[]): Promise<{ first: boolean[]; remember(): void }> {
       const toLoad = new Map<string, Set<string>>();

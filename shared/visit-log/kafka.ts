@@ -114,7 +114,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       }
       metrics.visitLogPublished.inc({ topic }, messages.length);
     },
-    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions) {
+    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency = 1 }: ConsumeOptions) {
       await ensureTopics();
       const tracker = consumerTracker(groupId, topic);
       const handler = tracker.track(untracked);
@@ -133,6 +133,8 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
+        // Batches of different partitions at once; each partition's batches one after the other.
+        partitionsConsumedConcurrently: concurrency,
         eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;

@@ -69,7 +69,7 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       measureLag(topic, log);
       for (const wake of log.wake) wake();
     },
-    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0 }: ConsumeOptions): Promise<Consumer> {
+    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency = 1 }: ConsumeOptions): Promise<Consumer> {
       const log = topicLog(topic);
       // A new group starts at the oldest retained message, as Kafka's `earliest` reset does.
       if (!log.groups.has(groupId)) log.groups.set(groupId, log.base);
@@ -91,32 +91,48 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
         });
       /** When the oldest waiting message of a partial batch was first seen. */
       let partialSince: number | undefined;
+      /** Batches handed over and not yet committed, oldest first; `handled` says whether the handler succeeded. */
+      const inFlight: { end: number; handled: Promise<boolean> }[] = [];
       state.done = (async () => {
-        while (!state.stopped) {
-          const offset = log.groups.get(groupId)!;
-          const batch = log.messages.slice(offset - log.base, offset - log.base + maxBatch);
-          if (batch.length === 0) {
-            await waitForMessages();
-            continue;
-          }
-          if (batch.length < maxBatch && maxWaitMs > 0) {
-            partialSince ??= Date.now();
-            const left = partialSince + maxWaitMs - Date.now();
-            if (left > 0) {
-              await waitForMessages(left);
+        /** Where the next batch to hand over starts (the committed offset when nothing is in flight). */
+        let next = log.groups.get(groupId)!;
+        while (!state.stopped || inFlight.length > 0) {
+          if (!state.stopped && inFlight.length < concurrency) {
+            const batch = log.messages.slice(next - log.base, next - log.base + maxBatch);
+            // A partial batch waits for more (up to maxWaitMs) only when nothing else is being handled.
+            const partial = batch.length < maxBatch && maxWaitMs > 0;
+            if (batch.length > 0 && (!partial || inFlight.length === 0)) {
+              const left = partial ? (partialSince ??= Date.now()) + maxWaitMs - Date.now() : 0;
+              if (left <= 0) {
+                partialSince = undefined;
+                next += batch.length;
+                inFlight.push({ end: next, handled: handler(batch).then(() => true, () => false) });
+                continue;
+              }
+              if (inFlight.length === 0) {
+                await waitForMessages(left);
+                continue;
+              }
+            }
+            if (inFlight.length === 0) {
+              await waitForMessages();
               continue;
             }
           }
-          partialSince = undefined;
-          try {
-            await handler(batch);
-            log.groups.set(groupId, offset + batch.length);
+          // Commit in order: the oldest batch first, whichever finishes first.
+          const oldest = inFlight[0]!;
+          if (await oldest.handled) {
+            inFlight.shift();
+            log.groups.set(groupId, oldest.end);
             trim(topic, log);
             measureLag(topic, log);
-          } catch {
-            // Not committed: the same batch is redelivered after a pause, as Kafka would.
-            await sleep(retryDelayMs);
+            continue;
           }
+          // Not committed: once the batches after it are done too, it is redelivered (with them) after a pause, as Kafka would.
+          await Promise.all(inFlight.map((entry) => entry.handled));
+          inFlight.length = 0;
+          next = log.groups.get(groupId)!;
+          await sleep(retryDelayMs);
         }
       })();
       consumers.add(state);

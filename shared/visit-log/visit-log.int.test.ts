@@ -298,3 +298,70 @@ describe('in-process visit log batching by size or time', () => {
     }
   });
 });
+
+describe('in-process visit log with concurrency', () => {
+  it('hands the next batch over while one is handled, and commits in order', async () => {
+    const metrics = createMetrics();
+    const log = createMemoryVisitLog(metrics);
+    const started: number[][] = [];
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    try {
+      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
+      const consumer = await log.consume({
+        groupId: 'overlap',
+        topic: TOPICS.visitsRaw,
+        maxBatch: 2,
+        concurrency: 2,
+        handler: async (messages) => {
+          started.push(numbers(messages));
+          if (started.length === 1) await firstHeld;
+        },
+      });
+      // The second batch is handed over while the first is held; the third waits for a free place.
+      await waitFor(() => started.length === 2, 5_000, { message: 'the second batch handed over' });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(started).toEqual([[1, 2], [3, 4]]);
+      // Nothing is committed while the oldest batch is held, though the second is done.
+      expect((await log.consumers())[0]!.lag).toBe(6);
+      releaseFirst();
+      await waitFor(async () => (await log.consumers())[0]!.lag === 0, 5_000, { message: 'everything committed' });
+      expect(started).toEqual([[1, 2], [3, 4], [5, 6]]);
+      await consumer.stop();
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('redelivers from the failed batch, the batches after it included', async () => {
+    const metrics = createMetrics();
+    const log = createMemoryVisitLog(metrics, 100, 10);
+    const handled: string[] = [];
+    let failed = false;
+    try {
+      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
+      const consumer = await log.consume({
+        groupId: 'retry',
+        topic: TOPICS.visitsRaw,
+        maxBatch: 2,
+        concurrency: 2,
+        handler: async (messages) => {
+          const batch = numbers(messages).join(',');
+          // The first delivery of [1, 2] fails after [3, 4] was handed over (and succeeded).
+          if (batch === '1,2' && !failed) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            failed = true;
+            handled.push(`${batch} failed`);
+            throw new Error('insert refused');
+          }
+          handled.push(batch);
+        },
+      });
+      await waitFor(async () => (await log.consumers())[0]!.lag === 0, 5_000, { message: 'everything committed' });
+      expect(handled).toEqual(['3,4', '1,2 failed', '1,2', '3,4', '5,6']);
+      await consumer.stop();
+    } finally {
+      await log.close();
+    }
+  });
+});

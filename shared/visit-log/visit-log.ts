@@ -20,6 +20,14 @@ export interface ConsumeOptions {
    * what is there at once). Kafka: the broker holds the fetch up to this long for about a MiB.
    */
   maxWaitMs?: number;
+  /**
+   * Batches handed to the handler at once (default 1). With more, the next batch is handed over
+   * while earlier ones are still being handled (the handler orders its own steps); offsets are
+   * still committed in order and only up to the oldest batch not yet handled, and a failure
+   * redelivers from that batch. Kafka: batches of different partitions at once (one partition's
+   * batches stay one after the other); in-process: consecutive batches of the topic.
+   */
+  concurrency?: number;
   handler: (messages: LogMessage[]) => Promise<void>;
 }
 
