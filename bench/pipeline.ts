@@ -68,12 +68,14 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   );
 
   const started = performance.now();
+  const elu = performance.eventLoopUtilization();
   const enricher = await startEnricher(context);
   await waitFor(async () => (await count()) >= total, 600_000, { intervalMs: 200, message: `all ${total} rows` });
   const seconds = (performance.now() - started) / 1000;
+  const busy = performance.eventLoopUtilization(elu).utilization;
   const rate = total / seconds;
   const batches = (await context.metrics.insertBatchSize.get()).values.find((value) => value.metricName === 'visits_insert_batch_size_count')?.value ?? 0;
-  console.log(`drained ${total} visits in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} visits/s (${batches} inserts, ${(total / Math.max(1, batches)).toFixed(0)} rows each)`);
+  console.log(`drained ${total} visits in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} visits/s (${batches} inserts, ${(total / Math.max(1, batches)).toFixed(0)} rows each; main thread busy ${(busy * 100).toFixed(0)} %)`);
 
   // End-to-end delay of single visits arriving one by one (batches fill for at most 500 ms).
   const delays: number[] = [];

@@ -27,6 +27,12 @@ function malformedText(value: unknown, path: string): string | undefined {
 }
 
 /**
+ * Whether a message's JSON text can decode to a lone surrogate: it holds one itself, or a `\uD800`–
+ * `\uDFFF` escape (most messages have neither, and skip the walk through the decoded value).
+ */
+const mayHoldLoneSurrogate = (text: string) => /\\u[dD][89a-fA-F]|\p{Cs}/u.test(text);
+
+/**
  * Decodes and validates one message of the visit log against its schema, or says why it goes to the
  * dead-letter topic (the reason names each failing field, within 500 characters). Pure: no I/O.
  * A lone UTF-16 surrogate (valid JSON, e.g. "\ud800") makes ClickHouse refuse the whole insert, so
@@ -44,7 +50,7 @@ export function decodeMessage<T>(schema: z.ZodType<T>, what: string, message: Lo
     const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'message'}: ${issue.message}`).join('; ');
     return { kind: 'dlq', reason: `invalid ${what}: ${reason}`.slice(0, 500), message };
   }
-  const malformed = malformedText(parsed.data, '');
+  const malformed = mayHoldLoneSurrogate(message.value) ? malformedText(parsed.data, '') : undefined;
   if (malformed !== undefined) return { kind: 'dlq', reason: `invalid ${what}: ${malformed}: not well-formed Unicode`.slice(0, 500), message };
   return { kind: 'ok', value: parsed.data };
 }

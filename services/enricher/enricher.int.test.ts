@@ -5,9 +5,13 @@ import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../.
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
-import { RawVisitSchema } from '../../shared/visits/raw-visit.js';
+import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';
 import { startEnricher } from './enricher.js';
+import { enrich } from './enrich.js';
 import { insertVisits } from './visit-writer.js';
+
+/** What the enricher derives from a visit, without geolocation (these tests insert rows themselves). */
+const plain = (visit: RawVisit) => enrich(visit, { lookup: () => undefined });
 
 /** Kafka consumer-group joins and kafkajs retry back-off take seconds: generous, bounded waits. */
 const DEADLINE_MS = 30_000;
@@ -267,13 +271,13 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     const subdomain = uniqueName('versions');
     const visit = RawVisitSchema.parse(rawVisit(subdomain, { ts: '2025-06-08T00:00:00.000Z' }));
     const other = RawVisitSchema.parse(rawVisit(subdomain, { ts: '2025-06-08T00:00:01.000Z' }));
-    await insertVisits(context.analytics, [visit]);
-    await insertVisits(context.analytics, [visit]);
+    await insertVisits(context.analytics, [visit], plain);
+    await insertVisits(context.analytics, [visit], plain);
     expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
-    await insertVisits(context.analytics, [{ ...visit, user_agent: 're-enriched after a restart' }]);
+    await insertVisits(context.analytics, [{ ...visit, user_agent: 're-enriched after a restart' }], plain);
     expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
     // Another set of visits is another batch, even when it includes a stored one.
-    await insertVisits(context.analytics, [visit, other]);
+    await insertVisits(context.analytics, [visit, other], plain);
     expect(await visitsOf(subdomain, { final: false })).toHaveLength(3);
     expect(await visitsOf(subdomain)).toHaveLength(2);
   });

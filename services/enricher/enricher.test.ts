@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { decodeVisit } from './enricher.js';
-import { toVisitRow } from './visit-writer.js';
+import { enrich } from './enrich.js';
+import { toVisitRow as visitRowOf } from './visit-writer.js';
 
+/** The row of a visit enriched without geolocation (no address is known). */
+const toVisitRow = (visit: RawVisit) => visitRowOf(visit, enrich(visit, { lookup: () => undefined }));
+
+/** A person's browser (a bare `Mozilla/5.0` is a bot to isbot). */
+const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
 const VISIT_ID = '01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e5f';
 
 const minimal = { visit_id: VISIT_ID, ts: '2025-03-04T05:06:07.089Z', owner_id: 'owner-1', subdomain: 'acme', ip_public: '203.0.113.7' };
@@ -103,6 +109,16 @@ describe('decodeVisit', () => {
     expect(decode({ ...minimal, user_agent: 'Mozilla 😀' }).kind).toBe('ok');
   });
 
+  it('finds a lone surrogate whether the JSON text escapes it or holds it raw, and passes escaped pairs', () => {
+    const text = (userAgent: string) => JSON.stringify({ ...minimal, user_agent: 'UA' }).replace('"UA"', `"${userAgent}"`);
+    expect(reasonOf(text('Mozilla \\ud800'))).toMatch(/^invalid visit: user_agent: not well-formed Unicode/);
+    expect(reasonOf(text('Mozilla \\uDC00 tail'))).toMatch(/^invalid visit: user_agent: not well-formed Unicode/);
+    expect(reasonOf(text('Mozilla \ud800'))).toMatch(/^invalid visit: user_agent: not well-formed Unicode/);
+    expect(decode(text('Mozilla \\ud83d\\ude00')).kind).toBe('ok');
+    // A backslash before a "u" that is not an escape is text, not a surrogate.
+    expect(decode(text('C:\\\\users\\\\ud800')).kind).toBe('ok');
+  });
+
   it('keeps the reason within 500 characters', () => {
     const everythingWrong = Object.fromEntries(
       ['visit_id', 'ts', 'kind', 'owner_id', 'subdomain', 'link_id', 'slug', 'ip_public', 'user_agent', 'referrer', 'accept_language', 'query'].map(
@@ -125,7 +141,7 @@ const raw = (overrides: Partial<RawVisit> = {}): RawVisit => ({
   link_id: 'link-1',
   slug: 'promo',
   ip_public: '203.0.113.7',
-  user_agent: 'Mozilla/5.0',
+  user_agent: BROWSER,
   referrer: '',
   accept_language: 'en',
   query: '',
@@ -134,7 +150,7 @@ const raw = (overrides: Partial<RawVisit> = {}): RawVisit => ({
 
 describe('toVisitRow', () => {
   it('copies the fields of the raw visit and writes the time as ClickHouse UTC text', () => {
-    expect(toVisitRow(raw())).toEqual({
+    expect(toVisitRow(raw())).toMatchObject({
       visit_id: VISIT_ID,
       ts: '2025-03-04 05:06:07.089',
       kind: 'visit',
@@ -143,7 +159,7 @@ describe('toVisitRow', () => {
       link_id: 'link-1',
       slug: 'promo',
       ip_public: '203.0.113.7',
-      user_agent: 'Mozilla/5.0',
+      user_agent: BROWSER,
       referrer: '',
       referrer_host: '',
       accept_language: 'en',
@@ -195,6 +211,16 @@ describe('toVisitRow', () => {
     expect(toVisitRow(raw({ referrer: '' })).referrer_host).toBe('');
     const row = toVisitRow(raw({ referrer: 'not a url' }));
     expect(row.referrer).toBe('not a url');
+  });
+
+  it('has the same columns in the same order for every kind of visit (its values are the compact row)', () => {
+    const columns = Object.keys(toVisitRow(raw()));
+    for (const visit of [raw({ kind: 'bot' }), raw({ kind: 'attack', query: 'utm_source=x' }), raw({ kind: 'beacon', referrer: 'https://a.example/' })]) {
+      expect(Object.keys(toVisitRow(visit))).toEqual(columns);
+    }
+    const judged = enrich(raw(), { lookup: () => undefined });
+    Object.assign(judged, { kind: 'bot', is_bot: 1, bot_name: 'burst', is_unique: 1, visitor_hash: 'f'.repeat(32) });
+    expect(Object.keys(visitRowOf(raw(), judged))).toEqual(columns);
   });
 
   it('flags bots and attacks from the kind', () => {

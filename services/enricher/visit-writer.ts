@@ -11,29 +11,44 @@ export function batchToken(keys: Iterable<string>): string {
   return hash.digest('hex');
 }
 
-/** UTM fields taken from the visit's query string. */
-function utm(query: string): Record<string, string> {
+/** The UTM fields of a query string (decoded, the first of repeated ones, at most 200 characters). */
+interface Utm {
+  utm_source: string;
+  utm_medium: string;
+  utm_campaign: string;
+  utm_term: string;
+  utm_content: string;
+}
+const NO_UTM: Readonly<Utm> = Object.freeze({ utm_source: '', utm_medium: '', utm_campaign: '', utm_term: '', utm_content: '' });
+
+/** UTM fields taken from the visit's query string (a query without any is not parsed). */
+function utm(query: string): Readonly<Utm> {
+  if (!query.includes('utm_')) return NO_UTM;
   const params = new URLSearchParams(query);
-  return Object.fromEntries(
-    ['source', 'medium', 'campaign', 'term', 'content'].map((name) => [`utm_${name}`, (params.get(`utm_${name}`) ?? '').slice(0, 200)]),
-  );
+  const field = (name: keyof Utm) => (params.get(name) ?? '').slice(0, 200);
+  return { utm_source: field('utm_source'), utm_medium: field('utm_medium'), utm_campaign: field('utm_campaign'), utm_term: field('utm_term'), utm_content: field('utm_content') };
+}
+
+/** The host of a referrer URL, '' when there is none or it is not a URL. */
+function hostOf(referrer: string): string {
+  if (!referrer) return '';
+  try {
+    return new URL(referrer).hostname;
+  } catch {
+    return '';
+  }
 }
 
 /**
- * The row of the `visits` table for one raw visit and what enrichment derived from it (without an
- * enrichment, derived columns keep their defaults and the kind decides is_bot/is_attack).
+ * The row of the `visits` table for one raw visit and what enrichment derived from it. One object
+ * literal: every row has the same columns in the same order (its values are the compact row).
  */
-export function toVisitRow(visit: RawVisit, enrichment?: Enrichment): Record<string, unknown> {
-  let referrerHost = '';
-  try {
-    referrerHost = visit.referrer ? new URL(visit.referrer).hostname : '';
-  } catch {
-    referrerHost = '';
-  }
+export function toVisitRow(visit: RawVisit, enrichment: Enrichment) {
+  const utms = utm(visit.query);
   return {
     visit_id: visit.visit_id,
     ts: toClickHouseTime(visit.ts),
-    kind: visit.kind,
+    kind: enrichment.kind,
     owner_id: visit.owner_id,
     subdomain: visit.subdomain,
     link_id: visit.link_id,
@@ -41,13 +56,30 @@ export function toVisitRow(visit: RawVisit, enrichment?: Enrichment): Record<str
     ip_public: visit.ip_public,
     user_agent: visit.user_agent,
     referrer: visit.referrer,
-    referrer_host: referrerHost,
+    referrer_host: hostOf(visit.referrer),
     accept_language: visit.accept_language,
     query: visit.query,
-    is_bot: visit.kind === 'bot' ? 1 : 0,
-    is_attack: visit.kind === 'attack' ? 1 : 0,
-    ...utm(visit.query),
-    ...enrichment,
+    utm_source: utms.utm_source,
+    utm_medium: utms.utm_medium,
+    utm_campaign: utms.utm_campaign,
+    utm_term: utms.utm_term,
+    utm_content: utms.utm_content,
+    country: enrichment.country,
+    region: enrichment.region,
+    city: enrichment.city,
+    latitude: enrichment.latitude,
+    longitude: enrichment.longitude,
+    browser: enrichment.browser,
+    browser_version: enrichment.browser_version,
+    os: enrichment.os,
+    os_version: enrichment.os_version,
+    device_type: enrichment.device_type,
+    is_bot: enrichment.is_bot,
+    bot_name: enrichment.bot_name,
+    is_attack: enrichment.is_attack,
+    attack_type: enrichment.attack_type,
+    visitor_hash: enrichment.visitor_hash ?? '',
+    is_unique: enrichment.is_unique ?? 0,
   };
 }
 
@@ -58,14 +90,14 @@ export function toVisitRow(visit: RawVisit, enrichment?: Enrichment): Record<str
  * inserted twice; rows that arrive again in other batches collapse by visit_id in the
  * ReplacingMergeTree, and beacon merges are newer versions inserted on their own.
  */
-export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichOne?: (visit: RawVisit) => Enrichment): Promise<void> {
+export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichmentOf: (visit: RawVisit) => Enrichment): Promise<void> {
   if (visits.length === 0) return;
-  const rows = visits.map((visit) => toVisitRow(visit, enrichOne?.(visit)));
+  const rows = visits.map((visit) => toVisitRow(visit, enrichmentOf(visit)));
   const columns = Object.keys(rows[0]!) as [string, ...string[]];
   await analytics.client.insert({
     table: 'visits',
     columns,
-    values: rows.map((row) => columns.map((column) => row[column])),
+    values: rows.map((row) => Object.values(row)),
     format: 'JSONCompactEachRow',
     clickhouse_settings: { insert_deduplication_token: batchToken(visits.map((visit) => visit.visit_id)) },
   });
