@@ -38,7 +38,10 @@ export function botOf(userAgent: string): string | undefined {
 }
 
 /** What a user agent tells, parsed once per distinct string. */
-type AgentFacts = ReturnType<typeof parseUserAgent> & { bot: string | undefined };
+interface AgentFacts {
+  agent: ReturnType<typeof parseUserAgent>;
+  bot: string | undefined;
+}
 
 /**
  * Parsing a user agent and matching it against the bot list costs about 100 µs, and traffic
@@ -47,7 +50,7 @@ type AgentFacts = ReturnType<typeof parseUserAgent> & { bot: string | undefined 
 const agents = new LRUCache<string, AgentFacts>({ max: 20_000 });
 function agentFacts(userAgent: string): AgentFacts {
   let facts = agents.get(userAgent);
-  if (!facts) agents.set(userAgent, (facts = { ...parseUserAgent(userAgent), bot: botOf(userAgent) }));
+  if (!facts) agents.set(userAgent, (facts = { agent: parseUserAgent(userAgent), bot: botOf(userAgent) }));
   return facts;
 }
 
@@ -70,7 +73,7 @@ export function parseUserAgent(userAgent: string): Pick<Enrichment, 'browser' | 
  */
 export function enrich(visit: RawVisit, geo: GeoLookup): Enrichment {
   const place = geo.lookup(visit.ip_public);
-  const { bot: agentBot, ...agent } = agentFacts(visit.user_agent);
+  const { agent, bot: agentBot } = agentFacts(visit.user_agent);
   // A visit the edge already marked as a bot stays one.
   const bot = agentBot ?? (visit.kind === 'bot' ? 'marked at the edge' : undefined);
   // The edge records an attack's whole path as its slug; a visit's slug has no slash.
@@ -84,7 +87,11 @@ export function enrich(visit: RawVisit, geo: GeoLookup): Enrichment {
     city: place?.city ?? '',
     latitude: place?.latitude ?? null,
     longitude: place?.longitude ?? null,
-    ...agent,
+    browser: agent.browser,
+    browser_version: agent.browser_version,
+    os: agent.os,
+    os_version: agent.os_version,
+    device_type: agent.device_type,
     is_bot: bot ? 1 : 0,
     bot_name: bot ?? '',
     is_attack: attack ? 1 : 0,

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { DB } from '../../shared/db/schema.js';
@@ -15,7 +15,7 @@ export const dayOf = (time: string | number) => new Date(time).toISOString().sli
  * the address; the same visitor gets another hash the next day (uniques are per day).
  */
 export function visitorHash(salt: string, ip: string, userAgent: string): string {
-  return createHash('sha256').update(`${salt}\n${ip}\n${userAgent}`).digest('hex').slice(0, 32);
+  return hash('sha256', `${salt}\n${ip}\n${userAgent}`, 'hex').slice(0, 32);
 }
 
 /** Daily salts shared by every enricher through Postgres (the first to ask creates the day's salt). */

@@ -43,6 +43,25 @@ describe('event bus messages', () => {
     expect(decoded[0]).toMatchObject({ type: 'visit.new', owner_id: 'owner-a', subdomain: 'owner-a-sub', occurred_at: expect.any(String) });
   });
 
+  it('writes events that share their data as JSON.stringify would', async () => {
+    const data = { visit_id: 'v1', nested: { list: [1, 'two', null], text: 'quote " and \\ backslash' } };
+    const messages = await published((bus) =>
+      bus.emitMany([
+        { type: 'visit.new', ownerId: 'owner-d', subdomain: 'd', data },
+        { type: 'visit.unique', ownerId: 'owner-d', subdomain: 'd', data },
+        { type: 'link.limit_reached', ownerId: 'owner-d', subdomain: null, data: { other: true } },
+      ]),
+    );
+    const events = decodeEvents(messages[0]!);
+    expect(messages[0]!.value).toBe(JSON.stringify(events));
+    expect(events.map((event) => [event.type, event.data])).toEqual([
+      ['visit.new', data],
+      ['visit.unique', data],
+      ['link.limit_reached', { other: true }],
+    ]);
+    expect(messages[0]!.headers?.['x-event-types']).toBe('visit.new,visit.unique,link.limit_reached');
+  });
+
   it('publishes a single event as a message of one', async () => {
     let emitted: unknown;
     const messages = await published(async (bus) => (emitted = await bus.emit('link.created', { ownerId: 'owner-c', subdomain: null }, { id: 'l_1' })));

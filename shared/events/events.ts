@@ -82,9 +82,23 @@ const newEvent = <T>({ type, ownerId, subdomain, data }: EventDraft & { data: T 
  */
 const toMessage = (ownerId: string, events: PlatformEvent[]): LogMessage => ({
   key: ownerId,
-  value: JSON.stringify(events),
+  value: eventsJson(events),
   headers: { 'x-event-count': String(events.length), 'x-event-types': [...new Set(events.map((event) => event.type))].join(',') },
 });
+
+/**
+ * The JSON text of some events, as JSON.stringify would write the array, with each `data` object
+ * serialised once however many events carry it (a visit's visit.new and visit.unique share theirs).
+ */
+function eventsJson(events: PlatformEvent[]): string {
+  const dataJson = new Map<unknown, string>();
+  const parts = events.map(({ data, ...head }) => {
+    let json = dataJson.get(data);
+    if (json === undefined) dataJson.set(data, (json = JSON.stringify(data) ?? 'null'));
+    return `${JSON.stringify(head).slice(0, -1)},"data":${json}}`;
+  });
+  return `[${parts.join(',')}]`;
+}
 
 /** Most events in one message (about 1 KiB each: well below the broker's message size limit). */
 const EVENTS_PER_MESSAGE = 500;
