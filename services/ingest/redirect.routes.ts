@@ -73,11 +73,24 @@ function createRedirector(deps: ShortHostDeps) {
   /** A request being decided: its path and query, split once. */
   type Asked = { request: ShortHostRequest; path: string; query: string };
 
-  const visitOf = ({ request, query }: Asked, fields: Pick<RawVisit, 'kind' | 'owner_id' | 'subdomain' | 'link_id' | 'slug' | 'expects_beacon'>): RawVisit => ({
+  const visitOf = (
+    { request, query }: Asked,
+    kind: RawVisit['kind'],
+    ownerId: string,
+    subdomain: string,
+    linkId: string,
+    slug: string,
+    expectsBeacon: boolean,
+  ): RawVisit => ({
     // One clock reading: the visit id's UUIDv7 time is the visit's time (the beacon relies on it).
     visit_id: request.visitId,
     ts: new Date(request.at).toISOString(),
-    ...fields,
+    kind,
+    owner_id: ownerId,
+    subdomain,
+    link_id: linkId,
+    slug,
+    expects_beacon: expectsBeacon,
     ip_public: request.ip,
     user_agent: visitText(request.headers['user-agent'], 'user_agent'),
     referrer: visitText(request.headers.referer, 'referrer'),
@@ -93,7 +106,7 @@ function createRedirector(deps: ShortHostDeps) {
     if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }), decision);
     if (link.expires_at !== null && Date.parse(link.expires_at) <= Date.now()) return refusal(new AppError('gone', { slug, reason: 'expired' }), decision);
     if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }), decision);
-    const visit = visitOf(asked, { kind: 'visit', owner_id: link.owner_id, subdomain: asked.request.subdomain!, link_id: link.id, slug, expects_beacon: link.append_visit_id });
+    const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();
     return { kind: 'redirect', status: link.redirect_type, location: link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url, rateLimit: decision };
@@ -112,9 +125,7 @@ function createRedirector(deps: ShortHostDeps) {
     const attack = classifyAttack(url);
     if (attack || !subdomain) {
       if (attack) {
-        visits.enqueue(
-          visitOf(asked, { kind: 'attack', owner_id: '', subdomain: subdomain ?? (request.hostname ?? '').slice(0, 63), link_id: '', slug: asked.path.slice(0, 200), expects_beacon: false }),
-        );
+        visits.enqueue(visitOf(asked, 'attack', '', subdomain ?? (request.hostname ?? '').slice(0, 63), '', asked.path.slice(0, 200), false));
         log.info({ request_id: request.id, attack, ip: request.ip, url: url.slice(0, 500) }, 'attack attempt');
       }
       return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }));

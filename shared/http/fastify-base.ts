@@ -103,7 +103,8 @@ export function requestRecorder(context: Context): (answered: AnsweredRequest) =
     if (!duration) durations.set(key, (duration = metrics.httpDuration.labels({ method, route, status_code: String(status) })));
     duration.observe(tookMs / 1000);
     statusClass(`${Math.floor(status / 100)}xx`).inc();
-    log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
+    // The line is not even built when the level is off (every redirect passes here).
+    if (log.isLevelEnabled('info')) log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
   };
 }
 
