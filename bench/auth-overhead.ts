@@ -2,7 +2,7 @@
 // bucket against an unauthenticated, unlimited route with the same trivial handler, measured side by
 // side in one run, alternating the two routes (plain first in odd rounds, authed first in even ones,
 // so a drift in machine speed does not always favour the same route) so machine noise hits both alike.
-//   npx tsx bench/auth-overhead.ts [seconds-per-round] [rounds]
+//   bash bench/run.sh auth-overhead [seconds-per-round] [rounds]
 // Embedded stores (PGlite, in-memory cache and rate-limit store) unless DATABASE_URL / REDIS_URL are set.
 //
 // The load generator is autocannon's CLI (`--json`) in a child process, not autocannon in this
@@ -38,7 +38,7 @@ const CONNECTIONS = 32;
 const WARMUP_SECONDS = 2;
 const TARGET_COST = 0.15;
 if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(rounds) || rounds < 1) {
-  console.error('usage: npx tsx bench/auth-overhead.ts [seconds-per-round ≥ 1] [rounds ≥ 1]');
+  console.error('usage: bash bench/run.sh auth-overhead [seconds-per-round ≥ 1] [rounds ≥ 1]');
   process.exit(1);
 }
 

@@ -1,5 +1,5 @@
 // End-to-end delay: from the redirect to the visit's row being queryable in ClickHouse.
-//   npx tsx bench/e2e-delay.ts [requests-per-second] [seconds]
+//   bash bench/run.sh e2e-delay [requests-per-second] [seconds]
 // One process runs the ingest edge and the enricher (production batching: 10 000 rows or 500 ms),
 // on the in-process log and chDB, or on Kafka / a ClickHouse server when KAFKA_BROKERS /
 // CLICKHOUSE_URL are set. autocannon sends redirects over HTTP at a steady rate. Each row carries
@@ -17,7 +17,7 @@ const rate = Number(process.argv[2] ?? 2_000);
 const seconds = Number(process.argv[3] ?? 20);
 const TARGET_P95_MS = 2_000;
 if (!Number.isInteger(rate) || rate < 1 || !Number.isInteger(seconds) || seconds < 1) {
-  console.error('usage: npx tsx bench/e2e-delay.ts [requests-per-second] [seconds]');
+  console.error('usage: bash bench/run.sh e2e-delay [requests-per-second] [seconds]');
   process.exit(1);
 }
 

@@ -1,6 +1,6 @@
 // Latency of GET /api/v1/links for an owner with 100 000 links: p50/p95/p99 per query shape, through
 // the whole app (auth, rate limit, validation, SQL, envelope) with app.inject, requests one at a time.
-//   npx tsx bench/links-list.ts [links] [requests-per-shape]
+//   bash bench/run.sh links-list [links] [requests-per-shape]
 // Embedded PGlite unless DATABASE_URL is set (then that Postgres server). Besides the owner's links,
 // another owner holds a fifth as many, so the indexes must separate owners as they do in production.
 // The links are bulk-inserted with SQL (generate_series), not through the API: the benchmark measures
@@ -14,7 +14,7 @@ import { claimSubdomain, createOwner, type TestOwner } from '../shared/testing/o
 const total = Number(process.argv[2] ?? 100_000);
 const perShape = Number(process.argv[3] ?? 200);
 if (!Number.isInteger(total) || total < 1000 || !Number.isInteger(perShape) || perShape < 10) {
-  console.error('usage: npx tsx bench/links-list.ts [links ≥ 1000] [requests-per-shape ≥ 10]');
+  console.error('usage: bash bench/run.sh links-list [links ≥ 1000] [requests-per-shape ≥ 10]');
   process.exit(1);
 }
 

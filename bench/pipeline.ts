@@ -1,6 +1,6 @@
 // Pipeline throughput: visits/s from the visit log through one enricher (enrichment, uniques,
 // events, limits) into ClickHouse, and the delay from publish to queryable row.
-//   npx tsx bench/pipeline.ts [visits]
+//   bash bench/run.sh pipeline [visits]
 // In-process log and chDB unless KAFKA_BROKERS / CLICKHOUSE_URL are set (then Kafka / the server).
 // The visits are published first (the backlog), then one enricher drains it: visits/s is the
 // backlog over the time from the enricher's start to the last row being counted. Target: ≥ 50 000
@@ -16,7 +16,7 @@ import type { RawVisit } from '../shared/visits/raw-visit.js';
 const total = Number(process.argv[2] ?? 200_000);
 const TARGET = 50_000;
 if (!Number.isInteger(total) || total < 1000) {
-  console.error('usage: npx tsx bench/pipeline.ts [visits ≥ 1000]');
+  console.error('usage: bash bench/run.sh pipeline [visits ≥ 1000]');
   process.exit(1);
 }
 

@@ -1,6 +1,6 @@
 // Redirect throughput and latency of the ingest edge against a bare Fastify app that answers a fixed
 // 302, side by side in one run (alternating which goes first), on the same machine.
-//   npx tsx bench/redirect.ts [seconds-per-round] [rounds]
+//   bash bench/run.sh redirect [seconds-per-round] [rounds]
 // Target: the edge keeps ≥ 70 % of the bare app's throughput.
 //
 // The edge runs as in production: host routing, the link cache, the redirect bucket (a limit high
@@ -21,7 +21,7 @@ const rounds = Number(process.argv[3] ?? 3);
 const CONNECTIONS = 32;
 const TARGET_RATIO = 0.7;
 if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(rounds) || rounds < 1) {
-  console.error('usage: npx tsx bench/redirect.ts [seconds-per-round ≥ 1] [rounds ≥ 1]');
+  console.error('usage: bash bench/run.sh redirect [seconds-per-round ≥ 1] [rounds ≥ 1]');
   process.exit(1);
 }
 

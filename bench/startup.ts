@@ -1,6 +1,6 @@
 // Measures the one-process mode as `make run` starts it (built JS): time from spawn to a healthy
 // /api/v1/health on a fresh data dir and on a warm one, and resident memory at idle.
-//   make build && npx tsx bench/startup.ts [runs]
+//   make build && bash bench/run.sh startup [runs]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
