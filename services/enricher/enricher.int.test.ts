@@ -10,6 +10,23 @@ import { startEnricher } from './enricher.js';
 import { enrich } from './enrich.js';
 import { insertVisits } from './visit-writer.js';
 
+/**
+ * Renames a table, retried: under a heavily loaded machine chDB's Atomic database now and then
+ * answers a rename with ATOMIC_RENAME_FAIL (its metadata file busy), which says nothing of the
+ * enricher.
+ */
+async function renameTable(from: string, to: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await context.analytics.client.command({ query: `RENAME TABLE ${from} TO ${to}` });
+      return;
+    } catch (error) {
+      if (attempt >= 5 || !String(error).includes('ATOMIC_RENAME_FAIL')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}
+
 /** What the enricher derives from a visit, without geolocation (these tests insert rows themselves). */
 const plain = (visit: RawVisit) => enrich(visit, { lookup: () => undefined });
 
@@ -288,7 +305,7 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     const held = uniqueName('visits_held').replace(/-/g, '_');
     const visits = [rawVisit(subdomain, { ts: '2025-06-08T00:00:00.001Z' }), rawVisit(subdomain, { ts: '2025-06-08T00:00:00.002Z' })];
     // A real failure of the store: the table is away while the batch arrives.
-    await context.analytics.client.command({ query: `RENAME TABLE visits TO ${held}` });
+    await renameTable('visits', held);
     try {
       await publish(key, visits);
       const outageEnds = Date.now() + 1_500;
@@ -301,7 +318,7 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
       });
       expect(await inHeld.json()).toEqual([{ n: 0 }]);
     } finally {
-      await context.analytics.client.command({ query: `RENAME TABLE ${held} TO visits` });
+      await renameTable(held, 'visits');
     }
     const rows = await waitForVisits(subdomain, 2);
     expect(rows.map((row) => row.visit_id)).toEqual(visits.map((visit) => visit.visit_id));

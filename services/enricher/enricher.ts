@@ -183,14 +183,9 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       failed: () => uniques.forget(),
     }),
   });
-  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => {
-    try {
-      await store(await prepare(visits));
-    } catch (error) {
-      uniques.forget();
-      throw error;
-    }
-  });
+  // Beacon-started visits are never people's visits of a link: they remember no uniques, and a
+  // failure has nothing to forget (forgetting would drop the visits batches' remembered uniques).
+  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => store(await prepare(visits)));
   return {
     async stop() {
       await Promise.all([consumer.stop(), beaconConsumer.stop()]);

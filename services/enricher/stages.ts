@@ -10,40 +10,47 @@ export interface Stages<T, P> {
   failed?(error: unknown): void;
 }
 
+const noop = () => undefined;
+
 /**
  * A batch handler for a visit-log consumer with `concurrency` above 1: while one batch is being
- * stored, the next is prepared; what follows the store keeps the batches' order.
+ * stored, the next is prepared; what follows the store keeps the batches' order, and so do the
+ * outcomes (a batch settles only after the batch handed over before it).
  *
- * When a batch fails, the visit log redelivers it (and, in-process, the batches after it). A batch
- * handed over before that failure and not finished yet fails too, rather than finishing out of
- * order ahead of its redelivered predecessor; batches handed over after the failure (the
- * redelivery) run normally.
+ * A batch handed over while the batch before it was still in hand fails if that one failed: the
+ * visit log redelivers the failed batch and the ones after it, so finishing it would do its work
+ * twice, and ahead of its predecessor. Once no batch is in hand (the log waits for that before it
+ * redelivers), the next batch starts afresh.
  */
 export function orderedStages<T, P>(stages: Stages<T, P>): (input: T) => Promise<void> {
   let prepared: Promise<unknown> = Promise.resolve();
-  let finished: Promise<unknown> = Promise.resolve();
-  /** Batches failed so far: a batch finishes only if none failed since it was handed over. */
-  let failures = 0;
+  /** The outcome of the batch handed over last. */
+  let last: Promise<void> = Promise.resolve();
+  /** Batches handed over and not settled. */
+  let inHand = 0;
   return (input) => {
-    const handedAfter = failures;
-    // Both places in line are taken now, synchronously: the order is the order of the calls.
+    // Every place in line is taken now, synchronously: the order is the order of the calls.
+    const previous = inHand > 0 ? last : Promise.resolve();
+    inHand++;
     const ready = prepared.then(() => stages.prepare(input));
+    prepared = ready.then(noop, noop);
     const stored = ready.then(async (batch) => {
       await stages.store(batch);
       return batch;
     });
-    const done = Promise.all([stored, finished]).then(([batch]) => {
-      if (failures !== handedAfter) throw new Error('an earlier batch failed: this one is redelivered after it');
-      return stages.finish(batch);
-    });
-    const outcome = done.catch((error: unknown) => {
-      failures++;
-      stages.failed?.(error);
-      throw error;
-    });
-    prepared = ready.catch(() => undefined);
-    // The next batch finishes after this one's outcome, failure counted.
-    finished = outcome.catch(() => undefined);
+    const outcome = Promise.allSettled([stored, previous])
+      .then(async ([own, before]) => {
+        if (before.status === 'rejected') throw new Error('an earlier batch failed: this one is redelivered after it');
+        if (own.status === 'rejected') throw own.reason;
+        await stages.finish(own.value);
+      })
+      .catch((error: unknown) => {
+        stages.failed?.(error);
+        throw error;
+      });
+    last = outcome;
+    const settle = () => void inHand--;
+    outcome.then(settle, settle);
     return outcome;
   };
 }

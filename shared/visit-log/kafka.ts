@@ -134,7 +134,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
         autoCommit: false,
         eachBatchAutoResolve: false,
         // Batches of different partitions at once; each partition's batches one after the other.
-        partitionsConsumedConcurrently: concurrency,
+        partitionsConsumedConcurrently: Math.max(1, Math.floor(concurrency)),
         eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;

@@ -69,7 +69,8 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       measureLag(topic, log);
       for (const wake of log.wake) wake();
     },
-    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency = 1 }: ConsumeOptions): Promise<Consumer> {
+    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency: asked = 1 }: ConsumeOptions): Promise<Consumer> {
+      const concurrency = Math.max(1, Math.floor(asked));
       const log = topicLog(topic);
       // A new group starts at the oldest retained message, as Kafka's `earliest` reset does.
       if (!log.groups.has(groupId)) log.groups.set(groupId, log.base);
@@ -93,11 +94,13 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       let partialSince: number | undefined;
       /** Batches handed over and not yet committed, oldest first; `handled` says whether the handler succeeded. */
       const inFlight: { end: number; handled: Promise<boolean> }[] = [];
+      /** A batch in flight failed: nothing more is handed over until the failed one is redelivered. */
+      let failing = false;
       state.done = (async () => {
         /** Where the next batch to hand over starts (the committed offset when nothing is in flight). */
         let next = log.groups.get(groupId)!;
         while (!state.stopped || inFlight.length > 0) {
-          if (!state.stopped && inFlight.length < concurrency) {
+          if (!state.stopped && !failing && inFlight.length < concurrency) {
             const batch = log.messages.slice(next - log.base, next - log.base + maxBatch);
             // A partial batch waits for more (up to maxWaitMs) only when nothing else is being handled.
             const partial = batch.length < maxBatch && maxWaitMs > 0;
@@ -106,7 +109,14 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
               if (left <= 0) {
                 partialSince = undefined;
                 next += batch.length;
-                inFlight.push({ end: next, handled: handler(batch).then(() => true, () => false) });
+                const handled = handler(batch).then(
+                  () => true,
+                  () => {
+                    failing = true;
+                    return false;
+                  },
+                );
+                inFlight.push({ end: next, handled });
                 continue;
               }
               if (inFlight.length === 0) {
@@ -126,11 +136,15 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
             log.groups.set(groupId, oldest.end);
             trim(topic, log);
             measureLag(topic, log);
+            // Before handing over another batch, let a failure of those still in flight that has
+            // already happened be known (its promise settles in the microtasks run before this).
+            if (inFlight.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
             continue;
           }
           // Not committed: once the batches after it are done too, it is redelivered (with them) after a pause, as Kafka would.
           await Promise.all(inFlight.map((entry) => entry.handled));
           inFlight.length = 0;
+          failing = false;
           next = log.groups.get(groupId)!;
           await sleep(retryDelayMs);
         }

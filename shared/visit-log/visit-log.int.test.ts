@@ -364,4 +364,36 @@ describe('in-process visit log with concurrency', () => {
       await log.close();
     }
   });
+  it('hands nothing more over once a batch in flight failed, until it is redelivered', async () => {
+    const metrics = createMetrics();
+    const log = createMemoryVisitLog(metrics, 100, 10);
+    const handled: string[] = [];
+    let failed = false;
+    try {
+      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
+      const consumer = await log.consume({
+        groupId: 'later-fails',
+        topic: TOPICS.visitsRaw,
+        maxBatch: 2,
+        concurrency: 2,
+        handler: async (messages) => {
+          const batch = numbers(messages).join(',');
+          if (batch === '1,2') await new Promise((resolve) => setTimeout(resolve, 30));
+          // The first delivery of [3, 4] fails while [1, 2] is still being handled.
+          if (batch === '3,4' && !failed) {
+            failed = true;
+            handled.push(`${batch} failed`);
+            throw new Error('insert refused');
+          }
+          handled.push(batch);
+        },
+      });
+      await waitFor(async () => (await log.consumers())[0]!.lag === 0, 5_000, { message: 'everything committed' });
+      // [5, 6] is not handed over between [1, 2] committing and [3, 4] being redelivered.
+      expect(handled).toEqual(['3,4 failed', '1,2', '3,4', '5,6']);
+      await consumer.stop();
+    } finally {
+      await log.close();
+    }
+  });
 });

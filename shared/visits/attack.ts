@@ -32,7 +32,7 @@ function decoded(text: string): string {
 
 /**
  * A path of letters, digits, `_`, `-` and `/` with no query (the usual short link): nothing in it
- * can escape, traverse or hold markup, so only the injection and scanner words are looked for
+ * can be escaped or hold markup, so only the traversal, injection and scanner patterns are tried
  * (the same answer as the full classification below, in its order).
  */
 const PLAIN_PATH = /^[\w/-]*$/;
@@ -40,7 +40,7 @@ const PLAIN_PATH = /^[\w/-]*$/;
 /** The kind of attack a request path (with its query) looks like, or undefined for an ordinary request. */
 export function classifyAttack(pathWithQuery: string): AttackType | undefined {
   const raw = pathWithQuery;
-  if (PLAIN_PATH.test(raw)) return SQLI.test(raw) ? 'sqli' : SCANNER.test(raw) ? 'scanner' : undefined;
+  if (PLAIN_PATH.test(raw)) return TRAVERSAL.test(raw) ? 'traversal' : SQLI.test(raw) ? 'sqli' : SCANNER.test(raw) ? 'scanner' : undefined;
   const text = raw.includes('%') || raw.includes('+') ? decoded(raw) : raw;
   if (TRAVERSAL.test(raw) || TRAVERSAL.test(text)) return 'traversal';
   if (XSS.test(text)) return 'xss';
