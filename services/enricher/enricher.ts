@@ -115,7 +115,8 @@ function eventsOf(visit: RawVisit, enrichment: Enrichment, burst: BurstEvent | u
     is_unique: enrichment.is_unique === 1,
     ...(enrichment.is_attack ? { attack_type: enrichment.attack_type } : {}),
   };
-  const owner = { ownerId: visit.owner_id, subdomain: visit.subdomain };
+  // A redelivered visit raises its events again with the same ids.
+  const owner = { ownerId: visit.owner_id, subdomain: visit.subdomain, origin: { key: visit.visit_id, at: Date.parse(visit.ts) } };
   if (enrichment.kind === 'attack') return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'attack' } }];
   if (burst) return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'burst', burst } }];
   return [{ type: 'visit.new', ...owner, data }, ...(enrichment.is_unique ? [{ type: 'visit.unique' as const, ...owner, data }] : [])];

@@ -156,6 +156,26 @@ describe('events of stored visits', () => {
     expect(all.find((event) => event.type === 'security.suspicious')!.data).toMatchObject({ reason: 'attack', attack_type: 'sqli' });
   });
 
+  it('raises the events of a visit delivered again with the same ids (receivers deduplicate on id)', async () => {
+    const subdomain = uniqueName('again');
+    const person = visit(subdomain, {});
+    await publish(`${subdomain}-a`, [person]);
+    const first = await waitFor(() => {
+      const found = events.filter((event) => event.subdomain === subdomain);
+      return found.length >= 2 && found;
+    }, DEADLINE_MS);
+    // The same message again, as after a failure between the insert and the commit.
+    await publish(`${subdomain}-a`, [person]);
+    const all = await waitFor(() => {
+      const found = events.filter((event) => event.subdomain === subdomain);
+      return found.length >= 3 && found;
+    }, DEADLINE_MS);
+    const newIds = all.filter((event) => event.type === 'visit.new').map((event) => event.id);
+    expect(newIds.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(newIds).size).toBe(1);
+    expect(first.find((event) => event.type === 'visit.unique')!.id).not.toBe(newIds[0]);
+  });
+
   it('classifies a burst (one visitor hammering a link) as bots and raises security.suspicious once', async () => {
     const { maxVisits, windowSec } = context.config.burst;
     const subdomain = uniqueName('burst');

@@ -62,6 +62,27 @@ describe('event bus messages', () => {
     expect(messages[0]!.headers?.['x-event-types']).toBe('visit.new,visit.unique,link.limit_reached');
   });
 
+  it('gives an event with an origin a stable UUIDv7 id: the same for the same type, key and time', async () => {
+    const at = Date.parse('2026-11-21T10:00:00.123Z');
+    const origin = { key: '0196a3b0-0000-7000-8000-000000000001', at };
+    const drafts: EventDraft[] = [
+      { type: 'visit.new', ownerId: 'o', subdomain: 's', data: { n: 1 }, origin },
+      { type: 'visit.new', ownerId: 'o', subdomain: 's', data: { n: 2 }, origin },
+      { type: 'visit.unique', ownerId: 'o', subdomain: 's', data: { n: 3 }, origin },
+      { type: 'visit.new', ownerId: 'o', subdomain: 's', data: { n: 4 }, origin: { ...origin, key: 'another visit' } },
+      { type: 'visit.new', ownerId: 'o', subdomain: 's', data: { n: 5 } },
+      { type: 'visit.new', ownerId: 'o', subdomain: 's', data: { n: 6 } },
+    ];
+    const [first, again, unique, other, fresh, fresher] = (await published((bus) => bus.emitMany(drafts))).flatMap(decodeEvents).map((event) => event.id);
+    expect(again).toBe(first);
+    expect(new Set([first, unique, other, fresh, fresher]).size).toBe(5);
+    for (const id of [first, unique, other]) {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      // The UUIDv7's time is the origin's.
+      expect(parseInt(id!.replace(/-/g, '').slice(0, 12), 16)).toBe(at);
+    }
+  });
+
   it('publishes a single event as a message of one', async () => {
     let emitted: unknown;
     const messages = await published(async (bus) => (emitted = await bus.emit('link.created', { ownerId: 'owner-c', subdomain: null }, { id: 'l_1' })));

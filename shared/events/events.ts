@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -33,6 +34,21 @@ export interface EventDraft {
   ownerId: string;
   subdomain: string | null;
   data: unknown;
+  /**
+   * What the event reports, when it can be raised again for the same thing (a visit batch
+   * redelivered after a failure): the event then gets a stable id, the same for the same type,
+   * key and time, so receivers that deduplicate on `id` see it once. Without it the id is new.
+   */
+  origin?: { key: string; at: number };
+}
+
+/**
+ * The id of an event: a UUIDv7 of now, or, for an event with an origin, the UUIDv7 whose time is
+ * the origin's and whose other bits come from SHA-256 of the type and the key (stable).
+ */
+function eventId(type: EventType, origin: EventDraft['origin']): string {
+  if (!origin) return uuidv7();
+  return uuidv7({ msecs: origin.at, random: createHash('sha256').update(`${type}\n${origin.key}`).digest().subarray(0, 16) });
 }
 
 /**
@@ -65,8 +81,8 @@ export function decodeEvents(message: LogMessage): PlatformEvent[] {
   );
 }
 
-const newEvent = <T>({ type, ownerId, subdomain, data }: EventDraft & { data: T }, occurredAt: string): PlatformEvent<T> => ({
-  id: uuidv7(),
+const newEvent = <T>({ type, ownerId, subdomain, data, origin }: EventDraft & { data: T }, occurredAt: string): PlatformEvent<T> => ({
+  id: eventId(type, origin),
   type,
   occurred_at: occurredAt,
   owner_id: ownerId,
