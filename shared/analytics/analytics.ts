@@ -26,6 +26,11 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     // chdb types its connection against @clickhouse/client-common, which @clickhouse/client bundles
     // as its own copy: the same interface under two declarations, hence the cast.
     const connection = createChdbConnection({ path: config.dir }) as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
+    // chDB applies a call's settings with `SET` on its session, where they stay for every later
+    // call: an insert after one with a deduplication token would carry that stale token and be
+    // dropped as a duplicate. Every insert states its token, the empty one (none) by default.
+    const insert = connection.insert.bind(connection);
+    connection.insert = (params) => insert({ ...params, clickhouse_settings: { insert_deduplication_token: '', ...params.clickhouse_settings } });
     client = createClient({ connection, clickhouse_settings: settings });
   }
   return {
