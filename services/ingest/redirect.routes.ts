@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../../shared/context.js';
+import { uuidv7At } from '../../shared/ids.js';
 import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
@@ -175,7 +175,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
       (await redirector({
         id: request.id,
         at,
-        visitId: uuidv7({ msecs: at }),
+        visitId: uuidv7At(at),
         url: request.url,
         ip: request.ip,
         subdomain: subdomainOf(request.hostname, config.baseDomain),
@@ -228,7 +228,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
       const started = performance.now();
       const at = Date.now();
       // One UUIDv7 per request: the visit's id, and the request's id unless it brought its own.
-      const visitId = uuidv7({ msecs: at });
+      const visitId = uuidv7At(at);
       const { headers } = request;
       const asked = { id: incomingRequestId(headers) ?? visitId, at, visitId, url: request.url!, ip: clientAddress(request), subdomain, headers };
       let outcome: RedirectOutcome | Promise<RedirectOutcome>;

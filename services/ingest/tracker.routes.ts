@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import type { Context } from '../../shared/context.js';
+import { uuidv7At } from '../../shared/ids.js';
 import { AppError } from '../../shared/errors.js';
 import { validateRequest } from '../../shared/http/register.js';
 import { defineRoute, type RouteDef } from '../../shared/http/route.js';
@@ -146,7 +146,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
       errors: ['service_unavailable'],
       handler: async ({ body, request }) => {
         const now = Date.now();
-        const visitId = body.visit_id ?? uuidv7({ msecs: now });
+        const visitId = body.visit_id ?? uuidv7At(now);
         const analytics = body.analytics;
         const lanIp = analytics && body.lan_ip;
         publish({
