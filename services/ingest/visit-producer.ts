@@ -28,11 +28,11 @@ export type BeaconProducer = LogProducer<BeaconMessage>;
 
 /** Visits for `visits.raw`, keyed by link id (the subdomain for visits of no link). */
 export const createVisitProducer = (context: Context): VisitProducer =>
-  createLogProducer(context, TOPICS.visitsRaw, (visit) => ({ key: visit.link_id || visit.subdomain, kind: visit.kind }));
+  createLogProducer(context, TOPICS.visitsRaw, (visit) => visit.link_id || visit.subdomain, (visit) => visit.kind);
 
 /** Beacon messages for `tracker.raw`, keyed by visit id (a visit's messages stay in order). */
 export const createBeaconProducer = (context: Context): BeaconProducer =>
-  createLogProducer(context, TOPICS.trackerRaw, (message) => ({ key: message.visit_id, kind: `beacon_${message.type}` }));
+  createLogProducer(context, TOPICS.trackerRaw, (message) => message.visit_id, (message) => `beacon_${message.type}`);
 
 /**
  * The edge side of the visit log: visits are buffered in memory (VISIT_BUFFER_SIZE) and published
@@ -41,10 +41,10 @@ export const createBeaconProducer = (context: Context): BeaconProducer =>
  * holds; past its size, visits are counted in visits_dropped_total{reason="buffer_full"}, never
  * dropped silently.
  */
-function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T) => { key: string; kind: string }): LogProducer<T> {
+function createLogProducer<T>(context: Context, topic: Topic, keyOf: (item: T) => string, kindOf: (item: T) => string): LogProducer<T> {
   const { metrics, log, visitLog, config } = context;
-  // Items are serialised when published, not when enqueued: the answer to the visitor does not wait for it.
-  const buffer: { key: string; item: T }[] = [];
+  // Items are keyed and serialised when published, not when enqueued: the answer to the visitor does not wait for it.
+  const buffer: T[] = [];
   let running: Promise<void> | undefined;
   let closing = false;
   let lastDropLog = 0;
@@ -55,7 +55,7 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
   const drain = async () => {
     let backoff = 50;
     while (buffer.length > 0 && !closing) {
-      const batch: LogMessage[] = buffer.slice(0, MAX_BATCH).map(({ key, item }) => ({ key, value: JSON.stringify(item) }));
+      const batch: LogMessage[] = buffer.slice(0, MAX_BATCH).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) }));
       try {
         await visitLog.publish(topic, batch);
         buffer.splice(0, batch.length);
@@ -93,9 +93,8 @@ function createLogProducer<T>(context: Context, topic: Topic, describe: (item: T
         }
         return false;
       }
-      const { key, kind } = describe(item);
-      buffer.push({ key, item });
-      accepted(kind).inc();
+      buffer.push(item);
+      accepted(kindOf(item)).inc();
       kick();
       return true;
     },

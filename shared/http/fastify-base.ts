@@ -95,14 +95,20 @@ export interface AnsweredRequest {
  */
 export function requestRecorder(context: Context): (answered: AnsweredRequest) => void {
   const { metrics, log } = context;
-  const durations = new Map<string, { observe(seconds: number): void }>();
+  /** Per method, route and status: its duration histogram and its status-class counter (found once). */
+  const series = new Map<string, Map<number, { duration: { observe(seconds: number): void }; answered: { inc(): void } }>>();
   const statusClass = counterChildren(metrics.httpRequests, 'status_class');
   return ({ id, method, url, route, status, tookMs, ip, userAgent }) => {
-    const key = `${method} ${route} ${status}`;
-    let duration = durations.get(key);
-    if (!duration) durations.set(key, (duration = metrics.httpDuration.labels({ method, route, status_code: String(status) })));
-    duration.observe(tookMs / 1000);
-    statusClass(`${Math.floor(status / 100)}xx`).inc();
+    const routeKey = method + route;
+    let byStatus = series.get(routeKey);
+    if (!byStatus) series.set(routeKey, (byStatus = new Map()));
+    let found = byStatus.get(status);
+    if (!found) {
+      found = { duration: metrics.httpDuration.labels({ method, route, status_code: String(status) }), answered: statusClass(`${Math.floor(status / 100)}xx`) };
+      byStatus.set(status, found);
+    }
+    found.duration.observe(tookMs / 1000);
+    found.answered.inc();
     // The line is not even built when the level is off (every redirect passes here).
     if (log.isLevelEnabled('info')) log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
   };
