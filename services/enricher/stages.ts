@@ -18,8 +18,10 @@ const noop = () => undefined;
  * outcomes (a batch settles only after the batch handed over before it).
  *
  * A batch handed over while the batch before it was still in hand fails if that one failed: the
- * visit log redelivers the failed batch and the ones after it, so finishing it would do its work
- * twice, and ahead of its predecessor. Once no batch is in hand (the log waits for that before it
+ * in-process log redelivers the failed batch and the ones after it, so finishing it would do its
+ * work twice, and ahead of its predecessor (on Kafka the two come from different partitions, and
+ * the second is then redelivered needlessly, which its deduplicated insert and stable event ids
+ * make harmless). Once no batch is in hand (the in-process log waits for that before it
  * redelivers), the next batch starts afresh.
  */
 export function orderedStages<T, P>(stages: Stages<T, P>): (input: T) => Promise<void> {

@@ -34,6 +34,20 @@ describe('analytics inserts', () => {
     expect(await countOf(subdomain)).toBe(3);
   });
 
+  it('keeps the token from an INSERT … SELECT sent as a command after a tokened insert', async () => {
+    const subdomain = uniqueName('command');
+    const { client } = context.analytics;
+    await client.insert({ table: 'visits', values: [row(subdomain)], format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: uniqueName('token') } });
+    for (let i = 0; i < 2; i++) {
+      await client.command({
+        query: `INSERT INTO visits (visit_id, ts, kind, owner_id, subdomain, link_id, slug, ip_public)
+                SELECT generateUUIDv7(), now64(3), 'visit', 'o', {subdomain:String}, 'l', 's', '203.0.113.2'`,
+        query_params: { subdomain },
+      });
+    }
+    expect(await countOf(subdomain)).toBe(3);
+  });
+
   it('still deduplicates an insert repeated with the same token', async () => {
     const subdomain = uniqueName('same-token');
     const { client } = context.analytics;

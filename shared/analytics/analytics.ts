@@ -28,9 +28,15 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     const connection = createChdbConnection({ path: config.dir }) as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
     // chDB applies a call's settings with `SET` on its session, where they stay for every later
     // call: an insert after one with a deduplication token would carry that stale token and be
-    // dropped as a duplicate. Every insert states its token, the empty one (none) by default.
-    const insert = connection.insert.bind(connection);
-    connection.insert = (params) => insert({ ...params, clickhouse_settings: { insert_deduplication_token: '', ...params.clickhouse_settings } });
+    // dropped as a duplicate. Every call that can insert states its token, the empty one (none) by default.
+    const withToken = <P extends { clickhouse_settings?: Record<string, unknown> }>(params: P): P => ({
+      ...params,
+      clickhouse_settings: { ...params.clickhouse_settings, insert_deduplication_token: params.clickhouse_settings?.insert_deduplication_token ?? '' },
+    });
+    const { insert, exec, command } = { insert: connection.insert.bind(connection), exec: connection.exec.bind(connection), command: connection.command.bind(connection) };
+    connection.insert = (params) => insert(withToken(params));
+    connection.exec = (params) => exec(withToken(params));
+    connection.command = (params) => command(withToken(params));
     client = createClient({ connection, clickhouse_settings: settings });
   }
   return {
