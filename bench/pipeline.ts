@@ -5,6 +5,7 @@
 // The visits are published first (the backlog), then one enricher drains it: visits/s is the
 // backlog over the time from the enricher's start to the last row being counted. Target: ≥ 50 000
 // visits/s per enricher process. Then a trickle of single visits measures the end-to-end delay.
+import { cpus } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import { startEnricher } from '../services/enricher/enricher.js';
 import { uniqueName } from '../shared/testing/context.js';
@@ -69,13 +70,18 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
 
   const started = performance.now();
   const elu = performance.eventLoopUtilization();
+  const cpuBefore = process.cpuUsage();
   const enricher = await startEnricher(context);
   await waitFor(async () => (await count()) >= total, 600_000, { intervalMs: 200, message: `all ${total} rows` });
   const seconds = (performance.now() - started) / 1000;
   const busy = performance.eventLoopUtilization(elu).utilization;
+  const cpu = process.cpuUsage(cpuBefore);
   const rate = total / seconds;
   const batches = (await context.metrics.insertBatchSize.get()).values.find((value) => value.metricName === 'visits_insert_batch_size_count')?.value ?? 0;
   console.log(`drained ${total} visits in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} visits/s (${batches} inserts, ${(total / Math.max(1, batches)).toFixed(0)} rows each; main thread busy ${(busy * 100).toFixed(0)} %)`);
+  // All of this process's threads (JavaScript, chDB's, zlib's, the GC's): what a visit costs in CPU.
+  const cpuUs = (cpu.user + cpu.system) / total;
+  console.log(`process CPU per visit: ${cpuUs.toFixed(1)} µs, of which the main thread about ${((busy * seconds * 1e6) / total).toFixed(1)} µs (${cpus().length} cores: at most ${((cpus().length * 1e6) / cpuUs).toFixed(0)} visits/s at this cost)`);
 
   // End-to-end delay of single visits arriving one by one (batches fill for at most 500 ms).
   const delays: number[] = [];
