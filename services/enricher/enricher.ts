@@ -178,7 +178,9 @@ export async function startEnricher(context: Context): Promise<Consumer> {
         await deadLetter(context, dead);
         // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
         const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
-        await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstsStarted.get(visit))), ...(await limits.check(people))]);
+        const limitEvents = await limits.check(people);
+        await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstsStarted.get(visit))), ...limitEvents]);
+        limits.announced(limitEvents);
       },
       // The uniques remembered for a batch that is not stored are forgotten (all of them: they are read again).
       failed: () => uniques.forget(),

@@ -36,8 +36,18 @@ export async function limitWatcher(context: Context) {
     return limit;
   };
 
+  /**
+   * Links this enricher marked whose link.limit_reached is not known to be published: a batch that
+   * failed after the mark (its events not published) is redelivered, finds the link marked, and
+   * raises the event again, with the same stable id.
+   */
+  const unannounced = new Set<string>();
+
   return {
-    /** The link.limit_reached events of a stored batch (the links are marked and announced first). */
+    /**
+     * The link.limit_reached events of a stored batch (the links are marked and announced first);
+     * `announced` is told once they are published.
+     */
     async check(stored: RawVisit[]): Promise<EventDraft[]> {
       // The last visit of each link in the batch (the one named if the batch reaches the limit).
       const lastOf = new Map<string, RawVisit>();
@@ -45,7 +55,7 @@ export async function limitWatcher(context: Context) {
       const watched: { linkId: string; maxVisits: number }[] = [];
       for (const linkId of lastOf.keys()) {
         const limit = await limitOf(linkId);
-        if (limit.maxVisits !== null && !limit.reached) watched.push({ linkId, maxVisits: limit.maxVisits });
+        if (limit.maxVisits !== null && (!limit.reached || unannounced.has(linkId))) watched.push({ linkId, maxVisits: limit.maxVisits });
       }
       if (watched.length === 0) return [];
       const result = await context.analytics.client.query({
@@ -58,9 +68,14 @@ export async function limitWatcher(context: Context) {
       for (const { linkId, maxVisits } of watched) {
         const visits = counts.get(linkId) ?? 0;
         if (visits < maxVisits) continue;
-        const row = await links.markLimitReached(linkId);
+        // Marked now, or marked by this enricher before and not announced; marked by another enricher: its event.
+        const row = (await links.markLimitReached(linkId)) ?? (unannounced.has(linkId) ? await links.findById(linkId) : undefined);
         limits.set(linkId, { maxVisits, reached: true });
-        if (!row) continue;
+        if (!row?.limit_reached_at || row.deleted_at !== null) {
+          unannounced.delete(linkId);
+          continue;
+        }
+        unannounced.add(linkId);
         await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row) });
         const last = lastOf.get(linkId)!;
         events.push({
@@ -72,6 +87,10 @@ export async function limitWatcher(context: Context) {
         });
       }
       return events;
+    },
+    /** The events of `check` were published. */
+    announced(events: EventDraft[]) {
+      for (const event of events) if (event.type === 'link.limit_reached') unannounced.delete((event.data as { link_id: string }).link_id);
     },
     close: unsubscribe,
   };
