@@ -300,100 +300,73 @@ describe('in-process visit log batching by size or time', () => {
 });
 
 describe('in-process visit log with concurrency', () => {
+  /**
+   * Six messages in an in-process log, handled two at a time with two batches in hand; `test`
+   * runs while the consumer does, with the group's lag to read.
+   */
+  async function inPairs(handler: (batch: number[]) => Promise<void>, test: (lag: () => Promise<number | null>) => Promise<void>) {
+    const log = createMemoryVisitLog(createMetrics(), 100, 10);
+    try {
+      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
+      const consumer = await log.consume({ groupId: 'pairs', topic: TOPICS.visitsRaw, maxBatch: 2, concurrency: 2, handler: (messages) => handler(numbers(messages)) });
+      await test(async () => (await log.consumers())[0]!.lag);
+      await consumer.stop();
+    } finally {
+      await log.close();
+    }
+  }
+
+  /** The batches handled until all is committed, when the first delivery of `failing` fails (and, until then, `slow` takes `ms`). */
+  async function handledWithOneFailure(failing: string, slow: { batch: string; ms: number }): Promise<string[]> {
+    const handled: string[] = [];
+    let failed = false;
+    await inPairs(
+      async (numbersOfBatch) => {
+        const batch = numbersOfBatch.join(',');
+        if (batch === slow.batch && !failed) await new Promise((resolve) => setTimeout(resolve, slow.ms));
+        if (batch === failing && !failed) {
+          failed = true;
+          handled.push(`${batch} failed`);
+          throw new Error('insert refused');
+        }
+        handled.push(batch);
+      },
+      (lag) => waitFor(async () => (await lag()) === 0, 5_000, { message: 'everything committed' }).then(() => undefined),
+    );
+    return handled;
+  }
+
   it('hands the next batch over while one is handled, and commits in order', async () => {
-    const metrics = createMetrics();
-    const log = createMemoryVisitLog(metrics);
     const started: number[][] = [];
     let releaseFirst!: () => void;
     const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
-    try {
-      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
-      const consumer = await log.consume({
-        groupId: 'overlap',
-        topic: TOPICS.visitsRaw,
-        maxBatch: 2,
-        concurrency: 2,
-        handler: async (messages) => {
-          started.push(numbers(messages));
-          if (started.length === 1) await firstHeld;
-        },
-      });
-      // The second batch is handed over while the first is held; the third waits for a free place.
-      await waitFor(() => started.length === 2, 5_000, { message: 'the second batch handed over' });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(started).toEqual([[1, 2], [3, 4]]);
-      // Nothing is committed while the oldest batch is held, though the second is done.
-      expect((await log.consumers())[0]!.lag).toBe(6);
-      releaseFirst();
-      await waitFor(async () => (await log.consumers())[0]!.lag === 0, 5_000, { message: 'everything committed' });
-      expect(started).toEqual([[1, 2], [3, 4], [5, 6]]);
-      await consumer.stop();
-    } finally {
-      await log.close();
-    }
+    await inPairs(
+      async (batch) => {
+        started.push(batch);
+        if (started.length === 1) await firstHeld;
+      },
+      async (lag) => {
+        // The second batch is handed over while the first is held; the third waits for a free place.
+        await waitFor(() => started.length === 2, 5_000, { message: 'the second batch handed over' });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(started).toEqual([[1, 2], [3, 4]]);
+        // Nothing is committed while the oldest batch is held, though the second is done.
+        expect(await lag()).toBe(6);
+        releaseFirst();
+        await waitFor(async () => (await lag()) === 0, 5_000, { message: 'everything committed' });
+        expect(started).toEqual([[1, 2], [3, 4], [5, 6]]);
+      },
+    );
   });
 
   it('redelivers from the failed batch, the batches after it included', async () => {
-    const metrics = createMetrics();
-    const log = createMemoryVisitLog(metrics, 100, 10);
-    const handled: string[] = [];
-    let failed = false;
-    try {
-      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
-      const consumer = await log.consume({
-        groupId: 'retry',
-        topic: TOPICS.visitsRaw,
-        maxBatch: 2,
-        concurrency: 2,
-        handler: async (messages) => {
-          const batch = numbers(messages).join(',');
-          // The first delivery of [1, 2] fails after [3, 4] was handed over (and succeeded).
-          if (batch === '1,2' && !failed) {
-            await new Promise((resolve) => setTimeout(resolve, 20));
-            failed = true;
-            handled.push(`${batch} failed`);
-            throw new Error('insert refused');
-          }
-          handled.push(batch);
-        },
-      });
-      await waitFor(async () => (await log.consumers())[0]!.lag === 0, 5_000, { message: 'everything committed' });
-      expect(handled).toEqual(['3,4', '1,2 failed', '1,2', '3,4', '5,6']);
-      await consumer.stop();
-    } finally {
-      await log.close();
-    }
+    // The first delivery of [1, 2] fails after [3, 4] was handed over (and succeeded).
+    expect(await handledWithOneFailure('1,2', { batch: '1,2', ms: 20 })).toEqual(['3,4', '1,2 failed', '1,2', '3,4', '5,6']);
   });
+
   it('hands nothing more over once a batch in flight failed, until it is redelivered', async () => {
-    const metrics = createMetrics();
-    const log = createMemoryVisitLog(metrics, 100, 10);
-    const handled: string[] = [];
-    let failed = false;
-    try {
-      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
-      const consumer = await log.consume({
-        groupId: 'later-fails',
-        topic: TOPICS.visitsRaw,
-        maxBatch: 2,
-        concurrency: 2,
-        handler: async (messages) => {
-          const batch = numbers(messages).join(',');
-          if (batch === '1,2') await new Promise((resolve) => setTimeout(resolve, 30));
-          // The first delivery of [3, 4] fails while [1, 2] is still being handled.
-          if (batch === '3,4' && !failed) {
-            failed = true;
-            handled.push(`${batch} failed`);
-            throw new Error('insert refused');
-          }
-          handled.push(batch);
-        },
-      });
-      await waitFor(async () => (await log.consumers())[0]!.lag === 0, 5_000, { message: 'everything committed' });
-      // [5, 6] is not handed over between [1, 2] committing and [3, 4] being redelivered.
-      expect(handled).toEqual(['3,4 failed', '1,2', '3,4', '5,6']);
-      await consumer.stop();
-    } finally {
-      await log.close();
-    }
+    // The first delivery of [3, 4] fails while [1, 2] is still being handled: [5, 6] is not handed
+    // over between [1, 2] committing and [3, 4] being redelivered.
+    expect(await handledWithOneFailure('3,4', { batch: '1,2', ms: 30 })).toEqual(['3,4 failed', '1,2', '3,4', '5,6']);
   });
 });
