@@ -20,7 +20,7 @@ import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
-import { baseFastifyOptions, errorOptionsOf, requestLocale, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
 
 export interface AppOptions {
   /** Extra route declarations (tests use this to reach failure paths no public route has). */
@@ -77,12 +77,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   served = [...routes, ...(ingest?.routes ?? [])];
 
   app.decorateRequest('locale', 'en');
-  app.addHook('onRequest', (request, reply, done) => {
-    request.locale = requestLocale(request);
-    reply.header('X-Request-Id', request.id);
-    reply.header('Content-Language', request.locale);
-    done();
-  });
+  app.addHook('onRequest', envelopeRequestHook({ contentLanguage: true }));
   app.addHook('onResponse', responseObserver(context));
 
   const allowedMethods = createMethodIndex(routes);

@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
-import { baseFastifyOptions, errorOptionsOf, localizedByHeaders, requestLocale, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localizedByHeaders, responseObserver } from '../../shared/http/fastify-base.js';
 import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
@@ -66,10 +66,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
     scope.addContentTypeParser('text/plain', { parseAs: 'string' }, (request, body, done) =>
       body === '' ? done(null, undefined) : json(request, body as string, done),
     );
-    scope.addHook('onRequest', async (request, reply) => {
-      request.locale = requestLocale(request);
-      reply.header('X-Request-Id', request.id);
-    });
+    scope.addHook('onRequest', envelopeRequestHook({ contentLanguage: false }));
     registerRoutes(scope, routes, registrar);
   });
   await app.ready();
@@ -85,14 +82,14 @@ export function hostDispatcher(context: Context, api: RequestListener, ingest: I
   const { baseDomain } = context.config;
   // The API's own host, when it is itself a name under BASE_DOMAIN (`api.links.example.com`).
   const apiLabel = subdomainOf(new URL(context.config.publicUrl).hostname, baseDomain);
-  const edge = ingest.app.routing.bind(ingest.app) as (request: IncomingMessage, response: ServerResponse) => void;
+  const { shortHosts } = ingest;
   return (request, response) => {
-    if (request.url && TRACKER_PATH.test(request.url)) return edge(request, response);
+    if (request.url && TRACKER_PATH.test(request.url)) return shortHosts.fastify(request, response);
     const host = request.headers.host;
     if (host) {
       const colon = host.lastIndexOf(':');
       const subdomain = subdomainOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host, baseDomain);
-      if (subdomain && subdomain !== apiLabel) return ingest.shortHosts.serve(request, response, subdomain);
+      if (subdomain && subdomain !== apiLabel) return shortHosts.serve(request, response, subdomain);
     }
     api(request, response);
   };

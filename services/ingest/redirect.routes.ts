@@ -150,6 +150,8 @@ export interface ShortHosts {
    * shutdown go on to the ingest Fastify app, with the decision already taken.
    */
   serve(request: IncomingMessage, response: ServerResponse, subdomain: string): void;
+  /** The ingest Fastify app as a request listener (the beacon's paths, and what `serve` hands on). */
+  fastify(request: IncomingMessage, response: ServerResponse): void;
 }
 
 /**
@@ -223,6 +225,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   };
 
   return {
+    fastify,
     serve(request: DecidedRequest, response, subdomain) {
       if (closing || (request.method !== 'GET' && request.method !== 'HEAD')) return fastify(request, response);
       const started = performance.now();

@@ -67,6 +67,19 @@ export function requestLocale(request: FastifyRequest, { query = true } = {}): L
 }
 
 /**
+ * The onRequest hook of routes answered with the envelope: the request's locale, and the
+ * X-Request-Id header (with Content-Language too, where the answers are localised).
+ */
+export function envelopeRequestHook({ contentLanguage }: { contentLanguage: boolean }) {
+  return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    request.locale = requestLocale(request);
+    reply.header('X-Request-Id', request.id);
+    if (contentLanguage) reply.header('Content-Language', request.locale);
+    done();
+  };
+}
+
+/**
  * Sets a request's locale from Accept-Language alone (not `?lang=`: the query may not be parsed
  * yet) and returns it, for error pages rendered outside the API's hooks.
  */
@@ -88,12 +101,22 @@ export interface AnsweredRequest {
   userAgent: string | undefined;
 }
 
+type Recorder = (answered: AnsweredRequest) => void;
+const recorders = new WeakMap<Context, Recorder>();
+
 /**
  * Records an answered request: the request duration histogram, the status-class counter and the
  * one access-log line per request (same id as X-Request-Id). Metric children are cached per label
- * set so a request does not hash its labels again.
+ * set so a request does not hash its labels again; every app of a process shares its context's
+ * one recorder (and so those caches).
  */
-export function requestRecorder(context: Context): (answered: AnsweredRequest) => void {
+export function requestRecorder(context: Context): Recorder {
+  let recorder = recorders.get(context);
+  if (!recorder) recorders.set(context, (recorder = createRecorder(context)));
+  return recorder;
+}
+
+function createRecorder(context: Context): Recorder {
   const { metrics, log } = context;
   /** Per method, route and status: its duration histogram and its status-class counter (found once). */
   const series = new Map<string, Map<number, { duration: { observe(seconds: number): void }; answered: { inc(): void } }>>();

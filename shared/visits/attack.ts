@@ -42,7 +42,7 @@ export function classifyAttack(pathWithQuery: string): AttackType | undefined {
   const raw = pathWithQuery;
   if (PLAIN_PATH.test(raw)) return TRAVERSAL.test(raw) ? 'traversal' : SQLI.test(raw) ? 'sqli' : SCANNER.test(raw) ? 'scanner' : undefined;
   const text = raw.includes('%') || raw.includes('+') ? decoded(raw) : raw;
-  if (TRAVERSAL.test(raw) || TRAVERSAL.test(text)) return 'traversal';
+  if (TRAVERSAL.test(raw) || (text !== raw && TRAVERSAL.test(text))) return 'traversal';
   if (XSS.test(text)) return 'xss';
   if (SQLI.test(text)) return 'sqli';
   const path = text.split('?')[0] ?? '';
