@@ -30,8 +30,12 @@ const ENRICHER_GROUP = 'enricher';
 /** A batch of visits enriched and ready to be stored. */
 interface Derived {
   visits: RawVisit[];
-  enrichments: Map<RawVisit, Enrichment>;
-  burstsStarted: Map<RawVisit, BurstEvent>;
+  /** What was derived of each visit, by its index in `visits`. */
+  enrichments: Enrichment[];
+  /** The visits (by index) that start a burst. */
+  burstsStarted: Map<number, BurstEvent>;
+  /** People's visits of a link (neither bots, bursts nor attacks), in order: what `max_visits` counts. */
+  people: RawVisit[];
 }
 
 /** A batch of `visits.raw` ready to be stored, with the messages that go to the dead-letter topic. */
@@ -57,8 +61,8 @@ async function deriveAll(
   uniques: ReturnType<typeof uniqueTracker>,
   bursts: ReturnType<typeof burstDetector>,
 ): Promise<Derived> {
-  const enrichments = new Map<RawVisit, Enrichment>();
-  const burstsStarted = new Map<RawVisit, BurstEvent>();
+  const enrichments: Enrichment[] = [];
+  const burstsStarted = new Map<number, BurstEvent>();
   // Each visit's time parsed once: its day (salt, uniques) and its instant (bursts).
   const times = visits.map((visit) => Date.parse(visit.ts));
   const days = times.map((time) => dayOf(time));
@@ -74,20 +78,19 @@ async function deriveAll(
       const judged = bursts.judge(visit.link_id, enrichment.visitor_hash, visit.visit_id, times[index]!);
       if (judged.burst) Object.assign(enrichment, { kind: 'bot', is_bot: 1, bot_name: 'burst' });
       else humans.push({ visit, enrichment, day });
-      if (judged.started) burstsStarted.set(visit, { visits: judged.visits, window_sec: bursts.windowSec });
+      if (judged.started) burstsStarted.set(index, { visits: judged.visits, window_sec: bursts.windowSec });
     }
-    enrichments.set(visit, enrichment);
+    enrichments.push(enrichment);
   });
-  const { first, remember } = await uniques.firstOfDay(
+  // Remembered as judged, before the batch is stored: the next batch is judged against it while
+  // this one is written. If the batch fails, the tracker forgets everything and asks ClickHouse again.
+  const first = await uniques.firstOfDay(
     humans.map(({ visit, enrichment, day }) => ({ visitId: visit.visit_id, subdomain: visit.subdomain, linkId: visit.link_id, hash: enrichment.visitor_hash!, day, ts: visit.ts })),
   );
   humans.forEach(({ enrichment }, index) => {
     if (first[index]) enrichment.is_unique = 1;
   });
-  // Remembered now, before the batch is stored: the next batch is judged against it while this one
-  // is written. If the batch fails, the tracker forgets everything and asks ClickHouse again.
-  remember();
-  return { visits, enrichments, burstsStarted };
+  return { visits, enrichments, burstsStarted, people: humans.map(({ visit }) => visit) };
 }
 
 /**
@@ -129,7 +132,7 @@ function eventsOf(visit: RawVisit, enrichment: Enrichment, burst: BurstEvent | u
  * committed) only after both writes succeeded; a failure redelivers the whole batch.
  */
 export async function startEnricher(context: Context): Promise<Consumer> {
-  const { visitLog, analytics, log, metrics } = context;
+  const { visitLog, analytics, metrics } = context;
   const geo = await openGeoLookup();
   const salts = saltBook(context.db.db);
   const uniques = uniqueTracker(analytics);
@@ -144,12 +147,12 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const store = async ({ visits, enrichments }: Derived) => {
     if (visits.length === 0) return;
     const insertStarted = performance.now();
-    await insertVisits(analytics, visits, (visit) => enrichments.get(visit)!);
+    await insertVisits(analytics, visits, (_visit, index) => enrichments[index]!);
     metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
     metrics.insertBatchSize.observe(visits.length);
     metrics.visitsInserted.inc(visits.length);
     const kinds = new Map<string, number>();
-    for (const { kind } of enrichments.values()) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    for (const { kind } of enrichments) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
     kinds.forEach((count, kind) => metrics.visitsEnriched.inc({ kind }, count));
   };
 
@@ -171,15 +174,14 @@ export async function startEnricher(context: Context): Promise<Consumer> {
         return { ...(await prepare(visits)), dead };
       },
       store,
-      async finish({ visits, enrichments, burstsStarted, dead }) {
+      async finish({ visits, enrichments, burstsStarted, people, dead }) {
         // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
         const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
         if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
         await deadLetter(context, dead);
         // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
-        const people = visits.filter((visit) => enrichments.get(visit)!.kind === 'visit');
         const limitEvents = await limits.check(people);
-        await events.emitMany([...visits.flatMap((visit) => eventsOf(visit, enrichments.get(visit)!, burstsStarted.get(visit))), ...limitEvents]);
+        await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, enrichments[index]!, burstsStarted.get(index))), ...limitEvents]);
         limits.announced(limitEvents);
       },
       // The uniques remembered for a batch that is not stored are forgotten (all of them: they are read again).

@@ -90,9 +90,9 @@ export function toVisitRow(visit: RawVisit, enrichment: Enrichment) {
  * inserted twice; rows that arrive again in other batches collapse by visit_id in the
  * ReplacingMergeTree, and beacon merges are newer versions inserted on their own.
  */
-export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichmentOf: (visit: RawVisit) => Enrichment): Promise<void> {
+export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichmentOf: (visit: RawVisit, index: number) => Enrichment): Promise<void> {
   if (visits.length === 0) return;
-  const rows = visits.map((visit) => toVisitRow(visit, enrichmentOf(visit)));
+  const rows = visits.map((visit, index) => toVisitRow(visit, enrichmentOf(visit, index)));
   const columns = Object.keys(rows[0]!) as [string, ...string[]];
   await analytics.client.insert({
     table: 'visits',

@@ -89,17 +89,18 @@ export function uniqueTracker(analytics: Analytics) {
       loaded.clear();
     },
     /**
-     * Whether each candidate (in order) is the first of its (link, visitor, day); `remember` records
-     * the answers, for the batches judged after this one.
+     * Whether each candidate (in order) is the first of its (link, visitor, day). The answers are
+     * remembered at once, for the batches judged after this one (`forget` undoes that when a batch
+     * is not stored).
      */
-    async firstOfDay(candidates: UniqueCandidate[]): Promise<{ first: boolean[]; remember(): void }> {
+    async firstOfDay(candidates: UniqueCandidate[]): Promise<boolean[]> {
       const toLoad = new Map<string, Set<string>>();
       for (const candidate of candidates) {
         dayPairs(candidate.day);
         if (!loaded.get(candidate.day)!.has(candidate.linkId)) toLoad.set(candidate.day, (toLoad.get(candidate.day) ?? new Set()).add(candidate.linkId));
       }
-      /** `day|link|hash` → earliest stored time of another visit, for the links just loaded. */
-      const stored = new Map<string, string>();
+      /** day → `link|hash` → earliest stored time of another visit, for the links just loaded. */
+      const stored = new Map<string, Map<string, string>>();
       for (const [day, links] of toLoad) {
         const result = await analytics.client.query({
           query: `SELECT link_id, visitor_hash, toString(min(ts)) AS first_ts FROM visits
@@ -114,42 +115,40 @@ export function uniqueTracker(analytics: Analytics) {
           },
           format: 'JSONEachRow',
         });
-        for (const row of await result.json<{ link_id: string; visitor_hash: string; first_ts: string }>()) {
-          stored.set(`${day}|${row.link_id}|${row.visitor_hash}`, row.first_ts);
-        }
+        const rows = await result.json<{ link_id: string; visitor_hash: string; first_ts: string }>();
+        stored.set(day, new Map(rows.map((row) => [`${row.link_id}|${row.visitor_hash}`, row.first_ts])));
       }
-      const firstOf = new Map<string, string>();
+      /** day → `link|hash` → the first visit's id ('' when it is an earlier stored one), as judged here. */
+      const judged = new Map<string, Map<string, string>>();
       const first = candidates.map((candidate) => {
         const pair = `${candidate.linkId}|${candidate.hash}`;
-        const key = `${candidate.day}|${pair}`;
-        const known = firstOf.get(key) ?? seen.get(candidate.day)!.get(pair);
+        let ofDay = judged.get(candidate.day);
+        if (!ofDay) judged.set(candidate.day, (ofDay = new Map()));
+        const known = ofDay.get(pair) ?? seen.get(candidate.day)!.get(pair);
         if (known !== undefined) return known === candidate.visitId;
-        const earlier = stored.get(key);
+        const earlier = stored.get(candidate.day)?.get(pair);
         const isFirst = earlier === undefined || earlier > toClickHouseTime(candidate.ts);
-        firstOf.set(key, isFirst ? candidate.visitId : '');
+        ofDay.set(pair, isFirst ? candidate.visitId : '');
         return isFirst;
       });
-      return {
-        first,
-        remember() {
-          for (const [day, links] of toLoad) {
-            const pairs = dayPairs(day);
-            // Stored visitors of the links just loaded: not first any more, whoever comes next.
-            for (const [key] of stored) if (key.startsWith(`${day}|`)) pairs.set(key.slice(day.length + 1), pairs.get(key.slice(day.length + 1)) ?? '');
-            for (const link of links) loaded.get(day)!.add(link);
+      for (const [day, links] of toLoad) {
+        const pairs = dayPairs(day);
+        // Stored visitors of the links just loaded: not first any more, whoever comes next.
+        for (const pair of stored.get(day)!.keys()) if (!pairs.has(pair)) pairs.set(pair, '');
+        for (const link of links) loaded.get(day)!.add(link);
+      }
+      for (const [day, ofDay] of judged) {
+        const pairs = dayPairs(day);
+        for (const [pair, visitId] of ofDay) {
+          if (pairs.size >= SEEN_MAX) {
+            // Too many to hold: forget the day, its links are loaded again from ClickHouse.
+            pairs.clear();
+            loaded.get(day)!.clear();
           }
-          for (const [key, visitId] of firstOf) {
-            const day = key.slice(0, 10);
-            const pairs = dayPairs(day);
-            if (pairs.size >= SEEN_MAX) {
-              // Too many to hold: forget the day, its links are loaded again from ClickHouse.
-              pairs.clear();
-              loaded.get(day)!.clear();
-            }
-            pairs.set(key.slice(11), visitId);
-          }
-        },
-      };
+          pairs.set(pair, visitId);
+        }
+      }
+      return first;
     },
   };
 }

@@ -33,7 +33,7 @@ export function createAnalytics(config: Config['analytics']): Analytics {
       ...params,
       clickhouse_settings: { ...params.clickhouse_settings, insert_deduplication_token: params.clickhouse_settings?.insert_deduplication_token ?? '' },
     });
-    const { insert, exec, command } = { insert: connection.insert.bind(connection), exec: connection.exec.bind(connection), command: connection.command.bind(connection) };
+    const [insert, exec, command] = [connection.insert.bind(connection), connection.exec.bind(connection), connection.command.bind(connection)];
     connection.insert = (params) => insert(withToken(params));
     connection.exec = (params) => exec(withToken(params));
     connection.command = (params) => command(withToken(params));
