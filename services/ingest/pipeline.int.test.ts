@@ -2,14 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
 import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
-import { closeContext, createTestContext, uniqueName } from '../../shared/testing/context.js';
+import { closeContext, uniqueName } from '../../shared/testing/context.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import type { TestOwner } from '../../shared/testing/owners.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
-import { buildApp } from '../api/app.js';
 import { startEnricher } from '../enricher/enricher.js';
-import { listenerClient } from '../../shared/testing/listener.js';
+import type { listenerClient } from '../../shared/testing/listener.js';
+import { startTestPlatform } from '../../shared/testing/platform.js';
 
 // End to end: redirects at the edge → visit log (in-process, or Kafka in the services run) →
 // enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.
@@ -24,12 +24,7 @@ let subdomain: string;
 let enricher: Consumer | undefined;
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_REDIRECT: '1000000:60' });
-  const built = await buildApp(context);
-  app = built.app;
-  ingest = listenerClient(built.listener!);
-  owner = await createOwner(context, app);
-  subdomain = await claimSubdomain(app, owner);
+  ({ context, app, ingest, owner, subdomain } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '1000000:60' }));
 });
 
 afterAll(async () => {

@@ -11,6 +11,7 @@ import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { buildApp } from '../api/app.js';
+import { startTestPlatform } from '../../shared/testing/platform.js';
 
 let context: Context;
 let app: FastifyInstance;
@@ -24,13 +25,9 @@ let consumer: Consumer;
 const visits: RawVisit[] = [];
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_REDIRECT: '1000:60', TRUST_PROXY: '10.9.0.0/16' });
-  const built = await buildApp(context);
-  app = built.app;
-  ingest = listenerClient(built.listener!);
+  let built;
+  ({ context, built, app, ingest, owner, subdomain } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '1000:60', TRUST_PROXY: '10.9.0.0/16' }));
   edgeApp = built.ingest!;
-  owner = await createOwner(context, app);
-  subdomain = await claimSubdomain(app, owner);
   consumer = await context.visitLog.consume({
     groupId: uniqueName('redirect-test'),
     topic: TOPICS.visitsRaw,

@@ -5,13 +5,13 @@ import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { closeContext, createTestContext } from '../../shared/testing/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { closeContext } from '../../shared/testing/context.js';
+import type { TestOwner } from '../../shared/testing/owners.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
-import { buildApp } from '../api/app.js';
 import { startEnricher } from '../enricher/enricher.js';
-import { listenerClient } from '../../shared/testing/listener.js';
+import type { listenerClient } from '../../shared/testing/listener.js';
+import { startTestPlatform } from '../../shared/testing/platform.js';
 
 // The beacon script in a real browser: Debian's headless Chromium driven by playwright-core, a
 // target page served from another origin (CORS for real), the platform listening on loopback,
@@ -33,12 +33,7 @@ let siteOrigin: string;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: run scripts/ensure-chromium.sh (or set CHROMIUM_PATH)`);
-  context = await createTestContext({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '1000:60' });
-  const built = await buildApp(context);
-  app = built.app;
-  ingest = listenerClient(built.listener!);
-  owner = await createOwner(context, app);
-  subdomain = await claimSubdomain(app, owner);
+  ({ context, app, ingest, owner, subdomain } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '1000:60' }));
   enricher = await startEnricher(context);
   await app.listen({ port: 0, host: '127.0.0.1' });
   platformOrigin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

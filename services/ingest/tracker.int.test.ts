@@ -3,18 +3,18 @@ import { SignJWT } from 'jose';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { closeContext, createTestContext, uniqueName } from '../../shared/testing/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { closeContext, uniqueName } from '../../shared/testing/context.js';
+import type { TestOwner } from '../../shared/testing/owners.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { consentKey } from '../../shared/tracker/consent-token.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import type { BeaconMessage } from '../../shared/tracker/beacon.js';
-import { buildApp } from '../api/app.js';
 import { beaconStore } from '../enricher/beacons.js';
 import { startEnricher } from '../enricher/enricher.js';
 import { toClickHouseTime } from '../../shared/analytics/analytics.js';
-import { listenerClient } from '../../shared/testing/listener.js';
+import type { listenerClient } from '../../shared/testing/listener.js';
+import { startTestPlatform } from '../../shared/testing/platform.js';
 
 // The beacon end to end: ingest edge (/tracker/*) → tracker.raw (in-process, or Kafka in the services
 // run) → enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.
@@ -32,12 +32,7 @@ let tapConsumer: Consumer;
 const published: BeaconMessage[] = [];
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '6:60' });
-  const built = await buildApp(context);
-  app = built.app;
-  ingest = listenerClient(built.listener!);
-  owner = await createOwner(context, app);
-  subdomain = await claimSubdomain(app, owner);
+  ({ context, app, ingest, owner, subdomain } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '6:60' }));
   enricher = await startEnricher(context);
   tapConsumer = await context.visitLog.consume({
     groupId: uniqueName('tracker-tap'),
