@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { closeContext, createTestContext } from '../../shared/testing/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { closeContext } from '../../shared/testing/context.js';
+import type { TestOwner } from '../../shared/testing/owners.js';
+import { startTestPlatform } from '../../shared/testing/platform.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { buildApp } from '../api/app.js';
 import { enrich } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { insertVisits } from './visit-writer.js';
@@ -16,10 +16,7 @@ let owner: TestOwner;
 let subdomain: string;
 
 beforeAll(async () => {
-  context = await createTestContext();
-  app = (await buildApp(context)).app;
-  owner = await createOwner(context, app);
-  subdomain = await claimSubdomain(app, owner);
+  ({ context, app, owner, subdomain } = await startTestPlatform());
 });
 
 afterAll(async () => {
