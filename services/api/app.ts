@@ -18,6 +18,7 @@ import { tokensService } from './tokens/tokens.service.js';
 import { usersRoutes } from './users/users.routes.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
+import { statsRoutes } from './stats/stats.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
@@ -71,6 +72,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...tokensRoutes(tokensService(context)),
     ...subdomainsRoutes(context),
     ...linksRoutes(context),
+    ...statsRoutes(context),
     ...swarmRoutes(),
     ...(options.extraRoutes ?? []),
   );

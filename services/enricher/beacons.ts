@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
+import { deduplicatedBy, toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { Context } from '../../shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '../../shared/tracker/beacon.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
@@ -65,7 +65,7 @@ export function beaconStore(analytics: Analytics) {
   return {
     async saveStates(states: BeaconState[]): Promise<void> {
       if (states.length === 0) return;
-      await client.insert({ table: 'visit_beacons', values: states, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: tokenOf(states) } });
+      await client.insert({ table: 'visit_beacons', values: states, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(tokenOf(states)) });
     },
     async statesOf(ids: string[]): Promise<BeaconState[]> {
       if (ids.length === 0) return [];
@@ -92,7 +92,7 @@ export function beaconStore(analytics: Analytics) {
         return state && state.version > (row.version as number) ? [mergeBeacon(row, state)] : [];
       });
       if (merged.length > 0) {
-        await client.insert({ table: 'visits', values: merged, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: tokenOf(merged) } });
+        await client.insert({ table: 'visits', values: merged, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(tokenOf(merged)) });
       }
       return merged.length;
     },

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
+import { deduplicatedBy, toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import type { Enrichment } from './enrich.js';
 
@@ -99,6 +99,6 @@ export async function insertVisits(analytics: Analytics, visits: RawVisit[], enr
     columns,
     values: rows.map((row) => Object.values(row)),
     format: 'JSONCompactEachRow',
-    clickhouse_settings: { insert_deduplication_token: batchToken(visits.map((visit) => visit.visit_id)) },
+    clickhouse_settings: deduplicatedBy(batchToken(visits.map((visit) => visit.visit_id))),
   });
 }

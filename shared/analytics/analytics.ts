@@ -6,6 +6,15 @@ import type { Config } from '../config.js';
 /** ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. */
 export const toClickHouseTime = (time: string | number | Date) => new Date(time).toISOString().replace('T', ' ').replace('Z', '');
 
+/**
+ * Settings of an insert that a redelivery may repeat: the same token drops the repeat, in `visits`
+ * and in the rollups its materialized views feed (without the second setting the views would count
+ * the repeated block again).
+ */
+export const deduplicatedBy = (token: string) => ({ insert_deduplication_token: token, deduplicate_blocks_in_dependent_materialized_views: 1 as const });
+/** What an insert states when it names no token (see the chDB note in createAnalytics). */
+const NO_DEDUPLICATION = { insert_deduplication_token: '', deduplicate_blocks_in_dependent_materialized_views: 0 as const };
+
 /** The analytics store: one @clickhouse/client, over HTTP to a server or in-process through chDB. */
 export interface Analytics {
   kind: 'chdb' | 'clickhouse';
@@ -28,10 +37,10 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     const connection = createChdbConnection({ path: config.dir }) as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
     // chDB applies a call's settings with `SET` on its session, where they stay for every later
     // call: an insert after one with a deduplication token would carry that stale token and be
-    // dropped as a duplicate. Every call that can insert states its token, the empty one (none) by default.
+    // dropped as a duplicate. Every call that can insert states its deduplication settings, none by default.
     const withToken = <P extends { clickhouse_settings?: Record<string, unknown> }>(params: P): P => ({
       ...params,
-      clickhouse_settings: { ...params.clickhouse_settings, insert_deduplication_token: params.clickhouse_settings?.insert_deduplication_token ?? '' },
+      clickhouse_settings: { ...NO_DEDUPLICATION, ...params.clickhouse_settings },
     });
     const [insert, exec, command] = [connection.insert.bind(connection), connection.exec.bind(connection), connection.command.bind(connection)];
     connection.insert = (params) => insert(withToken(params));

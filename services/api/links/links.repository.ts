@@ -92,6 +92,11 @@ export function linksRepository(db: Kysely<DB>) {
     async findById(id: string): Promise<LinkRow | undefined> {
       return db.selectFrom('links').selectAll().where('id', '=', id).executeTakeFirst();
     },
+    /** Slug and visibility of links by id, deleted or not (for reports naming links). */
+    async summaries(ids: string[]) {
+      if (ids.length === 0) return [];
+      return db.selectFrom('links').select(['id', 'slug', 'created_at', 'expires_at', 'deleted_at']).where('id', 'in', ids).execute();
+    },
     async findByClientId(ownerId: string, clientId: string): Promise<LinkRow | undefined> {
       return db.selectFrom('links').selectAll().where('owner_id', '=', ownerId).where('client_id', '=', clientId).executeTakeFirst();
     },

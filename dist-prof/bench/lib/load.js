@@ -1,0 +1,94 @@
+// Load generation shared by the benchmarks: autocannon's CLI in a child process (pinned to its own
+// core when `taskset` is there, with this process on core 0), medians and a check of other load.
+import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { cpus } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+/** Pins this process to core 0 and returns the prefix that runs the load generator on core 1 (empty when it cannot). */
+function pinCores() {
+    if (cpus().length < 2)
+        return [];
+    const pinned = spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdio: 'ignore' });
+    return pinned.status === 0 ? ['taskset', '-c', '1'] : [];
+}
+let loadPrefix;
+/** Pins once (on first use): the command prefix of the load generator. */
+const corePinning = () => (loadPrefix ??= pinCores());
+export function pinningNote() {
+    return corePinning().length > 0 ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)';
+}
+/**
+ * One autocannon run in a child process; fails on any error, timeout or status other than
+ * `expectStatus` (default 200).
+ */
+export function cannon(url, options) {
+    const expected = String(options.expectStatus ?? 200);
+    const args = [autocannonBin, '--json', '-n', '-c', String(options.connections), '-p', '1', '-d', String(options.durationSec)];
+    if (options.rate)
+        args.push('-R', String(options.rate));
+    for (const [name, value] of Object.entries(options.headers ?? {}))
+        args.push('-H', `${name}=${value}`);
+    args.push(url);
+    return new Promise((resolve, reject) => {
+        const cpuBefore = process.cpuUsage();
+        const [command, ...prefixArgs] = [...corePinning(), process.execPath];
+        const child = spawn(command, [...prefixArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+        child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+        child.once('error', reject);
+        child.once('close', (code) => {
+            const cpu = process.cpuUsage(cpuBefore);
+            if (code !== 0)
+                return reject(new Error(`autocannon exited with ${code}: ${stderr.trim()}`));
+            let result;
+            try {
+                result = JSON.parse(stdout);
+            }
+            catch (error) {
+                return reject(new Error(`autocannon printed no JSON: ${stdout.slice(0, 500)} ${stderr.slice(0, 500)}`, { cause: error }));
+            }
+            const statuses = result.statusCodeStats ?? {};
+            const unexpected = Object.keys(statuses).filter((status) => status !== expected);
+            if (unexpected.length > 0 || !statuses[expected] || result.errors > 0 || result.timeouts > 0) {
+                return reject(new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts; status codes ${JSON.stringify(statuses)} (expected only ${expected})`));
+            }
+            const total = result.requests.total;
+            resolve({ rps: result.requests.average, cpuUs: (cpu.user + cpu.system) / total, p50: result.latency.p50, p99: result.latency.p99, total });
+        });
+    });
+}
+export const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
+export const pad = (value, width) => value.padStart(width);
+export const percent = (value) => `${(value * 100).toFixed(1)} %`;
+/**
+ * How busy other processes keep the machine: the share of all cores in use over one second while
+ * this benchmark idles (its own CPU time subtracted), with a warning above 10 %.
+ */
+export async function otherLoad() {
+    const totals = () => {
+        let busy = 0;
+        let all = 0;
+        for (const { times } of cpus()) {
+            const used = times.user + times.nice + times.sys + times.irq;
+            busy += used;
+            all += used + times.idle;
+        }
+        return { busy, all };
+    };
+    const before = totals();
+    const own = process.cpuUsage();
+    await sleep(1_000);
+    const after = totals();
+    const ownUsed = process.cpuUsage(own);
+    const busyMs = after.busy - before.busy - (ownUsed.user + ownUsed.system) / 1000;
+    const share = Math.max(0, busyMs / Math.max(1, after.all - before.all));
+    return `other processes kept ${percent(share)} of the ${cpus().length} cores busy${share > 0.1 ? ' (they compete with the benchmark: expect noisy numbers)' : ''}`;
+}
+//# sourceMappingURL=load.js.map

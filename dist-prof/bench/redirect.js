@@ -1,0 +1,93 @@
+// Redirect throughput and latency of the ingest edge against a bare Fastify app that answers a fixed
+// 302, side by side in one run (alternating which goes first), on the same machine.
+//   bash bench/run.sh redirect [seconds-per-round] [rounds]
+// Target: the edge keeps ≥ 70 % of the bare app's throughput.
+//
+// The edge runs as in production: host routing, the link cache, the redirect bucket (a limit high
+// enough never to refuse), the visit handed to the buffered producer for every request (the
+// in-process visit log, no consumer: the oldest visits give way, counted), request id, metrics and
+// the access-log line (LOG_LEVEL=silent here, so the line is built but not written). Both apps live
+// in this process, pinned to core 0; autocannon runs in a child process on core 1 (see lib/load.ts).
+import { get } from 'node:http';
+import Fastify from 'fastify';
+import { buildApp } from '../services/api/app.js';
+import { runBench } from './lib/context.js';
+import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
+import { cannon, median, otherLoad, pad, percent, pinningNote } from './lib/load.js';
+const seconds = Number(process.argv[2] ?? 5);
+const rounds = Number(process.argv[3] ?? 3);
+const CONNECTIONS = 32;
+const TARGET_RATIO = 0.7;
+if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(rounds) || rounds < 1) {
+    console.error('usage: bash bench/run.sh redirect [seconds-per-round ≥ 1] [rounds ≥ 1]');
+    process.exit(1);
+}
+await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:60', LOG_LEVEL: 'silent' }, async (context) => {
+    const closers = [];
+    try {
+        const { app } = await buildApp(context);
+        closers.push(() => app.close());
+        await app.listen({ host: '127.0.0.1', port: 0 });
+        const edgePort = app.server.address().port;
+        const owner = await createOwner(context, app);
+        const subdomain = await claimSubdomain(app, owner);
+        const created = await app.inject({
+            method: 'POST',
+            url: '/api/v1/links',
+            headers: owner.auth,
+            payload: { subdomain, target_url: 'https://example.com/landing', slug: 'bench' },
+        });
+        if (created.statusCode !== 201)
+            throw new Error(`link creation failed: ${created.body}`);
+        const bare = Fastify();
+        closers.push(() => bare.close());
+        bare.get('/:slug', async (_request, reply) => reply.code(302).header('location', 'https://example.com/landing').send());
+        await bare.listen({ host: '127.0.0.1', port: 0 });
+        const barePort = bare.server.address().port;
+        const host = `${subdomain}.localhost`;
+        const targets = [
+            { name: 'bare', url: `http://127.0.0.1:${barePort}/bench`, headers: { host } },
+            { name: 'edge', url: `http://127.0.0.1:${edgePort}/bench`, headers: { host } },
+        ];
+        // fetch() will not send another Host: one plain request over the socket checks the edge.
+        const check = await new Promise((resolve, reject) => get(targets[1].url, { headers: { host } }, (response) => {
+            response.resume();
+            resolve({ status: response.statusCode ?? 0, location: response.headers.location });
+        }).once('error', reject));
+        if (check.status !== 302 || check.location !== 'https://example.com/landing')
+            throw new Error(`the edge answered ${check.status}`);
+        console.log(`mode: ${context.db.kind}, cache ${context.cache.kind}, visit log ${context.visitLog.kind}; node ${process.version}; ${seconds} s per run, ` +
+            `${rounds} rounds, ${CONNECTIONS} connections, pipelining 1; ${pinningNote()}`);
+        console.log(`before the runs: ${await otherLoad()}`);
+        for (const target of targets)
+            await cannon(target.url, { durationSec: 2, connections: CONNECTIONS, headers: target.headers, expectStatus: 302 });
+        const results = { bare: [], edge: [] };
+        for (let round = 1; round <= rounds; round++) {
+            for (const target of round % 2 === 1 ? targets : [...targets].reverse()) {
+                results[target.name].push(await cannon(target.url, { durationSec: seconds, connections: CONNECTIONS, headers: target.headers, expectStatus: 302 }));
+            }
+            const [b, e] = [results.bare[round - 1], results.edge[round - 1]];
+            console.log(`round ${round}: bare ${b.rps.toFixed(0)} req/s (p99 ${b.p99} ms, ${b.cpuUs.toFixed(1)} µs CPU), edge ${e.rps.toFixed(0)} req/s ` +
+                `(p99 ${e.p99} ms, ${e.cpuUs.toFixed(1)} µs CPU): ratio ${(e.rps / b.rps).toFixed(3)}`);
+        }
+        const bareRps = median(results.bare.map((run) => run.rps));
+        const edgeRps = median(results.edge.map((run) => run.rps));
+        const ratio = edgeRps / bareRps;
+        console.log(`\n${'app'.padEnd(6)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('CPU µs/req', 13)}`);
+        for (const name of ['bare', 'edge']) {
+            const runs = results[name];
+            console.log(`${name.padEnd(6)}${pad(median(runs.map((run) => run.rps)).toFixed(0), 10)}${pad(median(runs.map((run) => run.p50)).toFixed(0), 9)}` +
+                `${pad(median(runs.map((run) => run.p99)).toFixed(0), 9)}${pad(median(runs.map((run) => run.cpuUs)).toFixed(1), 13)}`);
+        }
+        const accepted = (await context.metrics.visitsAccepted.get()).values.reduce((sum, value) => sum + value.value, 0);
+        const dropped = (await context.metrics.visitsDropped.get()).values.reduce((sum, value) => sum + value.value, 0);
+        console.log(`visits accepted by the producer: ${accepted}, dropped: ${dropped}`);
+        console.log(`after the runs: ${await otherLoad()}`);
+        console.log(`edge/bare throughput: ${ratio.toFixed(3)} (${percent(ratio)}; target ≥ ${percent(TARGET_RATIO)}): ${ratio >= TARGET_RATIO ? 'within target' : 'BELOW target'}`);
+    }
+    finally {
+        for (const close of closers.reverse())
+            await close().catch(() => undefined);
+    }
+});
+//# sourceMappingURL=redirect.js.map

@@ -1,0 +1,84 @@
+import { createServer } from 'node:http';
+import Fastify, {} from 'fastify';
+import { AppError } from '../../shared/errors.js';
+import { toAppError, sendError } from '../../shared/http/error-response.js';
+import { createRateLimiter } from '../../shared/http/rate-limit.js';
+import { createMethodIndex, registerRoutes } from '../../shared/http/register.js';
+import cookie from '@fastify/cookie';
+import { authRoutes } from './auth/auth.routes.js';
+import { authService } from './auth/auth.service.js';
+import { createAuthenticator } from './auth/authenticator.js';
+import { createCaptcha } from './auth/captcha.js';
+import { createAbuseGuard } from './auth/abuse.js';
+import { discoveryRoutes } from './discovery/discovery.routes.js';
+import { tokensRoutes } from './tokens/tokens.routes.js';
+import { tokensService } from './tokens/tokens.service.js';
+import { usersRoutes } from './users/users.routes.js';
+import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
+import { linksRoutes } from './links/links.routes.js';
+import { swarmRoutes } from './swarm/swarm.routes.js';
+import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
+import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
+/** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
+export async function buildApp(context, options = {}) {
+    const { config, log, metrics } = context;
+    const errorOptions = errorOptionsOf(config);
+    const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
+    const abuse = await createAbuseGuard(context);
+    const authenticator = createAuthenticator(context, abuse);
+    const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
+    const ingest = config.roles.includes('ingest') ? await buildIngestApp(context, registrar) : undefined;
+    let listener;
+    const app = Fastify({
+        ...baseFastifyOptions(context),
+        // With the ingest role, one server answers both: requests for a short host go to the edge app.
+        ...(ingest ? { serverFactory: (handler) => createServer((listener = hostDispatcher(context, handler, ingest))) } : {}),
+    });
+    if (ingest)
+        app.addHook('onClose', async () => ingest.app.close());
+    await app.register(cookie);
+    app.addHook('onClose', async () => abuse.close());
+    const captcha = createCaptcha(context.cache, config.captcha.secret);
+    app.addHook('onClose', async () => authenticator.close());
+    const routes = [];
+    /** What this process serves and documents: the API's routes and the beacon's (served by the ingest app). */
+    let served = [];
+    routes.push(...discoveryRoutes({ context, limiter, routes: () => served }), ...authRoutes(context, authService(context, captcha, abuse), captcha), ...usersRoutes(context), ...tokensRoutes(tokensService(context)), ...subdomainsRoutes(context), ...linksRoutes(context), ...swarmRoutes(), ...(options.extraRoutes ?? []));
+    served = [...routes, ...(ingest?.routes ?? [])];
+    app.decorateRequest('locale', 'en');
+    app.addHook('onRequest', envelopeRequestHook({ contentLanguage: true }));
+    app.addHook('onResponse', responseObserver(context));
+    const allowedMethods = createMethodIndex(routes);
+    /** 405 with Allow when the path exists under other methods, else 404. */
+    const routeMiss = (request) => {
+        const path = request.url.split('?')[0] ?? '/';
+        const allow = allowedMethods(path);
+        return allow.length > 0
+            ? new AppError('method_not_allowed', { method: request.method, allow }, {
+                headers: { Allow: allow.join(', ') },
+                messageKey: 'error.method_not_allowed.allowed',
+                params: { method: request.method, allow: allow.join(', ') },
+            })
+            : new AppError('not_found', { path });
+    };
+    app.setErrorHandler(async (error, request, reply) => {
+        // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
+        // the not-found handler runs: the route does not exist, so that is the answer.
+        if (!request.routeOptions.config.routeDef)
+            return sendError(request, reply, routeMiss(request), errorOptions);
+        const { appError, unexpected } = toAppError(error);
+        if (unexpected)
+            log.error({ err: error, request_id: request.id }, 'unexpected failure');
+        else if (appError.status === 500)
+            log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
+        else
+            log.debug({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request refused');
+        if (appError.code === 'rate_limited')
+            metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
+        return sendError(request, reply, appError, errorOptions);
+    });
+    app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
+    registerRoutes(app, routes, registrar);
+    return { app, routes: served, ingest: ingest?.app, listener };
+}
+//# sourceMappingURL=app.js.map

@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { AppError } from '../../../shared/errors.js';
+import { assertSameOrigin } from '../../../shared/http/register.js';
+import { defineRoute, SCOPES, SESSION_COOKIE } from '../../../shared/http/route.js';
+import { usersRepository } from '../users/users.repository.js';
+import { UserSchema } from '../users/users.routes.js';
+import { toUserView } from '../users/users.view.js';
+const tags = ['auth'];
+/** Login, logout and the current account. */
+export function authRoutes(context, service, captcha) {
+    const users = usersRepository(context.db.db);
+    const cookieOptions = {
+        path: '/',
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: context.config.env !== 'development',
+    };
+    return [
+        defineRoute({
+            operationId: 'login',
+            method: 'POST',
+            path: '/auth/login',
+            summary: 'Sign in with e-mail and password; sets the session cookie',
+            description: 'The auth bucket (RATE_LIMIT_AUTH) counts per IP and e-mail. BRUTEFORCE_MAX_ATTEMPTS failures for one e-mail within ' +
+                'BRUTEFORCE_WINDOW seconds lock it for BRUTEFORCE_LOCKOUT seconds (429 `rate_limited` with Retry-After; the lock wins over the ' +
+                'counter); a successful login clears the count. Wrong e-mail and wrong password answer the same 401, in the same time. ' +
+                'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures for an e-mail the answer is 403 `forbidden` with ' +
+                '`details.reason` `captcha_required` and a proof-of-work challenge in `details.challenge` until a login carries a solved one. ' +
+                'The cookie is HttpOnly, SameSite=Lax, Secure outside development.',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'auth',
+            beforeLimit: async (request) => {
+                const email = request.body?.email;
+                if (typeof email === 'string')
+                    await service.assertNotLocked(email);
+            },
+            body: z.strictObject({
+                email: z.string().trim().min(1).max(254),
+                password: z.string().min(1).max(256),
+                captcha: z
+                    .string()
+                    .max(4096)
+                    .optional()
+                    .meta({ description: 'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures: the base64 ALTCHA payload solving a challenge from GET /auth/captcha.' }),
+            }),
+            response: z.object({ user: UserSchema, session: z.object({ expires_at: z.iso.datetime() }) }),
+            errors: ['unauthorized', 'forbidden'],
+            handler: async ({ body, request, reply }) => {
+                // A cross-site login form must not sign a victim into the attacker's account (login CSRF);
+                // scripts without Origin or Referer headers may still log in.
+                assertSameOrigin(request, context.config.publicUrl, { allowMissing: true });
+                const result = await service.login(body, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+                reply.setCookie(SESSION_COOKIE, result.secret, { ...cookieOptions, expires: result.expiresAt });
+                return { user: result.user, session: { expires_at: result.expiresAt.toISOString() } };
+            },
+        }),
+        defineRoute({
+            operationId: 'getCaptchaChallenge',
+            method: 'GET',
+            path: '/auth/captcha',
+            summary: 'A fresh proof-of-work CAPTCHA challenge (ALTCHA, self-hosted), for logins that need one',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'auth',
+            response: z
+                .object({ algorithm: z.string(), challenge: z.string(), maxnumber: z.number().int().optional(), salt: z.string(), signature: z.string() })
+                .meta({ id: 'CaptchaChallenge', description: 'Solve with the ALTCHA widget or altcha-lib; expires after 5 minutes; usable once.' }),
+            handler: async () => captcha.challenge(),
+        }),
+        defineRoute({
+            operationId: 'logout',
+            method: 'POST',
+            path: '/auth/logout',
+            summary: 'End the current session (it is revoked server-side) and clear the cookie',
+            tags,
+            auth: { kind: 'session' },
+            bucket: 'auth',
+            response: z.object({ signed_out: z.literal(true) }),
+            handler: async ({ principal, reply }) => {
+                await service.logout(principal.sessionHash);
+                reply.clearCookie(SESSION_COOKIE, cookieOptions);
+                return { signed_out: true };
+            },
+        }),
+        defineRoute({
+            operationId: 'getMe',
+            method: 'GET',
+            path: '/api/v1/me',
+            summary: 'The current account, how it is authenticated and with which scopes',
+            tags,
+            auth: { kind: 'account' },
+            bucket: 'api',
+            response: UserSchema.extend({
+                authenticated_via: z.enum(['session', 'token']),
+                scopes: z.array(z.enum(SCOPES)),
+                token_id: z.uuid().optional(),
+            }),
+            handler: async ({ principal }) => {
+                const user = await users.findById(principal.userId);
+                if (!user)
+                    throw new AppError('unauthorized');
+                return {
+                    ...toUserView(user),
+                    authenticated_via: principal.via,
+                    scopes: [...principal.scopes],
+                    ...(principal.tokenId ? { token_id: principal.tokenId } : {}),
+                };
+            },
+        }),
+    ];
+}
+//# sourceMappingURL=auth.routes.js.map

@@ -1,0 +1,152 @@
+import { hash } from 'node:crypto';
+import { AppError } from '../../../shared/errors.js';
+import { SCOPES, SESSION_COOKIE, sessionScopes } from '../../../shared/http/route.js';
+import { ipInRanges } from '../../../shared/ip.js';
+import { tokensRepository } from '../tokens/tokens.repository.js';
+import { sessionsRepository } from './sessions.repository.js';
+/** `svc_u_` + 12 hex (the prefix shown in lists) + `_` + 43 base64url characters (256 random bits). */
+export const TOKEN_PATTERN = /^svc_u_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
+/**
+ * Version of the token set, bumped by every revocation (in Redis when nodes share it). A cached
+ * token record is used only while the version it was read under is still current, so a revoked
+ * token is refused on the next request on every node — one GET per request in the Redis mode,
+ * nothing more in one process.
+ */
+export const TOKENS_VERSION_KEY = 'tokens:version';
+/** SHA-256 (hex) of a token or session secret: the only form either is stored in. */
+export function secretHash(secret) {
+    return hash('sha256', secret, 'hex');
+}
+/** How long a token record may be served from memory (a revocation anywhere voids it at once). */
+const TOKEN_CACHE_TTL_MS = 30_000;
+const TOKEN_CACHE_MAX = 10_000;
+/** last_used_at/last_used_ip are written behind, at most this late. */
+export const LAST_USED_FLUSH_MS = 2_000;
+/**
+ * Authenticates bearer tokens and session cookies. Token records are cached for 30 s at most and
+ * only under the current tokens version (see TOKENS_VERSION_KEY), so a revoked token is refused on
+ * the next request on every node; expiry and allowlist are checked on every request. Token use is
+ * recorded write-behind.
+ */
+export function createAuthenticator(context, abuse) {
+    const tokens = tokensRepository(context.db.db);
+    const sessions = sessionsRepository(context.db.db);
+    const cache = new Map();
+    const lastUse = new Map();
+    const principalOf = (token) => {
+        // A token never carries more than its user's role allows (admin is for staff only).
+        const allowed = new Set(sessionScopes(token.role));
+        const scopes = new Set(token.scopes.filter((scope) => SCOPES.includes(scope) && allowed.has(scope)));
+        return { userId: token.user_id, email: token.email, role: token.role, via: 'token', scopes, tokenId: token.id };
+    };
+    const flush = async () => {
+        const pending = [...lastUse];
+        lastUse.clear();
+        for (const [id, use] of pending) {
+            await tokens.recordUse(id, new Date(use.at), use.ip).catch((error) => {
+                // Kept for the next flush unless a newer use arrived meanwhile.
+                if (!lastUse.has(id))
+                    lastUse.set(id, use);
+                context.log.warn({ err: error, token_id: id }, 'recording token use failed; retried at the next flush');
+            });
+        }
+    };
+    const timer = setInterval(() => void flush(), LAST_USED_FLUSH_MS);
+    timer.unref();
+    /** Audits the first use of a token from an address it was not last used from (once a day per pair). */
+    const auditNewIp = async (token, ip) => {
+        const key = `audit:token-ip:${token.id}:${ip}`;
+        if (!(await context.cache.flagIfAbsent(key, 86_400)))
+            return;
+        abuse.audit({ action: 'token.new_ip', actorId: token.user_id, target: token.id, ip, details: { previous_ip: token.last_used_ip } });
+    };
+    /**
+     * The cache is keyed by the presented token itself, so that a hit costs no hashing (a SHA-256 was
+     * a quarter of the authentication cost per request, bench/auth-overhead.ts): secrets already in
+     * the process for the request stay there at most TOKEN_CACHE_TTL_MS more. Only the hash is stored.
+     */
+    const loadToken = (presented) => {
+        const version = context.cache.read(TOKENS_VERSION_KEY);
+        if (typeof version !== 'number')
+            return version.then((current) => lookup(presented, current));
+        return lookup(presented, version);
+    };
+    /** The cached entry when it is current, else a read from the store (then cached). */
+    const lookup = (presented, version) => {
+        const hit = cache.get(presented);
+        if (hit && hit.version === version && Date.now() - hit.cachedAt < TOKEN_CACHE_TTL_MS)
+            return hit;
+        if (!TOKEN_PATTERN.test(presented))
+            throw new AppError('invalid_token', { reason: 'malformed' });
+        return tokens.findByHashWithUser(secretHash(presented)).then((token) => {
+            if (!token)
+                return undefined;
+            const entry = { token, principal: principalOf(token), expiresAtMs: token.expires_at?.getTime() ?? null, cachedAt: Date.now(), version };
+            if (token.revoked_at)
+                cache.delete(presented);
+            else {
+                if (cache.size >= TOKEN_CACHE_MAX)
+                    cache.delete(cache.keys().next().value);
+                cache.set(presented, entry);
+            }
+            return entry;
+        });
+    };
+    /** Checks a token entry against the request; synchronous unless a new IP is to be audited. */
+    const admitToken = (entry, request) => {
+        if (!entry)
+            throw new AppError('invalid_token', { reason: 'unknown' });
+        const { token } = entry;
+        if (token.revoked_at)
+            throw new AppError('invalid_token', { reason: 'revoked' });
+        if (entry.expiresAtMs !== null && entry.expiresAtMs <= Date.now())
+            throw new AppError('invalid_token', { reason: 'expired' });
+        if (token.ip_allowlist.length > 0 && !ipInRanges(request.ip, token.ip_allowlist)) {
+            throw new AppError('forbidden', { reason: 'ip_not_allowed' });
+        }
+        const use = lastUse.get(token.id);
+        const newIp = use?.ip !== request.ip && token.last_used_ip !== request.ip;
+        if (use) {
+            use.at = Date.now();
+            use.ip = request.ip;
+        }
+        else
+            lastUse.set(token.id, { at: Date.now(), ip: request.ip });
+        return newIp ? auditNewIp(token, request.ip).then(() => entry.principal) : entry.principal;
+    };
+    const fromToken = (header, request) => {
+        const presented = header.startsWith('Bearer ') ? header.slice(7).trim() : /^Bearer +(\S+) *$/i.exec(header)?.[1];
+        if (!presented)
+            throw new AppError('invalid_token', { reason: 'malformed' });
+        const entry = loadToken(presented);
+        return entry instanceof Promise ? entry.then((loaded) => admitToken(loaded, request)) : admitToken(entry, request);
+    };
+    const fromSession = async (cookie) => {
+        const sessionHash = secretHash(cookie);
+        const session = await sessions.findLiveWithUser(sessionHash);
+        if (!session)
+            return undefined;
+        return {
+            userId: session.user_id,
+            email: session.email,
+            role: session.role,
+            via: 'session',
+            scopes: new Set(sessionScopes(session.role)),
+            sessionHash,
+        };
+    };
+    return {
+        authenticate(request) {
+            const header = request.headers.authorization;
+            if (header !== undefined)
+                return fromToken(header, request);
+            const cookie = request.cookies?.[SESSION_COOKIE];
+            return cookie ? fromSession(cookie) : undefined;
+        },
+        async close() {
+            clearInterval(timer);
+            await flush();
+        },
+    };
+}
+//# sourceMappingURL=authenticator.js.map

@@ -1,0 +1,279 @@
+import { z } from 'zod';
+import { RATE_BUCKETS, RATE_BUCKET_NAMES } from '../../../shared/config.js';
+import { DEPENDENCIES, dependencyKinds } from '../../../shared/context.js';
+import { AppError, ERROR_CATALOGUE, ERROR_CODES, errorDocs } from '../../../shared/errors.js';
+import { buildOpenApiDocument } from '../../../shared/http/openapi.js';
+import { defineRoute } from '../../../shared/http/route.js';
+import { DEFAULT_LOCALE, LOCALES, LOCALE_CODES, t } from '../../../shared/i18n/index.js';
+import { VERSION } from '../../../shared/version.js';
+import { consumerReport, probeDependencies } from './health.js';
+const tags = ['discovery'];
+const CheckSchema = z.object({
+    status: z.enum(['ok', 'down']),
+    kind: z.string().meta({ description: 'Implementation: pglite|postgres, chdb|clickhouse, memory|kafka, memory|bullmq, memory|redis.' }),
+    latency_ms: z.number().min(0),
+    error: z.string().optional(),
+});
+const HealthSchema = z
+    .object({
+    status: z.literal('ok'),
+    version: z.string(),
+    uptime_s: z.number().int().min(0),
+    roles: z.array(z.string()),
+    checks: z.object(Object.fromEntries(DEPENDENCIES.map((name) => [name, CheckSchema]))),
+    consumers: z
+        .array(z.object({
+        group: z.string(),
+        topic: z.string(),
+        running: z.boolean(),
+        lag: z.number().int().nullable().meta({ description: 'Messages published and not yet committed by the group; null when the broker did not tell.' }),
+        last_batch_at: z.iso.datetime().nullable(),
+        last_error: z.string().nullable().meta({ description: 'The last failed batch (redelivered), cleared by the next success.' }),
+    }))
+        .meta({ description: 'The visit-log consumers of this process (enricher role: visits.raw and tracker.raw); empty for other roles.' }),
+})
+    .meta({ id: 'Health' });
+const RateRuleSchema = z.object({
+    limit: z.number().int().min(1),
+    window_sec: z.number().int().min(1),
+    setting: z.string(),
+    keyed_by: z.string(),
+});
+const StatusSchema = z
+    .object({
+    name: z.string(),
+    version: z.string(),
+    api_version: z.literal('v1'),
+    started_at: z.iso.datetime(),
+    uptime_s: z.number().int().min(0),
+    roles: z.array(z.string()),
+    features: z.object({
+        storage: z.object(Object.fromEntries(DEPENDENCIES.map((name) => [name, z.string()]))),
+        embedded: z.boolean().meta({ description: 'True when every dependency runs in this process (make run).' }),
+        languages: z.array(z.string()),
+        legacy_v0_api: z.boolean(),
+        openapi: z.string(),
+        captcha: z.boolean().meta({ description: 'Whether logins need a proof-of-work CAPTCHA after repeated failures (ENABLE_CAPTCHA).' }),
+    }),
+    limits: z.object({
+        body_limit_bytes: z.number().int(),
+        rate_limits: z.object(Object.fromEntries(RATE_BUCKET_NAMES.map((name) => [name, RateRuleSchema]))),
+        bruteforce: z.object({ max_attempts: z.number().int(), window_sec: z.number().int(), lockout_sec: z.number().int() }),
+        captcha_after_failures: z.number().int(),
+        spam: z.object({ window_sec: z.number().int(), tokens_per_account: z.number().int(), identities_per_ip: z.number().int(), cooldown_sec: z.number().int() }),
+        session_ttl_sec: z.number().int(),
+    }),
+    counters: z.object({
+        requests_total: z.number().int().min(0),
+        rate_limited_total: z.number().int().min(0),
+        visit_log_published_total: z.number().int().min(0),
+        visit_log_dropped_total: z.number().int().min(0),
+        jobs_processed_total: z.number().int().min(0),
+    }),
+})
+    .meta({ id: 'Status' });
+const ErrorEntrySchema = z.object({
+    code: z.enum(ERROR_CODES),
+    status: z.number().int(),
+    condition: z.string(),
+    message: z.string().meta({ description: 'The localised message clients see for this code.' }),
+    docs: z.string(),
+});
+const LanguageSchema = z.object({ code: z.string(), name: z.string(), native: z.string(), default: z.boolean() });
+const IndexSchema = z
+    .object({
+    name: z.string(),
+    version: z.string(),
+    links: z.record(z.string(), z.string()),
+    endpoints: z.array(z.object({ method: z.string(), path: z.string(), summary: z.string(), auth: z.string(), deprecated: z.boolean() })),
+})
+    .meta({ id: 'ApiIndex' });
+/** Sum of a prom-client metric's current values. */
+async function total(metric) {
+    return (await metric.get()).values.reduce((sum, entry) => sum + entry.value, 0);
+}
+/** Discovery and health: index, health, status, OpenAPI, errors, languages, metrics. */
+export function discoveryRoutes({ context, limiter, routes }) {
+    const { config, metrics } = context;
+    let openapi;
+    return [
+        defineRoute({
+            operationId: 'getIndex',
+            method: 'GET',
+            path: '/api/v1/',
+            summary: 'API index with links to every discovery document and the list of operations',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'default',
+            response: IndexSchema,
+            handler: async () => ({
+                name: 'Link-tracking platform API',
+                version: VERSION,
+                links: {
+                    self: '/api/v1/',
+                    openapi: '/api/v1/openapi.json',
+                    errors: '/api/v1/errors',
+                    languages: '/api/v1/languages',
+                    health: '/api/v1/health',
+                    status: '/api/v1/status',
+                    metrics: '/metrics',
+                },
+                endpoints: routes().map((route) => ({
+                    method: route.method,
+                    path: route.path,
+                    summary: route.summary,
+                    auth: route.auth.kind === 'scope' ? route.auth.scope : route.auth.kind,
+                    deprecated: route.deprecated ?? false,
+                })),
+            }),
+        }),
+        defineRoute({
+            operationId: 'getHealth',
+            method: 'GET',
+            path: '/api/v1/health',
+            summary: 'Liveness plus a probe of each configured dependency with its latency',
+            description: 'Answers 503 `service_unavailable` with the same checks in `error.details.checks` when any dependency is down. Not rate-limited, for load balancers.',
+            tags,
+            auth: { kind: 'none' },
+            bucket: null,
+            response: HealthSchema,
+            handler: async () => {
+                const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
+                const down = Object.entries(checks).filter(([, check]) => check.status === 'down').map(([name]) => name);
+                if (down.length > 0) {
+                    throw new AppError('service_unavailable', { checks, down }, { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } });
+                }
+                return {
+                    status: 'ok',
+                    version: VERSION,
+                    uptime_s: Math.floor((Date.now() - context.startedAt.getTime()) / 1000),
+                    roles: config.roles,
+                    checks,
+                    consumers,
+                };
+            },
+        }),
+        defineRoute({
+            operationId: 'getStatus',
+            method: 'GET',
+            path: '/api/v1/status',
+            summary: 'Version, features, limits (the live configuration of all eight rate-limit buckets) and counters',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'default',
+            response: StatusSchema,
+            handler: async () => {
+                const kinds = dependencyKinds(context);
+                return {
+                    name: 'linktrack',
+                    version: VERSION,
+                    api_version: 'v1',
+                    started_at: context.startedAt.toISOString(),
+                    uptime_s: Math.floor((Date.now() - context.startedAt.getTime()) / 1000),
+                    roles: config.roles,
+                    features: {
+                        storage: kinds,
+                        embedded: kinds.database === 'pglite' && kinds.analytics === 'chdb' && kinds.visit_log === 'memory' && kinds.jobs === 'memory',
+                        languages: LOCALE_CODES,
+                        legacy_v0_api: false,
+                        openapi: '/api/v1/openapi.json',
+                        captcha: config.captcha.enabled,
+                    },
+                    limits: {
+                        body_limit_bytes: config.bodyLimit,
+                        rate_limits: Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [
+                            bucket,
+                            {
+                                limit: limiter.rules[bucket].limit,
+                                window_sec: limiter.rules[bucket].windowSec,
+                                setting: RATE_BUCKETS[bucket].env,
+                                keyed_by: RATE_BUCKETS[bucket].keyedBy,
+                            },
+                        ])),
+                        bruteforce: {
+                            max_attempts: config.bruteforce.maxAttempts,
+                            window_sec: config.bruteforce.windowSec,
+                            lockout_sec: config.bruteforce.lockoutSec,
+                        },
+                        captcha_after_failures: config.captcha.after,
+                        spam: {
+                            window_sec: config.spam.windowSec,
+                            tokens_per_account: config.spam.tokensPerAccount,
+                            identities_per_ip: config.spam.identitiesPerIp,
+                            cooldown_sec: config.spam.cooldownSec,
+                        },
+                        session_ttl_sec: config.sessionTtlSec,
+                    },
+                    counters: {
+                        requests_total: await total(metrics.httpRequests),
+                        rate_limited_total: await total(metrics.rateLimited),
+                        visit_log_published_total: await total(metrics.visitLogPublished),
+                        visit_log_dropped_total: await total(metrics.visitLogDropped),
+                        jobs_processed_total: await total(metrics.jobsProcessed),
+                    },
+                };
+            },
+        }),
+        defineRoute({
+            operationId: 'getOpenApi',
+            method: 'GET',
+            path: '/api/v1/openapi.json',
+            summary: 'The OpenAPI 3.1 document of this API, served raw (the one exception to the envelope)',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'default',
+            response: z.record(z.string(), z.unknown()).meta({ description: 'An OpenAPI 3.1 document.' }),
+            raw: { contentType: 'application/json; charset=utf-8', description: 'The OpenAPI 3.1 document, not wrapped in the envelope.' },
+            handler: async () => {
+                openapi ??= JSON.stringify(buildOpenApiDocument(routes(), { version: VERSION, serverUrl: config.publicUrl }));
+                return { contentType: 'application/json; charset=utf-8', body: openapi };
+            },
+        }),
+        defineRoute({
+            operationId: 'listErrors',
+            method: 'GET',
+            path: '/api/v1/errors',
+            summary: 'The error catalogue: every code with its HTTP status, condition and localised message',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'default',
+            response: z.object({ errors: z.array(ErrorEntrySchema) }),
+            handler: async ({ locale }) => ({
+                errors: ERROR_CODES.map((code) => ({
+                    code,
+                    status: ERROR_CATALOGUE[code].status,
+                    condition: ERROR_CATALOGUE[code].condition,
+                    message: t(locale, `error.${code}`),
+                    docs: errorDocs(code),
+                })),
+            }),
+        }),
+        defineRoute({
+            operationId: 'listLanguages',
+            method: 'GET',
+            path: '/api/v1/languages',
+            summary: 'Supported locales for ?lang= and Accept-Language',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'default',
+            response: z.object({ languages: z.array(LanguageSchema), default: z.string() }),
+            handler: async () => ({
+                languages: LOCALE_CODES.map((code) => ({ code, name: LOCALES[code].name, native: LOCALES[code].native, default: code === DEFAULT_LOCALE })),
+                default: DEFAULT_LOCALE,
+            }),
+        }),
+        defineRoute({
+            operationId: 'getMetrics',
+            method: 'GET',
+            path: '/metrics',
+            summary: 'Prometheus metrics: process defaults and the request-duration histogram by route and status',
+            tags,
+            auth: { kind: 'none' },
+            bucket: null,
+            response: z.string(),
+            raw: { contentType: 'text/plain; version=0.0.4; charset=utf-8', description: 'Prometheus text exposition format.' },
+            handler: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+        }),
+    ];
+}
+//# sourceMappingURL=discovery.routes.js.map

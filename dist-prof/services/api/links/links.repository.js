@@ -1,0 +1,161 @@
+import { sql } from 'kysely';
+import { REDIRECT_LINK_COLUMNS } from '../../../shared/links/link-notices.js';
+import { PUBLIC_LINK_COLUMNS } from '../../../shared/policy/policy.js';
+/** The text `q` searches: the same expression as the trigram index links_search_live_idx. */
+const searchText = sql `(slug || ' ' || coalesce(title, '') || ' ' || target_url)`;
+/** `%` and `_` in a search are literal characters, not LIKE wildcards. */
+const likeLiteral = (text) => text.replace(/[\\%_]/g, (char) => `\\${char}`);
+/** SQL for links: the only place that queries the links table. */
+export function linksRepository(db) {
+    const filtered = (query, filter) => {
+        let q = query.where('deleted_at', 'is', null);
+        if (filter.ownerId !== undefined)
+            q = q.where('owner_id', '=', filter.ownerId);
+        if (filter.subdomain !== undefined)
+            q = q.where('subdomain', '=', filter.subdomain);
+        if (filter.q)
+            q = q.where(sql `${searchText} ILIKE ${'%' + likeLiteral(filter.q) + '%'}`);
+        if (filter.tag !== undefined)
+            q = q.where(sql `tags @> ARRAY[${filter.tag}]::text[]`);
+        if (filter.since !== undefined)
+            q = q.where('created_at', '>=', filter.since);
+        return q;
+    };
+    return {
+        /** Inserts a link; undefined when a live link of the subdomain has the slug, or the owner used the client_id. */
+        async insertIfFree(link) {
+            return db
+                .insertInto('links')
+                .values({
+                id: link.id,
+                owner_id: link.ownerId,
+                subdomain: link.subdomain,
+                slug: link.slug,
+                target_url: link.targetUrl,
+                title: link.title,
+                tags: link.tags,
+                expires_at: link.expiresAt,
+                max_visits: link.maxVisits,
+                redirect_type: link.redirectType,
+                append_visit_id: link.appendVisitId,
+                client_id: link.clientId,
+                client_body_hash: link.clientBodyHash,
+            })
+                .onConflict((oc) => oc.doNothing())
+                .returningAll()
+                .executeTakeFirst();
+        },
+        /** A link by id, deleted or not. */
+        async findById(id) {
+            return db.selectFrom('links').selectAll().where('id', '=', id).executeTakeFirst();
+        },
+        async findByClientId(ownerId, clientId) {
+            return db.selectFrom('links').selectAll().where('owner_id', '=', ownerId).where('client_id', '=', clientId).executeTakeFirst();
+        },
+        /**
+         * The newest public links of a subdomain: live, not expired, created at or before
+         * `publishedBefore`; only the columns the policy module allows are read.
+         */
+        async publicWindow(subdomain, publishedBefore, limit) {
+            const now = new Date();
+            return db
+                .selectFrom('links')
+                .select([...PUBLIC_LINK_COLUMNS])
+                .where('subdomain', '=', subdomain)
+                .where('deleted_at', 'is', null)
+                .where('created_at', '<=', publishedBefore)
+                .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+                .orderBy('seq', 'desc')
+                .limit(limit)
+                .execute();
+        },
+        /** The live link a short host answers for `/{slug}` (redirects load it on a cache miss): its redirect columns. */
+        async findLiveBySlug(subdomain, slug) {
+            return db
+                .selectFrom('links')
+                .select(REDIRECT_LINK_COLUMNS)
+                .where('subdomain', '=', subdomain)
+                .where('slug', '=', slug)
+                .where('deleted_at', 'is', null)
+                .executeTakeFirst();
+        },
+        /** The newest live links, to warm a redirect cache: their redirect columns. */
+        async newestLive(limit) {
+            return db.selectFrom('links').select(REDIRECT_LINK_COLUMNS).where('deleted_at', 'is', null).orderBy('seq', 'desc').limit(limit).execute();
+        },
+        /**
+         * Applies changes to a live link; undefined when the link is gone, 'slug_taken' when the new
+         * slug belongs to another live link of the subdomain.
+         */
+        async update(id, changes) {
+            try {
+                return await db
+                    .updateTable('links')
+                    // A new visit limit is judged afresh by the enricher: the link redirects until it is reached again.
+                    .set({
+                    ...changes,
+                    ...(changes.max_visits !== undefined ? { limit_reached_at: null } : {}),
+                    updated_at: new Date(),
+                    version: sql `nextval('links_version_seq')`,
+                })
+                    .where('id', '=', id)
+                    .where('deleted_at', 'is', null)
+                    .returningAll()
+                    .executeTakeFirst();
+            }
+            catch (error) {
+                if (error.code === '23505')
+                    return 'slug_taken';
+                throw error;
+            }
+        },
+        /** Marks a live link's visit limit reached, once; undefined when it already was (or is gone). */
+        async markLimitReached(id) {
+            return db
+                .updateTable('links')
+                .set({ limit_reached_at: new Date(), version: sql `nextval('links_version_seq')` })
+                .where('id', '=', id)
+                .where('limit_reached_at', 'is', null)
+                .where('deleted_at', 'is', null)
+                .returningAll()
+                .executeTakeFirst();
+        },
+        /** Soft-deletes a live link; undefined when it was not live. */
+        async softDelete(id) {
+            const now = new Date();
+            return db
+                .updateTable('links')
+                .set({ deleted_at: now, updated_at: now, version: sql `nextval('links_version_seq')` })
+                .where('id', '=', id)
+                .where('deleted_at', 'is', null)
+                .returningAll()
+                .executeTakeFirst();
+        },
+        /** One page, newest first: `limit + 1` rows are read so the caller knows whether more follow. */
+        async page(filter, at, limit) {
+            let query = filtered(db.selectFrom('links').selectAll(), filter).orderBy('seq', 'desc').limit(limit + 1);
+            if ('offset' in at)
+                query = query.offset(at.offset);
+            else if (at.afterSeq !== undefined)
+                query = query.where('seq', '<', at.afterSeq);
+            return query.execute();
+        },
+        /**
+         * Links matching the filter. Without q, tag or since the answer is the sum of the
+         * subdomains' live_links counters (kept by triggers) rather than a count over the rows.
+         */
+        async count(filter) {
+            if (filter.q === undefined && filter.tag === undefined && filter.since === undefined) {
+                let query = db.selectFrom('subdomains').select((eb) => eb.fn.coalesce(eb.fn.sum('live_links'), eb.val('0')).as('n'));
+                if (filter.ownerId !== undefined)
+                    query = query.where('owner_id', '=', filter.ownerId);
+                if (filter.subdomain !== undefined)
+                    query = query.where('name', '=', filter.subdomain);
+                return Number((await query.executeTakeFirstOrThrow()).n);
+            }
+            const row = await filtered(db.selectFrom('links').select((eb) => eb.fn.countAll().as('n')), filter).executeTakeFirstOrThrow();
+            return Number(row.n);
+        },
+    };
+}
+//# sourceMappingURL=links.repository.js.map

@@ -1,0 +1,247 @@
+import Negotiator from 'negotiator';
+import QRCode from 'qrcode';
+import { z } from 'zod';
+import { AppError } from '../../../shared/errors.js';
+import { PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
+import { defineRoute } from '../../../shared/http/route.js';
+import { MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
+import { linksService, REDIRECT_TYPES, RESERVED_SLUGS, SLUG } from './links.service.js';
+const tags = ['links'];
+const slugSchema = z
+    .string()
+    .transform((slug) => slug.toLowerCase())
+    .pipe(z.string().regex(SLUG, 'must be 1 to 64 letters, digits, _ or -, starting with a letter or digit'))
+    .meta({
+    description: `Case-insensitive: stored and matched in lower case. Unique among the live links of the subdomain (a deleted link's slug can be reused). ` +
+        `Reserved: ${RESERVED_SLUGS.join(', ')}. Without one, a 7-character slug of [a-z0-9] is generated.`,
+    example: 'spring-sale',
+});
+const targetSchema = z
+    .string()
+    .min(1)
+    .max(MAX_TARGET_URL_LENGTH * 2)
+    .meta({
+    description: `Absolute http or https URL, normalised (lower-case scheme and host, punycode, default port dropped); at most ${MAX_TARGET_URL_LENGTH} ` +
+        'characters after normalisation. Refused: other schemes (javascript:, data:, …), credentials in the URL, and hosts of the platform itself.',
+    example: 'https://example.com/landing?utm_source=newsletter',
+});
+const titleSchema = z.string().trim().min(1).max(200);
+const tagsSchema = z
+    .array(z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/, 'must be 1 to 32 letters, digits, _, ., : or -'))
+    .max(20)
+    .meta({ description: 'Up to 20 tags, compared in lower case (stored lower-cased, duplicates removed).' });
+const expiresSchema = z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601. Past it the link stops redirecting (state `expired`).' });
+const maxVisitsSchema = z.number().int().min(1).max(2_147_483_647).meta({ description: 'Visits after which the link stops redirecting.' });
+const APPEND_VISIT_ID_DOC = 'The redirect appends `lt_visit=<visit id>` to the target URL, so that the beacon (`/tracker.js`) on the target page attaches its ' +
+    'consented signals to this visit instead of starting a visit of its own. Default false.';
+const appendVisitIdSchema = z.boolean().meta({ description: APPEND_VISIT_ID_DOC });
+const redirectSchema = z
+    .union(REDIRECT_TYPES.map((code) => z.literal(code)))
+    .meta({ description: 'HTTP status of the redirect: 301, 302 (default), 307 or 308.' });
+const LinkSchema = z
+    .object({
+    id: z.string().meta({ description: 'Opaque, URL-safe, not sequential.', example: 'l_3q2-Xb9PzR1c_aKm' }),
+    subdomain: z.string(),
+    slug: z.string(),
+    short_url: z.string().meta({ example: 'https://alice.links.example.com/spring-sale' }),
+    target_url: z.string(),
+    title: z.string().nullable(),
+    tags: z.array(z.string()),
+    expires_at: z.iso.datetime().nullable(),
+    max_visits: z.number().int().nullable(),
+    redirect_type: z.number().int(),
+    append_visit_id: z.boolean().meta({ description: APPEND_VISIT_ID_DOC }),
+    state: z.enum(['active', 'expired', 'limit_reached', 'deleted']).meta({
+        description: '`limit_reached`: its visits reached max_visits and it no longer redirects (changing max_visits lifts it). `deleted` is only seen in the DELETE answer and in a client_id replay of a deleted link.',
+    }),
+    limit_reached_at: z.iso.datetime().nullable().meta({ description: 'When the visits reached max_visits.' }),
+    client_id: z.string().nullable().meta({ description: 'The idempotency key the link was created with, if any.' }),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+    deleted_at: z.iso.datetime().nullable().meta({ description: 'Set once soft-deleted (only seen in the DELETE answer).' }),
+})
+    .meta({ id: 'Link' });
+export const PublicLinkSchema = z
+    .object({ slug: z.string(), short_url: z.string(), title: z.string().nullable(), created_at: z.iso.datetime() })
+    .meta({ id: 'PublicLink', description: 'A link as the public sees it: no target, tags, limits or ids.' });
+const idParams = z.object({ id: z.string().max(64) });
+/** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
+export function linksRoutes(context) {
+    const service = linksService(context);
+    return [
+        defineRoute({
+            operationId: 'listLinks',
+            method: 'GET',
+            path: '/api/v1/links',
+            summary: "List links: the caller's (links:read), or a subdomain's public links without credentials",
+            description: 'With credentials: the caller\'s live links (links:read), newest first, filtered by `subdomain`, ' +
+                '`q` (substring of slug, title or target, case-insensitive), `tag` and `since` (created at or after). ' +
+                'Another owner\'s `subdomain` answers its public list, or 403 `not_owner` when its policy hides links. ' +
+                'Without credentials, `subdomain` is required and the answer is its public list: only when its policy has stats_show_links ' +
+                '(else 403 `forbidden`), only links neither deleted nor expired and older than stats_publish_delay_sec, at most its stats_max_items ' +
+                'newest, as PublicLink objects; the public list takes no q, tag or since (422). ' +
+                PAGINATION_NOTE,
+            tags,
+            auth: { kind: 'optional' },
+            bucket: 'api',
+            query: z.object({
+                subdomain: z.string().max(63).optional(),
+                q: z.string().trim().min(1).max(200).optional(),
+                tag: z.string().trim().min(1).max(32).optional(),
+                since: z.iso.datetime({ offset: true }).optional(),
+                ...pagingQuery,
+            }),
+            response: z.object({ links: z.array(z.union([LinkSchema, PublicLinkSchema])) }),
+            errors: ['unauthorized', 'not_found', 'not_owner'],
+            handler: async ({ principal, query, respond }) => {
+                const { limit, cursor, page, ...filters } = query;
+                if (cursor !== undefined && page !== undefined)
+                    throw new AppError('validation_error', { page: 'cannot be combined with cursor' });
+                let result;
+                if (principal)
+                    result = await service.list(principal, filters, { limit, cursor, page });
+                else {
+                    if (filters.subdomain === undefined)
+                        throw new AppError('unauthorized', { hint: 'send credentials, or name a subdomain for its public links' });
+                    result = await service.publicList(filters.subdomain, filters, { limit, cursor, page });
+                }
+                respond.meta(result.meta);
+                return { links: result.items };
+            },
+        }),
+        defineRoute({
+            operationId: 'createLink',
+            method: 'POST',
+            path: '/api/v1/links',
+            summary: 'Create a link (201); with a client_id already used, 200 with the original and meta.code duplicate_client_id',
+            description: '`client_id` makes the create idempotent per owner: a replay answers 200 with the original object and `meta.code` ' +
+                '`duplicate_client_id`; the same client_id with a different body answers 409 `conflict`. A slug taken by a live link of the ' +
+                'subdomain answers 409 `conflict`. The subdomain must be the caller\'s (403 `not_owner`).',
+            tags,
+            auth: { kind: 'scope', scope: 'links:write' },
+            bucket: 'api',
+            body: z.strictObject({
+                subdomain: z.string().max(63),
+                target_url: targetSchema,
+                slug: slugSchema.optional(),
+                title: titleSchema.optional(),
+                tags: tagsSchema.optional(),
+                expires_at: expiresSchema.optional(),
+                max_visits: maxVisitsSchema.optional(),
+                redirect_type: redirectSchema.optional(),
+                append_visit_id: appendVisitIdSchema.optional(),
+                client_id: z.string().min(1).max(128).optional().meta({ description: 'Idempotency key chosen by the client, unique per owner.' }),
+            }),
+            response: LinkSchema,
+            status: 201,
+            errors: ['not_found', 'not_owner', 'conflict'],
+            handler: async ({ principal, body, respond }) => {
+                const { link, replay } = await service.create(principal, body);
+                if (replay) {
+                    respond.status(200);
+                    respond.meta({ code: 'duplicate_client_id' });
+                }
+                return link;
+            },
+        }),
+        defineRoute({
+            operationId: 'getLink',
+            method: 'GET',
+            path: '/api/v1/links/{id}',
+            summary: 'Read a link',
+            tags,
+            auth: { kind: 'scope', scope: 'links:read' },
+            bucket: 'api',
+            params: idParams,
+            response: LinkSchema,
+            errors: ['not_found', 'not_owner'],
+            handler: async ({ principal, params }) => service.get(principal, params.id),
+        }),
+        defineRoute({
+            operationId: 'updateLink',
+            method: 'PATCH',
+            path: '/api/v1/links/{id}',
+            summary: 'Update a link',
+            description: 'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id; `null` clears title, expires_at and max_visits.',
+            tags,
+            auth: { kind: 'scope', scope: 'links:write' },
+            bucket: 'api',
+            params: idParams,
+            body: z
+                .strictObject({
+                slug: slugSchema.optional(),
+                target_url: targetSchema.optional(),
+                title: titleSchema.nullable().optional(),
+                tags: tagsSchema.optional(),
+                expires_at: expiresSchema.nullable().optional(),
+                max_visits: maxVisitsSchema.nullable().optional(),
+                redirect_type: redirectSchema.optional(),
+                append_visit_id: appendVisitIdSchema.optional(),
+            })
+                .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' }),
+            response: LinkSchema,
+            errors: ['not_found', 'not_owner', 'conflict'],
+            handler: async ({ principal, params, body }) => service.update(principal, params.id, body),
+        }),
+        defineRoute({
+            operationId: 'deleteLink',
+            method: 'DELETE',
+            path: '/api/v1/links/{id}',
+            summary: 'Soft-delete a link: it stops redirecting, leaves lists, reads answer 404; its statistics stay',
+            tags,
+            auth: { kind: 'scope', scope: 'links:write' },
+            bucket: 'api',
+            params: idParams,
+            response: LinkSchema,
+            errors: ['not_found', 'not_owner'],
+            handler: async ({ principal, params }) => service.remove(principal, params.id),
+        }),
+        defineRoute({
+            operationId: 'duplicateLink',
+            method: 'POST',
+            path: '/api/v1/links/{id}/duplicate',
+            summary: 'Clone a link under a new generated slug (201)',
+            description: 'The copy has the same subdomain, target, title, tags, expiry, visit limit, redirect type and append_visit_id, and no client_id.',
+            tags,
+            auth: { kind: 'scope', scope: 'links:write' },
+            bucket: 'api',
+            params: idParams,
+            response: LinkSchema,
+            status: 201,
+            errors: ['not_found', 'not_owner'],
+            handler: async ({ principal, params }) => service.duplicate(principal, params.id),
+        }),
+        defineRoute({
+            operationId: 'getLinkQr',
+            method: 'GET',
+            path: '/api/v1/links/{id}/qr',
+            summary: 'QR code of the short URL, as SVG (default) or PNG',
+            description: 'PNG with `?format=png`, or without `format` when `Accept` prefers `image/png` over `image/svg+xml`; otherwise SVG. ' +
+                '`size` is the image width and height in pixels, `margin` the quiet zone in modules, `ecc` the error-correction level.',
+            tags,
+            auth: { kind: 'scope', scope: 'links:read' },
+            bucket: 'api',
+            params: idParams,
+            query: z.object({
+                format: z.enum(['svg', 'png']).optional(),
+                size: z.coerce.number().int().min(64).max(2048).default(256).meta({ description: 'Pixels, 64 to 2048; default 256.' }),
+                margin: z.coerce.number().int().min(0).max(16).default(4).meta({ description: 'Quiet zone in modules, 0 to 16; default 4.' }),
+                ecc: z.enum(['L', 'M', 'Q', 'H']).default('M').meta({ description: 'Error correction: L 7 %, M 15 % (default), Q 25 %, H 30 %.' }),
+            }),
+            response: z.string().meta({ description: 'The image.' }),
+            raw: { contentType: ['image/svg+xml', 'image/png'], description: 'The QR code image.' },
+            errors: ['not_found', 'not_owner'],
+            handler: async ({ principal, params, query, request, reply }) => {
+                const { url, slug } = await service.shortUrlOf(principal, params.id);
+                const format = query.format ?? (new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['image/svg+xml', 'image/png']) === 'image/png' ? 'png' : 'svg');
+                const options = { width: query.size, margin: query.margin, errorCorrectionLevel: query.ecc };
+                reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
+                reply.header('Vary', 'Accept');
+                if (format === 'png')
+                    return { contentType: 'image/png', body: await QRCode.toBuffer(url, { ...options, type: 'png' }) };
+                return { contentType: 'image/svg+xml; charset=utf-8', body: await QRCode.toString(url, { ...options, type: 'svg' }) };
+            },
+        }),
+    ];
+}
+//# sourceMappingURL=links.routes.js.map

@@ -1,0 +1,285 @@
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { AppError } from '../../../shared/errors.js';
+import { createEventBus } from '../../../shared/events/events.js';
+import { canManage, requireScope } from '../../../shared/http/auth.js';
+import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
+import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
+import { subdomainsService } from '../subdomains/subdomains.service.js';
+import { linksRepository } from './links.repository.js';
+import { decodeCursor, pageMeta } from '../../../shared/http/pagination.js';
+/** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
+export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** Paths the short hosts serve themselves. */
+export const RESERVED_SLUGS = ['api', 'auth', 'tracker', 'metrics', 'health', 'static', 'assets', 'qr', 'robots', 'favicon'];
+/** Generated slugs: 7 characters of [a-z0-9] (36^7 ≈ 7.8e10 values). */
+const GENERATED_SLUG_LENGTH = 7;
+const SLUG_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const GENERATED_SLUG_ATTEMPTS = 8;
+export const REDIRECT_TYPES = [301, 302, 307, 308];
+/** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
+function generateSlug() {
+    let slug = '';
+    for (let i = 0; i < GENERATED_SLUG_LENGTH; i++)
+        slug += SLUG_ALPHABET[randomInt(SLUG_ALPHABET.length)];
+    return slug;
+}
+/** Link ids: `l_` and 16 base64url characters (96 random bits), opaque and not sequential. */
+function newLinkId() {
+    return `l_${randomBytes(12).toString('base64url')}`;
+}
+/** Tags are compared in lower case; duplicates collapse. */
+function normalizeTags(tags) {
+    return [...new Set(tags.map((tag) => tag.trim().toLowerCase()))];
+}
+/**
+ * A stable hash of a create request as stored (normalised target, tags and slug), to tell a replay
+ * from a different request reusing a client_id: `Promo` and `promo` are the same request.
+ */
+function bodyHash(fields) {
+    const sorted = Object.fromEntries(Object.entries(fields).sort(([a], [b]) => a.localeCompare(b)));
+    return createHash('sha256').update(JSON.stringify(sorted)).digest('hex');
+}
+/** Public lists take only the subdomain and paging: the filters search owner data. */
+function assertNoOwnerFilters(filters) {
+    for (const field of ['q', 'tag', 'since']) {
+        if (filters[field] !== undefined)
+            throw new AppError('validation_error', { [field]: "filters apply to the owner's list only; a public list takes subdomain and paging" });
+    }
+}
+export function linksService(context) {
+    const links = linksRepository(context.db.db);
+    const subdomains = subdomainsService(context);
+    const events = createEventBus(context);
+    const { config } = context;
+    const toView = (row, now = Date.now()) => ({
+        id: row.id,
+        subdomain: row.subdomain,
+        slug: row.slug,
+        short_url: shortUrl(config, row.subdomain, row.slug),
+        target_url: row.target_url,
+        title: row.title,
+        tags: row.tags,
+        expires_at: row.expires_at?.toISOString() ?? null,
+        max_visits: row.max_visits,
+        redirect_type: row.redirect_type,
+        append_visit_id: row.append_visit_id,
+        state: row.deleted_at
+            ? 'deleted'
+            : row.expires_at && row.expires_at.getTime() <= now
+                ? 'expired'
+                : row.limit_reached_at
+                    ? 'limit_reached'
+                    : 'active',
+        limit_reached_at: row.limit_reached_at?.toISOString() ?? null,
+        client_id: row.client_id,
+        created_at: row.created_at.toISOString(),
+        updated_at: row.updated_at.toISOString(),
+        deleted_at: row.deleted_at?.toISOString() ?? null,
+    });
+    const target = (input) => {
+        const checked = checkTargetUrl(input, config);
+        if (!checked.ok)
+            throw new AppError('validation_error', { target_url: checked.rule });
+        return checked.url;
+    };
+    const customSlug = (slug) => {
+        const normalized = slug.toLowerCase();
+        if (RESERVED_SLUGS.includes(normalized))
+            throw new AppError('validation_error', { slug: 'is reserved' });
+        return normalized;
+    };
+    /** A live link the caller may manage: 404 when unknown or deleted, 403 not_owner when someone else's. */
+    const managed = async (principal, id) => {
+        const row = await links.findById(id);
+        if (!row || row.deleted_at)
+            throw new AppError('not_found', { link: id });
+        if (!canManage(principal, row.owner_id))
+            throw new AppError('not_owner', { link: id });
+        return row;
+    };
+    const announceCreated = async (row) => {
+        await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row) });
+        await events.emit('link.created', { ownerId: row.owner_id, subdomain: row.subdomain }, toView(row));
+    };
+    /**
+     * Inserts with the given slug, or with generated ones until one is free; the original instead
+     * when a concurrent create with the same client_id won the race.
+     */
+    const insert = async (values, slug) => {
+        const { clientId } = values;
+        for (let attempt = 0; attempt < (slug ? 1 : GENERATED_SLUG_ATTEMPTS); attempt++) {
+            const row = await links.insertIfFree({ ...values, id: newLinkId(), slug: slug ?? generateSlug() });
+            if (row)
+                return row;
+            const original = clientId ? await links.findByClientId(values.ownerId, clientId) : undefined;
+            if (original)
+                return { original };
+        }
+        if (slug)
+            throw new AppError('conflict', { slug: 'is taken in this subdomain' });
+        throw new AppError('service_unavailable', { reason: 'no free generated slug; retry' });
+    };
+    /** Page of rows → views + the spec's meta. */
+    const paged = async (filter, paging, view) => {
+        const at = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeCursor(paging.cursor) : undefined };
+        const [rows, total] = await Promise.all([links.page(filter, at, paging.limit), links.count(filter)]);
+        const items = rows.slice(0, paging.limit);
+        return { items: items.map(view), meta: pageMeta(items, total, rows.length > paging.limit, paging) };
+    };
+    /** One page of a subdomain's public window (the newest public links, at most stats_max_items). */
+    const publicPage = async (subdomain, view, paging) => {
+        const window = await links.publicWindow(subdomain, view.publishedBefore, view.maxItems);
+        const afterSeq = paging.cursor ? BigInt(decodeCursor(paging.cursor)) : undefined;
+        const start = paging.page !== undefined ? (paging.page - 1) * paging.limit : afterSeq === undefined ? 0 : window.findIndex((row) => BigInt(row.seq) < afterSeq);
+        const items = start < 0 ? [] : window.slice(start, start + paging.limit);
+        const hasMore = start >= 0 && start + paging.limit < window.length;
+        return { items: items.map(subdomains.toPublicLink), meta: pageMeta(items, window.length, hasMore, paging) };
+    };
+    return {
+        /** Creates a link; with a client_id already used by the owner, answers the original instead (`replay`). */
+        async create(principal, input) {
+            const subdomain = await subdomains.managed(principal, input.subdomain);
+            const ownerId = subdomain.owner_id;
+            const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+            const normalized = {
+                subdomain: subdomain.name,
+                targetUrl: target(input.target_url),
+                slug: input.slug === undefined ? undefined : customSlug(input.slug),
+                title: input.title ?? null,
+                tags: normalizeTags(input.tags ?? []),
+                expiresAt,
+                maxVisits: input.max_visits ?? null,
+                redirectType: input.redirect_type ?? 302,
+                appendVisitId: input.append_visit_id ?? false,
+            };
+            const clientId = input.client_id ?? null;
+            // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
+            const { appendVisitId, ...hashed } = normalized;
+            const hash = clientId ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), expiresAt: expiresAt?.toISOString() ?? null }) : null;
+            const replayOf = (original) => {
+                if (original.client_body_hash !== hash) {
+                    throw new AppError('conflict', { client_id: 'was already used with a different request body' });
+                }
+                return { link: toView(original), replay: true };
+            };
+            const earlier = clientId ? await links.findByClientId(ownerId, clientId) : undefined;
+            if (earlier)
+                return replayOf(earlier);
+            if (expiresAt && expiresAt.getTime() <= Date.now())
+                throw new AppError('validation_error', { expires_at: 'must be in the future' });
+            const { slug, ...values } = normalized;
+            const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug);
+            if ('original' in row)
+                return replayOf(row.original);
+            await announceCreated(row);
+            return { link: toView(row), replay: false };
+        },
+        async get(principal, id) {
+            return toView(await managed(principal, id));
+        },
+        async update(principal, id, patch) {
+            const before = await managed(principal, id);
+            const changes = {};
+            if (patch.slug !== undefined)
+                changes.slug = customSlug(patch.slug);
+            if (patch.target_url !== undefined)
+                changes.target_url = target(patch.target_url);
+            if (patch.title !== undefined)
+                changes.title = patch.title;
+            if (patch.tags !== undefined)
+                changes.tags = normalizeTags(patch.tags);
+            if (patch.expires_at !== undefined) {
+                changes.expires_at = patch.expires_at === null ? null : new Date(patch.expires_at);
+                if (changes.expires_at && changes.expires_at.getTime() <= Date.now()) {
+                    throw new AppError('validation_error', { expires_at: 'must be in the future (DELETE ends a link now)' });
+                }
+            }
+            if (patch.max_visits !== undefined)
+                changes.max_visits = patch.max_visits;
+            if (patch.redirect_type !== undefined)
+                changes.redirect_type = patch.redirect_type;
+            if (patch.append_visit_id !== undefined)
+                changes.append_visit_id = patch.append_visit_id;
+            const row = await links.update(id, changes);
+            if (row === 'slug_taken')
+                throw new AppError('conflict', { slug: 'is taken in this subdomain' });
+            if (!row)
+                throw new AppError('not_found', { link: id });
+            const moved = row.slug !== before.slug ? { previous: { subdomain: before.subdomain, slug: before.slug } } : {};
+            await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row), ...moved });
+            return toView(row);
+        },
+        /** Soft delete: the link stops redirecting and leaves lists; its statistics stay. */
+        async remove(principal, id) {
+            await managed(principal, id);
+            const row = await links.softDelete(id);
+            if (!row)
+                throw new AppError('not_found', { link: id });
+            await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
+            return toView(row);
+        },
+        /**
+         * A copy of a live link under a new generated slug (no client_id: the copy is a new object). An
+         * expiry already past is not copied: the copy of an expired link redirects until one is set.
+         */
+        async duplicate(principal, id) {
+            const source = await managed(principal, id);
+            // No client_id: never the original of a concurrent create.
+            const row = (await insert({
+                ownerId: source.owner_id,
+                subdomain: source.subdomain,
+                targetUrl: source.target_url,
+                title: source.title,
+                tags: source.tags,
+                expiresAt: source.expires_at && source.expires_at.getTime() > Date.now() ? source.expires_at : null,
+                maxVisits: source.max_visits,
+                redirectType: source.redirect_type,
+                appendVisitId: source.append_visit_id,
+                clientId: null,
+                clientBodyHash: null,
+            }, undefined));
+            await announceCreated(row);
+            return toView(row);
+        },
+        /**
+         * The caller's links, newest first. With `subdomain`: the subdomain's links when the caller
+         * manages it (links:read needed), else its public list when the policy shows links, else 403
+         * not_owner.
+         */
+        async list(principal, filters, paging) {
+            const filter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
+            if (filters.subdomain !== undefined) {
+                const { ownerId, view } = await subdomains.policyView(filters.subdomain);
+                if (!canManage(principal, ownerId)) {
+                    if (!view.links)
+                        throw new AppError('not_owner', { subdomain: filters.subdomain });
+                    assertNoOwnerFilters(filters);
+                    return publicPage(filters.subdomain, view, paging);
+                }
+                filter.subdomain = filters.subdomain;
+            }
+            else
+                filter.ownerId = principal.userId;
+            requireScope(principal, 'links:read');
+            const now = Date.now();
+            return paged(filter, paging, (row) => toView(row, now));
+        },
+        /**
+         * The public list of a subdomain: only when its policy shows links, only links neither deleted
+         * nor expired and older than the publish delay, never more than its stats_max_items newest.
+         */
+        async publicList(subdomain, filters, paging) {
+            const { view } = await subdomains.policyView(subdomain);
+            if (!view.links)
+                throw new AppError('forbidden', { reason: 'links_not_public', subdomain });
+            assertNoOwnerFilters(filters);
+            return publicPage(subdomain, view, paging);
+        },
+        /** The short URL a QR code encodes, for a link the caller may manage. */
+        async shortUrlOf(principal, id) {
+            const row = await managed(principal, id);
+            return { url: shortUrl(config, row.subdomain, row.slug), slug: row.slug };
+        },
+    };
+}
+//# sourceMappingURL=links.service.js.map

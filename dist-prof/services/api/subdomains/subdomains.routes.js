@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { defineRoute } from '../../../shared/http/route.js';
+import { PolicyPatchShape, PolicySchema } from '../../../shared/policy/policy.js';
+import { PublicLinkSchema } from '../links/links.routes.js';
+import { MAX_SUBDOMAINS_PER_OWNER, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, subdomainsService } from './subdomains.service.js';
+const tags = ['subdomains'];
+const nameSchema = z
+    .string()
+    .regex(SUBDOMAIN_NAME, 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen')
+    .meta({ description: `A DNS label. Reserved names are refused with 422: ${RESERVED_SUBDOMAINS.join(', ')}.`, example: 'alice' });
+const titleSchema = z.string().trim().min(1).max(200);
+const SubdomainSchema = z
+    .object({
+    name: z.string(),
+    title: z.string().nullable(),
+    url: z.string().meta({ description: 'Origin of the short links of this subdomain.' }),
+    owner_id: z.uuid(),
+    links_count: z.number().int().meta({ description: 'Live (not deleted) links of the subdomain.' }),
+    ...PolicySchema.shape,
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+})
+    .meta({ id: 'Subdomain', description: 'A subdomain with its privacy policy, as its owner sees it.' });
+const PublicPageSchema = z
+    .object({
+    name: z.string(),
+    title: z.string().nullable(),
+    url: z.string(),
+    public: z
+        .object({
+        stats: z.boolean().meta({ description: 'Aggregates are public (stats_public).' }),
+        visits_list: z.boolean().meta({ description: 'The recent-visits list is public (stats_show_visits_list).' }),
+        links: z.boolean(),
+        owner: z.boolean(),
+        ip: z.boolean(),
+        internal_ip: z.boolean(),
+        geo: z.boolean(),
+        ua: z.boolean(),
+        referrer: z.boolean(),
+        publish_delay_sec: z.number().int(),
+        max_items: z.number().int(),
+    })
+        .meta({ description: 'Which statistics and visit details the policy makes public.' }),
+    links: z.array(PublicLinkSchema).optional().meta({ description: 'Only when stats_show_links: the newest live links, at most stats_max_items. Absent otherwise.' }),
+    owner: z
+        .object({ display_name: z.string().nullable() })
+        .optional()
+        .meta({ description: 'Only when stats_show_owner. Absent otherwise; never the e-mail.' }),
+})
+    .meta({ id: 'PublicPage' });
+/** Subdomain endpoints: claim, list one's own, set the policy, and the public page payload. */
+export function subdomainsRoutes(context) {
+    const service = subdomainsService(context);
+    return [
+        defineRoute({
+            operationId: 'claimSubdomain',
+            method: 'POST',
+            path: '/api/v1/subdomains',
+            summary: 'Claim a subdomain',
+            description: `Taken → 409 \`conflict\`; reserved or invalid name → 422. At most ${MAX_SUBDOMAINS_PER_OWNER} per account. The policy starts private.`,
+            tags,
+            auth: { kind: 'scope', scope: 'subdomain:write' },
+            bucket: 'api',
+            body: z.strictObject({ name: nameSchema, title: titleSchema.optional() }),
+            response: SubdomainSchema,
+            status: 201,
+            errors: ['conflict'],
+            handler: async ({ principal, body }) => service.claim(principal, body),
+        }),
+        defineRoute({
+            operationId: 'listSubdomains',
+            method: 'GET',
+            path: '/api/v1/subdomains',
+            summary: "List the caller's subdomains with their policies",
+            description: `Needs \`links:read\` or a session. All of them in one page, ordered by name (an account holds at most ${MAX_SUBDOMAINS_PER_OWNER}); \`meta\` has the usual paging fields with \`has_more\` false.`,
+            tags,
+            auth: { kind: 'scope', scope: 'links:read' },
+            bucket: 'api',
+            response: z.object({ subdomains: z.array(SubdomainSchema) }),
+            handler: async ({ principal, respond }) => {
+                const subdomains = await service.list(principal);
+                respond.meta({ count: subdomains.length, total: subdomains.length, limit: MAX_SUBDOMAINS_PER_OWNER, cursor: null, next_cursor: null, has_more: false });
+                return { subdomains };
+            },
+        }),
+        defineRoute({
+            operationId: 'updateSubdomain',
+            method: 'PATCH',
+            path: '/api/v1/subdomains/{name}',
+            summary: 'Set the title and any of the eleven policy fields',
+            description: 'Fields sit at the top level of the body, by their spec names; absent fields keep their value. At least one field.',
+            tags,
+            auth: { kind: 'scope', scope: 'subdomain:write' },
+            bucket: 'api',
+            params: z.object({ name: z.string().max(63) }),
+            body: z
+                .strictObject({ title: titleSchema.nullable().optional(), ...PolicyPatchShape })
+                .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' }),
+            response: SubdomainSchema,
+            errors: ['not_found', 'not_owner'],
+            handler: async ({ principal, params, body }) => service.update(principal, params.name, body),
+        }),
+        defineRoute({
+            operationId: 'getPublicPage',
+            method: 'GET',
+            path: '/api/v1/subdomains/{name}',
+            summary: 'Public page payload of a subdomain (no authentication; filtered by its privacy policy)',
+            description: 'Parts the policy hides are absent from the JSON, not null: `links` without stats_show_links, `owner` without stats_show_owner.',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'default',
+            params: z.object({ name: z.string().max(63) }),
+            response: PublicPageSchema,
+            errors: ['not_found'],
+            handler: async ({ params }) => service.publicPage(params.name),
+        }),
+    ];
+}
+//# sourceMappingURL=subdomains.routes.js.map

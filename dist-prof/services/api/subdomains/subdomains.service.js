@@ -1,0 +1,111 @@
+import { AppError } from '../../../shared/errors.js';
+import { canManage } from '../../../shared/http/auth.js';
+import { shortUrl } from '../../../shared/links/urls.js';
+import { policyOf, publicView } from '../../../shared/policy/policy.js';
+import { linksRepository } from '../links/links.repository.js';
+import { subdomainsRepository } from './subdomains.repository.js';
+/** Names nobody can claim: hosts the platform or mail/DNS conventions use. */
+export const RESERVED_SUBDOMAINS = [
+    'www', 'api', 'admin', 'mail', 'static', 'app', 'dashboard', 'auth', 'login', 'cdn', 'assets', 'status', 'docs',
+    'help', 'support', 'blog', 'ftp', 'smtp', 'imap', 'pop', 'pop3', 'mx', 'ns1', 'ns2', 'webmail', 'root', 'system',
+    'tracker', 'metrics', 'health', 'internal', 'staff', 'security', 'abuse', 'postmaster', 'hostmaster', 'localhost',
+];
+/**
+ * A DNS label: lower-case letters, digits and hyphens, 3 to 63 characters, no hyphen at either end,
+ * and no `--` in positions 3–4 (reserved for IDN) unless it is an IDN label (`xn--…`).
+ */
+export const SUBDOMAIN_NAME = /^(?=[a-z0-9-]{3,63}$)(?:xn--|(?!..--))[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+/** Subdomains one account may hold (staff included: a runaway script should stop somewhere). */
+export const MAX_SUBDOMAINS_PER_OWNER = 50;
+export function subdomainsService(context) {
+    const subdomains = subdomainsRepository(context.db.db);
+    const links = linksRepository(context.db.db);
+    const { config } = context;
+    const origin = (name) => shortUrl(config, name, '');
+    const toView = (row) => ({
+        name: row.name,
+        title: row.title,
+        url: origin(row.name),
+        owner_id: row.owner_id,
+        links_count: Number(row.live_links),
+        ...policyOf(row),
+        created_at: row.created_at.toISOString(),
+        updated_at: row.updated_at.toISOString(),
+    });
+    const toPublicLink = (row) => ({
+        slug: row.slug,
+        short_url: shortUrl(config, row.subdomain, row.slug),
+        title: row.title,
+        created_at: row.created_at.toISOString(),
+    });
+    /** The subdomain if the caller may manage it: 404 when unknown, 403 not_owner when someone else's. */
+    const managed = async (principal, name) => {
+        const row = await subdomains.find(name);
+        if (!row)
+            throw new AppError('not_found', { subdomain: name });
+        if (!canManage(principal, row.owner_id))
+            throw new AppError('not_owner', { subdomain: name });
+        return row;
+    };
+    return {
+        managed,
+        toPublicLink,
+        async claim(principal, input) {
+            if (RESERVED_SUBDOMAINS.includes(input.name)) {
+                throw new AppError('validation_error', { name: 'is reserved' });
+            }
+            if ((await subdomains.countByOwner(principal.userId)) >= MAX_SUBDOMAINS_PER_OWNER) {
+                throw new AppError('validation_error', { name: `at most ${MAX_SUBDOMAINS_PER_OWNER} subdomains per account` });
+            }
+            const row = await subdomains.insertIfFree(input.name, principal.userId, input.title ?? null);
+            if (!row)
+                throw new AppError('conflict', { name: 'is taken' });
+            return toView(row);
+        },
+        async list(principal) {
+            return (await subdomains.listByOwner(principal.userId)).map(toView);
+        },
+        async update(principal, name, changes) {
+            await managed(principal, name);
+            const row = await subdomains.update(name, changes);
+            if (!row)
+                throw new AppError('not_found', { subdomain: name });
+            return toView(row);
+        },
+        /** The public page payload, built from the policy module's view of the subdomain. */
+        async publicPage(name) {
+            const row = await subdomains.findWithOwner(name);
+            if (!row)
+                throw new AppError('not_found', { subdomain: name });
+            const view = publicView(policyOf(row));
+            const page = {
+                name: row.name,
+                title: row.title,
+                url: origin(row.name),
+                public: {
+                    stats: view.stats,
+                    visits_list: view.visitsList,
+                    links: view.links,
+                    owner: view.owner,
+                    ...view.details,
+                    publish_delay_sec: view.publishDelaySec,
+                    max_items: view.maxItems,
+                },
+            };
+            if (view.links) {
+                page.links = (await links.publicWindow(row.name, view.publishedBefore, view.maxItems)).map(toPublicLink);
+            }
+            if (view.owner)
+                page.owner = { display_name: row.owner_display_name };
+            return page;
+        },
+        /** A subdomain's owner and what the public may see of it, for the public link list. */
+        async policyView(name) {
+            const row = await subdomains.find(name);
+            if (!row)
+                throw new AppError('not_found', { subdomain: name });
+            return { ownerId: row.owner_id, view: publicView(policyOf(row)) };
+        },
+    };
+}
+//# sourceMappingURL=subdomains.service.js.map

@@ -1,0 +1,19 @@
+import { generatePassword, hashPassword } from '../../../shared/password.js';
+import { usersRepository } from './users.repository.js';
+/**
+ * On first start with no users, creates the staff admin from ADMIN_EMAIL/ADMIN_PASSWORD, or with a
+ * generated password. Safe when several nodes start at once: the unique e-mail index decides.
+ */
+export async function bootstrapAdmin(context) {
+    const users = usersRepository(context.db.db);
+    if ((await users.count()) > 0)
+        return { created: false };
+    const email = context.config.admin.email ?? `admin@${context.config.baseDomain}`;
+    const generatedPassword = context.config.admin.password ? undefined : generatePassword();
+    const passwordHash = await hashPassword(context.config.admin.password ?? generatedPassword);
+    const id = await users.insertIfAbsent({ email, passwordHash, role: 'staff', displayName: 'Administrator' });
+    if (!id)
+        return { created: false };
+    return { created: true, email, generatedPassword };
+}
+//# sourceMappingURL=bootstrap.js.map

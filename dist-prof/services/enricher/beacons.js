@@ -1,0 +1,149 @@
+import { LRUCache } from 'lru-cache';
+import { toClickHouseTime } from '../../shared/analytics/analytics.js';
+import { BeaconMessageSchema, beaconStateOf, uuidv7Time } from '../../shared/tracker/beacon.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
+import { subdomainsRepository } from '../api/subdomains/subdomains.repository.js';
+import { deadLetter, decodeMessage } from './decode.js';
+import { batchToken } from './visit-writer.js';
+const BEACON_GROUP = 'enricher-beacons';
+/** Decodes and validates one message of `tracker.raw`. Pure: no I/O. */
+function decodeBeacon(message) {
+    return decodeMessage(BeaconMessageSchema, 'beacon', message);
+}
+/** The state of each visit's latest message in a batch (a later one replaces the whole beacon state). */
+function latestStates(beacons) {
+    const latest = new Map();
+    for (const state of beacons.map(beaconStateOf)) {
+        const held = latest.get(state.visit_id);
+        if (!held || state.version >= held.version)
+            latest.set(state.visit_id, state);
+    }
+    return [...latest.values()];
+}
+/** A visit row with a beacon state merged in: the beacon columns replaced, everything the edge decided kept. */
+function mergeBeacon(row, state) {
+    const { inserted_at: _inserted, ...kept } = row;
+    return {
+        ...kept,
+        visit_id: state.visit_id,
+        consent_analytics: state.consent_analytics,
+        consent_lan_ip: state.consent_lan_ip,
+        ip_lan: state.ip_lan,
+        timezone: state.timezone,
+        screen: state.screen,
+        network: state.network,
+        capabilities: state.capabilities,
+        beacon_at: state.collected ? state.received_at : null,
+        version: state.version,
+    };
+}
+/** Rows of one visit and version have the same content whichever side wrote them: they are the key of an insert. */
+const tokenOf = (rows) => batchToken(rows.map((row) => `${String(row.visit_id)}:${row.version}`));
+/** Time bounds of the visits named by UUIDv7 ids (a day of slack each side), for partition pruning. */
+function timeBounds(ids) {
+    const times = ids.map((id) => uuidv7Time(id) ?? Date.now());
+    const day = 86_400_000;
+    return { from: toClickHouseTime(Math.min(...times) - day), to: toClickHouseTime(Math.max(...times) + day) };
+}
+/**
+ * The two halves of the beacon merge, whichever of a visit and its beacon arrives first: the beacon
+ * side stores its state and then merges into visits already stored; the visit side stores the visit
+ * and then merges the states already stored. Merged rows are a newer version of the visit (its
+ * ReplacingMergeTree keeps the highest), with the same content whichever side wrote them.
+ */
+export function beaconStore(analytics) {
+    const { client } = analytics;
+    return {
+        async saveStates(states) {
+            if (states.length === 0)
+                return;
+            await client.insert({ table: 'visit_beacons', values: states, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: tokenOf(states) } });
+        },
+        async statesOf(ids) {
+            if (ids.length === 0)
+                return [];
+            const result = await client.query({
+                query: 'SELECT * FROM visit_beacons FINAL WHERE visit_id IN {ids:Array(UUID)}',
+                query_params: { ids },
+                format: 'JSONEachRow',
+            });
+            return result.json();
+        },
+        /** Merges each state into its stored visit, where the visit is there and not already newer; the count merged. */
+        async mergeIntoVisits(states) {
+            if (states.length === 0)
+                return 0;
+            const ids = states.map((state) => state.visit_id);
+            const result = await client.query({
+                query: 'SELECT * FROM visits FINAL WHERE visit_id IN {ids:Array(UUID)} AND ts BETWEEN {from:DateTime64(3)} AND {to:DateTime64(3)}',
+                query_params: { ids, ...timeBounds(ids) },
+                format: 'JSONEachRow',
+            });
+            const rows = await result.json();
+            const byId = new Map(states.map((state) => [state.visit_id, state]));
+            const merged = rows.flatMap((row) => {
+                const state = byId.get(String(row.visit_id));
+                return state && state.version > row.version ? [mergeBeacon(row, state)] : [];
+            });
+            if (merged.length > 0) {
+                await client.insert({ table: 'visits', values: merged, format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: tokenOf(merged) } });
+            }
+            return merged.length;
+        },
+    };
+}
+/**
+ * The beacon consumer of the enricher role (`tracker.raw`): a consent that started a visit inserts
+ * that visit (kind `beacon`, enriched like any other, its `ip_public` the address the ingest node
+ * saw); every message leaves the visit's beacon state — consent gating applied here again, so no
+ * signal is stored without analytics consent and no LAN address without lan_ip consent — which is
+ * merged into the visit row. Offsets are committed after the writes.
+ */
+export async function startBeaconConsumer(context, store, enrichVisits) {
+    const { visitLog, metrics, db } = context;
+    const subdomains = subdomainsRepository(db.db);
+    const owners = new LRUCache({ max: 50_000, ttl: 60_000 });
+    const ownerOf = async (subdomain) => {
+        let held = owners.get(subdomain);
+        if (!held)
+            owners.set(subdomain, (held = { owner: (await subdomains.find(subdomain))?.owner_id ?? null }));
+        return held.owner;
+    };
+    return visitLog.consume({
+        groupId: BEACON_GROUP,
+        topic: TOPICS.trackerRaw,
+        maxBatch: context.config.enricherBatch.size,
+        maxWaitMs: context.config.enricherBatch.waitMs,
+        handler: async (messages) => {
+            const beacons = [];
+            const dead = [];
+            const ownVisits = [];
+            for (const message of messages) {
+                const entry = decodeBeacon(message);
+                if (entry.kind === 'dlq') {
+                    dead.push(entry);
+                    continue;
+                }
+                const beacon = entry.value;
+                if (beacon.type === 'consent' && beacon.own_visit) {
+                    const owner = await ownerOf(beacon.own_visit.subdomain);
+                    if (owner === null) {
+                        dead.push({ reason: `unknown subdomain: ${beacon.own_visit.subdomain}`, code: 'unknown_subdomain', message });
+                        continue;
+                    }
+                    ownVisits.push({ ...beacon.own_visit, visit_id: beacon.visit_id, ts: beacon.ts, kind: 'beacon', owner_id: owner, link_id: '', slug: '', expects_beacon: false });
+                }
+                beacons.push(beacon);
+            }
+            await enrichVisits(ownVisits);
+            const states = latestStates(beacons);
+            await store.saveStates(states);
+            const merged = await store.mergeIntoVisits(states);
+            metrics.beacons.inc({ outcome: 'own_visit' }, ownVisits.length);
+            metrics.beacons.inc({ outcome: 'state' }, states.length);
+            metrics.beacons.inc({ outcome: 'merged' }, merged);
+            await deadLetter(context, dead, { 'x-dlq-topic': TOPICS.trackerRaw });
+        },
+    });
+}
+//# sourceMappingURL=beacons.js.map

@@ -1,0 +1,57 @@
+import { TOPICS } from '../../shared/visit-log/topics.js';
+const UNDECODABLE = 'undecodable JSON';
+/** The path of the first string holding a lone UTF-16 surrogate, searched through objects and arrays. */
+function malformedText(value, path) {
+    if (typeof value === 'string')
+        return /\p{Cs}/u.test(value) ? path : undefined;
+    if (value === null || typeof value !== 'object')
+        return undefined;
+    for (const [key, inner] of Object.entries(value)) {
+        const found = malformedText(inner, path ? `${path}.${key}` : key);
+        if (found !== undefined)
+            return found;
+    }
+    return undefined;
+}
+/**
+ * Whether a message's JSON text can decode to a lone surrogate: it holds one itself, or a `\uD800`–
+ * `\uDFFF` escape (most messages have neither, and skip the walk through the decoded value).
+ */
+const mayHoldLoneSurrogate = (text) => /\\u[dD][89a-fA-F]|\p{Cs}/u.test(text);
+/**
+ * Decodes and validates one message of the visit log against its schema, or says why it goes to the
+ * dead-letter topic (the reason names each failing field, within 500 characters). Pure: no I/O.
+ * A lone UTF-16 surrogate (valid JSON, e.g. "\ud800") makes ClickHouse refuse the whole insert, so
+ * the batch would be redelivered for ever and block its partition: such a message is dead-lettered.
+ */
+export function decodeMessage(schema, what, message) {
+    let json;
+    try {
+        json = JSON.parse(message.value);
+    }
+    catch {
+        return { kind: 'dlq', reason: UNDECODABLE, message };
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+        const reason = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'message'}: ${issue.message}`).join('; ');
+        return { kind: 'dlq', reason: `invalid ${what}: ${reason}`.slice(0, 500), message };
+    }
+    const malformed = mayHoldLoneSurrogate(message.value) ? malformedText(parsed.data, '') : undefined;
+    if (malformed !== undefined)
+        return { kind: 'dlq', reason: `invalid ${what}: ${malformed}: not well-formed Unicode`.slice(0, 500), message };
+    return { kind: 'ok', value: parsed.data };
+}
+/**
+ * Sends messages to `visits.dlq` unchanged, with `x-dlq-reason` (and any extra headers), counts
+ * them by code and logs the first reason. Awaited before the batch commits: nothing is lost.
+ */
+export async function deadLetter(context, dead, extraHeaders = {}) {
+    if (dead.length === 0)
+        return;
+    await context.visitLog.publish(TOPICS.visitsDlq, dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason, ...extraHeaders } })));
+    for (const { reason, code } of dead)
+        context.metrics.visitsDeadLettered.inc({ reason: code ?? (reason === UNDECODABLE ? 'undecodable' : 'invalid') });
+    context.log.warn({ count: dead.length, first: dead[0].reason }, 'messages sent to the dead-letter topic');
+}
+//# sourceMappingURL=decode.js.map

@@ -1,0 +1,68 @@
+import { isbotMatch } from 'isbot';
+import { LRUCache } from 'lru-cache';
+import { UAParser } from 'ua-parser-js';
+import { classifyAttack } from '../../shared/visits/attack.js';
+/** Operating systems of desktop computers: a user agent on one of these without a device type is a desktop. */
+const DESKTOP_OS = new Set(['Windows', 'macOS', 'Mac OS', 'Linux', 'Ubuntu', 'Debian', 'Fedora', 'Chromium OS', 'FreeBSD', 'OpenBSD']);
+/** The bot a user agent names, or undefined for a human browser. No user agent at all is a bot too. */
+export function botOf(userAgent) {
+    if (userAgent.trim() === '')
+        return 'no user agent';
+    const match = isbotMatch(userAgent);
+    return match ? match.toLowerCase().slice(0, 64) : undefined;
+}
+/**
+ * Parsing a user agent and matching it against the bot list costs about 100 µs, and traffic
+ * repeats a few thousand agents: the facts of the most recent distinct agents are kept.
+ */
+const agents = new LRUCache({ max: 20_000 });
+function agentFacts(userAgent) {
+    let facts = agents.get(userAgent);
+    if (!facts)
+        agents.set(userAgent, (facts = { agent: parseUserAgent(userAgent), bot: botOf(userAgent) }));
+    return facts;
+}
+/** Browser, OS and device class from a user agent (ua-parser-js). */
+export function parseUserAgent(userAgent) {
+    const parsed = UAParser(userAgent);
+    const os = parsed.os.name ?? '';
+    return {
+        browser: parsed.browser.name ?? '',
+        browser_version: parsed.browser.major ?? '',
+        os,
+        os_version: parsed.os.version ?? '',
+        device_type: parsed.device.type ?? (DESKTOP_OS.has(os) ? 'desktop' : ''),
+    };
+}
+/**
+ * Enriches one visit: geolocation of `ip_public`, user agent, bot and attack classification. An
+ * attack wins over a bot, a bot over a plain visit; beacon rows keep their kind.
+ */
+export function enrich(visit, geo) {
+    const place = geo.lookup(visit.ip_public);
+    const { agent, bot: agentBot } = agentFacts(visit.user_agent);
+    // A visit the edge already marked as a bot stays one.
+    const bot = agentBot ?? (visit.kind === 'bot' ? 'marked at the edge' : undefined);
+    // The edge records an attack's whole path as its slug; a visit's slug has no slash.
+    const slug = visit.kind === 'attack' ? visit.slug.replace(/^\//, '') : visit.slug;
+    const attack = classifyAttack(`/${slug}?${visit.query}`) ?? (visit.kind === 'attack' ? 'scanner' : undefined);
+    const kind = attack ? 'attack' : visit.kind === 'beacon' ? 'beacon' : bot ? 'bot' : visit.kind;
+    return {
+        kind,
+        country: place?.country ?? '',
+        region: place?.region ?? '',
+        city: place?.city ?? '',
+        latitude: place?.latitude ?? null,
+        longitude: place?.longitude ?? null,
+        browser: agent.browser,
+        browser_version: agent.browser_version,
+        os: agent.os,
+        os_version: agent.os_version,
+        device_type: agent.device_type,
+        is_bot: bot ? 1 : 0,
+        bot_name: bot ?? '',
+        is_attack: attack ? 1 : 0,
+        attack_type: attack ?? '',
+    };
+}
+//# sourceMappingURL=enrich.js.map

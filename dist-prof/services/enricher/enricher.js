@@ -1,0 +1,174 @@
+import { RawVisitSchema } from '../../shared/visits/raw-visit.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
+import { createEventBus } from '../../shared/events/events.js';
+import { enrich } from './enrich.js';
+import { limitWatcher } from './limits.js';
+import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
+import { openGeoLookup } from './geo.js';
+import { insertVisits } from './visit-writer.js';
+import { deadLetter, decodeMessage } from './decode.js';
+import { beaconStore, startBeaconConsumer } from './beacons.js';
+import { burstDetector } from './bursts.js';
+import { orderedStages } from './stages.js';
+/** Decodes and validates one message of `visits.raw`. Pure: no I/O. */
+export function decodeVisit(message) {
+    const decoded = decodeMessage(RawVisitSchema, 'visit', message);
+    return decoded.kind === 'ok' ? { kind: 'ok', visit: decoded.value } : decoded;
+}
+const ENRICHER_GROUP = 'enricher';
+/**
+ * Batches of `visits.raw` handled at once: one is prepared (decoded and enriched, on this thread)
+ * while the one before is inserted (ClickHouse parses and writes on its own threads).
+ */
+const ENRICHER_CONCURRENCY = 2;
+/**
+ * Enriches a batch: the pure step per visit, then the visitor hash (the day's salt), the burst
+ * signal (a visitor hammering one link: bots by behaviour) and, for human visits of a link,
+ * whether it is the visitor's first visit to the link that day.
+ */
+async function deriveAll(visits, geo, salts, uniques, bursts) {
+    const enrichments = [];
+    const burstsStarted = new Map();
+    // Each visit's time parsed once: its day (salt, uniques) and its instant (bursts).
+    const times = visits.map((visit) => Date.parse(visit.ts));
+    const days = times.map((time) => dayOf(time));
+    const saltOf = new Map();
+    for (const day of new Set(days))
+        saltOf.set(day, await salts.saltFor(day));
+    const humans = [];
+    visits.forEach((visit, index) => {
+        const day = days[index];
+        const enrichment = enrich(visit, geo);
+        enrichment.visitor_hash = visitorHash(saltOf.get(day), visit.ip_public, visit.user_agent);
+        enrichment.is_unique = 0;
+        if (enrichment.kind === 'visit' && visit.link_id !== '') {
+            const judged = bursts.judge(visit.link_id, enrichment.visitor_hash, visit.visit_id, times[index]);
+            if (judged.burst)
+                Object.assign(enrichment, { kind: 'bot', is_bot: 1, bot_name: 'burst' });
+            else
+                humans.push({ visit, enrichment, day });
+            if (judged.started)
+                burstsStarted.set(index, { visits: judged.visits, window_sec: bursts.windowSec });
+        }
+        enrichments.push(enrichment);
+    });
+    // Remembered as judged, before the batch is stored: the next batch is judged against it while
+    // this one is written. If the batch fails, the tracker forgets everything and asks ClickHouse again.
+    const first = await uniques.firstOfDay(humans.map(({ visit, enrichment, day }) => ({ visitId: visit.visit_id, subdomain: visit.subdomain, linkId: visit.link_id, hash: enrichment.visitor_hash, day, ts: visit.ts })));
+    humans.forEach(({ enrichment }, index) => {
+        if (first[index])
+            enrichment.is_unique = 1;
+    });
+    return { visits, enrichments, burstsStarted, people: humans.map(({ visit }) => visit) };
+}
+/**
+ * The events a stored visit raises: visit.new (and visit.unique) for people, security.suspicious
+ * for attacks (`reason: "attack"`) and for the visit that starts a burst (`reason: "burst"`, with
+ * the visitor's visits in the window).
+ */
+function eventsOf(visit, enrichment, burst) {
+    if (!visit.owner_id || (enrichment.kind !== 'visit' && enrichment.kind !== 'attack' && !burst))
+        return [];
+    const data = {
+        visit_id: visit.visit_id,
+        ts: visit.ts,
+        kind: enrichment.kind,
+        link_id: visit.link_id,
+        slug: visit.slug,
+        subdomain: visit.subdomain,
+        ip_public: visit.ip_public,
+        country: enrichment.country,
+        region: enrichment.region,
+        city: enrichment.city,
+        browser: enrichment.browser,
+        os: enrichment.os,
+        device_type: enrichment.device_type,
+        referrer: visit.referrer,
+        is_unique: enrichment.is_unique === 1,
+        ...(enrichment.is_attack ? { attack_type: enrichment.attack_type } : {}),
+    };
+    // A redelivered visit raises its events again with the same ids.
+    const owner = { ownerId: visit.owner_id, subdomain: visit.subdomain, origin: { key: visit.visit_id, at: Date.parse(visit.ts) } };
+    if (enrichment.kind === 'attack')
+        return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'attack' } }];
+    if (burst)
+        return [{ type: 'security.suspicious', ...owner, data: { ...data, reason: 'burst', burst } }];
+    return [{ type: 'visit.new', ...owner, data }, ...(enrichment.is_unique ? [{ type: 'visit.unique', ...owner, data }] : [])];
+}
+/**
+ * The enricher role: consumes `visits.raw` in batches, enriches the valid visits (geolocation,
+ * user agent, bot and attack classification: enrich.ts), inserts them into ClickHouse and
+ * sends the rest to `visits.dlq` with their reason. The batch resolves (and its offsets are
+ * committed) only after both writes succeeded; a failure redelivers the whole batch.
+ */
+export async function startEnricher(context) {
+    const { visitLog, analytics, metrics } = context;
+    const geo = await openGeoLookup();
+    const salts = saltBook(context.db.db);
+    const uniques = uniqueTracker(analytics);
+    const events = createEventBus(context);
+    const limits = await limitWatcher(context);
+    const beacons = beaconStore(analytics);
+    const bursts = burstDetector(context.config.burst);
+    /** Enriches visits (and remembers their uniques, see deriveAll). */
+    const prepare = (visits) => deriveAll(visits, geo, salts, uniques, bursts);
+    /** Inserts an enriched batch (deduplicated by its token when redelivered) and counts it. */
+    const store = async ({ visits, enrichments }) => {
+        if (visits.length === 0)
+            return;
+        const insertStarted = performance.now();
+        await insertVisits(analytics, visits, (_visit, index) => enrichments[index]);
+        metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
+        metrics.insertBatchSize.observe(visits.length);
+        metrics.visitsInserted.inc(visits.length);
+        const kinds = new Map();
+        for (const { kind } of enrichments)
+            kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+        kinds.forEach((count, kind) => metrics.visitsEnriched.inc({ kind }, count));
+    };
+    const consumer = await visitLog.consume({
+        groupId: ENRICHER_GROUP,
+        topic: TOPICS.visitsRaw,
+        maxBatch: context.config.enricherBatch.size,
+        maxWaitMs: context.config.enricherBatch.waitMs,
+        concurrency: ENRICHER_CONCURRENCY,
+        handler: orderedStages({
+            async prepare(messages) {
+                const visits = [];
+                const dead = [];
+                for (const message of messages) {
+                    const outcome = decodeVisit(message);
+                    if (outcome.kind === 'ok')
+                        visits.push(outcome.visit);
+                    else
+                        dead.push(outcome);
+                }
+                return { ...(await prepare(visits)), dead };
+            },
+            store,
+            async finish({ visits, enrichments, burstsStarted, people, dead }) {
+                // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
+                const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
+                if (expecting.length > 0)
+                    metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
+                await deadLetter(context, dead);
+                // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
+                const limitEvents = await limits.check(people);
+                await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, enrichments[index], burstsStarted.get(index))), ...limitEvents]);
+                limits.announced(limitEvents);
+            },
+            // The uniques remembered for a batch that is not stored are forgotten (all of them: they are read again).
+            failed: () => uniques.forget(),
+        }),
+    });
+    // Beacon-started visits are never people's visits of a link: they remember no uniques, and a
+    // failure has nothing to forget (forgetting would drop the visits batches' remembered uniques).
+    const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => store(await prepare(visits)));
+    return {
+        async stop() {
+            await Promise.all([consumer.stop(), beaconConsumer.stop()]);
+            await limits.close();
+        },
+    };
+}
+//# sourceMappingURL=enricher.js.map

@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import { toClickHouseTime } from '../../shared/analytics/analytics.js';
+/** Deduplication token of an insert: the hash of the keys that identify its rows. */
+export function batchToken(keys) {
+    const hash = createHash('sha256');
+    for (const key of keys)
+        hash.update(key).update('\n');
+    return hash.digest('hex');
+}
+const NO_UTM = Object.freeze({ utm_source: '', utm_medium: '', utm_campaign: '', utm_term: '', utm_content: '' });
+/** UTM fields taken from the visit's query string (a query without any is not parsed). */
+function utm(query) {
+    if (!query.includes('utm_'))
+        return NO_UTM;
+    const params = new URLSearchParams(query);
+    const field = (name) => (params.get(name) ?? '').slice(0, 200);
+    return { utm_source: field('utm_source'), utm_medium: field('utm_medium'), utm_campaign: field('utm_campaign'), utm_term: field('utm_term'), utm_content: field('utm_content') };
+}
+/** The host of a referrer URL, '' when there is none or it is not a URL. */
+function hostOf(referrer) {
+    if (!referrer)
+        return '';
+    try {
+        return new URL(referrer).hostname;
+    }
+    catch {
+        return '';
+    }
+}
+/**
+ * The row of the `visits` table for one raw visit and what enrichment derived from it. One object
+ * literal: every row has the same columns in the same order (its values are the compact row).
+ */
+export function toVisitRow(visit, enrichment) {
+    const utms = utm(visit.query);
+    return {
+        visit_id: visit.visit_id,
+        ts: toClickHouseTime(visit.ts),
+        kind: enrichment.kind,
+        owner_id: visit.owner_id,
+        subdomain: visit.subdomain,
+        link_id: visit.link_id,
+        slug: visit.slug,
+        ip_public: visit.ip_public,
+        user_agent: visit.user_agent,
+        referrer: visit.referrer,
+        referrer_host: hostOf(visit.referrer),
+        accept_language: visit.accept_language,
+        query: visit.query,
+        utm_source: utms.utm_source,
+        utm_medium: utms.utm_medium,
+        utm_campaign: utms.utm_campaign,
+        utm_term: utms.utm_term,
+        utm_content: utms.utm_content,
+        country: enrichment.country,
+        region: enrichment.region,
+        city: enrichment.city,
+        latitude: enrichment.latitude,
+        longitude: enrichment.longitude,
+        browser: enrichment.browser,
+        browser_version: enrichment.browser_version,
+        os: enrichment.os,
+        os_version: enrichment.os_version,
+        device_type: enrichment.device_type,
+        is_bot: enrichment.is_bot,
+        bot_name: enrichment.bot_name,
+        is_attack: enrichment.is_attack,
+        attack_type: enrichment.attack_type,
+        visitor_hash: enrichment.visitor_hash ?? '',
+        is_unique: enrichment.is_unique ?? 0,
+    };
+}
+/**
+ * Inserts one batch into `visits`, as JSONCompactEachRow (ClickHouse parses it about 40 % faster
+ * than JSONEachRow: the column names are sent once). The deduplication token is the hash of the
+ * batch's visit ids, so the same batch redelivered after a crash between insert and commit is not
+ * inserted twice; rows that arrive again in other batches collapse by visit_id in the
+ * ReplacingMergeTree, and beacon merges are newer versions inserted on their own.
+ */
+export async function insertVisits(analytics, visits, enrichmentOf) {
+    if (visits.length === 0)
+        return;
+    const rows = visits.map((visit, index) => toVisitRow(visit, enrichmentOf(visit, index)));
+    const columns = Object.keys(rows[0]);
+    await analytics.client.insert({
+        table: 'visits',
+        columns,
+        values: rows.map((row) => Object.values(row)),
+        format: 'JSONCompactEachRow',
+        clickhouse_settings: { insert_deduplication_token: batchToken(visits.map((visit) => visit.visit_id)) },
+    });
+}
+//# sourceMappingURL=visit-writer.js.map

@@ -1,0 +1,81 @@
+import cors from '@fastify/cors';
+import Fastify, {} from 'fastify';
+import { AppError } from '../../shared/errors.js';
+import { sendError, toAppError } from '../../shared/http/error-response.js';
+import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localizedByHeaders, responseObserver } from '../../shared/http/fastify-base.js';
+import { registerRoutes } from '../../shared/http/register.js';
+import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
+import { createLinkCache } from './link-cache.js';
+import { subdomainOf } from '../../shared/links/hosts.js';
+import { registerShortHosts } from './redirect.routes.js';
+import { trackerRoutes } from './tracker.routes.js';
+import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
+/** Paths the ingest edge answers on every host (the beacon), not only on short hosts. */
+const TRACKER_PATH = /^\/tracker(?:\.js|\/|\?|$)/;
+/**
+ * The ingest edge as its own Fastify app: the short hosts' routes and nothing else — no cookie
+ * parsing, no locale negotiation (done only for the error pages), no API hooks — because every
+ * microsecond here is paid by every visitor. Closing it drains the visit producer.
+ */
+export async function buildIngestApp(context, registrar) {
+    const { limiter } = registrar;
+    const { config, log } = context;
+    const errorOptions = errorOptionsOf(config);
+    const app = Fastify(baseFastifyOptions(context));
+    // Independent start-up reads: the link cache's warm-up and the beacon's consent key.
+    const [links, key] = await Promise.all([createLinkCache(context), consentKey(context.db.db, config.tracker.secret)]);
+    const visits = createVisitProducer(context);
+    const beacons = createBeaconProducer(context);
+    app.addHook('onClose', async () => {
+        await Promise.all([visits.close(config.shutdownTimeoutMs / 2), beacons.close(config.shutdownTimeoutMs / 2)]);
+        await links.close();
+    });
+    app.decorateRequest('locale', 'en');
+    app.addHook('onResponse', responseObserver(context));
+    app.setErrorHandler(async (error, request, reply) => {
+        const { appError, unexpected } = toAppError(error);
+        if (unexpected || appError.status === 500)
+            log.error({ err: error, request_id: request.id }, 'ingest request failed');
+        if (appError.code === 'rate_limited')
+            context.metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
+        return sendError(localizedByHeaders(request), reply, appError, errorOptions);
+    });
+    app.setNotFoundHandler(async (request, reply) => sendError(localizedByHeaders(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0].slice(0, 200) }), errorOptions));
+    const shortHosts = registerShortHosts(app, { context, links, visits, limiter });
+    // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
+    const tokens = consentTokens(key, config.tracker.consentTtlSec);
+    const routes = trackerRoutes({ context, beacons, tokens });
+    await app.register(async (scope) => {
+        await scope.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['Content-Type'], maxAge: 86_400, strictPreflight: false });
+        const json = scope.getDefaultJsonParser('ignore', 'ignore');
+        scope.addContentTypeParser('text/plain', { parseAs: 'string' }, (request, body, done) => body === '' ? done(null, undefined) : json(request, body, done));
+        scope.addHook('onRequest', envelopeRequestHook({ contentLanguage: false }));
+        registerRoutes(scope, routes, registrar);
+    });
+    await app.ready();
+    return { app, shortHosts, routes };
+}
+/**
+ * One server for both apps: a request whose Host is a short host (`{label}.{BASE_DOMAIN}`, and
+ * not the API's own host) goes to the ingest edge (its short-host listener first), and so do the
+ * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to the API.
+ */
+export function hostDispatcher(context, api, ingest) {
+    const { baseDomain } = context.config;
+    // The API's own host, when it is itself a name under BASE_DOMAIN (`api.links.example.com`).
+    const apiLabel = subdomainOf(new URL(context.config.publicUrl).hostname, baseDomain);
+    const { shortHosts } = ingest;
+    return (request, response) => {
+        if (request.url && TRACKER_PATH.test(request.url))
+            return shortHosts.fastify(request, response);
+        const host = request.headers.host;
+        if (host) {
+            const colon = host.lastIndexOf(':');
+            const subdomain = subdomainOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host, baseDomain);
+            if (subdomain && subdomain !== apiLabel)
+                return shortHosts.serve(request, response, subdomain);
+        }
+        api(request, response);
+    };
+}
+//# sourceMappingURL=app.js.map

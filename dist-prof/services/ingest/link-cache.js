@@ -1,0 +1,89 @@
+import { LRUCache } from 'lru-cache';
+import { counterChildren } from '../../shared/metrics.js';
+import { subscribeLinkNotices, toRedirectLink } from '../../shared/links/link-notices.js';
+import { linksRepository } from '../api/links/links.repository.js';
+/** How long an entry is served without a notice before it is re-read (in the background, stale meanwhile). */
+const FRESH_MS = 60_000;
+/** How long "no such link" is remembered: a new link is announced by a notice anyway. */
+const NEGATIVE_MS = 5_000;
+/** Most links read (newest first, one query) to warm the cache at start. */
+const WARM_MAX = 100_000;
+const keyOf = (subdomain, slug) => `${subdomain}/${slug}`;
+/**
+ * The redirect cache of an ingest node: bounded (LINK_CACHE_SIZE, least recently used out),
+ * warmed with the newest live links, kept fresh by link-change notices (applied in the order they
+ * were published), with concurrent misses for one key sharing one Postgres read and negative
+ * answers kept NEGATIVE_MS. An entry older than FRESH_MS without a notice is served while it is
+ * re-read in the background, which bounds how long a missed notice (a Redis reconnect) can matter.
+ */
+export async function createLinkCache(context) {
+    const links = linksRepository(context.db.db);
+    const { metrics, log } = context;
+    const outcome = counterChildren(metrics.linkCache, 'outcome');
+    const [hits, negatives, misses] = [outcome('hit'), outcome('negative'), outcome('miss')];
+    const cache = new LRUCache({
+        max: context.config.linkCacheSize,
+        ttl: FRESH_MS,
+        allowStale: true,
+        noDeleteOnStaleGet: true,
+        fetchMethod: async (key, _stale, { signal, options }) => {
+            const slash = key.indexOf('/');
+            const row = await links.findLiveBySlug(key.slice(0, slash), key.slice(slash + 1));
+            if (signal.aborted)
+                return undefined;
+            if (!row)
+                options.ttl = NEGATIVE_MS;
+            const link = row ? toRedirectLink(row) : null;
+            return { link, version: link?.version ?? 0 };
+        },
+    });
+    const apply = (notice) => {
+        const key = keyOf(notice.link.subdomain, notice.link.slug);
+        const held = cache.peek(key, { allowStale: true });
+        // Notices can arrive out of order (two nodes publishing): a lower version than held is stale.
+        if (held && held.version > notice.link.version)
+            return;
+        if (notice.previous) {
+            const previousKey = keyOf(notice.previous.subdomain, notice.previous.slug);
+            const previous = cache.peek(previousKey, { allowStale: true });
+            if (!previous || previous.link?.id === notice.link.id)
+                cache.delete(previousKey);
+        }
+        if (notice.kind === 'delete')
+            cache.set(key, { link: null, version: notice.link.version }, { ttl: NEGATIVE_MS });
+        else
+            cache.set(key, { link: notice.link, version: notice.link.version });
+    };
+    const unsubscribe = await subscribeLinkNotices(context.cache, apply);
+    // Warm with the newest links, up to the cache size; notices received meanwhile keep their newer versions.
+    const warmStarted = performance.now();
+    const newest = await links.newestLive(Math.min(context.config.linkCacheSize, WARM_MAX));
+    for (const row of newest.reverse()) {
+        const key = keyOf(row.subdomain, row.slug);
+        if (cache.has(key))
+            continue;
+        const link = toRedirectLink(row);
+        cache.set(key, { link, version: link.version });
+    }
+    log.info({ links: newest.length, took_ms: Math.round(performance.now() - warmStarted) }, 'redirect cache warmed');
+    return {
+        lookup(subdomain, slug) {
+            const key = keyOf(subdomain, slug);
+            const held = cache.get(key);
+            if (held !== undefined) {
+                (held.link ? hits : negatives).inc();
+                // Stale entries are served and refreshed behind the answer.
+                if (cache.getRemainingTTL(key) <= 0)
+                    void cache.fetch(key).catch((error) => log.warn({ err: error, key }, 'link refresh failed'));
+                return held.link;
+            }
+            misses.inc();
+            return cache.fetch(key).then((entry) => entry?.link ?? null);
+        },
+        async close() {
+            await unsubscribe();
+            cache.clear();
+        },
+    };
+}
+//# sourceMappingURL=link-cache.js.map

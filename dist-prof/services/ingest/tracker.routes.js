@@ -1,0 +1,210 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { uuidv7At } from '../../shared/ids.js';
+import { AppError } from '../../shared/errors.js';
+import { validateRequest } from '../../shared/http/register.js';
+import { defineRoute } from '../../shared/http/route.js';
+import { PROJECT_ROOT } from '../../shared/paths.js';
+import { BEACON_ATTACH_WINDOW_MS, SignalsSchema, uuidv7Time } from '../../shared/tracker/beacon.js';
+import { visitIdOfToken } from '../../shared/tracker/consent-token.js';
+import { SUBDOMAIN_LABEL } from '../../shared/links/hosts.js';
+import { VISIT_TEXT_MAX, visitText } from '../../shared/visits/raw-visit.js';
+/** The beacon script, read once: plain JavaScript without dependencies. */
+const TRACKER_JS = join(PROJECT_ROOT, 'public', 'tracker.js');
+const tags = ['tracker'];
+const redirectVisitId = z
+    .uuid()
+    .refine((id) => {
+    const at = uuidv7Time(id);
+    return at !== undefined && at <= Date.now() + 60_000 && Date.now() - at <= BEACON_ATTACH_WINDOW_MS;
+}, 'must be the visit id of a redirect of the last 24 hours (the lt_visit parameter)')
+    .meta({ description: 'The `lt_visit` parameter the redirect appended to the target URL: the beacon attaches to that visit.' });
+const ConsentBody = z
+    .strictObject({
+    visit_id: redirectVisitId.optional(),
+    subdomain: z
+        .string()
+        .regex(SUBDOMAIN_LABEL, 'must be a subdomain name')
+        .optional()
+        .meta({ description: 'Without visit_id: the subdomain whose page the beacon runs on; the beacon then starts a visit of its own.' }),
+    analytics: z.boolean().meta({ description: 'Consent to client-side analytics signals.' }),
+    lan_ip: z.boolean().meta({ description: 'Consent to the LAN address from WebRTC (needs analytics too).' }),
+    page: z
+        .strictObject({ referrer: z.string().max(VISIT_TEXT_MAX.referrer).optional(), query: z.string().max(VISIT_TEXT_MAX.query).optional() })
+        .optional()
+        .meta({ description: 'For a visit the beacon starts: the page\'s referrer and query string (UTM parameters).' }),
+})
+    .superRefine((body, ctx) => {
+    if ((body.visit_id === undefined) === (body.subdomain === undefined)) {
+        ctx.addIssue({ code: 'custom', path: [body.visit_id === undefined ? 'subdomain' : 'visit_id'], message: 'give visit_id (from lt_visit) or subdomain, not both' });
+    }
+    if (body.visit_id !== undefined && body.page !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['page'], message: 'only for a visit the beacon starts (with subdomain)' });
+    }
+});
+const ConsentSchema = z
+    .object({
+    visit_id: z.uuid().meta({ description: 'The visit the consent belongs to (new for a visit the beacon started).' }),
+    analytics: z.boolean(),
+    lan_ip: z.boolean().meta({ description: 'As recorded: true only with analytics.' }),
+    token: z.string().nullable().meta({ description: 'Consent token for /tracker/collect; null when analytics was refused.' }),
+    expires_at: z.iso.datetime().nullable(),
+})
+    .meta({ id: 'TrackerConsent' });
+const CollectSchema = z.object({ visit_id: z.uuid(), accepted: z.literal(true) }).meta({ id: 'TrackerCollect' });
+const tokenField = z
+    .string()
+    .max(2000)
+    .optional()
+    .meta({ description: 'The consent token from POST /tracker/consent. Without a valid one: 403 `forbidden`, nothing stored.' });
+/**
+ * The beacon's endpoints on the ingest nodes: the script, consent and collect. Consent is checked
+ * from the signed token alone (no database); nothing sent here can change a visit's `ip_public`.
+ */
+export function trackerRoutes({ context, beacons, tokens }) {
+    const script = readFileSync(TRACKER_JS, 'utf8');
+    const publish = (message) => {
+        if (!beacons.enqueue(message))
+            throw new AppError('service_unavailable', { reason: 'the visit log is not taking messages; retry later' });
+    };
+    /** Collect: the consent first, then the signals under it (a LAN address only with its own consent). */
+    const collect = async (token, signals, respond) => {
+        const consent = token ? await tokens.verify(token) : undefined;
+        if (!consent || !consent.analytics) {
+            throw new AppError('forbidden', { reason: 'consent_required' }, { messageKey: 'error.forbidden.consent_required' });
+        }
+        const { lan_ip: lanIp, ...rest } = signals;
+        if (lanIp !== undefined && !consent.lanIp)
+            respond.meta({ ignored: ['lan_ip'] });
+        publish({
+            type: 'collect',
+            visit_id: consent.visitId,
+            ts: new Date().toISOString(),
+            analytics: true,
+            lan_ip: consent.lanIp,
+            signals: consent.lanIp && lanIp !== undefined ? { ...rest, lan_ip: lanIp } : rest,
+        });
+        return { visit_id: consent.visitId, accepted: true };
+    };
+    const collectKey = (request, token) => `${request.ip}|${visitIdOfToken(token) ?? '-'}`;
+    return [
+        defineRoute({
+            operationId: 'trackerScript',
+            method: 'GET',
+            path: '/tracker.js',
+            summary: 'The beacon script',
+            description: 'A few KB of dependency-free JavaScript. It sends nothing by itself: the page calls `LinkTracker.consent({ analytics, lan_ip })` ' +
+                'from its own consent dialog; with analytics consent the script collects time zone, screen, network information and capabilities ' +
+                '(and the WebRTC LAN address only with `lan_ip` consent). On a target page reached through a link with `append_visit_id` it ' +
+                'attaches to that visit (`lt_visit`); elsewhere `<script src=…/tracker.js data-subdomain="name">` starts a visit of its own.',
+            tags,
+            auth: { kind: 'none' },
+            bucket: null,
+            raw: { contentType: 'application/javascript; charset=utf-8', description: 'The script.' },
+            handler: async ({ reply }) => {
+                reply.header('Cache-Control', 'public, max-age=3600');
+                return { contentType: 'application/javascript; charset=utf-8', body: script };
+            },
+        }),
+        defineRoute({
+            operationId: 'trackerConsent',
+            method: 'POST',
+            path: '/tracker/consent',
+            summary: 'Record a consent decision; with analytics consent, answer a short-lived consent token',
+            description: 'The decision is recorded on the visit (refusals too). With `visit_id` the beacon attaches to a redirect\'s visit; with ' +
+                '`subdomain` it starts a visit of its own, whose `ip_public` is this request\'s address (from TRUST_PROXY peers only). The token ' +
+                '(TRACKER_CONSENT_TTL seconds) is checked by any ingest node without a database. CORS is open (`*`, no credentials); a ' +
+                '`text/plain` body holding JSON is accepted so that browsers need no preflight. Rate bucket `track`, keyed by IP and visit id.',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'track',
+            rateKey: (request) => {
+                const visitId = request.body?.visit_id;
+                return `${request.ip}|${typeof visitId === 'string' ? visitId.slice(0, 64) : 'new'}`;
+            },
+            body: ConsentBody,
+            response: ConsentSchema,
+            errors: ['service_unavailable'],
+            handler: async ({ body, request }) => {
+                const now = Date.now();
+                const visitId = body.visit_id ?? uuidv7At(now);
+                const analytics = body.analytics;
+                const lanIp = analytics && body.lan_ip;
+                publish({
+                    type: 'consent',
+                    visit_id: visitId,
+                    ts: new Date(now).toISOString(),
+                    analytics,
+                    lan_ip: lanIp,
+                    ...(body.subdomain !== undefined
+                        ? {
+                            own_visit: {
+                                subdomain: body.subdomain,
+                                ip_public: request.ip,
+                                user_agent: visitText(request.headers['user-agent'], 'user_agent'),
+                                accept_language: visitText(request.headers['accept-language'], 'accept_language'),
+                                referrer: body.page?.referrer ?? '',
+                                query: body.page?.query ?? '',
+                            },
+                        }
+                        : {}),
+                });
+                const issued = analytics ? await tokens.issue({ visitId, analytics, lanIp }) : undefined;
+                return { visit_id: visitId, analytics, lan_ip: lanIp, token: issued?.token ?? null, expires_at: issued?.expiresAt.toISOString() ?? null };
+            },
+        }),
+        defineRoute({
+            operationId: 'trackerCollectPost',
+            method: 'POST',
+            path: '/tracker/collect',
+            summary: 'Send the beacon\'s signals under a consent token (202)',
+            description: 'Without a valid consent token (absent, forged, expired, or analytics refused) → 403 `forbidden`, nothing stored. A `lan_ip` ' +
+                'without `lan_ip` consent is not stored (`meta.ignored`). `ip_public` cannot be sent: the visit keeps the address the platform saw.',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'track',
+            rateKey: (request) => collectKey(request, request.body?.token),
+            body: SignalsSchema.extend({ token: tokenField }),
+            response: CollectSchema,
+            status: 202,
+            errors: ['service_unavailable'],
+            handler: async ({ body, respond }) => {
+                const { token, ...signals } = body;
+                return collect(token, signals, respond);
+            },
+        }),
+        defineRoute({
+            operationId: 'trackerCollectGet',
+            method: 'GET',
+            path: '/tracker/collect',
+            summary: 'The same as POST /tracker/collect, for clients that can only send a GET (202)',
+            description: 'The signals are the JSON of the POST body (without the token) in `data`.',
+            tags,
+            auth: { kind: 'none' },
+            bucket: 'track',
+            rateKey: (request) => collectKey(request, request.query?.token),
+            query: z.strictObject({
+                token: tokenField,
+                data: z.string().max(8000).optional().meta({ description: 'JSON of the signals (time zone, screen, network, capabilities, lan_ip).' }),
+            }),
+            response: CollectSchema,
+            status: 202,
+            errors: ['service_unavailable'],
+            handler: async ({ query, respond, locale }) => {
+                let data = {};
+                if (query.data !== undefined) {
+                    try {
+                        data = JSON.parse(query.data);
+                    }
+                    catch {
+                        throw new AppError('validation_error', { data: 'must be JSON' });
+                    }
+                }
+                const { query: signals } = validateRequest([{ part: 'query', schema: SignalsSchema, input: data }], locale);
+                return collect(query.token, signals, respond);
+            },
+        }),
+    ];
+}
+//# sourceMappingURL=tracker.routes.js.map

@@ -1,0 +1,97 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { counterChildren, onCollect } from '../../shared/metrics.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
+/** Visits per publish call. */
+const MAX_BATCH = 1_000;
+/** Longest pause between two retries while the visit log is unreachable. */
+const MAX_BACKOFF_MS = 5_000;
+/** Visits for `visits.raw`, keyed by link id (the subdomain for visits of no link). */
+export const createVisitProducer = (context) => createLogProducer(context, TOPICS.visitsRaw, (visit) => visit.link_id || visit.subdomain, (visit) => visit.kind);
+/** Beacon messages for `tracker.raw`, keyed by visit id (a visit's messages stay in order). */
+export const createBeaconProducer = (context) => createLogProducer(context, TOPICS.trackerRaw, (message) => message.visit_id, (message) => `beacon_${message.type}`);
+/**
+ * The edge side of the visit log: visits are buffered in memory (VISIT_BUFFER_SIZE) and published
+ * in batches by one loop, keyed by link id. While the log is unreachable (Kafka down, or the
+ * in-process log full because the enricher lags) the loop retries with backoff and the buffer
+ * holds; past its size, visits are counted in visits_dropped_total{reason="buffer_full"}, never
+ * dropped silently.
+ */
+function createLogProducer(context, topic, keyOf, kindOf) {
+    const { metrics, log, visitLog, config } = context;
+    // Items are keyed and serialised when published, not when enqueued: the answer to the visitor does not wait for it.
+    const buffer = [];
+    let running;
+    let closing = false;
+    let lastDropLog = 0;
+    // Every redirect passes here: the count is handed to prom-client when read, the gauge read then.
+    onCollect(metrics.visitsBuffered, () => closing || metrics.visitsBuffered.set({ topic }, buffer.length));
+    const accepted = counterChildren(metrics.visitsAccepted, 'kind');
+    const drain = async () => {
+        let backoff = 50;
+        while (buffer.length > 0 && !closing) {
+            const batch = buffer.slice(0, MAX_BATCH).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) }));
+            try {
+                await visitLog.publish(topic, batch);
+                buffer.splice(0, batch.length);
+                backoff = 50;
+            }
+            catch (error) {
+                if (closing)
+                    return;
+                log.warn({ err: error, buffered: buffer.length, retry_ms: backoff }, 'visit log unreachable; visits stay buffered');
+                await sleep(backoff);
+                backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+            }
+        }
+    };
+    const kick = () => {
+        if (running)
+            return;
+        running = (async () => {
+            // Let the visits of the current tick join the batch.
+            await new Promise((resolve) => setImmediate(resolve));
+            try {
+                await drain();
+            }
+            finally {
+                running = undefined;
+                if (buffer.length > 0 && !closing)
+                    kick();
+            }
+        })();
+        running.catch(() => undefined);
+    };
+    return {
+        enqueue(item) {
+            if (buffer.length >= config.visitBufferSize) {
+                metrics.visitsDropped.inc({ reason: 'buffer_full', topic });
+                if (Date.now() - lastDropLog > 10_000) {
+                    lastDropLog = Date.now();
+                    log.error({ buffered: buffer.length }, 'visit buffer full: visits are being dropped (counted in visits_dropped_total)');
+                }
+                return false;
+            }
+            buffer.push(item);
+            accepted(kindOf(item)).inc();
+            kick();
+            return true;
+        },
+        buffered: () => buffer.length,
+        async close(deadlineMs = 5_000) {
+            const deadline = Date.now() + deadlineMs;
+            while (buffer.length > 0 && Date.now() < deadline) {
+                if (!running)
+                    kick();
+                await sleep(Math.max(1, Math.min(20, deadline - Date.now())));
+            }
+            closing = true;
+            if (buffer.length > 0) {
+                metrics.visitsDropped.inc({ reason: 'shutdown', topic }, buffer.length);
+                log.error({ lost: buffer.length }, 'visits still buffered at shutdown (counted in visits_dropped_total)');
+                buffer.length = 0;
+            }
+            metrics.visitsBuffered.set({ topic }, 0);
+        },
+    };
+}
+//# sourceMappingURL=visit-producer.js.map

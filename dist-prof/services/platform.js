@@ -1,0 +1,93 @@
+import { migrateAnalytics } from '../shared/analytics/migrate.js';
+import { ConfigError, loadConfig } from '../shared/config.js';
+import { closeContext, createContext } from '../shared/context.js';
+import { migrateDatabase } from '../shared/db/migrate.js';
+import { buildApp } from './api/app.js';
+import { bootstrapAdmin } from './api/users/bootstrap.js';
+import { startEnricher } from './enricher/enricher.js';
+import { startWorker } from './worker/worker.js';
+/**
+ * Starts the roles of one process: migrations, first-run admin, the role runtimes, and the HTTP
+ * server (every process serves /api/v1/health and /metrics; api and ingest serve their routes).
+ */
+export async function startPlatform(config) {
+    const context = await createContext(config);
+    const { log } = context;
+    const has = (role) => config.roles.includes(role);
+    try {
+        const applied = [...(await migrateDatabase(context.db)), ...(await migrateAnalytics(context.analytics))];
+        if (applied.length > 0)
+            log.info({ applied }, 'migrations applied');
+        if (has('api')) {
+            const admin = await bootstrapAdmin(context);
+            if (admin.created) {
+                log.info({ email: admin.email }, 'first-run staff admin created');
+                if (admin.generatedPassword) {
+                    // Printed once, on purpose outside the JSON log: the operator must copy it now.
+                    process.stdout.write(`\nFirst-run staff admin: ${admin.email}\nGenerated password (shown once): ${admin.generatedPassword}\n\n`);
+                }
+            }
+        }
+    }
+    catch (error) {
+        await closeContext(context);
+        throw error;
+    }
+    const consumers = [];
+    if (has('enricher'))
+        consumers.push(await startEnricher(context));
+    if (has('worker'))
+        await startWorker(context, []);
+    const { app } = await buildApp(context);
+    await app.listen({ port: config.port, host: config.host });
+    const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${config.port}`;
+    let stopping;
+    const stop = () => (stopping ??= (async () => {
+        // Stop taking requests first, then let consumers finish their batch and jobs their run.
+        await app.close();
+        await Promise.all(consumers.map((consumer) => consumer.stop()));
+        await closeContext(context);
+    })());
+    return { context, app, url, stop };
+}
+/** Process entry: parse config (one clear line and exit 1 if bad), start, drain on SIGTERM/SIGINT. */
+export async function main(rolesOverride) {
+    let config;
+    try {
+        config = loadConfig(rolesOverride ? { ...process.env, SERVICE_ROLES: rolesOverride.join(',') } : process.env);
+    }
+    catch (error) {
+        if (error instanceof ConfigError) {
+            process.stderr.write(`${error.message}\n`);
+            process.exit(1);
+        }
+        throw error;
+    }
+    const started = performance.now();
+    let platform;
+    try {
+        platform = await startPlatform(config);
+    }
+    catch (error) {
+        process.stderr.write(`start-up failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+        process.exit(1);
+    }
+    const { context, url } = platform;
+    context.log.info({ url, roles: config.roles, startup_ms: Math.round(performance.now() - started) }, 'listening');
+    process.stdout.write(`linktrack ${config.roles.join(',')} listening on ${url} (health: ${url}/api/v1/health)\n`);
+    const shutdown = (signal) => {
+        context.log.info({ signal }, 'shutting down');
+        const timer = setTimeout(() => {
+            context.log.error({ timeout_ms: config.shutdownTimeoutMs }, 'drain timed out; exiting');
+            process.exit(1);
+        }, config.shutdownTimeoutMs);
+        timer.unref();
+        platform.stop().then(() => process.exit(0), (error) => {
+            context.log.error({ err: error }, 'shutdown failed');
+            process.exit(1);
+        });
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+}
+//# sourceMappingURL=platform.js.map

@@ -1,0 +1,166 @@
+import { EventEmitter } from 'node:events';
+import { Redis } from 'ioredis';
+/** In-process cache: expiring counters in a Map (swept), pub/sub through an EventEmitter. */
+export function createMemoryCache() {
+    const bus = new EventEmitter();
+    bus.setMaxListeners(0);
+    const entries = new Map();
+    const versions = new Map();
+    const sets = new Map();
+    const live = (key) => {
+        const entry = entries.get(key);
+        if (entry && entry.expiresAt <= Date.now()) {
+            entries.delete(key);
+            return undefined;
+        }
+        return entry;
+    };
+    const sweep = setInterval(() => {
+        const now = Date.now();
+        for (const [key, entry] of entries)
+            if (entry.expiresAt <= now)
+                entries.delete(key);
+        for (const [key, entry] of sets)
+            if (entry.expiresAt <= now)
+                sets.delete(key);
+    }, 60_000);
+    sweep.unref();
+    return {
+        kind: 'memory',
+        redis: undefined,
+        async increment(key, windowSec) {
+            const entry = live(key) ?? { count: 0, expiresAt: Date.now() + windowSec * 1000 };
+            entry.count += 1;
+            entries.set(key, entry);
+            return entry.count;
+        },
+        async flag(key, ttlSec) {
+            entries.set(key, { count: 1, expiresAt: Date.now() + ttlSec * 1000 });
+        },
+        async flagIfAbsent(key, ttlSec) {
+            if (live(key))
+                return false;
+            entries.set(key, { count: 1, expiresAt: Date.now() + ttlSec * 1000 });
+            return true;
+        },
+        async ttlMs(key) {
+            const entry = live(key);
+            return entry ? entry.expiresAt - Date.now() : 0;
+        },
+        async remove(key) {
+            entries.delete(key);
+        },
+        async addToSet(key, member, windowSec) {
+            let entry = sets.get(key);
+            if (!entry || entry.expiresAt <= Date.now()) {
+                entry = { members: new Set(), expiresAt: Date.now() + windowSec * 1000 };
+                sets.set(key, entry);
+            }
+            entry.members.add(member);
+            return entry.members.size;
+        },
+        async bump(key) {
+            const value = (versions.get(key) ?? 0) + 1;
+            versions.set(key, value);
+            return value;
+        },
+        read(key) {
+            return versions.get(key) ?? 0;
+        },
+        async publish(channel, message) {
+            bus.emit(channel, message);
+        },
+        async subscribe(channel, handler) {
+            bus.on(channel, handler);
+            return async () => void bus.off(channel, handler);
+        },
+        async ping() { },
+        async close() {
+            clearInterval(sweep);
+            bus.removeAllListeners();
+            entries.clear();
+            sets.clear();
+        },
+    };
+}
+/** Redis cache: one connection for commands (and the rate-limit store), a second for subscriptions. */
+export function createRedisCache(url) {
+    // Few retries and a short connect timeout: a rate-limit check must fail fast, not hang a request.
+    const redis = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2_000, enableOfflineQueue: true });
+    redis.on('error', () => undefined); // reconnection is automatic; failures surface on the calls and in /health
+    let subscriber;
+    const handlers = new Map();
+    const prefix = 'lt:';
+    return {
+        kind: 'redis',
+        redis,
+        async increment(key, windowSec) {
+            const [[, count]] = (await redis.multi().incr(prefix + key).pexpire(prefix + key, windowSec * 1000, 'NX').exec());
+            return count;
+        },
+        async flag(key, ttlSec) {
+            await redis.set(prefix + key, '1', 'PX', ttlSec * 1000);
+        },
+        async flagIfAbsent(key, ttlSec) {
+            return (await redis.set(prefix + key, '1', 'PX', Math.max(1, Math.ceil(ttlSec * 1000)), 'NX')) === 'OK';
+        },
+        async ttlMs(key) {
+            return Math.max(0, await redis.pttl(prefix + key));
+        },
+        async remove(key) {
+            await redis.del(prefix + key);
+        },
+        async addToSet(key, member, windowSec) {
+            const results = (await redis.multi().sadd(prefix + key, member).pexpire(prefix + key, windowSec * 1000, 'NX').scard(prefix + key).exec());
+            return Number(results[2][1]);
+        },
+        async bump(key) {
+            return redis.incr(prefix + key);
+        },
+        async read(key) {
+            return Number((await redis.get(prefix + key)) ?? 0);
+        },
+        async publish(channel, message) {
+            await redis.publish(prefix + channel, message);
+        },
+        async subscribe(channel, handler) {
+            if (!subscriber) {
+                subscriber = redis.duplicate();
+                subscriber.on('error', () => undefined);
+                subscriber.on('message', (ch, message) => {
+                    for (const fn of handlers.get(ch) ?? [])
+                        fn(message);
+                });
+            }
+            const full = prefix + channel;
+            let set = handlers.get(full);
+            if (!set) {
+                set = new Set();
+                handlers.set(full, set);
+                await subscriber.subscribe(full);
+            }
+            set.add(handler);
+            let subscribed = true;
+            return async () => {
+                if (!subscribed)
+                    return;
+                subscribed = false;
+                set.delete(handler);
+                // Only the set still registered for the channel may unsubscribe it (a later subscribe may
+                // have replaced an emptied one).
+                if (set.size === 0 && handlers.get(full) === set) {
+                    handlers.delete(full);
+                    await subscriber?.unsubscribe(full);
+                }
+            };
+        },
+        async ping() {
+            await redis.ping();
+        },
+        async close() {
+            await subscriber?.quit().catch(() => subscriber?.disconnect());
+            await redis.quit().catch(() => redis.disconnect());
+        },
+    };
+}
+//# sourceMappingURL=cache.js.map

@@ -1,0 +1,291 @@
+import { z } from 'zod';
+/** The four roles a process can run. */
+export const ROLES = ['api', 'ingest', 'enricher', 'worker'];
+/** The eight rate-limit buckets of the spec, with their setting names and defaults. */
+export const RATE_BUCKETS = {
+    default: { env: 'RATE_LIMIT_DEFAULT', fallback: '600:60', keyedBy: 'IP, then session, then user' },
+    auth: { env: 'RATE_LIMIT_AUTH', fallback: '20:900', keyedBy: 'IP and account' },
+    api: { env: 'RATE_LIMIT_API', fallback: '600:60', keyedBy: 'API token, then IP' },
+    swarm_register: { env: 'RATE_LIMIT_SWARM_REGISTER', fallback: '20:3600', keyedBy: 'IP' },
+    swarm_read: { env: 'RATE_LIMIT_SWARM_READ', fallback: '3000:60', keyedBy: 'agent token, then IP' },
+    swarm_write: { env: 'RATE_LIMIT_SWARM_WRITE', fallback: '600:60', keyedBy: 'agent token, then IP' },
+    track: { env: 'RATE_LIMIT_TRACK', fallback: '120:60', keyedBy: 'IP and visit id' },
+    redirect: { env: 'RATE_LIMIT_REDIRECT', fallback: '600:60', keyedBy: 'IP and link id' },
+};
+export const RATE_BUCKET_NAMES = Object.keys(RATE_BUCKETS);
+const emptyToUndefined = (value) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
+const optionalString = (schema) => z.preprocess(emptyToUndefined, schema.optional());
+const withDefault = (schema, fallback) => z.preprocess(emptyToUndefined, schema.prefault(fallback));
+const port = z.coerce
+    .number({ error: 'must be an integer from 1 to 65535' })
+    .int('must be an integer from 1 to 65535')
+    .min(1, 'must be an integer from 1 to 65535')
+    .max(65535, 'must be an integer from 1 to 65535');
+const urlWithScheme = (schemes) => z.string().refine((value) => {
+    try {
+        return schemes.includes(new URL(value).protocol.replace(/:$/, ''));
+    }
+    catch {
+        return false;
+    }
+}, `must be a URL with scheme ${schemes.join(' or ')}`);
+const rateRule = z
+    .string()
+    .regex(/^\d+:\d+$/, 'must be <limit>:<window-seconds>, two positive integers such as 600:60')
+    .transform((value) => {
+    const [limit, windowSec] = value.split(':').map(Number);
+    return { limit, windowSec };
+})
+    .refine((rule) => rule.limit >= 1 && rule.windowSec >= 1, 'must be <limit>:<window-seconds>, both at least 1');
+const boolFlag = z
+    .enum(['0', '1', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'must be one of 1, 0, true, false' })
+    .transform((value) => ['1', 'true', 'yes', 'on'].includes(value));
+const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
+/**
+ * Every environment variable the platform reads, with its rule and its documentation.
+ * README's configuration table is generated from this object (npm run docs:config).
+ */
+export const CONFIG_VARS = {
+    NODE_ENV: [
+        withDefault(z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }), 'development'),
+        { doc: '`production` hides exception detail in error responses (unless `DEBUG=1`); outside `development` the session cookie is `Secure`.' },
+    ],
+    PORT: [withDefault(port, 8080), { doc: 'HTTP port of this process.' }],
+    HOST: [withDefault(z.string().min(1), '0.0.0.0'), { doc: 'Interface to listen on.' }],
+    BASE_DOMAIN: [
+        withDefault(z
+            .string()
+            .regex(/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a lower-case host name such as links.example.com'), 'localhost'),
+        { doc: 'Domain under which subdomain hosts `{name}.{BASE_DOMAIN}` serve short links.', production: true },
+    ],
+    PUBLIC_URL: [
+        optionalString(urlWithScheme(['http', 'https'])),
+        { doc: 'Public origin of the API (default `http://{BASE_DOMAIN}:{PORT}`); used in links of the index and error pages.' },
+    ],
+    SERVICE_ROLES: [
+        withDefault(z
+            .string()
+            .transform((value) => [...new Set(value.split(',').map((role) => role.trim()).filter(Boolean))])
+            .pipe(z.array(z.enum(ROLES, { error: `must list roles among ${ROLES.join(', ')}` })).min(1, 'must name at least one role')), ROLES.join(',')),
+        { doc: 'Comma-separated roles this process runs: `api`, `ingest`, `enricher`, `worker`.', production: true },
+    ],
+    DATA_DIR: [withDefault(z.string().min(1), './data'), { doc: 'Folder of the embedded stores (PGlite, chDB) when no server URL is set.' }],
+    DATABASE_URL: [
+        optionalString(urlWithScheme(['postgres', 'postgresql'])),
+        { doc: 'PostgreSQL connection URL; without it PGlite runs under `DATA_DIR/pg`.', production: true },
+    ],
+    DATABASE_POOL_MAX: [withDefault(z.coerce.number().int().min(1).max(200), 10), { doc: 'Maximum connections of the Postgres pool.' }],
+    CLICKHOUSE_URL: [
+        optionalString(urlWithScheme(['http', 'https'])),
+        { doc: 'ClickHouse HTTP URL (user, password and database may be in the URL); without it chDB runs under `DATA_DIR/chdb`.', production: true },
+    ],
+    KAFKA_BROKERS: [
+        optionalString(z
+            .string()
+            .regex(/^[A-Za-z0-9.\-[\]:]+:\d+(?:,[A-Za-z0-9.\-[\]:]+:\d+)*$/, 'must be a comma-separated list of host:port')
+            .transform((value) => value.split(','))),
+        { doc: 'Comma-separated Kafka brokers (`host:port`); without them the visit log is an in-process queue.', production: true },
+    ],
+    KAFKA_CLIENT_ID: [withDefault(z.string().min(1), 'linktrack'), { doc: 'Kafka client id.' }],
+    KAFKA_TOPIC_PREFIX: [
+        withDefault(z.string().regex(/^[A-Za-z0-9._-]*$/, 'must contain only letters, digits, dot, underscore and hyphen'), ''),
+        { doc: 'Prefix of every topic and consumer-group name (to share a cluster between environments).' },
+    ],
+    REDIS_URL: [
+        optionalString(urlWithScheme(['redis', 'rediss'])),
+        { doc: 'Redis URL for BullMQ jobs, shared rate-limit counters and pub/sub; without it all three are in-process.', production: true },
+    ],
+    ADMIN_EMAIL: [
+        optionalString(z.email('must be an e-mail address')),
+        { doc: 'E-mail of the staff admin created on first start when there is no user.' },
+    ],
+    ADMIN_PASSWORD: [
+        optionalString(z.string().min(12, 'must be at least 12 characters')),
+        { doc: 'Password of that admin; without it a generated password is printed once.' },
+    ],
+    TRUST_PROXY: [
+        withDefault(z
+            .string()
+            .transform((value) => value.split(',').map((entry) => entry.trim()).filter(Boolean))
+            .pipe(z.array(z.string().regex(cidr, 'must be comma-separated IP addresses or CIDR ranges'))), ''),
+        { doc: 'Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is trusted (default none).' },
+    ],
+    BODY_LIMIT: [
+        withDefault(z.coerce.number().int().min(1024, 'must be at least 1024 bytes').max(64 * 1024 * 1024, 'must be at most 67108864 bytes'), 1024 * 1024),
+        { doc: 'Largest accepted request body in bytes (413 `payload_too_large` above).' },
+    ],
+    LOG_LEVEL: [
+        withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be fatal, error, warn, info, debug, trace or silent' }), 'info'),
+        { doc: 'pino log level.' },
+    ],
+    DEBUG: [withDefault(boolFlag, '0'), { doc: '`1` shows exception detail in error responses even in production.' }],
+    SESSION_TTL: [
+        withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(31_536_000, 'must be at most 31536000 seconds (a year)'), 1_209_600),
+        { doc: 'Lifetime of a login session in seconds (default 14 days).' },
+    ],
+    BRUTEFORCE_MAX_ATTEMPTS: [
+        withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1').max(1000, 'must be at most 1000'), 5),
+        { doc: 'Failed logins for one account (any submitted e-mail) within BRUTEFORCE_WINDOW that lock it.' },
+    ],
+    BRUTEFORCE_WINDOW: [
+        withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(86_400, 'must be at most 86400 seconds'), 900),
+        { doc: 'Window, in seconds, in which failed logins are counted.' },
+    ],
+    BRUTEFORCE_LOCKOUT: [
+        withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(86_400, 'must be at most 86400 seconds'), 900),
+        { doc: 'How long, in seconds, a locked account refuses logins (429 with Retry-After).' },
+    ],
+    ENABLE_CAPTCHA: [withDefault(boolFlag, '0'), { doc: '`1` requires a solved proof-of-work CAPTCHA (ALTCHA, self-hosted) after CAPTCHA_AFTER failed logins.' }],
+    CAPTCHA_AFTER: [
+        withDefault(z.coerce.number().int().min(0, 'must be an integer of at least 0').max(1000, 'must be at most 1000'), 2),
+        { doc: 'Failed logins of an account after which a CAPTCHA is required (with ENABLE_CAPTCHA).' },
+    ],
+    CAPTCHA_SECRET: [
+        optionalString(z.string().min(32, 'must be at least 32 characters')),
+        { doc: 'HMAC key of CAPTCHA challenges; set the same value on every API node (default: random per process).' },
+    ],
+    TRACKER_SECRET: [
+        optionalString(z.string().min(32, 'must be at least 32 characters')),
+        { doc: 'HMAC key of the beacon\'s consent tokens (default: generated once and kept in Postgres, shared by every node).' },
+    ],
+    TRACKER_CONSENT_TTL: [
+        withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(86_400, 'must be at most 86400 seconds'), 1800),
+        { doc: 'Lifetime, in seconds, of a consent token: the beacon asks `/tracker/consent` again after it.' },
+    ],
+    SPAM_WINDOW: [
+        withDefault(z.coerce.number().int().min(10, 'must be at least 10 seconds').max(86_400, 'must be at most 86400 seconds'), 600),
+        { doc: 'Window, in seconds, of the anti-spam rules below.' },
+    ],
+    SPAM_TOKENS_PER_ACCOUNT: [
+        withDefault(z.coerce.number().int().min(2, 'must be an integer of at least 2').max(1000, 'must be at most 1000'), 3),
+        { doc: 'Distinct tokens of one account that hit a rate limit within SPAM_WINDOW: the account is sharding its limit (429 `spam_detected`).' },
+    ],
+    SPAM_IDENTITIES_PER_IP: [
+        withDefault(z.coerce.number().int().min(2, 'must be an integer of at least 2').max(100_000, 'must be at most 100000'), 50),
+        { doc: 'Distinct accounts, tokens or login e-mails seen from one IP within SPAM_WINDOW: the IP is cycling identities (429 `spam_detected`).' },
+    ],
+    SPAM_COOLDOWN: [
+        withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(604_800, 'must be at most 604800 seconds'), 900),
+        { doc: 'How long, in seconds, an identity caught by an anti-spam rule is answered 429 `spam_detected`.' },
+    ],
+    LINK_CACHE_SIZE: [
+        withDefault(z.coerce.number().int().min(100).max(10_000_000), 100_000),
+        { doc: 'Links an ingest node keeps in memory for redirects (least recently used go first); warmed with the newest at start.' },
+    ],
+    VISIT_BUFFER_SIZE: [
+        withDefault(z.coerce.number().int().min(100).max(10_000_000), 100_000),
+        { doc: 'Visits an ingest node buffers while the visit log (Kafka) is unreachable; beyond it visits are counted in `visits_dropped_total`.' },
+    ],
+    ENRICHER_BATCH_SIZE: [
+        withDefault(z.coerce.number().int().min(1).max(100_000), 10_000),
+        { doc: 'Most visits the enricher inserts into ClickHouse in one batch.' },
+    ],
+    ENRICHER_BATCH_WAIT_MS: [
+        withDefault(z.coerce.number().int().min(0).max(10_000), 500),
+        { doc: 'Longest the enricher waits for a batch to fill before inserting what it has (0: at once); bounds the delay from redirect to row.' },
+    ],
+    BURST_MAX_VISITS: [
+        withDefault(z.coerce.number().int().min(0).max(100_000, 'must be at most 100000'), 20),
+        {
+            doc: 'Visits one visitor (address and user agent) may make to one link within BURST_WINDOW; those beyond are a burst: classified as bots (`burst`), not counted as people, and the first raises `security.suspicious` (0: off).',
+        },
+    ],
+    BURST_WINDOW: [
+        withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(3_600, 'must be at most 3600 seconds'), 10),
+        { doc: 'Window, in seconds of visit time, in which BURST_MAX_VISITS is counted.' },
+    ],
+    SHUTDOWN_TIMEOUT_MS: [
+        withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
+        { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
+    ],
+    ...Object.fromEntries(Object.entries(RATE_BUCKETS).map(([bucket, { env, fallback, keyedBy }]) => [
+        env,
+        [withDefault(rateRule, fallback), { doc: `Rate limit of the ${bucket} bucket (keyed by ${keyedBy}), as \`<limit>:<window-seconds>\`.` }],
+    ])),
+};
+const envSchema = z.object(Object.fromEntries(Object.entries(CONFIG_VARS).map(([name, [schema]]) => [name, schema])));
+/** A configuration that cannot start the platform; the message is one line naming variable and rule. */
+export class ConfigError extends Error {
+    constructor(message) {
+        super(message);
+        this.name = 'ConfigError';
+    }
+}
+const shown = (value) => (value === undefined ? 'unset' : JSON.stringify(value).slice(0, 80));
+/** Parses the environment once into the typed configuration, or throws ConfigError. */
+export function loadConfig(source = process.env) {
+    const raw = Object.fromEntries(Object.keys(CONFIG_VARS).map((name) => [name, source[name]]));
+    const parsed = envSchema.safeParse(raw);
+    if (!parsed.success) {
+        const lines = parsed.error.issues.map((issue) => {
+            const name = String(issue.path[0] ?? '');
+            const secret = /PASSWORD|URL|SECRET/.test(name);
+            return `${name} ${issue.message} (got ${secret && raw[name] !== undefined ? 'a value' : shown(raw[name])})`;
+        });
+        throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
+    }
+    const env = parsed.data;
+    if (env.ADMIN_PASSWORD && !env.ADMIN_EMAIL) {
+        throw new ConfigError('invalid configuration: ADMIN_EMAIL must be set when ADMIN_PASSWORD is set');
+    }
+    const rateLimits = Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [bucket, env[RATE_BUCKETS[bucket].env]]));
+    const dataDir = env.DATA_DIR;
+    return {
+        env: env.NODE_ENV,
+        production: env.NODE_ENV === 'production',
+        debug: env.DEBUG,
+        port: env.PORT,
+        host: env.HOST,
+        baseDomain: env.BASE_DOMAIN,
+        publicUrl: (env.PUBLIC_URL ?? `http://${env.BASE_DOMAIN}:${env.PORT}`).replace(/\/+$/, ''),
+        roles: env.SERVICE_ROLES,
+        dataDir,
+        database: env.DATABASE_URL
+            ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX }
+            : { kind: 'pglite', dir: `${dataDir}/pg` },
+        analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
+        visitLog: env.KAFKA_BROKERS
+            ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
+            : { kind: 'memory' },
+        redisUrl: env.REDIS_URL,
+        admin: { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD },
+        trustProxy: env.TRUST_PROXY,
+        bodyLimit: env.BODY_LIMIT,
+        logLevel: env.LOG_LEVEL,
+        shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+        linkCacheSize: env.LINK_CACHE_SIZE,
+        enricherBatch: { size: env.ENRICHER_BATCH_SIZE, waitMs: env.ENRICHER_BATCH_WAIT_MS },
+        burst: { maxVisits: env.BURST_MAX_VISITS, windowSec: env.BURST_WINDOW },
+        visitBufferSize: env.VISIT_BUFFER_SIZE,
+        sessionTtlSec: env.SESSION_TTL,
+        bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },
+        captcha: { enabled: env.ENABLE_CAPTCHA, after: env.CAPTCHA_AFTER, secret: env.CAPTCHA_SECRET },
+        tracker: { secret: env.TRACKER_SECRET, consentTtlSec: env.TRACKER_CONSENT_TTL },
+        spam: {
+            windowSec: env.SPAM_WINDOW,
+            tokensPerAccount: env.SPAM_TOKENS_PER_ACCOUNT,
+            identitiesPerIp: env.SPAM_IDENTITIES_PER_IP,
+            cooldownSec: env.SPAM_COOLDOWN,
+        },
+        rateLimits,
+    };
+}
+/** Names of the variables the production topology (docker-compose) must set for every role. */
+export const PRODUCTION_VARS = Object.keys(CONFIG_VARS).filter((name) => CONFIG_VARS[name][1].production);
+/** One row per variable for the README table: name, default, description. */
+export function configTable() {
+    const defaults = envSchema.parse({});
+    return Object.keys(CONFIG_VARS).map((name) => {
+        const value = defaults[name];
+        const bucket = RATE_BUCKET_NAMES.find((b) => RATE_BUCKETS[b].env === name);
+        const fallback = bucket
+            ? RATE_BUCKETS[bucket].fallback
+            : value === undefined
+                ? ''
+                : Array.isArray(value)
+                    ? value.join(',')
+                    : String(value === false ? '0' : value === true ? '1' : value);
+        return { name, fallback, doc: CONFIG_VARS[name][1].doc };
+    });
+}
+//# sourceMappingURL=config.js.map

@@ -1,0 +1,71 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+/** Advisory lock id shared by every process migrating the same database. */
+const MIGRATION_LOCK = 727_001;
+/** Opens PGlite under the data dir or a pg pool on DATABASE_URL, from the validated config. */
+export async function createDatabase(config) {
+    if (config.kind === 'postgres') {
+        const pool = new pg.Pool({ connectionString: config.url, max: config.poolMax, connectionTimeoutMillis: 5_000 });
+        // An idle client that loses its connection must not crash the process; the pool replaces it.
+        pool.on('error', () => undefined);
+        const db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+        return {
+            kind: 'postgres',
+            db,
+            async migrateInTransaction(work) {
+                const client = await pool.connect();
+                try {
+                    await client.query('BEGIN');
+                    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+                    const result = await work({
+                        exec: async (script) => void (await client.query(script)),
+                        query: async (text, params) => (await client.query(text, params)).rows,
+                    });
+                    await client.query('COMMIT');
+                    return result;
+                }
+                catch (error) {
+                    await client.query('ROLLBACK').catch(() => undefined);
+                    throw error;
+                }
+                finally {
+                    client.release();
+                }
+            },
+            async ping() {
+                await sql `SELECT 1`.execute(db);
+            },
+            async close() {
+                await db.destroy();
+            },
+        };
+    }
+    if (config.dir !== 'memory://')
+        mkdirSync(config.dir, { recursive: true });
+    // pg_trgm backs the substring search of links (`q`), as it does on a Postgres server.
+    const pglite = await PGlite.create(config.dir, { extensions: { pg_trgm } });
+    const db = new Kysely({ dialect: new PGliteDialect(pglite) });
+    return {
+        kind: 'pglite',
+        db,
+        migrateInTransaction(work) {
+            return pglite.transaction(async (tx) => work({
+                exec: async (script) => void (await tx.exec(script)),
+                query: async (text, params) => (await tx.query(text, params)).rows,
+            }));
+        },
+        async ping() {
+            await pglite.query('SELECT 1');
+        },
+        async close() {
+            await db.destroy();
+            if (!pglite.closed)
+                await pglite.close();
+        },
+    };
+}
+//# sourceMappingURL=database.js.map

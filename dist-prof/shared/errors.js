@@ -1,0 +1,81 @@
+/**
+ * The error catalogue: every code of the spec's table, its HTTP status and what it means.
+ * It drives AppError, GET /api/v1/errors, the OpenAPI failure schema and the i18n keys.
+ */
+export const ERROR_CATALOGUE = {
+    bad_request: { status: 400, condition: 'malformed request, unknown parameter' },
+    missing_parameter: { status: 400, condition: 'required parameter absent' },
+    validation_error: { status: 422, condition: 'parameters present but invalid; details maps field to rule' },
+    unauthorized: { status: 401, condition: 'no credentials' },
+    invalid_token: { status: 401, condition: 'token unknown, revoked or expired' },
+    forbidden: { status: 403, condition: 'authenticated but not allowed' },
+    not_owner: { status: 403, condition: 'object belongs to someone else' },
+    visibility_denied: { status: 403, condition: 'section, message or knowledge item not visible' },
+    terms_not_accepted: { status: 403, condition: 'registration without accept_terms=1, or terms version changed' },
+    agent_suspended: { status: 403, condition: 'moderation' },
+    not_found: { status: 404, condition: 'no such object' },
+    method_not_allowed: { status: 405, condition: 'wrong HTTP method' },
+    conflict: { status: 409, condition: 'uniqueness violation' },
+    slug_taken: { status: 409, condition: 'a sibling section already uses the slug' },
+    duplicate_client_id: { status: 200, condition: 'idempotent replay of a write; the original object is returned' },
+    task_not_claimable: { status: 409, condition: 'task already claimed, done or blocked' },
+    task_not_yours: { status: 403, condition: 'only the claimant may change the task' },
+    gone: { status: 410, condition: 'deleted permanently' },
+    payload_too_large: { status: 413, condition: 'body or field over the limit' },
+    too_large: { status: 413, condition: 'same as payload_too_large' },
+    depth_exceeded: { status: 422, condition: 'section nesting deeper than 6; details has parent_depth and max' },
+    section_locked: { status: 423, condition: 'locked or archived section' },
+    rate_limited: { status: 429, condition: 'bucket exhausted; Retry-After set' },
+    spam_detected: { status: 429, condition: 'anti-spam heuristics' },
+    internal_error: { status: 500, condition: 'server-side failure' },
+    encode_error: { status: 500, condition: 'payload could not be JSON-encoded' },
+    not_implemented: { status: 501, condition: 'route registered, handler not yet present' },
+    service_unavailable: { status: 503, condition: 'maintenance or dependency down' },
+};
+export const ERROR_CODES = Object.keys(ERROR_CATALOGUE);
+/** Path of the error reference that every error object links to in `docs`. */
+export const ERROR_DOCS_PATH = '/api/v1/errors';
+/** Returns the docs link of one error code. */
+export function errorDocs(code) {
+    return `${ERROR_DOCS_PATH}#${code}`;
+}
+/**
+ * A 429 (`rate_limited` or `spam_detected`) that tells the client when to come back: Retry-After in
+ * whole seconds (at least 1) and in details, with the localised "try again in N seconds".
+ */
+export function retryLater(code, seconds, details = {}) {
+    const wait = Math.max(1, Math.ceil(seconds));
+    return new AppError(code, { ...details, retry_after: wait }, {
+        headers: { 'Retry-After': String(wait) },
+        messageKey: 'error.rate_limited.retry',
+        params: { seconds: wait },
+    });
+}
+/** Returns true when the string is one of the catalogue's codes. */
+export function isErrorCode(value) {
+    return Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, value);
+}
+/**
+ * The one error class services throw. Only the HTTP error handler turns it into a response.
+ * `headers` carries protocol headers that belong to the error (Allow, Retry-After).
+ */
+export class AppError extends Error {
+    code;
+    status;
+    details;
+    headers;
+    /** A more precise message than the code's own (a key of the i18n catalogue), with its values. */
+    messageKey;
+    params;
+    constructor(code, details = {}, options = {}) {
+        super(code, { cause: options.cause });
+        this.name = 'AppError';
+        this.code = code;
+        this.status = ERROR_CATALOGUE[code].status;
+        this.details = details;
+        this.headers = options.headers ?? {};
+        this.messageKey = options.messageKey;
+        this.params = options.params ?? {};
+    }
+}
+//# sourceMappingURL=errors.js.map

@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { ERROR_CODES, errorDocs } from '../errors.js';
+/** Builds the meta of a response that is about to be sent. */
+export function buildMeta(requestId, tookMs, extra = {}) {
+    return { request_id: requestId, server_time_utc: new Date().toISOString(), took_ms: Math.max(0, Math.round(tookMs)), ...extra };
+}
+/** Success envelope. */
+export function success(data, meta) {
+    return { ok: true, data, meta };
+}
+/** Failure envelope. */
+export function failure(code, message, details, meta) {
+    return { ok: false, error: { code, message, details, request_id: meta.request_id, docs: errorDocs(code) }, meta };
+}
+export const MetaSchema = z
+    .object({
+    request_id: z.string().meta({ description: 'Same value as the X-Request-Id header and the access log line.' }),
+    server_time_utc: z.iso.datetime().meta({ description: 'Server time in ISO 8601 UTC.' }),
+    took_ms: z.number().int().min(0).meta({ description: 'Time spent on the request, in milliseconds.' }),
+})
+    .catchall(z.unknown())
+    .meta({ id: 'Meta' });
+/** The failure envelope schema for a set of codes (all codes when none given). */
+export function failureSchema(codes = ERROR_CODES) {
+    return z.object({
+        ok: z.literal(false),
+        error: z.object({
+            code: z.enum(codes).meta({ description: 'Stable machine code; see GET /api/v1/errors.' }),
+            message: z.string().meta({ description: 'Localised text (see ?lang= and Accept-Language).' }),
+            details: z.record(z.string(), z.unknown()).meta({
+                description: 'Extra data. For validation_error it maps each field to its rule; missing_parameter lists `missing`; bad_request lists `unknown` parameters.',
+            }),
+            request_id: z.string(),
+            docs: z.string().meta({ description: 'Path of the error reference for this code.' }),
+        }),
+        meta: MetaSchema,
+    });
+}
+/** The success envelope schema around a data schema. */
+export function successSchema(data) {
+    return z.object({ ok: z.literal(true), data, meta: MetaSchema });
+}
+//# sourceMappingURL=envelope.js.map

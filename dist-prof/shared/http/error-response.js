@@ -1,0 +1,92 @@
+import { inspect } from 'node:util';
+import Negotiator from 'negotiator';
+import { AppError, ERROR_DOCS_PATH } from '../errors.js';
+import { t } from '../i18n/index.js';
+import { buildMeta, failure } from './envelope.js';
+/** Turns anything thrown into an AppError; unexpected failures become internal_error. */
+export function toAppError(error) {
+    if (error instanceof AppError)
+        return { appError: error, unexpected: false };
+    const fastifyError = error;
+    const status = fastifyError.statusCode ?? fastifyError.status;
+    switch (fastifyError.code) {
+        case 'FST_ERR_CTP_BODY_TOO_LARGE':
+            return { appError: new AppError('payload_too_large', {}, { cause: error }), unexpected: false };
+        case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+            return { appError: new AppError('bad_request', { body: 'malformed JSON' }, { messageKey: 'error.bad_request.malformed_json', cause: error }), unexpected: false };
+        case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+            return {
+                appError: new AppError('bad_request', { content_type: 'unsupported' }, {
+                    messageKey: 'error.bad_request.unsupported_media_type',
+                    params: { type: String(error.message?.match(/: (.*)$/)?.[1] ?? 'unknown') },
+                    cause: error,
+                }),
+                unexpected: false,
+            };
+    }
+    if (status === 413)
+        return { appError: new AppError('payload_too_large', {}, { cause: error }), unexpected: false };
+    if (error instanceof SyntaxError || (status !== undefined && status >= 400 && status < 500)) {
+        return { appError: new AppError('bad_request', {}, { cause: error }), unexpected: false };
+    }
+    return { appError: new AppError('internal_error', {}, { cause: error }), unexpected: true };
+}
+/** True when the client prefers an HTML page to JSON (a browser). */
+export function prefersHtml(request) {
+    const accept = request.headers.accept;
+    if (!accept)
+        return false;
+    return new Negotiator({ headers: { accept } }).mediaType(['application/json', 'text/html']) === 'text/html';
+}
+const escapeHtml = (text) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]);
+/** The HTML error page: status, translated explanation, request id, links home and to the docs. */
+export function renderErrorPage(options) {
+    const { status, code, message, requestId, locale } = options;
+    const title = t(locale, 'page.title', { status });
+    const detail = options.exception
+        ? `<section><h2>${escapeHtml(t(locale, 'page.detail'))}</h2><pre>${escapeHtml(options.exception)}</pre></section>`
+        : '';
+    return `<!doctype html>
+<html lang="${locale}">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex">
+<title>${escapeHtml(title)}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#1f2328}h1{font-size:2rem;margin:0}code,pre{background:#f6f8fa;padding:.2rem .4rem;border-radius:4px}pre{padding:1rem;overflow:auto}nav a{margin-right:1rem}</style>
+</head>
+<body>
+<main>
+<h1>${escapeHtml(title)}</h1>
+<p>${escapeHtml(message)}</p>
+<p><code>${escapeHtml(code)}</code></p>
+<p>${escapeHtml(t(locale, 'page.request_id'))}: <code>${escapeHtml(requestId)}</code></p>
+<nav><a href="${escapeHtml(options.homeUrl)}">${escapeHtml(t(locale, 'page.home'))}</a><a href="/api/v1/openapi.json">${escapeHtml(t(locale, 'page.docs'))}</a><a href="${ERROR_DOCS_PATH}#${escapeHtml(code)}">${escapeHtml(t(locale, 'page.errors'))}</a></nav>
+${detail}
+</main>
+</body>
+</html>
+`;
+}
+/**
+ * Writes the failure response: the envelope, or the HTML page for browsers. Exception detail
+ * only when `showDetail` (outside production, or DEBUG=1).
+ */
+export function sendError(request, reply, error, options) {
+    const locale = request.locale;
+    const message = t(locale, error.messageKey ?? `error.${error.code}`, error.params);
+    const cause = error.cause;
+    const exception = options.showDetail && cause !== undefined && error.status >= 500
+        ? cause instanceof Error
+            ? `${cause.name}: ${cause.message}\n${cause.stack ?? ''}`
+            : inspect(cause, { depth: 4 })
+        : undefined;
+    reply.code(error.status).headers(error.headers).header('X-Request-Id', request.id).header('Content-Language', locale);
+    if (prefersHtml(request)) {
+        return reply
+            .type('text/html; charset=utf-8')
+            .send(renderErrorPage({ status: error.status, code: error.code, message, requestId: request.id, locale, homeUrl: options.homeUrl, exception }));
+    }
+    const details = exception ? { ...error.details, exception } : error.details;
+    const body = failure(error.code, message, details, buildMeta(request.id, reply.elapsedTime));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
+}
+//# sourceMappingURL=error-response.js.map

@@ -1,0 +1,134 @@
+import proxyAddr from '@fastify/proxy-addr';
+import { LogController } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
+import { negotiateLocale } from '../i18n/index.js';
+import { counterChildren } from '../metrics.js';
+import { sendError, toAppError } from './error-response.js';
+/** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
+const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
+/** The request's own X-Request-Id when it is well-formed. */
+export function incomingRequestId(headers) {
+    const incoming = headers['x-request-id'];
+    return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : undefined;
+}
+/**
+ * Where a listener that answered part of a request before handing it to Fastify leaves the id it
+ * gave it, so that Fastify's request (its X-Request-Id, its access-log line) keeps the same one.
+ */
+export const ASSIGNED_REQUEST_ID = Symbol('assignedRequestId');
+/**
+ * The client address of a raw request, as Fastify's `request.ip` decides it with `trustProxy`:
+ * the socket's peer, or the X-Forwarded-For hop before the trusted ones when the peer is in
+ * TRUST_PROXY (the same @fastify/proxy-addr walk).
+ */
+export function clientAddressOf(trustProxy) {
+    if (trustProxy.length === 0)
+        return (request) => request.socket.remoteAddress ?? '';
+    const trusted = proxyAddr.compile(trustProxy);
+    return (request) => proxyAddr(request, trusted);
+}
+/** How error answers are rendered: exception detail outside production (or with DEBUG), the home link. */
+export function errorOptionsOf(config) {
+    return { showDetail: !config.production || config.debug, homeUrl: config.publicUrl + '/api/v1/' };
+}
+/** The Fastify options every HTTP app of the platform shares (the API and the ingest edge). */
+export function baseFastifyOptions(context) {
+    const { config, log } = context;
+    const errorOptions = errorOptionsOf(config);
+    return {
+        loggerInstance: log,
+        // One access-log line per request is written by the response observer below.
+        logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+        // No per-request child logger (a pino child per request is measurable on the redirect path):
+        // every line that concerns a request carries request_id itself.
+        childLoggerFactory: (logger) => logger,
+        bodyLimit: config.bodyLimit,
+        trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
+        // The id a listener already gave the request, its own well-formed X-Request-Id, or a fresh UUIDv7.
+        genReqId: (request) => request[ASSIGNED_REQUEST_ID] ?? incomingRequestId(request.headers) ?? uuidv7(),
+        routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+        return503OnClosing: true,
+        // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
+        frameworkErrors: (error, request, reply) => void sendError(localizedByHeaders(request), reply, toAppError(error).appError, errorOptions),
+    };
+}
+/** The locale of a request: `?lang=` (unless `query` is false), then Accept-Language, then English. */
+export function requestLocale(request, { query = true } = {}) {
+    const lang = query ? request.query?.lang : undefined;
+    return negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+}
+/**
+ * The onRequest hook of routes answered with the envelope: the request's locale, and the
+ * X-Request-Id header (with Content-Language too, where the answers are localised).
+ */
+export function envelopeRequestHook({ contentLanguage }) {
+    return (request, reply, done) => {
+        request.locale = requestLocale(request);
+        reply.header('X-Request-Id', request.id);
+        if (contentLanguage)
+            reply.header('Content-Language', request.locale);
+        done();
+    };
+}
+/**
+ * Sets a request's locale from Accept-Language alone (not `?lang=`: the query may not be parsed
+ * yet) and returns it, for error pages rendered outside the API's hooks.
+ */
+export function localizedByHeaders(request) {
+    request.locale = requestLocale(request, { query: false });
+    return request;
+}
+const recorders = new WeakMap();
+/**
+ * Records an answered request: the request duration histogram, the status-class counter and the
+ * one access-log line per request (same id as X-Request-Id). Metric children are cached per label
+ * set so a request does not hash its labels again; every app of a process shares its context's
+ * one recorder (and so those caches).
+ */
+export function requestRecorder(context) {
+    let recorder = recorders.get(context);
+    if (!recorder)
+        recorders.set(context, (recorder = createRecorder(context)));
+    return recorder;
+}
+function createRecorder(context) {
+    const { metrics, log } = context;
+    /** Per method, route and status: its duration histogram and its status-class counter (found once). */
+    const series = new Map();
+    const statusClass = counterChildren(metrics.httpRequests, 'status_class');
+    return ({ id, method, url, route, status, tookMs, ip, userAgent }) => {
+        const routeKey = `${method} ${route}`;
+        let byStatus = series.get(routeKey);
+        if (!byStatus)
+            series.set(routeKey, (byStatus = new Map()));
+        let found = byStatus.get(status);
+        if (!found) {
+            found = { duration: metrics.httpDuration.labels({ method, route, status_code: String(status) }), answered: statusClass(`${Math.floor(status / 100)}xx`) };
+            byStatus.set(status, found);
+        }
+        found.duration.observe(tookMs / 1000);
+        found.answered.inc();
+        // The line is not even built when the level is off (every redirect passes here).
+        if (log.isLevelEnabled('info'))
+            log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
+    };
+}
+/** The onResponse hook of every Fastify app: records the request (requestRecorder). */
+export function responseObserver(context) {
+    const record = requestRecorder(context);
+    return (request, reply, done) => {
+        const { routeDef, routeLabel } = request.routeOptions.config;
+        record({
+            id: request.id,
+            method: request.method,
+            url: request.url,
+            route: routeDef?.path ?? routeLabel ?? (reply.statusCode === 405 ? 'method_not_allowed' : 'not_found'),
+            status: reply.statusCode,
+            tookMs: reply.elapsedTime,
+            ip: request.ip,
+            userAgent: request.headers['user-agent'],
+        });
+        done();
+    };
+}
+//# sourceMappingURL=fastify-base.js.map

@@ -1,0 +1,137 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { ERROR_CATALOGUE } from '../errors.js';
+import { failureSchema, successSchema } from './envelope.js';
+import { effectiveQuery } from './register.js';
+import { SESSION_COOKIE, routeErrorCodes } from './route.js';
+// registry.register() needs zod's `.openapi()` extension (component registration by name).
+extendZodWithOpenApi(z);
+const RATE_HEADERS = {
+    'RateLimit-Limit': { description: 'Requests allowed in the window of this route\'s bucket.', schema: { type: 'integer' } },
+    'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
+    'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
+    'X-RateLimit-Limit': { description: 'Same as RateLimit-Limit.', schema: { type: 'integer' } },
+    'X-RateLimit-Remaining': { description: 'Same as RateLimit-Remaining.', schema: { type: 'integer' } },
+    'X-RateLimit-Reset': { description: 'Unix time, in seconds, at which the window resets.', schema: { type: 'integer' } },
+};
+const REQUEST_ID_HEADER = {
+    'X-Request-Id': { description: 'Request id; the same value as meta.request_id and in the access log.', schema: { type: 'string' } },
+};
+/** How an operation may be authenticated, as OpenAPI security requirements. */
+function securityOf(route) {
+    switch (route.auth.kind) {
+        case 'none':
+            return [];
+        case 'optional':
+            return [{}, { bearerToken: [] }, { sessionCookie: [] }];
+        case 'account':
+            return [{ bearerToken: [] }, { sessionCookie: [] }];
+        case 'scope':
+            return [{ bearerToken: [route.auth.scope] }, { sessionCookie: [] }];
+        case 'session':
+            return [{ sessionCookie: [] }];
+    }
+}
+/** Generates the OpenAPI 3.1 document from the route declarations: the only source of the document. */
+export function buildOpenApiDocument(routes, info) {
+    const registry = new OpenAPIRegistry();
+    registry.registerComponent('securitySchemes', 'bearerToken', {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'API token (`svc_u_…`) created with POST /api/v1/tokens.',
+    });
+    registry.registerComponent('securitySchemes', 'sessionCookie', {
+        type: 'apiKey',
+        in: 'cookie',
+        name: SESSION_COOKIE,
+        description: 'Session from POST /auth/login. Writes with it must come from the platform\'s own origin (Origin or Referer), or answer 403 `forbidden`.',
+    });
+    const Failure = registry.register('FailureEnvelope', failureSchema());
+    for (const route of routes) {
+        const codes = routeErrorCodes(route);
+        const byStatus = new Map();
+        for (const code of codes) {
+            const { status } = ERROR_CATALOGUE[code];
+            if (status < 400)
+                continue;
+            byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+        }
+        const headers = { ...REQUEST_ID_HEADER, ...(route.bucket ? RATE_HEADERS : {}) };
+        const responses = {};
+        const okStatus = String(route.status ?? 200);
+        if (route.response) {
+            responses[okStatus] = route.raw
+                ? {
+                    description: route.raw.description,
+                    headers,
+                    content: Object.fromEntries([route.raw.contentType].flat().map((type) => [type, { schema: route.response }])),
+                }
+                : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
+        }
+        for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
+            const responseHeaders = { ...headers };
+            if (status === 429)
+                responseHeaders['Retry-After'] = { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } };
+            responses[String(status)] = {
+                description: statusCodes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].condition}`).join('; '),
+                headers: responseHeaders,
+                content: {
+                    'application/json': { schema: statusCodes.length === Object.keys(ERROR_CATALOGUE).length ? Failure : failureSchema(statusCodes) },
+                    'text/html': { schema: z.string().meta({ description: 'Error page for clients that prefer HTML.' }) },
+                },
+            };
+        }
+        registry.registerPath({
+            operationId: route.operationId,
+            method: route.method.toLowerCase(),
+            path: route.path,
+            summary: route.summary,
+            description: route.description,
+            tags: route.tags,
+            deprecated: route.deprecated,
+            security: securityOf(route),
+            request: {
+                params: route.params,
+                query: effectiveQuery(route),
+                body: route.body ? { required: true, content: { 'application/json': { schema: route.body } } } : undefined,
+            },
+            responses,
+        });
+    }
+    const generator = new OpenApiGeneratorV31(registry.definitions);
+    const document = generator.generateDocument({
+        openapi: '3.1.0',
+        info: {
+            title: 'Link-tracking platform API',
+            version: info.version,
+            description: 'Short links on per-owner subdomains, privacy-governed statistics, a consent-gated beacon, signed webhooks and exports. ' +
+                'Every JSON response uses the envelope `{ok, data|error, meta}`; this document itself is the one exception and is served raw. ' +
+                'Every operation accepts `?lang=` (en, de, fr, es) to localise messages. Unknown query parameters answer 400 `bad_request`. ' +
+                'Authentication: `Authorization: Bearer <token>` or the session cookie; no credentials → 401 `unauthorized`; unknown, malformed, ' +
+                'revoked or expired token → 401 `invalid_token`; a scope the caller lacks or an IP outside the token\'s allowlist → 403 `forbidden`. ' +
+                'Rate limits: fixed windows per bucket (see GET /api/v1/status); `RateLimit-Reset` is seconds left, `X-RateLimit-Reset` the Unix time ' +
+                'of the reset in seconds; 429 carries `Retry-After`. Buckets are keyed as follows: `api` by token, else IP; `auth` by IP and e-mail; ' +
+                'the others by IP. Identities caught sharding limits (SPAM_* settings) get 429 `spam_detected` for a cooldown.',
+            license: { name: 'AGPL-3.0-only', identifier: 'AGPL-3.0-only' },
+        },
+        servers: [{ url: info.serverUrl }],
+        tags: [
+            { name: 'discovery', description: 'Index, health, status, the error catalogue, languages, metrics.' },
+            { name: 'auth', description: 'Login (session cookie), logout, CAPTCHA challenges and the current account.' },
+            { name: 'tokens', description: 'API tokens: `Authorization: Bearer svc_u_…`. Only their SHA-256 is stored; the secret is shown once.' },
+            { name: 'users', description: 'Accounts, created by staff.' },
+            {
+                name: 'subdomains',
+                description: 'Subdomains (`{name}.{BASE_DOMAIN}`) and their privacy policies. Private by default. GET /api/v1/subdomains/{name} is the public page payload.',
+            },
+            { name: 'links', description: 'Short links: create (idempotent with client_id), list, read, update, soft delete, duplicate, QR code.' },
+            {
+                name: 'tracker',
+                description: 'The consent-gated browser beacon, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
+            },
+            { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
+        ],
+    });
+    return document;
+}
+//# sourceMappingURL=openapi.js.map

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { AppError } from '../errors.js';
+/** Largest `limit` of any collection. */
+const MAX_PAGE_SIZE = 200;
+/** `limit` when none is given (the spec's example page size). */
+const DEFAULT_PAGE_SIZE = 50;
+/** How collections page, for OpenAPI descriptions. */
+export const PAGINATION_NOTE = 'Collections sit under `data.<name>`; `meta` carries `count` (items in this page), `total` (items matching), `limit`, ' +
+    '`cursor` (this page\'s), `next_cursor` and `has_more`. Ask for the next page with `?cursor=<next_cursor>`: a walk covers ' +
+    'the items that existed when it started exactly once, newest first, whatever is created meanwhile. `?page=<n>` (1-based, ' +
+    'with `limit`) addresses pages by number for human tables, and adds `meta.page`.';
+/** Query parameters every paged collection takes. */
+export const pagingQuery = {
+    limit: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_PAGE_SIZE)
+        .default(DEFAULT_PAGE_SIZE)
+        .meta({ description: `Page size, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.` }),
+    cursor: z.string().max(200).optional().meta({ description: 'The `next_cursor` of the previous page.' }),
+    page: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .max(100_000)
+        .optional()
+        .meta({ description: 'Page number (1-based) for human tables; not with `cursor`.' }),
+};
+const MAX_BIGINT = 2n ** 63n - 1n;
+/** Cursors are opaque: a version tag and the position in the list. */
+function encodeCursor(seq) {
+    return Buffer.from(`l1:${seq}`).toString('base64url');
+}
+export function decodeCursor(cursor) {
+    const text = Buffer.from(cursor, 'base64url').toString();
+    const match = /^l1:(\d{1,19})$/.exec(text);
+    if (!match || BigInt(match[1]) > MAX_BIGINT)
+        throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
+    return match[1];
+}
+/** The spec's pagination meta of a page of rows (keyed by `seq`), with `page` when addressed by number. */
+export function pageMeta(items, total, hasMore, paging) {
+    const meta = {
+        count: items.length,
+        total,
+        limit: paging.limit,
+        cursor: paging.cursor ?? null,
+        next_cursor: hasMore ? encodeCursor(items.at(-1).seq) : null,
+        has_more: hasMore,
+    };
+    if (paging.page !== undefined)
+        meta.page = paging.page;
+    return meta;
+}
+//# sourceMappingURL=pagination.js.map

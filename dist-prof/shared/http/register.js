@@ -1,0 +1,251 @@
+import { z } from 'zod';
+import { AppError, retryLater } from '../errors.js';
+import { LANG_TAG, zodErrorMap } from '../i18n/index.js';
+import { buildMeta, success } from './envelope.js';
+import { rateLimitHeaders } from './rate-limit.js';
+import { requireScope } from './auth.js';
+import { fastifyPath } from './route.js';
+/** `?lang=` is accepted by every operation; it is added to each query schema. */
+const langParam = z
+    .string()
+    .regex(LANG_TAG, 'must be a language tag such as en, de or fr-CA')
+    .optional()
+    .meta({ description: 'Locale of messages (see GET /api/v1/languages); falls back to Accept-Language, then English.' });
+/** The query schema as validated and documented: the route's own fields, `lang`, nothing else. */
+export function effectiveQuery(route) {
+    return z.strictObject({ ...(route.query?.shape ?? {}), lang: langParam });
+}
+const isMissing = (input, path) => {
+    let value = input;
+    for (const key of path) {
+        if (value === null || typeof value !== 'object')
+            return true;
+        value = value[key];
+    }
+    return value === undefined;
+};
+/**
+ * Checks one part of the request. Unknown keys → 400 bad_request, absent required fields →
+ * 400 missing_parameter, anything else → 422 validation_error with each field mapped to its rule
+ * in the caller's language.
+ */
+function checkPart(schema, input, part, locale) {
+    if (part === 'body' && input === undefined) {
+        return { ok: false, error: missingError(['body'], part) };
+    }
+    const result = schema.safeParse(input, { error: zodErrorMap(locale) });
+    if (result.success)
+        return { ok: true, data: result.data };
+    const unknown = result.error.issues.flatMap((issue) => issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key].join('.')) : []);
+    if (unknown.length > 0) {
+        return {
+            ok: false,
+            error: new AppError('bad_request', { unknown, in: part }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } }),
+        };
+    }
+    const missing = result.error.issues
+        .filter((issue) => issue.code === 'invalid_type' && isMissing(input, issue.path))
+        .map((issue) => issue.path.join('.') || part);
+    if (missing.length > 0)
+        return { ok: false, error: missingError(missing, part) };
+    const details = {};
+    for (const issue of result.error.issues) {
+        const field = issue.path.join('.') || part;
+        details[field] ??= issue.message;
+    }
+    return { ok: false, error: new AppError('validation_error', details) };
+}
+const missingError = (missing, part) => new AppError('missing_parameter', { missing, in: part }, { messageKey: 'error.missing_parameter.named', params: { names: missing.join(', ') } });
+/**
+ * Validates params, query and body together so one answer names every problem. The most basic
+ * problem wins: an unknown parameter, then a missing one, then invalid values (all fields merged).
+ */
+export function validateRequest(parts, locale) {
+    const data = { params: {}, query: {}, body: undefined };
+    const errors = [];
+    for (const { part, schema, input } of parts) {
+        if (!schema)
+            continue;
+        const result = checkPart(schema, input, part, locale);
+        if (result.ok)
+            data[part] = result.data;
+        else
+            errors.push(result.error);
+    }
+    for (const code of ['bad_request', 'missing_parameter']) {
+        const first = errors.find((error) => error.code === code);
+        if (first)
+            throw first;
+    }
+    if (errors.length > 0) {
+        throw new AppError('validation_error', Object.assign({}, ...errors.map((error) => error.details)));
+    }
+    return data;
+}
+/** Serialises an envelope; a value JSON cannot encode becomes encode_error, not a broken body. */
+export function encodeJson(value) {
+    try {
+        const text = JSON.stringify(value);
+        if (text === undefined)
+            throw new TypeError('value is not JSON-encodable');
+        return text;
+    }
+    catch (error) {
+        throw new AppError('encode_error', {}, { cause: error });
+    }
+}
+/**
+ * Key of the caller in a bucket, as the spec's table says: `api` by API token, then IP; `auth` by
+ * IP and the account named in the body; the others by IP (session and user are not used to widen
+ * what one address may do).
+ */
+function rateKey(bucket, request, principal) {
+    if (bucket === 'api' && principal?.tokenId)
+        return `token:${principal.tokenId}`;
+    if (bucket === 'auth') {
+        const email = request.body?.email;
+        return `${request.ip}|${typeof email === 'string' ? email.trim().toLowerCase() : ''}`;
+    }
+    return request.ip;
+}
+/** The identity a request presents, for the anti-spam count of identities per IP. */
+function identityOf(bucket, request, principal) {
+    if (principal)
+        return principal.tokenId ? `token:${principal.tokenId}` : `user:${principal.userId}`;
+    const email = request.body?.email;
+    return bucket === 'auth' && typeof email === 'string' ? `login:${email.trim().toLowerCase()}` : undefined;
+}
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/**
+ * CSRF guard for cookie-authenticated writes: the request must come from the platform's own origin
+ * (PUBLIC_URL, or the origin of the Host it was sent to), told by Origin or, without it, Referer.
+ */
+export function assertSameOrigin(request, publicUrl, { allowMissing = false } = {}) {
+    const allowed = new Set([new URL(publicUrl).origin, `${request.protocol}://${request.host}`]);
+    const origin = request.headers.origin;
+    let source;
+    if (typeof origin === 'string' && origin !== 'null')
+        source = origin;
+    else if (typeof request.headers.referer === 'string') {
+        try {
+            source = new URL(request.headers.referer).origin;
+        }
+        catch {
+            source = undefined;
+        }
+    }
+    if (!source && allowMissing)
+        return;
+    if (!source || !allowed.has(source)) {
+        throw new AppError('forbidden', { reason: 'cross_site_request', origin: source ?? null });
+    }
+}
+/** Checks what the route's auth requires of the (possibly absent) principal. */
+function authorize(route, principal) {
+    const auth = route.auth;
+    if (auth.kind === 'none' || auth.kind === 'optional')
+        return;
+    if (!principal)
+        throw new AppError('unauthorized');
+    if (auth.kind === 'session' && principal.via !== 'session')
+        throw new AppError('unauthorized', { reason: 'session_required' });
+    if (auth.kind === 'scope')
+        requireScope(principal, auth.scope);
+}
+/** Registers each route declaration on the Fastify instance, with auth, rate limit, validation and envelope. */
+export function registerRoutes(app, routes, deps) {
+    for (const route of routes) {
+        const query = effectiveQuery(route);
+        app.route({
+            method: route.method,
+            url: fastifyPath(route.path),
+            config: { routeDef: route },
+            handler: async (request, reply) => {
+                // Credentials are resolved first so that the api bucket can count per token; a bad token is
+                // still counted (per IP) before it is refused, so guessing tokens is rate-limited too.
+                let principal;
+                let authError;
+                if (route.auth.kind !== 'none') {
+                    try {
+                        const authenticated = deps.authenticator.authenticate(request);
+                        principal = authenticated instanceof Promise ? await authenticated : authenticated;
+                    }
+                    catch (error) {
+                        authError = error;
+                    }
+                }
+                if (route.bucket) {
+                    if (route.beforeLimit)
+                        await route.beforeLimit(request);
+                    const admitted = deps.abuse.admit(request.ip, principal, identityOf(route.bucket, request, principal));
+                    if (admitted)
+                        await admitted;
+                    const key = route.rateKey ? route.rateKey(request) : rateKey(route.bucket, request, principal);
+                    const checked = deps.limiter.check(route.bucket, key);
+                    const decision = checked instanceof Promise ? await checked : checked;
+                    reply.headers(rateLimitHeaders(decision));
+                    if (!decision.allowed) {
+                        await deps.abuse.limited(route.bucket, key, request.ip, principal, decision.resetSec);
+                        throw retryLater('rate_limited', decision.resetSec, { bucket: route.bucket, limit: decision.limit });
+                    }
+                }
+                if (authError)
+                    throw authError;
+                authorize(route, principal);
+                if (principal?.via === 'session' && UNSAFE_METHODS.has(request.method))
+                    assertSameOrigin(request, deps.publicUrl);
+                const { params, query: parsedQuery, body } = validateRequest([
+                    { part: 'params', schema: route.params, input: request.params },
+                    { part: 'query', schema: query, input: request.query ?? {} },
+                    { part: 'body', schema: route.body, input: request.body },
+                ], request.locale);
+                delete parsedQuery.lang;
+                let status = route.status ?? 200;
+                let extraMeta = {};
+                const result = await route.handler({
+                    params: params,
+                    query: parsedQuery,
+                    body: body,
+                    locale: request.locale,
+                    principal,
+                    request,
+                    reply,
+                    respond: {
+                        status: (code) => void (status = code),
+                        meta: (fields) => void (extraMeta = { ...extraMeta, ...fields }),
+                    },
+                });
+                if (route.raw) {
+                    const raw = result;
+                    return reply.code(status).type(raw.contentType).send(raw.body);
+                }
+                const text = encodeJson(success(result, buildMeta(request.id, reply.elapsedTime, extraMeta)));
+                return reply.code(status).type('application/json; charset=utf-8').send(text);
+            },
+        });
+    }
+}
+/** Matches concrete paths against the declared patterns, to answer 405 with the right Allow list. */
+export function createMethodIndex(routes) {
+    const patterns = routes.map((route) => ({
+        method: route.method,
+        regex: new RegExp('^' +
+            route.path
+                .split(/(\{\w+\})/)
+                .map((part) => (/^\{\w+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+                .join('') +
+            '/?$'),
+    }));
+    return (path) => {
+        const methods = new Set();
+        for (const pattern of patterns) {
+            if (pattern.regex.test(path)) {
+                methods.add(pattern.method);
+                if (pattern.method === 'GET')
+                    methods.add('HEAD');
+            }
+        }
+        return [...methods].sort();
+    };
+}
+//# sourceMappingURL=register.js.map

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { JOB_ID_RETENTION_MS, backoffDelay } from './jobs.js';
+/**
+ * In-process job runner with BullMQ's policy: attempts, exponential backoff with jitter, bounded
+ * concurrency per kind, idempotent job ids kept as long as BullMQ keeps finished jobs. Jobs live in memory: the one-process mode accepts that
+ * a crash loses queued jobs (the production mode keeps them in Redis).
+ */
+export function createMemoryJobs(log, metrics) {
+    const definitions = new Map();
+    const handlers = new Map();
+    const queues = new Map();
+    const running = new Map();
+    /** Job id → until when it deduplicates enqueues (Infinity while queued or running). */
+    const known = new Map();
+    const remember = (id, outcome) => known.set(id, Date.now() + JOB_ID_RETENTION_MS[outcome]);
+    const timers = new Set();
+    const inFlight = new Set();
+    let closed = false;
+    const pump = (name) => {
+        const handler = handlers.get(name);
+        const definition = definitions.get(name);
+        const queue = queues.get(name);
+        if (!handler || !definition || !queue || closed)
+            return;
+        while (queue.length > 0 && (running.get(name) ?? 0) < definition.concurrency) {
+            const job = queue.shift();
+            running.set(name, (running.get(name) ?? 0) + 1);
+            const final = job.attempt >= definition.attempts;
+            const task = handler(job.data, { id: job.id, attempt: job.attempt, final })
+                .then(() => {
+                metrics.jobsProcessed.inc({ job: name, outcome: 'completed' });
+                remember(job.id, 'completed');
+            }, (error) => {
+                if (final) {
+                    metrics.jobsProcessed.inc({ job: name, outcome: 'failed' });
+                    log.warn({ job: name, id: job.id, attempt: job.attempt, err: error }, 'job failed for good');
+                    remember(job.id, 'failed');
+                    return;
+                }
+                metrics.jobsProcessed.inc({ job: name, outcome: 'retried' });
+                schedule({ ...job, attempt: job.attempt + 1 }, backoffDelay(definition, job.attempt + 1));
+            })
+                .finally(() => {
+                running.set(name, (running.get(name) ?? 1) - 1);
+                inFlight.delete(task);
+                pump(name);
+            });
+            inFlight.add(task);
+        }
+    };
+    const schedule = (job, delayMs) => {
+        const push = () => {
+            const queue = queues.get(job.name) ?? [];
+            queues.set(job.name, queue);
+            queue.push(job);
+            pump(job.name);
+        };
+        if (delayMs <= 0)
+            return push();
+        const timer = setTimeout(() => {
+            timers.delete(timer);
+            push();
+        }, delayMs);
+        timers.add(timer);
+    };
+    return {
+        kind: 'memory',
+        async enqueue(definition, data, options = {}) {
+            definitions.set(definition.name, definition);
+            const id = options.jobId ?? randomUUID();
+            const until = known.get(id);
+            if (until !== undefined && until > Date.now())
+                return;
+            if (known.size > 100_000)
+                for (const [key, expiry] of known)
+                    if (expiry <= Date.now())
+                        known.delete(key);
+            known.set(id, Infinity);
+            schedule({ id, name: definition.name, data, attempt: 1 }, options.delayMs ?? 0);
+        },
+        async process(definition, handler) {
+            definitions.set(definition.name, definition);
+            handlers.set(definition.name, handler);
+            pump(definition.name);
+        },
+        async ping() { },
+        async close() {
+            closed = true;
+            for (const timer of timers)
+                clearTimeout(timer);
+            await Promise.allSettled([...inFlight]);
+        },
+    };
+}
+//# sourceMappingURL=memory.js.map

@@ -1,0 +1,175 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+/** Builds a fresh registry with default process metrics and the platform's instruments. */
+export function createMetrics() {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    return {
+        registry,
+        httpDuration: new Histogram({
+            name: 'http_request_duration_seconds',
+            help: 'HTTP request duration by route pattern and status code.',
+            labelNames: ['method', 'route', 'status_code'],
+            buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+            registers: [registry],
+        }),
+        httpRequests: new Counter({
+            name: 'http_requests_total',
+            help: 'HTTP requests answered, by status class.',
+            labelNames: ['status_class'],
+            registers: [registry],
+        }),
+        rateLimited: new Counter({
+            name: 'rate_limited_total',
+            help: 'Requests refused with 429, by bucket.',
+            labelNames: ['bucket'],
+            registers: [registry],
+        }),
+        visitLogPublished: new Counter({
+            name: 'visit_log_published_total',
+            help: 'Messages handed to the visit log, by topic.',
+            labelNames: ['topic'],
+            registers: [registry],
+        }),
+        visitLogDropped: new Counter({
+            name: 'visit_log_dropped_total',
+            help: 'Messages the visit log could not accept or buffer, by topic and reason.',
+            labelNames: ['topic', 'reason'],
+            registers: [registry],
+        }),
+        visitLogBacklog: new Gauge({
+            name: 'visit_log_backlog',
+            help: 'Messages waiting in the in-process visit log or the producer buffer, by topic.',
+            labelNames: ['topic'],
+            registers: [registry],
+        }),
+        auditWriteFailures: new Counter({
+            name: 'audit_write_failures_total',
+            help: 'Audit log entries that could not be written.',
+            registers: [registry],
+        }),
+        eventPublishFailures: new Counter({
+            name: 'event_publish_failures_total',
+            help: 'Platform events (event bus) and link-change notices that could not be published, by event type.',
+            labelNames: ['event'],
+            registers: [registry],
+        }),
+        visitsAccepted: new Counter({
+            name: 'visits_accepted_total',
+            help: 'Visits the ingest edge accepted for the visit log, by kind (visit, attack, beacon).',
+            labelNames: ['kind'],
+            registers: [registry],
+        }),
+        visitsDropped: new Counter({
+            name: 'visits_dropped_total',
+            help: 'Visits and beacon messages the ingest edge could not keep, by topic and reason (buffer_full: the visit log was unreachable too long).',
+            labelNames: ['reason', 'topic'],
+            registers: [registry],
+        }),
+        visitsBuffered: new Gauge({
+            name: 'visits_buffered',
+            help: 'Visits and beacon messages waiting at the ingest edge for the visit log, by topic.',
+            labelNames: ['topic'],
+            registers: [registry],
+        }),
+        redirects: new Counter({
+            name: 'redirects_total',
+            help: 'Answers of the short hosts, by status.',
+            labelNames: ['status'],
+            registers: [registry],
+        }),
+        linkCache: new Counter({
+            name: 'link_cache_lookups_total',
+            help: 'Redirect link-cache lookups, by outcome (hit, miss, negative).',
+            labelNames: ['outcome'],
+            registers: [registry],
+        }),
+        visitsEnriched: new Counter({
+            name: 'visits_enriched_total',
+            help: 'Visits the enricher derived fields for, by resulting kind (visit, bot, attack, beacon).',
+            labelNames: ['kind'],
+            registers: [registry],
+        }),
+        visitsInserted: new Counter({
+            name: 'visits_inserted_total',
+            help: 'Visit rows inserted into ClickHouse (a redelivered batch counts again; ClickHouse deduplicates it).',
+            registers: [registry],
+        }),
+        visitsDeadLettered: new Counter({
+            name: 'visits_dead_lettered_total',
+            help: 'Messages of visits.raw and tracker.raw sent to the dead-letter topic, by reason (undecodable, invalid, unknown_subdomain).',
+            labelNames: ['reason'],
+            registers: [registry],
+        }),
+        insertBatchSize: new Histogram({
+            name: 'visits_insert_batch_size',
+            help: 'Rows per ClickHouse insert of the enricher.',
+            buckets: [1, 10, 100, 500, 1_000, 2_500, 5_000, 10_000, 50_000],
+            registers: [registry],
+        }),
+        insertDuration: new Histogram({
+            name: 'visits_insert_duration_seconds',
+            help: 'Duration of the enricher\'s ClickHouse inserts.',
+            buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+            registers: [registry],
+        }),
+        beacons: new Counter({
+            name: 'beacons_processed_total',
+            help: 'Beacon messages the enricher processed, by outcome (own_visit: a visit the beacon started; state: a beacon state stored; merged: merged into its visit row).',
+            labelNames: ['outcome'],
+            registers: [registry],
+        }),
+        consumerLag: new Gauge({
+            name: 'visit_log_consumer_lag',
+            help: 'Messages of a topic not yet committed by a consumer group of this process.',
+            labelNames: ['group', 'topic'],
+            registers: [registry],
+        }),
+        jobsProcessed: new Counter({
+            name: 'jobs_processed_total',
+            help: 'Background job attempts, by job name and outcome.',
+            labelNames: ['job', 'outcome'],
+            registers: [registry],
+        }),
+    };
+}
+/**
+ * Runs `beforeRead` whenever the metric is read (a scrape, `get()`), before prom-client reports it:
+ * prom-client calls a metric's `collect` there. Several callers chain.
+ */
+export function onCollect(metric, beforeRead) {
+    const target = metric;
+    const previous = target.collect;
+    target.collect = function () {
+        beforeRead();
+        return previous?.call(this);
+    };
+}
+/**
+ * The children of a counter with one label, for a hot path (every redirect): an increment adds to
+ * a plain number, handed to prom-client when the counter is read (no label hashing per request).
+ */
+export function counterChildren(counter, label) {
+    const children = new Map();
+    onCollect(counter, () => {
+        for (const [value, child] of children) {
+            if (child.pending === 0)
+                continue;
+            counter.inc({ [label]: value }, child.pending);
+            child.pending = 0;
+        }
+    });
+    return (value) => {
+        let child = children.get(value);
+        if (!child) {
+            const created = {
+                pending: 0,
+                inc(amount = 1) {
+                    created.pending += amount;
+                },
+            };
+            children.set(value, (child = created));
+        }
+        return child;
+    };
+}
+//# sourceMappingURL=metrics.js.map

@@ -1,0 +1,116 @@
+import { z } from 'zod';
+/**
+ * The one privacy-policy module (the architecture's "where privacy is enforced"): a subdomain's
+ * policy fields, their types, defaults and bounds, and what an unauthenticated reader may get.
+ * Every public endpoint asks this module; none reads the policy flags itself.
+ */
+/** The nine switches of the policy, each off by default (private unless the owner opens it). */
+export const POLICY_SWITCHES = [
+    'stats_public',
+    'stats_show_visits_list',
+    'stats_show_ip',
+    'stats_show_internal_ip',
+    'stats_show_geo',
+    'stats_show_ua',
+    'stats_show_referrer',
+    'stats_show_links',
+    'stats_show_owner',
+];
+/** Longest publish delay: 30 days. */
+export const MAX_PUBLISH_DELAY_SEC = 2_592_000;
+/** Most items a public list may return, whatever the owner sets. */
+export const MAX_PUBLIC_ITEMS = 1_000;
+export const POLICY_DEFAULTS = {
+    stats_public: false,
+    stats_show_visits_list: false,
+    stats_show_ip: false,
+    stats_show_internal_ip: false,
+    stats_show_geo: false,
+    stats_show_ua: false,
+    stats_show_referrer: false,
+    stats_show_links: false,
+    stats_show_owner: false,
+    stats_publish_delay_sec: 0,
+    stats_max_items: 50,
+};
+const SWITCH_DOCS = {
+    stats_public: 'Aggregates (the statistics endpoints, to come) are public.',
+    stats_show_visits_list: 'The recent-visits list (to come) is public.',
+    stats_show_ip: "Public visit rows carry the visitor's public IP.",
+    stats_show_internal_ip: 'Public visit rows carry the LAN IP (only ever collected with consent).',
+    stats_show_geo: 'Public visit rows and aggregates carry geolocation (country, region, city).',
+    stats_show_ua: 'Public visit rows and aggregates carry the user agent (browser, OS, device).',
+    stats_show_referrer: 'Public visit rows and aggregates carry the referrer.',
+    stats_show_links: "The subdomain's links are listed publicly (page payload and GET /api/v1/links?subdomain=).",
+    stats_show_owner: "The public page names the owner (display name only, never the e-mail).",
+};
+const switchSchema = (name) => z.boolean().meta({ description: `${SWITCH_DOCS[name]} Default false.` });
+const delaySchema = z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_PUBLISH_DELAY_SEC)
+    .meta({ description: `Visits younger than this many seconds are not public. Default 0, at most ${MAX_PUBLISH_DELAY_SEC} (30 days).` });
+const maxItemsSchema = z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PUBLIC_ITEMS)
+    .meta({ description: `Most items a public list returns. Default ${POLICY_DEFAULTS.stats_max_items}, between 1 and ${MAX_PUBLIC_ITEMS}.` });
+/** The eleven fields as they are read (all present). */
+export const PolicySchema = z
+    .object({
+    ...Object.fromEntries(POLICY_SWITCHES.map((name) => [name, switchSchema(name)])),
+    stats_publish_delay_sec: delaySchema,
+    stats_max_items: maxItemsSchema,
+})
+    .meta({ id: 'SubdomainPolicy', description: 'Privacy policy of a subdomain. Private by default: every switch off.' });
+/** The eleven fields as a PATCH sets them: any subset. */
+export const PolicyPatchShape = PolicySchema.partial().shape;
+/** The policy of a stored subdomain row. */
+export function policyOf(row) {
+    const policy = {};
+    for (const name of POLICY_SWITCHES)
+        policy[name] = row[name];
+    policy.stats_publish_delay_sec = row.stats_publish_delay_sec;
+    policy.stats_max_items = row.stats_max_items;
+    return policy;
+}
+/** Visit columns each switch opens to a public reader (the columns of ClickHouse `visits`). */
+const VISIT_COLUMNS_BY_SWITCH = {
+    stats_show_ip: ['ip_public'],
+    stats_show_internal_ip: ['ip_lan'],
+    stats_show_geo: ['country', 'region', 'city', 'latitude', 'longitude'],
+    stats_show_ua: ['user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type'],
+    stats_show_referrer: ['referrer', 'referrer_host'],
+};
+/** Visit columns any public reader of a visible list gets. */
+const ALWAYS_PUBLIC_VISIT_COLUMNS = ['visit_id', 'ts', 'link_id', 'slug', 'kind'];
+/** Link columns a public list reads (seq only orders and pages): never target, tags, ids, limits or client ids. */
+export const PUBLIC_LINK_COLUMNS = ['seq', 'subdomain', 'slug', 'title', 'created_at'];
+export function publicView(policy, now = Date.now()) {
+    const visitColumns = [...ALWAYS_PUBLIC_VISIT_COLUMNS];
+    for (const [name, columns] of Object.entries(VISIT_COLUMNS_BY_SWITCH)) {
+        if (policy[name])
+            visitColumns.push(...columns);
+    }
+    return {
+        stats: policy.stats_public,
+        visitsList: policy.stats_show_visits_list,
+        links: policy.stats_show_links,
+        owner: policy.stats_show_owner,
+        details: {
+            ip: policy.stats_show_ip,
+            internal_ip: policy.stats_show_internal_ip,
+            geo: policy.stats_show_geo,
+            ua: policy.stats_show_ua,
+            referrer: policy.stats_show_referrer,
+        },
+        visitColumns,
+        publishDelaySec: policy.stats_publish_delay_sec,
+        publishedBefore: new Date(now - policy.stats_publish_delay_sec * 1000),
+        maxItems: Math.min(policy.stats_max_items, MAX_PUBLIC_ITEMS),
+        shown: POLICY_SWITCHES.filter((name) => policy[name]),
+    };
+}
+//# sourceMappingURL=policy.js.map

@@ -1,0 +1,69 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createAnalytics } from '../analytics/analytics.js';
+import { migrateAnalytics } from '../analytics/migrate.js';
+import { loadConfig } from '../config.js';
+import { closeContext, createContext } from '../context.js';
+import { migrateDatabase } from '../db/migrate.js';
+/** True when the suite runs against real services (DATABASE_URL, REDIS_URL, KAFKA_BROKERS set by .ci/run). */
+export const SERVICES_MODE = Boolean(process.env.DATABASE_URL || process.env.REDIS_URL || process.env.KAFKA_BROKERS);
+/** Prefix of the per-process chDB folders; the global teardown removes them. */
+export const CHDB_DIR_PREFIX = 'linktrack-test-chdb-';
+/** chDB is one engine per process: every test context of a process shares one data path. */
+const CHDB_DIR = join(tmpdir(), `${CHDB_DIR_PREFIX}${process.pid}`);
+/** A unique suffix so that tests sharing Kafka or Redis never see each other's topics, groups or queues. */
+export function uniqueName(prefix) {
+    return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+}
+/**
+ * The configuration of a test: the environment (so the services run picks up the service URLs),
+ * an in-memory PGlite and this process's chDB path when embedded, silent logs, and overrides.
+ */
+export function testConfig(overrides = {}) {
+    const config = loadConfig({
+        ...process.env,
+        NODE_ENV: 'test',
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+        // Embedded tests use an in-memory PGlite and this process's chDB path (below): nothing is written here.
+        DATA_DIR: join(tmpdir(), 'linktrack-test-unused'),
+        KAFKA_TOPIC_PREFIX: uniqueName('t') + '.',
+        // Tests present many accounts and tokens from loopback on purpose; the anti-spam tests set
+        // their own thresholds.
+        SPAM_IDENTITIES_PER_IP: '100000',
+        // Tests wait for rows: batches fill for a moment only.
+        ENRICHER_BATCH_WAIT_MS: '20',
+        ...overrides,
+    });
+    if (config.database.kind === 'pglite')
+        config.database = { kind: 'pglite', dir: 'memory://' };
+    if (config.analytics.kind === 'chdb')
+        config.analytics = { kind: 'chdb', dir: CHDB_DIR };
+    return config;
+}
+let sharedChdb;
+/**
+ * The process's one chDB engine, migrated once. Two chDB connections on one data path are two
+ * engines over the same files: one merges parts away under the other's reads. Every test context of
+ * the process (several per file when a test plays a second node) uses this one; closing a context
+ * leaves it open, and the process's exit ends it.
+ */
+function processChdb(config) {
+    sharedChdb ??= (async () => {
+        const analytics = createAnalytics(config.analytics);
+        await migrateAnalytics(analytics);
+        return { ...analytics, close: async () => undefined };
+    })();
+    return sharedChdb;
+}
+/** Builds a migrated context for a test file; close it in afterAll. */
+export async function createTestContext(overrides = {}) {
+    const config = testConfig(overrides);
+    const analytics = config.analytics.kind === 'chdb' ? await processChdb(config) : undefined;
+    const context = await createContext(config, { analytics });
+    await migrateDatabase(context.db);
+    if (!analytics)
+        await migrateAnalytics(context.analytics);
+    return context;
+}
+export { closeContext };
+//# sourceMappingURL=context.js.map

@@ -1,0 +1,39 @@
+import { migrateAnalytics } from '../analytics/migrate.js';
+import { createAnalytics } from '../analytics/analytics.js';
+import { createDatabase } from '../db/database.js';
+import { migrateDatabase } from '../db/migrate.js';
+import { readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CHDB_DIR_PREFIX, testConfig } from './context.js';
+/**
+ * Runs once per test run: migrates the shared Postgres server (services run) so that test files
+ * start on a ready schema, and proves the migrations apply from scratch on the embedded stores.
+ */
+export default async function setup() {
+    const config = testConfig();
+    const database = await createDatabase(config.database);
+    try {
+        await migrateDatabase(database);
+    }
+    finally {
+        await database.close();
+    }
+    if (config.analytics.kind === 'clickhouse') {
+        const analytics = createAnalytics(config.analytics);
+        try {
+            await migrateAnalytics(analytics);
+        }
+        finally {
+            await analytics.close();
+        }
+    }
+    // The chDB folders of this run's test processes go when the run ends.
+    return () => {
+        for (const entry of readdirSync(tmpdir())) {
+            if (entry.startsWith(CHDB_DIR_PREFIX))
+                rmSync(join(tmpdir(), entry), { recursive: true, force: true });
+        }
+    };
+}
+//# sourceMappingURL=global-setup.js.map

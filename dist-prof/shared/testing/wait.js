@@ -1,0 +1,27 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+/**
+ * Polls `fn` until it returns a value other than undefined, null or false, and returns that value;
+ * rejects once `timeoutMs` have passed (with the last error `fn` threw, if any). A bounded
+ * replacement for fixed sleeps in tests that wait for something asynchronous to happen.
+ */
+export async function waitFor(fn, timeoutMs, { intervalMs = 25, message = 'condition' } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    let lastError;
+    for (;;) {
+        try {
+            const value = await fn();
+            if (value !== undefined && value !== null && value !== false)
+                return value;
+            lastError = undefined;
+        }
+        catch (error) {
+            lastError = error;
+        }
+        if (Date.now() >= deadline) {
+            const detail = lastError instanceof Error ? `: ${lastError.message}` : '';
+            throw new Error(`waitFor: ${message} not met within ${timeoutMs} ms${detail}`, { cause: lastError });
+        }
+        await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())));
+    }
+}
+//# sourceMappingURL=wait.js.map

@@ -1,0 +1,109 @@
+import ipaddr from 'ipaddr.js';
+import { toClickHouseTime } from '../analytics/analytics.js';
+import { z } from 'zod';
+import { VISIT_TEXT_MAX } from '../visits/raw-visit.js';
+/** Query parameter the redirect appends to the target URL of a link with `append_visit_id`. */
+export const VISIT_PARAM = 'lt_visit';
+/** How old a redirect's visit may be when a beacon attaches to it (the script starts its own visit past it). */
+export const BEACON_ATTACH_WINDOW_MS = 24 * 3600_000;
+/** The time (ms) a UUIDv7 carries in its first 48 bits, or undefined for another UUID version. */
+export function uuidv7Time(id) {
+    const hex = id.replace(/-/g, '');
+    if (!/^[0-9a-f]{32}$/i.test(hex) || hex[12] !== '7')
+        return undefined;
+    return parseInt(hex.slice(0, 12), 16);
+}
+/** LAN addresses a WebRTC host candidate may show: private, unique-local, link-local or CGNAT addresses, or an mDNS name. */
+function isLanAddress(value) {
+    if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.local$/i.test(value))
+        return true;
+    if (!ipaddr.isValid(value))
+        return false;
+    const range = ipaddr.process(value).range();
+    return range === 'private' || range === 'uniqueLocal' || range === 'linkLocal' || range === 'carrierGradeNat';
+}
+/** What the beacon may send to `/tracker/collect` (besides its consent token). */
+export const SignalsSchema = z.strictObject({
+    timezone: z
+        .string()
+        .max(64)
+        .regex(/^[A-Za-z0-9_+\-/]+$/, 'must be an IANA time zone such as Europe/Berlin')
+        .optional()
+        .meta({ description: 'IANA time zone of the browser.', example: 'Europe/Berlin' }),
+    screen: z
+        .strictObject({
+        width: z.number().int().min(1).max(100_000),
+        height: z.number().int().min(1).max(100_000),
+        pixel_ratio: z.number().min(0.1).max(20).optional(),
+        color_depth: z.number().int().min(1).max(64).optional(),
+    })
+        .optional(),
+    network: z
+        .strictObject({
+        type: z.string().max(20).optional(),
+        effective_type: z.string().max(10).optional(),
+        downlink: z.number().min(0).max(100_000).optional(),
+        rtt: z.number().int().min(0).max(600_000).optional(),
+        save_data: z.boolean().optional(),
+    })
+        .optional()
+        .meta({ description: 'The Network Information API, where the browser has it.' }),
+    capabilities: z
+        .record(z.string().regex(/^[a-z0-9_]{1,40}$/, 'keys are lowercase words of up to 40 characters'), z.union([z.boolean(), z.number(), z.string().max(100)]))
+        .refine((value) => Object.keys(value).length <= 40, 'at most 40 capabilities')
+        .optional()
+        .meta({ description: 'Feature flags and figures (cookies, touch points, languages, hardware concurrency, …).' }),
+    lan_ip: z
+        .string()
+        .max(255)
+        .refine(isLanAddress, 'must be a private, link-local or mDNS (.local) address')
+        .optional()
+        .meta({ description: 'LAN address from a WebRTC host candidate; kept only with `lan_ip` consent.' }),
+});
+/** The server-side facts of a visit the beacon starts itself (no redirect before it), decided by the ingest node. */
+const OwnVisitSchema = z.object({
+    subdomain: z.string().min(1).max(63),
+    ip_public: z.string().max(45),
+    user_agent: z.string().max(VISIT_TEXT_MAX.user_agent),
+    accept_language: z.string().max(VISIT_TEXT_MAX.accept_language),
+    referrer: z.string().max(VISIT_TEXT_MAX.referrer),
+    query: z.string().max(VISIT_TEXT_MAX.query),
+});
+/**
+ * A message of `tracker.raw` (key = visit id): a consent decision (`own_visit` set when the beacon
+ * started the visit), or collected signals under a consent. Later messages of a visit win.
+ */
+export const BeaconMessageSchema = z.object({
+    type: z.enum(['consent', 'collect']),
+    visit_id: z.uuid(),
+    ts: z.iso.datetime({ offset: true }),
+    analytics: z.boolean(),
+    lan_ip: z.boolean(),
+    own_visit: OwnVisitSchema.optional(),
+    signals: SignalsSchema.optional(),
+});
+/**
+ * The state a message leaves: consent gating happens here, whatever the message carries — no
+ * signal without analytics consent, no LAN address without lan_ip consent.
+ */
+export function beaconStateOf(message) {
+    const analytics = message.analytics;
+    const lanIp = analytics && message.lan_ip;
+    const signals = analytics && message.type === 'collect' ? message.signals ?? {} : {};
+    const { width, height, ...screenRest } = signals.screen ?? { width: 0, height: 0 };
+    const capabilities = { ...signals.capabilities, ...screenRest };
+    return {
+        visit_id: message.visit_id,
+        received_at: toClickHouseTime(message.ts),
+        consent_analytics: analytics ? 1 : 0,
+        consent_lan_ip: lanIp ? 1 : 0,
+        ip_lan: lanIp ? signals.lan_ip ?? '' : '',
+        timezone: signals.timezone ?? '',
+        screen: signals.screen ? `${width}x${height}` : '',
+        network: signals.network ? JSON.stringify(signals.network) : '',
+        capabilities: Object.keys(capabilities).length > 0 ? JSON.stringify(capabilities) : '',
+        collected: message.type === 'collect' && analytics ? 1 : 0,
+        version: Date.parse(message.ts),
+    };
+}
+//# sourceMappingURL=beacon.js.map

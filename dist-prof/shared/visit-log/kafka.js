@@ -1,0 +1,168 @@
+import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
+import { TOPIC_NAMES } from './topics.js';
+import { consumerTracker } from './visit-log.js';
+/** Most messages per producer request (see publish). */
+const SEND_CHUNK = 1_000;
+/**
+ * Kafka visit log through kafkajs: an idempotent, gzip-compressing producer; consumers that
+ * resolve and commit offsets only after their batch handler succeeded, heartbeating meanwhile.
+ */
+export function createKafkaVisitLog(options, log, metrics) {
+    const kafka = new Kafka({
+        clientId: options.clientId,
+        brokers: options.brokers,
+        connectionTimeout: 3_000,
+        requestTimeout: 10_000,
+        retry: { retries: 5, initialRetryTime: 200 },
+        logLevel: logLevel.WARN,
+        logCreator: () => ({ namespace, level, log: entry }) => {
+            const { message, ...rest } = entry;
+            const child = log.child({ component: 'kafka', namespace });
+            if (level === logLevel.ERROR)
+                child.error(rest, message);
+            else if (level === logLevel.WARN)
+                child.warn(rest, message);
+        },
+    });
+    const name = (topic) => options.topicPrefix + topic;
+    let producer;
+    let producerReady;
+    let admin;
+    let adminReady;
+    let topicsReady;
+    const consumers = new Map();
+    /**
+     * Messages of the topic the group has not committed (high watermark minus committed offset, per
+     * partition), also set as the lag metric; null when the broker cannot tell.
+     */
+    const sampleLag = async ({ group, topic }) => {
+        try {
+            const client = await getAdmin();
+            const [ends, [committed]] = await Promise.all([
+                client.fetchTopicOffsets(name(topic)),
+                client.fetchOffsets({ groupId: options.topicPrefix + group, topics: [name(topic)] }),
+            ]);
+            const done = new Map((committed?.partitions ?? []).map((entry) => [entry.partition, Number(entry.offset)]));
+            const lag = ends.reduce((sum, end) => {
+                const at = done.get(end.partition) ?? -1;
+                return sum + Number(end.high) - (at < 0 ? Number(end.low) : at);
+            }, 0);
+            metrics.consumerLag.set({ group, topic }, lag);
+            return lag;
+        }
+        catch {
+            return null;
+        }
+    };
+    const getAdmin = () => (adminReady ??= (async () => {
+        admin = kafka.admin();
+        await admin.connect();
+        return admin;
+    })().catch((error) => {
+        adminReady = undefined;
+        throw error;
+    }));
+    /** Creates the platform's topics once (idempotent: existing topics are left alone). */
+    const ensureTopics = () => (topicsReady ??= (async () => {
+        const client = await getAdmin();
+        const existing = new Set(await client.listTopics());
+        const missing = TOPIC_NAMES.map(name).filter((topic) => !existing.has(topic));
+        if (missing.length > 0) {
+            await client.createTopics({
+                waitForLeaders: true,
+                topics: missing.map((topic) => ({ topic, numPartitions: options.partitions ?? 6 })),
+            });
+        }
+    })().catch((error) => {
+        topicsReady = undefined;
+        throw error;
+    }));
+    const getProducer = () => (producerReady ??= (async () => {
+        await ensureTopics();
+        producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+        await producer.connect();
+        return producer;
+    })().catch((error) => {
+        producerReady = undefined;
+        throw error;
+    }));
+    return {
+        kind: 'kafka',
+        async publish(topic, messages) {
+            const client = await getProducer();
+            // kafkajs groups a send's messages per partition by copying the partition's array for every
+            // message (quadratic: 10 000 events of one owner cost about 40 ms). Sends of at most SEND_CHUNK
+            // messages, one after the other (the idempotent producer keeps their order).
+            for (let start = 0; start < messages.length; start += SEND_CHUNK) {
+                await client.send({ topic: name(topic), compression: CompressionTypes.GZIP, acks: -1, messages: messages.slice(start, start + SEND_CHUNK) });
+            }
+            metrics.visitLogPublished.inc({ topic }, messages.length);
+        },
+        async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency = 1 }) {
+            await ensureTopics();
+            const tracker = consumerTracker(groupId, topic);
+            const handler = tracker.track(untracked);
+            // Groups carry the prefix too: environments sharing a cluster never share a group (and never
+            // rebalance each other's consumers).
+            const fullGroup = options.topicPrefix + groupId;
+            const consumer = kafka.consumer({
+                groupId: fullGroup,
+                maxBytesPerPartition: 4 * 1024 * 1024,
+                sessionTimeout: 30_000,
+                // Batch by size or time: the broker holds a fetch until about a MiB is there or maxWaitMs passed.
+                ...(maxWaitMs > 0 ? { minBytes: 1024 * 1024, maxWaitTimeInMs: maxWaitMs } : {}),
+            });
+            await consumer.connect();
+            await consumer.subscribe({ topic: name(topic), fromBeginning: true });
+            await consumer.run({
+                autoCommit: false,
+                eachBatchAutoResolve: false,
+                // Batches of different partitions at once; each partition's batches one after the other.
+                partitionsConsumedConcurrently: Math.max(1, Math.floor(concurrency)),
+                eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
+                    for (let start = 0; start < batch.messages.length; start += maxBatch) {
+                        if (!isRunning() || isStale())
+                            return;
+                        const slice = batch.messages.slice(start, start + maxBatch);
+                        await handler(slice.map((message) => ({
+                            key: message.key?.toString() ?? '',
+                            value: message.value?.toString() ?? '',
+                            headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? ''])),
+                        })));
+                        // Durable now: only after the handler succeeded is the offset resolved and committed.
+                        resolveOffset(slice[slice.length - 1].offset);
+                        // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
+                        await commitOffsetsIfNecessary(uncommittedOffsets());
+                        await heartbeat();
+                    }
+                },
+            });
+            // The lag metric is sampled every 10 s (and on each health probe).
+            const sampler = setInterval(() => void sampleLag(tracker.status), 10_000);
+            sampler.unref();
+            const handle = {
+                async stop() {
+                    clearInterval(sampler);
+                    tracker.status.running = false;
+                    consumers.delete(handle);
+                    await consumer.disconnect();
+                },
+            };
+            consumers.set(handle, tracker.status);
+            return handle;
+        },
+        async consumers() {
+            return Promise.all([...consumers.values()].map(async (status) => ({ ...status, lag: await sampleLag(status) })));
+        },
+        async ping() {
+            const client = await getAdmin();
+            await client.describeCluster();
+        },
+        async close() {
+            await Promise.all([...consumers.keys()].map((consumer) => consumer.stop()));
+            await producer?.disconnect();
+            await admin?.disconnect();
+        },
+    };
+}
+//# sourceMappingURL=kafka.js.map

@@ -1,0 +1,170 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { consumerTracker, VisitLogFullError } from './visit-log.js';
+/**
+ * In-process visit log for the one-process mode. Like Kafka it keeps each topic as an offset-
+ * addressed log with a committed offset per consumer group, so a failed batch is redelivered.
+ * It is bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError while a
+ * consumer group lags, and the oldest messages of a topic nobody consumes give way (counted).
+ */
+export function createMemoryVisitLog(metrics, capacity = 100_000, retryDelayMs = 500) {
+    const topics = new Map();
+    const consumers = new Set();
+    /** Messages of a topic a group has not committed. */
+    const lagOf = (log, group) => log.base + log.messages.length - (log.groups.get(group) ?? log.base);
+    /** Sets the lag of every group of a topic (published minus committed). */
+    const measureLag = (topic, log) => {
+        for (const group of log.groups.keys())
+            metrics.consumerLag.set({ group, topic }, lagOf(log, group));
+    };
+    const topicLog = (topic) => {
+        let log = topics.get(topic);
+        if (!log) {
+            log = { base: 0, messages: [], groups: new Map(), wake: new Set() };
+            topics.set(topic, log);
+        }
+        return log;
+    };
+    const trim = (topic, log) => {
+        if (log.groups.size === 0)
+            return;
+        const low = Math.min(...log.groups.values());
+        if (low > log.base) {
+            log.messages.splice(0, low - log.base);
+            log.base = low;
+        }
+        metrics.visitLogBacklog.set({ topic }, log.messages.length);
+    };
+    return {
+        kind: 'memory',
+        async publish(topic, messages) {
+            const log = topicLog(topic);
+            const excess = log.messages.length + messages.length - capacity;
+            if (excess > 0) {
+                if (log.groups.size > 0 || messages.length > capacity) {
+                    // Consumers are behind: push back on the producer rather than lose what they have not read.
+                    metrics.visitLogDropped.inc({ topic, reason: 'full' }, messages.length);
+                    throw new VisitLogFullError(topic, capacity);
+                }
+                // Nobody consumes this topic in this process (the dead-letter topic, embedded): like Kafka's
+                // retention, the oldest messages give way, counted rather than dropped silently. A tenth of
+                // the capacity goes at once, so a busy topic does not shift the whole log on every publish.
+                const dropped = Math.min(log.messages.length, excess + Math.floor(capacity / 10));
+                log.messages.splice(0, dropped);
+                log.base += dropped;
+                metrics.visitLogDropped.inc({ topic, reason: 'retention' }, dropped);
+            }
+            log.messages.push(...messages);
+            metrics.visitLogPublished.inc({ topic }, messages.length);
+            metrics.visitLogBacklog.set({ topic }, log.messages.length);
+            measureLag(topic, log);
+            for (const wake of log.wake)
+                wake();
+        },
+        async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency: asked = 1 }) {
+            const concurrency = Math.max(1, Math.floor(asked));
+            const log = topicLog(topic);
+            // A new group starts at the oldest retained message, as Kafka's `earliest` reset does.
+            if (!log.groups.has(groupId))
+                log.groups.set(groupId, log.base);
+            const tracker = consumerTracker(groupId, topic);
+            const handler = tracker.track(untracked);
+            const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
+            let wakeUp;
+            /** Resolves on the next publish, or after `timeoutMs` when given (the listener is then removed). */
+            const waitForMessages = (timeoutMs) => new Promise((resolve) => {
+                let timer;
+                wakeUp = () => {
+                    clearTimeout(timer);
+                    log.wake.delete(wakeUp);
+                    resolve();
+                };
+                log.wake.add(wakeUp);
+                if (timeoutMs !== undefined)
+                    timer = setTimeout(wakeUp, timeoutMs);
+            });
+            /** When the oldest waiting message of a partial batch was first seen. */
+            let partialSince;
+            /** Batches handed over and not yet committed, oldest first; `handled` says whether the handler succeeded. */
+            const inFlight = [];
+            /** A batch in flight failed: nothing more is handed over until the failed one is redelivered. */
+            let failing = false;
+            state.done = (async () => {
+                /** Where the next batch to hand over starts (the committed offset when nothing is in flight). */
+                let next = log.groups.get(groupId);
+                while (!state.stopped || inFlight.length > 0) {
+                    if (!state.stopped && !failing && inFlight.length < concurrency) {
+                        const batch = log.messages.slice(next - log.base, next - log.base + maxBatch);
+                        // A partial batch waits for more (up to maxWaitMs) only when nothing else is being handled.
+                        const partial = batch.length < maxBatch && maxWaitMs > 0;
+                        if (batch.length > 0 && (!partial || inFlight.length === 0)) {
+                            const left = partial ? (partialSince ??= Date.now()) + maxWaitMs - Date.now() : 0;
+                            if (left <= 0) {
+                                partialSince = undefined;
+                                next += batch.length;
+                                const handled = handler(batch).then(() => true, () => {
+                                    failing = true;
+                                    return false;
+                                });
+                                inFlight.push({ end: next, handled });
+                                continue;
+                            }
+                            if (inFlight.length === 0) {
+                                await waitForMessages(left);
+                                continue;
+                            }
+                        }
+                        if (inFlight.length === 0) {
+                            await waitForMessages();
+                            continue;
+                        }
+                    }
+                    // Commit in order: the oldest batch first, whichever finishes first.
+                    const oldest = inFlight[0];
+                    if (await oldest.handled) {
+                        inFlight.shift();
+                        log.groups.set(groupId, oldest.end);
+                        trim(topic, log);
+                        measureLag(topic, log);
+                        // Before handing over another batch, let a failure of those still in flight that has
+                        // already happened be known (its promise settles in the microtasks run before this).
+                        if (inFlight.length > 0)
+                            await new Promise((resolve) => setImmediate(resolve));
+                        continue;
+                    }
+                    // Not committed: once the batches after it are done too, it is redelivered (with them) after a pause, as Kafka would.
+                    await Promise.all(inFlight.map((entry) => entry.handled));
+                    inFlight.length = 0;
+                    failing = false;
+                    next = log.groups.get(groupId);
+                    await sleep(retryDelayMs);
+                }
+            })();
+            consumers.add(state);
+            return {
+                async stop() {
+                    state.stopped = true;
+                    tracker.status.running = false;
+                    wakeUp?.();
+                    await state.done;
+                    consumers.delete(state);
+                },
+            };
+        },
+        async consumers() {
+            return [...consumers].map(({ status }) => {
+                const log = topicLog(status.topic);
+                return { ...status, lag: lagOf(log, status.group) };
+            });
+        },
+        async ping() { },
+        async close() {
+            for (const state of consumers)
+                state.stopped = true;
+            for (const log of topics.values())
+                for (const wake of log.wake)
+                    wake();
+            await Promise.all([...consumers].map((state) => state.done));
+        },
+    };
+}
+//# sourceMappingURL=memory.js.map

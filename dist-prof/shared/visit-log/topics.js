@@ -1,0 +1,10 @@
+/** Every topic of the visit log, in one place. Kafka names get KAFKA_TOPIC_PREFIX in front. */
+export const TOPICS = {
+    visitsRaw: 'visits.raw',
+    trackerRaw: 'tracker.raw',
+    visitsDlq: 'visits.dlq',
+    /** Platform events (`link.created`, `visit.new`, …) for the webhook worker, keyed by owner id. */
+    events: 'events',
+};
+export const TOPIC_NAMES = Object.values(TOPICS);
+//# sourceMappingURL=topics.js.map

@@ -1,0 +1,341 @@
+import type { FastifyInstance } from 'fastify';
+import { v7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deduplicatedBy, toClickHouseTime } from '../../../shared/analytics/analytics.js';
+import type { Context } from '../../../shared/context.js';
+import { mintToken } from '../../../shared/testing/accounts.js';
+import { closeContext, createTestContext } from '../../../shared/testing/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
+import { buildApp } from '../app.js';
+
+type Json = Record<string, any>;
+
+let context: Context;
+let app: FastifyInstance;
+let alice: TestOwner;
+let bob: TestOwner;
+let sub: string;
+let linkA: Json;
+let linkB: Json;
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** 10:00 UTC, three days ago: the fixture's visits lie between it and two days later. */
+const base = Math.floor((Date.now() - 3 * DAY) / DAY) * DAY + 10 * HOUR;
+const at = (ms: number) => new Date(base + ms).toISOString();
+
+interface FixtureVisit {
+  offset: number;
+  kind: 'visit' | 'bot' | 'attack' | 'beacon';
+  link?: 'A' | 'B';
+  country?: string;
+  city?: string;
+  browser?: string;
+  os?: string;
+  device_type?: string;
+  referrer_host?: string;
+  utm_source?: string;
+  visitor: string;
+  version?: number;
+}
+
+/**
+ * The hand-computed fixture. Human visits (visit, beacon): #1 #2 #3 #4 #7, three visitors (h1 h2 h3);
+ * one bot (#5, link B), one attack attempt (#6, no link); #8 is a newer version of #1 (a beacon's
+ * signals merged in) and counts nothing.
+ */
+const FIXTURE: FixtureVisit[] = [
+  { offset: 5 * 60_000, kind: 'visit', link: 'A', country: 'FR', city: 'Paris', browser: 'Chrome', os: 'Windows', device_type: 'desktop', referrer_host: 'google.com', utm_source: 'newsletter', visitor: 'h1' },
+  { offset: 20 * 60_000, kind: 'visit', link: 'A', country: 'FR', city: 'Paris', browser: 'Firefox', os: 'Linux', device_type: 'desktop', visitor: 'h2' },
+  { offset: 70 * 60_000, kind: 'visit', link: 'A', country: 'DE', city: 'Berlin', browser: 'Chrome', os: 'Android', device_type: 'mobile', referrer_host: 't.co', visitor: 'h1' },
+  { offset: DAY, kind: 'visit', link: 'B', country: 'FR', city: 'Lyon', browser: 'Safari', os: 'iOS', device_type: 'mobile', referrer_host: 'google.com', utm_source: 'newsletter', visitor: 'h3' },
+  { offset: DAY + 10 * 60_000, kind: 'bot', link: 'B', country: 'US', browser: 'curl', visitor: 'h4' },
+  { offset: 2 * HOUR, kind: 'attack', visitor: 'h5' },
+  { offset: DAY + 2 * HOUR, kind: 'beacon', link: 'B', country: 'GB', city: 'London', browser: 'Chrome', os: 'macOS', device_type: 'desktop', visitor: 'h3' },
+];
+
+async function insertFixture(owner: TestOwner, subdomain: string, links: Record<'A' | 'B', Json>, visits: FixtureVisit[], token: string) {
+  const rows = visits.map((visit) => ({
+    visit_id: v7({ msecs: base + visit.offset }),
+    ts: toClickHouseTime(base + visit.offset),
+    kind: visit.kind,
+    owner_id: owner.id,
+    subdomain,
+    link_id: visit.link ? links[visit.link].id : '',
+    slug: visit.link ? links[visit.link].slug : '',
+    ip_public: '203.0.113.7',
+    country: visit.country ?? '',
+    city: visit.city ?? '',
+    browser: visit.browser ?? '',
+    os: visit.os ?? '',
+    device_type: visit.device_type ?? '',
+    referrer_host: visit.referrer_host ?? '',
+    utm_source: visit.utm_source ?? '',
+    visitor_hash: visit.visitor,
+    is_bot: visit.kind === 'bot' ? 1 : 0,
+    is_attack: visit.kind === 'attack' ? 1 : 0,
+    version: visit.version ?? 0,
+  }));
+  await context.analytics.client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(token) });
+  return rows;
+}
+
+const get = (owner: TestOwner | undefined, url: string) => app.inject({ method: 'GET', url, headers: owner?.auth ?? {} });
+const range = `since=${encodeURIComponent(at(-HOUR))}&until=${encodeURIComponent(at(3 * DAY))}`;
+
+async function report(owner: TestOwner | undefined, url: string): Promise<Json> {
+  const response = await get(owner, url);
+  if (response.statusCode !== 200) throw new Error(`${url}: ${response.statusCode} ${response.body}`);
+  return response.json().data;
+}
+
+async function createLink(owner: TestOwner, subdomain: string, slug: string): Promise<Json> {
+  const response = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug, target_url: 'https://example.com/' } });
+  if (response.statusCode !== 201) throw new Error(response.body);
+  return response.json().data;
+}
+
+beforeAll(async () => {
+  context = await createTestContext();
+  ({ app } = await buildApp(context));
+  [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
+  sub = await claimSubdomain(app, alice);
+  [linkA, linkB] = [await createLink(alice, sub, 'alpha'), await createLink(alice, sub, 'beta')];
+  const rows = await insertFixture(alice, sub, { A: linkA, B: linkB }, FIXTURE, `stats-fixture-${sub}`);
+  // #8: a newer version of #1 (the beacon merge writes one): the same visit, counted once.
+  const merged = { ...rows[0]!, version: 2, browser: 'Chrome' };
+  await context.analytics.client.insert({ table: 'visits', values: [merged], format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`stats-merge-${sub}`) });
+});
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+const zero = { visits: 0, unique_visitors: 0, bots: 0, attacks: 0 };
+
+describe('GET /api/v1/stats/subdomain/{name}', () => {
+  it('answers the hand-computed totals, daily series and breakdowns', async () => {
+    const data = await report(alice, `/api/v1/stats/subdomain/${sub}?${range}`);
+    expect(data.scope).toBe('subdomain');
+    expect(data.id).toBe(sub);
+    expect(data.range).toEqual({ since: at(-HOUR), until: at(3 * DAY), tz: 'UTC', granularity: 'day' });
+    expect(data.totals).toEqual({ visits: 5, unique_visitors: 3, bots: 1, attacks: 1 });
+    const day = (n: number) => new Date(base - 10 * HOUR + n * DAY).toISOString();
+    expect(data.series).toEqual([
+      { t: day(0), visits: 3, unique_visitors: 2, bots: 0, attacks: 1 },
+      { t: day(1), visits: 2, unique_visitors: 1, bots: 1, attacks: 0 },
+      { t: day(2), ...zero },
+      { t: day(3), ...zero },
+    ]);
+    expect(data.top.country).toEqual([
+      { value: 'FR', visits: 3 },
+      { value: 'DE', visits: 1 },
+      { value: 'GB', visits: 1 },
+    ]);
+    expect(data.top.city).toEqual([
+      { value: 'Paris', country: 'FR', visits: 2 },
+      { value: 'Berlin', country: 'DE', visits: 1 },
+      { value: 'Lyon', country: 'FR', visits: 1 },
+      { value: 'London', country: 'GB', visits: 1 },
+    ]);
+    expect(data.top.browser).toEqual([
+      { value: 'Chrome', visits: 3 },
+      { value: 'Firefox', visits: 1 },
+      { value: 'Safari', visits: 1 },
+    ]);
+    expect(data.top.os.map((item: Json) => [item.value, item.visits])).toEqual([
+      ['Android', 1],
+      ['Linux', 1],
+      ['Windows', 1],
+      ['iOS', 1],
+      ['macOS', 1],
+    ]);
+    expect(data.top.device_type).toEqual([
+      { value: 'desktop', visits: 3 },
+      { value: 'mobile', visits: 2 },
+    ]);
+    expect(data.top.referrer_host).toEqual([
+      { value: '', visits: 2 },
+      { value: 'google.com', visits: 2 },
+      { value: 't.co', visits: 1 },
+    ]);
+    expect(data.top.utm_source).toEqual([
+      { value: '', visits: 3 },
+      { value: 'newsletter', visits: 2 },
+    ]);
+    expect(data.top.link).toEqual([
+      { value: linkA.id, link_id: linkA.id, slug: 'alpha', visits: 3 },
+      { value: linkB.id, link_id: linkB.id, slug: 'beta', visits: 2 },
+    ]);
+  });
+
+  it('groups hours in the asked time zone, half-hour offsets included', async () => {
+    const since = encodeURIComponent(at(0));
+    const until = encodeURIComponent(at(3 * HOUR));
+    const data = await report(alice, `/api/v1/stats/subdomain/${sub}?since=${since}&until=${until}&granularity=hour&tz=Asia/Kolkata`);
+    // 10:05 and 10:20 UTC are 15:35 and 15:50 in Kolkata: the hour starting 15:00 there, 09:30 UTC.
+    expect(data.series).toEqual([
+      { t: at(-30 * 60_000), visits: 2, unique_visitors: 2, bots: 0, attacks: 0 },
+      { t: at(30 * 60_000), visits: 1, unique_visitors: 1, bots: 0, attacks: 0 },
+      { t: at(90 * 60_000), visits: 0, unique_visitors: 0, bots: 0, attacks: 1 },
+      { t: at(150 * 60_000), ...zero },
+    ]);
+    expect(data.totals).toEqual({ visits: 3, unique_visitors: 2, bots: 0, attacks: 1 });
+  });
+
+  it('rounds the bounds to quarter hours and says which applied', async () => {
+    const data = await report(alice, `/api/v1/stats/subdomain/${sub}?since=${encodeURIComponent(at(7 * 60_000))}&until=${encodeURIComponent(at(16 * 60_000))}`);
+    expect(data.range.since).toBe(at(0));
+    expect(data.range.until).toBe(at(30 * 60_000));
+    expect(data.totals.visits).toBe(2);
+  });
+
+  it('cuts each breakdown to `limit`', async () => {
+    const data = await report(alice, `/api/v1/stats/subdomain/${sub}?${range}&limit=1`);
+    for (const items of Object.values(data.top) as Json[][]) expect(items.length).toBe(1);
+    expect(data.top.country).toEqual([{ value: 'FR', visits: 3 }]);
+  });
+
+  it('does not count a batch delivered twice', async () => {
+    const again = FIXTURE.slice(0, 1);
+    const other = await claimSubdomain(app, alice);
+    const links = { A: await createLink(alice, other, 'again'), B: linkB };
+    await insertFixture(alice, other, links, again, `stats-twice-${other}`);
+    await insertFixture(alice, other, links, again, `stats-twice-${other}`);
+    const data = await report(alice, `/api/v1/stats/subdomain/${other}?${range}`);
+    expect(data.totals).toEqual({ visits: 1, unique_visitors: 1, bots: 0, attacks: 0 });
+    expect(data.top.country).toEqual([{ value: 'FR', visits: 1 }]);
+  });
+});
+
+describe('GET /api/v1/stats/link/{id} and /user/{id}', () => {
+  it("answers a link's figures and breakdowns, without a link breakdown", async () => {
+    const data = await report(alice, `/api/v1/stats/link/${linkA.id}?${range}`);
+    expect(data.totals).toEqual({ visits: 3, unique_visitors: 2, bots: 0, attacks: 0 });
+    expect(data.top.country).toEqual([
+      { value: 'FR', visits: 2 },
+      { value: 'DE', visits: 1 },
+    ]);
+    expect(data.top.city).toEqual([
+      { value: 'Paris', country: 'FR', visits: 2 },
+      { value: 'Berlin', country: 'DE', visits: 1 },
+    ]);
+    expect(data.top.link).toBeUndefined();
+    const b = await report(alice, `/api/v1/stats/link/${linkB.id}?${range}`);
+    expect(b.totals).toEqual({ visits: 2, unique_visitors: 1, bots: 1, attacks: 0 });
+  });
+
+  it("answers the caller's own figures as a user, over all their subdomains", async () => {
+    const mine = await report(alice, `/api/v1/stats/user/me?${range}`);
+    const byId = await report(alice, `/api/v1/stats/user/${alice.id}?${range}`);
+    expect(byId.totals).toEqual(mine.totals);
+    // The fixture's subdomain, plus the one visit of the delivered-twice test when it ran first.
+    expect(mine.totals.visits).toBeGreaterThanOrEqual(5);
+    expect(mine.totals.bots).toBe(1);
+    expect(mine.totals.attacks).toBe(1);
+  });
+
+  it('answers nothing but zeros for an owner without visits', async () => {
+    const data = await report(bob, `/api/v1/stats/user/me?${range}`);
+    expect(data.totals).toEqual(zero);
+    expect(data.top.country).toEqual([]);
+  });
+});
+
+describe('stats refusals', () => {
+  it("refuses another owner's objects with 403 not_owner", async () => {
+    for (const url of [`/api/v1/stats/subdomain/${sub}`, `/api/v1/stats/link/${linkA.id}`, `/api/v1/stats/user/${alice.id}`]) {
+      const response = await get(bob, url);
+      expect(response.statusCode, url).toBe(403);
+      expect(response.json().error.code).toBe('not_owner');
+    }
+  });
+
+  it('answers 404 for unknown objects, 401 without credentials, 403 without stats:read', async () => {
+    expect((await get(alice, '/api/v1/stats/subdomain/no-such-subdomain')).json().error.code).toBe('not_found');
+    expect((await get(alice, '/api/v1/stats/link/l_nothing')).json().error.code).toBe('not_found');
+    const anonymous = await get(undefined, `/api/v1/stats/subdomain/${sub}`);
+    expect(anonymous.statusCode).toBe(401);
+    const { token } = await mintToken(app, alice.cookie, new URL(context.config.publicUrl).origin, { name: 'links only', scopes: ['links:read'] });
+    const narrow = await app.inject({ method: 'GET', url: `/api/v1/stats/subdomain/${sub}`, headers: { authorization: `Bearer ${token}` } });
+    expect(narrow.statusCode).toBe(403);
+    expect(narrow.json().error.code).toBe('forbidden');
+  });
+
+  it('answers 422 for a bad scope, reversed bounds, an unknown time zone or too many points', async () => {
+    const cases: [string, string][] = [
+      [`/api/v1/stats/team/${sub}`, 'scope'],
+      [`/api/v1/stats/subdomain/${sub}?since=${encodeURIComponent(at(DAY))}&until=${encodeURIComponent(at(0))}`, 'since'],
+      [`/api/v1/stats/subdomain/${sub}?tz=Mars/Olympus`, 'tz'],
+      [`/api/v1/stats/subdomain/${sub}?granularity=hour&since=2020-01-01T00:00:00Z`, 'granularity'],
+      [`/api/v1/stats/subdomain/${sub}?granularity=week`, 'granularity'],
+      [`/api/v1/stats/subdomain/${sub}?limit=0`, 'limit'],
+    ];
+    for (const [url, field] of cases) {
+      const response = await get(alice, url);
+      expect(response.statusCode, url).toBe(422);
+      expect(response.json().error.code, url).toBe('validation_error');
+      expect(Object.keys(response.json().error.details), url).toContain(field);
+    }
+  });
+});
+
+describe('GET /api/v1/stats?subdomain= (public)', () => {
+  const setPolicy = async (policy: Json) => {
+    const response = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${sub}`, headers: alice.auth, payload: policy });
+    expect(response.statusCode).toBe(200);
+  };
+  const closed = {
+    stats_public: false,
+    stats_show_geo: false,
+    stats_show_ua: false,
+    stats_show_referrer: false,
+    stats_show_links: false,
+    stats_publish_delay_sec: 0,
+    stats_max_items: 50,
+  };
+
+  it('answers 403 forbidden unless the policy makes statistics public, and 404 for an unknown subdomain', async () => {
+    await setPolicy(closed);
+    const response = await get(undefined, `/api/v1/stats?subdomain=${sub}`);
+    expect(response.statusCode).toBe(403);
+    expect(response.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'stats_not_public' } });
+    expect((await get(undefined, '/api/v1/stats?subdomain=no-such-subdomain')).statusCode).toBe(404);
+  });
+
+  it('shows totals and the series only, until a switch opens a breakdown', async () => {
+    await setPolicy({ ...closed, stats_public: true });
+    const data = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    expect(data.totals).toEqual({ visits: 5, unique_visitors: 3, bots: 1, attacks: 1 });
+    expect(data.top).toEqual({});
+    await setPolicy({ ...closed, stats_public: true, stats_show_geo: true });
+    const geo = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    expect(Object.keys(geo.top).sort()).toEqual(['city', 'country']);
+    await setPolicy({ ...closed, stats_public: true, stats_show_ua: true, stats_show_referrer: true });
+    const ua = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    expect(Object.keys(ua.top).sort()).toEqual(['browser', 'device_type', 'os', 'referrer_host', 'utm_source']);
+  });
+
+  it('names public links by slug, never by id', async () => {
+    await setPolicy({ ...closed, stats_public: true, stats_show_links: true });
+    const data = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    expect(data.top.link).toEqual([
+      { value: 'alpha', slug: 'alpha', visits: 3 },
+      { value: 'beta', slug: 'beta', visits: 2 },
+    ]);
+    expect(JSON.stringify(data)).not.toContain(linkA.id);
+  });
+
+  it('counts only data older than the publish delay, and cuts every list to stats_max_items', async () => {
+    // Published: what is older than base + 23 h (the first day of the fixture), not the second day.
+    const delay = Math.floor((Date.now() - (base + 23 * HOUR)) / 1000);
+    await setPolicy({ ...closed, stats_public: true, stats_show_geo: true, stats_publish_delay_sec: delay, stats_max_items: 1 });
+    const data = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    expect(data.totals).toEqual({ visits: 3, unique_visitors: 2, bots: 0, attacks: 1 });
+    expect(Date.parse(data.range.until)).toBeLessThanOrEqual(Date.now() - delay * 1000);
+    expect(data.top.country).toEqual([{ value: 'FR', visits: 2 }]);
+    expect(data.top.city.length).toBe(1);
+    expect(data.series.length).toBe(1);
+  });
+});

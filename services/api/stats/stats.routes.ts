@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import type { Context } from '../../../shared/context.js';
+import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import {
+  BUCKET_SEC,
+  DEFAULT_RANGE_DAYS,
+  DEFAULT_TOP,
+  DIMENSIONS,
+  GRANULARITIES,
+  MAX_SERIES_POINTS,
+  MAX_TOP,
+  STATS_SCOPES,
+  statsService,
+} from './stats.service.js';
+
+const tags = ['stats'];
+
+const count = z.number().int().min(0);
+const TotalsSchema = z
+  .object({
+    visits: count.meta({ description: 'Human visits: redirects and visits the beacon started, bots and attack attempts excluded.' }),
+    unique_visitors: count.meta({
+      description:
+        'Distinct visitors among the human visits (by the daily-salted visitor hash, so the same person on two days counts twice). ' +
+        'ClickHouse `uniq`: exact up to about 65 000, within about 1 % beyond.',
+    }),
+    bots: count.meta({ description: 'Visits classified as bots (user agent or behaviour).' }),
+    attacks: count.meta({ description: 'Attack attempts (scanner paths, traversal, SQL/XSS patterns) answered 404.' }),
+  })
+  .meta({ id: 'StatsTotals' });
+const PointSchema = TotalsSchema.extend({ t: z.iso.datetime().meta({ description: 'Start of the period (hour or day in `tz`), as a UTC instant.' }) }).meta({
+  id: 'StatsPoint',
+});
+const TopItemSchema = z
+  .object({
+    value: z.string().meta({ description: 'The value; empty when unknown or absent (direct traffic has no referrer host).' }),
+    visits: count,
+    country: z.string().optional().meta({ description: 'city only: its country (ISO 3166-1 alpha-2).' }),
+    link_id: z.string().optional().meta({ description: 'link only, owners only.' }),
+    slug: z.string().nullable().optional().meta({ description: 'link only.' }),
+  })
+  .meta({ id: 'StatsTopItem' });
+
+const ReportSchema = z
+  .object({
+    scope: z.enum(STATS_SCOPES),
+    id: z.string(),
+    range: z.object({
+      since: z.iso.datetime(),
+      until: z.iso.datetime(),
+      tz: z.string(),
+      granularity: z.enum(GRANULARITIES),
+    }).meta({ description: 'The bounds applied: since rounded down, until rounded up (owners) or down (public) to a quarter hour.' }),
+    totals: TotalsSchema,
+    series: z.array(PointSchema).meta({ description: 'One point per period of the range, empty periods at zero, oldest first.' }),
+    top: z
+      .object(Object.fromEntries(DIMENSIONS.map((dim) => [dim, z.array(TopItemSchema).optional()])) as Record<(typeof DIMENSIONS)[number], z.ZodOptional<z.ZodArray<typeof TopItemSchema>>>)
+      .meta({ description: 'Top values of human visits per dimension, most visits first, at most `limit` each.' }),
+  })
+  .meta({ id: 'StatsReport' });
+
+const RANGE_NOTE =
+  `Figures are kept per quarter hour (${BUCKET_SEC} s): \`since\` and \`until\` are rounded to quarter hours and \`data.range\` gives ` +
+  `the bounds applied. Without \`until\`, now; without \`since\`, ${DEFAULT_RANGE_DAYS} days before \`until\`. The series has one ` +
+  `point per \`granularity\` (hour or day, default day) in \`tz\` (IANA name, default UTC), at most ${MAX_SERIES_POINTS} points (422 beyond). ` +
+  `Breakdowns: country, city, browser, os, device_type, referrer_host, utm_source and (not for a link) link, each at most \`limit\` ` +
+  `rows (default ${DEFAULT_TOP}, at most ${MAX_TOP}).`;
+
+const reportQuery = {
+  since: z.iso.datetime({ offset: true }).optional(),
+  until: z.iso.datetime({ offset: true }).optional(),
+  granularity: z.enum(GRANULARITIES).optional(),
+  tz: z.string().min(1).max(64).optional().meta({ example: 'Europe/Paris' }),
+  limit: z.coerce.number().int().min(1).max(MAX_TOP).optional(),
+};
+
+/** Statistics: an owner's reports (subdomain, link, user) and a subdomain's public report. */
+export function statsRoutes(context: Context): RouteDef[] {
+  const service = statsService(context);
+  return [
+    defineRoute({
+      operationId: 'getStats',
+      method: 'GET',
+      path: '/api/v1/stats/{scope}/{id}',
+      summary: 'Report of a subdomain, a link or a user: totals, time series and top breakdowns (stats:read)',
+      description:
+        '`{scope}` `subdomain` (id: its name), `link` (id: the link id, deleted links included) or `user` (id: the caller\'s user id or `me`; ' +
+        'staff with the admin scope may name any user). Another owner\'s object answers 403 `not_owner`. Bots and attack attempts are ' +
+        'excluded from the human figures and reported beside them. ' +
+        RANGE_NOTE,
+      tags,
+      auth: { kind: 'scope', scope: 'stats:read' },
+      bucket: 'api',
+      params: z.object({ scope: z.enum(STATS_SCOPES), id: z.string().min(1).max(64) }),
+      query: z.object(reportQuery),
+      response: ReportSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, query }) => service.ownerReport(principal!, params.scope, params.id, query),
+    }),
+    defineRoute({
+      operationId: 'getPublicStats',
+      method: 'GET',
+      path: '/api/v1/stats',
+      summary: "A subdomain's public report, when its policy makes statistics public",
+      description:
+        'No credentials needed, and credentials change nothing (owners read `/api/v1/stats/subdomain/{name}`). 403 `forbidden` unless the ' +
+        'policy has stats_public. Breakdowns appear only with their switch: country and city with stats_show_geo; browser, os and ' +
+        'device_type with stats_show_ua; referrer_host and utm_source with stats_show_referrer; link (slugs of the links the public ' +
+        'list shows, never ids) with stats_show_links. Only data older than stats_publish_delay_sec is counted (`until` is rounded ' +
+        'down), and no list has more than stats_max_items items: breakdowns are cut to it and the series keeps its newest points. ' +
+        RANGE_NOTE,
+      tags,
+      auth: { kind: 'none' },
+      bucket: 'api',
+      query: z.object({ subdomain: z.string().min(1).max(63), ...reportQuery }),
+      response: ReportSchema,
+      errors: ['not_found', 'forbidden'],
+      handler: async ({ query }) => {
+        const { subdomain, ...report } = query;
+        return service.publicReport(subdomain, report);
+      },
+    }),
+  ];
+}

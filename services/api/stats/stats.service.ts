@@ -1,0 +1,316 @@
+import type { Context } from '../../../shared/context.js';
+import { AppError } from '../../../shared/errors.js';
+import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
+import type { PublicView } from '../../../shared/policy/policy.js';
+import { linksRepository } from '../links/links.repository.js';
+import { subdomainsService } from '../subdomains/subdomains.service.js';
+import { usersRepository } from '../users/users.repository.js';
+
+/** Rollup buckets are quarter hours (every time zone's offset is a multiple of 15 minutes). */
+export const BUCKET_SEC = 900;
+/** Without `since`, a report covers this many days before `until`. */
+export const DEFAULT_RANGE_DAYS = 30;
+/** Most points a time series may have (a range too long for its granularity answers 422). */
+export const MAX_SERIES_POINTS = 2_000;
+/** Breakdown rows per dimension: default and most. */
+export const DEFAULT_TOP = 10;
+export const MAX_TOP = 100;
+
+export const STATS_SCOPES = ['subdomain', 'link', 'user'] as const;
+export type StatsScope = (typeof STATS_SCOPES)[number];
+export const GRANULARITIES = ['hour', 'day'] as const;
+export type Granularity = (typeof GRANULARITIES)[number];
+
+/** The breakdowns, in the order a report lists them. `link` exists for subdomains and users. */
+export const DIMENSIONS = ['country', 'city', 'browser', 'os', 'device_type', 'referrer_host', 'utm_source', 'link'] as const;
+export type Dimension = (typeof DIMENSIONS)[number];
+
+/** The policy switch that opens each breakdown to the public (UTM sources tell where traffic came from, as referrers do). */
+const PUBLIC_DIMENSION_SWITCH: Record<Dimension, keyof PublicView['details'] | 'links'> = {
+  country: 'geo',
+  city: 'geo',
+  browser: 'ua',
+  os: 'ua',
+  device_type: 'ua',
+  referrer_host: 'referrer',
+  utm_source: 'referrer',
+  link: 'links',
+};
+
+/** Human visits: redirects and visits the beacon started; bots and attack attempts are counted beside them. */
+const HUMAN_KINDS = `('visit', 'beacon')`;
+
+export interface StatsQuery {
+  since?: string;
+  until?: string;
+  granularity?: Granularity;
+  tz?: string;
+  limit?: number;
+}
+
+export interface Totals {
+  visits: number;
+  unique_visitors: number;
+  bots: number;
+  attacks: number;
+}
+export type Point = Totals & { t: string };
+type TopItem = { value: string; visits: number; country?: string; link_id?: string; slug?: string | null };
+
+export interface Report {
+  scope: StatsScope;
+  id: string;
+  range: { since: string; until: string; tz: string; granularity: Granularity };
+  totals: Totals;
+  series: Point[];
+  top: Partial<Record<Dimension, TopItem[]>>;
+}
+
+/** What a report reads: whose rows, which rollup scope, and for a link its place in `visits`. */
+interface Target {
+  ownerId: string;
+  scope: StatsScope;
+  id: string;
+  subdomain?: string;
+}
+
+/** Applied bounds of a report, in whole buckets. */
+interface Range {
+  since: number;
+  until: number;
+  tz: string;
+  granularity: Granularity;
+}
+
+const floorBucket = (ms: number) => Math.floor(ms / 1000 / BUCKET_SEC) * BUCKET_SEC;
+const ceilBucket = (ms: number) => Math.ceil(ms / 1000 / BUCKET_SEC) * BUCKET_SEC;
+const iso = (sec: number) => new Date(sec * 1000).toISOString();
+
+/** True for an IANA time zone name this runtime knows (ClickHouse ships the same database). */
+export function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The bounds a report covers. Rollups count quarter hours, so `since` is rounded down to one and
+ * `until` up (the owner's report includes the quarter hour in progress), or down for the public
+ * (nothing younger than the publish delay: `publishedBefore`).
+ */
+function rangeOf(query: StatsQuery, publishedBefore?: Date): Range {
+  const now = Date.now();
+  const untilMs = query.until ? Date.parse(query.until) : now;
+  const sinceMs = query.since ? Date.parse(query.since) : untilMs - DEFAULT_RANGE_DAYS * 86_400_000;
+  if (sinceMs >= untilMs) throw new AppError('validation_error', { since: 'must be before until' });
+  const tz = query.tz ?? 'UTC';
+  if (!isTimeZone(tz)) throw new AppError('validation_error', { tz: 'must be an IANA time zone name, e.g. Europe/Paris' });
+  const granularity = query.granularity ?? 'day';
+  const since = floorBucket(sinceMs);
+  const until = publishedBefore ? floorBucket(Math.min(untilMs, publishedBefore.getTime())) : ceilBucket(untilMs);
+  const points = Math.ceil((until - since) / (granularity === 'hour' ? 3_600 : 86_400));
+  if (points > MAX_SERIES_POINTS) {
+    throw new AppError('validation_error', { granularity: `at most ${MAX_SERIES_POINTS} points: shorten the range or use a coarser granularity` });
+  }
+  return { since, until: Math.max(since, until), tz, granularity };
+}
+
+const periodStart = (granularity: Granularity) => (granularity === 'hour' ? 'toStartOfHour' : 'toStartOfDay');
+
+/**
+ * Statistics of a subdomain, a link or a user, read from the quarter-hour rollups of ClickHouse
+ * (clickhouse/migrations/0003_stats_rollups.sql); a link's breakdowns from its rows of `visits`.
+ * Public reports go through the policy module's view: hidden breakdowns are never queried.
+ */
+export function statsService(context: Context) {
+  const { client } = context.analytics;
+  const links = linksRepository(context.db.db);
+  const users = usersRepository(context.db.db);
+  const subdomains = subdomainsService(context);
+
+  const rows = async <T>(query: string, params: Record<string, unknown>): Promise<T[]> => {
+    const result = await client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return result.json<T>();
+  };
+
+  /** The rows of `stats_series` a target covers, as a WHERE clause over {owner}, {scope}, {id}, {since}, {until}. */
+  const seriesWhere = (target: Target) =>
+    `owner_id = {owner:String} AND scope = {scope:String}${target.scope === 'user' ? '' : ' AND scope_id = {id:String}'} ` +
+    `AND bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({until:UInt32})`;
+  const seriesParams = (target: Target, range: Range) => ({
+    owner: target.ownerId,
+    scope: target.scope === 'user' ? 'subdomain' : target.scope,
+    id: target.id,
+    since: range.since,
+    until: range.until,
+    tz: range.tz,
+  });
+  // Aliases differ from the column names: `AS visits` would shadow the column inside the other aggregates.
+  const figures =
+    `toUInt64(sumIf(visits, kind IN ${HUMAN_KINDS})) AS human, toUInt64(uniqMergeIf(visitors, kind IN ${HUMAN_KINDS})) AS distinct_visitors, ` +
+    `toUInt64(sumIf(visits, kind = 'bot')) AS bot_visits, toUInt64(sumIf(visits, kind = 'attack')) AS attack_visits`;
+  type Figures = { human: unknown; distinct_visitors: unknown; bot_visits: unknown; attack_visits: unknown };
+  const totalsOf = (row: Figures | undefined): Totals => ({
+    visits: Number(row?.human ?? 0),
+    unique_visitors: Number(row?.distinct_visitors ?? 0),
+    bots: Number(row?.bot_visits ?? 0),
+    attacks: Number(row?.attack_visits ?? 0),
+  });
+
+  const totals = async (target: Target, range: Range): Promise<Totals> => {
+    const [row] = await rows<Figures>(`SELECT ${figures} FROM stats_series WHERE ${seriesWhere(target)}`, seriesParams(target, range));
+    return totalsOf(row);
+  };
+
+  /** Every period of the range, empty ones at zero. */
+  const series = async (target: Target, range: Range): Promise<Point[]> => {
+    const start = periodStart(range.granularity);
+    const [filled, periods] = await Promise.all([
+      rows<Figures & { t: number }>(
+        `SELECT toUnixTimestamp(${start}(bucket, {tz:String})) AS t, ${figures} FROM stats_series WHERE ${seriesWhere(target)} GROUP BY t`,
+        seriesParams(target, range),
+      ),
+      rows<{ t: number }>(
+        `SELECT DISTINCT toUnixTimestamp(${start}(toDateTime(b, 'UTC'), {tz:String})) AS t
+         FROM (SELECT arrayJoin(range({since:UInt32}, {until:UInt32}, ${BUCKET_SEC})) AS b) ORDER BY t`,
+        { since: range.since, until: range.until, tz: range.tz },
+      ),
+    ]);
+    const byPeriod = new Map(filled.map((row) => [Number(row.t), row]));
+    return periods.map(({ t }) => ({ t: iso(Number(t)), ...totalsOf(byPeriod.get(Number(t))) }));
+  };
+
+  /**
+   * Top values of each dimension, most visits first (ties by value). Subdomains and users read the
+   * `stats_dims` rollup, a link its own rows of `visits`. `limit` undefined: every value.
+   */
+  const breakdowns = async (target: Target, range: Range, dims: readonly Dimension[], limit: number | undefined) => {
+    if (dims.length === 0) return new Map<Dimension, { value: string; visits: number }[]>();
+    const limitBy = limit === undefined ? '' : ` LIMIT ${limit} BY dim`;
+    const params = { owner: target.ownerId, sub: target.subdomain ?? target.id, link: target.id, dims, since: range.since, until: range.until };
+    const found =
+      target.scope === 'link'
+        ? await rows<{ dim: Dimension; value: string; visits: number }>(
+            `SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, count() AS visits
+             FROM visits
+             ARRAY JOIN [
+               ('country', toString(country)),
+               ('city', if(city = '', '', concat(toString(country), '|', toString(city)))),
+               ('browser', toString(browser)),
+               ('os', toString(os)),
+               ('device_type', toString(device_type)),
+               ('referrer_host', toString(referrer_host)),
+               ('utm_source', toString(utm_source))
+             ] AS pair
+             WHERE subdomain = {sub:String} AND link_id = {link:String} AND owner_id = {owner:String} AND version = 0
+               AND kind IN ${HUMAN_KINDS} AND ts >= toDateTime64({since:UInt32}, 3) AND ts < toDateTime64({until:UInt32}, 3)
+               AND dim IN {dims:Array(String)}
+             GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
+            params,
+          )
+        : await rows<{ dim: Dimension; value: string; visits: number }>(
+            `SELECT dim, value, toUInt64(sum(visits)) AS visits FROM stats_dims
+             WHERE owner_id = {owner:String}${target.scope === 'subdomain' ? ' AND subdomain = {sub:String}' : ''} AND dim IN {dims:Array(String)}
+               AND bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({until:UInt32})
+             GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
+            params,
+          );
+    const byDim = new Map<Dimension, { value: string; visits: number }[]>(dims.map((dim) => [dim, []]));
+    for (const row of found) byDim.get(row.dim)?.push({ value: row.value, visits: Number(row.visits) });
+    return byDim;
+  };
+
+  /** Breakdown rows as a report shows them: a city with its country, a link with its slug. */
+  const presented = async (byDim: Map<Dimension, { value: string; visits: number }[]>, publicLinks?: { before: Date; max: number }) => {
+    const top: Partial<Record<Dimension, TopItem[]>> = {};
+    for (const [dim, items] of byDim) {
+      if (dim === 'city') {
+        top.city = items.map(({ value, visits }) => {
+          const cut = value.indexOf('|');
+          return cut < 0 ? { value, country: '', visits } : { value: value.slice(cut + 1), country: value.slice(0, cut), visits };
+        });
+      } else if (dim === 'link') {
+        const rowsById = new Map((await links.summaries(items.map((item) => item.value).filter(Boolean))).map((row) => [row.id, row]));
+        if (publicLinks) {
+          // The public sees a link's slug only while the public list would show the link.
+          const now = Date.now();
+          top.link = items
+            .map(({ value, visits }) => ({ row: rowsById.get(value), visits }))
+            .filter(({ row }) => row && row.deleted_at === null && row.created_at <= publicLinks.before && (row.expires_at === null || row.expires_at.getTime() > now))
+            .slice(0, publicLinks.max)
+            .map(({ row, visits }) => ({ value: row!.slug, slug: row!.slug, visits }));
+        } else {
+          top.link = items.map(({ value, visits }) => ({ value, link_id: value, slug: rowsById.get(value)?.slug ?? null, visits }));
+        }
+      } else top[dim] = items;
+    }
+    return top;
+  };
+
+  /** The target of an owner's report, after the ownership checks (404 unknown, 403 not_owner). */
+  const targetOf = async (principal: Principal, scope: StatsScope, id: string): Promise<Target> => {
+    if (scope === 'subdomain') {
+      const row = await subdomains.managed(principal, id.toLowerCase());
+      return { ownerId: row.owner_id, scope, id: row.name, subdomain: row.name };
+    }
+    if (scope === 'link') {
+      const row = await links.findById(id);
+      if (!row) throw new AppError('not_found', { link: id });
+      if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { link: id });
+      return { ownerId: row.owner_id, scope, id: row.id, subdomain: row.subdomain };
+    }
+    const userId = id === 'me' ? principal.userId : id;
+    if (userId !== principal.userId) {
+      if (!principal.scopes.has('admin')) throw new AppError('not_owner', { user: id });
+      if (!(await users.findById(userId))) throw new AppError('not_found', { user: id });
+    }
+    return { ownerId: userId, scope, id: userId };
+  };
+
+  const report = async (target: Target, range: Range, dims: readonly Dimension[], top: number | undefined, publicLinks?: { before: Date; max: number }) => {
+    const [totalsFound, points, byDim] = await Promise.all([totals(target, range), series(target, range), breakdowns(target, range, dims, top)]);
+    return { totals: totalsFound, series: points, top: await presented(byDim, publicLinks) };
+  };
+  const rangeView = (range: Range) => ({ since: iso(range.since), until: iso(range.until), tz: range.tz, granularity: range.granularity });
+
+  return {
+    /** An owner's report (stats:read): everything, bots and attack attempts beside human visits. */
+    async ownerReport(principal: Principal, scope: StatsScope, id: string, query: StatsQuery): Promise<Report> {
+      requireScope(principal, 'stats:read');
+      const target = await targetOf(principal, scope, id);
+      const range = rangeOf(query);
+      const dims = scope === 'link' ? DIMENSIONS.filter((dim) => dim !== 'link') : DIMENSIONS;
+      const found = await report(target, range, dims, query.limit ?? DEFAULT_TOP);
+      return { scope, id: target.id, range: rangeView(range), ...found };
+    },
+
+    /**
+     * A subdomain's public report: only when its policy has stats_public (else 403), only
+     * breakdowns whose switch is on, only data older than the publish delay, at most
+     * stats_max_items items in any list (the newest series points).
+     */
+    async publicReport(name: string, query: StatsQuery): Promise<Report> {
+      const { ownerId, view } = await subdomains.policyView(name.toLowerCase());
+      if (!view.stats) throw new AppError('forbidden', { reason: 'stats_not_public', subdomain: name });
+      const range = rangeOf(query, view.publishedBefore);
+      const shown = (dim: Dimension) => {
+        const gate = PUBLIC_DIMENSION_SWITCH[dim];
+        return gate === 'links' ? view.links : view.details[gate];
+      };
+      const dims = DIMENSIONS.filter(shown);
+      const max = view.maxItems;
+      const top = Math.min(query.limit ?? DEFAULT_TOP, max);
+      const target: Target = { ownerId, scope: 'subdomain', id: name.toLowerCase(), subdomain: name.toLowerCase() };
+      // Links are filtered to the public ones before the cut, so their breakdown is read whole.
+      const found = await report(target, range, dims.filter((dim) => dim !== 'link'), top);
+      if (dims.includes('link')) {
+        const linkRows = await breakdowns(target, range, ['link'], undefined);
+        Object.assign(found.top, await presented(linkRows, { before: view.publishedBefore, max: top }));
+      }
+      return { scope: 'subdomain', id: target.id, range: rangeView(range), totals: found.totals, series: found.series.slice(-max), top: found.top };
+    },
+  };
+}
