@@ -19,6 +19,7 @@ import { usersRoutes } from './users/users.routes.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { statsRoutes } from './stats/stats.routes.js';
+import { visitsRoutes } from './visits/visits.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
@@ -73,6 +74,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...subdomainsRoutes(context),
     ...linksRoutes(context),
     ...statsRoutes(context),
+    ...visitsRoutes(context),
     ...swarmRoutes(),
     ...(options.extraRoutes ?? []),
   );

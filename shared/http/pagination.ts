@@ -62,13 +62,18 @@ export function decodeCursor(cursor: string): string {
 
 /** The spec's pagination meta of a page of rows (keyed by `seq`), with `page` when addressed by number. */
 export function pageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: Paging): PageMeta {
+  return collectionMeta(items.length, total, paging, hasMore ? encodeCursor(items.at(-1)!.seq) : null);
+}
+
+/** The spec's pagination meta of a page of `count` items, whatever its cursors are made of. */
+export function collectionMeta(count: number, total: number, paging: Paging, nextCursor: string | null): PageMeta {
   const meta: PageMeta = {
-    count: items.length,
+    count,
     total,
     limit: paging.limit,
     cursor: paging.cursor ?? null,
-    next_cursor: hasMore ? encodeCursor(items.at(-1)!.seq) : null,
-    has_more: hasMore,
+    next_cursor: nextCursor,
+    has_more: nextCursor !== null,
   };
   if (paging.page !== undefined) meta.page = paging.page;
   return meta;

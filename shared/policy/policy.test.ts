@@ -22,7 +22,7 @@ describe('publicView', () => {
   it('opens nothing but the row identity by default', () => {
     const view = publicView(POLICY_DEFAULTS);
     expect(view).toMatchObject({ stats: false, visitsList: false, links: false, owner: false, shown: [], maxItems: 50, publishDelaySec: 0 });
-    expect(view.visitColumns).toEqual(['visit_id', 'ts', 'link_id', 'slug', 'kind']);
+    expect(view.visitColumns).toEqual(['ts', 'kind']);
   });
 
   it('adds the columns of each detail switch and nothing else', () => {

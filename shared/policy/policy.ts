@@ -42,14 +42,14 @@ export const POLICY_DEFAULTS: Policy = {
 };
 
 const SWITCH_DOCS: Record<PolicySwitch, string> = {
-  stats_public: 'Aggregates (the statistics endpoints, to come) are public.',
-  stats_show_visits_list: 'The recent-visits list (to come) is public.',
+  stats_public: 'Aggregates are public (GET /api/v1/stats?subdomain=).',
+  stats_show_visits_list: 'The recent-visits list is public (GET /api/v1/visits?subdomain=).',
   stats_show_ip: "Public visit rows carry the visitor's public IP.",
   stats_show_internal_ip: 'Public visit rows carry the LAN IP (only ever collected with consent).',
   stats_show_geo: 'Public visit rows and aggregates carry geolocation (country, region, city).',
   stats_show_ua: 'Public visit rows and aggregates carry the user agent (browser, OS, device).',
   stats_show_referrer: 'Public visit rows and aggregates carry the referrer.',
-  stats_show_links: "The subdomain's links are listed publicly (page payload and GET /api/v1/links?subdomain=).",
+  stats_show_links: "The subdomain's links are listed publicly (page payload and GET /api/v1/links?subdomain=), public visit rows carry the link's slug and public statistics break visits down by link.",
   stats_show_owner: "The public page names the owner (display name only, never the e-mail).",
 };
 
@@ -95,9 +95,13 @@ const VISIT_COLUMNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> 
   stats_show_geo: ['country', 'region', 'city', 'latitude', 'longitude'],
   stats_show_ua: ['user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type'],
   stats_show_referrer: ['referrer', 'referrer_host'],
+  stats_show_links: ['slug'],
 };
-/** Visit columns any public reader of a visible list gets. */
-const ALWAYS_PUBLIC_VISIT_COLUMNS = ['visit_id', 'ts', 'link_id', 'slug', 'kind'] as const;
+/**
+ * Visit columns any public reader of a visible list gets: when and what kind. Never the visit id
+ * (it is what the beacon's consent is asked for) nor the link id.
+ */
+const ALWAYS_PUBLIC_VISIT_COLUMNS = ['ts', 'kind'] as const;
 
 /** Link columns a public list reads (seq only orders and pages): never target, tags, ids, limits or client ids. */
 export const PUBLIC_LINK_COLUMNS = ['seq', 'subdomain', 'slug', 'title', 'created_at'] as const;

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import type { Context } from '../../../shared/context.js';
+import { PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
+import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { VISIT_KINDS, visitsService } from './visits.service.js';
+
+const tags = ['stats'];
+const text = z.string();
+const flag = z.boolean();
+
+export const VisitSchema = z
+  .object({
+    visit_id: z.uuid().meta({ description: 'UUIDv7 assigned by the redirect (or the beacon for a visit it started).' }),
+    ts: z.iso.datetime(),
+    kind: z.enum(VISIT_KINDS).meta({ description: 'visit (a redirect), beacon (a visit the beacon started), bot, or attack (an attack attempt answered 404).' }),
+    subdomain: text,
+    link_id: text.meta({ description: 'Empty for an attack attempt or a visit the beacon started.' }),
+    slug: text,
+    ip_public: text.meta({ description: 'Server-determined: the socket peer, or X-Forwarded-For from a TRUST_PROXY peer.' }),
+    ip_lan: text.meta({ description: 'From the beacon, only with lan_ip consent.' }),
+    country: text,
+    region: text,
+    city: text,
+    latitude: z.number().nullable(),
+    longitude: z.number().nullable(),
+    asn: z.number().int(),
+    user_agent: text,
+    browser: text,
+    browser_version: text,
+    os: text,
+    os_version: text,
+    device_type: text,
+    is_bot: flag,
+    bot_name: text,
+    is_attack: flag,
+    attack_type: text,
+    referrer: text,
+    referrer_host: text,
+    accept_language: text,
+    query: text,
+    utm_source: text,
+    utm_medium: text,
+    utm_campaign: text,
+    utm_term: text,
+    utm_content: text,
+    is_unique: flag.meta({ description: "The visitor's first visit to the link within the uniqueness window." }),
+    consent_analytics: flag,
+    consent_lan_ip: flag,
+    timezone: text,
+    screen: text,
+    network: text,
+    capabilities: text,
+    beacon_at: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'Visit' });
+
+export const PublicVisitSchema = VisitSchema.pick({
+  ts: true,
+  kind: true,
+  slug: true,
+  ip_public: true,
+  ip_lan: true,
+  country: true,
+  region: true,
+  city: true,
+  latitude: true,
+  longitude: true,
+  user_agent: true,
+  browser: true,
+  browser_version: true,
+  os: true,
+  os_version: true,
+  device_type: true,
+  referrer: true,
+  referrer_host: true,
+})
+  .partial()
+  .meta({
+    id: 'PublicVisit',
+    description:
+      'A visit as the public sees it: `ts` and `kind`, plus ip_public (stats_show_ip), ip_lan (stats_show_internal_ip), country, region, city, ' +
+      'latitude, longitude (stats_show_geo), user_agent, browser, browser_version, os, os_version, device_type (stats_show_ua), referrer, ' +
+      'referrer_host (stats_show_referrer) and slug (stats_show_links). Never the visit id, the link id or the owner.',
+  });
+
+/** The visit list: an owner's visits, or a subdomain's public list. */
+export function visitsRoutes(context: Context): RouteDef[] {
+  const service = visitsService(context);
+  return [
+    defineRoute({
+      operationId: 'listVisits',
+      method: 'GET',
+      path: '/api/v1/visits',
+      summary: "List visits: the caller's (stats:read), or a subdomain's public list without credentials",
+      description:
+        "With credentials: the caller's visits (stats:read), newest first, filtered by `subdomain`, `link_id`, `since` (at or after), " +
+        '`until` (before), `country` (ISO code), `is_bot` and `kind`; a visit appears once, with the beacon\'s signals when they came. ' +
+        "Another owner's `subdomain` answers its public list, or 403 `not_owner` when its policy hides it. Without credentials, " +
+        '`subdomain` is required and the answer is its public list: only when its policy has stats_show_visits_list (else 403 ' +
+        '`forbidden`), only visits older than stats_publish_delay_sec, at most its stats_max_items newest (`meta.total` counts that ' +
+        'window), as PublicVisit objects with only the columns the policy shows; the public list takes `since`, `until` and `kind` ' +
+        'only (400 `bad_request` for the other filters). ' +
+        PAGINATION_NOTE,
+      tags,
+      auth: { kind: 'optional' },
+      bucket: 'api',
+      query: z.object({
+        subdomain: z.string().min(1).max(63).optional(),
+        link_id: z.string().min(1).max(64).optional(),
+        since: z.iso.datetime({ offset: true }).optional(),
+        until: z.iso.datetime({ offset: true }).optional(),
+        country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').optional(),
+        is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+        kind: z.enum(VISIT_KINDS).optional(),
+        ...pagingQuery,
+      }),
+      response: z.object({ visits: z.array(z.union([VisitSchema, PublicVisitSchema])) }),
+      errors: ['unauthorized', 'not_found', 'not_owner'],
+      handler: async ({ principal, query, respond }) => {
+        const { limit, cursor, page, ...filters } = query;
+        const result = await service.list(principal, filters, { limit, cursor, page });
+        respond.meta(result.meta);
+        return { visits: result.items };
+      },
+    }),
+  ];
+}
