@@ -20,6 +20,7 @@ import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { statsRoutes } from './stats/stats.routes.js';
 import { visitsRoutes } from './visits/visits.routes.js';
+import { legacyRoutes } from './legacy/legacy.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
@@ -75,6 +76,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...linksRoutes(context),
     ...statsRoutes(context),
     ...visitsRoutes(context),
+    ...legacyRoutes(context),
     ...swarmRoutes(),
     ...(options.extraRoutes ?? []),
   );

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { botOf, enrich, parseUserAgent } from './enrich.js';
-import { openGeoLookup, type GeoLookup } from './geo.js';
+import { openGeoLookup, type GeoLookup } from '../../shared/geo.js';
 
 let geo: GeoLookup;
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import { createEventBus, type EventDraft } from '../../shared/events/events.js';
 import { enrich, type Enrichment } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
-import { openGeoLookup } from './geo.js';
+import { openGeoLookup } from '../../shared/geo.js';
 import { insertVisits } from './visit-writer.js';
 import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';

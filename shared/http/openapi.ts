@@ -141,6 +141,17 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
         description:
           'The consent-gated browser beacon, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
       },
+      {
+        name: 'stats',
+        description:
+          "Reports (totals, time series, top breakdowns) and visit lists: an owner's with stats:read, a subdomain's public ones under its privacy policy.",
+      },
+      {
+        name: 'legacy',
+        description:
+          'The frozen v0 API under /api/rest.php/ (deprecated; security fixes only): the same bearer tokens (stats:read), or `?subdomain=` ' +
+          'for public data under that subdomain\'s policy. New integrations use /api/v1/.',
+      },
       { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
     ],
   });

@@ -276,7 +276,35 @@ export function statsService(context: Context) {
   };
   const rangeView = (range: Range) => ({ since: iso(range.since), until: iso(range.until), tz: range.tz, granularity: range.granularity });
 
+  /** A subdomain's public totals since ever (stats_public), older than the publish delay. */
+  const publicCounters = async (name: string, ownerId: string, view: PublicView): Promise<Totals> => {
+    if (!view.stats) throw new AppError('forbidden', { reason: 'stats_not_public', subdomain: name });
+    const until = floorBucket(view.publishedBefore.getTime());
+    return totals({ ownerId, scope: 'subdomain', id: name }, { since: 0, until, tz: 'UTC', granularity: 'day' });
+  };
+
   return {
+    /**
+     * Totals since ever (the legacy API's counters): the caller's (stats:read), of all their
+     * subdomains or of one; another owner's subdomain, or no credentials, its public totals.
+     */
+    async counters(principal: Principal | undefined, subdomain: string | undefined): Promise<Totals> {
+      const until = ceilBucket(Date.now());
+      if (subdomain !== undefined) {
+        const name = subdomain.toLowerCase();
+        const { ownerId, view } = await subdomains.policyView(name);
+        if (!principal || !canManage(principal, ownerId)) {
+          if (principal && !view.stats) throw new AppError('not_owner', { subdomain: name });
+          return publicCounters(name, ownerId, view);
+        }
+        requireScope(principal, 'stats:read');
+        return totals({ ownerId, scope: 'subdomain', id: name }, { since: 0, until, tz: 'UTC', granularity: 'day' });
+      }
+      if (!principal) throw new AppError('unauthorized', { hint: 'send credentials, or name a subdomain for its public counters' });
+      requireScope(principal, 'stats:read');
+      return totals({ ownerId: principal.userId, scope: 'user', id: principal.userId }, { since: 0, until, tz: 'UTC', granularity: 'day' });
+    },
+
     /** An owner's report (stats:read): everything, bots and attack attempts beside human visits. */
     async ownerReport(principal: Principal, scope: StatsScope, id: string, query: StatsQuery): Promise<Report> {
       requireScope(principal, 'stats:read');

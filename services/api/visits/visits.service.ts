@@ -16,10 +16,14 @@ export interface VisitFilters {
   country?: string;
   is_bot?: boolean;
   kind?: VisitKind;
+  /** Internal (the legacy API): any of these kinds. */
+  kinds?: readonly VisitKind[];
+  /** Internal (the legacy API): the visits of one public IP; public lists only with stats_show_ip. */
+  ip?: string;
 }
 
 /** The filters a public list takes: the others would tell about hidden columns or ids. */
-const PUBLIC_FILTERS = new Set<keyof VisitFilters>(['subdomain', 'since', 'until', 'kind']);
+const PUBLIC_FILTERS = new Set<keyof VisitFilters>(['subdomain', 'since', 'until', 'kind', 'kinds', 'ip']);
 
 /** Columns of a visit as its owner reads it (everything but the visitor hash and the row's bookkeeping). */
 export const OWNER_VISIT_COLUMNS = [
@@ -86,6 +90,8 @@ export function visitsService(context: Context) {
     if (filters.country !== undefined) add('country = {country:String}', 'country', filters.country.toUpperCase());
     if (filters.is_bot !== undefined) add('is_bot = {bot:UInt8}', 'bot', filters.is_bot ? 1 : 0);
     if (filters.kind !== undefined) add('kind = {kind:String}', 'kind', filters.kind);
+    if (filters.kinds !== undefined) add('kind IN {kinds:Array(String)}', 'kinds', filters.kinds);
+    if (filters.ip !== undefined) add('ip_public = {ip:String}', 'ip', filters.ip);
     return { where, params };
   };
 
@@ -128,8 +134,10 @@ export function visitsService(context: Context) {
   const publicPage = async (name: string, ownerId: string, view: PublicView, filters: VisitFilters, paging: Paging) => {
     const refused = (Object.keys(filters) as (keyof VisitFilters)[]).filter((key) => filters[key] !== undefined && !PUBLIC_FILTERS.has(key));
     if (refused.length > 0) throw new AppError('bad_request', { unknown: refused, in: 'query' }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: refused.join(', ') } });
+    // Looking visits up by IP would tell hidden IPs apart: only where the policy shows them.
+    if (filters.ip !== undefined && !view.details.ip) throw new AppError('forbidden', { reason: 'ips_not_public', subdomain: name });
     const published = Math.min(view.publishedBefore.getTime(), filters.until ? Date.parse(filters.until) : Infinity);
-    const { where, params } = conditions(ownerId, { subdomain: name, since: filters.since, kind: filters.kind });
+    const { where, params } = conditions(ownerId, { subdomain: name, since: filters.since, kind: filters.kind, kinds: filters.kinds, ip: filters.ip });
     where.push('ts <= fromUnixTimestamp64Milli({published:Int64})');
     params.published = published;
     const window = await rows(
