@@ -21,6 +21,7 @@ import { linksRoutes } from './links/links.routes.js';
 import { statsRoutes } from './stats/stats.routes.js';
 import { visitsRoutes } from './visits/visits.routes.js';
 import { legacyRoutes } from './legacy/legacy.routes.js';
+import { exportsRoutes } from './exports/exports.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
@@ -77,6 +78,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...statsRoutes(context),
     ...visitsRoutes(context),
     ...legacyRoutes(context),
+    ...exportsRoutes(context),
     ...swarmRoutes(),
     ...(options.extraRoutes ?? []),
   );

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { RateBucket } from '../config.js';
@@ -51,7 +52,7 @@ export interface HandlerInput<P, Q, B> {
 /** A non-envelope response (the OpenAPI document, metrics, images): sent as is. */
 export interface RawBody {
   contentType: string;
-  body: string | Buffer;
+  body: string | Buffer | Readable;
 }
 
 /**

@@ -1,0 +1,192 @@
+import { parse } from 'csv-parse/sync';
+import ExcelJS from 'exceljs';
+import type { FastifyInstance } from 'fastify';
+import { PDFParse } from 'pdf-parse';
+import { v7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deduplicatedBy, toClickHouseTime } from '../../../shared/analytics/analytics.js';
+import type { Context } from '../../../shared/context.js';
+import { mintToken } from '../../../shared/testing/accounts.js';
+import { closeContext, createTestContext } from '../../../shared/testing/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
+import { auditRepository } from '../audit/audit.repository.js';
+import { OWNER_VISIT_COLUMNS } from '../visits/visits.service.js';
+import { buildApp } from '../app.js';
+import { SLICE_ROWS } from './exports.service.js';
+
+type Json = Record<string, any>;
+
+let context: Context;
+let app: FastifyInstance;
+let alice: TestOwner;
+let bob: TestOwner;
+let sub: string;
+let link: Json;
+
+/** More rows than one read slice, so exports span several. */
+const ROWS = SLICE_ROWS + 5_000;
+const SECOND = 1_000;
+/** Yesterday at 00:00 UTC: one visit a second from there. */
+const base = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 86_400_000;
+/** A user agent CSV must quote and escape. */
+const AWKWARD_AGENT = 'Mozilla/5.0 (X11; "quoted", comma) Gecko';
+let firstId: string;
+
+const exported = (owner: TestOwner, query: string) => app.inject({ method: 'GET', url: `/api/v1/export?${query}`, headers: owner.auth });
+
+beforeAll(async () => {
+  context = await createTestContext();
+  ({ app } = await buildApp(context));
+  [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
+  sub = await claimSubdomain(app, alice);
+  link = (await app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: sub, slug: 'promo', target_url: 'https://example.com/' } })).json().data;
+  const rows = Array.from({ length: ROWS }, (_, i) => ({
+    visit_id: v7({ msecs: base + i * SECOND }),
+    ts: toClickHouseTime(base + i * SECOND),
+    kind: i % 10 === 9 ? 'bot' : 'visit',
+    owner_id: alice.id,
+    subdomain: sub,
+    link_id: link.id,
+    slug: 'promo',
+    ip_public: `203.0.113.${i % 250}`,
+    country: i % 2 === 0 ? 'FR' : 'DE',
+    city: i % 2 === 0 ? 'Paris' : 'Berlin',
+    latitude: i === 1 ? null : 48.85,
+    user_agent: i === 0 ? AWKWARD_AGENT : 'Mozilla/5.0 Firefox',
+    browser: 'Firefox',
+    referrer_host: i % 3 === 0 ? 'news.example' : '',
+    is_bot: i % 10 === 9 ? 1 : 0,
+    visitor_hash: `v${i % 1000}`,
+  }));
+  firstId = rows[0]!.visit_id;
+  for (let start = 0; start < rows.length; start += 10_000) {
+    await context.analytics.client.insert({ table: 'visits', values: rows.slice(start, start + 10_000), format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`export-${sub}-${start}`) });
+  }
+  // The beacon's signals for the first visit, merged in as a newer version: exported once, with them.
+  await context.analytics.client.insert({
+    table: 'visits',
+    values: [{ ...rows[0]!, version: 5, timezone: 'Europe/Paris', consent_analytics: 1 }],
+    format: 'JSONEachRow',
+    clickhouse_settings: deduplicatedBy(`export-merge-${sub}`),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+describe('GET /api/v1/export', () => {
+  it('streams CSV: a header of every column, each visit once, oldest first, quoted as RFC 4180 says', async () => {
+    const response = await exported(alice, `format=csv&subdomain=${sub}`);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^text\/csv/);
+    expect(response.headers['content-disposition']).toMatch(new RegExp(`^attachment; filename="visits-subdomain-${sub}-\\d{8}\\.csv"$`));
+    const records = parse(response.body, { columns: true }) as Record<string, string>[];
+    expect(Object.keys(records[0]!)).toEqual([...OWNER_VISIT_COLUMNS]);
+    expect(records.length).toBe(ROWS);
+    expect(new Set(records.map((record) => record.visit_id)).size).toBe(ROWS);
+    const times = records.map((record) => Date.parse(record.ts!));
+    expect(times.every((time, index) => index === 0 || time >= times[index - 1]!)).toBe(true);
+    expect(records[0]).toMatchObject({
+      visit_id: firstId,
+      ts: new Date(base).toISOString(),
+      user_agent: AWKWARD_AGENT,
+      timezone: 'Europe/Paris',
+      consent_analytics: 'true',
+      is_bot: 'false',
+      country: 'FR',
+      link_id: link.id,
+    });
+    expect(records[1]!.latitude).toBe('');
+    expect(records[9]!.is_bot).toBe('true');
+  });
+
+  it('streams JSON as one envelope with every visit and the count in meta', async () => {
+    const response = await exported(alice, `format=json&subdomain=${sub}&country=de`);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    const body = response.json();
+    expect(body.ok).toBe(true);
+    expect(body.data.visits.length).toBe(ROWS / 2);
+    expect(body.meta.count).toBe(ROWS / 2);
+    expect(body.meta.request_id).toBe(response.headers['x-request-id']);
+    const visit = body.data.visits[0];
+    expect(Object.keys(visit)).toEqual([...OWNER_VISIT_COLUMNS]);
+    expect(visit).toMatchObject({ country: 'DE', is_bot: false, beacon_at: null, ts: new Date(base + SECOND).toISOString() });
+  });
+
+  it('applies the time and kind filters', async () => {
+    const since = encodeURIComponent(new Date(base + 100 * SECOND).toISOString());
+    const until = encodeURIComponent(new Date(base + 200 * SECOND).toISOString());
+    const body = (await exported(alice, `format=json&link_id=${link.id}&since=${since}&until=${until}&kind=bot`)).json();
+    expect(body.data.visits.map((visit: Json) => visit.ts)).toEqual(
+      Array.from({ length: 10 }, (_, i) => new Date(base + (109 + i * 10) * SECOND).toISOString()),
+    );
+  });
+
+  it('writes XLSX that exceljs reads back', async () => {
+    const response = await exported(alice, `format=xlsx&subdomain=${sub}`);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+    const workbook = new ExcelJS.Workbook();
+    await workbook.xlsx.load(response.rawPayload as unknown as ExcelJS.Buffer);
+    const sheet = workbook.worksheets[0]!;
+    expect(sheet.name).toBe('Visits 1');
+    expect(sheet.rowCount).toBe(ROWS + 1);
+    expect((sheet.getRow(1).values as unknown[]).slice(1)).toEqual([...OWNER_VISIT_COLUMNS]);
+    const first = (sheet.getRow(2).values as unknown[]).slice(1);
+    expect(first[0]).toBe(firstId);
+    expect(first[OWNER_VISIT_COLUMNS.indexOf('user_agent')]).toBe(AWKWARD_AGENT);
+  });
+
+  it('writes a PDF report with the period, totals, breakdowns and the first rows', async () => {
+    const since = new Date(base).toISOString();
+    const until = new Date(base + ROWS * SECOND).toISOString();
+    const response = await exported(alice, `format=pdf&subdomain=${sub}&since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('application/pdf');
+    const parser = new PDFParse({ data: new Uint8Array(response.rawPayload) });
+    const { text } = await parser.getText();
+    await parser.destroy();
+    expect(text).toContain(`Visits report: subdomain ${sub}`);
+    expect(text).toContain(`Visits: ${ROWS - ROWS / 10}`);
+    expect(text).toContain(`Bots: ${ROWS / 10}`);
+    expect(text).toContain('Top breakdowns');
+    expect(text).toMatch(/country: (FR|DE): \d+/);
+    expect(text).toContain(new Date(base).toISOString());
+    expect(text).not.toContain(new Date(base + 1_000 * SECOND).toISOString());
+  });
+
+  it('records every export in the audit log', async () => {
+    await exported(alice, `format=csv&subdomain=${sub}&kind=attack`);
+    const entries = await auditRepository(context.db.db).list({ action: 'export', actorId: alice.id });
+    expect(entries[0]).toMatchObject({ action: 'export', target: `subdomain:${sub}` });
+    expect(JSON.stringify(entries[0]!.details)).toContain('"format":"csv"');
+  });
+
+  it('answers a header alone when nothing matches', async () => {
+    const response = await exported(alice, `format=csv&subdomain=${sub}&kind=attack`);
+    expect(response.body).toBe(`${OWNER_VISIT_COLUMNS.join(',')}\n`);
+    const json = (await exported(alice, `format=json&subdomain=${sub}&kind=attack`)).json();
+    expect(json.data.visits).toEqual([]);
+    expect(json.meta.count).toBe(0);
+  });
+
+  it("refuses another owner's objects, a token without stats:read, and bad parameters", async () => {
+    for (const query of [`format=csv&subdomain=${sub}`, `format=csv&link_id=${link.id}`]) {
+      const response = await exported(bob, query);
+      expect(response.statusCode, query).toBe(403);
+      expect(response.json().error.code).toBe('not_owner');
+    }
+    expect((await exported(bob, 'format=csv')).body).toBe(`${OWNER_VISIT_COLUMNS.join(',')}\n`);
+    const { token } = await mintToken(app, alice.cookie, new URL(context.config.publicUrl).origin, { name: 'links only', scopes: ['links:read'] });
+    const narrow = await app.inject({ method: 'GET', url: '/api/v1/export?format=csv', headers: { authorization: `Bearer ${token}` } });
+    expect(narrow.statusCode).toBe(403);
+    expect((await exported(alice, 'format=docx')).statusCode).toBe(422);
+    const missing = await exported(alice, `subdomain=${sub}`);
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json().error.code).toBe('missing_parameter');
+    expect((await app.inject({ method: 'GET', url: '/api/v1/export?format=csv' })).statusCode).toBe(401);
+  });
+});

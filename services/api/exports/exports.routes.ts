@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import type { Context } from '../../../shared/context.js';
+import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { VISIT_KINDS } from '../visits/visits.service.js';
+import { EXPORT_FORMATS, exportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
+
+/** Exports of an owner's visits: CSV, JSON, XLSX, PDF, streamed. */
+export function exportsRoutes(context: Context): RouteDef[] {
+  const service = exportsService(context);
+  return [
+    defineRoute({
+      operationId: 'exportVisits',
+      method: 'GET',
+      path: '/api/v1/export',
+      summary: "Export the caller's visits as CSV, JSON, XLSX or a PDF report (stats:read), streamed",
+      description:
+        'The visit-list filters (`subdomain`, `link_id`, `since`, `until`, `country`, `is_bot`, `kind`), oldest first, every column of the ' +
+        "owner's visit (times ISO 8601 UTC, flags true/false), complete: the privacy policy filters public reads, not the owner's exports. " +
+        `Streamed with \`Content-Disposition: attachment\`: rows are read in time slices of about ${SLICE_ROWS}, so memory stays flat whatever ` +
+        'the size. `csv`: a header row, then one row per visit. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the ' +
+        `end. \`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next. \`pdf\`: a report of the period (the filters' ` +
+        'subdomain, link or all the caller\'s subdomains): totals, a chart of visits over time, top breakdowns, then the first ' +
+        `${PDF_ROW_CAP} visits. Every export is recorded in the audit log. Another owner's subdomain or link answers 403 \`not_owner\`.`,
+      tags: ['stats'],
+      auth: { kind: 'scope', scope: 'stats:read' },
+      bucket: 'api',
+      query: z.object({
+        format: z.enum(EXPORT_FORMATS),
+        subdomain: z.string().min(1).max(63).optional(),
+        link_id: z.string().min(1).max(64).optional(),
+        since: z.iso.datetime({ offset: true }).optional(),
+        until: z.iso.datetime({ offset: true }).optional(),
+        country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').optional(),
+        is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+        kind: z.enum(VISIT_KINDS).optional(),
+      }),
+      response: z.string().meta({ description: 'The file.' }),
+      raw: {
+        contentType: ['text/csv', 'application/json', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'application/pdf'],
+        description: 'The export, as an attachment.',
+      },
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, query, request, reply }) => {
+        const { format, ...filters } = query;
+        const started = await service.start(principal!, format, filters, { id: request.id, ip: request.ip });
+        reply.header('Content-Disposition', `attachment; filename="${started.filename}"`);
+        reply.header('Cache-Control', 'no-store');
+        return { contentType: started.contentType, body: started.body };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,280 @@
+import { once } from 'node:events';
+import { PassThrough, Readable } from 'node:stream';
+import ExcelJS from 'exceljs';
+import PDFDocument from 'pdfkit';
+import type { Context } from '../../../shared/context.js';
+import { AppError } from '../../../shared/errors.js';
+import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
+import { auditRepository } from '../audit/audit.repository.js';
+import { statsService, type Report, type StatsScope } from '../stats/stats.service.js';
+import { subdomainsService } from '../subdomains/subdomains.service.js';
+import { OWNER_VISIT_COLUMNS, type VisitFilters } from '../visits/visits.service.js';
+import { linksRepository } from '../links/links.repository.js';
+
+export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** Rows per ClickHouse read: the whole of one read is in memory at once (chDB answers a query whole). */
+export const SLICE_ROWS = 20_000;
+/** Rows of a worksheet: the format's 1 048 576 less the header row; beyond, the next sheet. */
+export const XLSX_SHEET_ROWS = 1_048_575;
+/** Visit rows a PDF report lists after its figures (a person reads the report, the CSV holds them all). */
+export const PDF_ROW_CAP = 1_000;
+
+const CONTENT_TYPES: Record<ExportFormat, string> = {
+  csv: 'text/csv; charset=utf-8',
+  json: 'application/json; charset=utf-8',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  pdf: 'application/pdf',
+};
+
+const FLAGS = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);
+const iso = (value: string) => `concat(replaceOne(toString(${value}), ' ', 'T'), 'Z')`;
+
+/**
+ * A column as an export shows it, from the inner query's `_<column>`: times in ISO 8601, flags as
+ * booleans, nulls empty in CSV. (An alias named like its column would shadow it in WHERE and
+ * ORDER BY, hence the renamed inner columns.)
+ */
+function selectExpression(column: string, format: 'CSV' | 'JSON'): string {
+  const inner = `_${column}`;
+  if (column === 'ts') return `${iso(inner)} AS ts`;
+  if (column === 'beacon_at') return `if(isNull(${inner}), ${format === 'CSV' ? "''" : 'NULL'}, ${iso(`assumeNotNull(${inner})`)}) AS beacon_at`;
+  if (FLAGS.has(column)) return `toBool(${inner}) AS ${column}`;
+  if ((column === 'latitude' || column === 'longitude') && format === 'CSV') return `ifNull(toString(${inner}), '') AS ${column}`;
+  return `${inner} AS ${column}`;
+}
+
+interface Scoped {
+  ownerId: string;
+  filters: VisitFilters;
+  /** What the figures of a PDF report cover: the subdomain, the link, or all of the owner's visits. */
+  scope: StatsScope;
+  scopeId: string;
+}
+
+/**
+ * Exports of an owner's visits (stats:read): complete (no policy filtering), audited, streamed.
+ * Rows are read oldest first in time slices of about SLICE_ROWS (planned from a per-minute count),
+ * so memory stays flat whatever the size in both storage modes; CSV and JSON slices are formatted
+ * by ClickHouse and passed on as they come.
+ */
+export function exportsService(context: Context) {
+  const { client } = context.analytics;
+  const subdomains = subdomainsService(context);
+  const links = linksRepository(context.db.db);
+  const audits = auditRepository(context.db.db);
+  const stats = statsService(context);
+
+  const whereOf = (scoped: Scoped) => {
+    const { filters } = scoped;
+    const where = ['owner_id = {owner:String}'];
+    const params: Record<string, unknown> = { owner: scoped.ownerId };
+    const add = (condition: string, name: string, value: unknown) => {
+      where.push(condition);
+      params[name] = value;
+    };
+    if (filters.subdomain !== undefined) add('subdomain = {subdomain:String}', 'subdomain', filters.subdomain);
+    if (filters.link_id !== undefined) add('link_id = {link:String}', 'link', filters.link_id);
+    if (filters.since !== undefined) add('ts >= fromUnixTimestamp64Milli({since:Int64})', 'since', Date.parse(filters.since));
+    if (filters.until !== undefined) add('ts < fromUnixTimestamp64Milli({until:Int64})', 'until', Date.parse(filters.until));
+    if (filters.country !== undefined) add('country = {country:String}', 'country', filters.country.toUpperCase());
+    if (filters.is_bot !== undefined) add('is_bot = {bot:UInt8}', 'bot', filters.is_bot ? 1 : 0);
+    if (filters.kind !== undefined) add('kind = {kind:String}', 'kind', filters.kind);
+    return { where: where.join(' AND '), params };
+  };
+
+  /** Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first. A visit's versions share its time, so one slice holds them all. */
+  const slicesOf = async (scoped: Scoped): Promise<[number, number][]> => {
+    const { where, params } = whereOf(scoped);
+    const result = await client.query({
+      query: `SELECT toUnixTimestamp(toStartOfMinute(ts)) AS m, count() AS n FROM visits WHERE ${where} GROUP BY m ORDER BY m`,
+      query_params: params,
+      format: 'JSONEachRow',
+    });
+    const minutes = await result.json<{ m: number; n: number }>();
+    const slices: [number, number][] = [];
+    let start: number | undefined;
+    let rows = 0;
+    for (const { m, n } of minutes) {
+      start ??= Number(m) * 1000;
+      rows += Number(n);
+      if (rows >= SLICE_ROWS) {
+        slices.push([start, Number(m) * 1000 + 60_000]);
+        start = undefined;
+        rows = 0;
+      }
+    }
+    if (start !== undefined) slices.push([start, Number(minutes.at(-1)!.m) * 1000 + 60_000]);
+    return slices;
+  };
+
+  /** One slice of rows in a ClickHouse output format, as text (one row per visit: its newest version). */
+  const sliceText = async (scoped: Scoped, [from, to]: [number, number], format: 'CSV' | 'CSVWithNames' | 'JSONEachRow' | 'JSONCompactEachRow', columns: readonly string[]) => {
+    const { where, params } = whereOf(scoped);
+    const kind = format.startsWith('CSV') ? 'CSV' : 'JSON';
+    const inner = [...new Set(['ts', 'visit_id', ...columns])].map((column) => `${column} AS _${column}`).join(', ');
+    const result = await client.query({
+      query:
+        `SELECT ${columns.map((column) => selectExpression(column, kind)).join(', ')} FROM (` +
+        `SELECT ${inner} FROM visits ` +
+        `WHERE ${where} AND ts >= fromUnixTimestamp64Milli({from:Int64}) AND ts < fromUnixTimestamp64Milli({to:Int64}) ` +
+        `ORDER BY ts, visit_id, version DESC LIMIT 1 BY visit_id) ORDER BY _ts, _visit_id`,
+      query_params: { ...params, from, to },
+      format,
+    });
+    return result.text();
+  };
+
+  /** Streams text chunks, waiting for the reader when it lags (so memory holds about one slice). */
+  async function* csvRows(scoped: Scoped): AsyncGenerator<string> {
+    const slices = await slicesOf(scoped);
+    if (slices.length === 0) {
+      yield `${OWNER_VISIT_COLUMNS.join(',')}\n`;
+      return;
+    }
+    for (const [index, slice] of slices.entries()) yield await sliceText(scoped, slice, index === 0 ? 'CSVWithNames' : 'CSV', OWNER_VISIT_COLUMNS);
+  }
+
+  /** The JSON export is one envelope: `data.visits` streamed, `meta` (with the count) at the end. */
+  async function* jsonRows(scoped: Scoped, requestId: string, started: number): AsyncGenerator<string> {
+    yield '{"ok":true,"data":{"visits":[';
+    let count = 0;
+    for (const slice of await slicesOf(scoped)) {
+      const text = (await sliceText(scoped, slice, 'JSONEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
+      if (text === '') continue;
+      const rows = text.split('\n');
+      yield (count > 0 ? ',\n' : '\n') + rows.join(',\n');
+      count += rows.length;
+    }
+    const meta = { request_id: requestId, server_time_utc: new Date().toISOString(), took_ms: Math.round(performance.now() - started), count };
+    yield `\n]},"meta":${JSON.stringify(meta)}}\n`;
+  }
+
+  /** XLSX through exceljs's streaming writer: rows committed as they come, a new sheet past the format's row limit. */
+  const xlsxStream = (scoped: Scoped): Readable => {
+    const out = new PassThrough();
+    const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
+    (async () => {
+      let sheet: ExcelJS.Worksheet | undefined;
+      let sheets = 0;
+      let sheetRows = 0;
+      const newSheet = () => {
+        sheet?.commit();
+        sheets += 1;
+        sheet = workbook.addWorksheet(`Visits ${sheets}`);
+        sheet.addRow([...OWNER_VISIT_COLUMNS]).commit();
+        sheetRows = 0;
+      };
+      newSheet();
+      for (const slice of await slicesOf(scoped)) {
+        const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
+        if (text === '') continue;
+        for (const line of text.split('\n')) {
+          if (sheetRows === XLSX_SHEET_ROWS) newSheet();
+          sheet!.addRow(JSON.parse(line) as unknown[]).commit();
+          sheetRows += 1;
+        }
+        if (out.writableNeedDrain) await once(out, 'drain');
+      }
+      sheet!.commit();
+      await workbook.commit();
+    })().catch((error: unknown) => out.destroy(error as Error));
+    return out;
+  };
+
+  /** A PDF report: period, totals, a chart of visits over time, top breakdowns, then up to PDF_ROW_CAP rows. */
+  const pdfStream = (scoped: Scoped, report: Report, label: string): Readable => {
+    const doc = new PDFDocument({ size: 'A4', margin: 48, info: { Title: `Visits report: ${label}` } });
+    (async () => {
+      doc.fontSize(18).text(`Visits report: ${label}`);
+      doc.moveDown(0.3).fontSize(10).fillColor('#555').text(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
+      doc.moveDown().fillColor('#000').fontSize(12);
+      const { totals } = report;
+      doc.text(`Visits: ${totals.visits}    Unique visitors: ${totals.unique_visitors}    Bots: ${totals.bots}    Attack attempts: ${totals.attacks}`);
+      doc.moveDown();
+      // Visits over time: one bar per period, scaled to the busiest.
+      const chart = { x: doc.page.margins.left, y: doc.y + 10, width: doc.page.width - doc.page.margins.left - doc.page.margins.right, height: 140 };
+      const peak = Math.max(1, ...report.series.map((point) => point.visits));
+      const step = chart.width / Math.max(1, report.series.length);
+      doc.fontSize(9).text(`Visits per ${report.range.granularity} (peak ${peak})`, chart.x, chart.y - 12);
+      doc.rect(chart.x, chart.y, chart.width, chart.height).lineWidth(0.5).stroke('#999');
+      for (const [index, point] of report.series.entries()) {
+        const height = (point.visits / peak) * (chart.height - 4);
+        if (height > 0) doc.rect(chart.x + index * step + step * 0.1, chart.y + chart.height - height, Math.max(0.5, step * 0.8), height).fill('#3b6fd8');
+      }
+      doc.fillColor('#000');
+      doc.y = chart.y + chart.height + 16;
+      doc.x = chart.x;
+      doc.fontSize(12).text('Top breakdowns', chart.x);
+      doc.fontSize(9);
+      for (const [dimension, items] of Object.entries(report.top)) {
+        if (!items || items.length === 0) continue;
+        const shown = items.map((item) => `${dimension === 'link' ? (item.slug ?? item.value) : item.value || '(none)'}${item.country ? ` (${item.country})` : ''}: ${item.visits}`);
+        doc.moveDown(0.3).text(`${dimension}: ${shown.join(', ')}`, { width: chart.width });
+      }
+      doc.addPage().fontSize(12).text(`Visits (oldest first, at most ${PDF_ROW_CAP}; the CSV, JSON and XLSX exports hold them all)`);
+      doc.moveDown(0.5).fontSize(8);
+      const columns = ['ts', 'kind', 'slug', 'ip_public', 'country', 'city', 'browser', 'os', 'referrer_host'] as const;
+      doc.text(columns.join(' | '));
+      let listed = 0;
+      for (const slice of await slicesOf(scoped)) {
+        if (listed >= PDF_ROW_CAP) break;
+        const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', columns)).trimEnd();
+        if (text === '') continue;
+        for (const line of text.split('\n')) {
+          if (listed >= PDF_ROW_CAP) break;
+          doc.text((JSON.parse(line) as unknown[]).map((value) => String(value ?? '')).join(' | '), { width: chart.width, lineBreak: false, ellipsis: true });
+          listed += 1;
+        }
+      }
+      doc.end();
+    })().catch((error: unknown) => doc.destroy(error as Error));
+    return doc as unknown as Readable;
+  };
+
+  /** Whose rows an export reads, after the ownership checks, and what its figures cover. */
+  const scopedOf = async (principal: Principal, filters: VisitFilters): Promise<Scoped> => {
+    if (filters.subdomain !== undefined) {
+      const row = await subdomains.managed(principal, filters.subdomain.toLowerCase());
+      const scoped: Scoped = { ownerId: row.owner_id, filters: { ...filters, subdomain: row.name }, scope: 'subdomain', scopeId: row.name };
+      if (filters.link_id !== undefined) Object.assign(scoped, { scope: 'link', scopeId: filters.link_id });
+      return scoped;
+    }
+    if (filters.link_id !== undefined) {
+      const link = await links.findById(filters.link_id);
+      if (!link) throw new AppError('not_found', { link: filters.link_id });
+      if (!canManage(principal, link.owner_id)) throw new AppError('not_owner', { link: filters.link_id });
+      return { ownerId: link.owner_id, filters, scope: 'link', scopeId: link.id };
+    }
+    return { ownerId: principal.userId, filters, scope: 'user', scopeId: principal.userId };
+  };
+
+  return {
+    /** Starts an export: checks and audits it, and answers the body stream with its headers. */
+    async start(principal: Principal, format: ExportFormat, filters: VisitFilters, request: { id: string; ip: string }) {
+      requireScope(principal, 'stats:read');
+      if (filters.since && filters.until && Date.parse(filters.since) >= Date.parse(filters.until)) {
+        throw new AppError('validation_error', { since: 'must be before until' });
+      }
+      const scoped = await scopedOf(principal, filters);
+      const started = performance.now();
+      await audits.insert({ action: 'export', actorId: principal.userId, target: `${scoped.scope}:${scoped.scopeId}`, ip: request.ip, details: { format, filters } });
+      const stamp = new Date().toISOString().slice(0, 10).replaceAll('-', '');
+      const filename = `visits-${scoped.scope}-${scoped.scope === 'user' ? 'all' : scoped.scopeId}-${stamp}.${format}`;
+      let body: Readable;
+      if (format === 'csv') body = Readable.from(csvRows(scoped));
+      else if (format === 'json') body = Readable.from(jsonRows(scoped, request.id, started));
+      else if (format === 'xlsx') body = xlsxStream(scoped);
+      else {
+        const report = await stats.ownerReport(principal, scoped.scope, scoped.scope === 'user' ? 'me' : scoped.scopeId, {
+          since: filters.since,
+          until: filters.until,
+          granularity: filters.since && filters.until && Date.parse(filters.until) - Date.parse(filters.since) <= 3 * 86_400_000 ? 'hour' : 'day',
+        });
+        body = pdfStream(scoped, report, scoped.scope === 'user' ? 'all subdomains' : `${scoped.scope} ${scoped.scopeId}`);
+      }
+      return { body, contentType: CONTENT_TYPES[format], filename };
+    },
+  };
+}
