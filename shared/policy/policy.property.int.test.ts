@@ -1,0 +1,277 @@
+import fc from 'fast-check';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { v7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../services/api/app.js';
+import { deduplicatedBy, toClickHouseTime } from '../analytics/analytics.js';
+import type { Context } from '../context.js';
+import { closeContext, createTestContext } from '../testing/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../testing/owners.js';
+import { POLICY_SWITCHES, type PolicySwitch } from './policy.js';
+
+/*
+ * Every public read, under every combination of the nine switches (2^9), with publish delays and
+ * item caps drawn by fast-check: no response may carry a hidden field or value, an item younger
+ * than the delay, or more items than the cap.
+ */
+
+type Json = Record<string, any>;
+
+let context: Context;
+let app: FastifyInstance;
+let owner: TestOwner;
+let sub: string;
+let linkIds: string[];
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+/** Values of the fixture that only a switch may reveal, by the switch. */
+const SECRETS: Partial<Record<PolicySwitch, string[]>> = {
+  stats_show_ip: ['203.0.113.77'],
+  stats_show_internal_ip: ['10.9.8.7'],
+  stats_show_geo: ['Lyon', 'Auvergne'],
+  stats_show_ua: ['PolicyProbe/9.9', 'Vivaldi'],
+  stats_show_referrer: ['referrer.example', 'utm-probe-source'],
+  stats_show_links: ['probe-link-', 'https://target.example/'],
+};
+/** Visit ages (the fixture's spread): a minute to four days. */
+const AGES = [MINUTE, 30 * MINUTE, 3 * HOUR, 26 * HOUR, 50 * HOUR, 98 * HOUR];
+/** Publish delays drawn: none, and delays that fall between the fixture's ages. */
+const DELAYS = [0, 10 * 60, 2 * 3600, 24 * 3600, 48 * 3600, 96 * 3600];
+
+/** Public columns of a visit (v1) and their legacy (v0) names, per switch. */
+const VISIT_FIELDS: Record<string, PolicySwitch | 'always'> = {
+  ts: 'always',
+  kind: 'always',
+  ip_public: 'stats_show_ip',
+  ip_lan: 'stats_show_internal_ip',
+  country: 'stats_show_geo',
+  region: 'stats_show_geo',
+  city: 'stats_show_geo',
+  latitude: 'stats_show_geo',
+  longitude: 'stats_show_geo',
+  user_agent: 'stats_show_ua',
+  browser: 'stats_show_ua',
+  browser_version: 'stats_show_ua',
+  os: 'stats_show_ua',
+  os_version: 'stats_show_ua',
+  device_type: 'stats_show_ua',
+  referrer: 'stats_show_referrer',
+  referrer_host: 'stats_show_referrer',
+  slug: 'stats_show_links',
+};
+const LEGACY_FIELDS: Record<string, PolicySwitch | 'always'> = {
+  time: 'always',
+  kind: 'always',
+  ip: 'stats_show_ip',
+  country: 'stats_show_geo',
+  city: 'stats_show_geo',
+  user_agent: 'stats_show_ua',
+  browser: 'stats_show_ua',
+  os: 'stats_show_ua',
+  referrer: 'stats_show_referrer',
+  page: 'stats_show_links',
+};
+const DIMENSION_SWITCH: Record<string, PolicySwitch> = {
+  country: 'stats_show_geo',
+  city: 'stats_show_geo',
+  browser: 'stats_show_ua',
+  os: 'stats_show_ua',
+  device_type: 'stats_show_ua',
+  referrer_host: 'stats_show_referrer',
+  utm_source: 'stats_show_referrer',
+  link: 'stats_show_links',
+};
+
+beforeAll(async () => {
+  context = await createTestContext({ RATE_LIMIT_API: '1000000:60' });
+  ({ app } = await buildApp(context));
+  owner = await createOwner(context, app);
+  sub = await claimSubdomain(app, owner);
+  linkIds = [];
+  // A link per age, backdated so that delays publish some of them and not others.
+  for (const [index, age] of AGES.entries()) {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: owner.auth,
+      payload: { subdomain: sub, slug: `probe-link-${index}`, target_url: `https://target.example/${index}`, title: `Probe ${index}` },
+    });
+    const link = created.json().data;
+    linkIds.push(link.id);
+    await sql`UPDATE links SET created_at = ${new Date(Date.now() - age - MINUTE)} WHERE id = ${link.id}`.execute(context.db.db);
+  }
+  const now = Date.now();
+  const rows = AGES.flatMap((age, index) =>
+    (['visit', 'bot', 'attack'] as const).map((kind, k) => ({
+      visit_id: v7({ msecs: now - age - k * 1000 }),
+      ts: toClickHouseTime(now - age - k * 1000),
+      kind,
+      owner_id: owner.id,
+      subdomain: sub,
+      link_id: kind === 'attack' ? '' : linkIds[index],
+      slug: kind === 'attack' ? '.env' : `probe-link-${index}`,
+      ip_public: '203.0.113.77',
+      ip_lan: '10.9.8.7',
+      country: 'FR',
+      region: 'Auvergne-Rhone-Alpes',
+      city: 'Lyon',
+      latitude: 45.76,
+      longitude: 4.83,
+      user_agent: 'Mozilla/5.0 PolicyProbe/9.9',
+      browser: 'Vivaldi',
+      os: 'Linux',
+      device_type: 'desktop',
+      referrer: 'https://referrer.example/page',
+      referrer_host: 'referrer.example',
+      utm_source: 'utm-probe-source',
+      is_bot: kind === 'bot' ? 1 : 0,
+      is_attack: kind === 'attack' ? 1 : 0,
+      visitor_hash: `p${index}`,
+    })),
+  );
+  await context.analytics.client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`policy-${sub}`) });
+}, 60_000);
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+const get = async (url: string) => {
+  const response = await app.inject({ method: 'GET', url });
+  return { status: response.statusCode, body: response.json() as Json, text: response.body };
+};
+
+type Policy = Record<PolicySwitch, boolean> & { stats_publish_delay_sec: number; stats_max_items: number };
+
+/** Checks every public read of the fixture's subdomain under `policy`. */
+async function checkPublicReads(policy: Policy) {
+  const patched = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${sub}`, headers: owner.auth, payload: policy });
+  expect(patched.statusCode).toBe(200);
+  const published = Date.now() - policy.stats_publish_delay_sec * 1000;
+  const max = policy.stats_max_items;
+  const label = JSON.stringify(policy);
+  const on = (gate: PolicySwitch | 'always') => gate === 'always' || policy[gate];
+
+  /** No hidden value anywhere in the text; never an id or the owner's e-mail. */
+  const noSecrets = (text: string, where: string) => {
+    for (const [gate, values] of Object.entries(SECRETS) as [PolicySwitch, string[]][]) {
+      if (on(gate)) continue;
+      for (const value of values) expect(text.includes(value), `${where} shows ${value} (${gate} off) under ${label}`).toBe(false);
+    }
+    for (const value of [...linkIds, owner.id, owner.email]) expect(text.includes(value), `${where} shows ${value} under ${label}`).toBe(false);
+  };
+  const fieldsAllowed = (items: Json[], fields: Record<string, PolicySwitch | 'always'>, where: string) => {
+    for (const item of items) {
+      for (const key of Object.keys(item)) expect(key in fields && on(fields[key]!), `${where} has ${key} under ${label}`).toBe(true);
+    }
+  };
+  const oldEnough = (times: string[], where: string) => {
+    for (const time of times) expect(Date.parse(time), `${where} item at ${time} under ${label}`).toBeLessThanOrEqual(published);
+  };
+
+  // Statistics.
+  const stats = await get(`/api/v1/stats?subdomain=${sub}&granularity=hour&since=${encodeURIComponent(new Date(Date.now() - 5 * 24 * HOUR).toISOString())}`);
+  if (!policy.stats_public) expect(stats.status, label).toBe(403);
+  else {
+    expect(stats.status, label).toBe(200);
+    noSecrets(stats.text, 'stats');
+    const report = stats.body.data;
+    expect(Date.parse(report.range.until)).toBeLessThanOrEqual(published);
+    expect(report.series.length).toBeLessThanOrEqual(max);
+    for (const [dimension, items] of Object.entries(report.top) as [string, Json[]][]) {
+      expect(policy[DIMENSION_SWITCH[dimension]!], `stats top.${dimension} under ${label}`).toBe(true);
+      expect(items.length).toBeLessThanOrEqual(max);
+    }
+    const expectedVisits = AGES.filter((age) => Date.now() - age <= published).length;
+    expect(report.totals.visits, label).toBeLessThanOrEqual(expectedVisits);
+  }
+
+  // Visit list (v1).
+  const visits = await get(`/api/v1/visits?subdomain=${sub}&limit=200`);
+  if (!policy.stats_show_visits_list) expect(visits.status, label).toBe(403);
+  else {
+    expect(visits.status, label).toBe(200);
+    noSecrets(visits.text, 'visits');
+    const items: Json[] = visits.body.data.visits;
+    expect(items.length).toBeLessThanOrEqual(max);
+    expect(visits.body.meta.total).toBeLessThanOrEqual(max);
+    fieldsAllowed(items, VISIT_FIELDS, 'visits');
+    oldEnough(items.map((item) => item.ts), 'visits');
+  }
+
+  // Subdomain page payload and the public link list.
+  const page = await get(`/api/v1/subdomains/${sub}`);
+  expect(page.status).toBe(200);
+  noSecrets(page.text.replaceAll('probe-link-', policy.stats_show_links ? 'probe-link-' : 'never'), 'page');
+  const payload = page.body.data;
+  expect('links' in payload, label).toBe(policy.stats_show_links);
+  expect('owner' in payload, label).toBe(policy.stats_show_owner);
+  if (payload.links) {
+    expect(payload.links.length).toBeLessThanOrEqual(max);
+    oldEnough(payload.links.map((link: Json) => link.created_at), 'page links');
+  }
+  const links = await get(`/api/v1/links?subdomain=${sub}&limit=200`);
+  if (!policy.stats_show_links) expect(links.status, label).toBe(403);
+  else {
+    noSecrets(links.text, 'links');
+    const items: Json[] = links.body.data.links;
+    expect(items.length).toBeLessThanOrEqual(max);
+    for (const item of items) expect(Object.keys(item).sort()).toEqual(['created_at', 'short_url', 'slug', 'title']);
+    oldEnough(items.map((item) => item.created_at), 'links');
+  }
+
+  // Legacy v0.
+  for (const path of ['visits', 'bots', 'hacks']) {
+    const legacy = await get(`/api/rest.php/${path}?subdomain=${sub}&limit=200`);
+    if (!policy.stats_show_visits_list) {
+      expect(legacy.status, `${path} ${label}`).toBe(403);
+      continue;
+    }
+    noSecrets(legacy.text, `legacy ${path}`);
+    const items: Json[] = legacy.body.data.visits;
+    expect(items.length).toBeLessThanOrEqual(max);
+    fieldsAllowed(items, LEGACY_FIELDS, `legacy ${path}`);
+    oldEnough(items.map((item) => item.time), `legacy ${path}`);
+  }
+  const byIp = await get(`/api/rest.php/ip/203.0.113.77?subdomain=${sub}`);
+  if (!policy.stats_show_visits_list || !policy.stats_show_ip) expect(byIp.status, label).toBe(403);
+  else {
+    noSecrets(byIp.text, 'legacy ip');
+    expect(byIp.body.data.visits.length).toBeLessThanOrEqual(max);
+    expect(byIp.body.data.total).toBeLessThanOrEqual(max);
+    oldEnough(byIp.body.data.visits.map((item: Json) => item.time), 'legacy ip');
+  }
+  const counters = await get(`/api/rest.php/stats?subdomain=${sub}`);
+  if (!policy.stats_public) expect(counters.status, label).toBe(403);
+  else expect(Object.keys(counters.body.data).sort()).toEqual(['bots', 'hacks', 'unique_visitors', 'visits']);
+}
+
+const policyArbitrary = fc.record({
+  switches: fc.integer({ min: 0, max: 2 ** POLICY_SWITCHES.length - 1 }),
+  delay: fc.constantFrom(...DELAYS),
+  max: fc.integer({ min: 1, max: 8 }),
+});
+const policyOf = ({ switches, delay, max }: { switches: number; delay: number; max: number }): Policy =>
+  ({
+    ...Object.fromEntries(POLICY_SWITCHES.map((name, bit) => [name, (switches & (1 << bit)) !== 0])),
+    stats_publish_delay_sec: delay,
+    stats_max_items: max,
+  }) as Policy;
+
+describe('privacy policy (property)', () => {
+  it('no public read shows a hidden field, a young item or more than the cap, for all 2^9 switch combinations', async () => {
+    // Every combination once (with a delay and cap spread over them), then random draws.
+    const examples = Array.from({ length: 2 ** POLICY_SWITCHES.length }, (_, switches) => [
+      { switches, delay: DELAYS[switches % DELAYS.length]!, max: (switches % 7) + 1 },
+    ]) as [{ switches: number; delay: number; max: number }][];
+    await fc.assert(
+      fc.asyncProperty(policyArbitrary, async (drawn) => {
+        await checkPublicReads(policyOf(drawn));
+      }),
+      { examples, numRuns: 64 },
+    );
+  }, 600_000);
+});
