@@ -294,9 +294,9 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     await insertVisits(context.analytics, [{ ...visit, user_agent: 're-enriched after a restart' }], plain);
     expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
     // Another set of visits is another batch, even when it includes a stored one.
+    // (Its copy of the stored visit collapses with the first by visit_id: counting raw rows would race the merges.)
     await insertVisits(context.analytics, [visit, other], plain);
-    expect(await visitsOf(subdomain, { final: false })).toHaveLength(3);
-    expect(await visitsOf(subdomain)).toHaveLength(2);
+    expect((await visitsOf(subdomain)).map((row) => row.visit_id)).toEqual([visit.visit_id, other.visit_id]);
   });
 
   it('redelivers a batch whose ClickHouse insert failed and stores it once when ClickHouse takes writes again', async () => {

@@ -66,7 +66,7 @@ function checkPart<T extends z.ZodType>(schema: T, input: unknown, part: Part, l
     };
   }
   const missing = result.error.issues
-    .filter((issue) => isMissing(input, issue.path))
+    .filter((issue) => (issue.code === 'invalid_type' || issue.code === 'invalid_value') && isMissing(input, issue.path))
     .map((issue) => issue.path.join('.') || part);
   if (missing.length > 0) return { ok: false, error: missingError(missing, part) };
   const details: Record<string, string> = {};
