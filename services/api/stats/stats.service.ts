@@ -118,6 +118,13 @@ function rangeOf(query: StatsQuery, publishedBefore?: Date): Range {
   return { since, until: Math.max(since, until), tz, granularity };
 }
 
+/** True for a zone whose offset is always zero (UTC days are its days). */
+function isUtc(tz: string): boolean {
+  const offset = (month: number) =>
+    new Intl.DateTimeFormat('en', { timeZone: tz, timeZoneName: 'longOffset' }).formatToParts(Date.UTC(2026, month, 1)).find((part) => part.type === 'timeZoneName')?.value;
+  return offset(0) === 'GMT' && offset(6) === 'GMT';
+}
+
 const periodStart = (granularity: Granularity) => (granularity === 'hour' ? 'toStartOfHour' : 'toStartOfDay');
 
 /**
@@ -136,10 +143,19 @@ export function statsService(context: Context) {
     return result.json<T>();
   };
 
-  /** The rows of `stats_series` a target covers, as a WHERE clause over {owner}, {scope}, {id}, {since}, {until}. */
-  const seriesWhere = (target: Target) =>
-    `owner_id = {owner:String} AND scope = {scope:String}${target.scope === 'user' ? '' : ' AND scope_id = {id:String}'} ` +
-    `AND bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({until:UInt32})`;
+  /**
+   * The rows of a target in the rollups, over {owner}, {scope}, {id}: whole UTC days [d1, d2) from
+   * the daily table, the quarter hours of [since, d1) and [d2, until) from the quarter-hour one.
+   */
+  const seriesTarget = (target: Target) => `owner_id = {owner:String} AND scope = {scope:String}${target.scope === 'user' ? '' : ' AND scope_id = {id:String}'}`;
+  const edges = `((bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({d1:UInt32})) OR (bucket >= toDateTime({d2:UInt32}) AND bucket < toDateTime({until:UInt32})))`;
+  const days = `day >= toDate(toDateTime({d1:UInt32})) AND day < toDate(toDateTime({d2:UInt32}))`;
+  /** The whole UTC days inside a range (d1 = d2 = until when there are none). */
+  const splitOf = (range: Range) => {
+    const d1 = Math.ceil(range.since / 86_400) * 86_400;
+    const d2 = Math.floor(range.until / 86_400) * 86_400;
+    return d1 < d2 ? { d1, d2 } : { d1: range.until, d2: range.until };
+  };
   const seriesParams = (target: Target, range: Range) => ({
     owner: target.ownerId,
     scope: target.scope === 'user' ? 'subdomain' : target.scope,
@@ -147,7 +163,13 @@ export function statsService(context: Context) {
     since: range.since,
     until: range.until,
     tz: range.tz,
+    ...splitOf(range),
   });
+  /** Kind, visits and visitor states of a target's range: quarter-hour edges and whole days, with the period start `t` of each row. */
+  const seriesRows = (target: Target, t: { quarter: string; day: string }) =>
+    `SELECT ${t.quarter} AS t, kind, visits, visitors FROM stats_series WHERE ${seriesTarget(target)} AND ${edges}
+     UNION ALL
+     SELECT ${t.day} AS t, kind, visits, visitors FROM stats_series_daily WHERE ${seriesTarget(target)} AND ${days}`;
   // Aliases differ from the column names: `AS visits` would shadow the column inside the other aggregates.
   const figures =
     `toUInt64(sumIf(visits, kind IN ${HUMAN_KINDS})) AS human, toUInt64(uniqMergeIf(visitors, kind IN ${HUMAN_KINDS})) AS distinct_visitors, ` +
@@ -161,17 +183,22 @@ export function statsService(context: Context) {
   });
 
   const totals = async (target: Target, range: Range): Promise<Totals> => {
-    const [row] = await rows<Figures>(`SELECT ${figures} FROM stats_series WHERE ${seriesWhere(target)}`, seriesParams(target, range));
+    const [row] = await rows<Figures>(`SELECT ${figures} FROM (${seriesRows(target, { quarter: '0', day: '0' })})`, seriesParams(target, range));
     return totalsOf(row);
   };
 
-  /** Every period of the range, empty ones at zero. */
+  /**
+   * Every period of the range, empty ones at zero. Days in UTC (or a zone that never leaves UTC)
+   * use the daily rollup for whole days; hours, and days elsewhere, sum quarter hours.
+   */
   const series = async (target: Target, range: Range): Promise<Point[]> => {
     const start = periodStart(range.granularity);
+    const daily = range.granularity === 'day' && isUtc(range.tz);
+    const params = daily ? seriesParams(target, range) : { ...seriesParams(target, range), d1: range.until, d2: range.until };
     const [filled, periods] = await Promise.all([
       rows<Figures & { t: number }>(
-        `SELECT toUnixTimestamp(${start}(bucket, {tz:String})) AS t, ${figures} FROM stats_series WHERE ${seriesWhere(target)} GROUP BY t`,
-        seriesParams(target, range),
+        `SELECT t, ${figures} FROM (${seriesRows(target, { quarter: `toUnixTimestamp(${start}(bucket, {tz:String}))`, day: "toUnixTimestamp(toDateTime(day, 'UTC'))" })}) GROUP BY t`,
+        params,
       ),
       rows<{ t: number }>(
         `SELECT DISTINCT toUnixTimestamp(${start}(toDateTime(b, 'UTC'), {tz:String})) AS t
@@ -190,6 +217,7 @@ export function statsService(context: Context) {
   const breakdowns = async (target: Target, range: Range, dims: readonly Dimension[], limit: number | undefined) => {
     if (dims.length === 0) return new Map<Dimension, { value: string; visits: number }[]>();
     const limitBy = limit === undefined ? '' : ` LIMIT ${limit} BY dim`;
+    const dimsTarget = `owner_id = {owner:String}${target.scope === 'subdomain' ? ' AND subdomain = {sub:String}' : ''} AND dim IN {dims:Array(String)}`;
     const params = { owner: target.ownerId, sub: target.subdomain ?? target.id, link: target.id, dims, since: range.since, until: range.until };
     const found =
       target.scope === 'link'
@@ -212,11 +240,13 @@ export function statsService(context: Context) {
             params,
           )
         : await rows<{ dim: Dimension; value: string; visits: number }>(
-            `SELECT dim, value, toUInt64(sum(visits)) AS visits FROM stats_dims
-             WHERE owner_id = {owner:String}${target.scope === 'subdomain' ? ' AND subdomain = {sub:String}' : ''} AND dim IN {dims:Array(String)}
-               AND bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({until:UInt32})
+            `SELECT dim, value, toUInt64(sum(count)) AS visits FROM (
+               SELECT dim, value, visits AS count FROM stats_dims WHERE ${dimsTarget} AND ${edges}
+               UNION ALL
+               SELECT dim, value, visits AS count FROM stats_dims_daily WHERE ${dimsTarget} AND ${days}
+             )
              GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
-            params,
+            { ...params, ...splitOf(range) },
           );
     const byDim = new Map<Dimension, { value: string; visits: number }[]>(dims.map((dim) => [dim, []]));
     for (const row of found) byDim.get(row.dim)?.push({ value: row.value, visits: Number(row.visits) });
