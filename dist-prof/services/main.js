@@ -1,4 +1,0 @@
-// One process, the roles named by SERVICE_ROLES (default: all four on the embedded defaults).
-import { main } from './platform.js';
-await main();
-//# sourceMappingURL=main.js.map

@@ -1,4 +1,0 @@
-// Entry point of the worker role alone (production: one process per role).
-import { main } from '../platform.js';
-await main(['worker']);
-//# sourceMappingURL=main.js.map
