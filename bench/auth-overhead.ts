@@ -25,11 +25,9 @@
 // here), which dilutes the ratio: the built JS (`node dist/...`) shows a somewhat higher cost.
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../services/api/app.js';
-import type { Context } from '../shared/context.js';
 import { defineRoute } from '../shared/http/route.js';
 import { createAccount, loginCookie, mintToken } from '../shared/testing/accounts.js';
-import { createTestContext } from '../shared/testing/context.js';
-import { closeBenchContext } from './lib/context.js';
+import { runBench } from './lib/context.js';
 import { cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -66,11 +64,7 @@ const benchRoutes = [
   }),
 ];
 
-let context: Context | undefined;
-let closeApp: (() => Promise<void>) | undefined;
-let failed = false;
-try {
-  context = await createTestContext({ RATE_LIMIT_API: '1000000000:60', RATE_LIMIT_DEFAULT: '1000000000:60', LOG_LEVEL: 'silent' });
+await runBench({ RATE_LIMIT_API: '1000000000:60', RATE_LIMIT_DEFAULT: '1000000000:60', LOG_LEVEL: 'silent' }, async (context) => {
   const embedded = context.db.kind === 'pglite' && context.cache.kind === 'memory';
   const mode = embedded ? 'embedded' : 'services';
   console.log(
@@ -80,81 +74,72 @@ try {
   console.log(`before the runs: ${await otherLoad()}`);
 
   const { app } = await buildApp(context, { extraRoutes: benchRoutes });
-  closeApp = () => app.close();
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-
-  const account = await createAccount(context);
-  const cookie = await loginCookie(app, account.email);
-  const { token } = await mintToken(app, cookie, new URL(context.config.publicUrl).origin, { name: 'bench', scopes: ['links:read'] });
-  const authHeaders = { authorization: `Bearer ${token}` };
-
-  // One request each over the real socket before loading them.
-  const plainCheck = await fetch(`${base}/bench/plain`);
-  const authedCheck = await fetch(`${base}/bench/authed`, { headers: authHeaders });
-  const unauthCheck = await fetch(`${base}/bench/authed`);
-  if (plainCheck.status !== 200) throw new Error(`GET /bench/plain answered ${plainCheck.status}: ${await plainCheck.text()}`);
-  if (authedCheck.status !== 200) throw new Error(`GET /bench/authed answered ${authedCheck.status}: ${await authedCheck.text()}`);
-  if (unauthCheck.status !== 401) throw new Error(`GET /bench/authed without a token answered ${unauthCheck.status}, expected 401`);
-  if (!authedCheck.headers.get('ratelimit-limit')) throw new Error('GET /bench/authed carried no RateLimit-Limit header: the api bucket is not counted');
-
-  const routes = [
-    { name: 'plain', url: `${base}/bench/plain`, headers: {} as Record<string, string> },
-    { name: 'authed', url: `${base}/bench/authed`, headers: authHeaders },
-  ] as const;
-
-  // Warm-up (JIT, token cache, connection setup), not counted.
-  for (const route of routes) await cannon(route.url, { durationSec: WARMUP_SECONDS, connections: CONNECTIONS, headers: route.headers });
-
-  const results: Record<'plain' | 'authed', Run[]> = { plain: [], authed: [] };
-  for (let round = 1; round <= rounds; round++) {
-    const rows: string[] = [];
-    for (const route of round % 2 === 1 ? routes : [...routes].reverse()) {
-      const run = await cannon(route.url, { durationSec: seconds, connections: CONNECTIONS, headers: route.headers });
-      results[route.name].push(run);
-      rows.push(
-        `  ${route.name.padEnd(7)}${pad(run.rps.toFixed(0), 10)}${pad(run.p50.toFixed(0), 9)}${pad(run.p99.toFixed(0), 9)}${pad(String(run.total), 11)}${pad(run.cpuUs.toFixed(1), 13)}`,
-      );
-    }
-    const plainRun = results.plain[round - 1]!;
-    const authedRun = results.authed[round - 1]!;
-    const ratio = authedRun.rps / plainRun.rps;
-    console.log(`\nround ${round}/${rounds}`);
-    console.log(`  ${'route'.padEnd(7)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 11)}${pad('CPU µs/req', 13)}`);
-    for (const row of rows) console.log(row);
-    console.log(`  authed/plain ${ratio.toFixed(3)}: cost ${percent(1 - ratio)} of throughput; server CPU per request +${percent(authedRun.cpuUs / plainRun.cpuUs - 1)}`);
-  }
-
-  const plain = median(results.plain.map((run) => run.rps));
-  const authed = median(results.authed.map((run) => run.rps));
-  const ratio = authed / plain;
-  const cost = 1 - ratio;
-  const perRoundCosts = results.plain.map((run, index) => 1 - results.authed[index]!.rps / run.rps);
-  const plainCpu = median(results.plain.map((run) => run.cpuUs));
-  const authedCpu = median(results.authed.map((run) => run.cpuUs));
-  console.log(`\nsummary (${mode})`);
-  console.log(`plain: ${plain.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.plain.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.plain.map((run) => run.p99)).toFixed(0)} ms`);
-  console.log(`authed: ${authed.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.authed.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.authed.map((run) => run.p99)).toFixed(0)} ms`);
-  console.log(`ratio authed/plain: ${ratio.toFixed(3)} (cost per round: ${perRoundCosts.map(percent).join(', ')}; median ${percent(median(perRoundCosts))})`);
-  // Were the server CPU-bound, throughput would scale as 1 / CPU per request: cost = 1 - plain/authed.
-  console.log(
-    `server CPU per request: plain ${plainCpu.toFixed(1)} µs, authed ${authedCpu.toFixed(1)} µs (+${(authedCpu - plainCpu).toFixed(1)} µs, ` +
-      `throughput cost if CPU-bound ${percent(1 - plainCpu / authedCpu)})`,
-  );
-  console.log(`after the runs: ${await otherLoad()}`);
-  console.log(
-    `auth + rate limit cost: ${(cost * 100).toFixed(1)} % of throughput (target ≤ ${TARGET_COST * 100} %): ${cost <= TARGET_COST ? 'within target' : 'OVER target'}`,
-  );
-} catch (error) {
-  failed = true;
-  console.error('benchmark failed:', error);
-} finally {
   try {
-    await closeApp?.();
-    await closeBenchContext(context);
-  } catch (error) {
-    failed = true;
-    console.error('closing failed:', error);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+    const account = await createAccount(context);
+    const cookie = await loginCookie(app, account.email);
+    const { token } = await mintToken(app, cookie, new URL(context.config.publicUrl).origin, { name: 'bench', scopes: ['links:read'] });
+    const authHeaders = { authorization: `Bearer ${token}` };
+
+    // One request each over the real socket before loading them.
+    const plainCheck = await fetch(`${base}/bench/plain`);
+    const authedCheck = await fetch(`${base}/bench/authed`, { headers: authHeaders });
+    const unauthCheck = await fetch(`${base}/bench/authed`);
+    if (plainCheck.status !== 200) throw new Error(`GET /bench/plain answered ${plainCheck.status}: ${await plainCheck.text()}`);
+    if (authedCheck.status !== 200) throw new Error(`GET /bench/authed answered ${authedCheck.status}: ${await authedCheck.text()}`);
+    if (unauthCheck.status !== 401) throw new Error(`GET /bench/authed without a token answered ${unauthCheck.status}, expected 401`);
+    if (!authedCheck.headers.get('ratelimit-limit')) throw new Error('GET /bench/authed carried no RateLimit-Limit header: the api bucket is not counted');
+
+    const routes = [
+      { name: 'plain', url: `${base}/bench/plain`, headers: {} as Record<string, string> },
+      { name: 'authed', url: `${base}/bench/authed`, headers: authHeaders },
+    ] as const;
+
+    // Warm-up (JIT, token cache, connection setup), not counted.
+    for (const route of routes) await cannon(route.url, { durationSec: WARMUP_SECONDS, connections: CONNECTIONS, headers: route.headers });
+
+    const results: Record<'plain' | 'authed', Run[]> = { plain: [], authed: [] };
+    for (let round = 1; round <= rounds; round++) {
+      const rows: string[] = [];
+      for (const route of round % 2 === 1 ? routes : [...routes].reverse()) {
+        const run = await cannon(route.url, { durationSec: seconds, connections: CONNECTIONS, headers: route.headers });
+        results[route.name].push(run);
+        rows.push(
+          `  ${route.name.padEnd(7)}${pad(run.rps.toFixed(0), 10)}${pad(run.p50.toFixed(0), 9)}${pad(run.p99.toFixed(0), 9)}${pad(String(run.total), 11)}${pad(run.cpuUs.toFixed(1), 13)}`,
+        );
+      }
+      const plainRun = results.plain[round - 1]!;
+      const authedRun = results.authed[round - 1]!;
+      const ratio = authedRun.rps / plainRun.rps;
+      console.log(`\nround ${round}/${rounds}`);
+      console.log(`  ${'route'.padEnd(7)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 11)}${pad('CPU µs/req', 13)}`);
+      for (const row of rows) console.log(row);
+      console.log(`  authed/plain ${ratio.toFixed(3)}: cost ${percent(1 - ratio)} of throughput; server CPU per request +${percent(authedRun.cpuUs / plainRun.cpuUs - 1)}`);
+    }
+
+    const plain = median(results.plain.map((run) => run.rps));
+    const authed = median(results.authed.map((run) => run.rps));
+    const ratio = authed / plain;
+    const cost = 1 - ratio;
+    const perRoundCosts = results.plain.map((run, index) => 1 - results.authed[index]!.rps / run.rps);
+    const plainCpu = median(results.plain.map((run) => run.cpuUs));
+    const authedCpu = median(results.authed.map((run) => run.cpuUs));
+    console.log(`\nsummary (${mode})`);
+    console.log(`plain: ${plain.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.plain.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.plain.map((run) => run.p99)).toFixed(0)} ms`);
+    console.log(`authed: ${authed.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.authed.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.authed.map((run) => run.p99)).toFixed(0)} ms`);
+    console.log(`ratio authed/plain: ${ratio.toFixed(3)} (cost per round: ${perRoundCosts.map(percent).join(', ')}; median ${percent(median(perRoundCosts))})`);
+    // Were the server CPU-bound, throughput would scale as 1 / CPU per request: cost = 1 - plain/authed.
+    console.log(
+      `server CPU per request: plain ${plainCpu.toFixed(1)} µs, authed ${authedCpu.toFixed(1)} µs (+${(authedCpu - plainCpu).toFixed(1)} µs, ` +
+        `throughput cost if CPU-bound ${percent(1 - plainCpu / authedCpu)})`,
+    );
+    console.log(`after the runs: ${await otherLoad()}`);
+    console.log(
+      `auth + rate limit cost: ${(cost * 100).toFixed(1)} % of throughput (target ≤ ${TARGET_COST * 100} %): ${cost <= TARGET_COST ? 'within target' : 'OVER target'}`,
+    );
+  } finally {
+    await app.close();
   }
-}
-process.exit(failed ? 1 : 0);
+});

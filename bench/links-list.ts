@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import type { Context } from '../shared/context.js';
 import { buildApp } from '../services/api/app.js';
 import { runBench } from './lib/context.js';
+import { quantile } from './lib/load.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../shared/testing/owners.js';
 
 const total = Number(process.argv[2] ?? 100_000);
@@ -18,7 +19,6 @@ if (!Number.isInteger(total) || total < 1000 || !Number.isInteger(perShape) || p
   process.exit(1);
 }
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 /** Inserts `count` links for the owner, spread over the subdomains, every tenth tagged `promo`. */
 async function seed(context: Context, owner: TestOwner, subdomains: string[], count: number) {

@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from '../services/api/app.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
 import { runBench } from './lib/context.js';
+import { quantile } from './lib/load.js';
 
 const total = Number(process.argv[2] ?? 10_000_000);
 const perShape = Number(process.argv[3] ?? 50);
@@ -25,7 +26,6 @@ if (![total, perShape, exportRows].every(Number.isInteger) || total < 100_000 ||
   process.exit(1);
 }
 const DAYS = 30;
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
 
 await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (context) => {

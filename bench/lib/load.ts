@@ -85,6 +85,8 @@ export const median = (values: number[]) => {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 };
+/** The q-quantile (0–1) of values sorted ascending (nearest rank). */
+export const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 export const pad = (value: string, width: number) => value.padStart(width);
 export const percent = (value: number) => `${(value * 100).toFixed(1)} %`;
 

@@ -18,12 +18,13 @@ function decodeBeacon(message: LogMessage): Decoded<BeaconMessage> {
 
 /** The state of each visit's latest message in a batch (a later one replaces the whole beacon state). */
 function latestStates(beacons: BeaconMessage[]): BeaconState[] {
-  const latest = new Map<string, BeaconState>();
-  for (const state of beacons.map(beaconStateOf)) {
-    const held = latest.get(state.visit_id);
-    if (!held || state.version >= held.version) latest.set(state.visit_id, state);
+  const latest = new Map<string, { beacon: BeaconMessage; at: number }>();
+  for (const beacon of beacons) {
+    const at = Date.parse(beacon.ts);
+    const held = latest.get(beacon.visit_id);
+    if (!held || at >= held.at) latest.set(beacon.visit_id, { beacon, at });
   }
-  return [...latest.values()];
+  return [...latest.values()].map(({ beacon }) => beaconStateOf(beacon));
 }
 
 /** A visit row with a beacon state merged in: the beacon columns replaced, everything the edge decided kept. */

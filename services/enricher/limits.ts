@@ -82,8 +82,8 @@ export async function limitWatcher(context: Context) {
           type: 'link.limit_reached' as const,
           ownerId: row.owner_id,
           subdomain: row.subdomain,
-          origin: { key: row.id, at: row.limit_reached_at!.getTime() },
-          data: { link_id: row.id, slug: row.slug, subdomain: row.subdomain, max_visits: maxVisits, visits, visit_id: last.visit_id, reached_at: row.limit_reached_at!.toISOString() },
+          origin: { key: row.id, at: row.limit_reached_at.getTime() },
+          data: { link_id: row.id, slug: row.slug, subdomain: row.subdomain, max_visits: maxVisits, visits, visit_id: last.visit_id, reached_at: row.limit_reached_at.toISOString() },
         });
       }
       return events;

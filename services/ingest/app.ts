@@ -1,4 +1,4 @@
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { RequestListener } from 'node:http';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Context } from '../../shared/context.js';
@@ -9,7 +9,7 @@ import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.j
 import type { RouteDef } from '../../shared/http/route.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
-import { subdomainOf } from '../../shared/links/hosts.js';
+import { subdomainMatcher } from '../../shared/links/hosts.js';
 import { registerShortHosts, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
 import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
@@ -79,16 +79,16 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
  * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to the API.
  */
 export function hostDispatcher(context: Context, api: RequestListener, ingest: IngestApp): RequestListener {
-  const { baseDomain } = context.config;
+  const subdomainOf = subdomainMatcher(context.config.baseDomain);
   // The API's own host, when it is itself a name under BASE_DOMAIN (`api.links.example.com`).
-  const apiLabel = subdomainOf(new URL(context.config.publicUrl).hostname, baseDomain);
+  const apiLabel = subdomainOf(new URL(context.config.publicUrl).hostname);
   const { shortHosts } = ingest;
   return (request, response) => {
     if (request.url && TRACKER_PATH.test(request.url)) return shortHosts.fastify(request, response);
     const host = request.headers.host;
     if (host) {
       const colon = host.lastIndexOf(':');
-      const subdomain = subdomainOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host, baseDomain);
+      const subdomain = subdomainOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host);
       if (subdomain && subdomain !== apiLabel) return shortHosts.serve(request, response, subdomain);
     }
     api(request, response);

@@ -10,7 +10,7 @@ import { rateLimitHeaderList, rateLimitHeaders, type RateDecision, type RateLimi
 import { VISIT_PARAM } from '../../shared/tracker/beacon.js';
 import { classifyAttack } from '../../shared/visits/attack.js';
 import { visitText, type RawVisit } from '../../shared/visits/raw-visit.js';
-import { subdomainOf } from '../../shared/links/hosts.js';
+import { subdomainMatcher } from '../../shared/links/hosts.js';
 import { SLUG } from '../api/links/links.service.js';
 import type { RedirectLink } from '../../shared/links/link-notices.js';
 import type { LinkCache } from './link-cache.js';
@@ -166,24 +166,28 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   const redirector = createRedirector(deps);
   const clientAddress = clientAddressOf(config.trustProxy);
   const record = requestRecorder(context);
+  const subdomainOf = subdomainMatcher(config.baseDomain);
+
+  /** A request that reached Fastify undecided (not through `serve`), as the redirector takes it. */
+  const askedOf = (request: FastifyRequest): ShortHostRequest => {
+    const at = Date.now();
+    return {
+      id: request.id,
+      at,
+      visitId: uuidv7At(at),
+      url: request.url,
+      ip: request.ip,
+      subdomain: subdomainOf(request.hostname),
+      hostname: request.hostname,
+      headers: request.headers,
+    };
+  };
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
     const decided = (request.raw as DecidedRequest)[DECIDED];
     if (decided && 'failure' in decided) throw decided.failure;
-    const at = Date.now();
-    const outcome =
-      decided?.outcome ??
-      (await redirector({
-        id: request.id,
-        at,
-        visitId: uuidv7At(at),
-        url: request.url,
-        ip: request.ip,
-        subdomain: subdomainOf(request.hostname, config.baseDomain),
-        hostname: request.hostname,
-        headers: request.headers,
-      }));
+    const outcome = decided?.outcome ?? (await redirector(askedOf(request)));
     if (outcome.rateLimit) reply.headers(rateLimitHeaders(outcome.rateLimit));
     if (outcome.kind === 'refusal') return sendError(localizedByHeaders(request), reply, outcome.error, errorOptions);
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'private, max-age=0').send();

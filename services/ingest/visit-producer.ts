@@ -54,11 +54,14 @@ function createLogProducer<T>(context: Context, topic: Topic, keyOf: (item: T) =
 
   const drain = async () => {
     let backoff = 50;
+    // Serialised once and retried as is while the log is unreachable (the buffer only grows at its end).
+    let batch: LogMessage[] | undefined;
     while (buffer.length > 0 && !closing) {
-      const batch: LogMessage[] = buffer.slice(0, MAX_BATCH).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) }));
+      batch ??= buffer.slice(0, MAX_BATCH).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) }));
       try {
         await visitLog.publish(topic, batch);
         buffer.splice(0, batch.length);
+        batch = undefined;
         backoff = 50;
       } catch (error) {
         if (closing) return;

@@ -15,6 +15,12 @@ export const deduplicatedBy = (token: string) => ({ insert_deduplication_token: 
 /** What an insert states when it names no token (see the chDB note in createAnalytics). */
 const NO_DEDUPLICATION = { insert_deduplication_token: '', deduplicate_blocks_in_dependent_materialized_views: 0 as const };
 
+/** The rows of a SELECT with `{name:Type}` parameters, as objects (JSONEachRow). */
+export async function selectRows<T>(client: ClickHouseClient, query: string, params: Record<string, unknown>): Promise<T[]> {
+  const result = await client.query({ query, query_params: params, format: 'JSONEachRow' });
+  return result.json<T>();
+}
+
 /** The analytics store: one @clickhouse/client, over HTTP to a server or in-process through chDB. */
 export interface Analytics {
   kind: 'chdb' | 'clickhouse';
@@ -37,16 +43,9 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     const connection = createChdbConnection({ path: config.dir }) as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
     // chDB applies a call's settings with `SET` on its session, where they stay for every later
     // call: an insert after one with a deduplication token would carry that stale token and be
-    // dropped as a duplicate. Every call that can insert states its deduplication settings, none by default.
-    const withToken = <P extends { clickhouse_settings?: Record<string, unknown> }>(params: P): P => ({
-      ...params,
-      clickhouse_settings: { ...NO_DEDUPLICATION, ...params.clickhouse_settings },
-    });
-    const [insert, exec, command] = [connection.insert.bind(connection), connection.exec.bind(connection), connection.command.bind(connection)];
-    connection.insert = (params) => insert(withToken(params));
-    connection.exec = (params) => exec(withToken(params));
-    connection.command = (params) => command(withToken(params));
-    client = createClient({ connection, clickhouse_settings: settings });
+    // dropped as a duplicate. The client's defaults go with every call (a call's own settings win),
+    // so every call states its deduplication settings, none unless it names a token.
+    client = createClient({ connection, clickhouse_settings: { ...settings, ...NO_DEDUPLICATION } });
   }
   return {
     kind: config.kind,

@@ -61,7 +61,7 @@ export function baseFastifyOptions(context: Context): FastifyServerOptions {
 }
 
 /** The locale of a request: `?lang=` (unless `query` is false), then Accept-Language, then English. */
-export function requestLocale(request: FastifyRequest, { query = true } = {}): Locale {
+function requestLocale(request: FastifyRequest, { query = true } = {}): Locale {
   const lang = query ? (request.query as Record<string, unknown> | undefined)?.lang : undefined;
   return negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
 }
@@ -119,16 +119,14 @@ export function requestRecorder(context: Context): Recorder {
 function createRecorder(context: Context): Recorder {
   const { metrics, log } = context;
   /** Per method, route and status: its duration histogram and its status-class counter (found once). */
-  const series = new Map<string, Map<number, { duration: { observe(seconds: number): void }; answered: { inc(): void } }>>();
+  const series = new Map<string, { duration: { observe(seconds: number): void }; answered: { inc(): void } }>();
   const statusClass = counterChildren(metrics.httpRequests, 'status_class');
   return ({ id, method, url, route, status, tookMs, ip, userAgent }) => {
-    const routeKey = `${method} ${route}`;
-    let byStatus = series.get(routeKey);
-    if (!byStatus) series.set(routeKey, (byStatus = new Map()));
-    let found = byStatus.get(status);
+    const key = `${method} ${route} ${status}`;
+    let found = series.get(key);
     if (!found) {
       found = { duration: metrics.httpDuration.labels({ method, route, status_code: String(status) }), answered: statusClass(`${Math.floor(status / 100)}xx`) };
-      byStatus.set(status, found);
+      series.set(key, found);
     }
     found.duration.observe(tookMs / 1000);
     found.answered.inc();

@@ -48,21 +48,22 @@ type PageMeta = {
 
 const MAX_BIGINT = 2n ** 63n - 1n;
 
-/** Cursors are opaque: a version tag and the position in the list. */
-function encodeCursor(seq: string): string {
+/** Cursors of lists keyed by a bigint `seq` (links) are opaque: a version tag and the position in the list. */
+function encodeSeqCursor(seq: string): string {
   return Buffer.from(`l1:${seq}`).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): string {
+/** The `seq` of a cursor encodeSeqCursor made (422 for anything else). */
+export function decodeSeqCursor(cursor: string): string {
   const text = Buffer.from(cursor, 'base64url').toString();
   const match = /^l1:(\d{1,19})$/.exec(text);
   if (!match || BigInt(match[1]!) > MAX_BIGINT) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
   return match[1]!;
 }
 
-/** The spec's pagination meta of a page of rows (keyed by `seq`), with `page` when addressed by number. */
-export function pageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: Paging): PageMeta {
-  return collectionMeta(items.length, total, paging, hasMore ? encodeCursor(items.at(-1)!.seq) : null);
+/** The spec's pagination meta of a page of rows keyed by `seq`, with `page` when addressed by number. */
+export function seqPageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: Paging): PageMeta {
+  return collectionMeta(items.length, total, paging, hasMore ? encodeSeqCursor(items.at(-1)!.seq) : null);
 }
 
 /** The spec's pagination meta of a page of `count` items, whatever its cursors are made of. */

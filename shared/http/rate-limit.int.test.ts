@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisCache } from '../cache/cache.js';
-import { loadConfig, type RateBucket } from '../config.js';
+import { loadConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
 import { createRateLimiter, rateLimitHeaders, type RateLimiter } from './rate-limit.js';

@@ -98,6 +98,16 @@ const VISIT_COLUMNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> 
   stats_show_links: ['slug'],
 };
 /**
+ * Breakdowns of a public report each switch opens (the statistics' dimensions). UTM sources tell
+ * where traffic came from, as referrers do.
+ */
+const BREAKDOWNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> = {
+  stats_show_geo: ['country', 'city'],
+  stats_show_ua: ['browser', 'os', 'device_type'],
+  stats_show_referrer: ['referrer_host', 'utm_source'],
+  stats_show_links: ['link'],
+};
+/**
  * Visit columns any public reader of a visible list gets: when and what kind. Never the visit id
  * (it is what the beacon's consent is asked for) nor the link id.
  */
@@ -119,6 +129,8 @@ export interface PublicView {
   details: { ip: boolean; internal_ip: boolean; geo: boolean; ua: boolean; referrer: boolean };
   /** Columns of a public visit row; public queries select these and nothing else. */
   visitColumns: string[];
+  /** Breakdowns (dimensions) a public report shows; the others are not queried. */
+  breakdowns: string[];
   /** Public data is at least this old. */
   publishDelaySec: number;
   /** Public items were created at or before this time (now minus the publish delay). */
@@ -130,10 +142,9 @@ export interface PublicView {
 }
 
 export function publicView(policy: Policy, now = Date.now()): PublicView {
-  const visitColumns: string[] = [...ALWAYS_PUBLIC_VISIT_COLUMNS];
-  for (const [name, columns] of Object.entries(VISIT_COLUMNS_BY_SWITCH) as [PolicySwitch, readonly string[]][]) {
-    if (policy[name]) visitColumns.push(...columns);
-  }
+  const opened = (bySwitch: Partial<Record<PolicySwitch, readonly string[]>>) =>
+    (Object.entries(bySwitch) as [PolicySwitch, readonly string[]][]).flatMap(([name, names]) => (policy[name] ? names : []));
+  const visitColumns: string[] = [...ALWAYS_PUBLIC_VISIT_COLUMNS, ...opened(VISIT_COLUMNS_BY_SWITCH)];
   return {
     stats: policy.stats_public,
     visitsList: policy.stats_show_visits_list,
@@ -147,6 +158,7 @@ export function publicView(policy: Policy, now = Date.now()): PublicView {
       referrer: policy.stats_show_referrer,
     },
     visitColumns,
+    breakdowns: opened(BREAKDOWNS_BY_SWITCH),
     publishDelaySec: policy.stats_publish_delay_sec,
     publishedBefore: new Date(now - policy.stats_publish_delay_sec * 1000),
     maxItems: Math.min(policy.stats_max_items, MAX_PUBLIC_ITEMS),

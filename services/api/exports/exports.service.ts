@@ -2,14 +2,12 @@ import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
+import { selectRows } from '../../../shared/analytics/analytics.js';
 import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
+import { requireScope, type Principal } from '../../../shared/http/auth.js';
 import { auditRepository } from '../audit/audit.repository.js';
 import { statsService, type Report, type StatsScope } from '../stats/stats.service.js';
-import { subdomainsService } from '../subdomains/subdomains.service.js';
-import { OWNER_VISIT_COLUMNS, type VisitFilters } from '../visits/visits.service.js';
-import { linksRepository } from '../links/links.repository.js';
+import { assertOrderedBounds, FLAG_COLUMNS, OWNER_VISIT_COLUMNS, visitConditions, type VisitFilters } from '../visits/visits.service.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -28,7 +26,6 @@ const CONTENT_TYPES: Record<ExportFormat, string> = {
   pdf: 'application/pdf',
 };
 
-const FLAGS = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);
 const iso = (value: string) => `concat(replaceOne(toString(${value}), ' ', 'T'), 'Z')`;
 
 /**
@@ -40,7 +37,7 @@ function selectExpression(column: string, format: 'CSV' | 'JSON'): string {
   const inner = `_${column}`;
   if (column === 'ts') return `${iso(inner)} AS ts`;
   if (column === 'beacon_at') return `if(isNull(${inner}), ${format === 'CSV' ? "''" : 'NULL'}, ${iso(`assumeNotNull(${inner})`)}) AS beacon_at`;
-  if (FLAGS.has(column)) return `toBool(${inner}) AS ${column}`;
+  if (FLAG_COLUMNS.has(column)) return `toBool(${inner}) AS ${column}`;
   if ((column === 'latitude' || column === 'longitude') && format === 'CSV') return `ifNull(toString(${inner}), '') AS ${column}`;
   return `${inner} AS ${column}`;
 }
@@ -61,38 +58,22 @@ interface Scoped {
  */
 export function exportsService(context: Context) {
   const { client } = context.analytics;
-  const subdomains = subdomainsService(context);
-  const links = linksRepository(context.db.db);
   const audits = auditRepository(context.db.db);
   const stats = statsService(context);
 
   const whereOf = (scoped: Scoped) => {
-    const { filters } = scoped;
-    const where = ['owner_id = {owner:String}'];
-    const params: Record<string, unknown> = { owner: scoped.ownerId };
-    const add = (condition: string, name: string, value: unknown) => {
-      where.push(condition);
-      params[name] = value;
-    };
-    if (filters.subdomain !== undefined) add('subdomain = {subdomain:String}', 'subdomain', filters.subdomain);
-    if (filters.link_id !== undefined) add('link_id = {link:String}', 'link', filters.link_id);
-    if (filters.since !== undefined) add('ts >= fromUnixTimestamp64Milli({since:Int64})', 'since', Date.parse(filters.since));
-    if (filters.until !== undefined) add('ts < fromUnixTimestamp64Milli({until:Int64})', 'until', Date.parse(filters.until));
-    if (filters.country !== undefined) add('country = {country:String}', 'country', filters.country.toUpperCase());
-    if (filters.is_bot !== undefined) add('is_bot = {bot:UInt8}', 'bot', filters.is_bot ? 1 : 0);
-    if (filters.kind !== undefined) add('kind = {kind:String}', 'kind', filters.kind);
+    const { where, params } = visitConditions(scoped.ownerId, scoped.filters);
     return { where: where.join(' AND '), params };
   };
 
   /** Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first. A visit's versions share its time, so one slice holds them all. */
   const slicesOf = async (scoped: Scoped): Promise<[number, number][]> => {
     const { where, params } = whereOf(scoped);
-    const result = await client.query({
-      query: `SELECT toUnixTimestamp(toStartOfMinute(ts)) AS m, count() AS n FROM visits WHERE ${where} GROUP BY m ORDER BY m`,
-      query_params: params,
-      format: 'JSONEachRow',
-    });
-    const minutes = await result.json<{ m: number; n: number }>();
+    const minutes = await selectRows<{ m: number; n: number }>(
+      client,
+      `SELECT toUnixTimestamp(toStartOfMinute(ts)) AS m, count() AS n FROM visits WHERE ${where} GROUP BY m ORDER BY m`,
+      params,
+    );
     const slices: [number, number][] = [];
     let start: number | undefined;
     let rows = 0;
@@ -233,19 +214,17 @@ export function exportsService(context: Context) {
     return doc as unknown as Readable;
   };
 
-  /** Whose rows an export reads, after the ownership checks, and what its figures cover. */
+  /** Whose rows an export reads, after the ownership checks (the statistics' own), and what its figures cover. */
   const scopedOf = async (principal: Principal, filters: VisitFilters): Promise<Scoped> => {
     if (filters.subdomain !== undefined) {
-      const row = await subdomains.managed(principal, filters.subdomain.toLowerCase());
-      const scoped: Scoped = { ownerId: row.owner_id, filters: { ...filters, subdomain: row.name }, scope: 'subdomain', scopeId: row.name };
+      const target = await stats.targetOf(principal, 'subdomain', filters.subdomain);
+      const scoped: Scoped = { ownerId: target.ownerId, filters: { ...filters, subdomain: target.id }, scope: 'subdomain', scopeId: target.id };
       if (filters.link_id !== undefined) Object.assign(scoped, { scope: 'link', scopeId: filters.link_id });
       return scoped;
     }
     if (filters.link_id !== undefined) {
-      const link = await links.findById(filters.link_id);
-      if (!link) throw new AppError('not_found', { link: filters.link_id });
-      if (!canManage(principal, link.owner_id)) throw new AppError('not_owner', { link: filters.link_id });
-      return { ownerId: link.owner_id, filters, scope: 'link', scopeId: link.id };
+      const target = await stats.targetOf(principal, 'link', filters.link_id);
+      return { ownerId: target.ownerId, filters, scope: 'link', scopeId: target.id };
     }
     return { ownerId: principal.userId, filters, scope: 'user', scopeId: principal.userId };
   };
@@ -254,9 +233,7 @@ export function exportsService(context: Context) {
     /** Starts an export: checks and audits it, and answers the body stream with its headers. */
     async start(principal: Principal, format: ExportFormat, filters: VisitFilters, request: { id: string; ip: string }) {
       requireScope(principal, 'stats:read');
-      if (filters.since && filters.until && Date.parse(filters.since) >= Date.parse(filters.until)) {
-        throw new AppError('validation_error', { since: 'must be before until' });
-      }
+      assertOrderedBounds(filters);
       const scoped = await scopedOf(principal, filters);
       const started = performance.now();
       await audits.insert({ action: 'export', actorId: principal.userId, target: `${scoped.scope}:${scoped.scopeId}`, ip: request.ip, details: { format, filters } });

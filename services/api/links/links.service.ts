@@ -8,7 +8,7 @@ import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink, type PageAt } from './links.repository.js';
-import { decodeCursor, pageMeta, type Paging } from '../../../shared/http/pagination.js';
+import { decodeSeqCursor, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
 
 /** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
 export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -176,21 +176,21 @@ export function linksService(context: Context) {
 
   /** Page of rows → views + the spec's meta. */
   const paged = async <V>(filter: LinkFilter, paging: Paging, view: (row: LinkRow) => V) => {
-    const at: PageAt = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeCursor(paging.cursor) : undefined };
+    const at: PageAt = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeSeqCursor(paging.cursor) : undefined };
     const [rows, total] = await Promise.all([links.page(filter, at, paging.limit), links.count(filter)]);
     const items = rows.slice(0, paging.limit);
-    return { items: items.map(view), meta: pageMeta(items, total, rows.length > paging.limit, paging) };
+    return { items: items.map(view), meta: seqPageMeta(items, total, rows.length > paging.limit, paging) };
   };
 
   /** One page of a subdomain's public window (the newest public links, at most stats_max_items). */
   const publicPage = async (subdomain: string, view: PublicView, paging: Paging) => {
     const window = await links.publicWindow(subdomain, view.publishedBefore, view.maxItems);
-    const afterSeq = paging.cursor ? BigInt(decodeCursor(paging.cursor)) : undefined;
+    const afterSeq = paging.cursor ? BigInt(decodeSeqCursor(paging.cursor)) : undefined;
     const start =
       paging.page !== undefined ? (paging.page - 1) * paging.limit : afterSeq === undefined ? 0 : window.findIndex((row) => BigInt(row.seq) < afterSeq);
     const items = start < 0 ? [] : window.slice(start, start + paging.limit);
     const hasMore = start >= 0 && start + paging.limit < window.length;
-    return { items: items.map(subdomains.toPublicLink), meta: pageMeta(items, window.length, hasMore, paging) };
+    return { items: items.map(subdomains.toPublicLink), meta: seqPageMeta(items, window.length, hasMore, paging) };
   };
 
   return {

@@ -1,4 +1,5 @@
 import type { Context } from '../../../shared/context.js';
+import { selectRows } from '../../../shared/analytics/analytics.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
@@ -24,18 +25,6 @@ export type Granularity = (typeof GRANULARITIES)[number];
 /** The breakdowns, in the order a report lists them. `link` exists for subdomains and users. */
 export const DIMENSIONS = ['country', 'city', 'browser', 'os', 'device_type', 'referrer_host', 'utm_source', 'link'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
-
-/** The policy switch that opens each breakdown to the public (UTM sources tell where traffic came from, as referrers do). */
-const PUBLIC_DIMENSION_SWITCH: Record<Dimension, keyof PublicView['details'] | 'links'> = {
-  country: 'geo',
-  city: 'geo',
-  browser: 'ua',
-  os: 'ua',
-  device_type: 'ua',
-  referrer_host: 'referrer',
-  utm_source: 'referrer',
-  link: 'links',
-};
 
 /** Human visits: redirects and visits the beacon started; bots and attack attempts are counted beside them. */
 const HUMAN_KINDS = `('visit', 'beacon')`;
@@ -67,7 +56,7 @@ export interface Report {
 }
 
 /** What a report reads: whose rows, which rollup scope, and for a link its place in `visits`. */
-interface Target {
+export interface Target {
   ownerId: string;
   scope: StatsScope;
   id: string;
@@ -87,7 +76,7 @@ const ceilBucket = (ms: number) => Math.ceil(ms / 1000 / BUCKET_SEC) * BUCKET_SE
 const iso = (sec: number) => new Date(sec * 1000).toISOString();
 
 /** True for an IANA time zone name this runtime knows (ClickHouse ships the same database). */
-export function isTimeZone(name: string): boolean {
+function isTimeZone(name: string): boolean {
   try {
     new Intl.DateTimeFormat('en', { timeZone: name });
     return true;
@@ -138,10 +127,7 @@ export function statsService(context: Context) {
   const users = usersRepository(context.db.db);
   const subdomains = subdomainsService(context);
 
-  const rows = async <T>(query: string, params: Record<string, unknown>): Promise<T[]> => {
-    const result = await client.query({ query, query_params: params, format: 'JSONEachRow' });
-    return result.json<T>();
-  };
+  const rows = <T>(query: string, params: Record<string, unknown>) => selectRows<T>(client, query, params);
 
   /**
    * The rows of a target in the rollups, over {owner}, {scope}, {id}: whole UTC days [d1, d2) from
@@ -314,6 +300,7 @@ export function statsService(context: Context) {
   };
 
   return {
+    targetOf,
     /**
      * Totals since ever (the legacy API's counters): the caller's (stats:read), of all their
      * subdomains or of one; another owner's subdomain, or no credentials, its public totals.
@@ -354,11 +341,7 @@ export function statsService(context: Context) {
       const { ownerId, view } = await subdomains.policyView(name.toLowerCase());
       if (!view.stats) throw new AppError('forbidden', { reason: 'stats_not_public', subdomain: name });
       const range = rangeOf(query, view.publishedBefore);
-      const shown = (dim: Dimension) => {
-        const gate = PUBLIC_DIMENSION_SWITCH[dim];
-        return gate === 'links' ? view.links : view.details[gate];
-      };
-      const dims = DIMENSIONS.filter(shown);
+      const dims = DIMENSIONS.filter((dim) => view.breakdowns.includes(dim));
       const max = view.maxItems;
       const top = Math.min(query.limit ?? DEFAULT_TOP, max);
       const target: Target = { ownerId, scope: 'subdomain', id: name.toLowerCase(), subdomain: name.toLowerCase() };

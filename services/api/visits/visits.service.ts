@@ -1,3 +1,4 @@
+import { selectRows } from '../../../shared/analytics/analytics.js';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
@@ -32,8 +33,37 @@ export const OWNER_VISIT_COLUMNS = [
   'referrer', 'referrer_host', 'accept_language', 'query', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',
   'is_unique', 'consent_analytics', 'consent_lan_ip', 'timezone', 'screen', 'network', 'capabilities', 'beacon_at',
 ] as const;
-const FLAGS = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);
+/** Columns stored as UInt8 0/1 that the API answers as booleans. */
+export const FLAG_COLUMNS: ReadonlySet<string> = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);
 const TIMES = new Set(['ts', 'beacon_at']);
+
+/** WHERE conditions over `visits` and their parameters, for a filter set (with the owner when given). */
+export function visitConditions(ownerId: string | undefined, filters: VisitFilters): { where: string[]; params: Record<string, unknown> } {
+  const where: string[] = [];
+  const params: Record<string, unknown> = {};
+  const add = (condition: string, name: string, value: unknown) => {
+    where.push(condition);
+    params[name] = value;
+  };
+  if (ownerId !== undefined) add('owner_id = {owner:String}', 'owner', ownerId);
+  if (filters.subdomain !== undefined) add('subdomain = {subdomain:String}', 'subdomain', filters.subdomain);
+  if (filters.link_id !== undefined) add('link_id = {link:String}', 'link', filters.link_id);
+  if (filters.since !== undefined) add('ts >= fromUnixTimestamp64Milli({since:Int64})', 'since', Date.parse(filters.since));
+  if (filters.until !== undefined) add('ts < fromUnixTimestamp64Milli({until:Int64})', 'until', Date.parse(filters.until));
+  if (filters.country !== undefined) add('country = {country:String}', 'country', filters.country.toUpperCase());
+  if (filters.is_bot !== undefined) add('is_bot = {bot:UInt8}', 'bot', filters.is_bot ? 1 : 0);
+  if (filters.kind !== undefined) add('kind = {kind:String}', 'kind', filters.kind);
+  if (filters.kinds !== undefined) add('kind IN {kinds:Array(String)}', 'kinds', filters.kinds);
+  if (filters.ip !== undefined) add('ip_public = {ip:String}', 'ip', filters.ip);
+  return { where, params };
+}
+
+/** 422 unless `since` comes before `until` (when both are given). */
+export function assertOrderedBounds(filters: Pick<VisitFilters, 'since' | 'until'>): void {
+  if (filters.since && filters.until && Date.parse(filters.since) >= Date.parse(filters.until)) {
+    throw new AppError('validation_error', { since: 'must be before until' });
+  }
+}
 
 /**
  * Cursors are opaque: the time (ms) and the 64-bit hash of the visit id of the last row, the key the
@@ -56,7 +86,7 @@ function present(row: Record<string, unknown>, columns: readonly string[]): Reco
   const item: Record<string, unknown> = {};
   for (const column of columns) {
     const value = row[column];
-    item[column] = TIMES.has(column) ? isoOf(value) : FLAGS.has(column) ? Number(value) === 1 : column === 'asn' ? Number(value) : value;
+    item[column] = TIMES.has(column) ? isoOf(value) : FLAG_COLUMNS.has(column) ? Number(value) === 1 : column === 'asn' ? Number(value) : value;
   }
   return item;
 }
@@ -69,38 +99,12 @@ export function visitsService(context: Context) {
   const { client } = context.analytics;
   const subdomains = subdomainsService(context);
 
-  const rows = async (query: string, params: Record<string, unknown>) => {
-    const result = await client.query({ query, query_params: params, format: 'JSONEachRow' });
-    return result.json<Record<string, unknown>>();
-  };
-
-  /** WHERE conditions and parameters of a filter set (owner lists). */
-  const conditions = (ownerId: string | undefined, filters: VisitFilters) => {
-    const where: string[] = [];
-    const params: Record<string, unknown> = {};
-    const add = (condition: string, name: string, value: unknown) => {
-      where.push(condition);
-      params[name] = value;
-    };
-    if (ownerId !== undefined) add('owner_id = {owner:String}', 'owner', ownerId);
-    if (filters.subdomain !== undefined) add('subdomain = {subdomain:String}', 'subdomain', filters.subdomain);
-    if (filters.link_id !== undefined) add('link_id = {link:String}', 'link', filters.link_id);
-    if (filters.since !== undefined) add('ts >= fromUnixTimestamp64Milli({since:Int64})', 'since', Date.parse(filters.since));
-    if (filters.until !== undefined) add('ts < fromUnixTimestamp64Milli({until:Int64})', 'until', Date.parse(filters.until));
-    if (filters.country !== undefined) add('country = {country:String}', 'country', filters.country.toUpperCase());
-    if (filters.is_bot !== undefined) add('is_bot = {bot:UInt8}', 'bot', filters.is_bot ? 1 : 0);
-    if (filters.kind !== undefined) add('kind = {kind:String}', 'kind', filters.kind);
-    if (filters.kinds !== undefined) add('kind IN {kinds:Array(String)}', 'kinds', filters.kinds);
-    if (filters.ip !== undefined) add('ip_public = {ip:String}', 'ip', filters.ip);
-    return { where, params };
-  };
+  const rows = (query: string, params: Record<string, unknown>) => selectRows<Record<string, unknown>>(client, query, params);
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
-  const ownerPage = async (ownerId: string | undefined, filters: VisitFilters, paging: Paging) => {
-    if (filters.since && filters.until && Date.parse(filters.since) >= Date.parse(filters.until)) {
-      throw new AppError('validation_error', { since: 'must be before until' });
-    }
-    const { where, params } = conditions(ownerId, filters);
+  const ownerPage = async (ownerId: string, filters: VisitFilters, paging: Paging) => {
+    assertOrderedBounds(filters);
+    const { where, params } = visitConditions(ownerId, filters);
     const base = where.length > 0 ? where.join(' AND ') : '1';
     const paged = [...where];
     if (paging.cursor) {
@@ -137,7 +141,7 @@ export function visitsService(context: Context) {
     // Looking visits up by IP would tell hidden IPs apart: only where the policy shows them.
     if (filters.ip !== undefined && !view.details.ip) throw new AppError('forbidden', { reason: 'ips_not_public', subdomain: name });
     const published = Math.min(view.publishedBefore.getTime(), filters.until ? Date.parse(filters.until) : Infinity);
-    const { where, params } = conditions(ownerId, { subdomain: name, since: filters.since, kind: filters.kind, kinds: filters.kinds, ip: filters.ip });
+    const { where, params } = visitConditions(ownerId, { subdomain: name, since: filters.since, kind: filters.kind, kinds: filters.kinds, ip: filters.ip });
     where.push('ts <= fromUnixTimestamp64Milli({published:Int64})');
     params.published = published;
     const window = await rows(
