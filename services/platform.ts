@@ -44,7 +44,7 @@ export async function startPlatform(config: Config): Promise<Platform> {
 
   const consumers: Consumer[] = [];
   if (has('enricher')) consumers.push(await startEnricher(context));
-  if (has('worker')) await startWorker(context, []);
+  if (has('worker')) consumers.push(await startWorker(context));
 
   const { app } = await buildApp(context);
   await app.listen({ port: config.port, host: config.host });

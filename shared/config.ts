@@ -126,6 +126,10 @@ export const CONFIG_VARS = {
     optionalString(urlWithScheme(['redis', 'rediss'])),
     { doc: 'Redis URL for BullMQ jobs, shared rate-limit counters and pub/sub; without it all three are in-process.', production: true },
   ],
+  REDIS_PREFIX: [
+    withDefault(z.string().regex(/^[A-Za-z0-9._-]{1,40}$/, 'must be 1 to 40 letters, digits, dot, underscore and hyphen'), 'lt'),
+    { doc: 'Prefix of every Redis key and BullMQ queue (to share a Redis between environments).' },
+  ],
   ADMIN_EMAIL: [
     optionalString(z.email('must be an e-mail address')),
     { doc: 'E-mail of the staff admin created on first start when there is no user.' },
@@ -228,6 +232,45 @@ export const CONFIG_VARS = {
     withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(3_600, 'must be at most 3600 seconds'), 10),
     { doc: 'Window, in seconds of visit time, in which BURST_MAX_VISITS is counted.' },
   ],
+  WEBHOOK_ALLOWLIST: [
+    withDefault(
+      z
+        .string()
+        .transform((value) => value.split(',').map((entry) => entry.trim().toLowerCase()).filter(Boolean))
+        .pipe(
+          z.array(
+            z
+              .string()
+              .regex(/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]+)(?:\/\d{1,3})?)$/, 'must be comma-separated host names, IP addresses or CIDR ranges'),
+          ),
+        ),
+      '',
+    ),
+    {
+      doc: 'Comma-separated host names and CIDR ranges that webhooks may reach although internal (loopback, private, …): for self-hosted receivers. Cloud metadata endpoints stay refused.',
+    },
+  ],
+  WEBHOOK_RETRY_BASE_MS: [
+    withDefault(z.coerce.number().int().min(10, 'must be at least 10 ms').max(3_600_000, 'must be at most 3600000 ms'), 60_000),
+    { doc: 'Wait before the first retry of a failed webhook delivery; later retries wait 4, 16 and 64 times it (±20 % jitter). Default: 1, 4, 16 and 64 minutes.' },
+  ],
+  WEBHOOK_TIMEOUT_MS: [
+    withDefault(z.coerce.number().int().min(100, 'must be at least 100 ms').max(15_000, 'must be at most 15000 ms'), 10_000),
+    { doc: 'Longest a webhook delivery attempt may take (connect, send and answer); beyond it the attempt fails.' },
+  ],
+  WEBHOOK_CONCURRENCY: [
+    withDefault(z.coerce.number().int().min(1).max(1000), 64),
+    { doc: 'Webhook deliveries one worker process makes at once.' },
+  ],
+  WEBHOOK_CONCURRENCY_PER_WEBHOOK: [
+    withDefault(z.coerce.number().int().min(1).max(1000), 8),
+    { doc: 'Deliveries to one webhook one worker process makes at once; a busy webhook waits for its own slots instead of taking everyone\'s.' },
+  ],
+  SMTP_URL: [
+    optionalString(urlWithScheme(['smtp', 'smtps'])),
+    { doc: 'SMTP server for e-mail notifications (`smtp://user:password@host:587`, `smtps://…:465`); without it notifications are only shown in the dashboard.' },
+  ],
+  SMTP_FROM: [optionalString(z.string().min(3).max(200)), { doc: 'Sender of notification e-mails (default `linktrack <noreply@{BASE_DOMAIN}>`).' }],
   SHUTDOWN_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
     { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
@@ -264,6 +307,7 @@ export interface Config {
   analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
   visitLog: { kind: 'memory' } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
   redisUrl: string | undefined;
+  redisPrefix: string;
   admin: { email: string | undefined; password: string | undefined };
   trustProxy: string[];
   bodyLimit: number;
@@ -278,6 +322,8 @@ export interface Config {
   captcha: { enabled: boolean; after: number; secret: string | undefined };
   tracker: { secret: string | undefined; consentTtlSec: number };
   spam: { windowSec: number; tokensPerAccount: number; identitiesPerIp: number; cooldownSec: number };
+  webhooks: { allowlist: string[]; retryBaseMs: number; timeoutMs: number; concurrency: number; perWebhook: number };
+  smtp: { url: string; from: string } | undefined;
   rateLimits: Record<RateBucket, RateRule>;
 }
 
@@ -329,6 +375,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
       : { kind: 'memory' },
     redisUrl: env.REDIS_URL,
+    redisPrefix: env.REDIS_PREFIX,
     admin: { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD },
     trustProxy: env.TRUST_PROXY,
     bodyLimit: env.BODY_LIMIT,
@@ -348,6 +395,14 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       identitiesPerIp: env.SPAM_IDENTITIES_PER_IP,
       cooldownSec: env.SPAM_COOLDOWN,
     },
+    webhooks: {
+      allowlist: env.WEBHOOK_ALLOWLIST,
+      retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,
+      timeoutMs: env.WEBHOOK_TIMEOUT_MS,
+      concurrency: env.WEBHOOK_CONCURRENCY,
+      perWebhook: env.WEBHOOK_CONCURRENCY_PER_WEBHOOK,
+    },
+    smtp: env.SMTP_URL ? { url: env.SMTP_URL, from: env.SMTP_FROM ?? `linktrack <noreply@${env.BASE_DOMAIN}>` } : undefined,
     rateLimits,
   };
 }

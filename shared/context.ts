@@ -50,8 +50,8 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
   const visitLog =
     config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createMemoryVisitLog(metrics);
-  const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics) : createMemoryJobs(log, metrics);
-  const cache = config.redisUrl ? createRedisCache(config.redisUrl) : createMemoryCache();
+  const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createMemoryJobs(log, metrics);
+  const cache = config.redisUrl ? createRedisCache(config.redisUrl, config.redisPrefix) : createMemoryCache();
   return { config, log, metrics, db, analytics, visitLog, jobs, cache, startedAt: new Date() };
 }
 

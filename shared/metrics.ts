@@ -12,6 +12,8 @@ export interface Metrics {
   jobsProcessed: Counter<'job' | 'outcome'>;
   auditWriteFailures: Counter<string>;
   eventPublishFailures: Counter<'event'>;
+  webhookAttempts: Counter<'outcome'>;
+  webhookDispatched: Counter<'event'>;
   visitsAccepted: Counter<'kind'>;
   visitsDropped: Counter<'reason' | 'topic'>;
   visitsBuffered: Gauge<'topic'>;
@@ -72,6 +74,18 @@ export function createMetrics(): Metrics {
     auditWriteFailures: new Counter({
       name: 'audit_write_failures_total',
       help: 'Audit log entries that could not be written.',
+      registers: [registry],
+    }),
+    webhookAttempts: new Counter({
+      name: 'webhook_attempts_total',
+      help: 'Webhook delivery attempts, by outcome (success, http_error: a non-2xx answer, no_response: refused, timed out or unreachable).',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookDispatched: new Counter({
+      name: 'webhook_deliveries_enqueued_total',
+      help: 'Deliveries enqueued by the webhook dispatcher (one per matching webhook and event), by event type.',
+      labelNames: ['event'],
       registers: [registry],
     }),
     eventPublishFailures: new Counter({

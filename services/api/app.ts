@@ -23,6 +23,7 @@ import { visitsRoutes } from './visits/visits.routes.js';
 import { legacyRoutes } from './legacy/legacy.routes.js';
 import { exportsRoutes } from './exports/exports.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
+import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
 
@@ -79,6 +80,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...visitsRoutes(context),
     ...legacyRoutes(context),
     ...exportsRoutes(context),
+    ...webhooksRoutes(context),
     ...swarmRoutes(),
     ...(options.extraRoutes ?? []),
   );

@@ -110,13 +110,13 @@ export function createMemoryCache(): Cache {
 }
 
 /** Redis cache: one connection for commands (and the rate-limit store), a second for subscriptions. */
-export function createRedisCache(url: string): Cache {
+export function createRedisCache(url: string, keyPrefix = 'lt'): Cache {
   // Few retries and a short connect timeout: a rate-limit check must fail fast, not hang a request.
   const redis = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2_000, enableOfflineQueue: true });
   redis.on('error', () => undefined); // reconnection is automatic; failures surface on the calls and in /health
   let subscriber: Redis | undefined;
   const handlers = new Map<string, Set<(message: string) => void>>();
-  const prefix = 'lt:';
+  const prefix = `${keyPrefix}:`;
   return {
     kind: 'redis',
     redis,

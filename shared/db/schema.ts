@@ -112,7 +112,54 @@ export interface VisitorSaltsTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
+export interface WebhooksTable {
+  id: Generated<string>;
+  seq: ColumnType<string, never, never>;
+  owner_id: string;
+  url: string;
+  events: string[];
+  subdomain: string | null;
+  description: string | null;
+  secret: string;
+  enabled: ColumnType<boolean, boolean | undefined, boolean>;
+  disabled_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  disabled_reason: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface WebhookDeliveriesTable {
+  seq: ColumnType<string, never, never>;
+  webhook_id: string;
+  delivery_id: string;
+  event_id: string;
+  event: string;
+  attempt: number;
+  attempted_at: ColumnType<Date, Date | string, never>;
+  status_code: number | null;
+  latency_ms: number;
+  success: boolean;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+export interface NotificationsTable {
+  id: Generated<string>;
+  seq: ColumnType<string, never, never>;
+  user_id: string;
+  kind: string;
+  title: string;
+  body: string;
+  data: ColumnType<Record<string, unknown>, string | undefined, string>;
+  emailed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  read_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
 export interface DB {
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  notifications: NotificationsTable;
   platform_secrets: PlatformSecretsTable;
   visitor_salts: VisitorSaltsTable;
   subdomains: SubdomainsTable;

@@ -152,6 +152,13 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
           'The frozen v0 API under /api/rest.php/ (deprecated; security fixes only): the same bearer tokens (stats:read), or `?subdomain=` ' +
           'for public data under that subdomain\'s policy. New integrations use /api/v1/.',
       },
+      {
+        name: 'webhooks',
+        description:
+          'Signed deliveries of platform events to your receivers (subdomain:write): subscriptions, secrets, the test button and the log of every attempt. ' +
+          'Verify `X-Svc-Signature` in constant time over the raw body, refuse a `delivered_at` older than 5 minutes, and deduplicate on `X-Svc-Delivery`.',
+      },
+      { name: 'notifications', description: 'What the platform tells an account owner (a webhook disabled after failing deliveries); e-mailed too when SMTP_URL is set.' },
       { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
     ],
   });

@@ -1,11 +1,11 @@
-import { Queue, Worker } from 'bullmq';
+import { DelayedError, Queue, Worker, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type Jobs } from './jobs.js';
+import { DeferJob, JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type Jobs } from './jobs.js';
 
 /** BullMQ jobs on Redis: one queue per job kind, attempts and backoff from the job definition. */
-export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jobs {
+export function createBullmqJobs(url: string, log: Logger, metrics: Metrics, prefix = 'lt'): Jobs {
   // BullMQ workers block on Redis, so they need maxRetriesPerRequest: null.
   const connection = new Redis(url, { maxRetriesPerRequest: null });
   connection.on('error', () => undefined);
@@ -16,36 +16,47 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics): Jo
   const queueFor = (name: string) => {
     let queue = queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection, prefix: 'lt' });
+      queue = new Queue(name, { connection, prefix });
       queue.on('error', (error) => log.warn({ err: error, queue: name }, 'job queue error'));
       queues.set(name, queue);
     }
     return queue;
   };
+  const jobOptions = (definition: JobDefinition<unknown>): JobsOptions => ({
+    attempts: definition.attempts,
+    backoff: { type: 'jittered', delay: definition.backoffMs },
+    removeOnComplete: { age: JOB_ID_RETENTION_MS.completed / 1000 },
+    removeOnFail: { age: JOB_ID_RETENTION_MS.failed / 1000 },
+  });
   return {
     kind: 'bullmq',
     async enqueue<Data>(definition: JobDefinition<Data>, data: Data, options: { jobId?: string; delayMs?: number } = {}) {
-      await queueFor(definition.name).add(definition.name, data, {
-        jobId: options.jobId,
-        delay: options.delayMs,
-        attempts: definition.attempts,
-        backoff: { type: 'jittered', delay: definition.backoffMs },
-        removeOnComplete: { age: JOB_ID_RETENTION_MS.completed / 1000 },
-        removeOnFail: { age: JOB_ID_RETENTION_MS.failed / 1000 },
-      });
+      await queueFor(definition.name).add(definition.name, data, { ...jobOptions(definition), jobId: options.jobId, delay: options.delayMs });
+    },
+    async enqueueMany(definition, jobs) {
+      if (jobs.length === 0) return;
+      const options = jobOptions(definition);
+      await queueFor(definition.name).addBulk(jobs.map((job) => ({ name: definition.name, data: job.data, opts: { ...options, jobId: job.jobId } })));
     },
     async process(definition, handler) {
       const workerConnection = connection.duplicate();
       workerConnections.add(workerConnection);
       const worker = new Worker(
         definition.name,
-        async (job) => {
+        async (job, token) => {
           const attempt = job.attemptsMade + 1;
-          await handler(job.data, { id: job.id ?? '', attempt, final: attempt >= definition.attempts });
+          try {
+            await handler(job.data, { id: job.id ?? '', attempt, final: attempt >= definition.attempts });
+          } catch (error) {
+            if (!(error instanceof DeferJob)) throw error;
+            // Run again later as the same attempt: moved to the delayed set, not failed.
+            await job.moveToDelayed(Date.now() + error.delayMs, token);
+            throw new DelayedError();
+          }
         },
         {
           connection: workerConnection,
-          prefix: 'lt',
+          prefix,
           concurrency: definition.concurrency,
           settings: {
             // Same schedule as the in-process runner: exponential with jitter.

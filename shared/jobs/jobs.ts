@@ -3,8 +3,10 @@ export interface JobDefinition<Data> {
   name: string;
   /** Total attempts including the first. */
   attempts: number;
-  /** Base of the exponential backoff: attempt n waits base * 2^(n-1), with jitter. */
+  /** Base of the exponential backoff: the wait before attempt n (n ≥ 2) is base * factor^(n-2), with ±20 % jitter. */
   backoffMs: number;
+  /** Growth of the backoff from one retry to the next (default 2). */
+  backoffFactor?: number;
   /** Jobs of this kind processed at once by one worker process. */
   concurrency: number;
   /** Only for typing: never read. */
@@ -26,6 +28,17 @@ export interface JobContext {
 
 export type JobHandler<Data> = (data: Data, context: JobContext) => Promise<void>;
 
+/**
+ * Thrown by a handler that cannot run the job now (a per-key concurrency bound is full): the job
+ * is run again after `delayMs` as the same attempt (it does not count as a failure).
+ */
+export class DeferJob extends Error {
+  constructor(readonly delayMs: number) {
+    super(`job deferred by ${delayMs} ms`);
+    this.name = 'DeferJob';
+  }
+}
+
 export interface EnqueueOptions {
   /** A stable id makes the enqueue idempotent (a second enqueue with the same id is ignored). */
   jobId?: string;
@@ -36,6 +49,8 @@ export interface EnqueueOptions {
 export interface Jobs {
   kind: 'memory' | 'bullmq';
   enqueue<Data>(definition: JobDefinition<Data>, data: Data, options?: EnqueueOptions): Promise<void>;
+  /** Enqueues many jobs of one kind in one round trip (BullMQ's addBulk). */
+  enqueueMany<Data>(definition: JobDefinition<Data>, jobs: { data: Data; jobId?: string }[]): Promise<void>;
   /** Starts processing a job kind in this process (the worker role calls it). */
   process<Data>(definition: JobDefinition<Data>, handler: JobHandler<Data>): Promise<void>;
   ping(): Promise<void>;
@@ -50,7 +65,7 @@ export interface Jobs {
 export const JOB_ID_RETENTION_MS = { completed: 3_600_000, failed: 7 * 24 * 3_600_000 } as const;
 
 /** Delay before attempt `next` (2 for the first retry): exponential with ±20 % jitter. */
-export function backoffDelay(definition: Pick<JobDefinition<unknown>, 'backoffMs'>, next: number): number {
-  const base = definition.backoffMs * 2 ** (next - 2);
+export function backoffDelay(definition: Pick<JobDefinition<unknown>, 'backoffMs' | 'backoffFactor'>, next: number): number {
+  const base = definition.backoffMs * (definition.backoffFactor ?? 2) ** (next - 2);
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type JobHandler, type Jobs } from './jobs.js';
+import { DeferJob, JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type JobHandler, type Jobs } from './jobs.js';
 
 interface Pending {
   id: string;
@@ -43,6 +43,7 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
             remember(job.id, 'completed');
           },
           (error: unknown) => {
+            if (error instanceof DeferJob) return schedule(job, error.delayMs);
             if (final) {
               metrics.jobsProcessed.inc({ job: name, outcome: 'failed' });
               log.warn({ job: name, id: job.id, attempt: job.attempt, err: error }, 'job failed for good');
@@ -87,6 +88,9 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
       if (known.size > 100_000) for (const [key, expiry] of known) if (expiry <= Date.now()) known.delete(key);
       known.set(id, Infinity);
       schedule({ id, name: definition.name, data, attempt: 1 }, options.delayMs ?? 0);
+    },
+    async enqueueMany(definition, jobs) {
+      for (const job of jobs) await this.enqueue(definition, job.data, { jobId: job.jobId });
     },
     async process(definition, handler) {
       definitions.set(definition.name, definition as JobDefinition<unknown>);

@@ -32,6 +32,9 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     // Embedded tests use an in-memory PGlite and this process's chDB path (below): nothing is written here.
     DATA_DIR: join(tmpdir(), 'linktrack-test-unused'),
     KAFKA_TOPIC_PREFIX: uniqueName('t') + '.',
+    // Test files run in parallel processes sharing one Redis: each process keeps its own keys and
+    // queues (two contexts of one process, playing two nodes, share theirs).
+    REDIS_PREFIX: `lt-t${process.pid}`,
     // Tests present many accounts and tokens from loopback on purpose; the anti-spam tests set
     // their own thresholds.
     SPAM_IDENTITIES_PER_IP: '100000',

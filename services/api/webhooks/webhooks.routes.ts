@@ -1,0 +1,273 @@
+import { z } from 'zod';
+import type { Context } from '../../../shared/context.js';
+import { PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
+import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { ALLOWED_PORTS_NOTE } from '../../../shared/webhooks/guard.js';
+import { WEBHOOK_EVENTS } from '../../../shared/webhooks/delivery.js';
+import { MAX_WEBHOOKS_PER_ACCOUNT, webhooksService } from './webhooks.service.js';
+
+const tags = ['webhooks'];
+
+const urlSchema = z
+  .string()
+  .min(1)
+  .max(2048)
+  .meta({
+    description:
+      'Receiver URL, http or https, without credentials. Checked by the SSRF guard here and at every attempt: every address the host resolves to must be ' +
+      `public (loopback, private, link-local, CGNAT, unique-local, multicast, reserved, unspecified and cloud metadata addresses are refused, also in IPv4-mapped and NAT64 forms); ports ${ALLOWED_PORTS_NOTE}. ` +
+      'WEBHOOK_ALLOWLIST admits named internal hosts and ranges. A refusal is 422 `validation_error` with the reason in `details.url`.',
+    example: 'https://hooks.example.com/linktrack',
+  });
+const eventsSchema = z
+  .array(z.enum(WEBHOOK_EVENTS))
+  .min(1)
+  .max(WEBHOOK_EVENTS.length)
+  .meta({
+    description:
+      'Events to receive. Emitted: `visit.new`, `visit.unique`, `link.limit_reached`, `security.suspicious`, `link.created`. Accepted, not yet emitted: ' +
+      '`link.target_down`, `agent.task`. `webhook.test` is sent by the test endpoint whatever this list says. An unknown name is 422.',
+  });
+const subdomainSchema = z
+  .string()
+  .max(63)
+  .nullable()
+  .meta({ description: 'Only events of this subdomain (one of yours). Without it (or null): events of all your subdomains.' });
+const descriptionSchema = z.string().trim().max(500).nullable();
+
+const WebhookSchema = z
+  .object({
+    id: z.uuid(),
+    url: z.string(),
+    events: z.array(z.string()),
+    subdomain: z.string().nullable(),
+    description: z.string().nullable(),
+    secret_prefix: z.string().meta({ description: 'The first 12 characters of the secret, to recognise it; the secret itself is shown only at creation and rotation.' }),
+    enabled: z.boolean(),
+    disabled_at: z.iso.datetime().nullable(),
+    disabled_reason: z.string().nullable().meta({
+      description: 'Why it was disabled: the fifth failed attempt of a delivery, a 410 Gone answer, or its owner (PATCH enabled=false).',
+    }),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Webhook' });
+
+const SECRET_DOC =
+  'The signing secret (`whsec_…`), shown this once. Every delivery carries `X-Svc-Signature: sha256=<hex HMAC-SHA256 of the raw body with it>`.';
+const WebhookWithSecretSchema = WebhookSchema.extend({ secret: z.string().meta({ description: SECRET_DOC }) });
+
+const attemptFields = {
+  delivery_id: z.uuid().meta({ description: 'The `X-Svc-Delivery` header: the same for every attempt of one event to this webhook.' }),
+  event: z.string(),
+  event_id: z.uuid(),
+  attempt: z.number().int().meta({ description: '1 to 5.' }),
+  attempted_at: z.iso.datetime(),
+  status_code: z.number().int().nullable().meta({ description: 'The receiver\'s HTTP status; null when none came (refused by the guard, timed out, unreachable).' }),
+  latency_ms: z.number().int(),
+  success: z.boolean().meta({ description: 'Only a 2xx is a success; a redirect is not followed and is a failure.' }),
+  error: z.string().nullable(),
+  response_excerpt: z.string().nullable().meta({ description: 'The first 1024 characters of the response body (at most 64 KiB are read).' }),
+};
+const DeliverySchema = z.object({ id: z.string().meta({ description: 'Position in the log (newer attempts have larger ids).' }), ...attemptFields }).meta({ id: 'WebhookDelivery' });
+const TestDeliverySchema = z.object(attemptFields).meta({ id: 'WebhookTestDelivery' });
+
+const NotificationSchema = z
+  .object({
+    id: z.uuid(),
+    kind: z.string().meta({ description: '`webhook.disabled`.' }),
+    title: z.string(),
+    body: z.string(),
+    data: z.record(z.string(), z.unknown()),
+    created_at: z.iso.datetime(),
+    read_at: z.iso.datetime().nullable(),
+    emailed_at: z.iso.datetime().nullable().meta({ description: 'When it was also e-mailed (only with SMTP_URL configured).' }),
+  })
+  .meta({ id: 'Notification' });
+
+const idParams = z.object({ id: z.uuid() });
+const auth = { kind: 'scope', scope: 'subdomain:write' } as const;
+
+/** Webhook endpoints (subdomain:write) and the owner's notifications. */
+export function webhooksRoutes(context: Context): RouteDef[] {
+  const service = webhooksService(context);
+  return [
+    defineRoute({
+      operationId: 'listWebhooks',
+      method: 'GET',
+      path: '/api/v1/webhooks',
+      summary: "List the caller's webhooks (never their secrets)",
+      tags,
+      auth,
+      bucket: 'api',
+      response: z.object({ webhooks: z.array(WebhookSchema) }),
+      handler: async ({ principal, respond }) => {
+        const webhooks = await service.list(principal!);
+        respond.meta({ count: webhooks.length, total: webhooks.length });
+        return { webhooks };
+      },
+    }),
+    defineRoute({
+      operationId: 'createWebhook',
+      method: 'POST',
+      path: '/api/v1/webhooks',
+      summary: 'Create a webhook (201); its secret is in data.secret, shown this once',
+      description:
+        `At most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account. Deliveries: POST of the standard envelope plus \`event\` and \`delivered_at\` ` +
+        '(ISO 8601, inside the signed body: refuse deliveries older than 5 minutes to stop replays), with headers `X-Svc-Signature`, `X-Svc-Event`, ' +
+        '`X-Svc-Delivery` (an idempotency key, the same across retries) and `X-Svc-Attempt`. Only a 2xx answer within WEBHOOK_TIMEOUT_MS (default 10 s) ' +
+        'is a success; redirects are not followed. A failed delivery is retried 4 times after 1, 4, 16 and 64 minutes (±20 %; WEBHOOK_RETRY_BASE_MS ' +
+        'scales them); after the fifth failure, or at once on 410 Gone, the webhook is disabled and you are notified.',
+      tags,
+      auth,
+      bucket: 'api',
+      body: z.strictObject({ url: urlSchema, events: eventsSchema, subdomain: subdomainSchema.optional(), description: descriptionSchema.optional() }),
+      response: WebhookWithSecretSchema,
+      status: 201,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, body, request }) => service.create(principal!, body, request.ip),
+    }),
+    defineRoute({
+      operationId: 'getWebhook',
+      method: 'GET',
+      path: '/api/v1/webhooks/{id}',
+      summary: 'Read a webhook',
+      tags,
+      auth,
+      bucket: 'api',
+      params: idParams,
+      response: WebhookSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params }) => service.get(principal!, params.id),
+    }),
+    defineRoute({
+      operationId: 'updateWebhook',
+      method: 'PATCH',
+      path: '/api/v1/webhooks/{id}',
+      summary: 'Update a webhook',
+      description: 'Any of url (guarded again), events, subdomain, description, enabled. `enabled: false` pauses it (reason "disabled by its owner"); `true` is the same as POST …/enable.',
+      tags,
+      auth,
+      bucket: 'api',
+      params: idParams,
+      body: z
+        .strictObject({
+          url: urlSchema.optional(),
+          events: eventsSchema.optional(),
+          subdomain: subdomainSchema.optional(),
+          description: descriptionSchema.optional(),
+          enabled: z.boolean().optional(),
+        })
+        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' }),
+      response: WebhookSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, body, request }) => service.update(principal!, params.id, body, request.ip),
+    }),
+    defineRoute({
+      operationId: 'deleteWebhook',
+      method: 'DELETE',
+      path: '/api/v1/webhooks/{id}',
+      summary: 'Delete a webhook and its delivery log; deliveries in flight are dropped',
+      tags,
+      auth,
+      bucket: 'api',
+      params: idParams,
+      response: WebhookSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, request }) => service.remove(principal!, params.id, request.ip),
+    }),
+    defineRoute({
+      operationId: 'rotateWebhookSecret',
+      method: 'POST',
+      path: '/api/v1/webhooks/{id}/rotate-secret',
+      summary: 'Replace the secret; the new one is in data.secret, shown this once',
+      description: 'Every attempt from now on, retries of earlier events included, is signed with the new secret; the old one stops at once.',
+      tags,
+      auth,
+      bucket: 'api',
+      params: idParams,
+      response: WebhookWithSecretSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, request }) => service.rotateSecret(principal!, params.id, request.ip),
+    }),
+    defineRoute({
+      operationId: 'enableWebhook',
+      method: 'POST',
+      path: '/api/v1/webhooks/{id}/enable',
+      summary: 'Enable a webhook again (after an automatic disable)',
+      description: 'Events raised while it was disabled, and retries pending when it was disabled, are not sent.',
+      tags,
+      auth,
+      bucket: 'api',
+      params: idParams,
+      response: WebhookSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, request }) => service.enable(principal!, params.id, request.ip),
+    }),
+    defineRoute({
+      operationId: 'testWebhook',
+      method: 'POST',
+      path: '/api/v1/webhooks/{id}/test',
+      summary: 'Send `webhook.test` now and answer with the attempt',
+      description:
+        'Sent whatever the subscription, enabled or not, signed like any delivery; one attempt, logged in the delivery log, never retried, and its failure ' +
+        '(410 included) does not disable the webhook.',
+      tags,
+      auth,
+      bucket: 'api',
+      params: idParams,
+      response: TestDeliverySchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params }) => service.test(principal!, params.id),
+    }),
+    defineRoute({
+      operationId: 'listWebhookDeliveries',
+      method: 'GET',
+      path: '/api/v1/webhooks/{id}/deliveries',
+      summary: 'The delivery log: every attempt, newest first',
+      description: PAGINATION_NOTE,
+      tags,
+      auth,
+      bucket: 'api',
+      params: idParams,
+      query: z.object(pagingQuery),
+      response: z.object({ deliveries: z.array(DeliverySchema) }),
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, query, respond }) => {
+        const { deliveries, meta } = await service.deliveries(principal!, params.id, query);
+        respond.meta(meta);
+        return { deliveries };
+      },
+    }),
+    defineRoute({
+      operationId: 'listNotifications',
+      method: 'GET',
+      path: '/api/v1/notifications',
+      summary: "The caller's notifications, newest first (a webhook disabled, …)",
+      description: PAGINATION_NOTE,
+      tags: ['notifications'],
+      auth: { kind: 'account' },
+      bucket: 'api',
+      query: z.object(pagingQuery),
+      response: z.object({ notifications: z.array(NotificationSchema) }),
+      handler: async ({ principal, query, respond }) => {
+        const { notifications, meta } = await service.notifications(principal!, query);
+        respond.meta(meta);
+        return { notifications };
+      },
+    }),
+    defineRoute({
+      operationId: 'readNotification',
+      method: 'POST',
+      path: '/api/v1/notifications/{id}/read',
+      summary: 'Mark a notification read',
+      tags: ['notifications'],
+      auth: { kind: 'account' },
+      bucket: 'api',
+      params: idParams,
+      response: NotificationSchema,
+      errors: ['not_found'],
+      handler: async ({ principal, params }) => service.markRead(principal!, params.id),
+    }),
+  ];
+}

@@ -1,0 +1,234 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import type { Context } from '../../../shared/context.js';
+import { AppError } from '../../../shared/errors.js';
+import { canManage, type Principal } from '../../../shared/http/auth.js';
+import { decodeSeqCursor, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
+import { GuardRefusal, checkTarget } from '../../../shared/webhooks/guard.js';
+import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '../../../shared/webhooks/delivery.js';
+import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/repository.js';
+import { auditRepository } from '../audit/audit.repository.js';
+import { subdomainsService } from '../subdomains/subdomains.service.js';
+
+/** Webhooks one account may have. */
+export const MAX_WEBHOOKS_PER_ACCOUNT = 25;
+
+/** A webhook as its owner sees it: never the secret (only at creation and rotation). */
+export interface WebhookView {
+  id: string;
+  url: string;
+  events: string[];
+  subdomain: string | null;
+  description: string | null;
+  secret_prefix: string;
+  enabled: boolean;
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeliveryView {
+  id: string;
+  delivery_id: string;
+  event: string;
+  event_id: string;
+  attempt: number;
+  attempted_at: string;
+  status_code: number | null;
+  latency_ms: number;
+  success: boolean;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+export const toWebhookView = (row: WebhookRow): WebhookView => ({
+  id: row.id,
+  url: row.url,
+  events: row.events,
+  subdomain: row.subdomain,
+  description: row.description,
+  secret_prefix: row.secret.slice(0, 12),
+  enabled: row.enabled,
+  disabled_at: row.disabled_at?.toISOString() ?? null,
+  disabled_reason: row.disabled_reason,
+  created_at: row.created_at.toISOString(),
+  updated_at: row.updated_at.toISOString(),
+});
+
+const toDeliveryView = (row: DeliveryRow): DeliveryView => ({
+  id: row.seq,
+  delivery_id: row.delivery_id,
+  event: row.event,
+  event_id: row.event_id,
+  attempt: row.attempt,
+  attempted_at: row.attempted_at.toISOString(),
+  status_code: row.status_code,
+  latency_ms: row.latency_ms,
+  success: row.success,
+  error: row.error,
+  response_excerpt: row.response_excerpt,
+});
+
+const toNotificationView = (row: NotificationRow) => ({
+  id: row.id,
+  kind: row.kind,
+  title: row.title,
+  body: row.body,
+  data: row.data,
+  created_at: row.created_at.toISOString(),
+  read_at: row.read_at?.toISOString() ?? null,
+  emailed_at: row.emailed_at?.toISOString() ?? null,
+});
+
+export interface NewWebhookInput {
+  url: string;
+  events: WebhookEvent[];
+  subdomain?: string | null;
+  description?: string | null;
+}
+
+export interface WebhookChanges extends Partial<NewWebhookInput> {
+  enabled?: boolean;
+}
+
+const newSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
+
+/** Webhook rules: the owner's subscriptions, their secrets, the test button and the delivery log. */
+export function webhooksService(context: Context) {
+  const webhooks = webhooksRepository(context.db.db);
+  const subdomains = subdomainsService(context);
+  const audits = auditRepository(context.db.db);
+  const deliverer = createDeliverer(context);
+
+  /** The URL after the SSRF guard (422 validation_error with the reason when refused). */
+  const guarded = async (url: string): Promise<string> => {
+    try {
+      return (await checkTarget(url, { allowlist: context.config.webhooks.allowlist })).url.toString();
+    } catch (error) {
+      if (error instanceof GuardRefusal) throw new AppError('validation_error', { url: error.message });
+      throw error;
+    }
+  };
+
+  /** A subdomain filter: a subdomain the webhook's owner has (404 unknown, 403 someone else's). */
+  const subdomainOf = async (principal: Principal, ownerId: string, name: string | null | undefined): Promise<string | null> => {
+    if (name === undefined || name === null) return null;
+    const row = await subdomains.managed(principal, name);
+    if (row.owner_id !== ownerId) throw new AppError('not_owner', { subdomain: name });
+    return row.name;
+  };
+
+  const managed = async (principal: Principal, id: string): Promise<WebhookRow> => {
+    const row = await webhooks.findById(id);
+    if (!row) throw new AppError('not_found', { webhook: id });
+    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { webhook: id });
+    return row;
+  };
+
+  /** Every change is seen by the dispatchers and deliverers of every node before the answer leaves. */
+  const changed = () => context.cache.bump(WEBHOOKS_VERSION_KEY);
+
+  const audit = (principal: Principal, action: string, webhookId: string, ip: string, details: Record<string, unknown> = {}) =>
+    audits.insert({ action, actorId: principal.userId, target: webhookId, ip, details });
+
+  return {
+    async create(principal: Principal, input: NewWebhookInput, ip: string): Promise<WebhookView & { secret: string }> {
+      if ((await webhooks.countByOwner(principal.userId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
+        throw new AppError('validation_error', { url: `at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account; delete one first` });
+      }
+      const url = await guarded(input.url);
+      const subdomain = await subdomainOf(principal, principal.userId, input.subdomain);
+      const secret = newSecret();
+      const row = await webhooks.insert({
+        owner_id: principal.userId,
+        url,
+        events: [...new Set(input.events)],
+        subdomain,
+        description: input.description ?? null,
+        secret,
+      });
+      await changed();
+      await audit(principal, 'webhook.create', row.id, ip, { url, events: row.events });
+      return { ...toWebhookView(row), secret };
+    },
+    async list(principal: Principal): Promise<WebhookView[]> {
+      return (await webhooks.listByOwner(principal.userId)).map(toWebhookView);
+    },
+    async get(principal: Principal, id: string): Promise<WebhookView> {
+      return toWebhookView(await managed(principal, id));
+    },
+    async update(principal: Principal, id: string, changes: WebhookChanges, ip: string): Promise<WebhookView> {
+      const current = await managed(principal, id);
+      const set: Parameters<typeof webhooks.update>[1] = {};
+      if (changes.url !== undefined) set.url = await guarded(changes.url);
+      if (changes.events !== undefined) set.events = [...new Set(changes.events)];
+      if (changes.subdomain !== undefined) set.subdomain = await subdomainOf(principal, current.owner_id, changes.subdomain);
+      if (changes.description !== undefined) set.description = changes.description;
+      let row = Object.keys(set).length > 0 ? await webhooks.update(id, set) : current;
+      if (!row) throw new AppError('not_found', { webhook: id });
+      if (changes.enabled === true && !row.enabled) row = (await webhooks.enable(id)) ?? row;
+      if (changes.enabled === false && row.enabled) row = (await webhooks.disable(id, 'disabled by its owner')) ?? row;
+      await changed();
+      await audit(principal, 'webhook.update', id, ip, { fields: Object.keys(changes) });
+      return toWebhookView(row);
+    },
+    async remove(principal: Principal, id: string, ip: string): Promise<WebhookView> {
+      const row = await managed(principal, id);
+      await webhooks.delete(id);
+      await changed();
+      await audit(principal, 'webhook.delete', id, ip, { url: row.url });
+      return toWebhookView(row);
+    },
+    async rotateSecret(principal: Principal, id: string, ip: string): Promise<WebhookView & { secret: string }> {
+      await managed(principal, id);
+      const secret = newSecret();
+      const row = await webhooks.update(id, { secret });
+      if (!row) throw new AppError('not_found', { webhook: id });
+      await changed();
+      await audit(principal, 'webhook.rotate_secret', id, ip);
+      return { ...toWebhookView(row), secret };
+    },
+    async enable(principal: Principal, id: string, ip: string): Promise<WebhookView> {
+      await managed(principal, id);
+      const row = await webhooks.enable(id);
+      if (!row) throw new AppError('not_found', { webhook: id });
+      await changed();
+      await audit(principal, 'webhook.enable', id, ip);
+      return toWebhookView(row);
+    },
+    /** Sends `webhook.test` now, whatever the subscription and whether enabled; one attempt, logged, never retried. */
+    async test(principal: Principal, id: string): Promise<Omit<DeliveryView, 'id'>> {
+      const row = await managed(principal, id);
+      const event = {
+        id: uuidv7(),
+        type: 'webhook.test' as const,
+        occurred_at: new Date().toISOString(),
+        subdomain: row.subdomain,
+        data: { webhook_id: row.id, url: row.url, message: 'A test delivery, sent on request. Verify its signature as you would any other.' },
+      };
+      const { webhook_id: _webhook, ...attempt } = await deliverer.attempt(row, event, randomUUID(), 1);
+      return attempt;
+    },
+    async deliveries(principal: Principal, id: string, paging: Paging) {
+      const row = await managed(principal, id);
+      const at = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeSeqCursor(paging.cursor) : undefined };
+      const [items, total] = await Promise.all([webhooks.listAttempts(row.id, paging.limit + 1, at), webhooks.countAttempts(row.id)]);
+      const hasMore = items.length > paging.limit;
+      const page = items.slice(0, paging.limit);
+      return { deliveries: page.map(toDeliveryView), meta: seqPageMeta(page, total, hasMore, paging) };
+    },
+    async notifications(principal: Principal, paging: Paging) {
+      const at = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeSeqCursor(paging.cursor) : undefined };
+      const [items, total] = await Promise.all([webhooks.listNotifications(principal.userId, paging.limit + 1, at), webhooks.countNotifications(principal.userId)]);
+      const hasMore = items.length > paging.limit;
+      const page = items.slice(0, paging.limit);
+      return { notifications: page.map(toNotificationView), meta: seqPageMeta(page, total, hasMore, paging) };
+    },
+    async markRead(principal: Principal, id: string) {
+      const row = await webhooks.markNotificationRead(principal.userId, id);
+      if (!row) throw new AppError('not_found', { notification: id });
+      return toNotificationView(row);
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import type { Context } from '../../shared/context.js';
+import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
+import { DeferJob, defineJob, type JobDefinition } from '../../shared/jobs/jobs.js';
+import { createNotifier } from '../../shared/notifications.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
+import type { Consumer } from '../../shared/visit-log/visit-log.js';
+import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '../../shared/webhooks/delivery.js';
+import { webhooksRepository, type WebhookRow } from '../../shared/webhooks/repository.js';
+
+/** The consumer group of the dispatcher on the `events` topic. */
+export const WEBHOOK_DISPATCH_GROUP = 'webhook-dispatch';
+
+/** A delivery job: one event to one webhook, all its attempts. */
+export interface DeliveryJob {
+  webhook_id: string;
+  owner_id: string;
+  delivery_id: string;
+  event: DeliverableEvent;
+}
+
+/** The delivery job kind with the configured policy: 5 attempts, waits base·4^(n-2) with jitter. */
+export function deliveryJob(context: Context): JobDefinition<DeliveryJob> {
+  const { retryBaseMs, concurrency } = context.config.webhooks;
+  return defineJob<DeliveryJob>({ name: 'webhook.deliver', attempts: MAX_ATTEMPTS, backoffMs: retryBaseMs, backoffFactor: BACKOFF_FACTOR, concurrency });
+}
+
+/** How long a cached webhook record is used without reading the version key's change. */
+const CACHE_TTL_MS = 30_000;
+/** How long a delivery waits for a slot of its webhook before it is deferred (and its worker slot freed). */
+const SLOT_WAIT_MS = 200;
+
+/**
+ * Webhook records cached per owner, valid under the current WEBHOOKS_VERSION_KEY (every change
+ * bumps it, on every node) and for CACHE_TTL_MS at most.
+ */
+function webhookCache(context: Context) {
+  const repository = webhooksRepository(context.db.db);
+  const byOwner = new Map<string, { rows: WebhookRow[]; version: number; at: number }>();
+  const version = async () => context.cache.read(WEBHOOKS_VERSION_KEY);
+  return {
+    /** The enabled webhooks of each owner. */
+    async enabledOf(ownerIds: string[]): Promise<Map<string, WebhookRow[]>> {
+      const current = await version();
+      const now = Date.now();
+      const missing = ownerIds.filter((owner) => {
+        const hit = byOwner.get(owner);
+        return !hit || hit.version !== current || now - hit.at >= CACHE_TTL_MS;
+      });
+      if (missing.length > 0) {
+        const rows = await repository.listEnabledByOwners(missing);
+        if (byOwner.size > 50_000) byOwner.clear();
+        for (const owner of missing) byOwner.set(owner, { rows: [], version: current, at: now });
+        for (const row of rows) byOwner.get(row.owner_id)!.rows.push(row);
+      }
+      return new Map(ownerIds.map((owner) => [owner, byOwner.get(owner)!.rows]));
+    },
+    /** The current record of a webhook (undefined once deleted). */
+    async get(id: string, ownerId: string): Promise<WebhookRow | undefined> {
+      const current = await version();
+      const hit = byOwner.get(ownerId);
+      if (hit && hit.version === current && Date.now() - hit.at < CACHE_TTL_MS) {
+        const row = hit.rows.find((candidate) => candidate.id === id);
+        if (row) return row;
+      }
+      return repository.findById(id);
+    },
+  };
+}
+
+/** Bounds concurrent deliveries per webhook in this process; a waiter gets the next free slot. */
+function slotsPerKey(limit: number) {
+  const taken = new Map<string, number>();
+  const waiters = new Map<string, (() => void)[]>();
+  const release = (key: string) => {
+    const next = waiters.get(key)?.shift();
+    if (next) return next();
+    const count = (taken.get(key) ?? 1) - 1;
+    if (count === 0) taken.delete(key);
+    else taken.set(key, count);
+    if (waiters.get(key)?.length === 0) waiters.delete(key);
+  };
+  return {
+    /** Resolves true with a slot (release it), or false when none freed within `waitMs`. */
+    acquire(key: string, waitMs: number): Promise<boolean> | boolean {
+      const count = taken.get(key) ?? 0;
+      if (count < limit) {
+        taken.set(key, count + 1);
+        return true;
+      }
+      return new Promise((resolve) => {
+        const queue = waiters.get(key) ?? [];
+        waiters.set(key, queue);
+        const grant = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          queue.splice(queue.indexOf(grant), 1);
+          resolve(false);
+        }, waitMs);
+        queue.push(grant);
+      });
+    },
+    release,
+  };
+}
+
+/** Which of an owner's webhooks receive an event: subscribed to its type, and of its subdomain when they name one. */
+export function matches(webhook: Pick<WebhookRow, 'events' | 'subdomain'>, event: Pick<PlatformEvent, 'type' | 'subdomain'>): boolean {
+  return webhook.events.includes(event.type) && (webhook.subdomain === null || webhook.subdomain === event.subdomain);
+}
+
+/**
+ * The webhook side of the worker role:
+ * - the dispatcher consumes the `events` topic and enqueues one delivery job per event and
+ *   matching webhook (job id = delivery id, so an event redelivered is not delivered twice);
+ * - the delivery jobs make the attempts: 2xx is success; anything else is retried with backoff;
+ *   410 Gone disables the webhook at once; the fifth failure disables it and notifies the owner.
+ * The enricher only publishes events (one message per owner and batch): fan-out and HTTP happen here.
+ */
+export async function startWebhooks(context: Context): Promise<Consumer> {
+  const repository = webhooksRepository(context.db.db);
+  const cache = webhookCache(context);
+  const deliverer = createDeliverer(context);
+  const notifier = createNotifier(context);
+  const job = deliveryJob(context);
+  const slots = slotsPerKey(context.config.webhooks.perWebhook);
+
+  const disable = async (webhook: WebhookRow, reason: string, data: Record<string, unknown>) => {
+    const disabled = await repository.disable(webhook.id, reason);
+    if (!disabled) return; // another attempt disabled it first and notified
+    await context.cache.bump(WEBHOOKS_VERSION_KEY);
+    context.log.warn({ webhook_id: webhook.id, reason }, 'webhook disabled');
+    await notifier.notify({
+      userId: webhook.owner_id,
+      kind: 'webhook.disabled',
+      title: 'A webhook was disabled',
+      body:
+        `Your webhook ${webhook.url} was disabled: ${reason}. ` +
+        'Events are not sent to it until you enable it again (POST /api/v1/webhooks/{id}/enable); its delivery log shows every attempt.',
+      data: { webhook_id: webhook.id, url: webhook.url, reason, ...data },
+    });
+  };
+
+  await context.jobs.process(job, async (delivery, { attempt, final }) => {
+    const webhook = await cache.get(delivery.webhook_id, delivery.owner_id);
+    // Deleted, or disabled meanwhile: nothing more is sent (not an attempt).
+    if (!webhook || !webhook.enabled) return;
+    const slot = slots.acquire(webhook.id, SLOT_WAIT_MS);
+    if (!(slot === true || (await slot))) throw new DeferJob(SLOT_WAIT_MS + Math.round(Math.random() * SLOT_WAIT_MS));
+    let outcome;
+    try {
+      outcome = await deliverer.attempt(webhook, delivery.event, delivery.delivery_id, attempt);
+    } finally {
+      slots.release(webhook.id);
+    }
+    if (outcome.success) return;
+    if (outcome.status_code === 410) {
+      return disable(webhook, 'the receiver answered 410 Gone', { delivery_id: delivery.delivery_id, event: delivery.event.type });
+    }
+    if (final) {
+      return disable(webhook, `${MAX_ATTEMPTS} attempts of delivery ${delivery.delivery_id} (${delivery.event.type}) failed; the last: ${outcome.error}`, {
+        delivery_id: delivery.delivery_id,
+        event: delivery.event.type,
+      });
+    }
+    throw new Error(`webhook delivery attempt ${attempt} failed: ${outcome.error}`);
+  });
+
+  const consumer = await context.visitLog.consume({
+    groupId: WEBHOOK_DISPATCH_GROUP,
+    topic: TOPICS.events,
+    maxBatch: 500,
+    maxWaitMs: 50,
+    handler: async (messages) => {
+      const events = messages.flatMap(decodeEvents);
+      if (events.length === 0) return;
+      const subscribed = await cache.enabledOf([...new Set(events.map((event) => event.owner_id))]);
+      const jobs: { data: DeliveryJob; jobId: string }[] = [];
+      for (const event of events) {
+        for (const webhook of subscribed.get(event.owner_id) ?? []) {
+          if (!matches(webhook, event)) continue;
+          const deliveryId = deliveryIdOf(webhook.id, event.id);
+          jobs.push({ jobId: deliveryId, data: { webhook_id: webhook.id, owner_id: webhook.owner_id, delivery_id: deliveryId, event: { id: event.id, type: event.type, occurred_at: event.occurred_at, subdomain: event.subdomain, data: event.data } } });
+          context.metrics.webhookDispatched.inc({ event: event.type });
+        }
+      }
+      // Enqueued before the batch is committed: a failure redelivers it, and the job ids dedupe.
+      await context.jobs.enqueueMany(job, jobs);
+    },
+  });
+
+  return {
+    async stop() {
+      await consumer.stop();
+      notifier.close();
+    },
+  };
+}

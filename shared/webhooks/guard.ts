@@ -1,0 +1,147 @@
+import { lookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+import { ipInRanges, parseRange } from '../ip.js';
+
+/**
+ * The SSRF guard every outbound webhook request passes, at creation and at each attempt: the URL
+ * is checked, its host resolved once (every A and AAAA record), every address checked, and the
+ * request then connects to the checked address (see deliver.ts), so a name that resolves
+ * differently a moment later (DNS rebinding) changes nothing.
+ */
+
+/** Ports a receiver may listen on: 80, 443 and the unprivileged range, minus the Fetch standard's bad ports. */
+export const ALLOWED_PORTS_NOTE = '80, 443 and 1024–65535 except the Fetch standard\'s bad ports';
+
+/** The Fetch standard's bad ports (https://fetch.spec.whatwg.org/#port-blocking), as of 2026. */
+export const BAD_PORTS: ReadonlySet<number> = new Set([
+  0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113,
+  115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556,
+  563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667,
+  6668, 6669, 6679, 6697, 10080,
+]);
+
+/** Cloud metadata endpoints: refused even when the allow-list would admit them. */
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata.goog', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+const METADATA_ADDRESSES = ['169.254.169.254/32', 'fd00:ec2::254/128', '100.100.100.200/32', '169.254.170.2/32'];
+
+/** Why a URL is refused: `details.url` of the 422 at creation, the error of an attempt at delivery. */
+export class GuardRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GuardRefusal';
+  }
+}
+
+/** Resolves a host name to all its addresses (the system resolver by default; tests give their own). */
+export type Resolver = (host: string) => Promise<{ address: string; family: 4 | 6 }[]>;
+
+export const systemResolver: Resolver = async (host) =>
+  (await lookup(host, { all: true, verbatim: true })).map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
+
+/** A URL that passed the guard, with the one address the request must connect to. */
+export interface CheckedTarget {
+  url: URL;
+  /** Host name as in the URL (brackets removed): the Host header and TLS server name. */
+  host: string;
+  port: number;
+  address: string;
+  family: 4 | 6;
+}
+
+export interface GuardOptions {
+  /** WEBHOOK_ALLOWLIST: host names (exact, lower case) and CIDR ranges admitted although internal. */
+  allowlist: readonly string[];
+  resolver?: Resolver;
+}
+
+/** Why an address is not public, or undefined when it is a public unicast address. */
+export function internalRange(text: string): string | undefined {
+  let address: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    address = ipaddr.parse(text);
+  } catch {
+    return 'not an IP address';
+  }
+  if (address.kind() === 'ipv4') {
+    const range = address.range();
+    return range === 'unicast' ? undefined : range;
+  }
+  const v6 = address as ipaddr.IPv6;
+  const range = v6.range();
+  // IPv4-compatible addresses (::a.b.c.d, deprecated) are not routed publicly: ipaddr.js calls them unicast.
+  if (range === 'unicast' && v6.match(ipaddr.IPv6.parse('::'), 96)) return 'ipv4Compatible';
+  // IPv4 carried in IPv6 (mapped, translated, NAT64 well-known prefix): the IPv4 address decides.
+  if (range === 'ipv4Mapped' || range === 'rfc6145' || (range === 'rfc6052' && v6.parts[2] === 0)) {
+    const bytes = v6.toByteArray().slice(12);
+    const inner = internalRange(new ipaddr.IPv4(bytes).toString());
+    return inner === undefined ? undefined : `${range} ${inner}`;
+  }
+  return range === 'unicast' ? undefined : range;
+}
+
+const isMetadataAddress = (address: string) => ipInRanges(address, METADATA_ADDRESSES) || embeddedV4(address, (v4) => ipInRanges(v4, METADATA_ADDRESSES));
+
+/** Applies a test to the IPv4 address carried in an IPv6 one (mapped, translated or NAT64), if any. */
+function embeddedV4(text: string, test: (v4: string) => boolean): boolean {
+  try {
+    const address = ipaddr.parse(text);
+    if (address.kind() !== 'ipv6') return false;
+    const range = address.range();
+    if (range !== 'ipv4Mapped' && range !== 'rfc6145' && range !== 'rfc6052') return false;
+    return test(new ipaddr.IPv4((address as ipaddr.IPv6).toByteArray().slice(12)).toString());
+  } catch {
+    return false;
+  }
+}
+
+const hostAllowed = (host: string, allowlist: readonly string[]) => allowlist.some((entry) => !parseRange(entry) && entry.toLowerCase() === host);
+const addressAllowed = (address: string, allowlist: readonly string[]) => ipInRanges(address, allowlist.filter((entry) => parseRange(entry) !== undefined));
+
+/** The syntactic checks (scheme, credentials, port, metadata names); returns the parsed URL. */
+export function checkUrlSyntax(text: string): { url: URL; host: string; port: number } {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new GuardRefusal('is not an absolute URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new GuardRefusal('must use http or https');
+  if (url.username || url.password) throw new GuardRefusal('must not contain credentials (user:password@)');
+  // The WHATWG parser already turned decimal, octal, hex and shortened IPv4 forms into dotted quads.
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  if (host === '') throw new GuardRefusal('must name a host');
+  const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+  if (BAD_PORTS.has(port) || (port !== 80 && port !== 443 && port < 1024)) throw new GuardRefusal(`port ${port} is not allowed (allowed: ${ALLOWED_PORTS_NOTE})`);
+  if (METADATA_HOSTS.has(host)) throw new GuardRefusal('is a cloud metadata endpoint');
+  return { url, host, port };
+}
+
+/**
+ * Checks a URL and resolves its host; throws GuardRefusal with the reason, or returns the address
+ * to connect to. Every address the name resolves to must pass (one internal record refuses the
+ * name: a resolver could hand out either).
+ */
+export async function checkTarget(text: string, options: GuardOptions): Promise<CheckedTarget> {
+  const { url, host, port } = checkUrlSyntax(text);
+  let addresses: { address: string; family: 4 | 6 }[];
+  if (ipaddr.isValid(host)) {
+    addresses = [{ address: ipaddr.parse(host).toString(), family: ipaddr.parse(host).kind() === 'ipv6' ? 6 : 4 }];
+  } else {
+    try {
+      addresses = await (options.resolver ?? systemResolver)(host);
+    } catch (error) {
+      throw new GuardRefusal(`host ${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+    }
+    if (addresses.length === 0) throw new GuardRefusal(`host ${host} does not resolve`);
+  }
+  const trustedHost = hostAllowed(host, options.allowlist);
+  for (const { address } of addresses) {
+    if (isMetadataAddress(address)) throw new GuardRefusal(`resolves to a cloud metadata address (${address})`);
+    const range = internalRange(address);
+    if (range !== undefined && !trustedHost && !addressAllowed(address, options.allowlist)) {
+      throw new GuardRefusal(`resolves to an internal address (${address}, range ${range}); internal receivers must be listed in WEBHOOK_ALLOWLIST`);
+    }
+  }
+  const { address, family } = addresses[0]!;
+  return { url, host, port, address, family };
+}

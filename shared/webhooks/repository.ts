@@ -1,0 +1,130 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { DB, NotificationsTable, WebhookDeliveriesTable, WebhooksTable } from '../db/schema.js';
+
+export type WebhookRow = Selectable<WebhooksTable>;
+export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type NotificationRow = Selectable<NotificationsTable>;
+
+/** One attempt as the delivery log stores it. */
+export interface DeliveryAttempt {
+  webhook_id: string;
+  delivery_id: string;
+  event_id: string;
+  event: string;
+  attempt: number;
+  attempted_at: string;
+  status_code: number | null;
+  latency_ms: number;
+  success: boolean;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+/** Text Postgres can store: no NUL, no lone surrogate, at most `max` characters. */
+const storable = (text: string | null, max: number) =>
+  text === null ? null : text.slice(0, max).replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\u0000/g, '\uFFFD');
+
+/** SQL for webhooks, their delivery log and notifications: the only place that queries them. */
+export function webhooksRepository(db: Kysely<DB>) {
+  return {
+    async insert(values: { owner_id: string; url: string; events: string[]; subdomain: string | null; description: string | null; secret: string }): Promise<WebhookRow> {
+      return db.insertInto('webhooks').values(values).returningAll().executeTakeFirstOrThrow();
+    },
+    async findById(id: string): Promise<WebhookRow | undefined> {
+      return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+    async listByOwner(ownerId: string): Promise<WebhookRow[]> {
+      return db.selectFrom('webhooks').selectAll().where('owner_id', '=', ownerId).orderBy('seq', 'desc').execute();
+    },
+    /** The enabled webhooks of some owners (the dispatcher's view). */
+    async listEnabledByOwners(ownerIds: string[]): Promise<WebhookRow[]> {
+      if (ownerIds.length === 0) return [];
+      return db.selectFrom('webhooks').selectAll().where('owner_id', 'in', ownerIds).where('enabled', '=', true).execute();
+    },
+    async countByOwner(ownerId: string): Promise<number> {
+      const row = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('owner_id', '=', ownerId).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+    async update(id: string, changes: Partial<Pick<WebhookRow, 'url' | 'events' | 'subdomain' | 'description' | 'secret'>>): Promise<WebhookRow | undefined> {
+      return db.updateTable('webhooks').set({ ...changes, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirst();
+    },
+    async enable(id: string): Promise<WebhookRow | undefined> {
+      return db
+        .updateTable('webhooks')
+        .set({ enabled: true, disabled_at: null, disabled_reason: null, updated_at: new Date() })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+    },
+    /** Disables an enabled webhook; undefined when it was already disabled (or gone), so one caller wins. */
+    async disable(id: string, reason: string): Promise<WebhookRow | undefined> {
+      return db
+        .updateTable('webhooks')
+        .set({ enabled: false, disabled_at: new Date(), disabled_reason: reason.slice(0, 500), updated_at: new Date() })
+        .where('id', '=', id)
+        .where('enabled', '=', true)
+        .returningAll()
+        .executeTakeFirst();
+    },
+    async delete(id: string): Promise<void> {
+      await db.deleteFrom('webhooks').where('id', '=', id).execute();
+    },
+    /**
+     * Appends attempts to the delivery log in one statement. Attempts of a webhook deleted meanwhile
+     * are skipped (its log went with it).
+     */
+    async insertAttempts(attempts: DeliveryAttempt[]): Promise<void> {
+      if (attempts.length === 0) return;
+      const json = JSON.stringify(
+        attempts.map((attempt) => ({ ...attempt, error: storable(attempt.error, 1000), response_excerpt: storable(attempt.response_excerpt, 1024) })),
+      );
+      await sql`
+        INSERT INTO webhook_deliveries (webhook_id, delivery_id, event_id, event, attempt, attempted_at, status_code, latency_ms, success, error, response_excerpt)
+        SELECT r.webhook_id, r.delivery_id, r.event_id, r.event, r.attempt, r.attempted_at, r.status_code, r.latency_ms, r.success, r.error, r.response_excerpt
+        FROM jsonb_to_recordset(${json}::jsonb) AS r(webhook_id uuid, delivery_id uuid, event_id uuid, event text, attempt smallint, attempted_at timestamptz,
+          status_code smallint, latency_ms integer, success boolean, error text, response_excerpt text)
+        WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = r.webhook_id)`.execute(db);
+    },
+    /** A page of a webhook's delivery log, newest first: after a seq (cursor) or at an offset (page). */
+    async listAttempts(webhookId: string, limit: number, at: { afterSeq?: string; offset?: number }): Promise<DeliveryRow[]> {
+      let query = db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId);
+      if (at.afterSeq !== undefined) query = query.where('seq', '<', at.afterSeq as never);
+      return query
+        .orderBy('seq', 'desc')
+        .limit(limit)
+        .offset(at.offset ?? 0)
+        .execute();
+    },
+    async countAttempts(webhookId: string): Promise<number> {
+      const row = await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('n')).where('webhook_id', '=', webhookId).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+    async insertNotification(values: { user_id: string; kind: string; title: string; body: string; data: Record<string, unknown> }): Promise<NotificationRow> {
+      return db
+        .insertInto('notifications')
+        .values({ ...values, data: JSON.stringify(values.data) })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    },
+    async markEmailed(id: string): Promise<void> {
+      await db.updateTable('notifications').set({ emailed_at: new Date() }).where('id', '=', id).execute();
+    },
+    async listNotifications(userId: string, limit: number, at: { afterSeq?: string; offset?: number }): Promise<NotificationRow[]> {
+      let query = db.selectFrom('notifications').selectAll().where('user_id', '=', userId);
+      if (at.afterSeq !== undefined) query = query.where('seq', '<', at.afterSeq as never);
+      return query
+        .orderBy('seq', 'desc')
+        .limit(limit)
+        .offset(at.offset ?? 0)
+        .execute();
+    },
+    async countNotifications(userId: string): Promise<number> {
+      const row = await db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+    async markNotificationRead(userId: string, id: string): Promise<NotificationRow | undefined> {
+      await db.updateTable('notifications').set({ read_at: new Date() }).where('id', '=', id).where('user_id', '=', userId).where('read_at', 'is', null).execute();
+      return db.selectFrom('notifications').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+    },
+  };
+}
