@@ -21,7 +21,16 @@ export interface DeliveryJob {
 /** The delivery job kind with the configured policy: 5 attempts, waits base·4^(n-2) with jitter. */
 export function deliveryJob(context: Context): JobDefinition<DeliveryJob> {
   const { retryBaseMs, concurrency } = context.config.webhooks;
-  return defineJob<DeliveryJob>({ name: 'webhook.deliver', attempts: MAX_ATTEMPTS, backoffMs: retryBaseMs, backoffFactor: BACKOFF_FACTOR, concurrency });
+  // Finished deliveries' ids deduplicate an event the dispatcher is handed again (a batch redelivered
+  // seconds later); 100 000 bound what Redis keeps for a busy platform.
+  return defineJob<DeliveryJob>({
+    name: 'webhook.deliver',
+    attempts: MAX_ATTEMPTS,
+    backoffMs: retryBaseMs,
+    backoffFactor: BACKOFF_FACTOR,
+    concurrency,
+    retainFinished: 100_000,
+  });
 }
 
 /** How long a cached webhook record is used without reading the version key's change. */
@@ -148,12 +157,8 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
     if (!webhook || !webhook.enabled) return;
     const slot = slots.acquire(webhook.id, SLOT_WAIT_MS);
     if (!(slot === true || (await slot))) throw new DeferJob(SLOT_WAIT_MS + Math.round(Math.random() * SLOT_WAIT_MS));
-    let outcome;
-    try {
-      outcome = await deliverer.attempt(webhook, delivery.event, delivery.delivery_id, attempt);
-    } finally {
-      slots.release(webhook.id);
-    }
+    // The slot bounds the requests to the receiver; it is freed before the attempt's log row is stored.
+    const outcome = await deliverer.attempt(webhook, delivery.event, delivery.delivery_id, attempt, () => slots.release(webhook.id));
     if (outcome.success) return;
     if (outcome.status_code === 410) {
       return disable(webhook, 'the receiver answered 410 Gone', { delivery_id: delivery.delivery_id, event: delivery.event.type });

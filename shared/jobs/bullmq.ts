@@ -25,8 +25,8 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics, pre
   const jobOptions = (definition: JobDefinition<unknown>): JobsOptions => ({
     attempts: definition.attempts,
     backoff: { type: 'jittered', delay: definition.backoffMs },
-    removeOnComplete: { age: JOB_ID_RETENTION_MS.completed / 1000 },
-    removeOnFail: { age: JOB_ID_RETENTION_MS.failed / 1000 },
+    removeOnComplete: { age: JOB_ID_RETENTION_MS.completed / 1000, count: definition.retainFinished },
+    removeOnFail: { age: JOB_ID_RETENTION_MS.failed / 1000, count: definition.retainFinished },
   });
   return {
     kind: 'bullmq',

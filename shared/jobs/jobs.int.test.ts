@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
 import { waitFor } from '../testing/wait.js';
 import { createBullmqJobs } from './bullmq.js';
-import { defineJob, type JobContext, type Jobs } from './jobs.js';
+import { DeferJob, defineJob, type JobContext, type Jobs } from './jobs.js';
 import { createMemoryJobs } from './memory.js';
 
 /** BullMQ polls Redis and moves delayed jobs on its own clock: generous but bounded. */
@@ -209,6 +209,53 @@ describe(`jobs (${SERVICES_MODE ? 'bullmq' : 'memory'})`, () => {
     await context.jobs.enqueue(job, { label: 'sentinel' });
     await waitFor(() => seen.includes('sentinel'), DEADLINE_MS, { message: 'the sentinel job' });
     expect(seen).toEqual(['first', 'sentinel']);
+  });
+
+  it('enqueues many jobs in one call, deduplicating their ids', async () => {
+    const job = defineJob<{ n: number }>({ name: uniqueName('bulk'), attempts: 1, backoffMs: 20, concurrency: 4 });
+    const seen: number[] = [];
+    await context.jobs.process(job, async (data) => {
+      seen.push(data.n);
+    });
+    const prefix = uniqueName('bulk-id');
+    await context.jobs.enqueueMany(job, Array.from({ length: 20 }, (_, n) => ({ data: { n }, jobId: `${prefix}-${n}` })));
+    await context.jobs.enqueueMany(job, [{ data: { n: 100 }, jobId: `${prefix}-3` }, { data: { n: 21 } }]);
+    await waitFor(() => seen.length >= 21, DEADLINE_MS, { message: 'all jobs' });
+    await sleep(100);
+    expect([...seen].sort((a, b) => a - b)).toEqual([...Array.from({ length: 20 }, (_, n) => n), 21]);
+  });
+
+  it('runs a deferred job again later as the same attempt, not as a failure', async () => {
+    const job = defineJob<{ label: string }>({ name: uniqueName('defer'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const runs: { attempt: number; at: number }[] = [];
+    await context.jobs.process(job, async (_data, jobContext) => {
+      runs.push({ attempt: jobContext.attempt, at: Date.now() });
+      if (runs.length < 3) throw new DeferJob(100);
+    });
+    await context.jobs.enqueue(job, { label: 'deferred' });
+    await waitFor(async () => (await outcomes(job.name)).completed === 1, DEADLINE_MS, { message: 'completion after two deferrals' });
+    expect(runs.map((run) => run.attempt)).toEqual([1, 1, 1]);
+    expect(runs[2]!.at - runs[0]!.at).toBeGreaterThanOrEqual(190);
+    expect((await outcomes(job.name)).failed ?? 0).toBe(0);
+  });
+
+  it('keeps deduplicating at most retainFinished finished ids of a kind', async () => {
+    const job = defineJob<{ n: number }>({ name: uniqueName('retain'), attempts: 1, backoffMs: 20, concurrency: 1, retainFinished: 2 });
+    const seen: number[] = [];
+    await context.jobs.process(job, async (data) => {
+      seen.push(data.n);
+    });
+    const prefix = uniqueName('retain-id');
+    for (let n = 0; n < 6; n++) {
+      await context.jobs.enqueue(job, { n }, { jobId: `${prefix}-${n}` });
+      await waitFor(() => seen.includes(n), DEADLINE_MS, { message: `job ${n}` });
+      await waitFor(async () => (await outcomes(job.name)).completed === n + 1, DEADLINE_MS, { message: `completion ${n}` });
+    }
+    // The newest finished id still deduplicates; the oldest was let go and runs again.
+    await context.jobs.enqueue(job, { n: 50 }, { jobId: `${prefix}-5` });
+    await context.jobs.enqueue(job, { n: 60 }, { jobId: `${prefix}-0` });
+    await waitFor(() => seen.includes(60), DEADLINE_MS, { message: 'the re-run of the oldest id' });
+    expect(seen).not.toContain(50);
   });
 
   it('delays a job enqueued with delayMs', async () => {

@@ -9,6 +9,11 @@ export interface JobDefinition<Data> {
   backoffFactor?: number;
   /** Jobs of this kind processed at once by one worker process. */
   concurrency: number;
+  /**
+   * Most finished jobs of this kind whose ids keep deduplicating enqueues (besides their age,
+   * JOB_ID_RETENTION_MS): a kind run thousands of times a second would otherwise keep millions.
+   */
+  retainFinished?: number;
   /** Only for typing: never read. */
   readonly _data?: Data;
 }
@@ -60,7 +65,7 @@ export interface Jobs {
 
 /**
  * How long a finished job's id keeps deduplicating enqueues, on both backends (BullMQ keeps the job
- * record that long; the in-process runner keeps the id).
+ * record that long; the in-process runner keeps the id), within the kind's retainFinished count.
  */
 export const JOB_ID_RETENTION_MS = { completed: 3_600_000, failed: 7 * 24 * 3_600_000 } as const;
 

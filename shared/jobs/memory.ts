@@ -22,7 +22,17 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
   const running = new Map<string, number>();
   /** Job id → until when it deduplicates enqueues (Infinity while queued or running). */
   const known = new Map<string, number>();
-  const remember = (id: string, outcome: keyof typeof JOB_ID_RETENTION_MS) => known.set(id, Date.now() + JOB_ID_RETENTION_MS[outcome]);
+  /** Finished job ids per kind, oldest first, for the kind's retainFinished bound. */
+  const finished = new Map<string, string[]>();
+  const remember = (name: string, id: string, outcome: keyof typeof JOB_ID_RETENTION_MS) => {
+    known.set(id, Date.now() + JOB_ID_RETENTION_MS[outcome]);
+    const retain = definitions.get(name)?.retainFinished;
+    if (retain === undefined) return;
+    const ids = finished.get(name) ?? [];
+    finished.set(name, ids);
+    ids.push(id);
+    if (ids.length > retain * 2) for (const old of ids.splice(0, ids.length - retain)) if (known.get(old) !== Infinity) known.delete(old);
+  };
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Set<Promise<void>>();
   let closed = false;
@@ -40,14 +50,14 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
         .then(
           () => {
             metrics.jobsProcessed.inc({ job: name, outcome: 'completed' });
-            remember(job.id, 'completed');
+            remember(name, job.id, 'completed');
           },
           (error: unknown) => {
             if (error instanceof DeferJob) return schedule(job, error.delayMs);
             if (final) {
               metrics.jobsProcessed.inc({ job: name, outcome: 'failed' });
               log.warn({ job: name, id: job.id, attempt: job.attempt, err: error }, 'job failed for good');
-              remember(job.id, 'failed');
+              remember(name, job.id, 'failed');
               return;
             }
             metrics.jobsProcessed.inc({ job: name, outcome: 'retried' });

@@ -55,15 +55,19 @@ export function deliveryBody(event: DeliverableEvent, ids: { webhookId: string; 
 }
 
 /**
- * Writes delivery-log rows in groups: rows arriving while a write runs go together in the next
- * one, so a worker making thousands of attempts a second writes a few statements a second. Each
- * caller's promise resolves once its row is stored (the attempt is logged before the job ends).
+ * Writes delivery-log rows in groups: a group collects rows for `windowMs` (or until `maxPerWrite`
+ * rows) and rows arriving while a write runs go in the next one, so a worker making thousands of
+ * attempts a second writes tens of statements a second (PGlite runs on the main thread: a
+ * statement a row would take most of it). Each caller's promise resolves once its row is stored.
  */
-function groupCommit<T>(write: (items: T[]) => Promise<void>, maxPerWrite = 1000) {
+function groupCommit<T>(write: (items: T[]) => Promise<void>, windowMs = 10, maxPerWrite = 1000) {
   type Group = { items: T[]; settle: { resolve: () => void; reject: (error: unknown) => void }; done: Promise<void> };
   let open: Group | undefined;
   let writing = false;
+  let timer: NodeJS.Timeout | undefined;
   const drain = async () => {
+    clearTimeout(timer);
+    timer = undefined;
     writing = true;
     while (open) {
       const group = open;
@@ -85,7 +89,10 @@ function groupCommit<T>(write: (items: T[]) => Promise<void>, maxPerWrite = 1000
     }
     open.items.push(item);
     const { done } = open;
-    if (!writing) void drain();
+    if (!writing) {
+      if (open.items.length >= maxPerWrite) void drain();
+      else timer ??= setTimeout(() => void drain(), windowMs);
+    }
     return done;
   };
 }
@@ -103,7 +110,14 @@ export function createDeliverer(context: Context) {
 
   return {
     /** One attempt of an event to a webhook, logged before it resolves; never throws for the receiver's failures. */
-    async attempt(webhook: Pick<WebhookRow, 'id' | 'url' | 'secret'>, event: DeliverableEvent, deliveryId: string, attempt: number): Promise<DeliveryAttempt> {
+    async attempt(
+      webhook: Pick<WebhookRow, 'id' | 'url' | 'secret'>,
+      event: DeliverableEvent,
+      deliveryId: string,
+      attempt: number,
+      /** Called once the receiver's exchange is over, before the attempt is logged. */
+      sent: () => void = () => undefined,
+    ): Promise<DeliveryAttempt> {
       const attemptedAt = new Date();
       const body = deliveryBody(event, { webhookId: webhook.id, deliveryId, attempt }, attemptedAt);
       const headers = {
@@ -121,6 +135,8 @@ export function createDeliverer(context: Context) {
       } catch (error) {
         if (!(error instanceof GuardRefusal)) throw error;
         outcome = { statusCode: null, latencyMs: Math.round(performance.now() - started), error: `refused by the SSRF guard: URL ${error.message}`, excerpt: null };
+      } finally {
+        sent();
       }
       const row: DeliveryAttempt = {
         webhook_id: webhook.id,

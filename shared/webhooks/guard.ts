@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
-import { ipInRanges, parseRange } from '../ip.js';
+import { parseRange } from '../ip.js';
 
 /**
  * The SSRF guard every outbound webhook request passes, at creation and at each attempt: the URL
@@ -54,11 +54,25 @@ export interface GuardOptions {
   resolver?: Resolver;
 }
 
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Range = [Address, number];
+
+const rangesOf = (entries: readonly string[]): Range[] => entries.map((entry) => parseRange(entry)).filter((range): range is Range => range !== undefined);
+const inRanges = (address: Address, ranges: Range[]) => ranges.some(([network, bits]) => address.kind() === network.kind() && address.match([network, bits] as never));
+const METADATA_RANGES = rangesOf(METADATA_ADDRESSES);
+
+/** The IPv4 address carried in an IPv6 one (mapped, translated, NAT64 well-known prefix), if any. */
+function embeddedV4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const range = address.range();
+  if (range === 'ipv4Mapped' || range === 'rfc6145' || (range === 'rfc6052' && address.parts[2] === 0)) return new ipaddr.IPv4(address.toByteArray().slice(12));
+  return undefined;
+}
+
 /** Why an address is not public, or undefined when it is a public unicast address. */
-export function internalRange(text: string): string | undefined {
-  let address: ipaddr.IPv4 | ipaddr.IPv6;
+export function internalRange(text: string | Address): string | undefined {
+  let address: Address;
   try {
-    address = ipaddr.parse(text);
+    address = typeof text === 'string' ? ipaddr.parse(text) : text;
   } catch {
     return 'not an IP address';
   }
@@ -68,34 +82,33 @@ export function internalRange(text: string): string | undefined {
   }
   const v6 = address as ipaddr.IPv6;
   const range = v6.range();
-  // IPv4-compatible addresses (::a.b.c.d, deprecated) are not routed publicly: ipaddr.js calls them unicast.
-  if (range === 'unicast' && v6.match(ipaddr.IPv6.parse('::'), 96)) return 'ipv4Compatible';
   // IPv4 carried in IPv6 (mapped, translated, NAT64 well-known prefix): the IPv4 address decides.
-  if (range === 'ipv4Mapped' || range === 'rfc6145' || (range === 'rfc6052' && v6.parts[2] === 0)) {
-    const bytes = v6.toByteArray().slice(12);
-    const inner = internalRange(new ipaddr.IPv4(bytes).toString());
+  const v4 = embeddedV4(v6);
+  if (v4) {
+    const inner = internalRange(v4);
     return inner === undefined ? undefined : `${range} ${inner}`;
   }
+  // IPv4-compatible addresses (::a.b.c.d, deprecated) are not routed publicly: ipaddr.js calls them unicast.
+  if (range === 'unicast' && v6.match(ipaddr.IPv6.parse('::'), 96)) return 'ipv4Compatible';
   return range === 'unicast' ? undefined : range;
 }
 
-const isMetadataAddress = (address: string) => ipInRanges(address, METADATA_ADDRESSES) || embeddedV4(address, (v4) => ipInRanges(v4, METADATA_ADDRESSES));
+const isMetadataAddress = (address: Address) => {
+  if (inRanges(address, METADATA_RANGES)) return true;
+  const v4 = address.kind() === 'ipv6' ? embeddedV4(address as ipaddr.IPv6) : undefined;
+  return v4 !== undefined && inRanges(v4, METADATA_RANGES);
+};
 
-/** Applies a test to the IPv4 address carried in an IPv6 one (mapped, translated or NAT64), if any. */
-function embeddedV4(text: string, test: (v4: string) => boolean): boolean {
-  try {
-    const address = ipaddr.parse(text);
-    if (address.kind() !== 'ipv6') return false;
-    const range = address.range();
-    if (range !== 'ipv4Mapped' && range !== 'rfc6145' && range !== 'rfc6052') return false;
-    return test(new ipaddr.IPv4((address as ipaddr.IPv6).toByteArray().slice(12)).toString());
-  } catch {
-    return false;
+/** The allow-list split into host names and parsed ranges, once per list. */
+const parsedAllowlists = new WeakMap<readonly string[], { hosts: Set<string>; ranges: Range[] }>();
+function allowlistOf(entries: readonly string[]) {
+  let parsed = parsedAllowlists.get(entries);
+  if (!parsed) {
+    parsed = { hosts: new Set(entries.filter((entry) => !parseRange(entry)).map((entry) => entry.toLowerCase())), ranges: rangesOf(entries) };
+    parsedAllowlists.set(entries, parsed);
   }
+  return parsed;
 }
-
-const hostAllowed = (host: string, allowlist: readonly string[]) => allowlist.some((entry) => !parseRange(entry) && entry.toLowerCase() === host);
-const addressAllowed = (address: string, allowlist: readonly string[]) => ipInRanges(address, allowlist.filter((entry) => parseRange(entry) !== undefined));
 
 /** The syntactic checks (scheme, credentials, port, metadata names); returns the parsed URL. */
 export function checkUrlSyntax(text: string): { url: URL; host: string; port: number } {
@@ -125,7 +138,7 @@ export async function checkTarget(text: string, options: GuardOptions): Promise<
   const { url, host, port } = checkUrlSyntax(text);
   let addresses: { address: string; family: 4 | 6 }[];
   if (ipaddr.isValid(host)) {
-    addresses = [{ address: ipaddr.parse(host).toString(), family: ipaddr.parse(host).kind() === 'ipv6' ? 6 : 4 }];
+    addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
   } else {
     try {
       addresses = await (options.resolver ?? systemResolver)(host);
@@ -134,12 +147,14 @@ export async function checkTarget(text: string, options: GuardOptions): Promise<
     }
     if (addresses.length === 0) throw new GuardRefusal(`host ${host} does not resolve`);
   }
-  const trustedHost = hostAllowed(host, options.allowlist);
-  for (const { address } of addresses) {
-    if (isMetadataAddress(address)) throw new GuardRefusal(`resolves to a cloud metadata address (${address})`);
+  const allowlist = allowlistOf(options.allowlist);
+  const trustedHost = allowlist.hosts.has(host);
+  for (const { address: text } of addresses) {
+    const address = ipaddr.parse(text);
+    if (isMetadataAddress(address)) throw new GuardRefusal(`resolves to a cloud metadata address (${text})`);
     const range = internalRange(address);
-    if (range !== undefined && !trustedHost && !addressAllowed(address, options.allowlist)) {
-      throw new GuardRefusal(`resolves to an internal address (${address}, range ${range}); internal receivers must be listed in WEBHOOK_ALLOWLIST`);
+    if (range !== undefined && !trustedHost && !inRanges(address, allowlist.ranges)) {
+      throw new GuardRefusal(`resolves to an internal address (${text}, range ${range}); internal receivers must be listed in WEBHOOK_ALLOWLIST`);
     }
   }
   const { address, family } = addresses[0]!;

@@ -71,9 +71,15 @@ export function postTo(target: CheckedTarget, body: string, headers: Record<stri
         else if (status < 200 || status >= 300) error = `HTTP ${status}`;
         finish(status, error, excerpt);
       };
+      let kept = 0;
       response.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size <= EXCERPT_CHARS * 4) chunks.push(chunk);
+        // Enough bytes for EXCERPT_CHARS characters of any UTF-8 text.
+        if (kept < EXCERPT_CHARS * 4) {
+          const part = chunk.subarray(0, EXCERPT_CHARS * 4 - kept);
+          chunks.push(part);
+          kept += part.length;
+        }
         if (size > MAX_RESPONSE_BYTES) {
           // Enough read: the rest is not wanted, and the socket is not reused.
           response.destroy();

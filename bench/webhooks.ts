@@ -1,0 +1,187 @@
+// Webhook delivery throughput, and what a visit.new subscription on every link costs the enricher.
+//   bash bench/run.sh webhooks [deliveries] [visits]
+// defaults 20 000 deliveries and 100 000 visits. Targets (issue 7): ≥ 2 000 deliveries/s from one
+// worker process to a local receiver; the enricher loses ≤ 10 % of its throughput when every link
+// has a visit.new subscription.
+//
+// The receiver is a separate process (node:http on loopback, answering 200 with keep-alive).
+// Embedded (no REDIS_URL / KAFKA_BROKERS): the in-process event bus and job runner; with them,
+// Kafka and BullMQ on Redis. Part 1 publishes `deliveries` visit.new events (through the event
+// bus, the dispatcher and the delivery jobs, as the enricher's events travel) for an owner with 4
+// subscribed webhooks, and counts attempts logged in webhook_deliveries per second. Part 2 drains
+// `visits` visits through one enricher twice, side by side: for an owner with no webhook, then for
+// an owner whose every link is subscribed (a visit.new webhook on the owner), while the worker role
+// delivers every event to the receiver. With Kafka (the production topology) the enricher runs in
+// this process and the worker in a process of its own, as deployed; embedded, both share this one
+// process and its event loop (the one-process mode), so every delivery is CPU taken from the enricher.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { v7 as uuidv7 } from 'uuid';
+import { startEnricher } from '../services/enricher/enricher.js';
+import { startWorker } from '../services/worker/worker.js';
+import type { Context } from '../shared/context.js';
+import { createEventBus } from '../shared/events/events.js';
+import { createAccount } from '../shared/testing/accounts.js';
+import { uniqueName } from '../shared/testing/context.js';
+import { waitFor } from '../shared/testing/wait.js';
+import { TOPICS } from '../shared/visit-log/topics.js';
+import type { RawVisit } from '../shared/visits/raw-visit.js';
+import { WEBHOOKS_VERSION_KEY } from '../shared/webhooks/delivery.js';
+import { webhooksRepository } from '../shared/webhooks/repository.js';
+import { runBench } from './lib/context.js';
+
+const deliveries = Number(process.argv[2] ?? 20_000);
+const visits = Number(process.argv[3] ?? 100_000);
+if (![deliveries, visits].every(Number.isInteger) || deliveries < 1000 || visits < 10_000) {
+  console.error('usage: bash bench/run.sh webhooks [deliveries ≥ 1000] [visits ≥ 10000]');
+  process.exit(1);
+}
+const WEBHOOKS = 4;
+
+/** The receiver, in a child process: answers every POST 200 once its body is read. */
+async function startReceiver(): Promise<{ url: string; stop(): void }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const http = require('node:http');
+       const server = http.createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')); });
+       server.keepAliveTimeout = 60000;
+       server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
+  return { url: `http://127.0.0.1:${chunk.toString().trim()}/hook`, stop: () => child.kill() };
+}
+
+const attemptsLogged = async (context: Context, webhookIds: string[]) => {
+  const row = await context.db.db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('webhook_id', 'in', webhookIds)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+};
+
+const visitData = (i: number, subdomain: string) => ({
+  visit_id: uuidv7(),
+  ts: new Date().toISOString(),
+  kind: 'visit',
+  link_id: `l_bench${i % 50}`,
+  slug: `s${i % 50}`,
+  subdomain,
+  ip_public: `81.2.${(i >> 8) % 256}.${i % 256}`,
+  country: 'GB',
+  region: 'England',
+  city: 'London',
+  browser: 'Chrome',
+  os: 'Windows',
+  device_type: 'desktop',
+  referrer: 'https://news.example/item',
+  is_unique: i % 3 === 0,
+});
+
+await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
+  const receiver = await startReceiver();
+  const repository = webhooksRepository(context.db.db);
+  let worker: { stop(): Promise<void> } = await startWorker(context);
+  try {
+    console.log(`mode: event bus ${context.visitLog.kind}, jobs ${context.jobs.kind}, database ${context.config.database.kind}; WEBHOOK_CONCURRENCY ${context.config.webhooks.concurrency}, per webhook ${context.config.webhooks.perWebhook}`);
+
+    // Part 1: deliveries per second.
+    const owner = await createAccount(context);
+    const hooks = [];
+    for (let i = 0; i < WEBHOOKS; i++) {
+      hooks.push(await repository.insert({ owner_id: owner.id, url: receiver.url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'b'.repeat(40)}${i}` }));
+    }
+    await context.cache.bump(WEBHOOKS_VERSION_KEY);
+    const ids = hooks.map((hook) => hook.id);
+    const events = createEventBus(context);
+    const perEvent = deliveries / WEBHOOKS;
+    const started = performance.now();
+    for (let start = 0; start < perEvent; start += 500) {
+      const drafts = [];
+      for (let i = start; i < Math.min(perEvent, start + 500); i++) drafts.push({ type: 'visit.new' as const, ownerId: owner.id, subdomain: 'bench', data: visitData(i, 'bench') });
+      await events.emitMany(drafts);
+    }
+    const expected = Math.floor(perEvent) * WEBHOOKS;
+    await waitFor(async () => (await attemptsLogged(context, ids)) >= expected, 600_000, { intervalMs: 200, message: `${expected} attempts` });
+    const seconds = (performance.now() - started) / 1000;
+    const failed = await context.db.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('n')).where('webhook_id', 'in', ids).where('success', '=', false).executeTakeFirstOrThrow();
+    const rate = expected / seconds;
+    console.log(`deliveries: ${expected} to ${WEBHOOKS} webhooks in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} deliveries/s from one process (${failed.n} failed; target ≥ 2000: ${rate >= 2000 ? 'within target' : 'BELOW target'})`);
+
+    // Part 2: the enricher, without and with a visit.new subscription on every link.
+    const drain = async (ownerId: string) => {
+      const subdomain = uniqueName('wh').toLowerCase().slice(0, 40);
+      for (let start = 0; start < visits; start += 5_000) {
+        const messages = [];
+        for (let i = start; i < Math.min(visits, start + 5_000); i++) {
+          const value: RawVisit = {
+            visit_id: uuidv7(),
+            ts: new Date().toISOString(),
+            kind: 'visit',
+            owner_id: ownerId,
+            expects_beacon: false,
+            subdomain,
+            link_id: `l_wh${i % 50}`,
+            slug: `s${i % 50}`,
+            ip_public: `81.2.${(i >> 8) % 256}.${i % 256}`,
+            user_agent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+            referrer: i % 3 === 0 ? 'https://news.example/item' : '',
+            accept_language: 'en-GB,en;q=0.9',
+            query: '',
+          };
+          messages.push({ key: value.link_id, value: JSON.stringify(value) });
+        }
+        await context.visitLog.publish(TOPICS.visitsRaw, messages);
+      }
+      const count = async () => {
+        const result = await context.analytics.client.query({ query: 'SELECT count() AS n FROM visits WHERE subdomain = {subdomain:String}', query_params: { subdomain }, format: 'JSONEachRow' });
+        return Number((await result.json<{ n: number }>())[0]!.n);
+      };
+      const began = performance.now();
+      const enricher = await startEnricher(context);
+      await waitFor(async () => (await count()) >= visits, 600_000, { intervalMs: 200, message: `${visits} rows` });
+      const took = (performance.now() - began) / 1000;
+      await enricher.stop();
+      return visits / took;
+    };
+    const quiet = await createAccount(context);
+    const subscribed = await createAccount(context);
+    const hook = await repository.insert({ owner_id: subscribed.id, url: receiver.url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'c'.repeat(41)}` });
+    await context.cache.bump(WEBHOOKS_VERSION_KEY);
+    const { visitLog: logConfig, database } = context.config;
+    if (logConfig.kind === 'kafka' && database.kind === 'postgres') {
+      // The production topology: the worker role in its own process, on the same Kafka, Redis and Postgres.
+      await worker.stop();
+      const child = spawn(process.execPath, [new URL('../services/worker/main.js', import.meta.url).pathname], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: {
+          ...process.env,
+          SERVICE_ROLES: 'worker',
+          PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
+          LOG_LEVEL: 'warn',
+          DATABASE_URL: database.url,
+          KAFKA_TOPIC_PREFIX: logConfig.topicPrefix,
+          REDIS_PREFIX: context.config.redisPrefix,
+          WEBHOOK_ALLOWLIST: '127.0.0.1',
+        },
+      });
+      worker = { stop: async () => void child.kill() };
+      console.log('part 2: the enricher in this process, the worker role in a process of its own');
+    } else {
+      console.log('part 2: the enricher and the worker role in this one process (one event loop)');
+    }
+    const without = await drain(quiet.id);
+    const withHook = await drain(subscribed.id);
+    const delivered = await attemptsLogged(context, [hook.id]);
+    const loss = (1 - withHook / without) * 100;
+    console.log(`enricher without subscriptions: ${without.toFixed(0)} visits/s; with a visit.new subscription on every link: ${withHook.toFixed(0)} visits/s (${delivered} deliveries made meanwhile)`);
+    console.log(`enricher throughput loss: ${loss.toFixed(1)} % (target ≤ 10 %): ${loss <= 10 ? 'within target' : 'ABOVE target'}`);
+  } finally {
+    await worker.stop();
+    receiver.stop();
+  }
+});
