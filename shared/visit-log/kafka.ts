@@ -78,13 +78,22 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
   const ensureTopics = () =>
     (topicsReady ??= (async () => {
       const client = await getAdmin();
-      const existing = new Set(await client.listTopics());
-      const missing = TOPIC_NAMES.map(name).filter((topic) => !existing.has(topic));
-      if (missing.length > 0) {
-        await client.createTopics({
-          waitForLeaders: true,
-          topics: missing.map((topic) => ({ topic, numPartitions: options.partitions ?? 6 })),
-        });
+      // A broker busy creating many topics may answer the leader wait with "does not host this
+      // topic-partition" (retriable) for a topic it has just created: look again a little later.
+      for (let attempt = 1; ; attempt++) {
+        const existing = new Set(await client.listTopics());
+        const missing = TOPIC_NAMES.map(name).filter((topic) => !existing.has(topic));
+        if (missing.length === 0) return;
+        try {
+          await client.createTopics({
+            waitForLeaders: true,
+            topics: missing.map((topic) => ({ topic, numPartitions: options.partitions ?? 6 })),
+          });
+          return;
+        } catch (error) {
+          if (attempt >= 5 || !(error as { retriable?: boolean }).retriable) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+        }
       }
     })().catch((error) => {
       topicsReady = undefined;
