@@ -1,4 +1,7 @@
 import { parse } from 'csv-parse/sync';
+import { randomBytes } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
+import { setTimeout as sleep } from 'node:timers/promises';
 import ExcelJS from 'exceljs';
 import type { FastifyInstance } from 'fastify';
 import { PDFParse } from 'pdf-parse';
@@ -12,7 +15,7 @@ import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/tes
 import { auditRepository } from '../audit/audit.repository.js';
 import { OWNER_VISIT_COLUMNS } from '../visits/visits.service.js';
 import { buildApp } from '../app.js';
-import { SLICE_ROWS } from './exports.service.js';
+import { SLICE_ROWS, xlsxWorkbook } from './exports.service.js';
 
 type Json = Record<string, any>;
 
@@ -188,5 +191,51 @@ describe('GET /api/v1/export', () => {
     expect(missing.statusCode).toBe(400);
     expect(missing.json().error.code).toBe('missing_parameter');
     expect((await app.inject({ method: 'GET', url: '/api/v1/export?format=csv' })).statusCode).toBe(401);
+  });
+});
+
+describe('xlsxWorkbook', () => {
+  const WIDTH = 12;
+  const header = Array.from({ length: WIDTH }, (_, column) => `c${column}`);
+  /** Batches of 1 000 rows of about 1.3 kB of text that compresses poorly (as visits do), counting how many the writer pulled. */
+  const source = (batches: number) => {
+    const pulled = { count: 0 };
+    async function* rows() {
+      for (let batch = 0; batch < batches; batch++) {
+        pulled.count += 1;
+        yield Array.from({ length: 1_000 }, (_, i) => [batch * 1_000 + i, ...Array.from({ length: WIDTH - 1 }, (_, column) => `${column}:${randomBytes(60).toString('hex')}`)]);
+      }
+    }
+    return { rows: rows(), pulled };
+  };
+
+  it('pulls rows only as fast as the reader takes the file, and splits sheets at the row limit', async () => {
+    const { rows, pulled } = source(60);
+    const body = xlsxWorkbook(header, rows, 25_000);
+    // Nobody reads for a while: the writer stops a few megabytes ahead instead of writing all 60 000 rows.
+    await sleep(1_000);
+    expect(pulled.count).toBeGreaterThan(0);
+    expect(pulled.count).toBeLessThan(10);
+    const workbook = new ExcelJS.Workbook();
+    await workbook.xlsx.load((await buffer(body)) as unknown as ExcelJS.Buffer);
+    expect(pulled.count).toBe(60);
+    expect(workbook.worksheets.map((sheet) => [sheet.name, sheet.rowCount])).toEqual([
+      ['Visits 1', 25_001],
+      ['Visits 2', 25_001],
+      ['Visits 3', 10_001],
+    ]);
+    expect((workbook.worksheets[1]!.getRow(2).values as unknown[])[1]).toBe(25_000);
+    expect((workbook.worksheets[2]!.getRow(10_001).values as unknown[])[1]).toBe(59_999);
+  }, 60_000);
+
+  it('stops pulling rows when the reader goes away', async () => {
+    const { rows, pulled } = source(1_000);
+    const body = xlsxWorkbook(header, rows);
+    await sleep(300);
+    body.destroy();
+    const stopped = pulled.count;
+    await sleep(300);
+    expect(pulled.count).toBe(stopped);
+    expect(stopped).toBeLessThan(10);
   });
 });

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
-import { PassThrough, Readable } from 'node:stream';
+import { PassThrough, Readable, type Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
 import { selectRows } from '../../../shared/analytics/analytics.js';
@@ -18,6 +19,12 @@ export const SLICE_ROWS = 20_000;
 export const XLSX_SHEET_ROWS = 1_048_575;
 /** Visit rows a PDF report lists after its figures (a person reads the report, the CSV holds them all). */
 export const PDF_ROW_CAP = 1_000;
+/** Uncompressed XML an XLSX export lets the zip hold before it writes more rows. */
+const XLSX_BACKLOG_BYTES = 4 * 1024 * 1024;
+/** Rows an XLSX export writes between two looks at the zip's backlog. */
+const XLSX_CHECK_ROWS = 1_000;
+/** How often an XLSX export looks whether the zip has started on a new sheet. */
+const XLSX_ATTACH_POLL_MS = 10;
 
 const CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
@@ -40,6 +47,71 @@ function selectExpression(column: string, format: 'CSV' | 'JSON'): string {
   if (FLAG_COLUMNS.has(column)) return `toBool(${inner}) AS ${column}`;
   if ((column === 'latitude' || column === 'longitude') && format === 'CSV') return `ifNull(toString(${inner}), '') AS ${column}`;
   return `${inner} AS ${column}`;
+}
+
+/**
+ * Where a sheet's rows wait for the zip. exceljs (4.4) writes a sheet's XML into archiver's input
+ * for the entry (the sheet stream's `pipes`, a readable-stream PassThrough) without heeding
+ * write()'s answer, so this buffer, not the response, is where a fast writer piles up rows (1
+ * million rows raised resident memory by 1.5 GB with a quick reader). Undefined until archiver has
+ * started on the sheet (sheets are zipped one after the other).
+ */
+function zipBacklog(sheet: ExcelJS.Worksheet): Writable | undefined {
+  return (sheet as unknown as { stream: { pipes: Writable[] } }).stream.pipes[0];
+}
+const backlogBytes = (input: Writable) => (input as unknown as { _writableState: { length: number } })._writableState.length;
+
+/**
+ * Writes batches of rows into an XLSX workbook stream with exceljs's streaming writer, a new sheet
+ * past `sheetRows`. Every XLSX_CHECK_ROWS rows the writer waits while the zip holds more than
+ * XLSX_BACKLOG_BYTES of uncompressed XML (the zip waits on the response in turn), and the next
+ * batch is pulled only then: memory stays flat however large the export and however slow the reader.
+ * Exported for the tests.
+ */
+export function xlsxWorkbook(header: readonly string[], batches: AsyncIterable<unknown[][]>, sheetRows = XLSX_SHEET_ROWS): Readable {
+  const out = new PassThrough();
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
+  // A reader that goes away ends the writer's waits (and the batches) instead of leaving them pending.
+  const gone = new AbortController();
+  out.once('close', () => gone.abort());
+  const caughtUp = async (sheet: ExcelJS.Worksheet) => {
+    for (;;) {
+      const input = zipBacklog(sheet);
+      if (input === undefined) await sleep(XLSX_ATTACH_POLL_MS, undefined, { signal: gone.signal });
+      else if (backlogBytes(input) > XLSX_BACKLOG_BYTES) await once(input, 'drain', { signal: gone.signal });
+      else return;
+    }
+  };
+  (async () => {
+    let sheet: ExcelJS.Worksheet | undefined;
+    let sheets = 0;
+    let rowsInSheet = 0;
+    let sinceCheck = 0;
+    const newSheet = async () => {
+      sheet?.commit();
+      sheets += 1;
+      sheet = workbook.addWorksheet(`Visits ${sheets}`);
+      sheet.addRow([...header]).commit();
+      rowsInSheet = 0;
+      await caughtUp(sheet);
+    };
+    await newSheet();
+    for await (const batch of batches) {
+      for (const row of batch) {
+        if (rowsInSheet === sheetRows) await newSheet();
+        sheet!.addRow(row).commit();
+        rowsInSheet += 1;
+        if (++sinceCheck === XLSX_CHECK_ROWS) {
+          sinceCheck = 0;
+          await caughtUp(sheet!);
+        }
+      }
+      await caughtUp(sheet!);
+    }
+    sheet!.commit();
+    await workbook.commit();
+  })().catch((error: unknown) => out.destroy(error as Error));
+  return out;
 }
 
 interface Scoped {
@@ -132,37 +204,13 @@ export function exportsService(context: Context) {
     yield `\n]},"meta":${JSON.stringify(meta)}}\n`;
   }
 
-  /** XLSX through exceljs's streaming writer: rows committed as they come, a new sheet past the format's row limit. */
-  const xlsxStream = (scoped: Scoped): Readable => {
-    const out = new PassThrough();
-    const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
-    (async () => {
-      let sheet: ExcelJS.Worksheet | undefined;
-      let sheets = 0;
-      let sheetRows = 0;
-      const newSheet = () => {
-        sheet?.commit();
-        sheets += 1;
-        sheet = workbook.addWorksheet(`Visits ${sheets}`);
-        sheet.addRow([...OWNER_VISIT_COLUMNS]).commit();
-        sheetRows = 0;
-      };
-      newSheet();
-      for (const slice of await slicesOf(scoped)) {
-        const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
-        if (text === '') continue;
-        for (const line of text.split('\n')) {
-          if (sheetRows === XLSX_SHEET_ROWS) newSheet();
-          sheet!.addRow(JSON.parse(line) as unknown[]).commit();
-          sheetRows += 1;
-        }
-        if (out.writableNeedDrain) await once(out, 'drain');
-      }
-      sheet!.commit();
-      await workbook.commit();
-    })().catch((error: unknown) => out.destroy(error as Error));
-    return out;
-  };
+  /** An XLSX export: the rows of every slice, parsed, pulled only as fast as the workbook takes them. */
+  async function* xlsxBatches(scoped: Scoped): AsyncGenerator<unknown[][]> {
+    for (const slice of await slicesOf(scoped)) {
+      const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
+      if (text !== '') yield text.split('\n').map((line) => JSON.parse(line) as unknown[]);
+    }
+  }
 
   /** A PDF report: period, totals, a chart of visits over time, top breakdowns, then up to PDF_ROW_CAP rows. */
   const pdfStream = (scoped: Scoped, report: Report, label: string): Readable => {
@@ -242,7 +290,7 @@ export function exportsService(context: Context) {
       let body: Readable;
       if (format === 'csv') body = Readable.from(csvRows(scoped));
       else if (format === 'json') body = Readable.from(jsonRows(scoped, request.id, started));
-      else if (format === 'xlsx') body = xlsxStream(scoped);
+      else if (format === 'xlsx') body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped));
       else {
         const report = await stats.ownerReport(principal, scoped.scope, scoped.scope === 'user' ? 'me' : scoped.scopeId, {
           since: filters.since,
