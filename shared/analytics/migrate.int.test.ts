@@ -135,6 +135,56 @@ describe(`migrateAnalytics (${process.env.CLICKHOUSE_URL ? 'clickhouse' : 'chdb'
   });
 });
 
+describe('0004_stats_visitors_sketch', () => {
+  it('refills the rebuilt series rollups from the visits stored before it, once each, and the views count the visits after it', async () => {
+    const owner = uniqueName('refill');
+    const subdomain = uniqueName('refill');
+    const visit = (visitor: string, extra: Record<string, unknown> = {}) => ({
+      visit_id: uuidv7(),
+      ts: '2025-03-04 05:06:07.089',
+      kind: 'visit',
+      owner_id: owner,
+      subdomain,
+      link_id: 'link-1',
+      slug: 'promo',
+      ip_public: '203.0.113.7',
+      visitor_hash: visitor,
+      ...extra,
+    });
+    const first = visit('h1');
+    // A newer version of the first visit (a beacon's signals merged in) is the same visit. Inserted in
+    // one block, it replaces version 0 at once (as a merge of parts would later): the refill must
+    // still count the visit.
+    await context.analytics.client.insert({ table: 'visits', values: [first, visit('h2'), visit('h1'), { ...first, version: 1, timezone: 'Europe/Paris' }], format: 'JSONEachRow' });
+    const figures = async (table: string) =>
+      (
+        await rows<{ visits: number; visitors: number }>(
+          `SELECT toUInt64(sum(visits)) AS visits, toUInt64(uniqCombinedMerge(12)(visitors)) AS visitors FROM ${table}
+           WHERE owner_id = {owner:String} AND scope = 'subdomain' AND scope_id = {subdomain:String}`,
+          { owner, subdomain },
+        )
+      ).map((row) => ({ visits: Number(row.visits), visitors: Number(row.visitors) }));
+
+    // The migration again, as a later version, on tables the views have already filled.
+    const { dir } = migrationsDir({ '9904_refill.sql': readFileSync(join(CLICKHOUSE_MIGRATIONS, '0004_stats_visitors_sketch.sql'), 'utf8') });
+    cleanups.push(async () => {
+      await context.analytics.client.command({
+        query: 'ALTER TABLE schema_migrations DELETE WHERE version = {version:String}',
+        query_params: { version: '9904' },
+        clickhouse_settings: { mutations_sync: '2' },
+      });
+    });
+    expect(await migrateAnalytics(context.analytics, dir)).toEqual(['9904_refill']);
+    expect(await figures('stats_series')).toEqual([{ visits: 3, visitors: 2 }]);
+    expect(await figures('stats_series_daily')).toEqual([{ visits: 3, visitors: 2 }]);
+    expect(await tableExists('stats_series_refill_before')).toBe(false);
+
+    await context.analytics.client.insert({ table: 'visits', values: [visit('h3')], format: 'JSONEachRow' });
+    expect(await figures('stats_series')).toEqual([{ visits: 4, visitors: 3 }]);
+    expect(await figures('stats_series_daily')).toEqual([{ visits: 4, visitors: 3 }]);
+  });
+});
+
 describe('visits table', () => {
   it('is a ReplacingMergeTree partitioned by month and sorted by subdomain, link_id first', async () => {
     const [table] = await rows<{ engine: string; partition_key: string; sorting_key: string; engine_full: string }>(

@@ -209,6 +209,29 @@ describe('GET /api/v1/stats/subdomain/{name}', () => {
   });
 });
 
+describe('unique visitors beyond the exact range', () => {
+  it('estimates them within 5 %, and the totals merge the same sketches as the counters since ever', async () => {
+    const many = await claimSubdomain(app, alice);
+    const link = await createLink(alice, many, 'many');
+    // 3 000 visits over two days: visitors 0–1 199 on the first, 800–1 999 on the second (2 000 in all).
+    const visits: FixtureVisit[] = Array.from({ length: 3_000 }, (_, i) =>
+      i < 1_500
+        ? { offset: i * 20_000, kind: 'visit', link: 'A', visitor: `u${i % 1_200}` }
+        : { offset: DAY + (i - 1_500) * 20_000, kind: 'visit', link: 'A', visitor: `u${800 + ((i - 1_500) % 1_200)}` },
+    );
+    await insertFixture(alice, many, { A: link, B: link }, visits, `stats-many-${many}`);
+    const data = await report(alice, `/api/v1/stats/subdomain/${many}?${range}`);
+    const near = (value: number, exact: number) => expect(Math.abs(value - exact) / exact).toBeLessThan(0.05);
+    expect(data.totals.visits).toBe(3_000);
+    near(data.totals.unique_visitors, 2_000);
+    expect(data.series.map((point: Json) => point.visits)).toEqual([1_500, 1_500, 0, 0]);
+    near(data.series[0].unique_visitors, 1_200);
+    near(data.series[1].unique_visitors, 1_200);
+    const counters = await app.inject({ method: 'GET', url: `/api/rest.php/stats?subdomain=${many}`, headers: alice.auth });
+    expect(counters.json().data.unique_visitors).toBe(data.totals.unique_visitors);
+  });
+});
+
 describe('GET /api/v1/stats/link/{id} and /user/{id}', () => {
   it("answers a link's figures and breakdowns, without a link breakdown", async () => {
     const data = await report(alice, `/api/v1/stats/link/${linkA.id}?${range}`);
@@ -337,5 +360,14 @@ describe('GET /api/v1/stats?subdomain= (public)', () => {
     expect(data.top.country).toEqual([{ value: 'FR', visits: 2 }]);
     expect(data.top.city.length).toBe(1);
     expect(data.series.length).toBe(1);
+  });
+
+  it('cuts the public link breakdown after hiding the links the public list would not show', async () => {
+    await setPolicy({ ...closed, stats_public: true, stats_show_geo: true, stats_show_links: true, stats_max_items: 1 });
+    // Runs last: alpha (3 visits, ahead of beta) is deleted, so beta takes the one place.
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkA.id}`, headers: alice.auth })).statusCode).toBe(200);
+    const data = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    expect(data.top.link).toEqual([{ value: 'beta', slug: 'beta', visits: 2 }]);
+    expect(data.top.country).toEqual([{ value: 'FR', visits: 3 }]);
   });
 });

@@ -22,7 +22,8 @@ const TotalsSchema = z
     unique_visitors: count.meta({
       description:
         'Distinct visitors among the human visits (by the daily-salted visitor hash, so the same person on two days counts twice). ' +
-        'ClickHouse `uniq`: exact up to about 65 000, within about 1 % beyond.',
+        'An estimate (ClickHouse `uniqCombined(12)`): exact up to 256, beyond that a HyperLogLog estimate with a standard error of ' +
+        'about 1.6 % (within 5 % nearly always), so a total need not equal what the points suggest.',
     }),
     bots: count.meta({ description: 'Visits classified as bots (user agent or behaviour).' }),
     attacks: count.meta({ description: 'Attack attempts (scanner paths, traversal, SQL/XSS patterns) answered 404.' }),
