@@ -20,6 +20,18 @@ export function normalizeRange(entry: string): string | undefined {
   return `${network.toString()}/${bits}`;
 }
 
+export type IpRange = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+/** Parses ranges once for many matches (entries that are not ranges are left out). */
+export function parseRanges(entries: readonly string[]): IpRange[] {
+  return entries.map((entry) => parseRange(entry)).filter((range): range is IpRange => range !== undefined);
+}
+
+/** True when a parsed address is inside one of the parsed ranges (of its own family). */
+export function inRanges(address: ipaddr.IPv4 | ipaddr.IPv6, ranges: readonly IpRange[]): boolean {
+  return ranges.some(([network, bits]) => address.kind() === network.kind() && address.match([network, bits] as never));
+}
+
 /** True when the address (IPv4-mapped IPv6 counts as IPv4) is inside one of the ranges. */
 export function ipInRanges(ip: string, ranges: readonly string[]): boolean {
   let address: ipaddr.IPv4 | ipaddr.IPv6;
@@ -28,10 +40,5 @@ export function ipInRanges(ip: string, ranges: readonly string[]): boolean {
   } catch {
     return false;
   }
-  return ranges.some((entry) => {
-    const range = parseRange(entry);
-    if (!range) return false;
-    const [network, bits] = range;
-    return address.kind() === network.kind() && address.match([network, bits] as never);
-  });
+  return inRanges(address, parseRanges(ranges));
 }

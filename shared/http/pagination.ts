@@ -61,6 +61,13 @@ export function decodeSeqCursor(cursor: string): string {
   return match[1]!;
 }
 
+/** Where a page of rows keyed by `seq` starts: after the cursor's seq, or at the page number's offset. */
+export type SeqPageAt = { afterSeq?: string } | { offset: number };
+
+export function seqPageAt(paging: Paging): SeqPageAt {
+  return paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeSeqCursor(paging.cursor) : undefined };
+}
+
 /** The spec's pagination meta of a page of rows keyed by `seq`, with `page` when addressed by number. */
 export function seqPageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: Paging): PageMeta {
   return collectionMeta(items.length, total, paging, hasMore ? encodeSeqCursor(items.at(-1)!.seq) : null);

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
-import { parseRange } from '../ip.js';
+import { inRanges, parseRange, parseRanges, type IpRange } from '../ip.js';
 
 /**
  * The SSRF guard every outbound webhook request passes, at creation and at each attempt: the URL
@@ -55,11 +55,8 @@ export interface GuardOptions {
 }
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
-type Range = [Address, number];
 
-const rangesOf = (entries: readonly string[]): Range[] => entries.map((entry) => parseRange(entry)).filter((range): range is Range => range !== undefined);
-const inRanges = (address: Address, ranges: Range[]) => ranges.some(([network, bits]) => address.kind() === network.kind() && address.match([network, bits] as never));
-const METADATA_RANGES = rangesOf(METADATA_ADDRESSES);
+const METADATA_RANGES = parseRanges(METADATA_ADDRESSES);
 
 /** The IPv4 address carried in an IPv6 one (mapped, translated, NAT64 well-known prefix), if any. */
 function embeddedV4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
@@ -100,18 +97,18 @@ const isMetadataAddress = (address: Address) => {
 };
 
 /** The allow-list split into host names and parsed ranges, once per list. */
-const parsedAllowlists = new WeakMap<readonly string[], { hosts: Set<string>; ranges: Range[] }>();
+const parsedAllowlists = new WeakMap<readonly string[], { hosts: Set<string>; ranges: IpRange[] }>();
 function allowlistOf(entries: readonly string[]) {
   let parsed = parsedAllowlists.get(entries);
   if (!parsed) {
-    parsed = { hosts: new Set(entries.filter((entry) => !parseRange(entry)).map((entry) => entry.toLowerCase())), ranges: rangesOf(entries) };
+    parsed = { hosts: new Set(entries.filter((entry) => !parseRange(entry)).map((entry) => entry.toLowerCase())), ranges: parseRanges(entries) };
     parsedAllowlists.set(entries, parsed);
   }
   return parsed;
 }
 
 /** The syntactic checks (scheme, credentials, port, metadata names); returns the parsed URL. */
-export function checkUrlSyntax(text: string): { url: URL; host: string; port: number } {
+function checkUrlSyntax(text: string): { url: URL; host: string; port: number } {
   let url: URL;
   try {
     url = new URL(text);

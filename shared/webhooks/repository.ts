@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DB, NotificationsTable, WebhookDeliveriesTable, WebhooksTable } from '../db/schema.js';
+import type { SeqPageAt } from '../http/pagination.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -24,6 +25,20 @@ export interface DeliveryAttempt {
 const storable = (text: string | null, max: number) =>
   text === null ? null : text.slice(0, max).replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\u0000/g, '\uFFFD');
 
+/** Rows of a table with a `seq` column, newest first, from where a page starts. */
+function pageBySeq<Q extends SelectQueryBuilder<DB, 'webhook_deliveries' | 'notifications', object>>(query: Q, limit: number, at: SeqPageAt): Q {
+  const from = 'afterSeq' in at && at.afterSeq !== undefined ? query.where('seq', '<', at.afterSeq as never) : query;
+  return from
+    .orderBy('seq', 'desc')
+    .limit(limit)
+    .offset('offset' in at ? at.offset : 0) as Q;
+}
+
+async function countOf(query: SelectQueryBuilder<DB, 'webhooks' | 'webhook_deliveries' | 'notifications', object>): Promise<number> {
+  const row = await query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** SQL for webhooks, their delivery log and notifications: the only place that queries them. */
 export function webhooksRepository(db: Kysely<DB>) {
   return {
@@ -42,8 +57,7 @@ export function webhooksRepository(db: Kysely<DB>) {
       return db.selectFrom('webhooks').selectAll().where('owner_id', 'in', ownerIds).where('enabled', '=', true).execute();
     },
     async countByOwner(ownerId: string): Promise<number> {
-      const row = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('owner_id', '=', ownerId).executeTakeFirstOrThrow();
-      return Number(row.n);
+      return countOf(db.selectFrom('webhooks').where('owner_id', '=', ownerId));
     },
     async update(id: string, changes: Partial<Pick<WebhookRow, 'url' | 'events' | 'subdomain' | 'description' | 'secret'>>): Promise<WebhookRow | undefined> {
       return db.updateTable('webhooks').set({ ...changes, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirst();
@@ -85,19 +99,12 @@ export function webhooksRepository(db: Kysely<DB>) {
           status_code smallint, latency_ms integer, success boolean, error text, response_excerpt text)
         WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = r.webhook_id)`.execute(db);
     },
-    /** A page of a webhook's delivery log, newest first: after a seq (cursor) or at an offset (page). */
-    async listAttempts(webhookId: string, limit: number, at: { afterSeq?: string; offset?: number }): Promise<DeliveryRow[]> {
-      let query = db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId);
-      if (at.afterSeq !== undefined) query = query.where('seq', '<', at.afterSeq as never);
-      return query
-        .orderBy('seq', 'desc')
-        .limit(limit)
-        .offset(at.offset ?? 0)
-        .execute();
+    /** A page of a webhook's delivery log, newest first. */
+    async listAttempts(webhookId: string, limit: number, at: SeqPageAt): Promise<DeliveryRow[]> {
+      return pageBySeq(db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId), limit, at).execute();
     },
     async countAttempts(webhookId: string): Promise<number> {
-      const row = await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('n')).where('webhook_id', '=', webhookId).executeTakeFirstOrThrow();
-      return Number(row.n);
+      return countOf(db.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId));
     },
     async insertNotification(values: { user_id: string; kind: string; title: string; body: string; data: Record<string, unknown> }): Promise<NotificationRow> {
       return db
@@ -109,18 +116,12 @@ export function webhooksRepository(db: Kysely<DB>) {
     async markEmailed(id: string): Promise<void> {
       await db.updateTable('notifications').set({ emailed_at: new Date() }).where('id', '=', id).execute();
     },
-    async listNotifications(userId: string, limit: number, at: { afterSeq?: string; offset?: number }): Promise<NotificationRow[]> {
-      let query = db.selectFrom('notifications').selectAll().where('user_id', '=', userId);
-      if (at.afterSeq !== undefined) query = query.where('seq', '<', at.afterSeq as never);
-      return query
-        .orderBy('seq', 'desc')
-        .limit(limit)
-        .offset(at.offset ?? 0)
-        .execute();
+    /** A page of an account's notifications, newest first. */
+    async listNotifications(userId: string, limit: number, at: SeqPageAt): Promise<NotificationRow[]> {
+      return pageBySeq(db.selectFrom('notifications').selectAll().where('user_id', '=', userId), limit, at).execute();
     },
     async countNotifications(userId: string): Promise<number> {
-      const row = await db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow();
-      return Number(row.n);
+      return countOf(db.selectFrom('notifications').where('user_id', '=', userId));
     },
     async markNotificationRead(userId: string, id: string): Promise<NotificationRow | undefined> {
       await db.updateTable('notifications').set({ read_at: new Date() }).where('id', '=', id).where('user_id', '=', userId).where('read_at', 'is', null).execute();

@@ -7,8 +7,8 @@ import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-no
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
-import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink, type PageAt } from './links.repository.js';
-import { decodeSeqCursor, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
+import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from './links.repository.js';
+import { decodeSeqCursor, seqPageAt, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
 
 /** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
 export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -176,7 +176,7 @@ export function linksService(context: Context) {
 
   /** Page of rows → views + the spec's meta. */
   const paged = async <V>(filter: LinkFilter, paging: Paging, view: (row: LinkRow) => V) => {
-    const at: PageAt = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeSeqCursor(paging.cursor) : undefined };
+    const at = seqPageAt(paging);
     const [rows, total] = await Promise.all([links.page(filter, at, paging.limit), links.count(filter)]);
     const items = rows.slice(0, paging.limit);
     return { items: items.map(view), meta: seqPageMeta(items, total, rows.length > paging.limit, paging) };
