@@ -151,7 +151,7 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
     });
   };
 
-  await context.jobs.process(job, async (delivery, { attempt, final }) => {
+  const processor = await context.jobs.process(job, async (delivery, { attempt, final }) => {
     const webhook = await cache.get(delivery.webhook_id, delivery.owner_id);
     // Deleted, or disabled meanwhile: nothing more is sent (not an attempt).
     if (!webhook || !webhook.enabled) return;
@@ -196,8 +196,10 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
   });
 
   return {
+    /** Stops the dispatcher, then the deliveries: those running finish and are logged; queued ones stay queued. */
     async stop() {
       await consumer.stop();
+      await processor.stop();
       notifier.close();
     },
   };

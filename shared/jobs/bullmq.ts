@@ -72,6 +72,14 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics, pre
       });
       worker.on('error', (error) => log.warn({ err: error, job: definition.name }, 'job worker error'));
       workers.add(worker);
+      return {
+        async stop() {
+          await worker.close();
+          workers.delete(worker);
+          await workerConnection.quit().catch(() => workerConnection.disconnect());
+          workerConnections.delete(workerConnection);
+        },
+      };
     },
     async ping() {
       await connection.ping();

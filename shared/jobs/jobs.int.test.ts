@@ -358,6 +358,50 @@ describe('closing a job runner', () => {
     expect(started).toEqual([1]);
   });
 
+  it("stops one kind's processor: its running job finishes, the queued ones wait for the next processor, other kinds go on", async () => {
+    const jobs = ownRunner();
+    const job = defineJob<{ n: number }>({ name: uniqueName('stop'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const other = defineJob<{ n: number }>({ name: uniqueName('other'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const started: number[] = [];
+    const finished: number[] = [];
+    const others: number[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    try {
+      await jobs.enqueue(job, { n: 1 });
+      await jobs.enqueue(job, { n: 2 });
+      const processor = await jobs.process(job, async (data) => {
+        started.push(data.n);
+        if (data.n === 1) await released;
+        finished.push(data.n);
+      });
+      await jobs.process(other, async (data) => void others.push(data.n));
+      await waitFor(() => started.length === 1, DEADLINE_MS, { message: 'the first job to start' });
+      let stopped = false;
+      const stopping = processor.stop().then(() => {
+        stopped = true;
+      });
+      await sleep(100);
+      expect(stopped).toBe(false); // still waiting for the running job
+      release();
+      await stopping;
+      expect(finished).toEqual([1]);
+      await jobs.enqueue(other, { n: 7 });
+      await waitFor(() => others.length === 1, DEADLINE_MS, { message: 'the other kind to go on' });
+      await sleep(300);
+      expect(started).toEqual([1]);
+      // The next processor of the kind takes the job left queued.
+      const next: number[] = [];
+      await jobs.process(job, async (data) => void next.push(data.n));
+      await waitFor(() => next.length === 1, DEADLINE_MS, { message: 'the queued job to run on the next processor' });
+      expect(next).toEqual([2]);
+      expect(others).toEqual([7]);
+    } finally {
+      release();
+      await jobs.close();
+    }
+  });
+
   it('leaves no connection or timer of its own open once closed', async () => {
     const sockets = () => process.getActiveResourcesInfo().filter((resource) => resource === 'TCPSocketWrap').length;
     // Sockets of runners closed by earlier tests may still be shutting: start from a settled count.

@@ -34,7 +34,13 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
     if (ids.length > retain * 2) for (const old of ids.splice(0, ids.length - retain)) if (known.get(old) !== Infinity) known.delete(old);
   };
   const timers = new Set<NodeJS.Timeout>();
-  const inFlight = new Set<Promise<void>>();
+  /** Running jobs, per kind. */
+  const inFlight = new Map<string, Set<Promise<void>>>();
+  const runningOf = (name: string) => {
+    let tasks = inFlight.get(name);
+    if (!tasks) inFlight.set(name, (tasks = new Set()));
+    return tasks;
+  };
   let closed = false;
 
   const pump = (name: string) => {
@@ -66,10 +72,10 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
         )
         .finally(() => {
           running.set(name, (running.get(name) ?? 1) - 1);
-          inFlight.delete(task);
+          runningOf(name).delete(task);
           pump(name);
         });
-      inFlight.add(task);
+      runningOf(name).add(task);
     }
   };
 
@@ -104,14 +110,21 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
     },
     async process(definition, handler) {
       definitions.set(definition.name, definition as JobDefinition<unknown>);
-      handlers.set(definition.name, handler as JobHandler<unknown>);
+      const ours = handler as JobHandler<unknown>;
+      handlers.set(definition.name, ours);
       pump(definition.name);
+      return {
+        async stop() {
+          if (handlers.get(definition.name) === ours) handlers.delete(definition.name);
+          await Promise.allSettled([...runningOf(definition.name)]);
+        },
+      };
     },
     async ping() {},
     async close() {
       closed = true;
       for (const timer of timers) clearTimeout(timer);
-      await Promise.allSettled([...inFlight]);
+      await Promise.allSettled([...inFlight.values()].flatMap((tasks) => [...tasks]));
     },
   };
 }
