@@ -7,6 +7,7 @@ import type { Consumer } from '../shared/visit-log/visit-log.js';
 import { buildApp } from './api/app.js';
 import { bootstrapAdmin } from './api/users/bootstrap.js';
 import { startEnricher } from './enricher/enricher.js';
+import { lowerPriority } from './worker/priority.js';
 import { startWorker } from './worker/worker.js';
 
 export interface Platform {
@@ -74,6 +75,9 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
     throw error;
   }
   const started = performance.now();
+  // Before the context starts its threads (they inherit the priority); a worker sharing its host
+  // with the pipeline yields the CPU to it.
+  const nice = config.roles.every((role) => role === 'worker') ? lowerPriority(config.workerNice) : undefined;
   let platform: Platform;
   try {
     platform = await startPlatform(config);
@@ -82,7 +86,7 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
     process.exit(1);
   }
   const { context, url } = platform;
-  context.log.info({ url, roles: config.roles, startup_ms: Math.round(performance.now() - started) }, 'listening');
+  context.log.info({ url, roles: config.roles, nice, startup_ms: Math.round(performance.now() - started) }, 'listening');
   process.stdout.write(`linktrack ${config.roles.join(',')} listening on ${url} (health: ${url}/api/v1/health)\n`);
 
   const shutdown = (signal: string) => {

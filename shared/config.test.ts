@@ -69,6 +69,8 @@ describe('loadConfig', () => {
     [{ ADMIN_PASSWORD: 'long enough password' }, /ADMIN_EMAIL must be set when ADMIN_PASSWORD is set/],
     [{ TRUST_PROXY: '10.0.0.0/8,not a cidr' }, /TRUST_PROXY must be comma-separated IP addresses or CIDR ranges/],
     [{ BODY_LIMIT: '10' }, /BODY_LIMIT must be at least 1024 bytes/],
+    [{ WORKER_NICE: '20' }, /^invalid configuration: WORKER_NICE must be from 0 to 19 \(got "20"\)$/],
+    [{ WORKER_NICE: '-5' }, /WORKER_NICE must be from 0 to 19/],
   ])('%o stops start-up with one line naming the variable and the rule', (env, expected) => {
     const message = configErrorOf(env);
     expect(message).toMatch(expected);

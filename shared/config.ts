@@ -266,6 +266,13 @@ export const CONFIG_VARS = {
     withDefault(z.coerce.number().int().min(1).max(1000), 8),
     { doc: 'Deliveries to one webhook one worker process makes at once; a busy webhook waits for its own slots instead of taking everyone\'s.' },
   ],
+  WORKER_NICE: [
+    withDefault(z.coerce.number().int().min(0, 'must be from 0 to 19').max(19, 'must be from 0 to 19'), 10),
+    {
+      doc:
+        'CPU scheduling priority (nice value) a process running the worker role alone lowers itself to: on a host shared with ingest or enricher processes, webhook deliveries and other jobs take the CPU those leave and catch up when it is free. 0 keeps the priority it was started with; a process running other roles too keeps it.',
+    },
+  ],
   SMTP_URL: [
     optionalString(urlWithScheme(['smtp', 'smtps'])),
     { doc: 'SMTP server for e-mail notifications (`smtp://user:password@host:587`, `smtps://…:465`); without it notifications are only shown in the dashboard.' },
@@ -323,6 +330,8 @@ export interface Config {
   tracker: { secret: string | undefined; consentTtlSec: number };
   spam: { windowSec: number; tokensPerAccount: number; identitiesPerIp: number; cooldownSec: number };
   webhooks: { allowlist: string[]; retryBaseMs: number; timeoutMs: number; concurrency: number; perWebhook: number };
+  /** Nice value a worker-only process lowers itself to (WORKER_NICE). */
+  workerNice: number;
   smtp: { url: string; from: string } | undefined;
   rateLimits: Record<RateBucket, RateRule>;
 }
@@ -402,6 +411,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       concurrency: env.WEBHOOK_CONCURRENCY,
       perWebhook: env.WEBHOOK_CONCURRENCY_PER_WEBHOOK,
     },
+    workerNice: env.WORKER_NICE,
     smtp: env.SMTP_URL ? { url: env.SMTP_URL, from: env.SMTP_FROM ?? `linktrack <noreply@${env.BASE_DOMAIN}>` } : undefined,
     rateLimits,
   };

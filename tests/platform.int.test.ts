@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../shared/paths.js';
@@ -79,6 +79,8 @@ describe('the one-process platform', () => {
     expect(Object.values<{ status: string }>(health.data.checks).every((check) => check.status === 'ok')).toBe(true);
     expect(first.stdout()).toMatch(/Generated password \(shown once\): [A-Za-z0-9_-]{24}/);
     expect(first.stdout()).toContain(`listening on http://127.0.0.1:${port}`);
+    // All roles in one process: the worker's priority setting does not apply.
+    expect(getPriority(first.child.pid)).toBe(getPriority(0));
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
@@ -87,5 +89,27 @@ describe('the one-process platform', () => {
     expect(second.stdout()).not.toContain('Generated password');
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+  }, 120_000);
+
+  it.runIf(process.platform === 'linux')('a process of the worker role alone lowers every thread to WORKER_NICE', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-platform-'));
+    const port = await freePort();
+    const base = getPriority(0);
+    const nice = Math.min(19, base + 7);
+    const worker = start({ ...EMBEDDED, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', SERVICE_ROLES: 'worker', WORKER_NICE: String(nice) });
+    await waitHealthy(port, worker);
+    const pid = worker.child.pid!;
+    expect(getPriority(pid)).toBe(nice);
+    // Node's own threads (V8's helpers, libuv's pool) carry the process name; field 19 of their stat
+    // (counted from the name's closing parenthesis) is the thread's nice value. (chDB's engine names
+    // its threads and sets some priorities itself.)
+    const threads = readdirSync(`/proc/${pid}/task`)
+      .map((tid) => readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'))
+      .filter((stat) => stat.includes('(node)'))
+      .map((stat) => Number(stat.split(') ')[1]!.split(' ')[16]));
+    expect(threads.length).toBeGreaterThan(4);
+    expect(new Set(threads)).toEqual(new Set([nice]));
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
   }, 120_000);
 });
