@@ -266,6 +266,12 @@ export const CONFIG_VARS = {
     withDefault(z.coerce.number().int().min(1).max(1000), 8),
     { doc: 'Deliveries to one webhook one worker process makes at once; a busy webhook waits for its own slots instead of taking everyone\'s.' },
   ],
+  WEBHOOK_QUEUE_HIGH_WATER: [
+    withDefault(z.coerce.number().int().min(10, 'must be at least 10').max(1_000_000, 'must be at most 1000000'), 10_000),
+    {
+      doc: 'Delivery jobs waiting to run beyond which the dispatcher takes no more events from the events topic: a backlog of deliveries waits in Kafka (or the in-process log), not in Redis, and the dispatcher does not spend CPU enqueueing what workers cannot send yet.',
+    },
+  ],
   WORKER_NICE: [
     withDefault(z.coerce.number().int().min(0, 'must be from 0 to 19').max(19, 'must be from 0 to 19'), 10),
     {
@@ -329,7 +335,7 @@ export interface Config {
   captcha: { enabled: boolean; after: number; secret: string | undefined };
   tracker: { secret: string | undefined; consentTtlSec: number };
   spam: { windowSec: number; tokensPerAccount: number; identitiesPerIp: number; cooldownSec: number };
-  webhooks: { allowlist: string[]; retryBaseMs: number; timeoutMs: number; concurrency: number; perWebhook: number };
+  webhooks: { allowlist: string[]; retryBaseMs: number; timeoutMs: number; concurrency: number; perWebhook: number; queueHighWater: number };
   /** Nice value a worker-only process lowers itself to (WORKER_NICE). */
   workerNice: number;
   smtp: { url: string; from: string } | undefined;
@@ -410,6 +416,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       timeoutMs: env.WEBHOOK_TIMEOUT_MS,
       concurrency: env.WEBHOOK_CONCURRENCY,
       perWebhook: env.WEBHOOK_CONCURRENCY_PER_WEBHOOK,
+      queueHighWater: env.WEBHOOK_QUEUE_HIGH_WATER,
     },
     workerNice: env.WORKER_NICE,
     smtp: env.SMTP_URL ? { url: env.SMTP_URL, from: env.SMTP_FROM ?? `linktrack <noreply@${env.BASE_DOMAIN}>` } : undefined,

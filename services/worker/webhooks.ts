@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../shared/context.js';
 import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
 import { DeferJob, defineJob, type JobDefinition } from '../../shared/jobs/jobs.js';
@@ -35,6 +36,8 @@ export function deliveryJob(context: Context): JobDefinition<DeliveryJob> {
 
 /** How long a cached webhook record is used without reading the version key's change. */
 const CACHE_TTL_MS = 30_000;
+/** Pause between two looks at the delivery queue while it is above its high-water mark. */
+const QUEUE_POLL_MS = 100;
 /** How long a delivery waits for a slot of its webhook before it is deferred (and its worker slot freed). */
 const SLOT_WAIT_MS = 200;
 
@@ -126,6 +129,8 @@ export function matches(webhook: Pick<WebhookRow, 'events' | 'subdomain'>, event
  * - the delivery jobs make the attempts: 2xx is success; anything else is retried with backoff;
  *   410 Gone disables the webhook at once; the fifth failure disables it and notifies the owner.
  * The enricher only publishes events (one message per owner and batch): fan-out and HTTP happen here.
+ * The dispatcher enqueues only while fewer than WEBHOOK_QUEUE_HIGH_WATER deliveries wait: a backlog
+ * stays in the events topic, which is made to hold one, and Redis holds a bounded queue.
  */
 export async function startWebhooks(context: Context): Promise<Consumer> {
   const repository = webhooksRepository(context.db.db);
@@ -134,6 +139,7 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
   const notifier = createNotifier(context);
   const job = deliveryJob(context);
   const slots = slotsPerKey(context.config.webhooks.perWebhook);
+  const { queueHighWater } = context.config.webhooks;
 
   const disable = async (webhook: WebhookRow, reason: string, data: Record<string, unknown>) => {
     const disabled = await repository.disable(webhook.id, reason);
@@ -177,7 +183,7 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
     topic: TOPICS.events,
     maxBatch: 500,
     maxWaitMs: 50,
-    handler: async (messages) => {
+    handler: async (messages, batch) => {
       const events = messages.flatMap(decodeEvents);
       if (events.length === 0) return;
       const subscribed = await cache.enabledOf([...new Set(events.map((event) => event.owner_id))]);
@@ -187,11 +193,19 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
           if (!matches(webhook, event)) continue;
           const deliveryId = deliveryIdOf(webhook.id, event.id);
           jobs.push({ jobId: deliveryId, data: { webhook_id: webhook.id, owner_id: webhook.owner_id, delivery_id: deliveryId, event: { id: event.id, type: event.type, occurred_at: event.occurred_at, subdomain: event.subdomain, data: event.data } } });
-          context.metrics.webhookDispatched.inc({ event: event.type });
         }
+      }
+      if (jobs.length === 0) return;
+      // Room first: while the workers have WEBHOOK_QUEUE_HIGH_WATER deliveries waiting, the events
+      // stay in the topic (this batch is not committed), heartbeating the group meanwhile.
+      while ((await context.jobs.waiting(job)) >= queueHighWater) {
+        if (batch.stopping()) throw new Error('stopping while the delivery queue is full: the batch is left for redelivery');
+        await batch.heartbeat();
+        await sleep(QUEUE_POLL_MS);
       }
       // Enqueued before the batch is committed: a failure redelivers it, and the job ids dedupe.
       await context.jobs.enqueueMany(job, jobs);
+      for (const entry of jobs) context.metrics.webhookDispatched.inc({ event: entry.data.event.type });
     },
   });
 

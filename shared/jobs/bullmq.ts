@@ -81,6 +81,9 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics, pre
         },
       };
     },
+    async waiting(definition) {
+      return queueFor(definition.name).getWaitingCount();
+    },
     async ping() {
       await connection.ping();
     },

@@ -67,6 +67,8 @@ export interface Jobs {
    * (in Redis, or in memory for a processor started later).
    */
   process<Data>(definition: JobDefinition<Data>, handler: JobHandler<Data>): Promise<Processor>;
+  /** Jobs of a kind ready to run and not yet started (not those waiting for a retry or a delay). */
+  waiting(definition: JobDefinition<unknown>): Promise<number>;
   ping(): Promise<void>;
   /** Stops taking new jobs and waits for the running ones. */
   close(): Promise<void>;

@@ -120,6 +120,9 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
         },
       };
     },
+    async waiting(definition) {
+      return queues.get(definition.name)?.length ?? 0;
+    },
     async ping() {},
     async close() {
       closed = true;

@@ -156,6 +156,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
                   Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
                 ),
               })),
+              { heartbeat, stopping: () => !isRunning() || isStale() },
             );
             // Durable now: only after the handler succeeded is the offset resolved and committed.
             resolveOffset(slice[slice.length - 1]!.offset);

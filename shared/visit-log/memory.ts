@@ -77,6 +77,7 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
       const tracker = consumerTracker(groupId, topic);
       const handler = tracker.track(untracked);
       const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
+      const control = { heartbeat: async () => undefined, stopping: () => state.stopped };
       let wakeUp: (() => void) | undefined;
       /** Resolves on the next publish, or after `timeoutMs` when given (the listener is then removed). */
       const waitForMessages = (timeoutMs?: number) =>
@@ -109,7 +110,7 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retry
               if (left <= 0) {
                 partialSince = undefined;
                 next += batch.length;
-                const handled = handler(batch).then(
+                const handled = handler(batch, control).then(
                   () => true,
                   () => {
                     failing = true;

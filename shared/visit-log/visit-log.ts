@@ -28,7 +28,15 @@ export interface ConsumeOptions {
    * batches stay one after the other); in-process: consecutive batches of the topic.
    */
   concurrency?: number;
-  handler: (messages: LogMessage[]) => Promise<void>;
+  handler: (messages: LogMessage[], batch: BatchControl) => Promise<void>;
+}
+
+/** What a handler that waits long (for room downstream) needs from its consumer. */
+export interface BatchControl {
+  /** Tells the group this consumer is alive (Kafka drops a member silent past its session timeout). */
+  heartbeat(): Promise<void>;
+  /** True once the consumer is stopping (or its batch is stale after a rebalance): give up, the batch is redelivered. */
+  stopping(): boolean;
 }
 
 export interface Consumer {
@@ -54,9 +62,9 @@ export function consumerTracker(group: string, topic: Topic) {
     status,
     /** The handler, recording each batch's success or failure (a failure is rethrown: the batch is redelivered). */
     track(handler: ConsumeOptions['handler']): ConsumeOptions['handler'] {
-      return async (messages) => {
+      return async (messages, batch) => {
         try {
-          await handler(messages);
+          await handler(messages, batch);
         } catch (error) {
           status.last_error = (error instanceof Error ? error.message : String(error)).slice(0, 300);
           throw error;
