@@ -22,6 +22,8 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
   const running = new Map<string, number>();
   /** Job id → until when it deduplicates enqueues (Infinity while queued or running). */
   const known = new Map<string, number>();
+  /** Size of `known` past which expired ids are pruned. */
+  let pruneAt = 100_000;
   /** Finished job ids per kind, oldest first, for the kind's retainFinished bound. */
   const finished = new Map<string, string[]>();
   const remember = (name: string, id: string, outcome: keyof typeof JOB_ID_RETENTION_MS) => {
@@ -101,7 +103,13 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
       const id = options.jobId ?? randomUUID();
       const until = known.get(id);
       if (until !== undefined && until > Date.now()) return;
-      if (known.size > 100_000) for (const [key, expiry] of known) if (expiry <= Date.now()) known.delete(key);
+      if (known.size > pruneAt) {
+        // Expired ids go in one pass, and the next pass waits until the map has doubled: a scan on
+        // every enqueue once 100 000 ids are kept (finished ones stay an hour) made enqueueing quadratic.
+        const now = Date.now();
+        for (const [key, expiry] of known) if (expiry <= now) known.delete(key);
+        pruneAt = Math.max(100_000, known.size * 2);
+      }
       known.set(id, Infinity);
       schedule({ id, name: definition.name, data, attempt: 1 }, options.delayMs ?? 0);
     },
