@@ -56,18 +56,21 @@ afterAll(async () => {
   receiver?.close();
 });
 
+/** Publishes `count` visit.new events of an owner as one message, as the enricher does per batch. */
+const emitFor = (ownerId: string) => (count: number) =>
+  createEventBus(context).emitMany(Array.from({ length: count }, (_, i) => ({ type: 'visit.new' as const, ownerId, subdomain: 'held', data: { n: i } })));
+/** Messages of the events topic the dispatcher has not committed. */
+const lag = async () => (await context.visitLog.consumers()).find((status) => status.group === WEBHOOK_DISPATCH_GROUP && status.topic === TOPICS.events)?.lag;
+
 describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in process'})`, () => {
   it('leaves events in the topic while WEBHOOK_QUEUE_HIGH_WATER deliveries wait, and delivers each once when there is room', async () => {
     const owner = await createAccount(context);
     await webhooksRepository(context.db.db).insert({ owner_id: owner.id, url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'d'.repeat(41)}` });
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
     worker = await startWebhooks(context);
-    const events = createEventBus(context);
+    const emit = emitFor(owner.id);
     const job = deliveryJob(context);
     const dispatched = async () => (await context.metrics.webhookDispatched.get()).values.reduce((sum, value) => sum + value.value, 0);
-    const emit = (count: number) =>
-      events.emitMany(Array.from({ length: count }, (_, i) => ({ type: 'visit.new' as const, ownerId: owner.id, subdomain: 'held', data: { n: i } })));
-    const lag = async () => (await context.visitLog.consumers()).find((status) => status.group === WEBHOOK_DISPATCH_GROUP && status.topic === TOPICS.events)?.lag;
 
     // 10 deliveries: 2 held at the receiver, 8 waiting; then 15 more: 23 waiting, past the mark.
     await emit(10);
@@ -102,11 +105,8 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
     open = false;
     await webhooksRepository(context.db.db).insert({ owner_id: owner.id, url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'e'.repeat(41)}` });
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
-    const events = createEventBus(context);
+    const emit = emitFor(owner.id);
     const job = deliveryJob(context);
-    const emit = (count: number) =>
-      events.emitMany(Array.from({ length: count }, (_, i) => ({ type: 'visit.new' as const, ownerId: owner.id, subdomain: 'held', data: { n: i } })));
-    const lag = async () => (await context.visitLog.consumers()).find((status) => status.group === WEBHOOK_DISPATCH_GROUP && status.topic === TOPICS.events)?.lag;
     await emit(HIGH_WATER + 5);
     await waitFor(async () => (await context.jobs.waiting(job)) >= HIGH_WATER, DEADLINE_MS, { message: 'a full queue' });
     await emit(5);
