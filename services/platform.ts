@@ -77,7 +77,15 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
   const started = performance.now();
   // Before the context starts its threads (they inherit the priority); a worker sharing its host
   // with the pipeline yields the CPU to it.
-  const nice = config.roles.every((role) => role === 'worker') ? lowerPriority(config.workerNice) : undefined;
+  let nice: number | string | undefined;
+  if (config.roles.every((role) => role === 'worker')) {
+    try {
+      nice = lowerPriority(config.workerNice);
+    } catch (error) {
+      // Refused by the system (a sandbox's seccomp rules): the worker runs at its priority, and says so.
+      nice = `unchanged: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
   let platform: Platform;
   try {
     platform = await startPlatform(config);

@@ -269,7 +269,7 @@ export const CONFIG_VARS = {
   WEBHOOK_QUEUE_HIGH_WATER: [
     withDefault(z.coerce.number().int().min(10, 'must be at least 10').max(1_000_000, 'must be at most 1000000'), 10_000),
     {
-      doc: 'Delivery jobs waiting to run beyond which the dispatcher takes no more events from the events topic: a backlog of deliveries waits in Kafka (or the in-process log), not in Redis, and the dispatcher does not spend CPU enqueueing what workers cannot send yet.',
+      doc: 'Delivery jobs ready to run beyond which the dispatcher takes no more events from the events topic: a backlog of deliveries waits in Kafka (or the in-process log), not in Redis, and the dispatcher does not spend CPU enqueueing what workers cannot send yet. Jobs waiting for a retry, or put back because their webhook had no free slot, are not counted.',
     },
   ],
   WORKER_NICE: [

@@ -6,7 +6,11 @@
 --
 -- A rerun after a failure starts over from the drops. The views exist before the refill, which
 -- counts the visits inserted before the moment recorded right after them: a visit inserted in the
--- few milliseconds between the view's creation and that record counts twice.
+-- few milliseconds between the view's creation and that record counts twice, and an insert into
+-- `visits` that began before the view existed and ends after the refill read the table is counted
+-- by neither (0004 has the same windows). Migrations run at start-up, before the enricher of the
+-- process inserts; on a cluster with enrichers running elsewhere, pause them for the migration to
+-- be exact.
 
 DROP VIEW IF EXISTS stats_dims_daily_mv;
 DROP VIEW IF EXISTS stats_dims_mv;

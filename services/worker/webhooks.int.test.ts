@@ -59,6 +59,8 @@ afterAll(async () => {
 /** Publishes `count` visit.new events of an owner as one message, as the enricher does per batch. */
 const emitFor = (ownerId: string) => (count: number) =>
   createEventBus(context).emitMany(Array.from({ length: count }, (_, i) => ({ type: 'visit.new' as const, ownerId, subdomain: 'held', data: { n: i } })));
+/** Deliveries the dispatcher has enqueued (webhook_deliveries_enqueued_total). */
+const dispatched = async () => (await context.metrics.webhookDispatched.get()).values.reduce((sum, value) => sum + value.value, 0);
 /** Messages of the events topic the dispatcher has not committed. */
 const lag = async () => (await context.visitLog.consumers()).find((status) => status.group === WEBHOOK_DISPATCH_GROUP && status.topic === TOPICS.events)?.lag;
 
@@ -70,7 +72,6 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
     worker = await startWebhooks(context);
     const emit = emitFor(owner.id);
     const job = deliveryJob(context);
-    const dispatched = async () => (await context.metrics.webhookDispatched.get()).values.reduce((sum, value) => sum + value.value, 0);
 
     // 10 deliveries: 2 held at the receiver, 8 waiting; then 15 more: 23 waiting, past the mark.
     await emit(10);
@@ -111,6 +112,9 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
     await waitFor(async () => (await context.jobs.waiting(job)) >= HIGH_WATER, DEADLINE_MS, { message: 'a full queue' });
     await emit(5);
     await waitFor(async () => (await lag()) === 1, DEADLINE_MS, { message: 'a held batch' });
+    // Time for the dispatcher to take the batch (it waits up to 50 ms for a batch to fill) and find no room.
+    await sleep(500);
+    const dispatchedBefore = await dispatched();
     const stopping = performance.now();
     // The deliveries held at the receiver finish once answered; the dispatcher does not wait for room.
     const stopped = worker!.stop();
@@ -120,6 +124,9 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
     await stopped;
     worker = undefined;
     expect(performance.now() - stopping).toBeLessThan(DEADLINE_MS);
+    // The queue emptied while the processor finished, but the stopping dispatcher gave up the held
+    // batch instead of enqueueing it.
+    expect(await dispatched()).toBe(dispatchedBefore);
     // The held batch was not committed: a dispatcher started later takes it.
     worker = await startWebhooks(context);
     await waitFor(async () => (await lag()) === 0 && (await context.jobs.waiting(job)) === 0 && deliveryIds.length >= 85, DEADLINE_MS, { message: 'everything dispatched and sent' });

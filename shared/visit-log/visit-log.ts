@@ -33,9 +33,12 @@ export interface ConsumeOptions {
 
 /** What a handler that waits long (for room downstream) needs from its consumer. */
 export interface BatchControl {
-  /** Tells the group this consumer is alive (Kafka drops a member silent past its session timeout). */
+  /**
+   * Tells the group this consumer is alive (Kafka drops a member silent past its session timeout).
+   * Kafka: throws when the group is rebalancing; let it propagate, the batch is redelivered.
+   */
   heartbeat(): Promise<void>;
-  /** True once the consumer is stopping (or its batch is stale after a rebalance): give up, the batch is redelivered. */
+  /** True once the consumer is stopping (Kafka: or the batch was dropped by a seek): give up, the batch is redelivered. */
   stopping(): boolean;
 }
 
