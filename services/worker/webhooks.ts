@@ -129,8 +129,8 @@ export function matches(webhook: Pick<WebhookRow, 'events' | 'subdomain'>, event
  * - the delivery jobs make the attempts: 2xx is success; anything else is retried with backoff;
  *   410 Gone disables the webhook at once; the fifth failure disables it and notifies the owner.
  * The enricher only publishes events (one message per owner and batch): fan-out and HTTP happen here.
- * The dispatcher enqueues only while fewer than WEBHOOK_QUEUE_HIGH_WATER deliveries wait: a backlog
- * stays in the events topic, which is made to hold one, and Redis holds a bounded queue.
+ * The dispatcher enqueues only while fewer than WEBHOOK_QUEUE_HIGH_WATER deliveries are ready to
+ * run: a backlog stays in the events topic, which is made to hold one, not in Redis.
  */
 export async function startWebhooks(context: Context): Promise<Consumer> {
   const repository = webhooksRepository(context.db.db);

@@ -68,6 +68,22 @@ function forget(version: string, table: string): void {
   });
 }
 
+/**
+ * Applies a project migration again, as test version `version`, on tables the views have already
+ * filled (as on an install that ran an earlier version of it); the record goes after the test.
+ */
+async function rerun(file: string, version: string): Promise<string[]> {
+  const { dir } = migrationsDir({ [`${version}_refill.sql`]: readFileSync(join(CLICKHOUSE_MIGRATIONS, file), 'utf8') });
+  cleanups.push(async () => {
+    await context.analytics.client.command({
+      query: 'ALTER TABLE schema_migrations DELETE WHERE version = {version:String}',
+      query_params: { version },
+      clickhouse_settings: { mutations_sync: '2' },
+    });
+  });
+  return migrateAnalytics(context.analytics, dir);
+}
+
 describe(`migrateAnalytics (${process.env.CLICKHOUSE_URL ? 'clickhouse' : 'chdb'})`, () => {
   it('records every project migration in schema_migrations with its checksum', async () => {
     const files = readMigrations(CLICKHOUSE_MIGRATIONS);
@@ -135,22 +151,24 @@ describe(`migrateAnalytics (${process.env.CLICKHOUSE_URL ? 'clickhouse' : 'chdb'
   });
 });
 
+/** A visit row of an owner's subdomain, for the rollup refills. */
+const rollupVisit = (owner: string, subdomain: string, extra: Record<string, unknown>) => ({
+  visit_id: uuidv7(),
+  ts: '2025-03-04 05:06:07.089',
+  kind: 'visit',
+  owner_id: owner,
+  subdomain,
+  link_id: 'link-1',
+  slug: 'promo',
+  ip_public: '203.0.113.7',
+  ...extra,
+});
+
 describe('0004_stats_visitors_sketch', () => {
   it('refills the rebuilt series rollups from the visits stored before it, once each, and the views count the visits after it', async () => {
     const owner = uniqueName('refill');
     const subdomain = uniqueName('refill');
-    const visit = (visitor: string, extra: Record<string, unknown> = {}) => ({
-      visit_id: uuidv7(),
-      ts: '2025-03-04 05:06:07.089',
-      kind: 'visit',
-      owner_id: owner,
-      subdomain,
-      link_id: 'link-1',
-      slug: 'promo',
-      ip_public: '203.0.113.7',
-      visitor_hash: visitor,
-      ...extra,
-    });
+    const visit = (visitor: string, extra: Record<string, unknown> = {}) => rollupVisit(owner, subdomain, { visitor_hash: visitor, ...extra });
     const first = visit('h1');
     // A newer version of the first visit (a beacon's signals merged in) is the same visit. Inserted in
     // one block, it replaces version 0 at once (as a merge of parts would later): the refill must
@@ -165,16 +183,7 @@ describe('0004_stats_visitors_sketch', () => {
         )
       ).map((row) => ({ visits: Number(row.visits), visitors: Number(row.visitors) }));
 
-    // The migration again, as a later version, on tables the views have already filled.
-    const { dir } = migrationsDir({ '9904_refill.sql': readFileSync(join(CLICKHOUSE_MIGRATIONS, '0004_stats_visitors_sketch.sql'), 'utf8') });
-    cleanups.push(async () => {
-      await context.analytics.client.command({
-        query: 'ALTER TABLE schema_migrations DELETE WHERE version = {version:String}',
-        query_params: { version: '9904' },
-        clickhouse_settings: { mutations_sync: '2' },
-      });
-    });
-    expect(await migrateAnalytics(context.analytics, dir)).toEqual(['9904_refill']);
+    expect(await rerun('0004_stats_visitors_sketch.sql', '9904')).toEqual(['9904_refill']);
     expect(await figures('stats_series')).toEqual([{ visits: 3, visitors: 2 }]);
     expect(await figures('stats_series_daily')).toEqual([{ visits: 3, visitors: 2 }]);
     expect(await tableExists('stats_series_refill_before')).toBe(false);
@@ -189,18 +198,7 @@ describe('0005_stats_dims_refill', () => {
   it('refills the rebuilt dimension rollups from the visits stored before it, once each, and the views count the visits after it', async () => {
     const owner = uniqueName('dims');
     const subdomain = uniqueName('dims');
-    const visit = (country: string, extra: Record<string, unknown> = {}) => ({
-      visit_id: uuidv7(),
-      ts: '2025-03-04 05:06:07.089',
-      kind: 'visit',
-      owner_id: owner,
-      subdomain,
-      link_id: 'link-1',
-      slug: 'promo',
-      ip_public: '203.0.113.7',
-      country,
-      ...extra,
-    });
+    const visit = (country: string, extra: Record<string, unknown> = {}) => rollupVisit(owner, subdomain, { country, ...extra });
     const first = visit('DE');
     // The newer version of the first visit replaces version 0 in its block; a bot visit and a click
     // count in the series but not in the breakdowns.
@@ -231,15 +229,7 @@ describe('0005_stats_dims_refill', () => {
     });
     expect(await countries('stats_dims')).toEqual([]);
 
-    const { dir } = migrationsDir({ '9905_refill.sql': readFileSync(join(CLICKHOUSE_MIGRATIONS, '0005_stats_dims_refill.sql'), 'utf8') });
-    cleanups.push(async () => {
-      await context.analytics.client.command({
-        query: 'ALTER TABLE schema_migrations DELETE WHERE version = {version:String}',
-        query_params: { version: '9905' },
-        clickhouse_settings: { mutations_sync: '2' },
-      });
-    });
-    expect(await migrateAnalytics(context.analytics, dir)).toEqual(['9905_refill']);
+    expect(await rerun('0005_stats_dims_refill.sql', '9905')).toEqual(['9905_refill']);
     const expected = [
       { value: 'DE', visits: 2 },
       { value: 'FR', visits: 1 },

@@ -68,6 +68,16 @@ export function seqPageAt(paging: Paging): SeqPageAt {
   return paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterSeq: paging.cursor ? decodeSeqCursor(paging.cursor) : undefined };
 }
 
+/**
+ * A page of rows keyed by `seq` and the spec's meta: `list` is asked for one row more than the page
+ * (to know whether another follows) from where the page starts, `count` for the total.
+ */
+export async function seqPage<Row extends { seq: string }>(paging: Paging, list: (limit: number, at: SeqPageAt) => Promise<Row[]>, count: () => Promise<number>) {
+  const [rows, total] = await Promise.all([list(paging.limit + 1, seqPageAt(paging)), count()]);
+  const items = rows.slice(0, paging.limit);
+  return { items, meta: seqPageMeta(items, total, rows.length > paging.limit, paging) };
+}
+
 /** The spec's pagination meta of a page of rows keyed by `seq`, with `page` when addressed by number. */
 export function seqPageMeta(items: { seq: string }[], total: number, hasMore: boolean, paging: Paging): PageMeta {
   return collectionMeta(items.length, total, paging, hasMore ? encodeSeqCursor(items.at(-1)!.seq) : null);

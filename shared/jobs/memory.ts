@@ -19,7 +19,6 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
   const definitions = new Map<string, JobDefinition<unknown>>();
   const handlers = new Map<string, JobHandler<unknown>>();
   const queues = new Map<string, Pending[]>();
-  const running = new Map<string, number>();
   /** Job id → until when it deduplicates enqueues (Infinity while queued or running). */
   const known = new Map<string, number>();
   /** Size of `known` past which expired ids are pruned. */
@@ -50,9 +49,9 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
     const definition = definitions.get(name);
     const queue = queues.get(name);
     if (!handler || !definition || !queue || closed) return;
-    while (queue.length > 0 && (running.get(name) ?? 0) < definition.concurrency) {
+    const tasks = runningOf(name);
+    while (queue.length > 0 && tasks.size < definition.concurrency) {
       const job = queue.shift()!;
-      running.set(name, (running.get(name) ?? 0) + 1);
       const final = job.attempt >= definition.attempts;
       const task = handler(job.data, { id: job.id, attempt: job.attempt, final })
         .then(
@@ -73,11 +72,10 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
           },
         )
         .finally(() => {
-          running.set(name, (running.get(name) ?? 1) - 1);
-          runningOf(name).delete(task);
+          tasks.delete(task);
           pump(name);
         });
-      runningOf(name).add(task);
+      tasks.add(task);
     }
   };
 

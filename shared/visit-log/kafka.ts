@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -92,7 +93,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
           return;
         } catch (error) {
           if (attempt >= 5 || !(error as { retriable?: boolean }).retriable) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+          await sleep(250 * attempt);
         }
       }
     })().catch((error) => {

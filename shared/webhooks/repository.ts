@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DB, NotificationsTable, WebhookDeliveriesTable, WebhooksTable } from '../db/schema.js';
 import type { SeqPageAt } from '../http/pagination.js';
+import { pageBySeq } from '../db/paging.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -24,15 +25,6 @@ export interface DeliveryAttempt {
 /** Text Postgres can store: no NUL, no lone surrogate, at most `max` characters. */
 const storable = (text: string | null, max: number) =>
   text === null ? null : text.slice(0, max).replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\u0000/g, '\uFFFD');
-
-/** Rows of a table with a `seq` column, newest first, from where a page starts. */
-function pageBySeq<Q extends SelectQueryBuilder<DB, 'webhook_deliveries' | 'notifications', object>>(query: Q, limit: number, at: SeqPageAt): Q {
-  const from = 'afterSeq' in at && at.afterSeq !== undefined ? query.where('seq', '<', at.afterSeq as never) : query;
-  return from
-    .orderBy('seq', 'desc')
-    .limit(limit)
-    .offset('offset' in at ? at.offset : 0) as Q;
-}
 
 async function countOf(query: SelectQueryBuilder<DB, 'webhooks' | 'webhook_deliveries' | 'notifications', object>): Promise<number> {
   const row = await query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kyse
 import type { DB, LinksTable } from '../../../shared/db/schema.js';
 import { REDIRECT_LINK_COLUMNS } from '../../../shared/links/link-notices.js';
 import { PUBLIC_LINK_COLUMNS, type PublicLinkColumn } from '../../../shared/policy/policy.js';
+import { pageBySeq } from '../../../shared/db/paging.js';
 import type { SeqPageAt } from '../../../shared/http/pagination.js';
 
 export type LinkRow = Selectable<LinksTable>;
@@ -44,7 +45,6 @@ export interface LinkFilter {
   since?: Date;
 }
 
-/** How a page is addressed: after a cursor (keyset on seq), or by offset for human tables. */
 
 /** The text `q` searches: the same expression as the trigram index links_search_live_idx. */
 const searchText = sql<string>`(slug || ' ' || coalesce(title, '') || ' ' || target_url)`;
@@ -177,12 +177,9 @@ export function linksRepository(db: Kysely<DB>) {
         .returningAll()
         .executeTakeFirst();
     },
-    /** One page, newest first: `limit + 1` rows are read so the caller knows whether more follow. */
+    /** `limit` links matching the filter, newest first, from where a page starts. */
     async page(filter: LinkFilter, at: SeqPageAt, limit: number): Promise<LinkRow[]> {
-      let query = filtered(db.selectFrom('links').selectAll(), filter).orderBy('seq', 'desc').limit(limit + 1);
-      if ('offset' in at) query = query.offset(at.offset);
-      else if (at.afterSeq !== undefined) query = query.where('seq', '<', at.afterSeq);
-      return query.execute();
+      return pageBySeq(filtered(db.selectFrom('links').selectAll(), filter), limit, at).execute();
     },
     /**
      * Links matching the filter. Without q, tag or since the answer is the sum of the

@@ -8,7 +8,7 @@ import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from './links.repository.js';
-import { decodeSeqCursor, seqPageAt, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
+import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
 
 /** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
 export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -176,10 +176,8 @@ export function linksService(context: Context) {
 
   /** Page of rows → views + the spec's meta. */
   const paged = async <V>(filter: LinkFilter, paging: Paging, view: (row: LinkRow) => V) => {
-    const at = seqPageAt(paging);
-    const [rows, total] = await Promise.all([links.page(filter, at, paging.limit), links.count(filter)]);
-    const items = rows.slice(0, paging.limit);
-    return { items: items.map(view), meta: seqPageMeta(items, total, rows.length > paging.limit, paging) };
+    const page = await seqPage(paging, (limit, at) => links.page(filter, at, limit), () => links.count(filter));
+    return { items: page.items.map(view), meta: page.meta };
   };
 
   /** One page of a subdomain's public window (the newest public links, at most stats_max_items). */

@@ -3,7 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, type Principal } from '../../../shared/http/auth.js';
-import { seqPageAt, seqPageMeta, type Paging, type SeqPageAt } from '../../../shared/http/pagination.js';
+import { seqPage, type Paging } from '../../../shared/http/pagination.js';
 import { GuardRefusal, checkTarget } from '../../../shared/webhooks/guard.js';
 import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '../../../shared/webhooks/delivery.js';
 import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/repository.js';
@@ -90,13 +90,6 @@ export interface NewWebhookInput {
 
 export interface WebhookChanges extends Partial<NewWebhookInput> {
   enabled?: boolean;
-}
-
-/** A page of rows keyed by `seq` (one more is read to know whether another page follows) and its meta. */
-async function pageOf<Row extends { seq: string }>(paging: Paging, list: (limit: number, at: SeqPageAt) => Promise<Row[]>, count: () => Promise<number>) {
-  const [rows, total] = await Promise.all([list(paging.limit + 1, seqPageAt(paging)), count()]);
-  const items = rows.slice(0, paging.limit);
-  return { items, meta: seqPageMeta(items, total, rows.length > paging.limit, paging) };
 }
 
 const newSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
@@ -219,11 +212,11 @@ export function webhooksService(context: Context) {
     },
     async deliveries(principal: Principal, id: string, paging: Paging) {
       const row = await managed(principal, id);
-      const page = await pageOf(paging, (limit, at) => webhooks.listAttempts(row.id, limit, at), () => webhooks.countAttempts(row.id));
+      const page = await seqPage(paging, (limit, at) => webhooks.listAttempts(row.id, limit, at), () => webhooks.countAttempts(row.id));
       return { deliveries: page.items.map(toDeliveryView), meta: page.meta };
     },
     async notifications(principal: Principal, paging: Paging) {
-      const page = await pageOf(paging, (limit, at) => webhooks.listNotifications(principal.userId, limit, at), () => webhooks.countNotifications(principal.userId));
+      const page = await seqPage(paging, (limit, at) => webhooks.listNotifications(principal.userId, limit, at), () => webhooks.countNotifications(principal.userId));
       return { notifications: page.items.map(toNotificationView), meta: page.meta };
     },
     async markRead(principal: Principal, id: string) {
