@@ -48,7 +48,16 @@ const SLOT_WAIT_MS = 200;
 function webhookCache(context: Context) {
   const repository = webhooksRepository(context.db.db);
   const byOwner = new Map<string, { rows: WebhookRow[]; version: number; at: number }>();
-  const version = async () => context.cache.read(WEBHOOKS_VERSION_KEY);
+  // Deliveries that start while a read of the version is on its way share it: at thousands of
+  // deliveries a second, one Redis GET each was a round trip and a command per delivery.
+  let reading: Promise<number> | undefined;
+  const version = (): number | Promise<number> => {
+    if (reading) return reading;
+    const value = context.cache.read(WEBHOOKS_VERSION_KEY);
+    if (typeof value === 'number') return value;
+    reading = value.finally(() => (reading = undefined));
+    return reading;
+  };
   return {
     /** The enabled webhooks of each owner. */
     async enabledOf(ownerIds: string[]): Promise<Map<string, WebhookRow[]>> {
