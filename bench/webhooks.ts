@@ -148,6 +148,13 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
         }
         await context.visitLog.publish(TOPICS.visitsRaw, messages);
       }
+      // A run starts once ClickHouse has no merge running (those of earlier runs' parts would take
+      // CPU from whichever run they fell into: the largest noise between runs).
+      const merging = async () => {
+        const result = await context.analytics.client.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' });
+        return Number((await result.json<{ n: number }>())[0]!.n);
+      };
+      await waitFor(async () => (await merging()) === 0, 120_000, { intervalMs: 100, message: 'no ClickHouse merge running' });
       const count = async () => {
         const result = await context.analytics.client.query({ query: 'SELECT count() AS n FROM visits WHERE subdomain = {subdomain:String}', query_params: { subdomain }, format: 'JSONEachRow' });
         return Number((await result.json<{ n: number }>())[0]!.n);
@@ -183,7 +190,7 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
     // the growing visits table weigh on both alike. Before each run the worker has made every
     // delivery it was handed: a run measures the enricher while the worker delivers that run's
     // events, not an earlier run's backlog.
-    const compare = async (label: string) => {
+    const compare = async (label: string, control = false) => {
       // Pairs of adjacent runs, without then with, with the pair's order alternating (A B, B A, …)
       // so that drift of the machine and the growing visits table weigh on both sides alike; the
       // loss is the median of the pairs' losses.
@@ -195,8 +202,8 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
         for (const subscribedRun of pair % 2 === 0 ? [false, true] : [true, false]) {
           await caughtUp();
           const before = await attemptsLogged(context, [hook.id]);
-          const rate = await drain(subscribedRun ? subscribed.id : quiet.id);
-          if (subscribedRun) {
+          const rate = await drain(subscribedRun && !control ? subscribed.id : quiet.id);
+          if (subscribedRun && !control) {
             handed += visits;
             during += (await attemptsLogged(context, [hook.id])) - before;
           }
@@ -209,20 +216,29 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
       const loss = median(losses);
       const runs = (values: number[]) => values.map((value) => value.toFixed(0)).join(', ');
       console.log(`${label}:`);
-      console.log(`  enricher without subscriptions: ${median(rates.without).toFixed(0)} visits/s median (runs: ${runs(rates.without)})`);
-      console.log(
-        `  with a visit.new subscription on every link: ${median(rates.with).toFixed(0)} visits/s median (runs: ${runs(rates.with)}); ` +
-          `${(during / rates.with.length).toFixed(0)} of a run's ${visits} deliveries made during it, the rest after`,
-      );
+      if (control) {
+        console.log(`  enricher, first run of each pair: ${median(rates.without).toFixed(0)} visits/s median (runs: ${runs(rates.without)})`);
+        console.log(`  second run of each pair: ${median(rates.with).toFixed(0)} visits/s median (runs: ${runs(rates.with)})`);
+      } else {
+        console.log(`  enricher without subscriptions: ${median(rates.without).toFixed(0)} visits/s median (runs: ${runs(rates.without)})`);
+        console.log(
+          `  with a visit.new subscription on every link: ${median(rates.with).toFixed(0)} visits/s median (runs: ${runs(rates.with)}); ` +
+            `${(during / rates.with.length).toFixed(0)} of a run's ${visits} deliveries made during it, the rest after`,
+        );
+      }
       console.log(`  loss per pair: ${losses.map((value) => `${value.toFixed(1)} %`).join(', ')}`);
-      console.log(`  enricher throughput loss (median of ${pairs} pairs): ${loss.toFixed(1)} % (target ≤ 10 %): ${loss <= 10 ? 'within target' : 'ABOVE target'}`);
+      if (control) console.log(`  median of ${pairs} pairs: ${loss.toFixed(1)} % (both sides alike: what the measurement's noise alone makes of nothing)`);
+      else console.log(`  enricher throughput loss (median of ${pairs} pairs): ${loss.toFixed(1)} % (target ≤ 10 %): ${loss <= 10 ? 'within target' : 'ABOVE target'}`);
     };
 
+    // The noise floor: no worker running, and both runs of each pair for the owner with no webhook.
+    await worker.stop();
+    worker = { stop: async () => undefined };
+    await compare('control: both runs of each pair alike (no subscription, no worker)', true);
     const { visitLog: logConfig, database } = context.config;
     if (logConfig.kind === 'kafka' && database.kind === 'postgres') {
       // The production topology: the worker role in its own process, on the same Kafka, Redis and
       // Postgres, at its default WORKER_NICE and, for comparison, at the priority it was started with.
-      await worker.stop();
       for (const nice of [undefined, '0']) {
         // Its own data directory: embedded chDB (without CLICKHOUSE_URL) is one process's, and the
         // checkout's ./data is not the benchmark's to touch.
@@ -260,12 +276,13 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
           },
         };
         await compare(
-          `part 2: the enricher in this process, the worker role in a process of its own ${nice === undefined ? '(WORKER_NICE default, 10)' : `(WORKER_NICE=${nice}: not lowered)`}`,
+          `part 2: the enricher in this process, the worker role in a process of its own ${nice === undefined ? '(WORKER_NICE default, 19)' : `(WORKER_NICE=${nice}: not lowered)`}`,
         );
         await worker.stop();
       }
       worker = { stop: async () => undefined };
     } else {
+      worker = await startWorker(context);
       await compare('part 2: the enricher and the worker role in this one process (one event loop; WORKER_NICE applies to a worker-only process)');
     }
   } finally {

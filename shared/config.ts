@@ -273,10 +273,10 @@ export const CONFIG_VARS = {
     },
   ],
   WORKER_NICE: [
-    withDefault(z.coerce.number().int().min(0, 'must be from 0 to 19').max(19, 'must be from 0 to 19'), 10),
+    withDefault(z.coerce.number().int().min(0, 'must be from 0 to 19').max(19, 'must be from 0 to 19'), 19),
     {
       doc:
-        'CPU scheduling priority (nice value) a process running the worker role alone lowers itself to: on a host shared with ingest or enricher processes, webhook deliveries and other jobs take the CPU those leave and catch up when it is free. 0 keeps the priority it was started with; a process running other roles too keeps it.',
+        'CPU scheduling priority (nice value) a process running the worker role alone lowers itself to; the default is the lowest: on a host shared with ingest or enricher processes, webhook deliveries and other jobs take the CPU those leave and catch up when it is free (a backlog waits in the events topic). 0 keeps the priority it was started with; a process running other roles too keeps it.',
     },
   ],
   SMTP_URL: [
