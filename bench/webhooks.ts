@@ -249,14 +249,11 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
       else console.log(`  enricher throughput loss (median of ${pairs} pairs): ${loss.toFixed(1)} % (target ≤ 10 %): ${loss <= 10 ? 'within target' : 'ABOVE target'}`);
     };
 
-    // The noise floor: no worker running, and both runs of each pair for the owner with no webhook.
-    await worker.stop();
-    worker = { stop: async () => undefined };
-    await compare('control: both runs of each pair alike (no subscription, no worker)', true);
     const { visitLog: logConfig, database } = context.config;
     if (logConfig.kind === 'kafka' && database.kind === 'postgres') {
       // The production topology: the worker role in its own process, on the same Kafka, Redis and
       // Postgres, at its default WORKER_NICE and, for comparison, at the priority it was started with.
+      await worker.stop();
       for (const nice of [undefined, '0']) {
         // Its own data directory: embedded chDB (without CLICKHOUSE_URL) is one process's, and the
         // checkout's ./data is not the benchmark's to touch.
@@ -300,9 +297,13 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
       }
       worker = { stop: async () => undefined };
     } else {
-      worker = await startWorker(context);
       await compare('part 2: the enricher and the worker role in this one process (one event loop; WORKER_NICE applies to a worker-only process)');
     }
+    // The noise floor, last (the events of its runs are left for no dispatcher): no worker running,
+    // and both runs of each pair for the owner with no webhook.
+    await worker.stop();
+    worker = { stop: async () => undefined };
+    await compare('control: both runs of each pair alike (no subscription, no worker)', true);
   } finally {
     await worker.stop();
     receiver.stop();
