@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { buildApp } from '../services/api/app.js';
 import { runBench } from './lib/context.js';
+import { metricTotal } from '../shared/metrics.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
 import { cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
@@ -92,8 +93,8 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:
           `${pad(median(runs.map((run) => run.p99)).toFixed(0), 9)}${pad(median(runs.map((run) => run.cpuUs)).toFixed(1), 13)}`,
       );
     }
-    const accepted = (await context.metrics.visitsAccepted.get()).values.reduce((sum, value) => sum + value.value, 0);
-    const dropped = (await context.metrics.visitsDropped.get()).values.reduce((sum, value) => sum + value.value, 0);
+    const accepted = await metricTotal(context.metrics.visitsAccepted);
+    const dropped = await metricTotal(context.metrics.visitsDropped);
     console.log(`visits accepted by the producer: ${accepted}, dropped: ${dropped}`);
     console.log(`after the runs: ${await otherLoad()}`);
     console.log(

@@ -30,6 +30,7 @@ import { createEventBus } from '../shared/events/events.js';
 import { createAccount } from '../shared/testing/accounts.js';
 import { uniqueName } from '../shared/testing/context.js';
 import { waitFor } from '../shared/testing/wait.js';
+import { metricTotal } from '../shared/metrics.js';
 import { TOPICS } from '../shared/visit-log/topics.js';
 import type { RawVisit } from '../shared/visits/raw-visit.js';
 import { WEBHOOKS_VERSION_KEY } from '../shared/webhooks/delivery.js';
@@ -38,8 +39,9 @@ import { runBench } from './lib/context.js';
 
 const deliveries = Number(process.argv[2] ?? 20_000);
 const visits = Number(process.argv[3] ?? 100_000);
-if (![deliveries, visits].every(Number.isInteger) || deliveries < 1000 || visits < 10_000) {
-  console.error('usage: bash bench/run.sh webhooks [deliveries ≥ 1000] [visits ≥ 10000]');
+if (![deliveries, visits].every(Number.isInteger) || deliveries < 1000 || visits < 30_000) {
+  // A run is timed from the enricher's first stored batch (of up to 10 000 visits) to its last.
+  console.error('usage: bash bench/run.sh webhooks [deliveries ≥ 1000] [visits ≥ 30000]');
   process.exit(1);
 }
 const pairs = Number(process.env.BENCH_PAIRS ?? 5);
@@ -74,6 +76,39 @@ const attemptsLogged = async (context: Context, webhookIds: string[]) => {
     .executeTakeFirstOrThrow();
   return Number(row.n);
 };
+
+/**
+ * Watches a counter of this process every 10 ms until it has grown by `amount` from now; `rate()`
+ * then gives its growth per second from its first change to its last: throughput once the work
+ * runs, without its start (a consumer group join, which varied by a second and more from run to run).
+ */
+async function counterGrowth(metric: Parameters<typeof metricTotal>[0], amount: number, what: string) {
+  const base = await metricTotal(metric);
+  return {
+    async rate(): Promise<{ perSecond: number; seconds: number }> {
+      const deadline = performance.now() + 600_000;
+      let first: { at: number; value: number } | undefined;
+      let last = { at: 0, value: base };
+      while (last.value - base < amount) {
+        if (performance.now() > deadline) throw new Error(`${amount} ${what} not reached within 600 s`);
+        await sleep(10);
+        const value = await metricTotal(metric);
+        if (value === last.value) continue;
+        last = { at: performance.now(), value };
+        first ??= last;
+      }
+      if (last.value === first!.value) throw new Error(`all ${amount} ${what} came at once: raise the amount`);
+      const seconds = (last.at - first!.at) / 1000;
+      return { perSecond: (last.value - first!.value) / seconds, seconds };
+    },
+  };
+}
+
+/** The single count() a ClickHouse query answers. */
+async function clickhouseCount(context: Context, query: string, params: Record<string, unknown> = {}): Promise<number> {
+  const result = await context.analytics.client.query({ query, query_params: params, format: 'JSONEachRow' });
+  return Number((await result.json<{ n: number }>())[0]!.n);
+}
 
 const visitData = (i: number, subdomain: string) => ({
   visit_id: uuidv7(),
@@ -110,35 +145,18 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
     const ids = hooks.map((hook) => hook.id);
     const events = createEventBus(context);
     const perEvent = deliveries / WEBHOOKS;
-    // Deliveries per second once the worker is delivering: from its first logged attempt to its
-    // last, read off its webhook_attempts_total counter every 10 ms (the dispatcher's consumer
-    // group join, up to a second or more, is not throughput). The log is checked afterwards.
-    const attempts = async () => (await context.metrics.webhookAttempts.get()).values.reduce((sum, { value }) => sum + value, 0);
-    const base = await attempts();
+    // Deliveries per second from the first logged attempt to the last (webhook_attempts_total);
+    // the log is checked afterwards.
     const expected = Math.floor(perEvent) * WEBHOOKS;
-    let first: { at: number; count: number } | undefined;
-    let last = { at: 0, count: base };
-    const deadline = performance.now() + 600_000;
-    const watching = (async () => {
-      while (last.count - base < expected) {
-        if (performance.now() > deadline) throw new Error(`${expected} attempts not made within 600 s`);
-        await sleep(10);
-        const count = await attempts();
-        if (count === last.count) continue;
-        last = { at: performance.now(), count };
-        first ??= last;
-      }
-    })();
+    const rating = (await counterGrowth(context.metrics.webhookAttempts, expected, 'attempts')).rate();
     for (let start = 0; start < perEvent; start += 500) {
       const drafts = [];
       for (let i = start; i < Math.min(perEvent, start + 500); i++) drafts.push({ type: 'visit.new' as const, ownerId: owner.id, subdomain: 'bench', data: visitData(i, 'bench') });
       await events.emitMany(drafts);
     }
-    await watching;
+    const { perSecond: rate, seconds } = await rating;
     await waitFor(async () => (await attemptsLogged(context, ids)) >= expected, 600_000, { intervalMs: 200, message: `${expected} attempts` });
-    const seconds = (last.at - first!.at) / 1000;
     const failed = await context.db.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('n')).where('webhook_id', 'in', ids).where('success', '=', false).executeTakeFirstOrThrow();
-    const rate = (last.count - first!.count) / seconds;
     console.log(`deliveries: ${expected} to ${WEBHOOKS} webhooks, ${seconds.toFixed(2)} s from the first to the last: ${rate.toFixed(0)} deliveries/s from one process (${failed.n} failed; target ≥ 2000: ${rate >= 2000 ? 'within target' : 'BELOW target'})`);
 
     // Part 2: the enricher, without and with a visit.new subscription on every link.
@@ -168,34 +186,18 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
       }
       // A run starts once ClickHouse has no merge running (those of earlier runs' parts would take
       // CPU from whichever run they fell into: the largest noise between runs).
-      const merging = async () => {
-        const result = await context.analytics.client.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' });
-        return Number((await result.json<{ n: number }>())[0]!.n);
-      };
-      await waitFor(async () => (await merging()) === 0, 120_000, { intervalMs: 100, message: 'no ClickHouse merge running' });
-      const count = async () => {
-        const result = await context.analytics.client.query({ query: 'SELECT count() AS n FROM visits WHERE subdomain = {subdomain:String}', query_params: { subdomain }, format: 'JSONEachRow' });
-        return Number((await result.json<{ n: number }>())[0]!.n);
-      };
-      // Throughput once the enricher is working: from its first stored batch to its last, read off
-      // its visits_inserted_total counter every 10 ms. Its start (consumer group join, GeoIP open),
-      // which varied by a second and more from run to run, is not throughput.
-      const inserted = async () => (await context.metrics.visitsInserted.get()).values.reduce((sum, { value }) => sum + value, 0);
-      const base = await inserted();
+      await waitFor(async () => (await clickhouseCount(context, 'SELECT count() AS n FROM system.merges')) === 0, 120_000, {
+        intervalMs: 100,
+        message: 'no ClickHouse merge running',
+      });
+      // From the enricher's first stored batch to its last (visits_inserted_total), not its start.
+      const growth = await counterGrowth(context.metrics.visitsInserted, visits, 'rows');
       const enricher = await startEnricher(context);
-      let first: { at: number; rows: number } | undefined;
-      let last = { at: 0, rows: base };
-      while (last.rows - base < visits) {
-        await sleep(10);
-        const rows = await inserted();
-        if (rows === last.rows) continue;
-        last = { at: performance.now(), rows };
-        first ??= last;
-      }
-      await waitFor(async () => (await count()) >= visits, 600_000, { intervalMs: 200, message: `${visits} rows` });
+      const { perSecond } = await growth.rate();
+      const stored = () => clickhouseCount(context, 'SELECT count() AS n FROM visits WHERE subdomain = {subdomain:String}', { subdomain });
+      await waitFor(async () => (await stored()) >= visits, 600_000, { intervalMs: 200, message: `${visits} rows` });
       await enricher.stop();
-      if (!first || last.rows === first.rows) throw new Error('the run was stored in one batch: raise the visits per run');
-      return (last.rows - first.rows) / ((last.at - first.at) / 1000);
+      return perSecond;
     };
     const quiet = await createAccount(context);
     const subscribed = await createAccount(context);
@@ -203,15 +205,12 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
     let handed = 0;
 
-    // Side by side: after a warm-up run (not counted: the enricher's first run compiles its code),
-    // runs alternate without, with, with, without, without, with, so that drift of the machine and
-    // the growing visits table weigh on both alike. Before each run the worker has made every
-    // delivery it was handed: a run measures the enricher while the worker delivers that run's
-    // events, not an earlier run's backlog.
     const compare = async (label: string, control = false) => {
-      // Pairs of adjacent runs, without then with, with the pair's order alternating (A B, B A, …)
-      // so that drift of the machine and the growing visits table weigh on both sides alike; the
-      // loss is the median of the pairs' losses.
+      // After a warm-up run (not counted: the enricher's first run compiles its code), pairs of
+      // adjacent runs, without then with, the pair's order alternating (A B, B A, …) so that drift of
+      // the machine and the growing visits table weigh on both sides alike; the loss is the median of
+      // the pairs' losses. Before each run the worker has made every delivery it was handed: a run
+      // measures the enricher while the worker delivers that run's events, not an earlier backlog.
       const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
       let during = 0;
       const caughtUp = () => waitFor(async () => (await attemptsLogged(context, [hook.id])) >= handed, 600_000, { intervalMs: 200, message: `${handed} deliveries (the backlog)` });

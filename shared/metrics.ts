@@ -214,3 +214,8 @@ export function counterChildren<L extends string>(counter: Counter<L>, label: L)
     return child;
   };
 }
+
+/** The sum of a metric's current values over all its label sets. */
+export async function metricTotal(metric: { get(): Promise<{ values: { value: number }[] }> }): Promise<number> {
+  return (await metric.get()).values.reduce((sum, entry) => sum + entry.value, 0);
+}

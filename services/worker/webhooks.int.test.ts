@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
 import { createEventBus } from '../../shared/events/events.js';
+import { metricTotal } from '../../shared/metrics.js';
 import { createAccount } from '../../shared/testing/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '../../shared/testing/context.js';
 import { waitFor } from '../../shared/testing/wait.js';
@@ -60,7 +61,7 @@ afterAll(async () => {
 const emitFor = (ownerId: string) => (count: number) =>
   createEventBus(context).emitMany(Array.from({ length: count }, (_, i) => ({ type: 'visit.new' as const, ownerId, subdomain: 'held', data: { n: i } })));
 /** Deliveries the dispatcher has enqueued (webhook_deliveries_enqueued_total). */
-const dispatched = async () => (await context.metrics.webhookDispatched.get()).values.reduce((sum, value) => sum + value.value, 0);
+const dispatched = () => metricTotal(context.metrics.webhookDispatched);
 /** Messages of the events topic the dispatcher has not committed. */
 const lag = async () => (await context.visitLog.consumers()).find((status) => status.group === WEBHOOK_DISPATCH_GROUP && status.topic === TOPICS.events)?.lag;
 

@@ -49,7 +49,9 @@ function webhookCache(context: Context) {
   const repository = webhooksRepository(context.db.db);
   const byOwner = new Map<string, { rows: WebhookRow[]; version: number; at: number }>();
   // Deliveries that start while a read of the version is on its way share it: at thousands of
-  // deliveries a second, one Redis GET each was a round trip and a command per delivery.
+  // deliveries a second, one Redis GET each was a round trip and a command per delivery. Here, not
+  // in Cache.read: a request authenticated after a token's revocation must not join a read sent
+  // before it, while a delivery may (it was queued before anyway).
   let reading: Promise<number> | undefined;
   const version = (): number | Promise<number> => {
     if (reading) return reading;

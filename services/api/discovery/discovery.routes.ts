@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RATE_BUCKETS, RATE_BUCKET_NAMES } from '../../../shared/config.js';
 import { DEPENDENCIES, dependencyKinds, type Context } from '../../../shared/context.js';
+import { metricTotal } from '../../../shared/metrics.js';
 import { AppError, ERROR_CATALOGUE, ERROR_CODES, errorDocs } from '../../../shared/errors.js';
 import { buildOpenApiDocument } from '../../../shared/http/openapi.js';
 import type { RateLimiter } from '../../../shared/http/rate-limit.js';
@@ -99,11 +100,6 @@ const IndexSchema = z
     endpoints: z.array(z.object({ method: z.string(), path: z.string(), summary: z.string(), auth: z.string(), deprecated: z.boolean() })),
   })
   .meta({ id: 'ApiIndex' });
-
-/** Sum of a prom-client metric's current values. */
-async function total(metric: { get(): Promise<{ values: { value: number }[] }> }): Promise<number> {
-  return (await metric.get()).values.reduce((sum, entry) => sum + entry.value, 0);
-}
 
 export interface DiscoveryDeps {
   context: Context;
@@ -227,11 +223,11 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
             session_ttl_sec: config.sessionTtlSec,
           },
           counters: {
-            requests_total: await total(metrics.httpRequests),
-            rate_limited_total: await total(metrics.rateLimited),
-            visit_log_published_total: await total(metrics.visitLogPublished),
-            visit_log_dropped_total: await total(metrics.visitLogDropped),
-            jobs_processed_total: await total(metrics.jobsProcessed),
+            requests_total: await metricTotal(metrics.httpRequests),
+            rate_limited_total: await metricTotal(metrics.rateLimited),
+            visit_log_published_total: await metricTotal(metrics.visitLogPublished),
+            visit_log_dropped_total: await metricTotal(metrics.visitLogDropped),
+            jobs_processed_total: await metricTotal(metrics.jobsProcessed),
           },
         };
       },

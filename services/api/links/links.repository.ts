@@ -45,7 +45,6 @@ export interface LinkFilter {
   since?: Date;
 }
 
-
 /** The text `q` searches: the same expression as the trigram index links_search_live_idx. */
 const searchText = sql<string>`(slug || ' ' || coalesce(title, '') || ' ' || target_url)`;
 
