@@ -6,7 +6,7 @@ import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
 import { ASSIGNED_REQUEST_ID, clientAddressOf, errorOptionsOf, incomingRequestId, localizedByHeaders, requestRecorder } from '../../shared/http/fastify-base.js';
-import { rateLimitHeaderList, rateLimitHeaders, type RateDecision, type RateLimiter } from '../../shared/http/rate-limit.js';
+import { rateLimitHeaderList, setRateLimitHeaders, type RateDecision, type RateLimiter } from '../../shared/http/rate-limit.js';
 import { VISIT_PARAM } from '../../shared/tracker/beacon.js';
 import { classifyAttack } from '../../shared/visits/attack.js';
 import { visitText, type RawVisit } from '../../shared/visits/raw-visit.js';
@@ -188,7 +188,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     const decided = (request.raw as DecidedRequest)[DECIDED];
     if (decided && 'failure' in decided) throw decided.failure;
     const outcome = decided?.outcome ?? (await redirector(askedOf(request)));
-    if (outcome.rateLimit) reply.headers(rateLimitHeaders(outcome.rateLimit));
+    if (outcome.rateLimit) setRateLimitHeaders(reply, outcome.rateLimit);
     if (outcome.kind === 'refusal') return sendError(localizedByHeaders(request), reply, outcome.error, errorOptions);
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'private, max-age=0').send();
   };

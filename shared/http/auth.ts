@@ -11,6 +11,11 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   tokenId?: string;
   sessionHash?: string;
+  /**
+   * The identity presented, built once with the principal: `token:<id>` or `user:<id>`. It keys the
+   * api bucket of a token and the anti-spam count of identities per IP.
+   */
+  identity: string;
 }
 
 /** 403 `forbidden` (missing_scope) unless the principal holds the scope. */

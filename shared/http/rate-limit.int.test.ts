@@ -3,7 +3,7 @@ import { createRedisCache } from '../cache/cache.js';
 import { loadConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
-import { createRateLimiter, rateLimitHeaders, type RateLimiter } from './rate-limit.js';
+import { createRateLimiter, rateLimitHeaderList, setRateLimitHeaders, type RateLimiter } from './rate-limit.js';
 
 let context: Context;
 
@@ -82,16 +82,28 @@ describe(`rate limiter on @fastify/rate-limit (${SERVICES_MODE ? 'Redis store' :
   });
 });
 
-describe('rateLimitHeaders', () => {
+describe('rate-limit headers', () => {
+  const decision = { allowed: true, limit: 10, remaining: 7, resetSec: 42 };
+  const now = 1_700_000_000_500;
+  const expected = {
+    'RateLimit-Limit': '10',
+    'RateLimit-Remaining': '7',
+    'RateLimit-Reset': '42',
+    'X-RateLimit-Limit': '10',
+    'X-RateLimit-Remaining': '7',
+    'X-RateLimit-Reset': String(1_700_000_001 + 42),
+  };
+
   it('gives seconds remaining in RateLimit-Reset and the Unix time of the reset in X-RateLimit-Reset', () => {
-    const headers = rateLimitHeaders({ allowed: true, limit: 10, remaining: 7, resetSec: 42 }, 1_700_000_000_500);
-    expect(headers).toEqual({
-      'RateLimit-Limit': '10',
-      'RateLimit-Remaining': '7',
-      'RateLimit-Reset': '42',
-      'X-RateLimit-Limit': '10',
-      'X-RateLimit-Remaining': '7',
-      'X-RateLimit-Reset': String(1_700_000_001 + 42),
-    });
+    const list = rateLimitHeaderList(decision, now);
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < list.length; i += 2) headers[list[i]!] = list[i + 1]!;
+    expect(headers).toEqual(expected);
+  });
+
+  it('sets the same six headers, lower-cased, on a reply', () => {
+    const set: Record<string, string> = {};
+    setRateLimitHeaders({ header: (name, value) => (set[name] = value) }, decision, now);
+    expect(set).toEqual(Object.fromEntries(Object.entries(expected).map(([name, value]) => [name.toLowerCase(), value])));
   });
 });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError, retryLater } from '../errors.js';
 import { LANG_TAG, zodErrorMap, type Locale } from '../i18n/index.js';
 import { buildMeta, success } from './envelope.js';
-import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
+import { setRateLimitHeaders, type RateLimiter } from './rate-limit.js';
 import type { RateBucket } from '../config.js';
 import { requireScope, type AbuseHooks, type Authenticator, type Principal } from './auth.js';
 import { fastifyPath, type RawBody, type RouteDef } from './route.js';
@@ -123,7 +123,7 @@ export function encodeJson(value: unknown): string {
  * what one address may do).
  */
 function rateKey(bucket: RateBucket, request: FastifyRequest, principal: Principal | undefined): string {
-  if (bucket === 'api' && principal?.tokenId) return `token:${principal.tokenId}`;
+  if (bucket === 'api' && principal?.tokenId) return principal.identity;
   if (bucket === 'auth') {
     const email = (request.body as { email?: unknown } | undefined)?.email;
     return `${request.ip}|${typeof email === 'string' ? email.trim().toLowerCase() : ''}`;
@@ -133,7 +133,7 @@ function rateKey(bucket: RateBucket, request: FastifyRequest, principal: Princip
 
 /** The identity a request presents, for the anti-spam count of identities per IP. */
 function identityOf(bucket: RateBucket, request: FastifyRequest, principal: Principal | undefined): string | undefined {
-  if (principal) return principal.tokenId ? `token:${principal.tokenId}` : `user:${principal.userId}`;
+  if (principal) return principal.identity;
   const email = (request.body as { email?: unknown } | undefined)?.email;
   return bucket === 'auth' && typeof email === 'string' ? `login:${email.trim().toLowerCase()}` : undefined;
 }
@@ -206,7 +206,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
           const key = route.rateKey ? route.rateKey(request) : rateKey(route.bucket, request, principal);
           const checked = deps.limiter.check(route.bucket, key);
           const decision = checked instanceof Promise ? await checked : checked;
-          reply.headers(rateLimitHeaders(decision));
+          setRateLimitHeaders(reply, decision);
           if (!decision.allowed) {
             await deps.abuse.limited(route.bucket, key, request.ip, principal, decision.resetSec);
             throw retryLater('rate_limited', decision.resetSec, { bucket: route.bucket, limit: decision.limit });

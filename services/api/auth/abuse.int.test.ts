@@ -7,6 +7,7 @@ import { closeContext, createTestContext, testConfig, uniqueName } from '../../.
 import { waitFor } from '../../../shared/testing/wait.js';
 import { auditRepository } from '../audit/audit.repository.js';
 import { buildApp } from '../app.js';
+import { createAbuseGuard } from './abuse.js';
 
 let context: Context;
 let origin: string;
@@ -118,5 +119,24 @@ describe('audit log', () => {
     }, 5_000);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.ip).toBe(ip);
+  });
+});
+
+describe('pairs (IP, identity) a node remembers', () => {
+  it('counts a pair once per window, and again after it was forgotten to keep the memory bounded', async () => {
+    const counted: string[] = [];
+    const cache = { ...context.cache, addToSet: async (_key: string, member: string) => (counted.push(member), 1) };
+    const guard = await createAbuseGuard({ ...context, cache }, { seenMax: 2 });
+    try {
+      await guard.admit('198.51.100.1', undefined, 'login:a');
+      await guard.admit('198.51.100.1', undefined, 'login:a'); // counted already
+      await guard.admit('198.51.100.2', undefined, 'login:a'); // a second address: two pairs kept
+      await guard.admit('198.51.100.1', undefined, 'login:b'); // full: login:a is forgotten with both its addresses
+      await guard.admit('198.51.100.1', undefined, 'login:a'); // counted again
+      await guard.admit('198.51.100.1', undefined, 'login:b'); // still remembered
+      expect(counted).toEqual(['login:a', 'login:a', 'login:b', 'login:a']);
+    } finally {
+      await guard.close();
+    }
   });
 });

@@ -28,13 +28,18 @@ const FLAG_CHANNEL = 'spam.flagged';
 /** Pairs (IP, identity) this node remembers having counted, before it starts forgetting the oldest. */
 const SEEN_MAX = 200_000;
 
-export async function createAbuseGuard(context: Context): Promise<AbuseGuard> {
+export async function createAbuseGuard(context: Context, { seenMax = SEEN_MAX } = {}): Promise<AbuseGuard> {
   const { spam } = context.config;
   const audits = auditRepository(context.db.db);
   /** Flag key (`ip:…`, `account:…`) → when the cooldown ends, in ms. */
   const flags = new Map<string, number>();
-  /** `ip identity` pairs already counted in the current window of this node. */
-  const seen = new Map<string, number>();
+  /**
+   * Pairs (IP, identity) already counted in the current window of this node: identity → IP → end of
+   * the window, in ms. Nested rather than keyed by a joined string, so that the check on each
+   * request builds no string (an identity is built once per principal, an IP once per connection).
+   */
+  const seen = new Map<string, Map<string, number>>();
+  let seenPairs = 0;
 
   const audit = (entry: AuditEntry) => {
     audits.insert(entry).catch((error: unknown) => {
@@ -77,15 +82,26 @@ export async function createAbuseGuard(context: Context): Promise<AbuseGuard> {
   return {
     audit,
     admit(ip, principal, identity) {
-      const refused = refusal(`ip:${ip}`) ?? (principal ? refusal(`account:${principal.userId}`) : undefined);
-      if (refused) throw refused;
+      // No flag anywhere (the usual case): no key to build.
+      if (flags.size > 0) {
+        const refused = refusal(`ip:${ip}`) ?? (principal ? refusal(`account:${principal.userId}`) : undefined);
+        if (refused) throw refused;
+      }
       if (!identity) return;
-      const pair = `${ip} ${identity}`;
       const now = Date.now();
-      const countedUntil = seen.get(pair);
+      let ips = seen.get(identity);
+      const countedUntil = ips?.get(ip);
       if (countedUntil !== undefined && countedUntil > now) return;
-      if (seen.size >= SEEN_MAX) seen.delete(seen.keys().next().value as string);
-      seen.set(pair, now + spam.windowSec * 1000);
+      if (countedUntil === undefined && seenPairs >= seenMax) {
+        // Forget the identity remembered longest ago, with all its addresses.
+        const [oldest, itsIps] = seen.entries().next().value as [string, Map<string, number>];
+        seen.delete(oldest);
+        seenPairs -= itsIps.size;
+        if (oldest === identity) ips = undefined;
+      }
+      if (!ips) seen.set(identity, (ips = new Map()));
+      if (countedUntil === undefined) seenPairs++;
+      ips.set(ip, now + spam.windowSec * 1000);
       return countIdentity(ip, identity);
     },
     async limited(bucket, key, ip, principal, resetSec) {

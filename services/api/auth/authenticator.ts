@@ -61,7 +61,7 @@ export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'a
     // A token never carries more than its user's role allows (admin is for staff only).
     const allowed = new Set<Scope>(sessionScopes(token.role));
     const scopes = new Set(token.scopes.filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope) && allowed.has(scope as Scope)));
-    return { userId: token.user_id, email: token.email, role: token.role, via: 'token', scopes, tokenId: token.id };
+    return { userId: token.user_id, email: token.email, role: token.role, via: 'token', scopes, tokenId: token.id, identity: `token:${token.id}` };
   };
 
 
@@ -120,16 +120,17 @@ export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'a
     const { token } = entry;
     if (token.revoked_at) throw new AppError('invalid_token', { reason: 'revoked' });
     if (entry.expiresAtMs !== null && entry.expiresAtMs <= Date.now()) throw new AppError('invalid_token', { reason: 'expired' });
-    if (token.ip_allowlist.length > 0 && !ipInRanges(request.ip, token.ip_allowlist)) {
+    const ip = request.ip;
+    if (token.ip_allowlist.length > 0 && !ipInRanges(ip, token.ip_allowlist)) {
       throw new AppError('forbidden', { reason: 'ip_not_allowed' });
     }
     const use = lastUse.get(token.id);
-    const newIp = use?.ip !== request.ip && token.last_used_ip !== request.ip;
+    const newIp = use?.ip !== ip && token.last_used_ip !== ip;
     if (use) {
       use.at = Date.now();
-      use.ip = request.ip;
-    } else lastUse.set(token.id, { at: Date.now(), ip: request.ip });
-    return newIp ? auditNewIp(token, request.ip).then(() => entry.principal) : entry.principal;
+      use.ip = ip;
+    } else lastUse.set(token.id, { at: Date.now(), ip });
+    return newIp ? auditNewIp(token, ip).then(() => entry.principal) : entry.principal;
   };
 
   const fromToken = (header: string, request: FastifyRequest): Principal | Promise<Principal> => {
@@ -150,6 +151,7 @@ export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'a
       via: 'session',
       scopes: new Set(sessionScopes(session.role)),
       sessionHash,
+      identity: `user:${session.user_id}`,
     };
   };
 
