@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Context } from '../../shared/context.js';
-import { uuidv7At } from '../../shared/ids.js';
+import { isoTimeAt, uuidv7At } from '../../shared/ids.js';
 import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
@@ -84,7 +84,7 @@ function createRedirector(deps: ShortHostDeps) {
   ): RawVisit => ({
     // One clock reading: the visit id's UUIDv7 time is the visit's time (the beacon relies on it).
     visit_id: request.visitId,
-    ts: new Date(request.at).toISOString(),
+    ts: isoTimeAt(request.at),
     kind,
     owner_id: ownerId,
     subdomain,
