@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -48,7 +48,8 @@ export interface EventDraft {
  */
 function eventId(type: EventType, origin: EventDraft['origin']): string {
   if (!origin) return uuidv7();
-  return uuidv7({ msecs: origin.at, random: createHash('sha256').update(`${type}\n${origin.key}`).digest().subarray(0, 16) });
+  // One-shot hash: a third cheaper than a Hash object, and every visit of a batch raises one or two.
+  return uuidv7({ msecs: origin.at, random: hash('sha256', `${type}\n${origin.key}`, 'buffer').subarray(0, 16) });
 }
 
 /**
