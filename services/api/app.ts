@@ -45,6 +45,20 @@ export interface App {
   listener?: RequestListener;
 }
 
+/**
+ * Idle keep-alive connections are kept this long, as Fastify keeps those of the servers it creates
+ * (it leaves a server factory's as Node makes them, 5 s): longer than the 60 s idle timeout of
+ * common load balancers, which would otherwise send a request on a connection being closed (502).
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
+/** The HTTP server of a process with the ingest role: one listener for the edge and the API. */
+function hostServer(listener: RequestListener) {
+  const server = createServer(listener);
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  return server;
+}
+
 /** Builds the Fastify app without listening: every HTTP role of this process, for tests and main. */
 export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
   const { config, log, metrics } = context;
@@ -58,7 +72,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const app = Fastify({
     ...baseFastifyOptions(context),
     // With the ingest role, one server answers both: requests for a short host go to the edge app.
-    ...(ingest ? { serverFactory: (handler: RequestListener) => createServer((listener = hostDispatcher(context, handler, ingest))) } : {}),
+    ...(ingest ? { serverFactory: (handler: RequestListener) => hostServer((listener = hostDispatcher(context, handler, ingest))) } : {}),
   });
   if (ingest) app.addHook('onClose', async () => ingest.app.close());
   await app.register(cookie);
