@@ -18,22 +18,3 @@ export function uuidv7At(msecs: number): string {
   const random = pool.subarray(used, (used += 16));
   return uuidv7({ msecs, random });
 }
-
-/** The second (ms at its start) whose ISO prefix `YYYY-MM-DDTHH:MM:SS.` is kept below. */
-let isoSecond = Number.NaN;
-let isoPrefix = '';
-
-/**
- * `new Date(msecs).toISOString()` for a hot path (every redirect's visit time): the date and time
- * down to the second are formatted once per second and the milliseconds appended (formatting a
- * Date cost about 0.5 µs a visit). Times of years 0–9999 only, as every visit's.
- */
-export function isoTimeAt(msecs: number): string {
-  const milli = msecs % 1000;
-  const second = msecs - milli;
-  if (second !== isoSecond) {
-    isoPrefix = new Date(second).toISOString().slice(0, 20);
-    isoSecond = second;
-  }
-  return `${isoPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
-}

@@ -2,12 +2,13 @@ import { hash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { DB } from '../../shared/db/schema.js';
+import { isoTimeAt } from '../../shared/time.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */
 const SALT_DAYS = 2;
 
 /** The UTC day of a time (ISO text or epoch ms), `YYYY-MM-DD`. */
-export const dayOf = (time: string | number) => new Date(time).toISOString().slice(0, 10);
+export const dayOf = (time: string | number) => isoTimeAt(typeof time === 'number' ? time : Date.parse(time)).slice(0, 10);
 
 /**
  * The visitor hash: SHA-256 of the day's random salt, the address and the user agent (truncated

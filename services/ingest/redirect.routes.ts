@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Context } from '../../shared/context.js';
-import { isoTimeAt, uuidv7At } from '../../shared/ids.js';
+import { uuidv7At } from '../../shared/ids.js';
+import { isoTimeAt } from '../../shared/time.js';
 import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';

@@ -2,9 +2,17 @@ import { mkdirSync } from 'node:fs';
 import { createClient, type ClickHouseClient, type ClickHouseClientConfigOptions } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
 import type { Config } from '../config.js';
+import { isoTimeAt } from '../time.js';
 
-/** ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. */
-export const toClickHouseTime = (time: string | number | Date) => new Date(time).toISOString().replace('T', ' ').replace('Z', '');
+/**
+ * ClickHouse wants `YYYY-MM-DD hh:mm:ss.sss` in UTC for DateTime64 columns. Every stored visit
+ * passes here: an ISO text or epoch ms goes through the per-second cache of isoTimeAt.
+ */
+export function toClickHouseTime(time: string | number | Date): string {
+  const msecs = typeof time === 'number' ? time : typeof time === 'string' ? Date.parse(time) : time.getTime();
+  const iso = isoTimeAt(msecs);
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+}
 
 /**
  * Settings of an insert that a redelivery may repeat: the same token drops the repeat, in `visits`

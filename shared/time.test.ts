@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { toClickHouseTime } from './analytics/analytics.js';
+import { isoTimeAt } from './time.js';
+
+describe('isoTimeAt', () => {
+  it('formats as Date#toISOString does, across seconds, within one and at its edges', () => {
+    const start = Date.parse('2026-12-31T23:59:58.990Z');
+    for (let ms = start; ms < start + 2_100; ms += 7) expect(isoTimeAt(ms)).toBe(new Date(ms).toISOString());
+    for (const ms of [0, 1, 10, 99, 100, 999, 1_000, Date.parse('2027-01-01T00:00:00.000Z'), Date.parse('2026-02-28T12:00:00.005Z')]) {
+      expect(isoTimeAt(ms)).toBe(new Date(ms).toISOString());
+    }
+    // Outside the cached range: before 1970, from year 10000, fractions, and NaN (RangeError as Date's).
+    for (const ms of [-1, -999, -1_001, 253_402_300_800_000, 8.64e15, 1.5]) expect(isoTimeAt(ms)).toBe(new Date(ms).toISOString());
+    expect(() => isoTimeAt(Number.NaN)).toThrow(RangeError);
+    // Back in time after a later second was cached.
+    expect(isoTimeAt(start)).toBe(new Date(start).toISOString());
+  });
+});
+
+describe('toClickHouseTime', () => {
+  it('writes UTC as `YYYY-MM-DD hh:mm:ss.sss` from an ISO text (any offset), epoch ms or a Date', () => {
+    expect(toClickHouseTime('2026-11-22T02:25:36.573Z')).toBe('2026-11-22 02:25:36.573');
+    expect(toClickHouseTime('2026-11-22T03:25:36.5+01:00')).toBe('2026-11-22 02:25:36.500');
+    expect(toClickHouseTime(Date.parse('2026-11-22T02:25:36.007Z'))).toBe('2026-11-22 02:25:36.007');
+    expect(toClickHouseTime(new Date('1969-12-31T23:59:59.999Z'))).toBe('1969-12-31 23:59:59.999');
+    expect(() => toClickHouseTime('not a time')).toThrow(RangeError);
+  });
+});
