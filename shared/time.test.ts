@@ -23,6 +23,7 @@ describe('toClickHouseTime', () => {
     expect(toClickHouseTime('2026-11-22T03:25:36.5+01:00')).toBe('2026-11-22 02:25:36.500');
     expect(toClickHouseTime(Date.parse('2026-11-22T02:25:36.007Z'))).toBe('2026-11-22 02:25:36.007');
     expect(toClickHouseTime(new Date('1969-12-31T23:59:59.999Z'))).toBe('1969-12-31 23:59:59.999');
+    expect(toClickHouseTime(253_402_300_800_000)).toBe('+010000-01-01 00:00:00.000');
     expect(() => toClickHouseTime('not a time')).toThrow(RangeError);
   });
 });

@@ -11,7 +11,8 @@ import { isoTimeAt } from '../time.js';
 export function toClickHouseTime(time: string | number | Date): string {
   const msecs = typeof time === 'number' ? time : typeof time === 'string' ? Date.parse(time) : time.getTime();
   const iso = isoTimeAt(msecs);
-  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+  // A six-digit or negative year (out of DateTime64's range anyway) is passed on as Date wrote it.
+  return iso.length === 24 ? `${iso.slice(0, 10)} ${iso.slice(11, 23)}` : iso.replace('T', ' ').replace('Z', '');
 }
 
 /**

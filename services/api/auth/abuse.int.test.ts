@@ -130,11 +130,15 @@ describe('pairs (IP, identity) a node remembers', () => {
     try {
       await guard.admit('198.51.100.1', undefined, 'login:a');
       await guard.admit('198.51.100.1', undefined, 'login:a'); // counted already
-      await guard.admit('198.51.100.2', undefined, 'login:a'); // a second address: two pairs kept
+      await guard.admit('198.51.100.2', undefined, 'login:a'); // a second address: two pairs kept, the most
       await guard.admit('198.51.100.1', undefined, 'login:b'); // full: login:a is forgotten with both its addresses
-      await guard.admit('198.51.100.1', undefined, 'login:a'); // counted again
+      await guard.admit('198.51.100.2', undefined, 'login:a'); // so this pair is counted again
       await guard.admit('198.51.100.1', undefined, 'login:b'); // still remembered
-      expect(counted).toEqual(['login:a', 'login:a', 'login:b', 'login:a']);
+      await guard.admit('198.51.100.3', undefined, 'login:a'); // full: login:b goes, login:a keeps .2 and adds .3
+      await guard.admit('198.51.100.2', undefined, 'login:a'); // still remembered
+      await guard.admit('198.51.100.4', undefined, 'login:a'); // full, and login:a is the oldest: it starts again with .4
+      await guard.admit('198.51.100.3', undefined, 'login:a'); // forgotten with it: counted again
+      expect(counted).toEqual(['login:a', 'login:a', 'login:b', 'login:a', 'login:a', 'login:a', 'login:a']);
     } finally {
       await guard.close();
     }

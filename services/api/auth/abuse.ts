@@ -25,10 +25,17 @@ export interface AbuseGuard extends AbuseHooks {
 }
 
 const FLAG_CHANNEL = 'spam.flagged';
-/** Pairs (IP, identity) this node remembers having counted, before it starts forgetting the oldest. */
+/**
+ * Pairs (IP, identity) this node remembers having counted; past it, the identity remembered longest
+ * ago is forgotten with all its addresses (a forgotten pair is only counted again: one more write
+ * to a set in the cache). About 340 bytes a pair: some 70 MB when full.
+ */
 const SEEN_MAX = 200_000;
+/** How often cooled-down flags are dropped, so that the check builds no key once none is left. */
+const FLAG_SWEEP_MS = 10_000;
 
-export async function createAbuseGuard(context: Context, { seenMax = SEEN_MAX } = {}): Promise<AbuseGuard> {
+export async function createAbuseGuard(context: Context, options: { seenMax?: number } = {}): Promise<AbuseGuard> {
+  const seenMax = Math.max(1, options.seenMax ?? SEEN_MAX);
   const { spam } = context.config;
   const audits = auditRepository(context.db.db);
   /** Flag key (`ip:…`, `account:…`) → when the cooldown ends, in ms. */
@@ -36,7 +43,8 @@ export async function createAbuseGuard(context: Context, { seenMax = SEEN_MAX } 
   /**
    * Pairs (IP, identity) already counted in the current window of this node: identity → IP → end of
    * the window, in ms. Nested rather than keyed by a joined string, so that the check on each
-   * request builds no string (an identity is built once per principal, an IP once per connection).
+   * request builds no string (an identity is built once per principal, the socket's address once
+   * per connection), at the price of some 150 bytes more a pair.
    */
   const seen = new Map<string, Map<string, number>>();
   let seenPairs = 0;
@@ -52,6 +60,13 @@ export async function createAbuseGuard(context: Context, { seenMax = SEEN_MAX } 
     const { key, until } = JSON.parse(message) as { key: string; until: number };
     flags.set(key, until);
   });
+  // Flags of every node arrive here and a request only drops the one it checks: cooled-down flags
+  // are swept, so that a node is back to checking nothing once none is left.
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [key, until] of flags) if (until <= now) flags.delete(key);
+  }, FLAG_SWEEP_MS);
+  sweep.unref();
 
   const refusal = (key: string): AppError | undefined => {
     const until = flags.get(key);
@@ -116,6 +131,7 @@ export async function createAbuseGuard(context: Context, { seenMax = SEEN_MAX } 
       }
     },
     async close() {
+      clearInterval(sweep);
       await unsubscribe();
     },
   };
