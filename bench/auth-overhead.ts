@@ -33,7 +33,7 @@ import { buildApp } from '../services/api/app.js';
 import { defineRoute } from '../shared/http/route.js';
 import { createAccount, loginCookie, mintToken } from '../shared/testing/accounts.js';
 import { runBench } from './lib/context.js';
-import { cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
+import { bestRps, cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 3);
 const rounds = Number(process.argv[3] ?? 9);
@@ -129,7 +129,7 @@ await runBench({ RATE_LIMIT_API: '1000000000:60', RATE_LIMIT_DEFAULT: '100000000
     const ratio = authed / plain;
     const cost = 1 - ratio;
     const perRoundCosts = results.plain.map((run, index) => 1 - results.authed[index]!.rps / run.rps);
-    const bestCost = 1 - Math.max(...results.authed.map((run) => run.rps)) / Math.max(...results.plain.map((run) => run.rps));
+    const bestCost = 1 - bestRps(results.authed) / bestRps(results.plain);
     const plainCpu = median(results.plain.map((run) => run.cpuUs));
     const authedCpu = median(results.authed.map((run) => run.cpuUs));
     console.log(`\nsummary (${mode})`);

@@ -18,7 +18,7 @@ import { buildApp } from '../services/api/app.js';
 import { runBench } from './lib/context.js';
 import { metricTotal } from '../shared/metrics.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
-import { cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
+import { bestRps, cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 3);
 const rounds = Number(process.argv[3] ?? 9);
@@ -96,7 +96,7 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:
           `${pad(median(runs.map((run) => run.p99)).toFixed(0), 9)}${pad(median(runs.map((run) => run.cpuUs)).toFixed(1), 13)}`,
       );
     }
-    const best = Math.max(...results.edge.map((run) => run.rps)) / Math.max(...results.bare.map((run) => run.rps));
+    const best = bestRps(results.edge) / bestRps(results.bare);
     console.log(`best run of each app: edge/bare ${best.toFixed(3)} (${percent(best)})`);
     const accepted = await metricTotal(context.metrics.visitsAccepted);
     const dropped = await metricTotal(context.metrics.visitsDropped);

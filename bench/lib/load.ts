@@ -80,6 +80,9 @@ export function cannon(
   });
 }
 
+/** The throughput of the best of some runs (interference from outside only ever slows a run). */
+export const bestRps = (runs: Run[]) => Math.max(...runs.map((run) => run.rps));
+
 export const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);

@@ -1,5 +1,5 @@
 import { createServer, type RequestListener } from 'node:http';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
@@ -46,16 +46,14 @@ export interface App {
 }
 
 /**
- * Idle keep-alive connections are kept this long, as Fastify keeps those of the servers it creates
- * (it leaves a server factory's as Node makes them, 5 s): longer than the 60 s idle timeout of
- * common load balancers, which would otherwise send a request on a connection being closed (502).
+ * The HTTP server of a process with the ingest role: one listener for the edge and the API. Fastify
+ * leaves a server factory's server as Node makes it (idle keep-alive connections closed after 5 s,
+ * shorter than the 60 s idle timeout of common load balancers, which then answer 502): its own
+ * keepAliveTimeout, resolved in the options it hands the factory, is applied here.
  */
-const KEEP_ALIVE_TIMEOUT_MS = 72_000;
-
-/** The HTTP server of a process with the ingest role: one listener for the edge and the API. */
-function hostServer(listener: RequestListener) {
+function hostServer(listener: RequestListener, options: FastifyServerOptions) {
   const server = createServer(listener);
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
   return server;
 }
 
@@ -72,7 +70,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const app = Fastify({
     ...baseFastifyOptions(context),
     // With the ingest role, one server answers both: requests for a short host go to the edge app.
-    ...(ingest ? { serverFactory: (handler: RequestListener) => hostServer((listener = hostDispatcher(context, handler, ingest))) } : {}),
+    ...(ingest ? { serverFactory: (handler: RequestListener, options: FastifyServerOptions) => hostServer((listener = hostDispatcher(context, handler, ingest)), options) } : {}),
   });
   if (ingest) app.addHook('onClose', async () => ingest.app.close());
   await app.register(cookie);

@@ -93,35 +93,32 @@ export function createRateLimiter(deps: { cache: Cache; rules: Record<RateBucket
   };
 }
 
-/**
- * The six rate-limit headers of the spec as a flat `[name, value, …]` list (what Node's
- * `writeHead` takes fastest). X-RateLimit-Reset is the Unix time (seconds) of the reset.
- */
-export function rateLimitHeaderList(decision: RateDecision, now = Date.now()): string[] {
+/** The six rate-limit headers of the spec, in the order they are written. */
+const HEADER_NAMES = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'] as const;
+/** The same names in the lower case Fastify keeps reply headers in (`reply.header` need not lower them). */
+const LOWER_HEADER_NAMES = HEADER_NAMES.map((name) => name.toLowerCase());
+
+/** The values of the six headers, in HEADER_NAMES' order. X-RateLimit-Reset is the Unix time (seconds) of the reset. */
+function headerValues(decision: RateDecision, now: number): string[] {
   const limit = String(decision.limit);
   const remaining = String(decision.remaining);
-  return [
-    'RateLimit-Limit', limit,
-    'RateLimit-Remaining', remaining,
-    'RateLimit-Reset', String(decision.resetSec),
-    'X-RateLimit-Limit', limit,
-    'X-RateLimit-Remaining', remaining,
-    'X-RateLimit-Reset', String(Math.ceil(now / 1000) + decision.resetSec),
-  ];
+  return [limit, remaining, String(decision.resetSec), limit, remaining, String(Math.ceil(now / 1000) + decision.resetSec)];
+}
+
+/** The six rate-limit headers as a flat `[name, value, …]` list (what Node's `writeHead` takes fastest). */
+export function rateLimitHeaderList(decision: RateDecision, now = Date.now()): string[] {
+  const values = headerValues(decision, now);
+  const list: string[] = [];
+  for (let i = 0; i < HEADER_NAMES.length; i++) list.push(HEADER_NAMES[i]!, values[i]!);
+  return list;
 }
 
 /**
- * Sets the six rate-limit headers of the spec on a Fastify reply, one `header` call each with the
- * names already in the lower case Fastify keeps them in: building a list or an object first and
- * handing it to `reply.headers` cost twice as much on every limited request (bench/auth-overhead.ts).
+ * Sets the six rate-limit headers on a Fastify reply, one `header` call each with lower-case names:
+ * building a list or an object first and handing it to `reply.headers` cost twice as much on every
+ * limited request (bench/auth-overhead.ts).
  */
 export function setRateLimitHeaders(reply: { header(name: string, value: string): unknown }, decision: RateDecision, now = Date.now()): void {
-  const limit = String(decision.limit);
-  const remaining = String(decision.remaining);
-  reply.header('ratelimit-limit', limit);
-  reply.header('ratelimit-remaining', remaining);
-  reply.header('ratelimit-reset', String(decision.resetSec));
-  reply.header('x-ratelimit-limit', limit);
-  reply.header('x-ratelimit-remaining', remaining);
-  reply.header('x-ratelimit-reset', String(Math.ceil(now / 1000) + decision.resetSec));
+  const values = headerValues(decision, now);
+  for (let i = 0; i < LOWER_HEADER_NAMES.length; i++) reply.header(LOWER_HEADER_NAMES[i]!, values[i]!);
 }
