@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import maxmind from 'maxmind';
 
@@ -54,10 +55,26 @@ async function readGeoLookup(): Promise<GeoLookup> {
   return geoLookupFrom(v4! as RecordReader, v6! as RecordReader);
 }
 
+/** What a database record tells of a place; undefined without a country. */
+function placeOf(record: CityRecord | null): Geo | undefined {
+  if (!record?.country_code) return undefined;
+  return {
+    country: record.country_code,
+    region: record.state1 ?? '',
+    city: record.city ?? '',
+    latitude: typeof record.latitude === 'number' ? Math.round(record.latitude * 1e4) / 1e4 : null,
+    longitude: typeof record.longitude === 'number' ? Math.round(record.longitude * 1e4) / 1e4 : null,
+  };
+}
+
 /** A lookup over two opened readers; private, loopback and malformed addresses are unknown. */
 function geoLookupFrom(v4: RecordReader, v6: RecordReader): GeoLookup {
   return {
     lookup(ip) {
+      // A dotted IPv4 address (nearly every visit) goes to the database straight: it has no record in
+      // any range that is not unicast (private, loopback, reserved…: the tests check each of
+      // ipaddr's), so its parse and range check, a third of the lookup's time, serve the rest only.
+      if (isIPv4(ip)) return placeOf(v4.get(ip) as CityRecord | null);
       let address: ipaddr.IPv4 | ipaddr.IPv6;
       try {
         address = ipaddr.process(ip);
@@ -65,15 +82,7 @@ function geoLookupFrom(v4: RecordReader, v6: RecordReader): GeoLookup {
         return undefined;
       }
       if (address.range() !== 'unicast') return undefined;
-      const record = (address.kind() === 'ipv4' ? v4.get(address.toString()) : v6.get(address.toString())) as CityRecord | null;
-      if (!record?.country_code) return undefined;
-      return {
-        country: record.country_code,
-        region: record.state1 ?? '',
-        city: record.city ?? '',
-        latitude: typeof record.latitude === 'number' ? Math.round(record.latitude * 1e4) / 1e4 : null,
-        longitude: typeof record.longitude === 'number' ? Math.round(record.longitude * 1e4) / 1e4 : null,
-      };
+      return placeOf((address.kind() === 'ipv4' ? v4.get(address.toString()) : v6.get(address.toString())) as CityRecord | null);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { validate, version } from 'uuid';
-import { uuidv7At } from './ids.js';
+import { uuidv7At, uuidv7Derived } from './ids.js';
 
 const LAYOUT = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const timeOf = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
@@ -34,5 +34,27 @@ describe('uuidv7At', () => {
 
   it('leaves times outside 48 bits of whole milliseconds to the uuid package', () => {
     for (const at of [1.5, -1, 2 ** 48, Number.NaN]) expect(uuidv7At(at)).toMatch(LAYOUT);
+  });
+});
+
+describe('uuidv7Derived', () => {
+  const mask = Buffer.alloc(32, 0xa5);
+  it('takes the time given and the source UUID\'s random bits XOR the mask: stable, and a UUIDv7', () => {
+    const source = uuidv7At(1_000);
+    const at = Date.parse('2026-11-21T10:00:00.123Z');
+    const id = uuidv7Derived(at, source, mask)!;
+    expect(id).toMatch(LAYOUT);
+    expect(timeOf(id)).toBe(at);
+    expect(uuidv7Derived(at, source, mask)).toBe(id);
+    // Masking twice gives the source's random bits back (the variant digit keeps its top bits).
+    const back = uuidv7Derived(1_000, id, mask)!;
+    expect(back.slice(14)).toBe(source.slice(14));
+    expect(uuidv7Derived(at, source, Buffer.alloc(32, 0x5a))).not.toBe(id);
+  });
+
+  it('derives nothing from a source that is not a lower-case UUID, or for a time outside 48 bits', () => {
+    const source = uuidv7At(1_000);
+    for (const bad of ['', 'visit-1', source.toUpperCase(), `${source}0`, source.replace(/-/g, '')]) expect(uuidv7Derived(1_000, bad, mask)).toBeUndefined();
+    expect(uuidv7Derived(-1, source, mask)).toBeUndefined();
   });
 });

@@ -9,6 +9,27 @@ const text = Buffer.from('00000000-0000-7000-8000-000000000000', 'latin1');
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
 let textMs = -1;
 const MAX_MS = 2 ** 48;
+/** Positions of the text that hold random bits: rand_a, then rand_b (the variant digit's low two bits first). */
+const RANDOM_DIGITS = [15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35];
+const VARIANT_DIGIT = 19;
+
+/** Whether `msecs` fits a UUIDv7's 48-bit time; if so, writes it into the text. */
+function layTime(msecs: number): boolean {
+  if (!Number.isSafeInteger(msecs) || msecs < 0 || msecs >= MAX_MS) return false;
+  if (msecs !== textMs) {
+    textMs = msecs;
+    const time = msecs.toString(16).padStart(12, '0');
+    text.write(time.slice(0, 8), 0, 'latin1');
+    text.write(time.slice(8), 9, 'latin1');
+  }
+  return true;
+}
+
+/** Writes one random digit (four bits; the variant digit keeps two and is 8–b). */
+const layDigit = (i: number, bits: number) => {
+  const at = RANDOM_DIGITS[i]!;
+  text[at] = HEX[at === VARIANT_DIGIT ? 8 | (bits & 3) : bits & 15]!;
+};
 
 /**
  * A UUIDv7 with the given time (ms), for ids taken on a hot path (a redirect's visit id). Laid out
@@ -17,32 +38,29 @@ const MAX_MS = 2 ** 48;
  * as RFC 9562 §5.7: 48 bits of Unix ms, version 7, 12 random bits, variant 10, 62 random bits.
  */
 export function uuidv7At(msecs: number): string {
-  if (!Number.isSafeInteger(msecs) || msecs < 0 || msecs >= MAX_MS) return uuidv7({ msecs });
-  if (msecs !== textMs) {
-    textMs = msecs;
-    const time = msecs.toString(16).padStart(12, '0');
-    text.write(time.slice(0, 8), 0, 'latin1');
-    text.write(time.slice(8), 9, 'latin1');
-  }
-  if (used + 10 > pool.length) {
+  if (!layTime(msecs)) return uuidv7({ msecs });
+  if (used + RANDOM_DIGITS.length > pool.length) {
     randomFillSync(pool);
     used = 0;
   }
-  const r = used;
-  used += 10;
-  // rand_a: 12 bits after the version digit.
-  text[15] = HEX[pool[r]! & 15]!;
-  text[16] = HEX[pool[r + 1]! >> 4]!;
-  text[17] = HEX[pool[r + 1]! & 15]!;
-  // variant 10 and the first two bits of rand_b, then 60 more bits.
-  text[19] = HEX[8 | (pool[r + 2]! & 3)]!;
-  text[20] = HEX[pool[r + 2]! >> 4]!;
-  text[21] = HEX[pool[r + 3]! >> 4]!;
-  text[22] = HEX[pool[r + 3]! & 15]!;
-  for (let i = 0; i < 6; i++) {
-    const byte = pool[r + 4 + i]!;
-    text[24 + 2 * i] = HEX[byte >> 4]!;
-    text[25 + 2 * i] = HEX[byte & 15]!;
-  }
+  for (let i = 0; i < RANDOM_DIGITS.length; i++) layDigit(i, pool[used + i]!);
+  used += RANDOM_DIGITS.length;
+  return text.toString('latin1', 0, 36);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** The value of a lower-case hex digit, by its character code. */
+const NIBBLE = new Uint8Array(128);
+for (let value = 0; value < 16; value++) NIBBLE[HEX[value]!] = value;
+
+/**
+ * A stable UUIDv7 for something named by another UUID (an event about a visit): the given time, and
+ * the source's random bits XOR `mask` (at least 19 bytes; one mask per purpose, so that the ids of
+ * two purposes never meet). No hash per id: the source's bits are random already. Undefined when
+ * `source` is not a lower-case RFC 9562 UUID or the time does not fit.
+ */
+export function uuidv7Derived(msecs: number, source: string, mask: Uint8Array): string | undefined {
+  if (!UUID.test(source) || !layTime(msecs)) return undefined;
+  for (let i = 0; i < RANDOM_DIGITS.length; i++) layDigit(i, NIBBLE[source.charCodeAt(RANDOM_DIGITS[i]!)]! ^ mask[i]!);
   return text.toString('latin1', 0, 36);
 }

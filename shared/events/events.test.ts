@@ -4,7 +4,8 @@ import { createMetrics } from '../metrics.js';
 import { createMemoryVisitLog } from '../visit-log/memory.js';
 import { TOPICS } from '../visit-log/topics.js';
 import type { LogMessage } from '../visit-log/visit-log.js';
-import { createEventBus, decodeEvents, type EventDraft } from './events.js';
+import { uuidv7At } from '../ids.js';
+import { createEventBus, decodeEvents, eventId, EVENT_TYPES, type EventDraft } from './events.js';
 
 /** The messages of the `events` topic of an in-process log, read back by a consumer of its own. */
 async function published(emit: (bus: ReturnType<typeof createEventBus>) => Promise<unknown>): Promise<LogMessage[]> {
@@ -81,6 +82,25 @@ describe('event bus messages', () => {
       // The UUIDv7's time is the origin's.
       expect(parseInt(id!.replace(/-/g, '').slice(0, 12), 16)).toBe(at);
     }
+  });
+
+  it('derives the ids of events about a UUID from its random bits: distinct per type and per key, none alike', () => {
+    const at = Date.parse('2026-11-21T10:00:00.123Z');
+    const keys = Array.from({ length: 2_000 }, () => uuidv7At(at));
+    const ids = keys.flatMap((key) => EVENT_TYPES.map((type) => eventId(type, { key, at })));
+    expect(new Set(ids).size).toBe(keys.length * EVENT_TYPES.length);
+    for (const id of ids.slice(0, 50)) expect(parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(at);
+    // Stable, and a key that is not a lower-case UUID goes through SHA-256 (stable too).
+    expect(eventId('visit.new', { key: keys[0]!, at })).toBe(ids[0]);
+    expect(eventId('visit.new', { key: keys[0]!.toUpperCase(), at })).toBe(eventId('visit.new', { key: keys[0]!.toUpperCase(), at }));
+    expect(eventId('visit.new', { key: keys[0]!.toUpperCase(), at })).not.toBe(ids[0]);
+  });
+
+  it('escapes owner and subdomain as JSON.stringify does', async () => {
+    const messages = await published((bus) => bus.emitMany([{ type: 'visit.new', ownerId: 'owner-"q"\\', subdomain: 'sub\n"x"', data: { n: 1 } }]));
+    const events = decodeEvents(messages[0]!);
+    expect(messages[0]!.value).toBe(JSON.stringify(events));
+    expect(events[0]).toMatchObject({ owner_id: 'owner-"q"\\', subdomain: 'sub\n"x"' });
   });
 
   it('publishes a single event as a message of one', async () => {

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
+import { uuidv7Derived } from '../ids.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { TOPICS } from '../visit-log/topics.js';
@@ -42,14 +43,26 @@ export interface EventDraft {
   origin?: { key: string; at: number };
 }
 
+/** Per type, what the random bits of its events' ids about a UUID are masked with (SHA-256 of the type). */
+const idMasks = new Map<EventType, Buffer>();
+const idMaskOf = (type: EventType) => {
+  let mask = idMasks.get(type);
+  if (!mask) idMasks.set(type, (mask = hash('sha256', type, 'buffer')));
+  return mask;
+};
+
 /**
- * The id of an event: a UUIDv7 of now, or, for an event with an origin, the UUIDv7 whose time is
- * the origin's and whose other bits come from SHA-256 of the type and the key (stable).
+ * The id of an event: a UUIDv7 of now, or, for an event with an origin, a stable UUIDv7 whose time
+ * is the origin's. When the origin's key is a UUID (a visit's id: every visit raises one or two
+ * events) the other bits are the key's random bits masked per type, no hash per event (0.2 µs
+ * against 2.2); otherwise they come from SHA-256 of the type and the key.
  */
-function eventId(type: EventType, origin: EventDraft['origin']): string {
+export function eventId(type: EventType, origin: EventDraft['origin']): string {
   if (!origin) return uuidv7();
-  // One-shot hash: a third cheaper than a Hash object, and every visit of a batch raises one or two.
-  return uuidv7({ msecs: origin.at, random: hash('sha256', `${type}\n${origin.key}`, 'buffer').subarray(0, 16) });
+  return (
+    uuidv7Derived(origin.at, origin.key, idMaskOf(type)) ??
+    uuidv7({ msecs: origin.at, random: hash('sha256', `${type}\n${origin.key}`, 'buffer').subarray(0, 16) })
+  );
 }
 
 /**
@@ -106,13 +119,14 @@ const toMessage = (ownerId: string, events: PlatformEvent[]): LogMessage => ({
 /**
  * The JSON text of some events, as JSON.stringify would write the array, with each `data` object
  * serialised once however many events carry it (a visit's visit.new and visit.unique share theirs).
+ * The id and type need no escaping (a UUID, a name of EVENT_TYPES).
  */
-function eventsJson(events: PlatformEvent[]): string {
+export function eventsJson(events: PlatformEvent[]): string {
   const dataJson = new Map<unknown, string>();
-  const parts = events.map(({ data, ...head }) => {
+  const parts = events.map(({ id, type, occurred_at, owner_id, subdomain, data }) => {
     let json = dataJson.get(data);
     if (json === undefined) dataJson.set(data, (json = JSON.stringify(data) ?? 'null'));
-    return `${JSON.stringify(head).slice(0, -1)},"data":${json}}`;
+    return `{"id":"${id}","type":"${type}","occurred_at":${JSON.stringify(occurred_at)},"owner_id":${JSON.stringify(owner_id)},"subdomain":${JSON.stringify(subdomain)},"data":${json}}`;
   });
   return `[${parts.join(',')}]`;
 }
