@@ -4,7 +4,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
 import { negotiateLocale, type Locale } from '../i18n/index.js';
-import { counterChildren } from '../metrics.js';
+import { counterChildren, histogramChildren } from '../metrics.js';
 import { sendError, toAppError } from './error-response.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
@@ -121,11 +121,12 @@ function createRecorder(context: Context): Recorder {
   /** Per method, route and status: its duration histogram and its status-class counter (found once). */
   const series = new Map<string, { duration: { observe(seconds: number): void }; answered: { inc(): void } }>();
   const statusClass = counterChildren(metrics.httpRequests, 'status_class');
+  const duration = histogramChildren(metrics.httpDuration);
   return ({ id, method, url, route, status, tookMs, ip, userAgent }) => {
     const key = `${method} ${route} ${status}`;
     let found = series.get(key);
     if (!found) {
-      found = { duration: metrics.httpDuration.labels({ method, route, status_code: String(status) }), answered: statusClass(`${Math.floor(status / 100)}xx`) };
+      found = { duration: duration({ method, route, status_code: String(status) }), answered: statusClass(`${Math.floor(status / 100)}xx`) };
       series.set(key, found);
     }
     found.duration.observe(tookMs / 1000);
