@@ -54,7 +54,13 @@ describe('uuidv7Derived', () => {
 
   it('derives nothing from a source that is not a lower-case UUID, or for a time outside 48 bits', () => {
     const source = uuidv7At(1_000);
-    for (const bad of ['', 'visit-1', source.toUpperCase(), `${source}0`, source.replace(/-/g, '')]) expect(uuidv7Derived(1_000, bad, mask)).toBeUndefined();
+    // Version 1, 5 and 8 UUIDs are not random where a UUIDv7's bits are.
+    const versioned = (version: string) => `${source.slice(0, 14)}${version}${source.slice(15)}`;
+    for (const bad of ['', 'visit-1', source.toUpperCase(), `${source}0`, source.replace(/-/g, ''), versioned('1'), versioned('5'), versioned('8')]) {
+      expect(uuidv7Derived(1_000, bad, mask)).toBeUndefined();
+    }
+    expect(uuidv7Derived(1_000, versioned('4'), mask)).toMatch(LAYOUT);
     expect(uuidv7Derived(-1, source, mask)).toBeUndefined();
+    expect(() => uuidv7Derived(1_000, source, Buffer.alloc(18))).toThrow(RangeError);
   });
 });

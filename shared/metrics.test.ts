@@ -32,18 +32,27 @@ describe('histogramChildren', () => {
     expect(await ours.metrics()).toContain('took_seconds_count{route="/a",status="302"} 11');
   });
 
-  it('starts again after a reset, and refuses a value that is not a number, as prom-client does', async () => {
+  it('drops with reset and remove the observations not yet read, as prom-client does', async () => {
     const registry = new Registry();
     const metric = histogram(registry);
-    const child = histogramChildren(metric)({ route: '/a', status: '200' });
+    const children = histogramChildren(metric);
+    const child = children({ route: '/a', status: '200' });
     child.observe(0.5);
     await registry.metrics();
+    child.observe(0.7);
     metric.reset();
+    expect(await registry.metrics()).not.toContain('route="/a"');
     child.observe(0.002);
+    children({ route: '/b', status: '500' }).observe(0.2);
+    metric.remove({ route: '/b', status: '500' });
     const text = await registry.metrics();
     expect(text).toContain('took_seconds_count{route="/a",status="200"} 1');
     expect(text).toContain('took_seconds_bucket{le="0.01",route="/a",status="200"} 1');
-    expect(() => child.observe(Number.NaN)).toThrow(TypeError);
-    expect(() => new Histogram({ name: 'x', help: 'x', labelNames: ['a'], registers: [] }).observe({ a: '1' }, Number.NaN)).toThrow(TypeError);
+    expect(text).not.toContain('route="/b"');
+  });
+
+  it('refuses a value that is not a number, as prom-client does', () => {
+    const child = histogramChildren(histogram(new Registry()))({ route: '/a', status: '200' });
+    for (const value of [Number.NaN, Number.POSITIVE_INFINITY]) expect(() => child.observe(value)).toThrow(TypeError);
   });
 });

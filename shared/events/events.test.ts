@@ -94,6 +94,8 @@ describe('event bus messages', () => {
     expect(eventId('visit.new', { key: keys[0]!, at })).toBe(ids[0]);
     expect(eventId('visit.new', { key: keys[0]!.toUpperCase(), at })).toBe(eventId('visit.new', { key: keys[0]!.toUpperCase(), at }));
     expect(eventId('visit.new', { key: keys[0]!.toUpperCase(), at })).not.toBe(ids[0]);
+    // The SHA-256 ids (link.limit_reached: a link id) are pinned: receivers deduplicate across versions.
+    expect(eventId('link.limit_reached', { key: 'l_abc123', at })).toBe('01a1fd8c-697b-7b52-bc8e-c7533a6dc920');
   });
 
   it('escapes owner and subdomain as JSON.stringify does', async () => {

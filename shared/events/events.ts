@@ -121,7 +121,7 @@ const toMessage = (ownerId: string, events: PlatformEvent[]): LogMessage => ({
  * serialised once however many events carry it (a visit's visit.new and visit.unique share theirs).
  * The id and type need no escaping (a UUID, a name of EVENT_TYPES).
  */
-export function eventsJson(events: PlatformEvent[]): string {
+function eventsJson(events: PlatformEvent[]): string {
   const dataJson = new Map<unknown, string>();
   const parts = events.map(({ id, type, occurred_at, owner_id, subdomain, data }) => {
     let json = dataJson.get(data);
