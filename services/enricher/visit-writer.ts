@@ -93,12 +93,10 @@ export function toVisitRow(visit: RawVisit, enrichment: Enrichment) {
 export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichmentOf: (visit: RawVisit, index: number) => Enrichment): Promise<void> {
   if (visits.length === 0) return;
   const rows = visits.map((visit, index) => toVisitRow(visit, enrichmentOf(visit, index)));
-  const columns = Object.keys(rows[0]!) as [string, ...string[]];
-  await analytics.client.insert({
+  await analytics.insertEncoded({
     table: 'visits',
-    columns,
-    values: rows.map((row) => Object.values(row)),
-    format: 'JSONCompactEachRow',
-    clickhouse_settings: deduplicatedBy(batchToken(visits.map((visit) => visit.visit_id))),
+    columns: Object.keys(rows[0]!) as [string, ...string[]],
+    body: Buffer.from(rows.map((row) => JSON.stringify(Object.values(row))).join('\n'), 'utf8'),
+    settings: deduplicatedBy(batchToken(visits.map((visit) => visit.visit_id))),
   });
 }
