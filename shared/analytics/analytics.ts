@@ -62,8 +62,15 @@ export function createAnalytics(config: Config['analytics']): Analytics {
   let insertEncoded: Analytics['insertEncoded'];
   if (config.kind === 'clickhouse') {
     client = createClient({ url: config.url, clickhouse_settings: settings, request_timeout: 30_000 });
+    // The client's insert encodes rows itself (a JSON format wants an object stream): the statement
+    // goes as an exec with the bytes as its body, and the empty answer is read to its end.
     insertEncoded = async ({ table, columns, body, settings: own }) => {
-      await client.insert({ table, columns, values: Readable.from([body], { objectMode: false }), format: 'JSONCompactEachRow', clickhouse_settings: own });
+      const { stream } = await client.exec({
+        query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`,
+        values: Readable.from([body], { objectMode: false }),
+        clickhouse_settings: own,
+      });
+      for await (const _ of stream);
     };
   } else {
     if (config.dir !== ':memory:') mkdirSync(config.dir, { recursive: true });
