@@ -5,6 +5,7 @@
 // The visits are published first (the backlog), then one enricher drains it: visits/s is the
 // backlog over the time from the enricher's start to the last row being counted. Target: ≥ 50 000
 // visits/s per enricher process. Then a trickle of single visits measures the end-to-end delay.
+// The in-process log holds at most 100 000 unconsumed visits: a larger backlog needs Kafka.
 import { cpus } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import { startEnricher } from '../services/enricher/enricher.js';
@@ -12,9 +13,10 @@ import { uniqueName } from '../shared/testing/context.js';
 import { waitFor } from '../shared/testing/wait.js';
 import { runBench } from './lib/context.js';
 import { TOPICS } from '../shared/visit-log/topics.js';
+import { MEMORY_LOG_CAPACITY } from '../shared/visit-log/memory.js';
 import type { RawVisit } from '../shared/visits/raw-visit.js';
 
-const total = Number(process.argv[2] ?? 200_000);
+const total = Number(process.argv[2] ?? 100_000);
 const TARGET = 50_000;
 if (!Number.isInteger(total) || total < 1000) {
   console.error('usage: bash bench/run.sh pipeline [visits ≥ 1000]');
@@ -55,6 +57,9 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
     query: i % 2 === 0 ? 'utm_source=newsletter&utm_medium=email' : '',
   });
 
+  if (context.visitLog.kind === 'memory' && total > MEMORY_LOG_CAPACITY) {
+    throw new Error(`the in-process visit log holds at most ${MEMORY_LOG_CAPACITY} unconsumed visits: a backlog of ${total} needs Kafka (KAFKA_BROKERS)`);
+  }
   const publishing = performance.now();
   for (let start = 0; start < total; start += 5_000) {
     const messages = [];

@@ -12,13 +12,16 @@ interface TopicLog {
   wake: Set<() => void>;
 }
 
+/** Unconsumed messages a topic of the in-process log holds by default. */
+export const MEMORY_LOG_CAPACITY = 100_000;
+
 /**
  * In-process visit log for the one-process mode. Like Kafka it keeps each topic as an offset-
  * addressed log with a committed offset per consumer group, so a failed batch is redelivered.
  * It is bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError while a
  * consumer group lags, and the oldest messages of a topic nobody consumes give way (counted).
  */
-export function createMemoryVisitLog(metrics: Metrics, capacity = 100_000, retryDelayMs = 500): VisitLog {
+export function createMemoryVisitLog(metrics: Metrics, capacity = MEMORY_LOG_CAPACITY, retryDelayMs = 500): VisitLog {
   const topics = new Map<Topic, TopicLog>();
   const consumers = new Set<{ stopped: boolean; done: Promise<void>; status: ConsumerStatus }>();
   /** Messages of a topic a group has not committed. */
