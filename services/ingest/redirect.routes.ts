@@ -105,7 +105,7 @@ function createRedirector(deps: ShortHostDeps) {
       return refusal(retryLater('rate_limited', decision.resetSec, { bucket: 'redirect', limit: decision.limit }), decision);
     }
     if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }), decision);
-    if (link.expires_at !== null && Date.parse(link.expires_at) <= Date.now()) return refusal(new AppError('gone', { slug, reason: 'expired' }), decision);
+    if (link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at) return refusal(new AppError('gone', { slug, reason: 'expired' }), decision);
     if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }), decision);
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     visits.enqueue(visit);
@@ -214,7 +214,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   const answer = (request: DecidedRequest, response: ServerResponse, asked: ShortHostRequest, started: number, outcome: RedirectOutcome) => {
     if (outcome.kind === 'refusal') return handOn(request, response, asked.id, { outcome });
     // Node's writeHead takes a flat [name, value, …] list fastest (no per-key walk of an object).
-    const headers = rateLimitHeaderList(outcome.rateLimit);
+    const headers = rateLimitHeaderList(outcome.rateLimit, asked.at);
     headers.push('X-Request-Id', asked.id, 'Location', outcome.location, 'Cache-Control', 'private, max-age=0', 'Content-Length', '0');
     response.writeHead(outcome.status, headers).end();
     record({

@@ -44,12 +44,7 @@ export interface EventDraft {
 }
 
 /** Per type, what the random bits of its events' ids about a UUID are masked with (SHA-256 of the type). */
-const idMasks = new Map<EventType, Buffer>();
-const idMaskOf = (type: EventType) => {
-  let mask = idMasks.get(type);
-  if (!mask) idMasks.set(type, (mask = hash('sha256', type, 'buffer')));
-  return mask;
-};
+const ID_MASKS = new Map(EVENT_TYPES.map((type) => [type, hash('sha256', type, 'buffer')]));
 
 /**
  * The id of an event: a UUIDv7 of now, or, for an event with an origin, a stable UUIDv7 whose time
@@ -60,7 +55,7 @@ const idMaskOf = (type: EventType) => {
 export function eventId(type: EventType, origin: EventDraft['origin']): string {
   if (!origin) return uuidv7();
   return (
-    uuidv7Derived(origin.at, origin.key, idMaskOf(type)) ??
+    uuidv7Derived(origin.at, origin.key, ID_MASKS.get(type)!) ??
     uuidv7({ msecs: origin.at, random: hash('sha256', `${type}\n${origin.key}`, 'buffer').subarray(0, 16) })
   );
 }
