@@ -4,11 +4,16 @@
 // In-process log and chDB unless KAFKA_BROKERS / CLICKHOUSE_URL are set (then Kafka / the server).
 // The visits are published first (the backlog), then one enricher drains it: visits/s is the
 // backlog over the time from the enricher's start to the last row being counted. Target: ≥ 50 000
-// visits/s per enricher process. Then a trickle of single visits measures the end-to-end delay.
+// visits/s per enricher process. Then a trickle of single visits measures the end-to-end delay, and
+// the same number of visits, encoded beforehand, is inserted on its own: ClickHouse's share of the cost.
 // The in-process log holds at most 100 000 unconsumed visits: a larger backlog needs Kafka.
 import { cpus } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import { startEnricher } from '../services/enricher/enricher.js';
+import { enrich } from '../services/enricher/enrich.js';
+import { encodeVisits } from '../services/enricher/visit-writer.js';
+import { visitorHash } from '../services/enricher/visitors.js';
+import { openGeoLookup } from '../shared/geo.js';
 import { uniqueName } from '../shared/testing/context.js';
 import { waitFor } from '../shared/testing/wait.js';
 import { runBench } from './lib/context.js';
@@ -101,5 +106,25 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   delays.sort((a, b) => a - b);
   console.log(`publish → queryable row: p50 ${delays[10]!.toFixed(0)} ms, p95 ${delays[18]!.toFixed(0)} ms, max ${delays[19]!.toFixed(0)} ms (20 single visits)`);
   await enricher.stop();
+
+  // ClickHouse's share of a visit's cost: as many visits again, enriched and encoded beforehand (not
+  // timed), then inserted as the enricher's batches one after another with nothing else running.
+  // Storing alone: chDB's parsing, the statistics views and the merges that start meanwhile.
+  const geo = await openGeoLookup();
+  const batchSize = context.config.enricherBatch.size;
+  const inserts = [];
+  for (let start = 0; start < total; start += batchSize) {
+    const visits = Array.from({ length: Math.min(batchSize, total - start) }, (_, offset) => ({ ...visit(start + offset), subdomain: `${subdomain}-db` }));
+    inserts.push(encodeVisits(visits, (raw) => ({ ...enrich(raw, geo), visitor_hash: visitorHash('bench', raw.ip_public, raw.user_agent), is_unique: 0 })));
+  }
+  const storing = performance.now();
+  const storingCpu = process.cpuUsage();
+  for (const insert of inserts) await context.analytics.insertEncoded(insert);
+  const storingSeconds = (performance.now() - storing) / 1000;
+  const storedCpu = process.cpuUsage(storingCpu);
+  const storeUs = (storedCpu.user + storedCpu.system) / total;
+  console.log(
+    `ClickHouse alone (${total} rows encoded beforehand, ${inserts.length} inserts of up to ${batchSize}): ${(total / storingSeconds).toFixed(0)} rows/s, ${storeUs.toFixed(1)} µs of process CPU per row: at ${TARGET} visits/s storing alone takes ${((TARGET * storeUs) / 1e6).toFixed(2)} of the ${cpus().length} cores`,
+  );
   console.log(`pipeline throughput: ${rate.toFixed(0)} visits/s per enricher (target ≥ ${TARGET}): ${rate >= TARGET ? 'within target' : 'BELOW target'}`);
 });
