@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { decodeVisit } from './enricher.js';
 import { enrich } from './enrich.js';
-import { toVisitRow as visitRowOf } from './visit-writer.js';
+import { encodeVisits, toVisitRow as visitRowOf } from './visit-writer.js';
 
 /** The row of a visit enriched without geolocation (no address is known). */
 const toVisitRow = (visit: RawVisit) => visitRowOf(visit, enrich(visit, { lookup: () => undefined }));
@@ -227,5 +227,36 @@ describe('toVisitRow', () => {
     expect(toVisitRow(raw({ kind: 'bot' }))).toMatchObject({ is_bot: 1, is_attack: 0 });
     expect(toVisitRow(raw({ kind: 'attack' }))).toMatchObject({ is_bot: 0, is_attack: 1 });
     expect(toVisitRow(raw({ kind: 'beacon' }))).toMatchObject({ kind: 'beacon', is_bot: 0, is_attack: 0 });
+  });
+});
+
+describe('encodeVisits', () => {
+  const plain = (visit: RawVisit) => enrich(visit, { lookup: () => undefined });
+
+  it('writes one JSON array of the row values per line, in the columns\' order, with the batch token', () => {
+    const visits = [raw(), raw({ visit_id: '01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e60', referrer: 'https://a.example/', query: 'utm_source=x' })];
+    const encoded = encodeVisits(visits, plain);
+    expect(encoded.table).toBe('visits');
+    expect(encoded.columns).toEqual(Object.keys(toVisitRow(visits[0]!)));
+    expect(encoded.body.toString('utf8').split('\n').map((line) => JSON.parse(line))).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
+    expect(encoded.settings).toEqual(encodeVisits([...visits], plain).settings);
+    expect(encoded.settings).not.toEqual(encodeVisits([visits[0]!], plain).settings);
+  });
+
+  it('keeps multi-byte text whole when rows outgrow the space first set aside (1 KiB per visit)', () => {
+    const long = (n: number) => raw({
+      visit_id: `01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e${String(n).padStart(2, '0')}`,
+      user_agent: `${BROWSER} ${'é'.repeat(900)}`,
+      referrer: `https://exämple.test/${'😀'.repeat(500)}`,
+      query: `utm_campaign=${'日本'.repeat(1000)}`,
+    });
+    const visits = Array.from({ length: 5 }, (_, n) => long(n));
+    const encoded = encodeVisits(visits, plain);
+    expect(encoded.body.length).toBeGreaterThan(5 * 1024);
+    expect(encoded.body.toString('utf8').split('\n').map((line) => JSON.parse(line))).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
+  });
+
+  it('refuses an empty batch', () => {
+    expect(() => encodeVisits([], plain)).toThrow(RangeError);
   });
 });
