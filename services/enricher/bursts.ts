@@ -25,33 +25,39 @@ const PAIRS = 200_000;
  */
 export function burstDetector({ maxVisits, windowSec }: { maxVisits: number; windowSec: number }) {
   const windowMs = windowSec * 1000;
-  /** Per pair: the visits within the window, by visit id, in arrival order (a Map keeps it). */
-  const pairs = new LRUCache<string, Map<string, { at: number; judgement: BurstJudgement }>>({ max: PAIRS });
-  const calm: BurstJudgement = { burst: false, started: false, visits: 0 };
+  /**
+   * Per pair: the visits within the window, in arrival order. An array, not a Map: most pairs
+   * hold one visit, and a Map's table is several times its size (every pair outlives many
+   * young-generation collections, so its bytes are copied and promoted).
+   */
+  const pairs = new LRUCache<string, { id: string; at: number; judgement: BurstJudgement }[]>({ max: PAIRS });
+  const calm: BurstJudgement = Object.freeze({ burst: false, started: false, visits: 0 });
+  /** The judgement of a pair's first visit in memory (the allowance is at least 1). */
+  const firstVisit: BurstJudgement = Object.freeze({ burst: false, started: false, visits: 1 });
 
   return {
     windowSec,
     judge(linkId: string, visitorHash: string, visitId: string, at: number): BurstJudgement {
       if (maxVisits === 0) return calm;
       const key = `${linkId}|${visitorHash}`;
-      let recent = pairs.get(key);
-      if (!recent) pairs.set(key, (recent = new Map()));
-      const seen = recent.get(visitId);
+      const recent = pairs.get(key);
+      if (!recent) {
+        // A literal of one: an empty array would set aside room for 17 on its first push.
+        pairs.set(key, [{ id: visitId, at, judgement: firstVisit }]);
+        return firstVisit;
+      }
+      const seen = recent.find((entry) => entry.id === visitId);
       if (seen) return seen.judgement;
       // Forget what fell out of the window (oldest first), and keep at most one allowance beyond it.
-      for (const [id, entry] of recent) {
-        if (entry.at > at - windowMs && recent.size <= maxVisits * 2) break;
-        recent.delete(id);
-      }
+      let gone = 0;
+      while (gone < recent.length && (recent[gone]!.at <= at - windowMs || recent.length - gone > maxVisits * 2)) gone++;
+      if (gone > 0) recent.splice(0, gone);
       let visits = 1;
-      let previous: BurstJudgement | undefined;
-      for (const entry of recent.values()) {
-        if (entry.at > at - windowMs && entry.at <= at) visits++;
-        previous = entry.judgement;
-      }
+      for (const entry of recent) if (entry.at > at - windowMs && entry.at <= at) visits++;
+      const previous = recent.at(-1)?.judgement;
       const burst = visits > maxVisits;
       const judgement = { burst, started: burst && !previous?.burst, visits };
-      recent.set(visitId, { at, judgement });
+      recent.push({ id: visitId, at, judgement });
       return judgement;
     },
   };
