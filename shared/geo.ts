@@ -30,7 +30,7 @@ const load = createRequire(import.meta.url);
 
 /** What is used of a maxmind reader (its record types are MaxMind's own, not @ip-location-db's). */
 interface RecordReader {
-  get(ip: string): unknown;
+  get(ip: string): CityRecord | null;
 }
 
 let opened: Promise<GeoLookup> | undefined;
@@ -74,7 +74,7 @@ function geoLookupFrom(v4: RecordReader, v6: RecordReader): GeoLookup {
       // A dotted IPv4 address (nearly every visit) goes to the database straight: it has no record in
       // any range that is not unicast (private, loopback, reserved…: the tests check each of
       // ipaddr's), so its parse and range check, a third of the lookup's time, serve the rest only.
-      if (isIPv4(ip)) return placeOf(v4.get(ip) as CityRecord | null);
+      if (isIPv4(ip)) return placeOf(v4.get(ip));
       let address: ipaddr.IPv4 | ipaddr.IPv6;
       try {
         address = ipaddr.process(ip);
@@ -82,7 +82,7 @@ function geoLookupFrom(v4: RecordReader, v6: RecordReader): GeoLookup {
         return undefined;
       }
       if (address.range() !== 'unicast') return undefined;
-      return placeOf((address.kind() === 'ipv4' ? v4.get(address.toString()) : v6.get(address.toString())) as CityRecord | null);
+      return placeOf((address.kind() === 'ipv4' ? v4 : v6).get(address.toString()));
     },
   };
 }

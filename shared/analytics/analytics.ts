@@ -31,7 +31,10 @@ export async function selectRows<T>(client: ClickHouseClient, query: string, par
   return result.json<T>();
 }
 
-/** An insert whose rows are already encoded (JSONCompactEachRow lines, UTF-8). */
+/** The format of an encoded insert's rows: one JSON array of the columns' values per line. */
+const ENCODED_FORMAT = 'JSONCompactEachRow';
+
+/** An insert whose rows are already encoded (ENCODED_FORMAT lines, UTF-8). */
 export interface EncodedInsert {
   table: string;
   columns: [string, ...string[]];
@@ -66,7 +69,7 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     // goes as an exec with the bytes as its body, and the empty answer is read to its end.
     insertEncoded = async ({ table, columns, body, settings: own }) => {
       const { stream } = await client.exec({
-        query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`,
+        query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT ${ENCODED_FORMAT}`,
         values: Readable.from([body], { objectMode: false }),
         clickhouse_settings: own,
       });
@@ -82,9 +85,10 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     // call: an insert after one with a deduplication token would carry that stale token and be
     // dropped as a duplicate. The client's defaults go with every call (a call's own settings win),
     // so every call states its deduplication settings, none unless it names a token.
-    client = createClient({ connection, clickhouse_settings: { ...settings, ...NO_DEDUPLICATION } });
+    const defaults = { ...settings, ...NO_DEDUPLICATION };
+    client = createClient({ connection, clickhouse_settings: defaults });
     insertEncoded = async ({ table, columns, body, settings: own }) => {
-      await chdb.chdb.rawInsert({ table, columns, values: body, format: 'JSONCompactEachRow', settings: { ...settings, ...NO_DEDUPLICATION, ...own } });
+      await chdb.chdb.rawInsert({ table, columns, values: body, format: ENCODED_FORMAT, settings: { ...defaults, ...own } });
     };
   }
   return {
