@@ -1,6 +1,7 @@
 # The two commands of the quickstart: `make run` and `make test`. Each installs what it needs.
 SHELL := /bin/bash
 SOURCES := $(shell find services shared scripts -name '*.ts' -not -name '*.test.ts' 2>/dev/null) package.json tsconfig.json tsconfig.build.json
+WEB_SOURCES := $(shell find web -type f -not -name '*.generated.*' 2>/dev/null)
 
 .PHONY: run test typecheck build install services services-down clean
 
@@ -12,9 +13,12 @@ node_modules/.installed: package.json package-lock.json
 
 install: node_modules/.installed
 
-dist/.built: node_modules/.installed $(SOURCES)
+# The server (tsc), then the dashboard (scripts/build-web.sh: its API types generated from the
+# server's own OpenAPI document, a type-check against them, the Vite build into dist/web).
+dist/.built: node_modules/.installed $(SOURCES) $(WEB_SOURCES)
 	rm -rf dist
 	npx tsc -p tsconfig.build.json
+	bash scripts/build-web.sh
 	@touch $@
 
 build: dist/.built
@@ -23,15 +27,19 @@ build: dist/.built
 run: build
 	node dist/services/main.js
 
-## Type-check, then run the whole test suite (embedded defaults, or the services named by the environment).
-## The beacon's browser test needs a headless Chromium: installed from Debian when missing.
-test: install
+## Build (the dashboard's browser tests need it), type-check, then run the whole test suite (embedded
+## defaults, or the services named by the environment). The browser tests need a headless Chromium:
+## installed from Debian when missing.
+test: build
 	bash scripts/ensure-chromium.sh
 	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p tests/ui/tsconfig.json
 	npx vitest run
 
-typecheck: install
+typecheck: build
 	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p tests/ui/tsconfig.json
+	npx tsc -p web/tsconfig.json
 
 ## Start PostgreSQL, Redis and a Kafka broker on 127.0.0.1 for the services test run (then: source .services/env).
 services:

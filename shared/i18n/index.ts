@@ -1,18 +1,21 @@
 import Negotiator from 'negotiator';
 import { z } from 'zod';
 import { de } from './locales/de.js';
-import { en, type Catalogue, type MessageKey } from './locales/en.js';
+import { en, type Catalogue, type MessageKey as ApiMessageKey } from './locales/en.js';
 import { es } from './locales/es.js';
 import { fr } from './locales/fr.js';
+import { UI_MESSAGES, type UiKey } from './ui/index.js';
 
-export type { MessageKey } from './locales/en.js';
+/** A message of the catalogue: the API's (errors, error pages) and the user interface's. */
+export type MessageKey = ApiMessageKey | UiKey;
+type Messages = Record<MessageKey, string>;
 
 /** Supported locales with their catalogues, native names and zod rule messages. */
 export const LOCALES = {
-  en: { name: 'English', native: 'English', messages: en as Catalogue, zod: z.locales.en },
-  de: { name: 'German', native: 'Deutsch', messages: de, zod: z.locales.de },
-  fr: { name: 'French', native: 'Français', messages: fr, zod: z.locales.fr },
-  es: { name: 'Spanish', native: 'Español', messages: es, zod: z.locales.es },
+  en: { name: 'English', native: 'English', messages: { ...(en as Catalogue), ...UI_MESSAGES.en } as Messages, zod: z.locales.en },
+  de: { name: 'German', native: 'Deutsch', messages: { ...de, ...UI_MESSAGES.de } as Messages, zod: z.locales.de },
+  fr: { name: 'French', native: 'Français', messages: { ...fr, ...UI_MESSAGES.fr } as Messages, zod: z.locales.fr },
+  es: { name: 'Spanish', native: 'Español', messages: { ...es, ...UI_MESSAGES.es } as Messages, zod: z.locales.es },
 } as const;
 
 export type Locale = keyof typeof LOCALES;
@@ -43,7 +46,7 @@ export function negotiateLocale(lang: string | undefined, acceptLanguage: string
 
 /** Translates one catalogue key, filling its `{name}` slots from params. */
 export function t(locale: Locale, key: MessageKey, params: Record<string, string | number> = {}): string {
-  const template = LOCALES[locale].messages[key] ?? en[key];
+  const template = LOCALES[locale].messages[key] ?? LOCALES.en.messages[key];
   return template.replace(/\{(\w+)\}/g, (whole, name: string) => (name in params ? String(params[name]) : whole));
 }
 

@@ -108,12 +108,16 @@ export function webhooksRepository(db: Kysely<DB>) {
     async markEmailed(id: string): Promise<void> {
       await db.updateTable('notifications').set({ emailed_at: new Date() }).where('id', '=', id).execute();
     },
-    /** A page of an account's notifications, newest first. */
-    async listNotifications(userId: string, limit: number, at: SeqPageAt): Promise<NotificationRow[]> {
-      return pageBySeq(db.selectFrom('notifications').selectAll().where('user_id', '=', userId), limit, at).execute();
+    /** A page of an account's notifications (only the unread ones with `unreadOnly`), newest first. */
+    async listNotifications(userId: string, limit: number, at: SeqPageAt, unreadOnly = false): Promise<NotificationRow[]> {
+      let query = db.selectFrom('notifications').selectAll().where('user_id', '=', userId);
+      if (unreadOnly) query = query.where('read_at', 'is', null);
+      return pageBySeq(query, limit, at).execute();
     },
-    async countNotifications(userId: string): Promise<number> {
-      return countOf(db.selectFrom('notifications').where('user_id', '=', userId));
+    async countNotifications(userId: string, unreadOnly = false): Promise<number> {
+      let query = db.selectFrom('notifications').where('user_id', '=', userId);
+      if (unreadOnly) query = query.where('read_at', 'is', null);
+      return countOf(query);
     },
     async markNotificationRead(userId: string, id: string): Promise<NotificationRow | undefined> {
       await db.updateTable('notifications').set({ read_at: new Date() }).where('id', '=', id).where('user_id', '=', userId).where('read_at', 'is', null).execute();

@@ -244,11 +244,18 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       method: 'GET',
       path: '/api/v1/notifications',
       summary: "The caller's notifications, newest first (a webhook disabled, …)",
-      description: PAGINATION_NOTE,
+      description: `${PAGINATION_NOTE} \`meta.unread\` counts the caller's unread notifications (whatever the filter), for a badge.`,
       tags: ['notifications'],
       auth: { kind: 'account' },
       bucket: 'api',
-      query: z.object(pagingQuery),
+      query: z.object({
+        ...pagingQuery,
+        unread: z
+          .enum(['true', 'false'])
+          .transform((value) => value === 'true')
+          .optional()
+          .meta({ description: '`true`: only the notifications not yet marked read.' }),
+      }),
       response: z.object({ notifications: z.array(NotificationSchema) }),
       handler: async ({ principal, query, respond }) => {
         const { notifications, meta } = await service.notifications(principal!, query);

@@ -215,9 +215,13 @@ export function webhooksService(context: Context) {
       const page = await seqPage(paging, (limit, at) => webhooks.listAttempts(row.id, limit, at), () => webhooks.countAttempts(row.id));
       return { deliveries: page.items.map(toDeliveryView), meta: page.meta };
     },
-    async notifications(principal: Principal, paging: Paging) {
-      const page = await seqPage(paging, (limit, at) => webhooks.listNotifications(principal.userId, limit, at), () => webhooks.countNotifications(principal.userId));
-      return { notifications: page.items.map(toNotificationView), meta: page.meta };
+    async notifications(principal: Principal, paging: Paging & { unread?: boolean }) {
+      const unreadOnly = paging.unread === true;
+      const [page, unread] = await Promise.all([
+        seqPage(paging, (limit, at) => webhooks.listNotifications(principal.userId, limit, at, unreadOnly), () => webhooks.countNotifications(principal.userId, unreadOnly)),
+        webhooks.countNotifications(principal.userId, true),
+      ]);
+      return { notifications: page.items.map(toNotificationView), meta: { ...page.meta, unread } };
     },
     async markRead(principal: Principal, id: string) {
       const row = await webhooks.markNotificationRead(principal.userId, id);

@@ -1,0 +1,166 @@
+// What the browser tests of the dashboard and the public pages stand on: the whole platform in
+// this process on the embedded stores (API, edge, enricher, webhook worker) listening on a real
+// loopback port, the built dashboard (dist/web, from `make build`), Debian's headless Chromium
+// driven by playwright-core, axe-core run inside each page, and screenshots of every page at a
+// desktop and a phone width written to `screenshots/` (ignored by git) for people to look at.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { buildApp } from '../../services/api/app.js';
+import { DASHBOARD_DIR } from '../../services/api/dashboard/dashboard.js';
+import { startEnricher } from '../../services/enricher/enricher.js';
+import { startWorker } from '../../services/worker/worker.js';
+import type { Context } from '../../shared/context.js';
+import { PROJECT_ROOT } from '../../shared/paths.js';
+import { createAccount, TEST_PASSWORD } from '../../shared/testing/accounts.js';
+import { closeContext, createTestContext } from '../../shared/testing/context.js';
+import type { Consumer } from '../../shared/visit-log/visit-log.js';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const SCREENSHOTS_DIR = join(PROJECT_ROOT, 'screenshots');
+export { TEST_PASSWORD };
+
+/** A free loopback port (the platform's PUBLIC_URL must name its port before it listens). */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface UiPlatform {
+  context: Context;
+  app: FastifyInstance;
+  /** `http://localhost:{port}`: the dashboard's origin (PUBLIC_URL). */
+  origin: string;
+  port: number;
+  /** `http://{name}.localhost:{port}`: a subdomain's short host (Chromium resolves *.localhost to loopback). */
+  shortOrigin(subdomain: string): string;
+  browser: Browser;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the platform as `make run` does (every role in this process), listening on loopback, and
+ * a headless Chromium. `overrides` are configuration variables (rate limits, CAPTCHA, …).
+ */
+export async function startUiPlatform(overrides: Record<string, string> = {}): Promise<UiPlatform> {
+  if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: run scripts/ensure-chromium.sh (or set CHROMIUM_PATH)`);
+  if (!existsSync(join(DASHBOARD_DIR, 'index.html'))) throw new Error(`the dashboard is not built in ${DASHBOARD_DIR}: run make build`);
+  const port = await freePort();
+  const origin = `http://localhost:${port}`;
+  const context = await createTestContext({
+    PUBLIC_URL: origin,
+    BASE_DOMAIN: 'localhost',
+    RATE_LIMIT_REDIRECT: '100000:60',
+    RATE_LIMIT_API: '100000:60',
+    RATE_LIMIT_DEFAULT: '100000:60',
+    RATE_LIMIT_TRACK: '100000:60',
+    ...overrides,
+  });
+  const consumers: Consumer[] = [await startEnricher(context), await startWorker(context)];
+  const { app } = await buildApp(context);
+  await app.listen({ port, host: '127.0.0.1' });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  return {
+    context,
+    app,
+    origin,
+    port,
+    shortOrigin: (subdomain) => `http://${subdomain}.localhost:${port}`,
+    browser,
+    async stop() {
+      await browser.close().catch(() => undefined);
+      await app.close();
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
+      await closeContext(context);
+    },
+  };
+}
+
+/** A new account in the store (no HTTP), to sign in with through the dashboard. */
+export async function newAccount(platform: UiPlatform, role: 'staff' | 'user' = 'user') {
+  return createAccount(platform.context, role);
+}
+
+export const VIEWPORTS = {
+  desktop: { width: 1280, height: 860 },
+  phone: { width: 375, height: 740 },
+} as const;
+
+export interface OpenedPage {
+  browserContext: BrowserContext;
+  page: Page;
+  /** Content-Security-Policy refusals and uncaught page errors seen so far: a page must cause none. */
+  problems: string[];
+}
+
+/** A fresh browser profile and page (English, UTC unless told), recording CSP refusals and page errors. */
+export async function openPage(platform: UiPlatform, options: { viewport?: keyof typeof VIEWPORTS; locale?: string; timezoneId?: string; javaScriptEnabled?: boolean } = {}): Promise<OpenedPage> {
+  const browserContext = await platform.browser.newContext({
+    baseURL: platform.origin,
+    viewport: VIEWPORTS[options.viewport ?? 'desktop'],
+    locale: options.locale ?? 'en-US',
+    timezoneId: options.timezoneId ?? 'UTC',
+    javaScriptEnabled: options.javaScriptEnabled ?? true,
+    acceptDownloads: true,
+  });
+  await browserContext.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.origin });
+  const page = await browserContext.newPage();
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    const text = message.text();
+    if (/Content Security Policy|Refused to/i.test(text)) problems.push(`csp: ${text}`);
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  return { browserContext, page, problems };
+}
+
+/** Signs in through the dashboard's form and waits for the overview. */
+export async function signIn(page: Page, email: string, password = TEST_PASSWORD): Promise<void> {
+  await page.goto('/login');
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#main-nav').waitFor({ state: 'attached' });
+}
+
+const axeSource = readFileSync(join(PROJECT_ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: string[];
+}
+
+/**
+ * Runs axe-core inside the page (evaluated through the DevTools protocol, so the page's CSP, which
+ * forbids inline scripts, stays on) and returns the serious and critical violations.
+ */
+export async function seriousA11yViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: Document, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, nodes: violation.nodes.map((node) => JSON.stringify(node.target)) }));
+  });
+  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+}
+
+/** Writes a full-page screenshot to screenshots/{name}.png. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOTS_DIR, { recursive: true });
+  const path = join(SCREENSHOTS_DIR, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}

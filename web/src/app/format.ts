@@ -1,0 +1,42 @@
+// Numbers and dates in the viewer's language and time zone (the browser's own zone).
+import type { UiLocale } from './i18n.js';
+
+const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** A date and time in the viewer's zone, e.g. "25 Nov 2026, 07:14:22". */
+export function formatDateTime(locale: UiLocale, iso: string | null | undefined, withSeconds = false): string {
+  if (!iso) return '—';
+  const key = `${locale}|${withSeconds}`;
+  let format = dateTimeFormats.get(key);
+  if (!format) {
+    format = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: withSeconds ? 'medium' : 'short' });
+    dateTimeFormats.set(key, format);
+  }
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : format.format(date);
+}
+
+/** A date alone in the viewer's zone. */
+export function formatDate(locale: UiLocale, iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : new Intl.DateTimeFormat(locale, { dateStyle: 'medium' }).format(date);
+}
+
+const numberFormats = new Map<string, Intl.NumberFormat>();
+
+/** An integer with the language's grouping. */
+export function formatNumber(locale: UiLocale, value: number | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  let format = numberFormats.get(locale);
+  if (!format) {
+    format = new Intl.NumberFormat(locale);
+    numberFormats.set(locale, format);
+  }
+  return format.format(value);
+}
+
+/** The viewer's IANA time zone (what the statistics pickers start with). */
+export function viewerTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+}

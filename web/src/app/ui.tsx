@@ -1,0 +1,239 @@
+// The dashboard's building blocks: the states every page has (loading, empty, error, forbidden),
+// data loading with those states, and small widgets (copy button, pager, bars, sparkline).
+// Everything a user typed is rendered as text by Preact (never as HTML): no dangerouslySetInnerHTML.
+import type { ComponentChildren, JSX } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError } from '../api/client.js';
+import { useI18n } from './i18n.js';
+
+/** What a load is: in progress, done with data, or failed. */
+export type Loaded<T> = { state: 'loading' } | { state: 'ready'; data: T } | { state: 'error'; error: ApiError | Error };
+
+/**
+ * Loads data for a page and keeps its state; reloads when `deps` change or `reload()` is called.
+ * A newer load supersedes an older one (its result is ignored), so fast filter changes never show
+ * stale rows.
+ */
+export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Loaded<T> & { reload: () => void } {
+  const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' });
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    const controller = new AbortController();
+    setLoaded((previous) => (previous.state === 'ready' ? previous : { state: 'loading' }));
+    load(controller.signal).then(
+      (data) => {
+        if (!controller.signal.aborted) setLoaded({ state: 'ready', data });
+      },
+      (error: unknown) => {
+        if (controller.signal.aborted) return;
+        setLoaded({ state: 'error', error: error instanceof Error ? error : new Error(String(error)) });
+      },
+    );
+    return () => controller.abort();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, round]);
+  const reload = useCallback(() => setRound((value) => value + 1), []);
+  return { ...loaded, reload };
+}
+
+export function Loading({ label }: { label?: string }) {
+  const { t } = useI18n();
+  return (
+    <p class="state state-loading" role="status" aria-live="polite">
+      <span class="spinner" aria-hidden="true" />
+      {label ?? t('state.loading')}
+    </p>
+  );
+}
+
+export function Empty({ children }: { children?: ComponentChildren }) {
+  const { t } = useI18n();
+  return <div class="state state-empty">{children ?? <p>{t('state.empty')}</p>}</div>;
+}
+
+/** A failed load or action: forbidden (403) has its own wording; others show the API's message and request id. */
+export function ErrorState({ error, retry }: { error: Error; retry?: () => void }) {
+  const { t } = useI18n();
+  const api = error instanceof ApiError ? error : undefined;
+  if (api && api.status === 403) {
+    return (
+      <div class="state state-forbidden" role="alert">
+        <h2>{t('state.forbidden')}</h2>
+        <p>{api.message}</p>
+        <p class="muted">{t('state.forbidden_hint')}</p>
+      </div>
+    );
+  }
+  return (
+    <div class="state state-error" role="alert">
+      <h2>{t('state.error')}</h2>
+      <p>{error.message}</p>
+      {api?.requestId ? <p class="muted">{t('state.request_id', { id: api.requestId })}</p> : null}
+      {retry ? (
+        <button type="button" onClick={retry}>
+          {t('state.retry')}
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+/** Renders a load's state: a spinner, the error, or the children with the data. */
+export function Async<T>({ loaded, children }: { loaded: Loaded<T> & { reload?: () => void }; children: (data: T) => ComponentChildren }) {
+  if (loaded.state === 'loading') return <Loading />;
+  if (loaded.state === 'error') return <ErrorState error={loaded.error} retry={loaded.reload} />;
+  return <>{children(loaded.data)}</>;
+}
+
+/** Whether a page was shown already: the first page of a load keeps the browser's focus (the skip link comes first). */
+let pageShown = false;
+
+/** A page's heading (focused after an in-app navigation, so screen readers announce the new page) and actions. */
+export function PageHeader({ title, children }: { title: string; children?: ComponentChildren }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${title} · linktrack`;
+  }, [title]);
+  useEffect(() => {
+    if (pageShown) heading.current?.focus({ preventScroll: true });
+    pageShown = true;
+  }, []);
+  return (
+    <header class="page-header">
+      <h1 tabIndex={-1} ref={heading}>
+        {title}
+      </h1>
+      {children ? <div class="page-actions">{children}</div> : null}
+    </header>
+  );
+}
+
+/** An inline message after an action: success or the API's error. */
+export function Notice({ kind, children }: { kind: 'ok' | 'error' | 'info'; children: ComponentChildren }) {
+  return (
+    <p class={`notice notice-${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
+      {children}
+    </p>
+  );
+}
+
+/** Copies a text to the clipboard and says so. */
+export function CopyButton({ text, label }: { text: string; label?: string }) {
+  const { t } = useI18n();
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch {
+      // Clipboard refused (insecure origin, permissions): select-and-copy through a hidden field.
+      const area = document.createElement('textarea');
+      area.value = text;
+      area.setAttribute('readonly', '');
+      area.className = 'visually-hidden';
+      document.body.append(area);
+      area.select();
+      document.execCommand('copy');
+      area.remove();
+    }
+    setCopied(true);
+    setTimeout(() => setCopied(false), 1500);
+  };
+  return (
+    <button type="button" class="button-small" onClick={copy} aria-label={label ? `${t('action.copy')}: ${label}` : undefined}>
+      {copied ? t('action.copied') : t('action.copy')}
+    </button>
+  );
+}
+
+/** Cursor paging: previous (a stack of cursors kept by the caller) and next. */
+export function CursorPager({ hasPrevious, hasNext, onPrevious, onNext, total }: { hasPrevious: boolean; hasNext: boolean; onPrevious: () => void; onNext: () => void; total?: number }) {
+  const { t, locale } = useI18n();
+  return (
+    <nav class="pager" aria-label="Pagination">
+      {total !== undefined ? <span class="muted">{t('table.total', { count: new Intl.NumberFormat(locale).format(total) })}</span> : null}
+      <button type="button" onClick={onPrevious} disabled={!hasPrevious}>
+        {t('action.previous')}
+      </button>
+      <button type="button" onClick={onNext} disabled={!hasNext}>
+        {t('action.next')}
+      </button>
+    </nav>
+  );
+}
+
+/** A table of values with proportional bars (top countries, browsers, …). */
+export function BarTable({ caption, rows, valueLabel, nameLabel }: { caption: string; nameLabel: string; valueLabel: string; rows: { name: string; value: number }[] }) {
+  const { locale, t } = useI18n();
+  const max = Math.max(1, ...rows.map((row) => row.value));
+  return (
+    <table class="bars">
+      <caption>{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{nameLabel}</th>
+          <th scope="col" class="num">
+            {valueLabel}
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.length === 0 ? (
+          <tr>
+            <td colSpan={2} class="muted">
+              {t('state.empty')}
+            </td>
+          </tr>
+        ) : (
+          rows.map((row) => (
+            <tr key={row.name}>
+              <td>
+                <span class="bar" style={{ width: `${Math.max(1, (row.value / max) * 100)}%` }} aria-hidden="true" />
+                <span class="bar-label">{row.name}</span>
+              </td>
+              <td class="num">{new Intl.NumberFormat(locale).format(row.value)}</td>
+            </tr>
+          ))
+        )}
+      </tbody>
+    </table>
+  );
+}
+
+/** A small trend line as SVG (no chart library for a sparkline). */
+export function Sparkline({ values, label, width = 160, height = 36 }: { values: number[]; label: string; width?: number; height?: number }) {
+  const max = Math.max(1, ...values);
+  const step = values.length > 1 ? width / (values.length - 1) : width;
+  const points = values.map((value, index) => `${(index * step).toFixed(1)},${(height - 2 - (value / max) * (height - 4)).toFixed(1)}`).join(' ');
+  return (
+    <svg class="sparkline" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label={label}>
+      <polyline points={points} fill="none" stroke="currentColor" stroke-width="2" stroke-linejoin="round" />
+    </svg>
+  );
+}
+
+/** A labelled form field: the label, the control, and the field's error from a validation_error. */
+export function Field({ label, hint, error, children, id }: { label: string; hint?: string; error?: string; id: string; children: JSX.Element }) {
+  return (
+    <div class={`field${error ? ' field-invalid' : ''}`}>
+      <label for={id}>{label}</label>
+      {children}
+      {hint ? (
+        <small class="hint" id={`${id}-hint`}>
+          {hint}
+        </small>
+      ) : null}
+      {error ? (
+        <small class="field-error" id={`${id}-error`} role="alert">
+          {error}
+        </small>
+      ) : null}
+    </div>
+  );
+}
+
+/** The message of a field in a validation_error's details (details map field to rule). */
+export function fieldError(error: unknown, field: string): string | undefined {
+  if (!(error instanceof ApiError) || error.code !== 'validation_error') return undefined;
+  const rule = error.details[field];
+  return typeof rule === 'string' ? rule : undefined;
+}

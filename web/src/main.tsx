@@ -1,0 +1,103 @@
+// The owner dashboard: a client of the public API v1 over the session cookie (same origin).
+// Pages load on demand, so the first page carries only the shell and itself.
+import { render } from 'preact';
+import { ErrorBoundary, lazy, LocationProvider, Route, Router, useLocation } from 'preact-iso';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { setApiLanguage } from './api/client.js';
+import { I18nContext, initialLocale, rememberLocale, translator, useI18n, type UiLocale } from './app/i18n.js';
+import { SessionProvider, useSession } from './app/session.js';
+import { Shell } from './app/shell.js';
+import { ErrorState, Loading } from './app/ui.js';
+import { LoginPage } from './pages/login.js';
+import { NotFoundPage } from './pages/not-found.js';
+import { OverviewPage } from './pages/overview.js';
+import './styles.css';
+
+const SubdomainsPage = lazy(() => import('./pages/subdomains.js').then((module) => module.SubdomainsPage));
+const LinksPage = lazy(() => import('./pages/links.js').then((module) => module.LinksPage));
+const StatsPage = lazy(() => import('./pages/stats.js').then((module) => module.StatsPage));
+const VisitsPage = lazy(() => import('./pages/visits.js').then((module) => module.VisitsPage));
+const AttacksPage = lazy(() => import('./pages/attacks.js').then((module) => module.AttacksPage));
+const ExportsPage = lazy(() => import('./pages/exports.js').then((module) => module.ExportsPage));
+const TokensPage = lazy(() => import('./pages/tokens.js').then((module) => module.TokensPage));
+const WebhooksPage = lazy(() => import('./pages/webhooks.js').then((module) => module.WebhooksPage));
+const NotificationsPage = lazy(() => import('./pages/notifications.js').then((module) => module.NotificationsPage));
+const StaffPage = lazy(() => import('./pages/staff.js').then((module) => module.StaffPage));
+
+function SignedInRoutes() {
+  return (
+    <Shell>
+      <ErrorBoundary>
+        <Router>
+          <Route path="/" component={OverviewPage} />
+          <Route path="/subdomains" component={SubdomainsPage} />
+          <Route path="/subdomains/:name" component={SubdomainsPage} />
+          <Route path="/links" component={LinksPage} />
+          <Route path="/links/:id" component={LinksPage} />
+          <Route path="/stats" component={StatsPage} />
+          <Route path="/stats/:scope/:id" component={StatsPage} />
+          <Route path="/visits" component={VisitsPage} />
+          <Route path="/attacks" component={AttacksPage} />
+          <Route path="/exports" component={ExportsPage} />
+          <Route path="/tokens" component={TokensPage} />
+          <Route path="/webhooks" component={WebhooksPage} />
+          <Route path="/webhooks/:id" component={WebhooksPage} />
+          <Route path="/notifications" component={NotificationsPage} />
+          <Route path="/staff" component={StaffPage} />
+          <Route path="/login" component={GoHome} />
+          <Route default component={NotFoundPage} />
+        </Router>
+      </ErrorBoundary>
+    </Shell>
+  );
+}
+
+/** `/login` while signed in: on to where the sign-in was asked from, or the overview. */
+function GoHome() {
+  const { route, query } = useLocation();
+  useEffect(() => {
+    const next = query.next && query.next.startsWith('/') && !query.next.startsWith('//') ? query.next : '/';
+    route(next, true);
+  }, []);
+  return <Loading />;
+}
+
+function Root() {
+  const { session, refresh } = useSession();
+  const { path, route } = useLocation();
+  useEffect(() => {
+    // Signed out anywhere but the sign-in page: go there, remembering where to come back to.
+    if (session.state === 'signed-out' && path !== '/login') route(`/login?next=${encodeURIComponent(path)}`, true);
+  }, [session.state, path]);
+  if (session.state === 'loading') return <Loading />;
+  if (session.state === 'error') return <ErrorState error={session.error} retry={() => void refresh()} />;
+  if (session.state === 'signed-out') return <LoginPage reason={session.reason} />;
+  return <SignedInRoutes />;
+}
+
+function App() {
+  const [locale, setLocaleState] = useState<UiLocale>(initialLocale);
+  const i18n = useMemo(() => {
+    setApiLanguage(locale);
+    document.documentElement.lang = locale;
+    return {
+      locale,
+      t: translator(locale),
+      setLocale: (next: UiLocale) => {
+        rememberLocale(next);
+        setLocaleState(next);
+      },
+    };
+  }, [locale]);
+  return (
+    <I18nContext.Provider value={i18n}>
+      <LocationProvider>
+        <SessionProvider>
+          <Root />
+        </SessionProvider>
+      </LocationProvider>
+    </I18nContext.Provider>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

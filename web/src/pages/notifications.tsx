@@ -1,0 +1,7 @@
+import { useI18n } from '../app/i18n.js';
+import { PageHeader } from '../app/ui.js';
+
+export function NotificationsPage() {
+  const { t } = useI18n();
+  return <PageHeader title={t('notifications.title')} />;
+}
