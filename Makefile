@@ -1,6 +1,6 @@
 # The two commands of the quickstart: `make run` and `make test`. Each installs what it needs.
 SHELL := /bin/bash
-SOURCES := $(shell find services shared scripts -name '*.ts' -not -name '*.test.ts' 2>/dev/null) package.json tsconfig.json tsconfig.build.json
+SOURCES := $(shell find services shared scripts \( -name '*.ts' -o -name '*.tsx' \) -not -name '*.test.ts' 2>/dev/null) package.json tsconfig.json tsconfig.build.json
 WEB_SOURCES := $(shell find web -type f -not -name '*.generated.*' 2>/dev/null)
 
 .PHONY: run test typecheck build install services services-down clean

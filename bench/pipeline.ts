@@ -8,6 +8,7 @@
 // the same number of visits, encoded beforehand, is inserted on its own: ClickHouse's share of the cost.
 // The in-process log holds at most 100 000 unconsumed visits: a larger backlog needs Kafka.
 import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { v7 as uuidv7 } from 'uuid';
 import { startEnricher } from '../services/enricher/enricher.js';
 import { enrich } from '../services/enricher/enrich.js';

@@ -1,5 +1,5 @@
 import { createServer, type RequestListener } from 'node:http';
-import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
@@ -26,6 +26,8 @@ import { swarmRoutes } from './swarm/swarm.routes.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { registerDashboard } from './dashboard/dashboard.js';
+import { publicPages } from '../public-page/public-page.js';
+import { subdomainMatcher } from '../../shared/links/hosts.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
 
 export interface AppOptions {
@@ -135,7 +137,16 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   registerRoutes(app, routes, registrar);
   // The owner dashboard (its HTML on `/` and its pages, its hashed assets), served by the api role.
-  if (config.roles.includes('api')) await registerDashboard(app, { dir: options.dashboardDir, log });
+  if (config.roles.includes('api')) {
+    const subdomainOf = subdomainMatcher(config.baseDomain);
+    const apiLabel = subdomainOf(new URL(config.publicUrl).hostname);
+    const pages = publicPages(context, limiter);
+    const shortHostRoot = (request: FastifyRequest, reply: FastifyReply) => {
+      const subdomain = subdomainOf(request.hostname);
+      return subdomain && subdomain !== apiLabel ? pages.answer(request, reply, subdomain) : undefined;
+    };
+    await registerDashboard(app, { dir: options.dashboardDir, log, shortHostRoot });
+  }
 
   return { app, routes: served, ingest: ingest?.app, listener };
 }

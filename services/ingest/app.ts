@@ -12,6 +12,7 @@ import { createLinkCache } from './link-cache.js';
 import { subdomainMatcher } from '../../shared/links/hosts.js';
 import { registerShortHosts, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
+import { publicPages } from '../public-page/public-page.js';
 import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
 
 export interface IngestApp {
@@ -55,7 +56,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
   app.setNotFoundHandler(async (request, reply) =>
     sendError(localizedByHeaders(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0]!.slice(0, 200) }), errorOptions),
   );
-  const shortHosts = registerShortHosts(app, { context, links, visits, limiter });
+  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages: publicPages(context, limiter) });
 
   // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
   const tokens = consentTokens(key, config.tracker.consentTtlSec);

@@ -16,12 +16,15 @@ import { SLUG } from '../api/links/links.service.js';
 import type { RedirectLink } from '../../shared/links/link-notices.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
+import type { PublicPages } from '../public-page/public-page.js';
 
 export interface ShortHostDeps {
   context: Context;
   links: LinkCache;
   visits: VisitProducer;
   limiter: RateLimiter;
+  /** The subdomains' public pages, answered on `GET /` of a short host. */
+  publicPages?: PublicPages;
 }
 
 /** The target with `lt_visit=<visit id>` appended to its query, before any fragment. */
@@ -54,6 +57,11 @@ type RedirectOutcome =
   | { kind: 'refusal'; error: AppError; rateLimit?: RateDecision };
 
 const ROUTE_LABEL = '/{slug}';
+/** Route label of a short host's root: its public page. */
+const PUBLIC_PAGE_ROUTE_LABEL = '/';
+
+/** `/` or `/?…`: a short host's root (its public page), which Fastify answers, not the redirect listener. */
+const isRoot = (url: string) => url.length === 1 || url.charCodeAt(1) === 63; /* ? */
 
 /**
  * Decides short-host requests (`GET|HEAD /{slug}`). Nothing here waits for Postgres, ClickHouse
@@ -193,10 +201,19 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     if (outcome.kind === 'refusal') return sendError(localizedByHeaders(request), reply, outcome.error, errorOptions);
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'private, max-age=0').send();
   };
+  /**
+   * `GET /` of a short host: the subdomain's public page. An attack-looking query on it (and a
+   * request for a host that is no short host) goes the redirect's way: recorded, refused.
+   */
+  const { publicPages } = deps;
+  const rootHandler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const subdomain = subdomainOf(request.hostname);
+    if (!publicPages || !subdomain || (request.raw as DecidedRequest)[DECIDED] || classifyAttack(request.url)) return handler(request, reply);
+    return publicPages.answer(request, reply, subdomain);
+  };
   // GET also answers HEAD (Fastify's exposeHeadRoutes): same status and headers, no body.
-  const routeConfig = { routeLabel: ROUTE_LABEL };
-  app.route({ method: 'GET', url: '/*', config: routeConfig, handler });
-  app.route({ method: 'GET', url: '/', config: routeConfig, handler });
+  app.route({ method: 'GET', url: '/*', config: { routeLabel: ROUTE_LABEL }, handler });
+  app.route({ method: 'GET', url: '/', config: { routeLabel: PUBLIC_PAGE_ROUTE_LABEL }, handler: rootHandler });
 
   let closing = false;
   app.addHook('preClose', async () => {
@@ -232,7 +249,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   return {
     fastify,
     serve(request: DecidedRequest, response, subdomain) {
-      if (closing || (request.method !== 'GET' && request.method !== 'HEAD')) return fastify(request, response);
+      if (closing || (request.method !== 'GET' && request.method !== 'HEAD') || isRoot(request.url!)) return fastify(request, response);
       const started = performance.now();
       const at = Date.now();
       // One UUIDv7 per request: the visit's id, and the request's id unless it brought its own.

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { htmlSecurityHeaders } from '../../../shared/http/security-headers.js';
 import { PROJECT_ROOT } from '../../../shared/paths.js';
@@ -9,6 +9,13 @@ import { DASHBOARD_PAGES } from '../../../shared/ui/dashboard-pages.js';
 
 /** Where `make build` (scripts/build-web.sh) puts the dashboard. */
 export const DASHBOARD_DIR = join(PROJECT_ROOT, 'dist', 'web');
+
+/**
+ * `GET /` of a short host reaching the API (a process without the ingest role behind a proxy that
+ * sends it every host): the subdomain's public page, not the dashboard. Undefined when the host is
+ * the platform's own.
+ */
+export type ShortHostRoot = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> | undefined;
 
 /** Route label of the dashboard's HTML in metrics and logs (its paths are not API routes). */
 export const DASHBOARD_ROUTE = '/{dashboard}';
@@ -25,7 +32,10 @@ const HTML_HEADERS = {
  * HTML (the browser-side router takes over), `/assets/*` its content-hashed files, cached for a
  * year as immutable. Without a build (no dist/web), the pages answer 503 saying how to build it.
  */
-export async function registerDashboard(app: FastifyInstance, { dir = DASHBOARD_DIR, log }: { dir?: string | undefined; log: Logger }): Promise<void> {
+export async function registerDashboard(
+  app: FastifyInstance,
+  { dir = DASHBOARD_DIR, log, shortHostRoot }: { dir?: string | undefined; log: Logger; shortHostRoot?: ShortHostRoot },
+): Promise<void> {
   const indexPath = join(dir, 'index.html');
   const html = existsSync(indexPath) ? readFileSync(indexPath) : undefined;
   if (!html) log.warn({ dir }, 'dashboard not built (run make build): its pages answer 503');
@@ -40,7 +50,7 @@ export async function registerDashboard(app: FastifyInstance, { dir = DASHBOARD_
     return reply.headers(HTML_HEADERS).send(html);
   };
   const config = { routeLabel: DASHBOARD_ROUTE };
-  app.get('/', { config }, page);
+  app.get('/', { config }, async (request, reply) => (await shortHostRoot?.(request, reply)) ?? page(request, reply));
   for (const name of DASHBOARD_PAGES) {
     app.get(`/${name}`, { config }, page);
     app.get(`/${name}/*`, { config }, page);

@@ -1,0 +1,169 @@
+import { v7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deduplicatedBy, toClickHouseTime } from '../../shared/analytics/analytics.js';
+import type { Context } from '../../shared/context.js';
+import type { listenerClient } from '../../shared/testing/listener.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { startTestPlatform } from '../../shared/testing/platform.js';
+import { closeContext } from '../../shared/testing/context.js';
+import type { FastifyInstance } from 'fastify';
+
+// The public page of a subdomain (`GET /` on `{name}.{BASE_DOMAIN}`), through the server's own
+// listener as a socket reaches it: what each policy switch opens, and that nothing it hides is in
+// the HTML. Visits are seeded two days back, so the rollups and every publish delay below count them.
+type Json = Record<string, any>;
+
+let context: Context;
+let app: FastifyInstance;
+let server: ReturnType<typeof listenerClient>;
+let owner: TestOwner;
+
+const DAY = 86_400_000;
+const base = Math.floor((Date.now() - 2 * DAY) / 60_000) * 60_000;
+
+async function seed(subdomain: string, link: Json, count: number): Promise<void> {
+  const rows = Array.from({ length: count }, (_, index) => ({
+    visit_id: v7({ msecs: base + index * 60_000 }),
+    ts: toClickHouseTime(base + index * 60_000),
+    kind: 'visit',
+    owner_id: owner.id,
+    subdomain,
+    link_id: link.id,
+    slug: link.slug,
+    ip_public: '203.0.113.77',
+    country: 'FR',
+    city: 'Lyon',
+    user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0',
+    browser: 'Firefox',
+    os: 'Linux',
+    device_type: 'desktop',
+    referrer: 'https://news.example/item',
+    referrer_host: 'news.example',
+    is_bot: 0,
+    version: 0,
+  }));
+  await context.analytics.client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`${subdomain}-seed`) });
+}
+
+async function setup(policy: Record<string, unknown>, { title, visits = 3 }: { title?: string; visits?: number } = {}) {
+  const subdomain = await claimSubdomain(app, owner, policy);
+  if (title) await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { title } });
+  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://target.example/secret-target', title: 'Spring sale', tags: ['hidden-tag'] } });
+  const link = created.json().data;
+  if (visits > 0) await seed(subdomain, link, visits);
+  return { subdomain, link };
+}
+
+const open = (subdomain: string, headers: Record<string, string> = {}, path = '/') =>
+  server.inject({ method: 'GET', url: path, headers: { host: `${subdomain}.localhost:8080`, ...headers }, remoteAddress: '198.51.100.40' });
+
+beforeAll(async () => {
+  ({ context, app, ingest: server, owner } = await startTestPlatform({ RATE_LIMIT_DEFAULT: '100000:60' }));
+}, 60_000);
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+describe('public page of a subdomain', () => {
+  it('is server-rendered HTML without any script, with a strict CSP that admits only its own stylesheet', async () => {
+    const { subdomain } = await setup({ stats_public: true });
+    const page = await open(subdomain);
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    const csp = String(page.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'none'");
+    expect(csp).toMatch(/style-src 'self' 'sha256-[A-Za-z0-9+/=]+'/);
+    expect(csp).not.toContain('unsafe-inline');
+    expect(page.headers['x-content-type-options']).toBe('nosniff');
+    expect(page.body).not.toMatch(/<script/i);
+    expect(page.body).toMatch(/^<!doctype html><html lang="en">/);
+    // No request of its own: no external stylesheet, image, font or favicon.
+    expect(page.body).not.toMatch(/<(link|img)[^>]+(href|src)="(?!data:)/);
+  });
+
+  it('shows a private subdomain by its title only, saying its statistics are private', async () => {
+    const { subdomain, link } = await setup({}, { title: 'Alice’s corner' });
+    const page = await open(subdomain);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Alice’s corner');
+    expect(page.body).toContain('keeps its statistics private');
+    for (const hidden of [link.slug, 'Spring sale', 'Statistics of the last', 'Recent visits', owner.email]) expect(page.body).not.toContain(hidden);
+  });
+
+  it('shows statistics, links, visits and the owner only as far as the policy opens them, and no hidden field anywhere', async () => {
+    const { subdomain, link } = await setup({ stats_public: true, stats_show_visits_list: true, stats_show_links: true, stats_show_ua: true });
+    const page = await open(subdomain);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Statistics of the last 30 days');
+    expect(page.body).toContain('Browsers');
+    expect(page.body).toContain('Firefox');
+    expect(page.body).toContain(`/${link.slug}`);
+    expect(page.body).toContain('Spring sale');
+    expect(page.body).toContain('Recent visits');
+    // Geo, referrer, IP and owner are hidden: neither their values nor their headings appear.
+    for (const hidden of ['FR', 'Lyon', 'Countries', 'Cities', 'news.example', 'Referrers', '203.0.113.77', owner.email, ' · by ', 'secret-target', 'hidden-tag', link.id]) {
+      expect(page.body, hidden).not.toContain(hidden);
+    }
+    const opened = await setup({ stats_public: true, stats_show_visits_list: true, stats_show_geo: true, stats_show_referrer: true, stats_show_ip: true, stats_show_owner: true });
+    const full = await open(opened.subdomain);
+    for (const shown of ['Countries', 'FR', 'Lyon', 'news.example', '203.0.113.77']) expect(full.body, shown).toContain(shown);
+    expect(full.body).not.toContain(owner.email);
+  });
+
+  it('never shows visits younger than the publish delay, nor more items than stats_max_items', async () => {
+    const delayed = await setup({ stats_public: true, stats_show_visits_list: true, stats_publish_delay_sec: 3 * 86_400 }, { visits: 4 });
+    const page = await open(delayed.subdomain);
+    expect(page.body).toContain('No public visits yet.');
+    expect(page.body).toContain('Figures are published 3 days after the visits.');
+    const capped = await setup({ stats_show_visits_list: true, stats_show_links: true, stats_max_items: 2 }, { visits: 5 });
+    for (let index = 0; index < 3; index++) {
+      await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain: capped.subdomain, target_url: `https://target.example/${index}` } });
+    }
+    const cappedPage = await open(capped.subdomain);
+    expect(cappedPage.body.match(/<ul class="links">.*?<\/ul>/s)![0].match(/<li>/g)).toHaveLength(2);
+    expect(cappedPage.body.match(/<table class="visits">.*?<\/table>/s)![0].match(/<tbody>.*<\/tbody>/s)![0].match(/<tr>/g)).toHaveLength(2);
+  });
+
+  it('renders what users typed as text', async () => {
+    const { subdomain } = await setup({ stats_show_links: true }, { title: '<img src=x onerror=alert(1)>', visits: 0 });
+    await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://target.example/x', title: '"><script>alert(2)</script>' } });
+    const page = await open(subdomain);
+    expect(page.body).not.toContain('<img src=x');
+    expect(page.body).not.toContain('<script>');
+    // Preact escapes `<` and `&` in text (enough: no tag can open), quotes in attributes.
+    expect(page.body).toContain('&lt;img src=x onerror=alert(1)>');
+    expect(page.body).toContain('&lt;script>alert(2)&lt;/script>');
+  });
+
+  it('speaks the language of Accept-Language or ?lang=', async () => {
+    const { subdomain } = await setup({ stats_public: true });
+    const german = await open(subdomain, { 'accept-language': 'de-DE,de;q=0.9' });
+    expect(german.headers['content-language']).toBe('de');
+    expect(german.body).toContain('Statistiken der letzten 30 Tage');
+    const spanish = await open(subdomain, {}, '/?lang=es');
+    expect(spanish.body).toContain('Estadísticas de los últimos 30 días');
+  });
+
+  it('answers an unknown subdomain with a helpful 404 page pointing to the dashboard', async () => {
+    const page = await open('nobody-here', { accept: 'text/html' });
+    expect(page.statusCode).toBe(404);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.body).toContain('No subdomain called nobody-here');
+    expect(page.body).toContain('/subdomains');
+  });
+
+  it('leaves redirects and attack probes as they were: a slug redirects, an attack-looking query on / is refused', async () => {
+    const { subdomain, link } = await setup({ stats_public: true }, { visits: 0 });
+    const redirect = await open(subdomain, {}, `/${link.slug}`);
+    expect(redirect.statusCode).toBe(302);
+    expect(redirect.headers.location).toBe('https://target.example/secret-target');
+    const attack = await open(subdomain, {}, "/?id=1'%20OR%20'1'='1");
+    expect(attack.statusCode).toBe(404);
+    expect(attack.body).not.toContain('Statistics of the last');
+    const head = await server.inject({ method: 'HEAD', url: '/', headers: { host: `${subdomain}.localhost:8080` } });
+    expect(head.statusCode).toBe(200);
+    expect(head.body).toBe('');
+  });
+});

@@ -1,0 +1,67 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Context } from '../../shared/context.js';
+import { AppError, retryLater } from '../../shared/errors.js';
+import { negotiateLocale } from '../../shared/i18n/index.js';
+import { setRateLimitHeaders, type RateLimiter } from '../../shared/http/rate-limit.js';
+import { htmlSecurityHeaders } from '../../shared/http/security-headers.js';
+import { statsService } from '../api/stats/stats.service.js';
+import { subdomainsService } from '../api/subdomains/subdomains.service.js';
+import { visitsService } from '../api/visits/visits.service.js';
+import { PUBLIC_PAGE_DAYS, PUBLIC_PAGE_STYLE_HASH, renderPublicPage, renderUnknownSubdomain, type PublicPageData, type PublicReport } from './render.js';
+
+/** Most visits the page lists (fewer when the policy's stats_max_items says so). */
+const PAGE_VISITS = 50;
+
+const HEADERS = {
+  'Content-Type': 'text/html; charset=utf-8',
+  // Public data only, the same for every reader of a language: shared caches may keep it briefly.
+  'Cache-Control': 'public, max-age=30',
+  Vary: 'Accept-Language',
+  // A read-only page with no action to trick anyone into: owners may embed it in their own sites.
+  ...htmlSecurityHeaders({ frameAncestors: '*', styleHashes: [PUBLIC_PAGE_STYLE_HASH], scripts: false }),
+};
+
+/**
+ * The public page of each subdomain at `{name}.{BASE_DOMAIN}/`: the payload of
+ * GET /api/v1/subdomains/{name}, the report of GET /api/v1/stats?subdomain= and the list of
+ * GET /api/v1/visits?subdomain=, through the very services those endpoints use (so through the one
+ * policy module, with its publish delay and item cap), rendered as HTML. Counted in the default
+ * (web) rate bucket per IP, since it reads ClickHouse.
+ */
+export function publicPages(context: Context, limiter: RateLimiter) {
+  const { config } = context;
+  const subdomains = subdomainsService(context);
+  const stats = statsService(context);
+  const visits = visitsService(context);
+  const product = { name: 'linktrack', url: new URL(config.publicUrl).origin };
+
+  const gather = async (name: string): Promise<PublicPageData> => {
+    const page = await subdomains.publicPage(name);
+    const since = new Date(Date.now() - PUBLIC_PAGE_DAYS * 86_400_000).toISOString();
+    const [report, list] = await Promise.all([
+      page.public.stats ? (stats.publicReport(name, { since, granularity: 'day' }) as Promise<PublicReport>) : undefined,
+      page.public.visits_list ? visits.list(undefined, { subdomain: name }, { limit: Math.min(PAGE_VISITS, page.public.max_items) }) : undefined,
+    ]);
+    return { page, report, visits: list?.items };
+  };
+
+  return {
+    /** Answers `GET /` of a short host with the subdomain's public page, or a helpful 404. */
+    async answer(request: FastifyRequest, reply: FastifyReply, subdomain: string): Promise<FastifyReply> {
+      const checked = await limiter.check('default', request.ip);
+      setRateLimitHeaders(reply, checked);
+      if (!checked.allowed) throw retryLater('rate_limited', checked.resetSec, { bucket: 'default', limit: checked.limit });
+      const lang = (request.query as Record<string, unknown> | undefined)?.lang;
+      const locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+      reply.headers(HEADERS).header('Content-Language', locale).header('X-Request-Id', request.id);
+      try {
+        return reply.send(renderPublicPage(await gather(subdomain), locale, product));
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
+        return reply.code(404).header('Cache-Control', 'no-store').send(renderUnknownSubdomain(subdomain, request.hostname, locale, product));
+      }
+    },
+  };
+}
+
+export type PublicPages = ReturnType<typeof publicPages>;

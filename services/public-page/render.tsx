@@ -1,0 +1,323 @@
+// The public page of a subdomain as HTML, rendered on the server with Preact (text and attributes
+// escaped by the renderer: a title typed as `<img onerror=…>` is text). No script at all: the
+// chart is inline SVG, the one stylesheet is inline and admitted by its hash in the page's CSP,
+// and the page makes no request of its own — so nothing the policy hides can travel anywhere.
+import { createHash } from 'node:crypto';
+import type { ComponentChildren } from 'preact';
+import { renderToString } from 'preact-render-to-string';
+import { t as translate, type Locale, type MessageKey } from '../../shared/i18n/index.js';
+import type { UiKey } from '../../shared/i18n/ui/index.js';
+
+/** The page payload of GET /api/v1/subdomains/{name}. */
+export interface PublicPagePayload {
+  name: string;
+  title: string | null;
+  url: string;
+  public: { stats: boolean; visits_list: boolean; links: boolean; owner: boolean; publish_delay_sec: number; max_items: number };
+  links?: { slug: string; short_url: string; title: string | null; created_at: string }[];
+  owner?: { display_name: string | null };
+}
+
+/** The report of GET /api/v1/stats?subdomain= (what the page uses of it). */
+export interface PublicReport {
+  range: { since: string; until: string };
+  totals: { visits: number; unique_visitors: number; bots: number; attacks: number };
+  series: { t: string; visits: number }[];
+  top: Partial<Record<string, { value: string; visits: number; country?: string; slug?: string | null }[]>>;
+}
+
+export interface PublicPageData {
+  page: PublicPagePayload;
+  /** Present when the policy makes statistics public. */
+  report?: PublicReport;
+  /** Present when the policy makes the visit list public: public visit rows (only the columns the policy opens). */
+  visits?: Record<string, unknown>[];
+}
+
+/** Days of statistics the page shows. */
+export const PUBLIC_PAGE_DAYS = 30;
+
+const CSS = `
+:root{color-scheme:light dark;--bg:#f6f7f9;--surface:#fff;--text:#1b1f24;--muted:#57606a;--border:#d0d7de;--accent:#0b5cad;--bar:#6d9fd6}
+@media (prefers-color-scheme:dark){:root{--bg:#0f1419;--surface:#171d24;--text:#e6edf3;--muted:#9ba7b4;--border:#303a46;--accent:#6cb2ff;--bar:#3f7fc4}}
+*{box-sizing:border-box}body{margin:0;font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;line-height:1.45;background:var(--bg);color:var(--text)}
+a{color:var(--accent)}main{max-width:60rem;margin:0 auto;padding:1.25rem 1rem 3rem}
+header.site{margin:1rem 0 1.5rem}h1{margin:0;font-size:1.8rem;word-break:break-word}h2{font-size:1.2rem;margin:0 0 .75rem}
+.muted{color:var(--muted)}section{background:var(--surface);border:1px solid var(--border);border-radius:8px;padding:1rem;margin-bottom:1rem;min-width:0}
+.totals{display:grid;grid-template-columns:repeat(auto-fit,minmax(120px,1fr));gap:.5rem;margin:0 0 1rem}.totals dt{color:var(--muted);font-size:.85rem}
+.totals dd{margin:0;font-size:1.5rem;font-weight:700;font-variant-numeric:tabular-nums}
+.chart{width:100%;height:auto;display:block;color:var(--bar)}.chart rect{fill:currentColor}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:1rem}
+.wrap{overflow-x:auto}table{border-collapse:collapse;width:100%}caption{text-align:left;font-weight:600;padding:.25rem 0 .5rem}
+th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--border);vertical-align:top}th{font-size:.85rem;color:var(--muted)}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.name{word-break:break-word}
+.bar{display:block;width:100%;height:.35rem;margin-top:.2rem;color:var(--bar)}.bar rect{fill:currentColor}
+ul.links{list-style:none;margin:0;padding:0}ul.links li{padding:.5rem 0;border-bottom:1px solid var(--border);word-break:break-word}ul.links li:last-child{border-bottom:0}
+figure{margin:0}.chart line{stroke:var(--border);stroke-width:1}table.visits td,table.visits th{white-space:nowrap}
+details{margin-top:.75rem}summary{cursor:pointer}footer{margin-top:2rem;color:var(--muted);font-size:.9rem}
+:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+`.trim();
+
+/** SHA-256 of the inline stylesheet, as the CSP's style-src names it. */
+export const PUBLIC_PAGE_STYLE_HASH = createHash('sha256').update(CSS).digest('base64');
+
+type T = (key: UiKey, params?: Record<string, string | number>) => string;
+
+const DIMENSIONS = ['link', 'country', 'city', 'referrer_host', 'utm_source', 'browser', 'os', 'device_type'] as const;
+/** Public visit columns shown as table columns, in order (others, such as coordinates or the raw user agent, are left out). */
+const VISIT_COLUMNS = ['ts', 'kind', 'slug', 'ip_public', 'ip_lan', 'country', 'region', 'city', 'browser', 'os', 'device_type', 'referrer_host'] as const;
+
+function Document({ locale, title, children }: { locale: Locale; title: string; children: ComponentChildren }) {
+  return (
+    <html lang={locale}>
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="strict-origin-when-cross-origin" />
+        {/* No favicon request: the page makes no request at all. */}
+        <link rel="icon" href="data:," />
+        <title>{title}</title>
+        {/* Our own constant, admitted by its hash: text escaping would change it. */}
+        <style dangerouslySetInnerHTML={{ __html: CSS }} />
+      </head>
+      <body>{children}</body>
+    </html>
+  );
+}
+
+const numberOf = (locale: Locale) => new Intl.NumberFormat(locale);
+const dayOf = (locale: Locale) => new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeZone: 'UTC' });
+const timeOf = (locale: Locale) => new Intl.DateTimeFormat(locale, { dateStyle: 'short', timeStyle: 'medium', timeZone: 'UTC' });
+
+function delayText(t: T, seconds: number): string {
+  if (seconds >= 86_400 && seconds % 86_400 === 0) return t('public.delay.days', { count: seconds / 86_400 });
+  if (seconds >= 3_600) return t('public.delay.hours', { count: Math.round((seconds / 3_600) * 10) / 10 });
+  return t('public.delay.minutes', { count: Math.max(1, Math.round(seconds / 60)) });
+}
+
+/** Daily visits as SVG bars, each with its day and count as a tooltip. */
+function Chart({ series, locale, t }: { series: PublicReport['series']; locale: Locale; t: T }) {
+  const width = 600;
+  const height = 140;
+  const max = Math.max(1, ...series.map((point) => point.visits));
+  const slot = width / Math.max(1, series.length);
+  const day = dayOf(locale);
+  const numbers = numberOf(locale);
+  return (
+    <figure>
+      <svg class="chart" viewBox={`0 0 ${width} ${height}`} role="img" aria-label={t('public.chart')}>
+        <line x1="0" y1={height - 0.5} x2={width} y2={height - 0.5} />
+        {series.map((point, index) => {
+          const barHeight = point.visits === 0 ? 0 : Math.max(2, (point.visits / max) * (height - 4));
+          return (
+            <rect x={(index * slot + slot * 0.1).toFixed(1)} y={(height - barHeight).toFixed(1)} width={(slot * 0.8).toFixed(1)} height={barHeight.toFixed(1)}>
+              <title>{`${day.format(new Date(point.t))}: ${numbers.format(point.visits)}`}</title>
+            </rect>
+          );
+        })}
+      </svg>
+      <details>
+        <summary>{t('public.chart_table')}</summary>
+        <div class="wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">{t('public.day')}</th>
+                <th scope="col" class="num">
+                  {t('public.count')}
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {series.map((point) => (
+                <tr>
+                  <td>{day.format(new Date(point.t))}</td>
+                  <td class="num">{numbers.format(point.visits)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </details>
+    </figure>
+  );
+}
+
+function Breakdown({ dimension, rows, locale, t }: { dimension: (typeof DIMENSIONS)[number]; rows: NonNullable<PublicReport['top'][string]>; locale: Locale; t: T }) {
+  const max = Math.max(1, ...rows.map((row) => row.visits));
+  const numbers = numberOf(locale);
+  const label = (row: (typeof rows)[number]) => {
+    if (dimension === 'link') return row.slug ? `/${row.slug}` : t('public.unknown');
+    if (row.value === '') return dimension === 'referrer_host' ? t('public.direct') : t('public.unknown');
+    return dimension === 'city' && row.country ? `${row.value} (${row.country})` : row.value;
+  };
+  return (
+    <div class="wrap">
+      <table>
+        <caption>{t(`public.top.${dimension}` as UiKey)}</caption>
+        <tbody>
+          {rows.map((row) => (
+            <tr>
+              <td class="name">
+                {label(row)}
+                <svg class="bar" viewBox="0 0 100 4" preserveAspectRatio="none" aria-hidden="true">
+                  <rect width={((row.visits / max) * 100).toFixed(1)} height="4" />
+                </svg>
+              </td>
+              <td class="num">{numbers.format(row.visits)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function cell(column: (typeof VISIT_COLUMNS)[number], value: unknown, locale: Locale, t: T): string {
+  if (value === null || value === undefined || value === '') return '—';
+  if (column === 'ts') return timeOf(locale).format(new Date(String(value)));
+  if (column === 'kind') return ['visit', 'beacon', 'attack'].includes(String(value)) ? t(`public.kind.${String(value)}` as UiKey) : String(value);
+  if (column === 'slug') return `/${String(value)}`;
+  return String(value);
+}
+
+function Visits({ rows, locale, t }: { rows: Record<string, unknown>[]; locale: Locale; t: T }) {
+  if (rows.length === 0) return <p class="muted">{t('public.recent_empty')}</p>;
+  const columns = VISIT_COLUMNS.filter((column) => rows.some((row) => column in row));
+  return (
+    <div class="wrap">
+      <table class="visits">
+        <thead>
+          <tr>
+            {columns.map((column) => (
+              <th scope="col">{t(`public.col.${column}` as UiKey)}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr>
+              {columns.map((column) => (
+                <td>{cell(column, row[column], locale, t)}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The public page of a subdomain: only what its policy opens, as the public endpoints give it. */
+export function renderPublicPage(data: PublicPageData, locale: Locale, product: { name: string; url: string }): string {
+  const t: T = (key, params) => translate(locale, key as MessageKey, params);
+  const { page, report, visits } = data;
+  const heading = page.title ?? page.name;
+  const numbers = numberOf(locale);
+  const nothingPublic = !page.public.stats && !page.public.visits_list && !page.public.links;
+  const body = (
+    <Document locale={locale} title={`${heading} · ${t('public.title', { name: page.name })}`}>
+      <main>
+        <header class="site">
+          <h1>{heading}</h1>
+          <p class="muted">
+            {page.url.replace(/^https?:\/\//, '').replace(/\/$/, '')}
+            {page.owner?.display_name ? ` · ${t('public.by', { owner: page.owner.display_name })}` : ''}
+          </p>
+        </header>
+        {nothingPublic ? (
+          <section>
+            <p>{t('public.private')}</p>
+          </section>
+        ) : null}
+        {page.links ? (
+          <section aria-labelledby="links">
+            <h2 id="links">{t('public.links')}</h2>
+            {page.links.length === 0 ? (
+              <p class="muted">{t('public.links_empty')}</p>
+            ) : (
+              <ul class="links">
+                {page.links.map((link) => (
+                  <li>
+                    <a href={link.short_url}>{link.title ?? `/${link.slug}`}</a>
+                    {link.title ? <span class="muted"> · /{link.slug}</span> : null}
+                    <span class="muted"> · {t('public.link_created', { date: dayOf(locale).format(new Date(link.created_at)) })}</span>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </section>
+        ) : null}
+        {report ? (
+          <section aria-labelledby="stats">
+            <h2 id="stats">{t('public.stats', { days: PUBLIC_PAGE_DAYS })}</h2>
+            <dl class="totals">
+              <div>
+                <dt>{t('public.visits')}</dt>
+                <dd>{numbers.format(report.totals.visits)}</dd>
+              </div>
+              <div>
+                <dt>{t('public.unique')}</dt>
+                <dd>{numbers.format(report.totals.unique_visitors)}</dd>
+              </div>
+              <div>
+                <dt>{t('public.bots')}</dt>
+                <dd>{numbers.format(report.totals.bots)}</dd>
+              </div>
+              <div>
+                <dt>{t('public.attacks')}</dt>
+                <dd>{numbers.format(report.totals.attacks)}</dd>
+              </div>
+            </dl>
+            <Chart series={report.series} locale={locale} t={t} />
+            <div class="grid">
+              {DIMENSIONS.map((dimension) => {
+                const rows = report.top[dimension];
+                return rows && rows.length > 0 ? <Breakdown dimension={dimension} rows={rows} locale={locale} t={t} /> : null;
+              })}
+            </div>
+          </section>
+        ) : null}
+        {visits ? (
+          <section aria-labelledby="recent">
+            <h2 id="recent">{t('public.recent')}</h2>
+            <Visits rows={visits} locale={locale} t={t} />
+          </section>
+        ) : null}
+        <footer>
+          {page.public.publish_delay_sec > 0 && (report || visits) ? <p>{t('public.delay', { delay: delayText(t, page.public.publish_delay_sec) })}</p> : null}
+          <p>
+            {t('public.powered')} <a href={product.url}>{product.name}</a>
+          </p>
+        </footer>
+      </main>
+    </Document>
+  );
+  return `<!doctype html>${renderToString(body)}`;
+}
+
+/** The page of a short host nobody claimed: a 404 that says what happened and where to go. */
+export function renderUnknownSubdomain(name: string, host: string, locale: Locale, product: { name: string; url: string }): string {
+  const t: T = (key, params) => translate(locale, key as MessageKey, params);
+  const body = (
+    <Document locale={locale} title={t('public.not_found.title', { name })}>
+      <main>
+        <header class="site">
+          <h1>{t('public.not_found.title', { name })}</h1>
+        </header>
+        <section>
+          <p>{t('public.not_found.body', { host })}</p>
+          <p>
+            <a href={`${product.url}/subdomains`}>{t('public.not_found.claim')}</a>
+          </p>
+        </section>
+        <footer>
+          <p>
+            {t('public.powered')} <a href={product.url}>{product.name}</a>
+          </p>
+        </footer>
+      </main>
+    </Document>
+  );
+  return `<!doctype html>${renderToString(body)}`;
+}
