@@ -17,6 +17,7 @@ import { buildApp } from '../services/api/app.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';
+import { seedVisits } from './lib/seed-visits.js';
 
 const total = Number(process.argv[2] ?? 10_000_000);
 const perShape = Number(process.argv[3] ?? 50);
@@ -52,34 +53,7 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
     // Visits, generated in ClickHouse. Rows 0 … exportRows-1: the hot link; up to `mine`: the other
     // 199 links of the measured subdomain; the rest: other owners.
     const started = performance.now();
-    const chunk = 1_000_000;
-    for (let from = 0; from < total; from += chunk) {
-      const count = Math.min(chunk, total - from);
-      await context.analytics.client.command({
-        query: `INSERT INTO visits (visit_id, ts, kind, owner_id, subdomain, link_id, slug, ip_public, country, region, city, user_agent, browser, browser_version, os, device_type, referrer, referrer_host, utm_source, visitor_hash, is_bot, is_attack)
-          SELECT generateUUIDv7(), now64(3) - toIntervalMillisecond((number * 2654435761) % ${DAYS * 86_400_000}),
-            multiIf(number % 97 = 0, 'attack', number % 50 = 0, 'bot', 'visit'),
-            if(number < ${mine}, {owner:String}, concat('other-owner-', toString(number % 40))),
-            if(number < ${mine}, {subdomain:String}, concat('other', toString(number % 40))),
-            multiIf(number % 97 = 0, '', number < ${exportRows}, {hot:String}, number < ${mine}, {links:Array(String)}[1 + number % 199 + 1], concat('l_other', toString(number % 400))),
-            concat('s', toString(number % 200)),
-            IPv4NumToString(toUInt32((number * 2654435761) % 4294967296)),
-            ['US','DE','FR','GB','JP','BR','IN','CN','CA','ES'][number % 10 + 1],
-            ['R1','R2','R3'][number % 3 + 1],
-            ['Paris','Berlin','London','Tokyo','Austin','Lyon','Osaka','Madrid'][number % 8 + 1],
-            'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
-            ['Chrome','Firefox','Safari','Edge','Opera'][number % 5 + 1], '120',
-            ['Windows','macOS','Linux','Android','iOS'][number % 5 + 1],
-            ['desktop','mobile','tablet'][number % 3 + 1],
-            ['https://www.google.com/','https://t.co/x','','https://news.ycombinator.com/'][number % 4 + 1],
-            ['www.google.com','t.co','','news.ycombinator.com'][number % 4 + 1],
-            ['','newsletter','twitter','ads'][number % 4 + 1],
-            hex(cityHash64(number % 3000000)),
-            number % 50 = 0 AND number % 97 != 0, number % 97 = 0
-          FROM numbers(${from}, ${count})`,
-        query_params: { owner: owner.id, subdomain, hot, links },
-      });
-    }
+    await seedVisits(context, { total, mine, days: DAYS, ownerId: owner.id, subdomain, hot, hotRows: exportRows, links });
     const seeded = (performance.now() - started) / 1000;
     console.log(`seeded ${total} visits (${mine} in the measured subdomain, ${exportRows} on the exported link) in ${seeded.toFixed(0)} s, rollup views included`);
 
