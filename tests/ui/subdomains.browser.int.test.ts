@@ -209,6 +209,26 @@ describe('subdomains page', () => {
     await browserContext.close();
   });
 
+  it('says the 50-subdomain limit on the name field when another client took the last place meanwhile, then disables claiming', async () => {
+    const full = await createOwner(platform.context, platform.app);
+    const claim = async (subdomain: string) => (await platform.app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: full.auth, payload: { name: subdomain } })).statusCode;
+    for (let index = 0; index < 49; index++) expect(await claim(label('bulk'))).toBe(201);
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, full.email);
+    await page.goto('/subdomains');
+    await page.getByText('49 of 50').waitFor();
+    // The fiftieth taken by a script after the page loaded: the form still offers claiming.
+    expect(await claim(label('script'))).toBe(201);
+    await page.getByLabel('Name', { exact: true }).fill(label('late'));
+    await page.getByRole('button', { name: 'Claim' }).click();
+    await expect.poll(() => nameError(page).textContent()).toBe('You already hold 50 subdomains, the most one account may have.');
+    await page.reload();
+    await page.getByText('50 of 50').waitFor();
+    expect(await page.getByRole('button', { name: 'Claim' }).isDisabled()).toBe(true);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it("shows another account the forbidden state on the first one's subdomain, and not found on an unknown name", async () => {
     const other = await newAccount(platform);
     const { page, problems, browserContext } = await openPage(platform);
