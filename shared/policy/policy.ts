@@ -1,45 +1,13 @@
 import { z } from 'zod';
+import { MAX_PUBLIC_ITEMS, MAX_PUBLISH_DELAY_SEC, POLICY_DEFAULTS, POLICY_SWITCHES, type PolicySwitch } from './view.js';
 
 /**
  * The one privacy-policy module (the architecture's "where privacy is enforced"): a subdomain's
  * policy fields, their types, defaults and bounds, and what an unauthenticated reader may get.
- * Every public endpoint asks this module; none reads the policy flags itself.
+ * Every public endpoint asks this module; none reads the policy flags itself. The logic lives in
+ * view.ts (browser-safe, shared with the dashboard's preview); this file adds the schemas.
  */
-
-/** The nine switches of the policy, each off by default (private unless the owner opens it). */
-export const POLICY_SWITCHES = [
-  'stats_public',
-  'stats_show_visits_list',
-  'stats_show_ip',
-  'stats_show_internal_ip',
-  'stats_show_geo',
-  'stats_show_ua',
-  'stats_show_referrer',
-  'stats_show_links',
-  'stats_show_owner',
-] as const;
-export type PolicySwitch = (typeof POLICY_SWITCHES)[number];
-
-/** Longest publish delay: 30 days. */
-export const MAX_PUBLISH_DELAY_SEC = 2_592_000;
-/** Most items a public list may return, whatever the owner sets. */
-export const MAX_PUBLIC_ITEMS = 1_000;
-
-export type Policy = Record<PolicySwitch, boolean> & { stats_publish_delay_sec: number; stats_max_items: number };
-
-export const POLICY_DEFAULTS: Policy = {
-  stats_public: false,
-  stats_show_visits_list: false,
-  stats_show_ip: false,
-  stats_show_internal_ip: false,
-  stats_show_geo: false,
-  stats_show_ua: false,
-  stats_show_referrer: false,
-  stats_show_links: false,
-  stats_show_owner: false,
-  stats_publish_delay_sec: 0,
-  stats_max_items: 50,
-};
+export * from './view.js';
 
 const SWITCH_DOCS: Record<PolicySwitch, string> = {
   stats_public: 'Aggregates are public (GET /api/v1/stats?subdomain=).',
@@ -78,90 +46,3 @@ export const PolicySchema = z
 
 /** The eleven fields as a PATCH sets them: any subset. */
 export const PolicyPatchShape = PolicySchema.partial().shape;
-
-/** The policy of a stored subdomain row. */
-export function policyOf(row: Policy): Policy {
-  const policy = {} as Record<string, unknown>;
-  for (const name of POLICY_SWITCHES) policy[name] = row[name];
-  policy.stats_publish_delay_sec = row.stats_publish_delay_sec;
-  policy.stats_max_items = row.stats_max_items;
-  return policy as Policy;
-}
-
-/** Visit columns each switch opens to a public reader (the columns of ClickHouse `visits`). */
-const VISIT_COLUMNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> = {
-  stats_show_ip: ['ip_public'],
-  stats_show_internal_ip: ['ip_lan'],
-  stats_show_geo: ['country', 'region', 'city', 'latitude', 'longitude'],
-  stats_show_ua: ['user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type'],
-  stats_show_referrer: ['referrer', 'referrer_host'],
-  stats_show_links: ['slug'],
-};
-/**
- * Breakdowns of a public report each switch opens (the statistics' dimensions). UTM sources tell
- * where traffic came from, as referrers do.
- */
-const BREAKDOWNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> = {
-  stats_show_geo: ['country', 'city'],
-  stats_show_ua: ['browser', 'os', 'device_type'],
-  stats_show_referrer: ['referrer_host', 'utm_source'],
-  stats_show_links: ['link'],
-};
-/**
- * Visit columns any public reader of a visible list gets: when and what kind. Never the visit id
- * (it is what the beacon's consent is asked for) nor the link id.
- */
-const ALWAYS_PUBLIC_VISIT_COLUMNS = ['ts', 'kind'] as const;
-
-/** Link columns a public list reads (seq only orders and pages): never target, tags, ids, limits or client ids. */
-export const PUBLIC_LINK_COLUMNS = ['seq', 'subdomain', 'slug', 'title', 'created_at'] as const;
-export type PublicLinkColumn = (typeof PUBLIC_LINK_COLUMNS)[number];
-
-/** What an unauthenticated reader may see of a subdomain, decided from its policy alone. */
-export interface PublicView {
-  /** Aggregates are public. */
-  stats: boolean;
-  /** The recent-visits list is public. */
-  visitsList: boolean;
-  links: boolean;
-  owner: boolean;
-  /** Which visit details are public, by kind. */
-  details: { ip: boolean; internal_ip: boolean; geo: boolean; ua: boolean; referrer: boolean };
-  /** Columns of a public visit row; public queries select these and nothing else. */
-  visitColumns: string[];
-  /** Breakdowns (dimensions) a public report shows; the others are not queried. */
-  breakdowns: string[];
-  /** Public data is at least this old. */
-  publishDelaySec: number;
-  /** Public items were created at or before this time (now minus the publish delay). */
-  publishedBefore: Date;
-  /** Public lists return at most this many items. */
-  maxItems: number;
-  /** The switches that are on, by name: which statistics and details are public. */
-  shown: PolicySwitch[];
-}
-
-export function publicView(policy: Policy, now = Date.now()): PublicView {
-  const opened = (bySwitch: Partial<Record<PolicySwitch, readonly string[]>>) =>
-    (Object.entries(bySwitch) as [PolicySwitch, readonly string[]][]).flatMap(([name, names]) => (policy[name] ? names : []));
-  const visitColumns: string[] = [...ALWAYS_PUBLIC_VISIT_COLUMNS, ...opened(VISIT_COLUMNS_BY_SWITCH)];
-  return {
-    stats: policy.stats_public,
-    visitsList: policy.stats_show_visits_list,
-    links: policy.stats_show_links,
-    owner: policy.stats_show_owner,
-    details: {
-      ip: policy.stats_show_ip,
-      internal_ip: policy.stats_show_internal_ip,
-      geo: policy.stats_show_geo,
-      ua: policy.stats_show_ua,
-      referrer: policy.stats_show_referrer,
-    },
-    visitColumns,
-    breakdowns: opened(BREAKDOWNS_BY_SWITCH),
-    publishDelaySec: policy.stats_publish_delay_sec,
-    publishedBefore: new Date(now - policy.stats_publish_delay_sec * 1000),
-    maxItems: Math.min(policy.stats_max_items, MAX_PUBLIC_ITEMS),
-    shown: POLICY_SWITCHES.filter((name) => policy[name]),
-  };
-}

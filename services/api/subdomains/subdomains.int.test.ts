@@ -117,6 +117,42 @@ describe('GET /api/v1/subdomains', () => {
   });
 });
 
+describe('GET /api/v1/subdomains/{name}/settings', () => {
+  it('answers the owner, by token or session, with the title, policy and live links count, as the list does', async () => {
+    const name = await claimSubdomain(app, alice, { title: 'Settings', stats_show_geo: true, stats_max_items: 7 });
+    const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: name, target_url: 'https://example.com/s' } });
+    expect(created.statusCode).toBe(201);
+    const byToken = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings`, headers: alice.auth });
+    expect(byToken.statusCode).toBe(200);
+    const listed = (await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: alice.auth })).json().data.subdomains.find((s: { name: string }) => s.name === name);
+    expect(byToken.json().data).toEqual(listed);
+    expect(byToken.json().data).toMatchObject({ name, title: 'Settings', owner_id: alice.id, links_count: 1, stats_show_geo: true, stats_public: false, stats_max_items: 7 });
+    const bySession = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings`, headers: { cookie: alice.cookie } });
+    expect(bySession.json().data).toEqual(byToken.json().data);
+  });
+
+  it("answers 403 not_owner on another owner's subdomain, 404 on an unknown one and 401 without credentials", async () => {
+    const name = await claimSubdomain(app, alice);
+    const foreign = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings`, headers: bob.auth });
+    expect(foreign.statusCode).toBe(403);
+    expect(foreign.json().error.code).toBe('not_owner');
+    expect(foreign.body).not.toContain(alice.id);
+    const unknown = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${uniqueLabel()}/settings`, headers: bob.auth });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().error.code).toBe('not_found');
+    expect((await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings` })).statusCode).toBe(401);
+  });
+
+  it("lets staff read another owner's subdomain", async () => {
+    const staff = await createOwner(context, app, 'staff');
+    const { token } = await mintToken(app, staff.cookie, new URL(context.config.publicUrl).origin, { name: 'admin', scopes: ['links:read', 'admin'] });
+    const name = await claimSubdomain(app, alice);
+    const response = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings`, headers: { authorization: `Bearer ${token}` } });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data).toMatchObject({ name, owner_id: alice.id });
+  });
+});
+
 describe('PATCH /api/v1/subdomains/{name}', () => {
   it('sets any of the eleven policy fields and the title; the rest keep their values', async () => {
     const name = await claimSubdomain(app, alice);

@@ -90,6 +90,21 @@ export function subdomainsRoutes(context: Context): RouteDef[] {
       },
     }),
     defineRoute({
+      operationId: 'getSubdomain',
+      method: 'GET',
+      path: '/api/v1/subdomains/{name}/settings',
+      summary: 'One subdomain with its title and policy, as its owner sees it',
+      description:
+        "What PATCH /api/v1/subdomains/{name} edits, for the owner (or staff): unknown → 404 `not_found`, someone else's → 403 `not_owner`. Needs `links:read` or a session, like the list. The public sees GET /api/v1/subdomains/{name} instead.",
+      tags,
+      auth: { kind: 'scope', scope: 'links:read' },
+      bucket: 'api',
+      params: z.object({ name: z.string().max(63) }),
+      response: SubdomainSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params }) => service.get(principal!, params.name),
+    }),
+    defineRoute({
       operationId: 'updateSubdomain',
       method: 'PATCH',
       path: '/api/v1/subdomains/{name}',

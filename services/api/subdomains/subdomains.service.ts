@@ -2,7 +2,7 @@ import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, type Principal } from '../../../shared/http/auth.js';
 import { shortUrl } from '../../../shared/links/urls.js';
-import { policyOf, publicView, type Policy, type PublicLinkColumn } from '../../../shared/policy/policy.js';
+import { policyOf, publicSummary, publicView, type Policy, type PublicLinkColumn, type PublicSummary } from '../../../shared/policy/policy.js';
 import { linksRepository, type LinkRow } from '../links/links.repository.js';
 import { subdomainsRepository, type SubdomainChanges, type SubdomainRow } from './subdomains.repository.js';
 
@@ -46,19 +46,7 @@ export interface PublicPage {
   name: string;
   title: string | null;
   url: string;
-  public: {
-    stats: boolean;
-    visits_list: boolean;
-    links: boolean;
-    owner: boolean;
-    ip: boolean;
-    internal_ip: boolean;
-    geo: boolean;
-    ua: boolean;
-    referrer: boolean;
-    publish_delay_sec: number;
-    max_items: number;
-  };
+  public: PublicSummary;
   links?: PublicLinkView[];
   owner?: { display_name: string | null };
 }
@@ -109,6 +97,10 @@ export function subdomainsService(context: Context) {
       if (!row) throw new AppError('conflict', { name: 'is taken' });
       return toView(row);
     },
+    /** One subdomain as its owner (or staff) sees it: 404 when unknown, 403 not_owner when someone else's. */
+    async get(principal: Principal, name: string): Promise<SubdomainView> {
+      return toView(await managed(principal, name));
+    },
     async list(principal: Principal): Promise<SubdomainView[]> {
       return (await subdomains.listByOwner(principal.userId)).map(toView);
     },
@@ -127,15 +119,7 @@ export function subdomainsService(context: Context) {
         name: row.name,
         title: row.title,
         url: origin(row.name),
-        public: {
-          stats: view.stats,
-          visits_list: view.visitsList,
-          links: view.links,
-          owner: view.owner,
-          ...view.details,
-          publish_delay_sec: view.publishDelaySec,
-          max_items: view.maxItems,
-        },
+        public: publicSummary(view),
       };
       if (view.links) {
         page.links = (await links.publicWindow(row.name, view.publishedBefore, view.maxItems)).map(toPublicLink);
