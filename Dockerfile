@@ -7,7 +7,11 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY services services
 COPY shared shared
 COPY scripts scripts
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
+COPY postgres postgres
+COPY clickhouse clickhouse
+COPY web web
+# The server, then the dashboard (its API types from the server's own OpenAPI document) into dist/web.
+RUN npx tsc -p tsconfig.build.json && bash scripts/build-web.sh && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app

@@ -7,6 +7,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHDB_DIR_PREFIX, testConfig } from './context.js';
 
+/** Whether a process of this machine is still running (signal 0 only checks). */
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * Runs once per test run: migrates the shared Postgres server (services run) so that test files
  * start on a ready schema, and proves the migrations apply from scratch on the embedded stores.
@@ -27,10 +38,13 @@ export default async function setup(): Promise<() => void> {
       await analytics.close();
     }
   }
-  // The chDB folders of this run's test processes go when the run ends.
+  // The chDB folders of this run's test processes go when the run ends; a folder whose process is
+  // still alive belongs to another run on the same machine (its files must stay under its reads).
   return () => {
     for (const entry of readdirSync(tmpdir())) {
-      if (entry.startsWith(CHDB_DIR_PREFIX)) rmSync(join(tmpdir(), entry), { recursive: true, force: true });
+      if (!entry.startsWith(CHDB_DIR_PREFIX)) continue;
+      if (isAlive(Number(entry.slice(CHDB_DIR_PREFIX.length)))) continue;
+      rmSync(join(tmpdir(), entry), { recursive: true, force: true });
     }
   };
 }
