@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
-import { openPage as openBrowserPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
+import { openPage as openBrowserPage, screenshot, SCREENSHOTS_DIR, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The statistics page in a real browser, over visits made through the platform's own edge and
 // enricher: totals of humans beside bots, breakdowns, the chart following the granularity and
@@ -119,6 +119,8 @@ describe('statistics page', () => {
     await rows.first().waitFor();
     expect(await rows.count()).toBe(Number(await figure.getAttribute('data-points')));
     expect(await rows.last().locator('td').first().textContent()).toBe('4');
+    // The figures' table scrolls inside its frame, and only downwards.
+    expect(await figure.locator('.table-wrap').evaluate((element) => element.scrollWidth - element.clientWidth)).toBe(0);
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'stats-subdomain-desktop');
     expect(problems).toEqual([]);
@@ -261,6 +263,7 @@ describe('statistics page', () => {
     expect(box!.x + box!.width).toBeLessThanOrEqual(375);
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'stats-subdomain-phone');
+    await page.locator('figure.chart').screenshot({ path: `${SCREENSHOTS_DIR}/stats-chart-phone.png` });
     await page.goto('/stats/subdomain/nosuchsubdomain42');
     await page.getByRole('alert').filter({ hasText: 'There is no such report' }).waitFor();
     await screenshot(page, 'stats-not-found-phone');

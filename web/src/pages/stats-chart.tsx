@@ -12,8 +12,9 @@ type Point = Schemas['StatsPoint'];
 type Granularity = 'hour' | 'day';
 
 /** The series drawn, in the order of uPlot's data columns after x; `color` names a custom property of stats.css. */
-export const SERIES: { key: keyof Omit<Point, 't'>; label: UiKey; color: string; dash?: number[] }[] = [
-  { key: 'visits', label: 'stats.humans', color: '--series-humans' },
+export const SERIES: { key: keyof Omit<Point, 't'>; label: UiKey; color: string; dash?: number[]; fill?: string }[] = [
+  // Humans filled: unique visitors often equal them, and a dashed line over a line would hide one.
+  { key: 'visits', label: 'stats.humans', color: '--series-humans', fill: '--series-humans-fill' },
   { key: 'unique_visitors', label: 'stats.unique', color: '--series-unique', dash: [6, 4] },
   { key: 'bots', label: 'stats.bots', color: '--series-bots' },
   { key: 'attacks', label: 'stats.attacks', color: '--series-attacks' },
@@ -33,8 +34,10 @@ function dateNames(locale: string): uPlot.DateNames {
   return { MMMM: names({ month: 'long' }, months), MMM: names({ month: 'short' }, months), WWWW: names({ weekday: 'long' }, days), WWW: names({ weekday: 'short' }, days) };
 }
 
+const DAY_INCRS = [1, 2, 3, 7, 14, 28, 56, 91, 182, 364].map((days) => days * 86_400);
+
 /** Taller on wide screens, never so tall a phone sees nothing else. */
-const heightFor = (width: number) => Math.round(Math.min(320, Math.max(200, width * 0.42)));
+const heightFor = (width: number) => Math.round(Math.min(320, Math.max(220, width * 0.42)));
 
 export function SeriesChart({ series, tz, granularity, label }: { series: Point[]; tz: string; granularity: Granularity; label: string }) {
   const { t, locale } = useI18n();
@@ -65,7 +68,8 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
         cursor: { drag: { x: false, y: false } },
         scales: { x: { time: true }, y: { range: (_self, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
         axes: [
-          { ...axis, space: 60 },
+          // Daily figures get ticks on whole days only (in the report's zone, through tzDate).
+          { ...axis, space: 60, ...(granularity === 'day' ? { incrs: DAY_INCRS } : {}) },
           { ...axis, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7], values: (_self, splits) => splits.map((value) => numbers.format(value)), size: 56 },
         ],
         series: [
@@ -75,8 +79,8 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
             stroke: color(line.color),
             width: 2,
             dash: line.dash,
+            fill: line.fill ? color(line.fill) : undefined,
             show: shown[index],
-            points: { show: series.length <= 60 },
           })),
         ],
         hooks: { setCursor: [(self) => setHovered(self.cursor.idx ?? null)] },
