@@ -119,6 +119,13 @@ describe('statistics page', () => {
     await rows.first().waitFor();
     expect(await rows.count()).toBe(Number(await figure.getAttribute('data-points')));
     expect(await rows.last().locator('td').first().textContent()).toBe('4');
+    // Series are toggled from the keyboard.
+    const bots = figure.getByRole('button', { name: 'Bots' });
+    await bots.focus();
+    await page.keyboard.press('Space');
+    expect(await bots.getAttribute('aria-pressed')).toBe('false');
+    await page.keyboard.press('Enter');
+    expect(await bots.getAttribute('aria-pressed')).toBe('true');
     // The figures' table scrolls inside its frame, and only downwards.
     expect(await figure.locator('.table-wrap').evaluate((element) => element.scrollWidth - element.clientWidth)).toBe(0);
     expect(await seriousA11yViolations(page)).toEqual([]);
