@@ -1,7 +1,570 @@
-import { useI18n } from '../app/i18n.js';
-import { PageHeader } from '../app/ui.js';
+// Statistics of the whole account (/stats), a subdomain or a link (/stats/{scope}/{id}): a time
+// series chart, totals of humans, bots and attacks side by side, and the top values of each
+// breakdown (GET /api/v1/stats/{scope}/{id}). Period, granularity and time zone live in the URL's
+// query, so a reload or a shared address shows the same report.
+import { useLocation, useRoute } from 'preact-iso';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { api, ApiError, load, type Schemas } from '../api/client.js';
+import { formatNumber, viewerTimeZone } from '../app/format.js';
+import { useI18n, type Translate, type UiKey } from '../app/i18n.js';
+import { Async, BarTable, Empty, ErrorState, Field, Loading, Notice, PageHeader, useLoad } from '../app/ui.js';
+import { periodFormat, SeriesChart } from './stats-chart.js';
+import './stats.css';
+
+type Report = Schemas['StatsReport'];
+type TopItem = Schemas['StatsTopItem'];
+type Link = Schemas['Link'];
+type Scope = 'user' | 'subdomain' | 'link';
+type Granularity = 'hour' | 'day';
+
+const SCOPES: readonly Scope[] = ['user', 'subdomain', 'link'];
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const PRESETS = { '24h': DAY, '7d': 7 * DAY, '30d': 30 * DAY, '90d': 90 * DAY } as const;
+type Preset = keyof typeof PRESETS;
+const PRESET_KEYS = Object.keys(PRESETS) as Preset[];
+/**
+ * The API answers 422 beyond 2 000 points per series; rounding the bounds to quarter hours adds
+ * one, so hourly figures are offered for at most 83 days (1 992 hours).
+ */
+const MAX_HOURLY_DAYS = 83;
+const DIMENSIONS = ['country', 'city', 'browser', 'os', 'device_type', 'referrer_host', 'utm_source', 'link'] as const;
+type Dimension = (typeof DIMENSIONS)[number];
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** The report a URL asks for: a preset period, or whole days from `since` to `until` in `tz`. */
+interface ReportQuery {
+  preset: Preset | null;
+  since: string;
+  until: string;
+  granularity: Granularity;
+  tz: string;
+}
+
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The URL's query as a report query; what is missing or malformed falls back to the defaults. */
+function parseQuery(query: Record<string, string>): ReportQuery {
+  const custom = ISO_DATE.test(query.since ?? '') && ISO_DATE.test(query.until ?? '');
+  const preset = custom ? null : PRESET_KEYS.includes(query.range as Preset) ? (query.range as Preset) : '7d';
+  const granularity = query.granularity === 'hour' || query.granularity === 'day' ? query.granularity : preset === '24h' ? 'hour' : 'day';
+  const tz = query.tz && isTimeZone(query.tz) ? query.tz : viewerTimeZone();
+  return { preset, since: custom ? query.since! : '', until: custom ? query.until! : '', granularity, tz };
+}
+
+function toSearch(query: ReportQuery): string {
+  const search = new URLSearchParams();
+  if (query.preset) search.set('range', query.preset);
+  else {
+    search.set('since', query.since);
+    search.set('until', query.until);
+  }
+  search.set('granularity', query.granularity);
+  search.set('tz', query.tz);
+  return search.toString();
+}
+
+/** How far `tz` is ahead of UTC at an instant, in ms. */
+function zoneOffset(instant: number, tz: string): number {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+      .formatToParts(new Date(instant))
+      .map((part) => [part.type, Number(part.value)]),
+  ) as Record<string, number>;
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return wall - Math.floor(instant / 1000) * 1000;
+}
+
+/** The instant a day (YYYY-MM-DD) starts in `tz`; `plusDays` moves to a later day first. */
+function startOfDay(date: string, tz: string, plusDays = 0): number {
+  const [year, month, day] = date.split('-').map(Number) as [number, number, number];
+  const wall = Date.UTC(year, month - 1, day + plusDays);
+  // Twice: the offset at the guess may differ from the offset at the answer across a DST change.
+  const guess = wall - zoneOffset(wall, tz);
+  return wall - zoneOffset(guess, tz);
+}
+
+/** Today as YYYY-MM-DD in `tz`. */
+function today(tz: string, at = Date.now()): string {
+  return new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(at));
+}
+
+/** The instants a query covers: a preset ends now; whole days end at the end of `until` (or now, if sooner). */
+function bounds(query: ReportQuery, now = Date.now()): { since: number; until: number } {
+  if (query.preset) return { since: now - PRESETS[query.preset], until: now };
+  return { since: startOfDay(query.since, query.tz), until: Math.min(now, startOfDay(query.until, query.tz, 1)) };
+}
+
+const hourlyAllowed = (query: ReportQuery) => {
+  const { since, until } = bounds(query);
+  return until - since <= MAX_HOURLY_DAYS * DAY;
+};
+
+function timeZones(current: string): string[] {
+  const zones = new Set(typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : []);
+  zones.add('UTC');
+  zones.add(current);
+  return [...zones].sort();
+}
+
+/** The page's address for a report target, keeping the period, granularity and zone. */
+const targetPath = (scope: Scope, id: string) => (scope === 'user' ? '/stats' : `/stats/${scope}/${encodeURIComponent(id)}`);
 
 export function StatsPage() {
+  const { params } = useRoute();
   const { t } = useI18n();
-  return <PageHeader title={t('stats.title')} />;
+  const scope = (params.scope ?? 'user') as Scope;
+  const id = params.id ?? 'me';
+  if (!SCOPES.includes(scope)) {
+    return (
+      <>
+        <PageHeader title={t('stats.title')} />
+        <NotFound />
+      </>
+    );
+  }
+  return <StatsReport key={`${scope}/${id}`} scope={scope} id={id} />;
+}
+
+function NotFound() {
+  const { t } = useI18n();
+  return (
+    <div class="state state-error" role="alert">
+      <h2>{t('stats.not_found')}</h2>
+      <p>{t('stats.not_found_hint')}</p>
+      <a href="/stats">{t('stats.back_account')}</a>
+    </div>
+  );
+}
+
+/** What the target picker offers: the subdomains, and the links of the subdomain in view. */
+interface Targets {
+  subdomains: string[];
+  /** The link in view (null once deleted: its statistics stay, its record answers 404). */
+  link: Link | null;
+  /** The subdomain the report is about (a link's own). */
+  subdomain: string | null;
+  links: Link[];
+}
+
+async function loadTargets(scope: Scope, id: string, signal: AbortSignal): Promise<Targets> {
+  const [subdomains, link] = await Promise.all([
+    load(api.GET('/api/v1/subdomains', { signal })),
+    scope === 'link'
+      ? load(api.GET('/api/v1/links/{id}', { params: { path: { id } }, signal })).catch((error: unknown) => {
+          if (error instanceof ApiError && error.status === 404) return null;
+          throw error;
+        })
+      : Promise.resolve(null),
+  ]);
+  const subdomain = scope === 'subdomain' ? id : (link?.subdomain ?? null);
+  const owned = subdomains.subdomains.map((row) => row.name);
+  // Only an owned subdomain's links: another owner's would answer its public list (no ids).
+  const listed = subdomain && owned.includes(subdomain) ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain, limit: 200 } }, signal }))).links : [];
+  const links = listed.filter((row): row is Link => 'id' in row);
+  return { subdomains: owned, link, subdomain, links };
+}
+
+function StatsReport({ scope, id }: { scope: Scope; id: string }) {
+  const { t, locale } = useI18n();
+  const { query: rawQuery, path, route } = useLocation();
+  const query = useMemo(() => parseQuery(rawQuery), [rawQuery]);
+  const search = toSearch(query);
+  const setQuery = (next: ReportQuery) => route(`${path}?${toSearch(next)}`);
+
+  // An address without every setting gets them written in, so copying it shares exactly this report.
+  useEffect(() => {
+    const current = new URLSearchParams(rawQuery as Record<string, string>).toString();
+    if (current !== search) route(`${path}?${search}`, true);
+  }, [search]);
+
+  const loaded = useLoad(async (signal) => {
+    const { since, until } = bounds(query);
+    const report = await load(
+      api.GET('/api/v1/stats/{scope}/{id}', {
+        params: {
+          path: { scope, id },
+          query: { since: new Date(since).toISOString(), until: new Date(until).toISOString(), granularity: query.granularity, tz: query.tz, limit: 10 },
+        },
+        signal,
+      }),
+    );
+    return { search, report };
+  }, [scope, id, search]);
+  const targets = useLoad((signal) => loadTargets(scope, id, signal), [scope, id]);
+
+  const linkName = targets.state === 'ready' ? (targets.data.link?.slug ?? id) : id;
+  const title = scope === 'user' ? t('stats.title_account') : scope === 'subdomain' ? t('stats.title_subdomain', { name: id }) : t('stats.title_link', { name: linkName });
+  const updating = loaded.state === 'ready' && loaded.data.search !== search;
+  const hourly = hourlyAllowed(query);
+
+  return (
+    <div class="stats">
+      <PageHeader title={title} />
+      {scope === 'link' && targets.state === 'ready' && targets.data.subdomain ? (
+        <p class="stats-subtitle">
+          <a href={`${targetPath('subdomain', targets.data.subdomain)}?${search}`}>{t('stats.link_on', { name: targets.data.subdomain })}</a>
+        </p>
+      ) : null}
+      <TargetPicker scope={scope} id={id} targets={targets} search={search} />
+      <Pickers query={query} hourly={hourly} onChange={setQuery} />
+      <div class="stats-results" aria-busy={updating || loaded.state === 'loading'}>
+        {loaded.state === 'error' ? (
+          <ReportError error={loaded.error} retry={loaded.reload} onDaily={() => setQuery({ ...query, granularity: 'day' })} />
+        ) : (
+          <Async loaded={loaded}>
+            {({ report }) => (
+              <>
+                <p class="stats-applied muted">
+                  {t('stats.applied', { since: periodFormat(locale, report.range.tz, 'hour').format(new Date(report.range.since)), until: periodFormat(locale, report.range.tz, 'hour').format(new Date(report.range.until)), tz: report.range.tz })}
+                  {updating ? (
+                    <span class="stats-updating" role="status">
+                      <span class="spinner" aria-hidden="true" />
+                      {t('stats.updating')}
+                    </span>
+                  ) : null}
+                </p>
+                <ReportView report={report} search={search} />
+              </>
+            )}
+          </Async>
+        )}
+      </div>
+    </div>
+  );
+}
+
+function TargetPicker({ scope, id, targets, search }: { scope: Scope; id: string; targets: ReturnType<typeof useLoad<Targets>>; search: string }) {
+  const { t } = useI18n();
+  const { route } = useLocation();
+  const current = targetPath(scope, id);
+  const [picked, setPicked] = useState(current);
+  useEffect(() => setPicked(current), [current]);
+  if (targets.state === 'loading') return <Loading />;
+  if (targets.state === 'error') {
+    if (targets.error instanceof ApiError && targets.error.status === 403) return null;
+    return <Notice kind="error">{t('stats.targets_error', { message: targets.error.message })}</Notice>;
+  }
+  const { subdomains, links, subdomain, link } = targets.data;
+  const listed = new Set(['/stats', ...subdomains.map((name) => targetPath('subdomain', name)), ...links.map((row) => targetPath('link', row.id))]);
+  return (
+    <form
+      class="stats-target"
+      onSubmit={(event) => {
+        event.preventDefault();
+        route(`${picked}?${search}`);
+      }}
+    >
+      <Field id="stats-target" label={t('stats.target')}>
+        <select id="stats-target" value={picked} onChange={(event) => setPicked((event.currentTarget as HTMLSelectElement).value)}>
+          <option value="/stats">{t('stats.target_account')}</option>
+          {!listed.has(current) ? <option value={current}>{scope === 'link' ? (link?.slug ?? id) : id}</option> : null}
+          {subdomains.length > 0 ? (
+            <optgroup label={t('stats.target_subdomains')}>
+              {subdomains.map((name) => (
+                <option key={name} value={targetPath('subdomain', name)}>
+                  {name}
+                </option>
+              ))}
+            </optgroup>
+          ) : null}
+          {subdomain && links.length > 0 ? (
+            <optgroup label={t('stats.target_links', { name: subdomain })}>
+              {links.map((row) => (
+                <option key={row.id} value={targetPath('link', row.id)}>
+                  {`${subdomain}/${row.slug}`}
+                </option>
+              ))}
+            </optgroup>
+          ) : null}
+        </select>
+      </Field>
+      <button type="submit">{t('stats.open')}</button>
+    </form>
+  );
+}
+
+function Pickers({ query, hourly, onChange }: { query: ReportQuery; hourly: boolean; onChange: (query: ReportQuery) => void }) {
+  const { t } = useI18n();
+  const [customOpen, setCustomOpen] = useState(query.preset === null);
+  useEffect(() => {
+    if (query.preset === null) setCustomOpen(true);
+  }, [query.preset]);
+  const zones = useMemo(() => timeZones(query.tz), [query.tz]);
+  /** Moving to a period too long for hourly figures switches to daily ones rather than asking for a 422. */
+  const withPeriod = (next: ReportQuery): ReportQuery => (next.granularity === 'hour' && !hourlyAllowed(next) ? { ...next, granularity: 'day' } : next);
+  const presetLabel: Record<Preset, UiKey> = { '24h': 'stats.range_24h', '7d': 'stats.range_7d', '30d': 'stats.range_30d', '90d': 'stats.range_90d' };
+  return (
+    <>
+      <div class="stats-pickers">
+        <div class="picker">
+          <span class="picker-label" id="stats-range-label">
+            {t('stats.range')}
+          </span>
+          <div class="segmented" role="group" aria-labelledby="stats-range-label">
+            {PRESET_KEYS.map((preset) => (
+              <button
+                key={preset}
+                type="button"
+                aria-pressed={!customOpen && query.preset === preset}
+                onClick={() => {
+                  setCustomOpen(false);
+                  onChange(withPeriod({ ...query, preset, since: '', until: '' }));
+                }}
+              >
+                {t(presetLabel[preset])}
+              </button>
+            ))}
+            <button type="button" aria-pressed={customOpen} aria-expanded={customOpen} aria-controls="stats-custom" onClick={() => setCustomOpen(true)}>
+              {t('stats.range_custom')}
+            </button>
+          </div>
+        </div>
+        <div class="picker">
+          <span class="picker-label" id="stats-granularity-label">
+            {t('stats.granularity')}
+          </span>
+          <div class="segmented" role="group" aria-labelledby="stats-granularity-label" aria-describedby={hourly ? undefined : 'stats-hourly-hint'}>
+            <button type="button" aria-pressed={query.granularity === 'hour'} disabled={!hourly} onClick={() => onChange({ ...query, granularity: 'hour' })}>
+              {t('stats.hourly')}
+            </button>
+            <button type="button" aria-pressed={query.granularity === 'day'} onClick={() => onChange({ ...query, granularity: 'day' })}>
+              {t('stats.daily')}
+            </button>
+          </div>
+          {hourly ? null : (
+            <small class="hint" id="stats-hourly-hint">
+              {t('stats.hourly_too_long', { days: MAX_HOURLY_DAYS })}
+            </small>
+          )}
+        </div>
+        <div class="picker">
+          <label class="picker-label" for="stats-tz">
+            {t('stats.timezone')}
+          </label>
+          <select id="stats-tz" value={query.tz} onChange={(event) => onChange({ ...query, tz: (event.currentTarget as HTMLSelectElement).value })}>
+            {zones.map((zone) => (
+              <option key={zone} value={zone}>
+                {zone.replaceAll('_', ' ')}
+              </option>
+            ))}
+          </select>
+        </div>
+      </div>
+      {customOpen ? <CustomRange query={query} onApply={(next) => onChange(withPeriod(next))} /> : null}
+    </>
+  );
+}
+
+/** Whole days from one date to another (both included) in the report's zone. */
+function CustomRange({ query, onApply }: { query: ReportQuery; onApply: (query: ReportQuery) => void }) {
+  const { t } = useI18n();
+  const initial = () => {
+    if (query.preset === null) return { since: query.since, until: query.until };
+    const { since, until } = bounds(query);
+    return { since: today(query.tz, since), until: today(query.tz, until) };
+  };
+  const [dates, setDates] = useState(initial);
+  const [errors, setErrors] = useState<{ since?: string; until?: string }>({});
+  useEffect(() => setDates(initial()), [query.preset, query.since, query.until, query.tz]);
+  const max = today(query.tz);
+  const submit = (event: Event) => {
+    event.preventDefault();
+    const found: { since?: string; until?: string } = {};
+    if (!ISO_DATE.test(dates.since)) found.since = t('stats.date_required');
+    if (!ISO_DATE.test(dates.until)) found.until = t('stats.date_required');
+    if (!found.since && !found.until && dates.since > dates.until) found.since = t('stats.since_after_until');
+    setErrors(found);
+    if (found.since || found.until) return;
+    onApply({ ...query, preset: null, since: dates.since, until: dates.until });
+  };
+  const input = (name: 'since' | 'until') => (
+    <input
+      id={`stats-${name}`}
+      type="date"
+      value={dates[name]}
+      max={max}
+      aria-invalid={errors[name] ? true : undefined}
+      aria-describedby={errors[name] ? `stats-${name}-error` : undefined}
+      onInput={(event) => setDates({ ...dates, [name]: (event.currentTarget as HTMLInputElement).value })}
+    />
+  );
+  return (
+    <form id="stats-custom" class="stats-custom" onSubmit={submit} noValidate>
+      <Field id="stats-since" label={t('stats.since')} error={errors.since}>
+        {input('since')}
+      </Field>
+      <Field id="stats-until" label={t('stats.until')} error={errors.until}>
+        {input('until')}
+      </Field>
+      <div class="form-actions">
+        <button type="submit" class="button-primary">
+          {t('stats.apply')}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** A failed report: not found and refused parameters have their own wording; the rest (403 included) the shared one. */
+function ReportError({ error, retry, onDaily }: { error: Error; retry: () => void; onDaily: () => void }) {
+  const { t } = useI18n();
+  if (error instanceof ApiError && error.status === 404) return <NotFound />;
+  if (error instanceof ApiError && error.code === 'validation_error') {
+    const details = Object.values(error.details).filter((value): value is string => typeof value === 'string');
+    return (
+      <div class="state state-error" role="alert">
+        <h2>{t('stats.invalid_query')}</h2>
+        <p>{error.message}</p>
+        {details.length > 0 ? (
+          <ul>
+            {details.map((detail) => (
+              <li key={detail}>{detail}</li>
+            ))}
+          </ul>
+        ) : null}
+        {'granularity' in error.details ? (
+          <button type="button" onClick={onDaily}>
+            {t('stats.use_daily')}
+          </button>
+        ) : null}
+      </div>
+    );
+  }
+  return <ErrorState error={error} retry={retry} />;
+}
+
+function Totals({ totals }: { totals: Report['totals'] }) {
+  const { t, locale } = useI18n();
+  const items: [UiKey, number][] = [
+    ['stats.humans', totals.visits],
+    ['stats.unique', totals.unique_visitors],
+    ['stats.bots', totals.bots],
+    ['stats.attacks', totals.attacks],
+  ];
+  return (
+    <dl class="totals" aria-label={t('stats.totals')}>
+      {items.map(([label, value]) => (
+        <div key={label}>
+          <dt>{t(label)}</dt>
+          <dd>{formatNumber(locale, value)}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+function ReportView({ report, search }: { report: Report; search: string }) {
+  const { t, locale } = useI18n();
+  const { totals, range } = report;
+  if (totals.visits + totals.bots + totals.attacks === 0) {
+    return (
+      <Empty>
+        <p>{t('stats.empty')}</p>
+        <p class="muted">{t('stats.empty_hint')}</p>
+      </Empty>
+    );
+  }
+  const when = periodFormat(locale, range.tz, 'hour');
+  const labelKey = range.granularity === 'hour' ? 'stats.chart_label_hour' : 'stats.chart_label_day';
+  const dims = DIMENSIONS.filter((dim) => report.top[dim] !== undefined);
+  return (
+    <>
+      <section class="card" aria-labelledby="stats-chart-heading">
+        <h2 id="stats-chart-heading">{t('stats.chart')}</h2>
+        <Totals totals={totals} />
+        <SeriesChart
+          series={report.series}
+          tz={range.tz}
+          granularity={range.granularity}
+          label={t(labelKey, { since: when.format(new Date(range.since)), until: when.format(new Date(range.until)), tz: range.tz })}
+        />
+      </section>
+      <section class="stats-breakdowns" aria-labelledby="stats-breakdowns-heading">
+        <h2 id="stats-breakdowns-heading">{t('stats.breakdowns')}</h2>
+        <div class="grid-2">
+          {dims.map((dim) => (
+            <div key={dim} class="card">
+              {dim === 'link' ? <LinkTable items={report.top.link!} search={search} /> : <Breakdown dim={dim} items={report.top[dim]!} />}
+            </div>
+          ))}
+        </div>
+      </section>
+    </>
+  );
+}
+
+const dimCaption = (dim: Dimension): UiKey => `stats.dim_${dim}`;
+const dimColumn = (dim: Dimension): UiKey => `stats.col_${dim}`;
+
+/** A breakdown value as people read it: countries by name, device types and empty values in words. */
+function valueLabel(t: Translate, regions: Intl.DisplayNames | null, dim: Dimension, item: TopItem): string {
+  const region = (code: string) => (code && regions ? (regions.of(code) ?? code) : code);
+  if (dim === 'referrer_host' && !item.value) return t('stats.direct');
+  if (dim === 'utm_source' && !item.value) return t('stats.none');
+  if (!item.value) return t('stats.unknown');
+  if (dim === 'country') return region(item.value);
+  if (dim === 'city') return item.country ? `${item.value}, ${region(item.country)}` : item.value;
+  if (dim === 'device_type' && ['desktop', 'mobile', 'tablet'].includes(item.value)) return t(`stats.device_${item.value}` as UiKey);
+  return item.value;
+}
+
+function Breakdown({ dim, items }: { dim: Exclude<Dimension, 'link'>; items: TopItem[] }) {
+  const { t, locale } = useI18n();
+  const regions = useMemo(() => {
+    try {
+      return new Intl.DisplayNames(locale, { type: 'region' });
+    } catch {
+      return null;
+    }
+  }, [locale]);
+  const rows = items.map((item) => ({ name: valueLabel(t, regions, dim, item), value: item.visits }));
+  return <BarTable caption={t(dimCaption(dim))} nameLabel={t(dimColumn(dim))} valueLabel={t('stats.visits')} rows={rows} />;
+}
+
+/** The links breakdown: BarTable's look, each slug opening that link's report. */
+function LinkTable({ items, search }: { items: TopItem[]; search: string }) {
+  const { t, locale } = useI18n();
+  const max = Math.max(1, ...items.map((item) => item.visits));
+  return (
+    <table class="bars">
+      <caption>{t('stats.dim_link')}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{t('stats.col_link')}</th>
+          <th scope="col" class="num">
+            {t('stats.visits')}
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {items.length === 0 ? (
+          <tr>
+            <td colSpan={2} class="muted">
+              {t('state.empty')}
+            </td>
+          </tr>
+        ) : (
+          items.map((item) => (
+            <tr key={item.value}>
+              <td>
+                <span class="bar" style={{ width: `${Math.max(1, (item.visits / max) * 100)}%` }} aria-hidden="true" />
+                <span class="bar-label">
+                  {item.link_id ? <a href={`${targetPath('link', item.link_id)}?${search}`}>{item.slug ?? t('stats.deleted_link')}</a> : t('stats.no_link')}
+                </span>
+              </td>
+              <td class="num">{formatNumber(locale, item.visits)}</td>
+            </tr>
+          ))
+        )}
+      </tbody>
+    </table>
+  );
 }

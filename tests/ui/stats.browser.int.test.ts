@@ -1,0 +1,280 @@
+import { request } from 'node:http';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { openPage as openBrowserPage, screenshot, SCREENSHOTS_DIR, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
+
+// The statistics page in a real browser, over visits made through the platform's own edge and
+// enricher: totals of humans beside bots, breakdowns, the chart following the granularity and
+// time zone pickers (kept in the URL), the link report, the API's refusals, and the states.
+let platform: UiPlatform;
+let alice: TestOwner;
+let bob: TestOwner;
+let sub: string;
+const links: Record<'alpha' | 'beta', string> = { alpha: '', beta: '' };
+
+const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
+const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1';
+const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+
+/** A request to the short host as a visitor's browser sends it (Node's resolver does not know *.localhost: the Host header names it). */
+function visit(path: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const sent = request({ host: '127.0.0.1', port: platform.port, path, method: 'GET', headers: { host: `${sub}.localhost:${platform.port}`, accept: 'text/html', ...headers } }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    sent.on('error', reject);
+    sent.end();
+  });
+}
+
+async function statsOf(owner: TestOwner, url: string): Promise<{ totals: Record<string, number>; top: Record<string, { value: string; visits: number }[]> }> {
+  const response = await platform.app.inject({ method: 'GET', url, headers: owner.auth });
+  if (response.statusCode !== 200) throw new Error(`${url}: ${response.statusCode} ${response.body}`);
+  return response.json().data;
+}
+
+beforeAll(async () => {
+  // The edge trusts the loopback proxy, so each visitor's X-Forwarded-For address is theirs (and geolocated).
+  platform = await startUiPlatform({ TRUST_PROXY: '127.0.0.1' });
+  [alice, bob] = await Promise.all([createOwner(platform.context, platform.app), createOwner(platform.context, platform.app)]);
+  sub = await claimSubdomain(platform.app, alice);
+  for (const slug of ['alpha', 'beta'] as const) {
+    const created = await platform.app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: sub, slug, target_url: 'https://example.com/' } });
+    if (created.statusCode !== 201) throw new Error(created.body);
+    links[slug] = created.json().data.id;
+  }
+  // Four people (three on alpha), two crawler visits and one scanner, each from its own address.
+  const statuses = await Promise.all([
+    visit('/alpha?utm_source=newsletter', { 'user-agent': CHROME, 'x-forwarded-for': '81.2.69.142', referer: 'https://news.example.org/post' }),
+    visit('/alpha', { 'user-agent': CHROME, 'x-forwarded-for': '203.0.113.21' }),
+    visit('/alpha', { 'user-agent': IPHONE, 'x-forwarded-for': '203.0.113.22' }),
+    visit('/beta', { 'user-agent': FIREFOX, 'x-forwarded-for': '203.0.113.23' }),
+    visit('/alpha', { 'user-agent': GOOGLEBOT, 'x-forwarded-for': '203.0.113.31' }),
+    visit('/beta', { 'user-agent': GOOGLEBOT, 'x-forwarded-for': '203.0.113.32' }),
+    visit('/.env', { 'user-agent': 'curl/8.4.0', 'x-forwarded-for': '203.0.113.41' }),
+  ]);
+  expect(statuses.slice(0, 6).every((status) => status >= 300 && status < 400)).toBe(true);
+  expect(statuses[6]).toBe(404);
+  // The enricher writes them a moment later: wait until the owner's report counts them all.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { totals } = await statsOf(alice, `/api/v1/stats/subdomain/${sub}`);
+    if (totals.visits === 4 && totals.bots === 2) break;
+    if (Date.now() > deadline) throw new Error(`visits not counted: ${JSON.stringify(totals)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await platform?.stop();
+});
+
+/** A page whose waits give up well before the test does, so a failure names the step. */
+async function openPage(...args: Parameters<typeof openBrowserPage>) {
+  const opened = await openBrowserPage(...args);
+  opened.page.setDefaultTimeout(10_000);
+  return opened;
+}
+
+const total = (page: Page, label: string) => page.locator('dl.totals > div', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) }).locator('dd');
+const breakdown = (page: Page, caption: string) => page.locator('table.bars', { has: page.locator('caption', { hasText: new RegExp(`^${caption}$`) }) });
+const chart = (page: Page) => page.locator('figure.chart');
+
+describe('statistics page', () => {
+  it('picks a subdomain from the account report and shows its humans beside its bots, chart and breakdowns', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto('/stats');
+    await page.getByRole('heading', { name: 'Statistics of the whole account' }).waitFor();
+    // The address is completed with the settings in force, so it can be shared as it is.
+    await page.waitForURL(/\/stats\?range=7d&granularity=day&tz=UTC$/);
+    expect(await total(page, 'Humans').textContent()).toBe('4');
+    await page.getByLabel('Report of').selectOption(`/stats/subdomain/${sub}`);
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.waitForURL(new RegExp(`/stats/subdomain/${sub}\\?range=7d&granularity=day&tz=UTC$`));
+    await page.getByRole('heading', { name: `Statistics of ${sub}` }).waitFor();
+    expect(await total(page, 'Humans').textContent()).toBe('4');
+    expect(await total(page, 'Bots').textContent()).toBe('2');
+    expect(await total(page, 'Unique visitors').textContent()).toBe('4');
+    // Breakdowns of human visits only: Googlebot is not among the browsers.
+    const browsers = breakdown(page, 'Browsers');
+    expect(await browsers.locator('tbody tr', { hasText: 'Chrome' }).locator('td.num').textContent()).toBe('2');
+    expect(await browsers.textContent()).not.toContain('Googlebot');
+    expect(await breakdown(page, 'Referrers').locator('tbody tr', { hasText: 'news.example.org' }).locator('td.num').textContent()).toBe('1');
+    expect(await breakdown(page, 'Referrers').locator('tbody tr', { hasText: '(direct)' }).locator('td.num').textContent()).toBe('3');
+    expect(await breakdown(page, 'UTM sources').locator('tbody tr', { hasText: 'newsletter' }).count()).toBe(1);
+    expect(await breakdown(page, 'Countries').locator('tbody tr', { hasText: 'United Kingdom' }).locator('td.num').textContent()).toBe('1');
+    expect(await breakdown(page, 'Device types').locator('tbody tr', { hasText: 'Mobile' }).locator('td.num').textContent()).toBe('1');
+    expect(await breakdown(page, 'Links').locator('tbody tr', { hasText: 'alpha' }).locator('td.num').textContent()).toBe('3');
+    // The chart: a canvas with an accessible name, and its figures as a table.
+    const figure = chart(page);
+    expect(await figure.getAttribute('data-granularity')).toBe('day');
+    expect(await figure.locator('canvas').count()).toBeGreaterThan(0);
+    expect(await figure.getByRole('img').getAttribute('aria-label')).toMatch(/^Chart of visits per day from .+ \(UTC\)/);
+    await figure.getByText('Show the figures as a table').click();
+    const rows = figure.locator('.chart-table tbody tr');
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(Number(await figure.getAttribute('data-points')));
+    expect(await rows.last().locator('td').first().textContent()).toBe('4');
+    // Series are toggled from the keyboard.
+    const bots = figure.getByRole('button', { name: 'Bots' });
+    await bots.focus();
+    await page.keyboard.press('Space');
+    expect(await bots.getAttribute('aria-pressed')).toBe('false');
+    await page.keyboard.press('Enter');
+    expect(await bots.getAttribute('aria-pressed')).toBe('true');
+    // The figures' table scrolls inside its frame, and only downwards.
+    expect(await figure.locator('.table-wrap').evaluate((element) => element.scrollWidth - element.clientWidth)).toBe(0);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-subdomain-desktop');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it('switches to hourly figures in another time zone: the URL and the chart follow, and a reload keeps them', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=7d&granularity=day&tz=UTC`);
+    const figure = chart(page);
+    await figure.waitFor();
+    const dailyPoints = Number(await figure.getAttribute('data-points'));
+    await page.getByRole('button', { name: 'Hourly' }).click();
+    await page.waitForURL(/granularity=hour/);
+    await page.locator('figure.chart[data-granularity="hour"]').waitFor();
+    expect(Number(await figure.getAttribute('data-points'))).toBeGreaterThan(dailyPoints * 20);
+    await page.getByLabel('Time zone').selectOption('America/St_Johns');
+    await page.waitForURL(/tz=America%2FSt_Johns/);
+    await page.locator('figure.chart[data-tz="America/St_Johns"]').waitFor();
+    expect(await figure.getByRole('img').getAttribute('aria-label')).toMatch(/^Chart of visits per hour .+ \(America\/St_Johns\)/);
+    // Hourly periods in Newfoundland start at half past the UTC hour: the table's times are St. John's whole hours.
+    await figure.getByText('Show the figures as a table').click();
+    await figure.locator('.chart-table tbody th').first().waitFor();
+    expect(await figure.locator('.chart-table tbody th').first().textContent()).toMatch(/:00 (AM|PM)$/);
+    await page.reload();
+    await page.locator('figure.chart[data-tz="America/St_Johns"][data-granularity="hour"]').waitFor();
+    expect(await page.getByRole('button', { name: 'Hourly' }).getAttribute('aria-pressed')).toBe('true');
+    expect(await page.getByLabel('Time zone').inputValue()).toBe('America/St_Johns');
+    // 90 days is too long for hourly figures: the UI moves to daily ones and says why hourly is off.
+    await page.getByRole('button', { name: '90 days' }).click();
+    await page.waitForURL(/range=90d&granularity=day/);
+    expect(await page.getByRole('button', { name: 'Hourly' }).isDisabled()).toBe(true);
+    await page.getByText('Hourly figures need a period of at most 83 days.').waitFor();
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it("opens a link's report from the links breakdown, without a links breakdown of its own", async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=24h&granularity=hour&tz=UTC`);
+    await breakdown(page, 'Links').getByRole('link', { name: 'alpha' }).click();
+    await page.waitForURL(new RegExp(`/stats/link/${links.alpha}\\?range=24h&granularity=hour&tz=UTC$`));
+    await page.getByRole('heading', { name: 'Statistics of the link alpha' }).waitFor();
+    await page.locator('figure.chart').waitFor();
+    expect(await total(page, 'Humans').textContent()).toBe('3');
+    expect(await total(page, 'Bots').textContent()).toBe('1');
+    expect(await breakdown(page, 'Links').count()).toBe(0);
+    expect(await breakdown(page, 'Browsers').locator('tbody tr', { hasText: 'Mobile Safari' }).locator('td.num').textContent()).toBe('1');
+    // The picker now offers the subdomain's links, the current one selected.
+    expect(await page.getByLabel('Report of').inputValue()).toBe(`/stats/link/${links.alpha}`);
+    await page.getByLabel('Report of').selectOption(`/stats/link/${links.beta}`);
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.getByRole('heading', { name: 'Statistics of the link beta' }).waitFor();
+    await page.locator('figure.chart').waitFor();
+    expect(await total(page, 'Humans').textContent()).toBe('1');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-link-desktop');
+    await page.getByRole('link', { name: `A link of ${sub}` }).click();
+    await page.getByRole('heading', { name: `Statistics of ${sub}` }).waitFor();
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it('shows the validation errors of a custom period on its fields, then reports whole days', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=7d&granularity=day&tz=UTC`);
+    await page.locator('figure.chart').waitFor();
+    await page.getByRole('button', { name: 'Custom' }).click();
+    const since = page.getByLabel('From', { exact: true });
+    const until = page.getByLabel('To (inclusive)');
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    await since.fill(day(0));
+    await until.fill(day(-3));
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('The start must be on or before the end.').waitFor();
+    expect(await since.getAttribute('aria-invalid')).toBe('true');
+    expect(page.url()).toContain('range=7d');
+    await until.fill('');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('Pick a date.').waitFor();
+    await since.fill(day(-2));
+    await until.fill(day(0));
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(new RegExp(`since=${day(-2)}&until=${day(0)}&granularity=day&tz=UTC$`));
+    await page.locator('figure.chart[data-points="3"]').waitFor();
+    expect(await total(page, 'Humans').textContent()).toBe('4');
+    expect(await page.getByRole('button', { name: 'Custom' }).getAttribute('aria-pressed')).toBe('true');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it("shows the API's refusal of hourly figures over 90 days, with a way to daily ones", async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=90d&granularity=hour&tz=UTC`);
+    const alert = page.getByRole('alert').filter({ hasText: 'These figures cannot be shown' });
+    await alert.waitFor();
+    expect(await alert.textContent()).toContain('at most 2000 points');
+    await alert.getByRole('button', { name: 'Show daily figures' }).click();
+    await page.waitForURL(/range=90d&granularity=day/);
+    expect(await total(page, 'Humans').textContent()).toBe('4');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it("shows the empty state to an owner without visits, forbidden for another owner's subdomain, not found for an unknown one", async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, bob.email);
+    await page.goto('/stats');
+    await page.getByText('No visits in this period.').waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-empty-desktop');
+    await page.goto(`/stats/subdomain/${sub}`);
+    const forbidden = page.getByRole('alert').filter({ hasText: 'You are not allowed to see this.' });
+    await forbidden.waitFor();
+    expect(await page.locator('dl.totals').count()).toBe(0);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-forbidden-desktop');
+    await page.goto(`/stats/link/${links.alpha}`);
+    await page.getByRole('alert').filter({ hasText: 'You are not allowed to see this.' }).waitFor();
+    await page.goto('/stats/subdomain/nosuchsubdomain42');
+    await page.getByRole('alert').filter({ hasText: 'There is no such report' }).waitFor();
+    await page.goto('/stats/planet/mars');
+    await page.getByRole('alert').filter({ hasText: 'There is no such report' }).waitFor();
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it('fits a phone: the chart and the breakdowns are no wider than the screen', async () => {
+    const { page, problems, browserContext } = await openPage(platform, { viewport: 'phone' });
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=24h&granularity=hour&tz=UTC`);
+    await page.locator('figure.chart canvas').first().waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    const box = await page.locator('figure.chart .uplot').boundingBox();
+    expect(box!.width).toBeGreaterThan(250);
+    expect(box!.x + box!.width).toBeLessThanOrEqual(375);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-subdomain-phone');
+    await page.locator('figure.chart').screenshot({ path: `${SCREENSHOTS_DIR}/stats-chart-phone.png` });
+    await page.goto('/stats/subdomain/nosuchsubdomain42');
+    await page.getByRole('alert').filter({ hasText: 'There is no such report' }).waitFor();
+    await screenshot(page, 'stats-not-found-phone');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+});

@@ -1,0 +1,164 @@
+// The time series of a report as a uPlot chart: humans, unique visitors, bots and attacks per hour
+// or day, the x axis in the report's time zone, resized with its container. The canvas says nothing
+// to a screen reader, so the chart carries an accessible name and the same figures as a table.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { Schemas } from '../api/client.js';
+import { formatNumber } from '../app/format.js';
+import { useI18n, type UiKey } from '../app/i18n.js';
+
+type Point = Schemas['StatsPoint'];
+type Granularity = 'hour' | 'day';
+
+/** The series drawn, in the order of uPlot's data columns after x; `color` names a custom property of stats.css. */
+export const SERIES: { key: keyof Omit<Point, 't'>; label: UiKey; color: string; dash?: number[]; fill?: string }[] = [
+  // Humans filled: unique visitors often equal them, and a dashed line over a line would hide one.
+  { key: 'visits', label: 'stats.humans', color: '--series-humans', fill: '--series-humans-fill' },
+  { key: 'unique_visitors', label: 'stats.unique', color: '--series-unique', dash: [6, 4] },
+  { key: 'bots', label: 'stats.bots', color: '--series-bots' },
+  { key: 'attacks', label: 'stats.attacks', color: '--series-attacks' },
+];
+
+/** A period's start as the viewer reads it, in the report's zone. */
+export function periodFormat(locale: string, tz: string, granularity: Granularity): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat(locale, granularity === 'hour' ? { timeZone: tz, dateStyle: 'medium', timeStyle: 'short' } : { timeZone: tz, dateStyle: 'medium' });
+}
+
+/** Month and weekday names in the page's language, for uPlot's axis labels. */
+function dateNames(locale: string): uPlot.DateNames {
+  const names = (options: Intl.DateTimeFormatOptions, dates: Date[]) => dates.map((date) => new Intl.DateTimeFormat(locale, { ...options, timeZone: 'UTC' }).format(date));
+  const months = Array.from({ length: 12 }, (_, month) => new Date(Date.UTC(2026, month, 15)));
+  // 2026-01-04 is a Sunday: uPlot's weekday names start on Sunday.
+  const days = Array.from({ length: 7 }, (_, day) => new Date(Date.UTC(2026, 0, 4 + day)));
+  return { MMMM: names({ month: 'long' }, months), MMM: names({ month: 'short' }, months), WWWW: names({ weekday: 'long' }, days), WWW: names({ weekday: 'short' }, days) };
+}
+
+const DAY_INCRS = [1, 2, 3, 7, 14, 28, 56, 91, 182, 364].map((days) => days * 86_400);
+
+/** Taller on wide screens, never so tall a phone sees nothing else. */
+const heightFor = (width: number) => Math.round(Math.min(320, Math.max(220, width * 0.42)));
+
+export function SeriesChart({ series, tz, granularity, label }: { series: Point[]; tz: string; granularity: Granularity; label: string }) {
+  const { t, locale } = useI18n();
+  const holder = useRef<HTMLDivElement>(null);
+  const chart = useRef<uPlot | null>(null);
+  const [shown, setShown] = useState<boolean[]>(() => SERIES.map(() => true));
+  const [hovered, setHovered] = useState<number | null>(null);
+  const [tableOpen, setTableOpen] = useState(false);
+  const format = useMemo(() => periodFormat(locale, tz, granularity), [locale, tz, granularity]);
+
+  useEffect(() => {
+    const element = holder.current;
+    if (!element) return;
+    const style = getComputedStyle(element);
+    const color = (name: string) => style.getPropertyValue(name).trim() || style.color;
+    const numbers = new Intl.NumberFormat(locale);
+    const names = dateNames(locale);
+    const width = element.clientWidth || 320;
+    const data: uPlot.AlignedData = [series.map((point) => Date.parse(point.t) / 1000), ...SERIES.map((line) => series.map((point) => point[line.key]))];
+    const axis = { stroke: color('--chart-text'), grid: { stroke: color('--chart-grid'), width: 1 }, ticks: { stroke: color('--chart-grid'), width: 1 } };
+    const plot = new uPlot(
+      {
+        width,
+        height: heightFor(width),
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), tz),
+        fmtDate: (template) => uPlot.fmtDate(template, names),
+        legend: { show: false },
+        cursor: { drag: { x: false, y: false } },
+        scales: { x: { time: true }, y: { range: (_self, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
+        axes: [
+          // Daily figures get ticks on whole days only (in the report's zone, through tzDate).
+          { ...axis, space: 60, ...(granularity === 'day' ? { incrs: DAY_INCRS } : {}) },
+          { ...axis, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7], values: (_self, splits) => splits.map((value) => numbers.format(value)), size: 56 },
+        ],
+        series: [
+          {},
+          ...SERIES.map((line, index) => ({
+            label: t(line.label),
+            stroke: color(line.color),
+            width: 2,
+            dash: line.dash,
+            fill: line.fill ? color(line.fill) : undefined,
+            show: shown[index],
+          })),
+        ],
+        hooks: { setCursor: [(self) => setHovered(self.cursor.idx ?? null)] },
+      },
+      data,
+      element,
+    );
+    chart.current = plot;
+    const observer = new ResizeObserver(() => {
+      const next = element.clientWidth;
+      if (next > 0 && next !== plot.width) plot.setSize({ width: next, height: heightFor(next) });
+    });
+    observer.observe(element);
+    return () => {
+      observer.disconnect();
+      plot.destroy();
+      chart.current = null;
+    };
+    // `shown` is applied to a live chart by toggle(); a new chart starts from it.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [series, tz, granularity, locale]);
+
+  const toggle = (index: number) => {
+    const next = shown.map((value, at) => (at === index ? !value : value));
+    setShown(next);
+    chart.current?.setSeries(index + 1, { show: next[index] });
+  };
+
+  const point = hovered !== null ? series[hovered] : undefined;
+  return (
+    <figure class="chart" data-granularity={granularity} data-tz={tz} data-points={series.length}>
+      <figcaption class="visually-hidden">{t('stats.chart')}</figcaption>
+      <div class="chart-legend" role="group" aria-label={t('stats.legend')}>
+        {SERIES.map((line, index) => (
+          <button key={line.key} type="button" class="button-small" aria-pressed={shown[index]} onClick={() => toggle(index)}>
+            <span class={`swatch swatch-${line.key}`} aria-hidden="true" />
+            {t(line.label)}
+          </button>
+        ))}
+      </div>
+      <p class="chart-readout muted">
+        {point
+          ? `${format.format(new Date(point.t))}: ${SERIES.map((line) => `${t(line.label)} ${formatNumber(locale, point[line.key])}`).join(' · ')}`
+          : '\u00a0'}
+      </p>
+      <div class="chart-canvas" ref={holder} role="img" aria-label={label} />
+      <details class="chart-table" onToggle={(event) => setTableOpen((event.currentTarget as HTMLDetailsElement).open)}>
+        <summary>{t('stats.chart_table')}</summary>
+        {tableOpen ? (
+          <div class="table-wrap">
+            <table>
+              <caption class="visually-hidden">{label}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">{t('stats.when')}</th>
+                  {SERIES.map((line) => (
+                    <th key={line.key} scope="col" class="num">
+                      {t(line.label)}
+                    </th>
+                  ))}
+                </tr>
+              </thead>
+              <tbody>
+                {series.map((row) => (
+                  <tr key={row.t}>
+                    <th scope="row">{format.format(new Date(row.t))}</th>
+                    {SERIES.map((line) => (
+                      <td key={line.key} class="num">
+                        {formatNumber(locale, row[line.key])}
+                      </td>
+                    ))}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : null}
+      </details>
+    </figure>
+  );
+}
