@@ -125,7 +125,7 @@ function AccountList({ listing: { loaded, cursors, setCursors } }: { listing: Li
           ) : (
             <>
               <div class="table-wrap" tabIndex={0} role="region" aria-label={t('staff.accounts')}>
-                <table>
+                <table class="accounts-table">
                   <caption class="visually-hidden">{t('staff.accounts')}</caption>
                   <thead>
                     <tr>

@@ -171,6 +171,11 @@ function WebhookList() {
   const loaded = useLoad((signal) => load(api.GET('/api/v1/webhooks', { signal })), []);
   const [created, setCreated] = useState<Webhook & { secret: string }>();
   const [formKey, setFormKey] = useState(0);
+  const createdPanel = useRef<HTMLElement>(null);
+  // The secret appears above the list: take the reader there (focus announces it too).
+  useEffect(() => {
+    if (created) createdPanel.current?.focus();
+  }, [created]);
 
   const create = async (settings: Settings) => {
     const webhook = await load(
@@ -187,22 +192,18 @@ function WebhookList() {
     <>
       <PageHeader title={t('webhooks.title')} />
       <p class="muted page-intro">{t('webhooks.intro')}</p>
+      {created ? (
+        <section class="card webhook-created" aria-labelledby="webhook-created" tabIndex={-1} ref={createdPanel}>
+          <h2 id="webhook-created">{t('webhooks.created', { url: created.url })}</h2>
+          <SecretPanel secret={created.secret} intro={t('webhooks.secret_once')} />
+          <a href={`/webhooks/${created.id}`}>{t('webhooks.open', { url: created.url })}</a>
+        </section>
+      ) : null}
       {loaded.state === 'error' ? (
         <ErrorState error={loaded.error} retry={loaded.reload} />
       ) : (
         <>
-          <section class="card" aria-labelledby="webhooks-create">
-            <h2 id="webhooks-create">{t('webhooks.create')}</h2>
-            {created ? (
-              <div class="webhook-created">
-                <Notice kind="ok">{t('webhooks.created', { url: created.url })}</Notice>
-                <SecretPanel secret={created.secret} intro={t('webhooks.secret_once')} />
-                <a href={`/webhooks/${created.id}`}>{t('webhooks.open', { url: created.url })}</a>
-              </div>
-            ) : null}
-            <SettingsForm key={formKey} idPrefix="new-webhook" initial={{ url: '', events: ['visit.new'], subdomain: '', description: '' }} submitLabel={t('webhooks.create_submit')} busyLabel={t('action.saving')} onSubmit={create} />
-          </section>
-          <section aria-labelledby="webhooks-list">
+          <section aria-labelledby="webhooks-list" class="webhooks-list">
             <h2 id="webhooks-list">{t('webhooks.list')}</h2>
             <Async loaded={loaded}>
               {({ webhooks }) =>
@@ -212,7 +213,7 @@ function WebhookList() {
                   </Empty>
                 ) : (
                   <div class="table-wrap" tabIndex={0} role="region" aria-label={t('webhooks.list')}>
-                    <table>
+                    <table class="webhooks-table">
                       <caption class="visually-hidden">{t('webhooks.list')}</caption>
                       <thead>
                         <tr>
@@ -230,8 +231,14 @@ function WebhookList() {
                               <a href={`/webhooks/${webhook.id}`}>{webhook.url}</a>
                               {webhook.description ? <div class="muted">{webhook.description}</div> : null}
                             </td>
-                            <td class="wrap">
-                              <span class="mono">{webhook.events.join(', ')}</span>
+                            <td>
+                              <ul class="event-names">
+                                {webhook.events.map((event) => (
+                                  <li key={event} class="mono">
+                                    {event}
+                                  </li>
+                                ))}
+                              </ul>
                             </td>
                             <td>{webhook.subdomain ?? <span class="muted">{t('webhooks.all_subdomains')}</span>}</td>
                             <td>
@@ -246,6 +253,10 @@ function WebhookList() {
                 )
               }
             </Async>
+          </section>
+          <section class="card" aria-labelledby="webhooks-create">
+            <h2 id="webhooks-create">{t('webhooks.create')}</h2>
+            <SettingsForm key={formKey} idPrefix="new-webhook" initial={{ url: '', events: ['visit.new'], subdomain: '', description: '' }} submitLabel={t('webhooks.create_submit')} busyLabel={t('action.saving')} onSubmit={create} />
           </section>
         </>
       )}
