@@ -282,6 +282,51 @@ describe('webhooks page', () => {
     await close();
   });
 
+  it('edits the settings (refusing an internal URL on its field), pauses and resumes, and pages the delivery log', { timeout: 60_000 }, async () => {
+    const { owner, page, problems, close } = await signedInOwner();
+    const subdomain = await claimSubdomain(platform.app, owner);
+    const created = await platform.app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: owner.auth, payload: { url: `${base}${unique('/ok/paged')}`, events: ['visit.new'] } });
+    const id = created.json().data.id;
+    for (let i = 0; i < 21; i++) await platform.app.inject({ method: 'POST', url: `/api/v1/webhooks/${id}/test`, headers: owner.auth });
+    await page.goto(`/webhooks/${id}`);
+    const settings = page.getByRole('region', { name: 'Settings' });
+    await settings.getByLabel('Receiver URL').fill('http://169.254.169.254/latest/meta-data/');
+    await settings.getByRole('button', { name: 'Save' }).click();
+    await page.locator('#webhook-url-error').waitFor();
+    await settings.getByLabel('Receiver URL').fill(`${base}/ok/edited`);
+    await settings.getByRole('checkbox', { name: /^security\.suspicious / }).check();
+    await settings.getByLabel('Subdomain').selectOption(subdomain);
+    await settings.getByLabel(/^Description/).fill('Alerts');
+    await settings.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: `${base}/ok/edited`, level: 2 }).waitFor();
+    await page.getByText('Saved', { exact: true }).waitFor();
+    expect((await platform.app.inject({ method: 'GET', url: `/api/v1/webhooks/${id}`, headers: owner.auth })).json().data).toMatchObject({
+      url: `${base}/ok/edited`,
+      events: ['visit.new', 'security.suspicious'],
+      subdomain,
+      description: 'Alerts',
+    });
+
+    await page.getByRole('button', { name: 'Pause deliveries' }).click();
+    await page.getByText('Why: disabled by its owner').waitFor();
+    await page.getByRole('button', { name: 'Enable again' }).click();
+    await page.getByRole('button', { name: 'Pause deliveries' }).waitFor();
+
+    // 21 attempts: 20 on the first page of the log, the oldest on the next.
+    const rows = page.getByRole('table', { name: 'Delivery log' }).locator('tbody tr');
+    await rows.nth(19).waitFor();
+    expect(await rows.count()).toBe(20);
+    await page.getByText('21 in all').waitFor();
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await rows.nth(1).waitFor({ state: 'detached' });
+    expect(await rows.count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await rows.nth(19).waitFor();
+    expect(problems).toEqual([]);
+    await close();
+  });
+
   it('lists notifications on a phone, and says when the API fails', async () => {
     const account = await newAccount(platform);
     const { page, problems, browserContext } = await openPage(platform, { viewport: 'phone' });
