@@ -123,5 +123,10 @@ export function webhooksRepository(db: Kysely<DB>) {
       await db.updateTable('notifications').set({ read_at: new Date() }).where('id', '=', id).where('user_id', '=', userId).where('read_at', 'is', null).execute();
       return db.selectFrom('notifications').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
     },
+    /** Marks every unread notification of an account read; returns how many were unread. */
+    async markAllNotificationsRead(userId: string): Promise<number> {
+      const result = await db.updateTable('notifications').set({ read_at: new Date() }).where('user_id', '=', userId).where('read_at', 'is', null).executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    },
   };
 }

@@ -31,6 +31,17 @@ export function usersRepository(db: Kysely<DB>) {
         .executeTakeFirst();
       return row?.id;
     },
+    /**
+     * A page of accounts, newest first, never their password hashes: after the account `afterId`
+     * (a cursor: compared on created_at and id in SQL, so no timestamp precision is lost in a
+     * cursor) or at an offset (page numbers).
+     */
+    async listPage(limit: number, at: { afterId?: string } | { offset: number }) {
+      let query = db.selectFrom('users').select(['id', 'email', 'role', 'display_name', 'created_at']).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+      if ('offset' in at) query = query.offset(at.offset);
+      else if (at.afterId) query = query.where(sql<boolean>`(created_at, id) < (select u.created_at, u.id from users u where u.id = ${at.afterId})`);
+      return query.execute();
+    },
     async findById(id: string) {
       return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
     },

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,7 @@ import type { listenerClient } from '../../../shared/testing/listener.js';
 import { createOwner, type TestOwner } from '../../../shared/testing/owners.js';
 import { startTestPlatform } from '../../../shared/testing/platform.js';
 import { waitFor } from '../../../shared/testing/wait.js';
+import { webhooksRepository } from '../../../shared/webhooks/repository.js';
 import { verifyDelivery, verifySignature } from '../../../shared/webhooks/signature.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
 import { startEnricher } from '../../enricher/enricher.js';
@@ -385,5 +387,45 @@ describe('webhook deliveries', () => {
     const third = await deliveriesOf(webhook.id, '?limit=2&page=3');
     expect(third.data.deliveries.map((entry: { id: string }) => entry.id)).toEqual([seen[4]]);
     expect((await deliveriesOf(webhook.id, '?cursor=bogus')).ok).toBe(false);
+  });
+});
+
+describe('notifications', () => {
+  it('filters the unread ones with ?unread=true, counts them in meta.unread whatever the filter, and marks them read one by one or all at once', async () => {
+    const reader = await createOwner(context, app);
+    const stranger = await createOwner(context, app);
+    const store = webhooksRepository(context.db.db);
+    const notify = (who: TestOwner, title: string) => store.insertNotification({ user_id: who.id, kind: 'webhook.disabled', title, body: 'a body', data: { webhook_id: randomUUID() } });
+    const first = await notify(reader, 'first');
+    await notify(reader, 'second');
+    await notify(reader, 'third');
+    await notify(stranger, 'not yours');
+    const list = async (query = '') => (await app.inject({ method: 'GET', url: `/api/v1/notifications${query}`, headers: reader.auth })).json();
+
+    const all = await list();
+    expect(all.data.notifications.map((entry: { title: string }) => entry.title)).toEqual(['third', 'second', 'first']);
+    expect(all.meta).toMatchObject({ total: 3, unread: 3 });
+
+    const read = await app.inject({ method: 'POST', url: `/api/v1/notifications/${first.id}/read`, headers: reader.auth });
+    expect(read.statusCode).toBe(200);
+    const unread = await list('?unread=true');
+    expect(unread.data.notifications.map((entry: { title: string }) => entry.title)).toEqual(['third', 'second']);
+    expect(unread.meta).toMatchObject({ total: 2, unread: 2 });
+    // meta.unread counts all unread ones, whatever the filter and the page size.
+    expect((await list('?limit=1')).meta).toMatchObject({ count: 1, total: 3, unread: 2, has_more: true });
+    expect((await list('?unread=false')).meta).toMatchObject({ total: 3, unread: 2 });
+    // Another account's notification cannot be marked by this one.
+    const strangers = (await app.inject({ method: 'GET', url: '/api/v1/notifications', headers: stranger.auth })).json().data.notifications;
+    expect((await app.inject({ method: 'POST', url: `/api/v1/notifications/${strangers[0].id}/read`, headers: reader.auth })).statusCode).toBe(404);
+
+    const marked = await app.inject({ method: 'POST', url: '/api/v1/notifications/read-all', headers: reader.auth });
+    expect(marked.statusCode, marked.body).toBe(200);
+    expect(marked.json().data).toEqual({ marked: 2 });
+    expect((await list('?unread=true')).data.notifications).toEqual([]);
+    expect((await list()).meta).toMatchObject({ total: 3, unread: 0 });
+    expect((await app.inject({ method: 'POST', url: '/api/v1/notifications/read-all', headers: reader.auth })).json().data).toEqual({ marked: 0 });
+    // Only the caller's own were marked.
+    expect((await app.inject({ method: 'GET', url: '/api/v1/notifications', headers: stranger.auth })).json().meta.unread).toBe(1);
+    expect((await app.inject({ method: 'POST', url: '/api/v1/notifications/read-all' })).statusCode).toBe(401);
   });
 });

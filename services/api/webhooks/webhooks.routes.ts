@@ -276,5 +276,17 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       errors: ['not_found'],
       handler: async ({ principal, params }) => service.markRead(principal!, params.id),
     }),
+    defineRoute({
+      operationId: 'readAllNotifications',
+      method: 'POST',
+      path: '/api/v1/notifications/read-all',
+      summary: "Mark all the caller's unread notifications read",
+      description: '`data.marked` is how many were unread. Afterwards `meta.unread` of GET /api/v1/notifications is 0 (until the next notification).',
+      tags: ['notifications'],
+      auth: { kind: 'account' },
+      bucket: 'api',
+      response: z.object({ marked: z.number().int().meta({ description: 'Notifications that were unread and are now read.' }) }),
+      handler: async ({ principal }) => service.markAllRead(principal!),
+    }),
   ];
 }

@@ -228,5 +228,9 @@ export function webhooksService(context: Context) {
       if (!row) throw new AppError('not_found', { notification: id });
       return toNotificationView(row);
     },
+    /** Marks all the caller's notifications read, not only a loaded page: the badge counts them all. */
+    async markAllRead(principal: Principal) {
+      return { marked: await webhooks.markAllNotificationsRead(principal.userId) };
+    },
   };
 }
