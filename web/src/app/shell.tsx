@@ -43,9 +43,12 @@ function useUnread(path: string): number {
     };
     void poll();
     const timer = setInterval(poll, 30_000);
+    // The notifications page marked some read: count again now, not at the next poll.
+    window.addEventListener('linktrack:notifications-changed', poll);
     return () => {
       stopped = true;
       clearInterval(timer);
+      window.removeEventListener('linktrack:notifications-changed', poll);
     };
   }, [path]);
   return unread;

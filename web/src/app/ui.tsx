@@ -139,7 +139,7 @@ export function CopyButton({ text, label }: { text: string; label?: string }) {
     setTimeout(() => setCopied(false), 1500);
   };
   return (
-    <button type="button" class="button-small" onClick={copy} aria-label={label ? `${t('action.copy')}: ${label}` : undefined}>
+    <button type="button" class="button-small" onClick={copy} aria-label={label ? `${copied ? t('action.copied') : t('action.copy')}: ${label}` : undefined}>
       {copied ? t('action.copied') : t('action.copy')}
     </button>
   );
