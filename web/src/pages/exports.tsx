@@ -72,7 +72,8 @@ function formatBytes(locale: string, bytes: number): string {
     value /= 1024;
     unit += 1;
   }
-  return new Intl.NumberFormat(locale, { style: 'unit', unit: units[unit], unitDisplay: 'short', maximumFractionDigits: unit === 0 ? 0 : 1 }).format(value);
+  // Bytes spelled out ("0 bytes"; the short form says "0 byte"), the larger units abbreviated.
+  return new Intl.NumberFormat(locale, { style: 'unit', unit: units[unit], unitDisplay: unit === 0 ? 'long' : 'short', maximumFractionDigits: unit === 0 ? 0 : 1 }).format(value);
 }
 
 type Run =
@@ -83,6 +84,17 @@ type Run =
   | { state: 'done'; filename: string; bytes: number; url: string };
 
 const NEWLINE = 0x0a;
+
+/** Saves a finished file: a click on an <a download> with its Blob URL, as a user's click on "Save again" does. */
+function save(url: string, filename: string): void {
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = filename;
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+}
 
 /** Newline bytes in a chunk: CSV and JSON exports write one visit a line. */
 function lines(chunk: Uint8Array): number {
@@ -106,7 +118,6 @@ export function ExportsPage() {
   });
   const [run, setRun] = useState<Run>({ state: 'idle' });
   const controller = useRef<AbortController | undefined>(undefined);
-  const saveLink = useRef<HTMLAnchorElement>(null);
 
   const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { signal })), []);
   const links = useLoad(
@@ -117,10 +128,6 @@ export function ExportsPage() {
   // Leaving the page stops a running export and frees a finished file's memory.
   useEffect(() => () => controller.current?.abort(), []);
   useEffect(() => () => (run.state === 'done' ? URL.revokeObjectURL(run.url) : undefined), [run]);
-  // The finished file is saved through its link (a click on an <a download> with the Blob URL).
-  useEffect(() => {
-    if (run.state === 'done') saveLink.current?.click();
-  }, [run]);
 
   const set = <K extends keyof Form>(key: K, value: Form[K]) => setForm((current) => ({ ...current, [key]: value, ...(key === 'subdomain' ? { linkId: '' } : {}) }));
   const query = queryOf(form, locale);
@@ -158,7 +165,9 @@ export function ExportsPage() {
         setRun({ state: 'running', bytes, rows, total: Number.isFinite(total) ? total : undefined, format });
       }
       const blob = new Blob(chunks, { type: response.headers.get('content-type') ?? 'application/octet-stream' });
-      setRun({ state: 'done', filename, bytes, url: URL.createObjectURL(blob) });
+      const url = URL.createObjectURL(blob);
+      setRun({ state: 'done', filename, bytes, url });
+      save(url, filename);
     } catch (caught) {
       if (abort.signal.aborted) setRun({ state: 'cancelled' });
       else setRun({ state: 'failed', error: caught instanceof Error ? caught : new Error(String(caught)) });
@@ -226,7 +235,7 @@ export function ExportsPage() {
                   </select>
                 </Field>
                 <Field id="export-since" label={t('exports.since')} hint={t('exports.range_hint', { zone: viewerTimeZone() })} error={fieldError(failed, 'since')}>
-                  <input id="export-since" type="date" value={form.since} onInput={(event) => set('since', event.currentTarget.value)} disabled={running} aria-describedby="export-since-hint" />
+                  <input id="export-since" type="date" value={form.since} onInput={(event) => set('since', event.currentTarget.value)} disabled={running} aria-describedby={`export-since-hint${fieldError(failed, 'since') ? ' export-since-error' : ''}`} />
                 </Field>
                 <Field id="export-until" label={t('exports.until')} error={fieldError(failed, 'until')}>
                   <input id="export-until" type="date" value={form.until} onInput={(event) => set('until', event.currentTarget.value)} disabled={running} />
@@ -240,7 +249,7 @@ export function ExportsPage() {
                     value={form.country}
                     onInput={(event) => set('country', event.currentTarget.value)}
                     disabled={running}
-                    aria-describedby="export-country-hint"
+                    aria-describedby={`export-country-hint${fieldError(failed, 'country') ? ' export-country-error' : ''}`}
                   />
                 </Field>
                 <Field id="export-kind" label={t('exports.kind')}>
@@ -280,7 +289,7 @@ export function ExportsPage() {
                   {t('exports.direct_hint')}
                 </small>
               </p>
-              <ExportStatus run={run} saveLink={saveLink} />
+              <ExportStatus run={run} />
             </form>
           );
         }}
@@ -289,16 +298,17 @@ export function ExportsPage() {
   );
 }
 
-function ExportStatus({ run, saveLink }: { run: Run; saveLink: { current: HTMLAnchorElement | null } }) {
+function ExportStatus({ run }: { run: Run }) {
   const { t, locale } = useI18n();
   if (run.state === 'idle') return null;
   if (run.state === 'cancelled') return <Notice kind="info">{t('exports.cancelled')}</Notice>;
-  if (run.state === 'failed') return <ErrorState error={run.error} />;
+  // A refusal (403) gets the forbidden wording; a refused filter (422) is shown on its field too, so a line says it.
+  if (run.state === 'failed') return run.error instanceof ApiError && run.error.status === 403 ? <ErrorState error={run.error} /> : <Notice kind="error">{run.error.message}</Notice>;
   if (run.state === 'done') {
     return (
       <Notice kind="ok">
         {t('exports.done', { filename: run.filename, bytes: formatBytes(locale, run.bytes) })}{' '}
-        <a href={run.url} download={run.filename} ref={saveLink}>
+        <a href={run.url} download={run.filename}>
           {t('exports.save_again')}
         </a>
       </Notice>

@@ -4,7 +4,7 @@
 // use (GET /api/v1/tokens); revoke after a confirmation (DELETE /api/v1/tokens/{id}).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
-import { formatDateTime, viewerTimeZone } from '../app/format.js';
+import { formatDate, formatDateTime, viewerTimeZone } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 import { useMe } from '../app/session.js';
 import { Async, CopyButton, Empty, Field, fieldError, Notice, PageHeader, useLoad } from '../app/ui.js';
@@ -93,7 +93,7 @@ function CreateToken({ onCreated }: { onCreated: () => void }) {
           <Notice kind="ok">{t('tokens.created', { name: created.name })}</Notice>
           <div class="secret" ref={secretBox} tabIndex={-1} role="group" aria-label={t('tokens.secret_label')}>
             <code>{created.token}</code>
-            <CopyButton text={created.token} label={t('tokens.secret_label')} />
+            <CopyButton text={created.token} />
           </div>
           <p class="token-warning">
             <strong>{t('tokens.secret_warning')}</strong>
@@ -220,14 +220,17 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
             <th scope="col">{t('tokens.state')}</th>
             <th scope="col">{t('tokens.expires_at')}</th>
             <th scope="col">{t('tokens.last_used')}</th>
-            <th scope="col">{t('tokens.created_at')}</th>
             <th scope="col">{t('tokens.actions')}</th>
           </tr>
         </thead>
         <tbody>
           {tokens.map((token) => (
             <tr key={token.id} data-token-id={token.id}>
-              <td class="wrap">{token.name}</td>
+              <th scope="row" class="token-name">
+                {token.name}
+                <br />
+                <span class="muted">{t('tokens.created_on', { date: formatDate(locale, token.created_at) })}</span>
+              </th>
               <td>
                 <code>{token.prefix}</code>
               </td>
@@ -260,7 +263,7 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
               <td class="token-last-used">
                 {token.last_used_at ? (
                   <>
-                    {formatDateTime(locale, token.last_used_at, true)}
+                    {formatDateTime(locale, token.last_used_at)}
                     {token.last_used_ip ? (
                       <>
                         <br />
@@ -272,7 +275,6 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
                   <span class="muted">{t('time.never')}</span>
                 )}
               </td>
-              <td>{formatDateTime(locale, token.created_at)}</td>
               <td>
                 {token.state === 'active' ? (
                   <button type="button" class="button-small button-danger" onClick={() => onRevoke(token)} aria-label={t('tokens.revoke_named', { name: token.name })}>
