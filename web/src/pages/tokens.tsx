@@ -259,8 +259,8 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
               <td>
                 <span class={`token-state token-state-${token.state}`}>{t(`tokens.state_${token.state}` as UiKey)}</span>
               </td>
-              <td>{token.expires_at ? formatDateTime(locale, token.expires_at) : <span class="muted">{t('tokens.no_expiry')}</span>}</td>
-              <td class="token-last-used">
+              <td class="token-when">{token.expires_at ? formatDateTime(locale, token.expires_at) : <span class="muted">{t('tokens.no_expiry')}</span>}</td>
+              <td class="token-when token-last-used">
                 {token.last_used_at ? (
                   <>
                     {formatDateTime(locale, token.last_used_at)}
