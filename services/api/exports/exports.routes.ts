@@ -20,7 +20,9 @@ export function exportsRoutes(context: Context): RouteDef[] {
         'the size. `csv`: a header row, then one row per visit. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the ' +
         `end. \`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next. \`pdf\`: a report of the period (the filters' ` +
         'subdomain, link or all the caller\'s subdomains): totals, a chart of visits over time, top breakdowns, then the first ' +
-        `${PDF_ROW_CAP} visits. Every export is recorded in the audit log. Another owner's subdomain or link answers 403 \`not_owner\`.`,
+        `${PDF_ROW_CAP} visits. CSV, JSON and XLSX answers carry \`X-Export-Rows\`: the rows the export is planned to hold, counted before ` +
+        'the first byte (a visit whose versions are not merged yet counts once per version, so an upper bound): for a progress display, as a ' +
+        "streamed answer has no Content-Length. Every export is recorded in the audit log. Another owner's subdomain or link answers 403 `not_owner`.",
       tags: ['stats'],
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',
@@ -37,7 +39,7 @@ export function exportsRoutes(context: Context): RouteDef[] {
       response: z.string().meta({ description: 'The file.' }),
       raw: {
         contentType: ['text/csv', 'application/json', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'application/pdf'],
-        description: 'The export, as an attachment.',
+        description: 'The export, as an attachment. `X-Export-Rows` (CSV, JSON, XLSX): the rows planned, an upper bound, for progress.',
       },
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, query, request, reply }) => {
@@ -45,6 +47,7 @@ export function exportsRoutes(context: Context): RouteDef[] {
         const started = await service.start(principal!, format, filters, { id: request.id, ip: request.ip });
         reply.header('Content-Disposition', `attachment; filename="${started.filename}"`);
         reply.header('Cache-Control', 'no-store');
+        if (started.rows !== undefined) reply.header('X-Export-Rows', String(started.rows));
         return { contentType: started.contentType, body: started.body };
       },
     }),

@@ -179,8 +179,12 @@ export function exportsService(context: Context) {
     return { where: where.join(' AND '), params };
   };
 
-  /** Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first. A visit's versions share its time, so one slice holds them all. */
-  const slicesOf = async (scoped: Scoped): Promise<[number, number][]> => {
+  /**
+   * Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first, and the rows stored in
+   * them. A visit's versions share its time, so one slice holds them all; a visit with versions not
+   * merged yet counts once per version, so `rows` is an upper bound (exact once merged).
+   */
+  const planOf = async (scoped: Scoped): Promise<{ slices: [number, number][]; rows: number }> => {
     const { where, params } = whereOf(scoped);
     const minutes = await selectRows<{ m: number; n: number }>(
       client,
@@ -190,9 +194,11 @@ export function exportsService(context: Context) {
     const slices: [number, number][] = [];
     let start: number | undefined;
     let rows = 0;
+    let total = 0;
     for (const { m, n } of minutes) {
       start ??= Number(m) * 1000;
       rows += Number(n);
+      total += Number(n);
       if (rows >= SLICE_ROWS) {
         slices.push([start, Number(m) * 1000 + 60_000]);
         start = undefined;
@@ -200,7 +206,7 @@ export function exportsService(context: Context) {
       }
     }
     if (start !== undefined) slices.push([start, Number(minutes.at(-1)!.m) * 1000 + 60_000]);
-    return slices;
+    return { slices, rows: total };
   };
 
   /** The query of one slice of rows (one row per visit: its newest version), columns as `kind` shows them. */
@@ -232,17 +238,16 @@ export function exportsService(context: Context) {
   }
 
   /** The CSV export: a header row, then every slice as ClickHouse formats it. */
-  async function* csvRows(scoped: Scoped): AsyncGenerator<Buffer | string> {
-    const slices = await slicesOf(scoped);
+  async function* csvRows(scoped: Scoped, slices: [number, number][]): AsyncGenerator<Buffer | string> {
     if (slices.length === 0) yield `${OWNER_VISIT_COLUMNS.join(',')}\n`;
     for (const [index, slice] of slices.entries()) yield* sliceBytes(scoped, slice, index === 0 ? 'CSVWithNames' : 'CSV');
   }
 
   /** The JSON export is one envelope: `data.visits` streamed, `meta` (with the count) at the end. */
-  async function* jsonRows(scoped: Scoped, requestId: string, started: number): AsyncGenerator<Buffer | string> {
+  async function* jsonRows(scoped: Scoped, slices: [number, number][], requestId: string, started: number): AsyncGenerator<Buffer | string> {
     yield '{"ok":true,"data":{"visits":[';
     const items = new JsonArrayItems();
-    for (const slice of await slicesOf(scoped)) {
+    for (const slice of slices) {
       for await (const chunk of sliceBytes(scoped, slice, 'JSONEachRow')) yield items.of(chunk);
     }
     const meta = { request_id: requestId, server_time_utc: new Date().toISOString(), took_ms: Math.round(performance.now() - started), count: items.count };
@@ -250,8 +255,8 @@ export function exportsService(context: Context) {
   }
 
   /** An XLSX export: the rows of every slice, parsed, pulled only as fast as the workbook takes them. */
-  async function* xlsxBatches(scoped: Scoped): AsyncGenerator<unknown[][]> {
-    for (const slice of await slicesOf(scoped)) {
+  async function* xlsxBatches(scoped: Scoped, slices: [number, number][]): AsyncGenerator<unknown[][]> {
+    for (const slice of slices) {
       const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
       if (text !== '') yield text.split('\n').map((line) => JSON.parse(line) as unknown[]);
     }
@@ -292,7 +297,7 @@ export function exportsService(context: Context) {
       const columns = ['ts', 'kind', 'slug', 'ip_public', 'country', 'city', 'browser', 'os', 'referrer_host'] as const;
       doc.text(columns.join(' | '));
       let listed = 0;
-      for (const slice of await slicesOf(scoped)) {
+      for (const slice of (await planOf(scoped)).slices) {
         if (listed >= PDF_ROW_CAP) break;
         const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', columns)).trimEnd();
         if (text === '') continue;
@@ -324,7 +329,11 @@ export function exportsService(context: Context) {
   };
 
   return {
-    /** Starts an export: checks and audits it, and answers the body stream with its headers. */
+    /**
+     * Starts an export: checks and audits it, and answers the body stream with its headers. CSV,
+     * JSON and XLSX are planned before the answer starts, so `rows` (the plan's upper bound of the
+     * rows it will hold) can go out as a header for progress; the PDF lists a capped sample, so none.
+     */
     async start(principal: Principal, format: ExportFormat, filters: VisitFilters, request: { id: string; ip: string }) {
       requireScope(principal, 'stats:read');
       assertOrderedBounds(filters);
@@ -334,11 +343,15 @@ export function exportsService(context: Context) {
       const stamp = new Date().toISOString().slice(0, 10).replaceAll('-', '');
       const filename = `visits-${scoped.scope}-${scoped.scope === 'user' ? 'all' : scoped.scopeId}-${stamp}.${format}`;
       let body: Readable;
-      // Byte streams, not object streams: an object stream reads up to 16 slices ahead of the socket.
-      if (format === 'csv') body = Readable.from(csvRows(scoped), { objectMode: false });
-      else if (format === 'json') body = Readable.from(jsonRows(scoped, request.id, started), { objectMode: false });
-      else if (format === 'xlsx') body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped));
-      else {
+      let rows: number | undefined;
+      if (format !== 'pdf') {
+        const plan = await planOf(scoped);
+        rows = plan.rows;
+        // Byte streams, not object streams: an object stream reads up to 16 slices ahead of the socket.
+        if (format === 'csv') body = Readable.from(csvRows(scoped, plan.slices), { objectMode: false });
+        else if (format === 'json') body = Readable.from(jsonRows(scoped, plan.slices, request.id, started), { objectMode: false });
+        else body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped, plan.slices));
+      } else {
         const report = await stats.ownerReport(principal, scoped.scope, scoped.scope === 'user' ? 'me' : scoped.scopeId, {
           since: filters.since,
           until: filters.until,
@@ -346,7 +359,7 @@ export function exportsService(context: Context) {
         });
         body = pdfStream(scoped, report, scoped.scope === 'user' ? 'all subdomains' : `${scoped.scope} ${scoped.scopeId}`);
       }
-      return { body, contentType: CONTENT_TYPES[format], filename };
+      return { body, contentType: CONTENT_TYPES[format], filename, rows };
     },
   };
 }
