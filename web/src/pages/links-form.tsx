@@ -113,8 +113,8 @@ function LinkFields({
             </select>
           </Field>
         ) : null}
-        <Field id={id('target')} label={t('links.field.target')} hint={t('links.field.target_hint')} error={errors.target_url}>
-          <input id={id('target')} type="url" inputMode="url" autocomplete="url" required value={draft.target_url} onInput={text('target_url')} {...aria('target_url', true)} />
+        <Field id={id('target_url')} label={t('links.field.target')} hint={t('links.field.target_hint')} error={errors.target_url}>
+          <input id={id('target_url')} type="url" inputMode="url" autocomplete="url" required value={draft.target_url} onInput={text('target_url')} {...aria('target_url', true)} />
         </Field>
       </div>
       <div class="form-grid">
@@ -129,14 +129,14 @@ function LinkFields({
         </Field>
       </div>
       <div class="form-grid">
-        <Field id={id('max-visits')} label={t('links.field.max_visits')} hint={t('links.field.max_visits_hint')} error={errors.max_visits}>
-          <input id={id('max-visits')} type="number" min={1} step={1} inputMode="numeric" value={draft.max_visits} onInput={text('max_visits')} {...aria('max_visits', true)} />
+        <Field id={id('max_visits')} label={t('links.field.max_visits')} hint={t('links.field.max_visits_hint')} error={errors.max_visits}>
+          <input id={id('max_visits')} type="number" min={1} step={1} inputMode="numeric" value={draft.max_visits} onInput={text('max_visits')} {...aria('max_visits', true)} />
         </Field>
-        <Field id={id('expires')} label={t('links.field.expires')} hint={t('links.field.expires_hint')} error={errors.expires_at}>
-          <input id={id('expires')} type="datetime-local" value={draft.expires_at} onInput={text('expires_at')} {...aria('expires_at', true)} />
+        <Field id={id('expires_at')} label={t('links.field.expires')} hint={t('links.field.expires_hint')} error={errors.expires_at}>
+          <input id={id('expires_at')} type="datetime-local" value={draft.expires_at} onInput={text('expires_at')} {...aria('expires_at', true)} />
         </Field>
-        <Field id={id('redirect')} label={t('links.field.redirect')} error={errors.redirect_type}>
-          <select id={id('redirect')} value={draft.redirect_type} onChange={text('redirect_type')} {...aria('redirect_type')}>
+        <Field id={id('redirect_type')} label={t('links.field.redirect')} error={errors.redirect_type}>
+          <select id={id('redirect_type')} value={draft.redirect_type} onChange={text('redirect_type')} {...aria('redirect_type')}>
             {REDIRECT_TYPES.map((code) => (
               <option key={code} value={String(code)}>
                 {t(`links.redirect.${code}`)}
@@ -229,8 +229,8 @@ export function CreateLinkForm({
 
   const errors = fieldErrors(error, t('links.slug_taken'));
   return (
-    <form class="card" id="link-create" ref={form} onSubmit={submit} noValidate aria-labelledby="link-create-title">
-      <h2 id="link-create-title">{t('links.create_title')}</h2>
+    <form class="card" id="link-create" ref={form} onSubmit={submit} noValidate aria-labelledby="link-create-heading">
+      <h2 id="link-create-heading">{t('links.create_title')}</h2>
       <LinkFields draft={draft} set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))} errors={errors} prefix="link-new" subdomains={subdomains} />
       <FormError error={error} />
       <div class="form-actions">
@@ -291,8 +291,8 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
 
   const errors = fieldErrors(error, t('links.slug_taken'));
   return (
-    <form class="card" onSubmit={submit} noValidate aria-labelledby="link-edit-title">
-      <h2 id="link-edit-title">{t('links.edit_title')}</h2>
+    <form class="card" onSubmit={submit} noValidate aria-labelledby="link-edit-heading">
+      <h2 id="link-edit-heading">{t('links.edit_title')}</h2>
       <LinkFields draft={draft} set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))} errors={errors} prefix="link-edit" />
       <FormError error={error} />
       {result === 'saved' ? <Notice kind="ok">{t('links.saved')}</Notice> : null}
