@@ -8,8 +8,6 @@ import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startU
 // form however often it is sent), editing, cloning, deleting, copying, QR downloads, the API's
 // refusals on the fields, forbidden and empty states, and user text shown as text.
 let platform: UiPlatform;
-let owner: TestOwner;
-let subdomain: string;
 
 interface ApiLink {
   id: string;
@@ -30,7 +28,7 @@ async function createLink(who: TestOwner, body: Record<string, unknown>): Promis
   return response.json().data;
 }
 
-async function listLinks(query: Record<string, string>): Promise<ApiLink[]> {
+async function listLinks(owner: TestOwner, query: Record<string, string>): Promise<ApiLink[]> {
   const response = await platform.app.inject({ method: 'GET', url: `/api/v1/links?${new URLSearchParams({ limit: '200', ...query })}`, headers: owner.auth });
   expect(response.statusCode).toBe(200);
   return response.json().data.links;
@@ -42,7 +40,7 @@ const unique = (prefix: string) => `${prefix}${Math.random().toString(36).slice(
  * A page of the owner, signed in with the session its setup made (signing in through the form is
  * the shell's test, and skipping it keeps this file quick).
  */
-async function ownerPage(options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> {
+async function ownerPage(owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> {
   const opened = await openPage(platform, options);
   const [name, value] = owner.cookie.split('=') as [string, string];
   await opened.browserContext.addCookies([{ name, value, url: platform.origin, httpOnly: true, sameSite: 'Lax' }]);
@@ -51,12 +49,16 @@ async function ownerPage(options: Parameters<typeof openPage>[1] = {}): Promise<
   return opened;
 }
 
+/** A new owner (its session and a token) with one subdomain: each test has its own data. */
+async function newOwner(): Promise<{ owner: TestOwner; subdomain: string }> {
+  const owner = await createOwner(platform.context, platform.app);
+  return { owner, subdomain: await claimSubdomain(platform.app, owner) };
+}
+
 const row = (page: Page, text: string) => page.locator('tbody tr').filter({ hasText: text });
 
 beforeAll(async () => {
   platform = await startUiPlatform();
-  owner = await createOwner(platform.context, platform.app);
-  subdomain = await claimSubdomain(platform.app, owner);
 }, 120_000);
 
 afterAll(async () => {
@@ -78,8 +80,9 @@ describe('links page', () => {
   });
 
   it('creates a link from the form: a double click makes exactly one, with every option sent', async () => {
+    const { owner, subdomain } = await newOwner();
     // Berlin time: the expiry typed in the viewer's zone reaches the API with its offset.
-    const { page, problems, browserContext } = await ownerPage({ timezoneId: 'Europe/Berlin' });
+    const { page, problems, browserContext } = await ownerPage(owner, { timezoneId: 'Europe/Berlin' });
     const target = `https://example.com/${unique('double')}`;
     const posts: string[] = [];
     page.on('request', (request) => {
@@ -100,7 +103,7 @@ describe('links page', () => {
     expect(await seriousA11yViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Create link' }).dblclick();
     await page.getByRole('status').filter({ hasText: 'Link created:' }).waitFor();
-    const made = await listLinks({ q: target });
+    const made = await listLinks(owner, { q: target });
     expect(made).toHaveLength(1);
     expect(made[0]).toMatchObject({
       target_url: target,
@@ -120,7 +123,8 @@ describe('links page', () => {
   });
 
   it('retries a create whose answer was lost with the same client_id: one link, no duplicate', async () => {
-    const { page, browserContext } = await ownerPage();
+    const { owner } = await newOwner();
+    const { page, browserContext } = await ownerPage(owner);
     const target = `https://example.com/${unique('lost')}`;
     const clientIds: string[] = [];
     let first = true;
@@ -144,18 +148,19 @@ describe('links page', () => {
     await page.getByLabel('Target URL').fill(target);
     await page.getByRole('button', { name: 'Create link' }).click();
     await page.locator('#link-create').getByRole('alert').waitFor();
-    expect(await listLinks({ q: target })).toHaveLength(1);
+    expect(await listLinks(owner, { q: target })).toHaveLength(1);
     await page.getByRole('button', { name: 'Create link' }).click();
     await page.getByRole('status').filter({ hasText: 'Link created:' }).waitFor();
     expect(clientIds).toHaveLength(2);
     expect(clientIds[0]).toBe(clientIds[1]);
-    expect(await listLinks({ q: target })).toHaveLength(1);
+    expect(await listLinks(owner, { q: target })).toHaveLength(1);
     await browserContext.close();
   });
 
   it('shows the API refusals on their fields: a bad target URL (422) and a taken slug (409)', async () => {
+    const { owner, subdomain } = await newOwner();
     const taken = await createLink(owner, { subdomain, target_url: 'https://example.com/taken', slug: unique('taken-') });
-    const { page, problems, browserContext } = await ownerPage();
+    const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto('/links');
     await page.getByRole('button', { name: 'New link' }).click();
     const target = page.getByLabel('Target URL');
@@ -164,6 +169,7 @@ describe('links page', () => {
     await page.locator('#link-new-target_url-error').waitFor();
     expect(await page.locator('#link-new-target_url-error').textContent()).toMatch(/http or https/);
     expect(await target.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('link-new-target_url');
     expect(await target.getAttribute('aria-describedby')).toContain('link-new-target_url-error');
     await screenshot(page, 'links-create-invalid-desktop');
     await target.fill('https://example.com/fine');
@@ -171,13 +177,14 @@ describe('links page', () => {
     await page.getByRole('button', { name: 'Create link' }).click();
     await page.locator('#link-new-slug-error').filter({ hasText: 'already used' }).waitFor();
     expect(await page.locator('#link-new-target_url-error').count()).toBe(0);
-    expect(await listLinks({ q: 'example.com/fine' })).toHaveLength(0);
+    expect(await listLinks(owner, { q: 'example.com/fine' })).toHaveLength(0);
     expect(problems).toEqual([]);
     await browserContext.close();
   });
 
   it('shows a title typed as HTML as literal text, running nothing', async () => {
-    const { page, problems, browserContext } = await ownerPage();
+    const { owner } = await newOwner();
+    const { page, problems, browserContext } = await ownerPage(owner);
     const dialogs: string[] = [];
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message());
@@ -203,12 +210,13 @@ describe('links page', () => {
   });
 
   it('searches by q and filters by tag, kept in the URL across reload and back', async () => {
+    const { owner, subdomain } = await newOwner();
     const word = unique('needle');
     const tag = unique('tag');
     await createLink(owner, { subdomain, target_url: `https://example.com/${word}`, title: 'Found by search' });
     await createLink(owner, { subdomain, target_url: 'https://example.com/tagged', title: 'Found by tag', tags: [tag] });
     await createLink(owner, { subdomain, target_url: 'https://example.com/other', title: 'Never found', tags: ['other'] });
-    const { page, problems, browserContext } = await ownerPage();
+    const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto('/links');
     await page.getByRole('table').waitFor();
     await page.getByLabel('Search slug, title or target').fill(word);
@@ -240,12 +248,12 @@ describe('links page', () => {
   });
 
   it('pages through more than one page with next, previous and back', async () => {
-    const pagedSubdomain = await claimSubdomain(platform.app, owner);
+    const { owner, subdomain } = await newOwner();
     for (let index = 1; index <= 25; index++) {
-      await createLink(owner, { subdomain: pagedSubdomain, target_url: `https://example.com/page/${index}`, slug: `p${String(index).padStart(2, '0')}` });
+      await createLink(owner, { subdomain, target_url: `https://example.com/page/${index}`, slug: `p${String(index).padStart(2, '0')}` });
     }
-    const { page, problems, browserContext } = await ownerPage();
-    await page.goto(`/links?subdomain=${pagedSubdomain}&limit=10`);
+    const { page, problems, browserContext } = await ownerPage(owner);
+    await page.goto(`/links?subdomain=${subdomain}&limit=10`);
     await page.getByText('page 1 of 3').waitFor();
     expect(await page.getByText('25 in all').count()).toBe(1);
     expect(await page.locator('tbody tr').count()).toBe(10);
@@ -274,6 +282,7 @@ describe('links page', () => {
   });
 
   it('edits a link: changes title and slug, clears the visit limit and expiry; a taken slug is refused on the field', async () => {
+    const { owner, subdomain } = await newOwner();
     const other = await createLink(owner, { subdomain, target_url: 'https://example.com/other-slug', slug: unique('other-') });
     const link = await createLink(owner, {
       subdomain,
@@ -284,7 +293,7 @@ describe('links page', () => {
       expires_at: '2031-05-06T07:08:00Z',
       tags: ['one'],
     });
-    const { page, problems, browserContext } = await ownerPage();
+    const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto('/links');
     await row(page, link.slug).getByRole('link', { name: /^Edit/ }).click();
     await page.waitForURL(`**/links/${link.id}`);
@@ -315,14 +324,15 @@ describe('links page', () => {
   });
 
   it('clones a link and deletes one after confirming in a dialog', async () => {
+    const { owner, subdomain } = await newOwner();
     const target = `https://example.com/${unique('clone')}`;
     const link = await createLink(owner, { subdomain, target_url: target, title: 'Original', tags: ['c'], max_visits: 9 });
-    const { page, problems, browserContext } = await ownerPage();
+    const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto(`/links?q=${encodeURIComponent(target)}`);
     await row(page, link.slug).getByRole('button', { name: /^Clone/ }).click();
     await page.getByRole('status').filter({ hasText: 'Copy created:' }).waitFor();
     await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 2);
-    const copies = await listLinks({ q: target });
+    const copies = await listLinks(owner, { q: target });
     expect(copies).toHaveLength(2);
     const copy = copies.find((entry) => entry.id !== link.id)!;
     expect(copy).toMatchObject({ title: 'Original', tags: ['c'], max_visits: 9, target_url: target });
@@ -335,20 +345,28 @@ describe('links page', () => {
     await screenshot(page, 'links-delete-desktop');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'hidden' });
-    expect(await listLinks({ q: target })).toHaveLength(2);
+    expect(await listLinks(owner, { q: target })).toHaveLength(2);
     await row(page, copy.slug).getByRole('button', { name: /^Delete/ }).click();
     await dialog.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('status').filter({ hasText: `Deleted ${copy.short_url}` }).waitFor();
     await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
     const gone = await platform.app.inject({ method: 'GET', url: `/api/v1/links/${copy.id}`, headers: owner.auth });
     expect(gone.statusCode).toBe(404);
+    // From a link's own page, a delete leads back to the table.
+    await row(page, link.slug).getByRole('link', { name: /^Edit/ }).click();
+    await page.getByRole('heading', { level: 1, name: 'Original' }).waitFor();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog', { name: 'Delete this link?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.waitForURL((url) => url.pathname === '/links');
+    expect(await listLinks(owner, { q: target })).toHaveLength(0);
     expect(problems).toEqual([]);
     await browserContext.close();
   });
 
   it('copies the short URL and downloads the QR code as PNG and SVG', async () => {
+    const { owner, subdomain } = await newOwner();
     const link = await createLink(owner, { subdomain, target_url: 'https://example.com/qr', slug: unique('qr-') });
-    const { page, problems, browserContext } = await ownerPage();
+    const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto(`/links?q=${link.slug}`);
     await row(page, link.slug).getByRole('button', { name: `Copy: ${link.short_url}` }).click();
     await row(page, link.slug).getByRole('button', { name: `Copy: ${link.short_url}` }).filter({ hasText: 'Copied' }).waitFor();
@@ -386,9 +404,10 @@ describe('links page', () => {
   });
 
   it("answers another owner's link as forbidden and an unknown one as an error", async () => {
+    const { owner } = await newOwner();
     const stranger = await createOwner(platform.context, platform.app);
     const theirs = await createLink(stranger, { subdomain: await claimSubdomain(platform.app, stranger), target_url: 'https://example.com/theirs' });
-    const { page, problems, browserContext } = await ownerPage();
+    const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto(`/links/${theirs.id}`);
     await page.getByRole('alert').filter({ hasText: 'You are not allowed to see this.' }).waitFor();
     expect(await page.getByLabel('Target URL').count()).toBe(0);
@@ -399,13 +418,20 @@ describe('links page', () => {
   });
 
   it('fits a phone: the table scrolls inside its frame, nothing wider than the screen', async () => {
+    const { owner, subdomain } = await newOwner();
+    await createLink(owner, { subdomain, target_url: 'https://example.com/pricing?utm_source=newsletter&utm_campaign=spring', title: 'Pricing, spring newsletter', tags: ['newsletter', 'spring'] });
+    await createLink(owner, { subdomain, target_url: 'https://example.org/docs/getting-started', slug: 'docs', max_visits: 100, redirect_type: 301 });
     const link = await createLink(owner, { subdomain, target_url: `https://example.com/${'long-path/'.repeat(20)}`, title: 'Phone', tags: ['phone'] });
-    const { page, problems, browserContext } = await ownerPage({ viewport: 'phone' });
+    const { page, problems, browserContext } = await ownerPage(owner, { viewport: 'phone' });
     await page.goto('/links');
     await row(page, link.slug).waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'links-table-phone');
+    await page.getByRole('button', { name: 'New link' }).click();
+    await page.getByLabel('Target URL').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(page, 'links-create-phone');
     await page.goto(`/links/${link.id}`);
     await page.getByRole('heading', { level: 1, name: 'Phone' }).waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);

@@ -80,6 +80,7 @@ export const links = uiMessages({
     'links.yes': 'yes',
     'links.no': 'no',
     'links.stats': 'Statistics',
+    'links.append_visit_id_short': 'Visit id appended',
   },
   de: {
     'links.title': 'Links',
@@ -159,6 +160,7 @@ export const links = uiMessages({
     'links.yes': 'ja',
     'links.no': 'nein',
     'links.stats': 'Statistiken',
+    'links.append_visit_id_short': 'Besuchs-ID angehängt',
   },
   fr: {
     'links.title': 'Liens',
@@ -238,6 +240,7 @@ export const links = uiMessages({
     'links.yes': 'oui',
     'links.no': 'non',
     'links.stats': 'Statistiques',
+    'links.append_visit_id_short': 'Identifiant de visite ajouté',
   },
   es: {
     'links.title': 'Enlaces',
@@ -317,5 +320,6 @@ export const links = uiMessages({
     'links.yes': 'sí',
     'links.no': 'no',
     'links.stats': 'Estadísticas',
+    'links.append_visit_id_short': 'Id. de visita añadido',
   },
 });

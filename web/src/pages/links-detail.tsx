@@ -89,7 +89,7 @@ function LinkView({ link, onSaved }: { link: Link; onSaved: (link: Link) => void
         </Notice>
       ) : null}
       {outcome?.kind === 'error' ? <Notice kind="error">{outcome.message}</Notice> : null}
-      <div class="grid-2">
+      <div class="link-overview">
         <section class="card" aria-labelledby="link-details-title">
           <h2 id="link-details-title">{t('links.details')}</h2>
           <dl class="link-facts">
@@ -120,7 +120,7 @@ function LinkView({ link, onSaved }: { link: Link; onSaved: (link: Link) => void
             <dd>{link.expires_at ? formatDateTime(locale, link.expires_at) : t('time.never')}</dd>
             <dt>{t('links.field.redirect')}</dt>
             <dd>{link.redirect_type}</dd>
-            <dt>{t('links.field.append_visit_id')}</dt>
+            <dt>{t('links.append_visit_id_short')}</dt>
             <dd>{link.append_visit_id ? t('links.yes') : t('links.no')}</dd>
             <dt>{t('links.col.created')}</dt>
             <dd>{formatDateTime(locale, link.created_at)}</dd>

@@ -1,6 +1,7 @@
 // The link form: creating (with a client_id kept from the moment the form opens until the link is
 // made, so a double click or a retry after a lost answer never makes two links) and editing (a
 // PATCH of the fields that changed; emptied title, expiry and visit limit are cleared with null).
+import type { RefObject } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, call, type paths, type Schemas } from '../api/client.js';
 import { useI18n } from '../app/i18n.js';
@@ -77,6 +78,13 @@ function fieldErrors(error: unknown, slugTaken: string): Record<string, string> 
   return errors;
 }
 
+/** After a refusal, the focus goes to the first field it names, where its message is read. */
+function useFocusInvalid(form: RefObject<HTMLFormElement | null>, error: unknown) {
+  useEffect(() => {
+    if (error) form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+  }, [error]);
+}
+
 /** The inputs of both forms; `prefix` keeps ids unique. */
 function LinkFields({
   draft,
@@ -145,7 +153,7 @@ function LinkFields({
           </select>
         </Field>
       </div>
-      <div class="checkbox">
+      <div class="checkbox link-append">
         <input
           id={id('append')}
           type="checkbox"
@@ -153,13 +161,12 @@ function LinkFields({
           onChange={(event) => set({ append_visit_id: event.currentTarget.checked })}
           aria-describedby={`${id('append')}-hint`}
         />
-        <label for={id('append')}>
-          {t('links.field.append_visit_id')}
+        <div>
+          <label for={id('append')}>{t('links.field.append_visit_id')}</label>
           <small class="hint muted" id={`${id('append')}-hint`}>
-            {' '}
             {t('links.field.append_visit_id_hint')}
           </small>
-        </label>
+        </div>
       </div>
     </>
   );
@@ -199,6 +206,7 @@ export function CreateLinkForm({
   useEffect(() => {
     form.current?.querySelector<HTMLInputElement>('input[type="url"]')?.focus();
   }, []);
+  useFocusInvalid(form, error);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -254,6 +262,8 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
   const [result, setResult] = useState<'saved' | 'unchanged'>();
+  const form = useRef<HTMLFormElement>(null);
+  useFocusInvalid(form, error);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -291,7 +301,7 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
 
   const errors = fieldErrors(error, t('links.slug_taken'));
   return (
-    <form class="card" onSubmit={submit} noValidate aria-labelledby="link-edit-heading">
+    <form class="card" ref={form} onSubmit={submit} noValidate aria-labelledby="link-edit-heading">
       <h2 id="link-edit-heading">{t('links.edit_title')}</h2>
       <LinkFields draft={draft} set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))} errors={errors} prefix="link-edit" />
       <FormError error={error} />

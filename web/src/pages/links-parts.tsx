@@ -37,11 +37,16 @@ export function TagList({ tags }: { tags: string[] }) {
   );
 }
 
+/** The short URL (without its scheme; a long host breaks before the slug) and its copy button. */
 export function ShortUrl({ link }: { link: Link }) {
+  const shown = link.short_url.replace(/^https?:\/\//, '');
+  const cut = shown.lastIndexOf('/');
   return (
     <span class="short-url">
       <a href={link.short_url} class="mono" target="_blank" rel="noopener noreferrer">
-        {link.short_url.replace(/^https?:\/\//, '')}
+        {shown.slice(0, cut)}
+        <wbr />
+        {shown.slice(cut)}
       </a>
       <CopyButton text={link.short_url} label={link.short_url} />
     </span>
