@@ -117,7 +117,9 @@ describe('links page', () => {
     });
     // Every request the page sent carried the same client_id.
     expect(new Set(posts.map((body) => JSON.parse(body).client_id)).size).toBe(1);
-    await row(page, target).waitFor();
+    // The new link is in the table; its target shown without the scheme, whole in the tooltip.
+    await page.locator(`tbody tr .link-target[title="${target}"]`).waitFor();
+    expect(await page.locator(`tbody tr .link-target[title="${target}"]`).textContent()).toBe(target.replace('https://', ''));
     expect(problems).toEqual([]);
     await browserContext.close();
   });

@@ -246,8 +246,9 @@ function LinksTable() {
                               </td>
                               <td class="wrap">{link.title ?? <span class="muted">—</span>}</td>
                               <td>
+                                {/* https is the rule, so it is left out of the narrow column; the whole URL is in the tooltip. */}
                                 <span class="link-target" title={link.target_url}>
-                                  {link.target_url}
+                                  {link.target_url.replace(/^https:\/\//, '')}
                                 </span>
                               </td>
                               <td>
