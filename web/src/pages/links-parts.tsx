@@ -1,0 +1,144 @@
+// Pieces the links table and a link's page share: its state, tags, short URL with a copy button,
+// the QR code with its downloads, and the modal dialogs (delete confirmation, QR).
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
+import type { Schemas } from '../api/client.js';
+import { useI18n, type UiKey } from '../app/i18n.js';
+import { CopyButton } from '../app/ui.js';
+
+export type Link = Schemas['Link'];
+
+const STATE_KEYS: Record<Link['state'], UiKey> = {
+  active: 'links.state.active',
+  expired: 'links.state.expired',
+  limit_reached: 'links.state.limit_reached',
+  deleted: 'links.state.deleted',
+};
+
+export function LinkState({ state }: { state: Link['state'] }) {
+  const { t } = useI18n();
+  return <span class={`link-state link-state-${state}`}>{t(STATE_KEYS[state])}</span>;
+}
+
+/** The tags of a link, each a link to the table filtered by it. */
+export function TagList({ tags }: { tags: string[] }) {
+  const { t } = useI18n();
+  if (tags.length === 0) return <span class="muted">—</span>;
+  return (
+    <ul class="tag-list">
+      {tags.map((tag) => (
+        <li key={tag}>
+          <a class="tag" href={`/links?tag=${encodeURIComponent(tag)}`} title={t('links.filter_by_tag', { tag })}>
+            {tag}
+          </a>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** The short URL (without its scheme; a long host breaks before the slug) and its copy button. */
+export function ShortUrl({ link }: { link: Link }) {
+  const shown = link.short_url.replace(/^https?:\/\//, '');
+  const cut = shown.lastIndexOf('/');
+  return (
+    <span class="short-url">
+      <a href={link.short_url} class="mono" target="_blank" rel="noopener noreferrer">
+        {shown.slice(0, cut)}
+        <wbr />
+        {shown.slice(cut)}
+      </a>
+      <CopyButton text={link.short_url} label={link.short_url} />
+    </span>
+  );
+}
+
+/** The QR image's address: same origin, so the session cookie authorises the browser's own GET. */
+export function qrUrl(link: Link, format: 'svg' | 'png', size = 256): string {
+  return `/api/v1/links/${encodeURIComponent(link.id)}/qr?format=${format}&size=${size}`;
+}
+
+/** The QR code of a link's short URL and its downloads, streamed by the browser (`<a download>`). */
+export function QrCode({ link }: { link: Link }) {
+  const { t } = useI18n();
+  return (
+    <div class="qr">
+      <img src={qrUrl(link, 'svg')} width={200} height={200} alt={t('links.qr_alt', { url: link.short_url })} />
+      <div class="form-actions">
+        <a class="button button-small" href={qrUrl(link, 'svg', 1024)} download={`${link.slug}.svg`}>
+          {t('links.qr_download_svg')}
+        </a>
+        <a class="button button-small" href={qrUrl(link, 'png', 1024)} download={`${link.slug}.png`}>
+          {t('links.qr_download_png')}
+        </a>
+      </div>
+    </div>
+  );
+}
+
+/**
+ * A modal `<dialog>` (showModal traps the focus and Escape closes it): open while `open`, and
+ * `onClose` when the browser or a button closes it.
+ */
+export function Modal({ open, onClose, labelledBy, children }: { open: boolean; onClose: () => void; labelledBy: string; children: ComponentChildren }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const element = dialog.current;
+    if (!element) return;
+    if (open && !element.open) element.showModal();
+    if (!open && element.open) element.close();
+  }, [open]);
+  return (
+    <dialog ref={dialog} aria-labelledby={labelledBy} onClose={onClose}>
+      {open ? children : null}
+    </dialog>
+  );
+}
+
+/** Asks before a link is deleted; the action's error stays in the dialog. */
+export function DeleteDialog({ link, busy, error, onCancel, onConfirm }: { link: Link | undefined; busy: boolean; error?: string; onCancel: () => void; onConfirm: () => void }) {
+  const { t } = useI18n();
+  return (
+    <Modal open={link !== undefined} onClose={onCancel} labelledBy="link-delete-title">
+      {link ? (
+        <>
+          <h2 id="link-delete-title">{t('links.delete_title')}</h2>
+          <p>{t('action.confirm_delete', { name: link.short_url })}</p>
+          <p class="muted">{t('links.delete_hint')}</p>
+          {error ? (
+            <p class="notice notice-error" role="alert">
+              {error}
+            </p>
+          ) : null}
+          <div class="form-actions">
+            <button type="button" class="button-danger" onClick={onConfirm} disabled={busy}>
+              {busy ? t('links.deleting') : t('action.delete')}
+            </button>
+            <button type="button" onClick={onCancel} autoFocus>
+              {t('action.cancel')}
+            </button>
+          </div>
+        </>
+      ) : null}
+    </Modal>
+  );
+}
+
+export function QrDialog({ link, onClose }: { link: Link | undefined; onClose: () => void }) {
+  const { t } = useI18n();
+  return (
+    <Modal open={link !== undefined} onClose={onClose} labelledBy="link-qr-title">
+      {link ? (
+        <>
+          <h2 id="link-qr-title">{t('links.qr_title', { slug: link.slug })}</h2>
+          <QrCode link={link} />
+          <div class="form-actions">
+            <button type="button" onClick={onClose}>
+              {t('action.close')}
+            </button>
+          </div>
+        </>
+      ) : null}
+    </Modal>
+  );
+}
