@@ -149,7 +149,7 @@ export function CopyButton({ text, label }: { text: string; label?: string }) {
 export function CursorPager({ hasPrevious, hasNext, onPrevious, onNext, total }: { hasPrevious: boolean; hasNext: boolean; onPrevious: () => void; onNext: () => void; total?: number }) {
   const { t, locale } = useI18n();
   return (
-    <nav class="pager" aria-label="Pagination">
+    <nav class="pager" aria-label={t('table.pagination')}>
       {total !== undefined ? <span class="muted">{t('table.total', { count: new Intl.NumberFormat(locale).format(total) })}</span> : null}
       <button type="button" onClick={onPrevious} disabled={!hasPrevious}>
         {t('action.previous')}
