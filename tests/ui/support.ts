@@ -105,7 +105,7 @@ export interface OpenedPage {
 }
 
 /** A fresh browser profile and page (English, UTC unless told), recording CSP refusals and page errors. */
-export async function openPage(platform: UiPlatform, options: { viewport?: keyof typeof VIEWPORTS; locale?: string; timezoneId?: string; javaScriptEnabled?: boolean } = {}): Promise<OpenedPage> {
+export async function openPage(platform: UiPlatform, options: { viewport?: keyof typeof VIEWPORTS; locale?: string; timezoneId?: string; javaScriptEnabled?: boolean; userAgent?: string } = {}): Promise<OpenedPage> {
   const browserContext = await platform.browser.newContext({
     baseURL: platform.origin,
     viewport: VIEWPORTS[options.viewport ?? 'desktop'],
@@ -113,6 +113,8 @@ export async function openPage(platform: UiPlatform, options: { viewport?: keyof
     timezoneId: options.timezoneId ?? 'UTC',
     javaScriptEnabled: options.javaScriptEnabled ?? true,
     acceptDownloads: true,
+    // Headless Chromium says so in its user agent, and the platform rightly counts it as a bot.
+    ...(options.userAgent ? { userAgent: options.userAgent } : {}),
   });
   await browserContext.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.origin });
   const page = await browserContext.newPage();
