@@ -4,11 +4,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, call } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
-import { useI18n, type UiKey } from '../app/i18n.js';
+import { useI18n } from '../app/i18n.js';
 import { Async, CursorPager, Empty, Field, PageHeader, useLoad } from '../app/ui.js';
-import { Addresses, DEFAULT_PAGE_SIZE, pageSizeOf, SubdomainSelect, urlWith, useQueryKey, UserAgent, useSubdomainNames, type VisitRow } from './visits-parts.js';
-
-const ATTACK_TYPES = new Set(['scanner', 'traversal', 'sqli', 'xss']);
+import { Addresses, attackTypeLabel, DEFAULT_PAGE_SIZE, pageSizeOf, SubdomainSelect, urlWith, useQueryKey, UserAgent, useSubdomainNames, type VisitRow } from './visits-parts.js';
 
 function AttackTable({ attacks }: { attacks: VisitRow[] }) {
   const { t, locale } = useI18n();
@@ -19,9 +17,9 @@ function AttackTable({ attacks }: { attacks: VisitRow[] }) {
         <thead>
           <tr>
             <th scope="col">{t('attacks.col.time')}</th>
-            <th scope="col">{t('attacks.col.subdomain')}</th>
             <th scope="col">{t('attacks.col.type')}</th>
             <th scope="col">{t('attacks.col.path')}</th>
+            <th scope="col">{t('attacks.col.subdomain')}</th>
             <th scope="col">{t('attacks.col.ip')}</th>
             <th scope="col">{t('attacks.col.country')}</th>
             <th scope="col">{t('attacks.col.user_agent')}</th>
@@ -30,10 +28,9 @@ function AttackTable({ attacks }: { attacks: VisitRow[] }) {
         <tbody>
           {attacks.map((attack, index) => (
             <tr key={attack.visit_id ?? `${attack.ts}-${index}`}>
-              <td class="nowrap">{formatDateTime(locale, attack.ts, true)}</td>
-              <td>{attack.subdomain || '—'}</td>
+              <td class="time-cell">{formatDateTime(locale, attack.ts, true)}</td>
               <td>
-                <span class="kind kind-attack">{t(ATTACK_TYPES.has(attack.attack_type ?? '') ? (`attacks.type.${attack.attack_type}` as UiKey) : 'attacks.type.unknown')}</span>
+                <span class="kind kind-attack">{attackTypeLabel(t, attack.attack_type)}</span>
               </td>
               <td class="path">
                 <code>
@@ -41,6 +38,7 @@ function AttackTable({ attacks }: { attacks: VisitRow[] }) {
                   {attack.query ? `?${attack.query}` : ''}
                 </code>
               </td>
+              <td>{attack.subdomain || '—'}</td>
               <td>
                 <Addresses visit={attack} />
               </td>
@@ -106,13 +104,15 @@ export function AttacksPage() {
             ) : (
               <AttackTable attacks={attacks} />
             )}
-            <CursorPager
-              hasPrevious={cursors.length > 0}
-              hasNext={Boolean(meta.next_cursor)}
-              onPrevious={() => setCursors((stack) => stack.slice(0, -1))}
-              onNext={() => meta.next_cursor && setCursors((stack) => [...stack, meta.next_cursor!])}
-              total={meta.total}
-            />
+            {attacks.length > 0 || cursors.length > 0 ? (
+              <CursorPager
+                hasPrevious={cursors.length > 0}
+                hasNext={Boolean(meta.next_cursor)}
+                onPrevious={() => setCursors((stack) => stack.slice(0, -1))}
+                onNext={() => meta.next_cursor && setCursors((stack) => [...stack, meta.next_cursor!])}
+                total={meta.total}
+              />
+            ) : null}
           </>
         )}
       </Async>

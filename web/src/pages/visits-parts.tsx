@@ -3,7 +3,7 @@
 // Everything a visitor sent (user agent, referrer, path) is rendered as text.
 import { useLocation } from 'preact-iso';
 import { api, load, type Schemas } from '../api/client.js';
-import { useI18n } from '../app/i18n.js';
+import { useI18n, type Translate, type UiKey } from '../app/i18n.js';
 import { useLoad } from '../app/ui.js';
 import './visits.css';
 
@@ -93,4 +93,11 @@ export function Addresses({ visit }: { visit: VisitRow }) {
       {visit.ip_lan ? <span class="mono muted cell-line">{t('visits.lan_ip', { ip: visit.ip_lan })}</span> : null}
     </>
   );
+}
+
+const ATTACK_TYPES = new Set(['scanner', 'traversal', 'sqli', 'xss']);
+
+/** The kind of an attack attempt in the viewer's words (a kind this page does not know yet: "Other"). */
+export function attackTypeLabel(t: Translate, type: string | undefined): string {
+  return t(ATTACK_TYPES.has(type ?? '') ? (`attacks.type.${type}` as UiKey) : 'attacks.type.unknown');
 }

@@ -9,6 +9,7 @@ import { useI18n, type UiKey } from '../app/i18n.js';
 import { CursorPager, Empty, ErrorState, Field, fieldError, Loading, PageHeader, useLoad } from '../app/ui.js';
 import {
   Addresses,
+  attackTypeLabel,
   DEFAULT_PAGE_SIZE,
   isoOfLocalInput,
   localInputOf,
@@ -134,7 +135,14 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
       limit: pageSizeOf(draft.limit),
     });
   };
-  const errorOf = (field: string) => fieldError(error, field);
+  // The API's rules name its parameters; the fields say them in the viewer's words.
+  const errorOf = (field: 'country' | 'since' | 'until') => {
+    const rule = fieldError(error, field);
+    if (!rule) return undefined;
+    if (field === 'country') return t('visits.filter.country_invalid');
+    if (field === 'since' && /before/.test(rule)) return t('visits.filter.since_invalid');
+    return rule;
+  };
   return (
     <form class="filters visit-filters" aria-label={t('visits.filters')} onSubmit={submit}>
       <Field id="visits-subdomain" label={t('visits.filter.subdomain')}>
@@ -179,12 +187,6 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
           aria-describedby={errorOf('country') ? 'visits-country-hint visits-country-error' : 'visits-country-hint'}
         />
       </Field>
-      <Field id="visits-since" label={t('visits.filter.since')} error={errorOf('since')}>
-        <input id="visits-since" type="datetime-local" value={draft.since} onInput={set('since')} aria-invalid={errorOf('since') ? true : undefined} aria-describedby={errorOf('since') ? 'visits-since-error' : undefined} />
-      </Field>
-      <Field id="visits-until" label={t('visits.filter.until')} error={errorOf('until')}>
-        <input id="visits-until" type="datetime-local" value={draft.until} onInput={set('until')} aria-invalid={errorOf('until') ? true : undefined} aria-describedby={errorOf('until') ? 'visits-until-error' : undefined} />
-      </Field>
       <Field id="visits-limit" label={t('visits.filter.limit')}>
         <select id="visits-limit" value={draft.limit} onChange={set('limit')}>
           {sizes.map((size) => (
@@ -193,6 +195,12 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
             </option>
           ))}
         </select>
+      </Field>
+      <Field id="visits-since" label={t('visits.filter.since')} error={errorOf('since')}>
+        <input id="visits-since" type="datetime-local" value={draft.since} onInput={set('since')} aria-invalid={errorOf('since') ? true : undefined} aria-describedby={errorOf('since') ? 'visits-since-error' : undefined} />
+      </Field>
+      <Field id="visits-until" label={t('visits.filter.until')} error={errorOf('until')}>
+        <input id="visits-until" type="datetime-local" value={draft.until} onInput={set('until')} aria-invalid={errorOf('until') ? true : undefined} aria-describedby={errorOf('until') ? 'visits-until-error' : undefined} />
       </Field>
       <div class="form-actions">
         <button type="submit" class="button-primary">
@@ -234,7 +242,7 @@ function VisitTable({ visits, fresh }: { visits: VisitRow[]; fresh: Set<string> 
             const place = [visit.country, visit.region, visit.city].filter(Boolean).join(' · ');
             return (
               <tr key={visit.visit_id ?? `${visit.ts}-${index}`} class={isFresh ? 'visit-fresh' : undefined} data-visit-id={visit.visit_id}>
-                <td class="nowrap">
+                <td class="time-cell">
                   {formatDateTime(locale, visit.ts, true)}
                   {isFresh ? <span class="fresh-badge">{t('visits.new_badge')}</span> : null}
                 </td>
@@ -252,7 +260,7 @@ function VisitTable({ visits, fresh }: { visits: VisitRow[]; fresh: Set<string> 
                 </td>
                 <td>
                   <span class={`kind kind-${visit.kind}`}>{t(`visits.kind.${visit.kind}` as UiKey)}</span>
-                  {visit.attack_type ? <span class="cell-line muted">{visit.attack_type}</span> : null}
+                  {visit.kind === 'attack' ? <span class="cell-line muted">{attackTypeLabel(t, visit.attack_type)}</span> : null}
                 </td>
                 <td>{visit.is_bot === undefined ? '—' : visit.is_bot ? (visit.bot_name ? t('visits.bot_named', { name: visit.bot_name }) : t('visits.bot_yes')) : t('visits.bot_no')}</td>
                 <td>{place || '—'}</td>
@@ -396,6 +404,7 @@ export function VisitsPage() {
       {loaded.state === 'error' ? validation ? <ErrorState error={loaded.error} /> : <ErrorState error={loaded.error} retry={loaded.reload} /> : null}
       {loaded.state === 'ready' ? (
         <>
+          {loaded.data.asked !== asked ? <Loading /> : null}
           {shown.length === 0 ? (
             <Empty>
               <p>{filtered ? t('visits.empty_filtered') : t('visits.empty')}</p>
@@ -403,13 +412,15 @@ export function VisitsPage() {
           ) : (
             <VisitTable visits={shown} fresh={fresh} />
           )}
-          <CursorPager
-            hasPrevious={cursors.length > 0}
-            hasNext={Boolean(loaded.data.meta.next_cursor)}
-            onPrevious={() => setCursors((stack) => stack.slice(0, -1))}
-            onNext={() => loaded.data.meta.next_cursor && setCursors((stack) => [...stack, loaded.data.meta.next_cursor!])}
-            total={loaded.data.meta.total === undefined ? undefined : loaded.data.meta.total + arrived.length}
-          />
+          {shown.length > 0 || cursors.length > 0 ? (
+            <CursorPager
+              hasPrevious={cursors.length > 0}
+              hasNext={Boolean(loaded.data.meta.next_cursor)}
+              onPrevious={() => setCursors((stack) => stack.slice(0, -1))}
+              onNext={() => loaded.data.meta.next_cursor && setCursors((stack) => [...stack, loaded.data.meta.next_cursor!])}
+              total={loaded.data.meta.total === undefined ? undefined : loaded.data.meta.total + arrived.length}
+            />
+          ) : null}
         </>
       ) : null}
     </>
