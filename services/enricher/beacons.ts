@@ -1,11 +1,10 @@
-import { LRUCache } from 'lru-cache';
 import { deduplicatedBy, toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { Context } from '../../shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '../../shared/tracker/beacon.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { subdomainsRepository } from '../api/subdomains/subdomains.repository.js';
+import type { SubdomainOwners } from './owners.js';
 import { deadLetter, decodeMessage, type DeadLetter, type Decoded } from './decode.js';
 import { batchToken } from './visit-writer.js';
 
@@ -111,15 +110,9 @@ export async function startBeaconConsumer(
   context: Context,
   store: ReturnType<typeof beaconStore>,
   enrichVisits: (visits: RawVisit[]) => Promise<void>,
+  { ownerOf }: SubdomainOwners,
 ): Promise<Consumer> {
-  const { visitLog, metrics, db } = context;
-  const subdomains = subdomainsRepository(db.db);
-  const owners = new LRUCache<string, { owner: string | null }>({ max: 50_000, ttl: 60_000 });
-  const ownerOf = async (subdomain: string) => {
-    let held = owners.get(subdomain);
-    if (!held) owners.set(subdomain, (held = { owner: (await subdomains.find(subdomain))?.owner_id ?? null }));
-    return held.owner;
-  };
+  const { visitLog, metrics } = context;
 
   return visitLog.consume({
     groupId: BEACON_GROUP,

@@ -12,6 +12,7 @@ import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
 import { burstDetector } from './bursts.js';
 import { orderedStages } from './stages.js';
+import { subdomainOwners } from './owners.js';
 
 /** The burst part of a security.suspicious event: the visitor's visits within the window. */
 type BurstEvent = { visits: number; window_sec: number };
@@ -142,6 +143,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const limits = await limitWatcher(context);
   const beacons = beaconStore(analytics);
   const bursts = burstDetector(context.config.burst);
+  const owners = subdomainOwners(context);
 
   /** Enriches visits (and remembers their uniques, see deriveAll). */
   const prepare = (visits: RawVisit[]) => deriveAll(visits, geo, salts, uniques, bursts);
@@ -173,7 +175,8 @@ export async function startEnricher(context: Context): Promise<Consumer> {
           if (outcome.kind === 'ok') visits.push(outcome.visit);
           else dead.push(outcome);
         }
-        return { ...(await prepare(visits)), dead };
+        // Attack probes reach the edge on a subdomain but no link: their owner is found here, off the redirect path.
+        return { ...(await prepare(await owners.withOwners(visits))), dead };
       },
       store,
       async finish({ visits, enrichments, times, burstsStarted, people, dead }) {
@@ -192,7 +195,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   });
   // Beacon-started visits are never people's visits of a link: they remember no uniques, and a
   // failure has nothing to forget (forgetting would drop the visits batches' remembered uniques).
-  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => store(await prepare(visits)));
+  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => store(await prepare(visits)), owners);
   return {
     async stop() {
       await Promise.all([consumer.stop(), beaconConsumer.stop()]);

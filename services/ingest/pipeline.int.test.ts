@@ -110,3 +110,21 @@ describe('redirects → visit log → enricher → ClickHouse', () => {
     expect(final).toEqual({ total: 400, distinct: 400 });
   });
 });
+
+describe('attack probes on a short host', () => {
+  it("reach the subdomain owner's visit list: GET /.env on the short host is listed by GET /api/v1/visits?kind=attack", { timeout: 120_000 }, async () => {
+    enricher ??= await startEnricher(context);
+    const probe = await ingest.inject({ method: 'GET', url: '/.env', headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'probe/1.0' } });
+    expect(probe.statusCode).toBe(404);
+    const listed = await waitFor(async () => {
+      const response = await app.inject({ method: 'GET', url: `/api/v1/visits?kind=attack&subdomain=${subdomain}`, headers: owner.auth });
+      expect(response.statusCode).toBe(200);
+      return (response.json().data.visits as Record<string, unknown>[]).find((visit) => visit.slug === '/.env');
+    }, DEADLINE_MS, { message: 'the probe in the owner\'s list', intervalMs: 100 });
+    expect(listed).toMatchObject({ kind: 'attack', is_attack: true, subdomain, link_id: '', user_agent: 'probe/1.0' });
+    expect(listed.attack_type).not.toBe('');
+    // Without naming the subdomain too: the owner's own list holds it.
+    const all = await app.inject({ method: 'GET', url: '/api/v1/visits?kind=attack', headers: owner.auth });
+    expect(all.json().data.visits.map((visit: { visit_id: string }) => visit.visit_id)).toContain(listed.visit_id);
+  });
+});

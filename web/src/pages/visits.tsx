@@ -1,7 +1,428 @@
-import { useI18n } from '../app/i18n.js';
-import { PageHeader } from '../app/ui.js';
+// Visits: the owner's visit list (GET /api/v1/visits) with its filters kept in the URL query (so
+// reload and back keep them), cursor paging, and live updates on the first page: while the tab is
+// visible, a poll every 1.5 s asks for the visits since a little before the newest shown and
+// prepends the ones not shown yet (by visit id), highlighted and announced.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { api, ApiError, call, load } from '../api/client.js';
+import { formatDateTime, formatNumber } from '../app/format.js';
+import { useI18n, type UiKey } from '../app/i18n.js';
+import { CursorPager, Empty, ErrorState, Field, fieldError, Loading, PageHeader, useLoad } from '../app/ui.js';
+import {
+  Addresses,
+  attackTypeLabel,
+  DEFAULT_PAGE_SIZE,
+  isoOfLocalInput,
+  localInputOf,
+  PAGE_SIZES,
+  pageSizeOf,
+  SubdomainSelect,
+  urlWith,
+  useQueryKey,
+  UserAgent,
+  useSubdomainNames,
+  VISIT_KINDS,
+  type VisitRow,
+} from './visits-parts.js';
+
+type Kind = (typeof VISIT_KINDS)[number];
+
+/** The list's filters as the URL query holds them (validated loosely: the API has the last word). */
+interface Filters {
+  subdomain?: string;
+  link_id?: string;
+  country?: string;
+  is_bot?: 'true' | 'false';
+  kind?: Kind;
+  since?: string;
+  until?: string;
+  limit: number;
+}
+
+function filtersOf(query: Record<string, string>): Filters {
+  const text = (value: string | undefined) => (value ? value : undefined);
+  return {
+    subdomain: text(query.subdomain),
+    link_id: text(query.link_id),
+    country: text(query.country),
+    is_bot: query.is_bot === 'true' || query.is_bot === 'false' ? query.is_bot : undefined,
+    kind: (VISIT_KINDS as readonly string[]).includes(query.kind ?? '') ? (query.kind as Kind) : undefined,
+    since: text(query.since),
+    until: text(query.until),
+    limit: pageSizeOf(query.limit),
+  };
+}
+
+const POLL_MS = 1_500;
+/**
+ * How far before the newest visit shown a poll looks: visits are stored in batches, not strictly in
+ * the order of their time, so one made just before the newest can arrive after it. The overlap is
+ * told apart by visit id.
+ */
+const LOOKBACK_MS = 15_000;
+/** Pages a poll reads at most (200 visits each) before it waits for the next round. */
+const POLL_PAGES = 3;
+const HIGHLIGHT_MS = 4_000;
+
+type ListQuery = Omit<Filters, 'limit'> & { limit: number; cursor?: string };
+
+async function listVisits(query: ListQuery, signal: AbortSignal) {
+  const { data, meta } = await call(api.GET('/api/v1/visits', { params: { query }, signal }));
+  return { visits: data.visits as VisitRow[], meta: meta as { total?: number; next_cursor?: string | null }, asked: '' };
+}
+
+/** The visits matching the filters since `since` that are not in `known`, newest first. */
+async function newVisits(filters: Omit<Filters, 'limit'>, since: string | undefined, known: Set<string>, signal: AbortSignal): Promise<VisitRow[]> {
+  const found: VisitRow[] = [];
+  let cursor: string | undefined;
+  for (let round = 0; round < POLL_PAGES; round++) {
+    const { visits, meta } = await listVisits({ ...filters, since, limit: 200, cursor }, signal);
+    for (const visit of visits) if (visit.visit_id && !known.has(visit.visit_id)) found.push(visit);
+    if (!meta.next_cursor) break;
+    cursor = meta.next_cursor;
+  }
+  return found;
+}
+
+const byTimeDescending = (a: VisitRow, b: VisitRow) => Date.parse(b.ts) - Date.parse(a.ts);
+
+function FilterForm({ filters, error, onApply }: { filters: Filters; error: unknown; onApply: (filters: Filters) => void }) {
+  const { t } = useI18n();
+  const names = useSubdomainNames();
+  const [draft, setDraft] = useState({
+    subdomain: filters.subdomain ?? '',
+    link_id: filters.link_id ?? '',
+    country: filters.country ?? '',
+    is_bot: filters.is_bot ?? '',
+    kind: filters.kind ?? '',
+    since: localInputOf(filters.since),
+    until: localInputOf(filters.until),
+    limit: String(filters.limit),
+  });
+  // Back and forward change the URL under the form: it shows what is applied.
+  useEffect(() => {
+    setDraft({
+      subdomain: filters.subdomain ?? '',
+      link_id: filters.link_id ?? '',
+      country: filters.country ?? '',
+      is_bot: filters.is_bot ?? '',
+      kind: filters.kind ?? '',
+      since: localInputOf(filters.since),
+      until: localInputOf(filters.until),
+      limit: String(filters.limit),
+    });
+  }, [JSON.stringify(filters)]);
+  const links = useLoad(
+    async (signal) => (draft.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: draft.subdomain, limit: 200 } }, signal }))).links : []),
+    [draft.subdomain],
+  );
+  const linkOptions = links.state === 'ready' ? links.data.flatMap((link) => ('id' in link ? [{ id: link.id, slug: link.slug }] : [])) : [];
+  if (draft.link_id && !linkOptions.some((link) => link.id === draft.link_id)) linkOptions.unshift({ id: draft.link_id, slug: draft.link_id });
+  const set = (name: keyof typeof draft) => (event: Event) => {
+    const value = (event.currentTarget as HTMLInputElement | HTMLSelectElement).value;
+    setDraft((previous) => ({ ...previous, [name]: value, ...(name === 'subdomain' ? { link_id: '' } : {}) }));
+  };
+  const sizes = PAGE_SIZES.includes(Number(draft.limit)) ? PAGE_SIZES : [...PAGE_SIZES, Number(draft.limit)].sort((a, b) => a - b);
+  const submit = (event: Event) => {
+    event.preventDefault();
+    onApply({
+      subdomain: draft.subdomain || undefined,
+      link_id: draft.link_id || undefined,
+      country: draft.country.trim() || undefined,
+      is_bot: draft.is_bot === 'true' || draft.is_bot === 'false' ? draft.is_bot : undefined,
+      kind: (draft.kind || undefined) as Kind | undefined,
+      since: isoOfLocalInput(draft.since),
+      until: isoOfLocalInput(draft.until),
+      limit: pageSizeOf(draft.limit),
+    });
+  };
+  // The API's rules name its parameters; the fields say them in the viewer's words.
+  const errorOf = (field: 'country' | 'since' | 'until') => {
+    const rule = fieldError(error, field);
+    if (!rule) return undefined;
+    if (field === 'country') return t('visits.filter.country_invalid');
+    if (field === 'since' && /before/.test(rule)) return t('visits.filter.since_invalid');
+    return rule;
+  };
+  return (
+    <form class="filters visit-filters" aria-label={t('visits.filters')} onSubmit={submit}>
+      <Field id="visits-subdomain" label={t('visits.filter.subdomain')}>
+        <SubdomainSelect id="visits-subdomain" value={draft.subdomain} names={names} onChange={(value) => setDraft((previous) => ({ ...previous, subdomain: value, link_id: '' }))} />
+      </Field>
+      <Field id="visits-link" label={t('visits.filter.link')} hint={draft.subdomain ? undefined : t('visits.filter.link_hint')}>
+        <select id="visits-link" value={draft.link_id} onChange={set('link_id')} disabled={!draft.subdomain && !draft.link_id} aria-describedby={draft.subdomain ? undefined : 'visits-link-hint'}>
+          <option value="">{t('visits.filter.any_link')}</option>
+          {linkOptions.map((link) => (
+            <option key={link.id} value={link.id}>
+              {link.slug}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field id="visits-kind" label={t('visits.filter.kind')}>
+        <select id="visits-kind" value={draft.kind} onChange={set('kind')}>
+          <option value="">{t('visits.filter.kind_any')}</option>
+          {VISIT_KINDS.map((kind) => (
+            <option key={kind} value={kind}>
+              {t(`visits.kind.${kind}` as UiKey)}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field id="visits-bot" label={t('visits.filter.bot')}>
+        <select id="visits-bot" value={draft.is_bot} onChange={set('is_bot')}>
+          <option value="">{t('visits.filter.bot_any')}</option>
+          <option value="true">{t('visits.filter.bot_only')}</option>
+          <option value="false">{t('visits.filter.bot_none')}</option>
+        </select>
+      </Field>
+      <Field id="visits-country" label={t('visits.filter.country')} hint={t('visits.filter.country_hint')} error={errorOf('country')}>
+        <input
+          id="visits-country"
+          class="country-input"
+          value={draft.country}
+          onInput={set('country')}
+          maxLength={2}
+          autocomplete="off"
+          aria-invalid={errorOf('country') ? true : undefined}
+          aria-describedby={errorOf('country') ? 'visits-country-hint visits-country-error' : 'visits-country-hint'}
+        />
+      </Field>
+      <Field id="visits-limit" label={t('visits.filter.limit')}>
+        <select id="visits-limit" value={draft.limit} onChange={set('limit')}>
+          {sizes.map((size) => (
+            <option key={size} value={String(size)}>
+              {size}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field id="visits-since" label={t('visits.filter.since')} error={errorOf('since')}>
+        <input id="visits-since" type="datetime-local" value={draft.since} onInput={set('since')} aria-invalid={errorOf('since') ? true : undefined} aria-describedby={errorOf('since') ? 'visits-since-error' : undefined} />
+      </Field>
+      <Field id="visits-until" label={t('visits.filter.until')} error={errorOf('until')}>
+        <input id="visits-until" type="datetime-local" value={draft.until} onInput={set('until')} aria-invalid={errorOf('until') ? true : undefined} aria-describedby={errorOf('until') ? 'visits-until-error' : undefined} />
+      </Field>
+      <div class="form-actions">
+        <button type="submit" class="button-primary">
+          {t('visits.filter.apply')}
+        </button>
+        <a class="button" href="/visits">
+          {t('visits.filter.reset')}
+        </a>
+      </div>
+    </form>
+  );
+}
+
+function VisitTable({ visits, fresh }: { visits: VisitRow[]; fresh: Set<string> }) {
+  const { t, locale } = useI18n();
+  return (
+    <div class="table-wrap">
+      <table class="visits-table">
+        <caption class="visually-hidden">{t('visits.table')}</caption>
+        <thead>
+          <tr>
+            <th scope="col">{t('visits.col.time')}</th>
+            <th scope="col">{t('visits.col.where')}</th>
+            <th scope="col">{t('visits.col.kind')}</th>
+            <th scope="col">{t('visits.col.bot')}</th>
+            <th scope="col">{t('visits.col.location')}</th>
+            <th scope="col">{t('visits.col.client')}</th>
+            <th scope="col">{t('visits.col.referrer')}</th>
+            <th scope="col">{t('visits.col.ip')}</th>
+            <th scope="col">{t('visits.col.user_agent')}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {visits.map((visit, index) => {
+            const isFresh = visit.visit_id !== undefined && fresh.has(visit.visit_id);
+            const client = [[visit.browser, visit.browser_version], [visit.os, visit.os_version], [visit.device_type]]
+              .map((parts) => parts.filter(Boolean).join(' '))
+              .filter(Boolean);
+            const place = [visit.country, visit.region, visit.city].filter(Boolean).join(' · ');
+            return (
+              <tr key={visit.visit_id ?? `${visit.ts}-${index}`} class={isFresh ? 'visit-fresh' : undefined} data-visit-id={visit.visit_id}>
+                <td class="time-cell">
+                  {formatDateTime(locale, visit.ts, true)}
+                  {isFresh ? <span class="fresh-badge">{t('visits.new_badge')}</span> : null}
+                </td>
+                <td class="wrap">
+                  <span class="cell-line">{visit.subdomain ?? '—'}</span>
+                  {visit.slug ? (
+                    visit.link_id ? (
+                      <a class="cell-line" href={`/links/${encodeURIComponent(visit.link_id)}`}>
+                        /{visit.slug}
+                      </a>
+                    ) : (
+                      <code class="cell-line">{visit.slug}</code>
+                    )
+                  ) : null}
+                </td>
+                <td>
+                  <span class={`kind kind-${visit.kind}`}>{t(`visits.kind.${visit.kind}` as UiKey)}</span>
+                  {visit.kind === 'attack' ? <span class="cell-line muted">{attackTypeLabel(t, visit.attack_type)}</span> : null}
+                </td>
+                <td>{visit.is_bot === undefined ? '—' : visit.is_bot ? (visit.bot_name ? t('visits.bot_named', { name: visit.bot_name }) : t('visits.bot_yes')) : t('visits.bot_no')}</td>
+                <td>{place || '—'}</td>
+                <td>
+                  {client.length > 0
+                    ? client.map((part) => (
+                        <span key={part} class="cell-line">
+                          {part}
+                        </span>
+                      ))
+                    : '—'}
+                </td>
+                <td class="wrap referrer">{visit.referrer ? <span>{visit.referrer}</span> : <span class="muted">{t('visits.none')}</span>}</td>
+                <td>
+                  <Addresses visit={visit} />
+                </td>
+                <td class="wrap">
+                  <UserAgent value={visit.user_agent} />
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
 
 export function VisitsPage() {
-  const { t } = useI18n();
-  return <PageHeader title={t('visits.title')} />;
+  const { t, locale } = useI18n();
+  const { query, key, route } = useQueryKey();
+  const filters = useMemo(() => filtersOf(query), [key]);
+  const { limit, ...listFilters } = filters;
+  /** The cursors of the pages walked to (the first page has none): Previous pops one. */
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  useEffect(() => setCursors([]), [key]);
+  const asked = `${key}|${cursor ?? ''}`;
+  // A page keeps showing while the next loads: `asked` tells whether the rows are the ones asked for now.
+  const loaded = useLoad(async (signal) => ({ ...(await listVisits({ ...listFilters, limit, cursor }, signal)), asked }), [key, cursor]);
+
+  /** Visits the live poll found, newest first (reset with each load), and the ones still highlighted. */
+  const [arrived, setArrived] = useState<VisitRow[]>([]);
+  const [fresh, setFresh] = useState<Set<string>>(new Set());
+  const [announcement, setAnnouncement] = useState('');
+  const [paused, setPaused] = useState(false);
+  const [liveError, setLiveError] = useState<string>();
+  useEffect(() => {
+    setArrived([]);
+    setFresh(new Set());
+    setAnnouncement('');
+  }, [loaded.state === 'ready' ? loaded.data : loaded.state]);
+
+  const shown = useMemo(() => (loaded.state === 'ready' ? [...arrived, ...loaded.data.visits] : []), [arrived, loaded]);
+  const shownRef = useRef(shown);
+  shownRef.current = shown;
+  const loadedRef = useRef(loaded.state === 'ready' ? loaded.data : undefined);
+  loadedRef.current = loaded.state === 'ready' ? loaded.data : undefined;
+
+  // Live on the first page of an open-ended list of the owner's own visits (public lists carry no visit ids).
+  const liveable = loaded.state === 'ready' && loaded.data.asked === asked && cursor === undefined && !filters.until && loaded.data.visits.every((visit) => visit.visit_id !== undefined);
+  const live = liveable && !paused;
+  useEffect(() => {
+    if (!live) return;
+    let stopped = false;
+    let running = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const controller = new AbortController();
+    const round = async () => {
+      // A hidden tab ends the loop here; becoming visible starts it again.
+      if (stopped || running || document.visibilityState !== 'visible') return;
+      running = true;
+      try {
+        const rows = shownRef.current;
+        const newest = rows.reduce((max, visit) => Math.max(max, Date.parse(visit.ts)), -Infinity);
+        const floor = filters.since ? Date.parse(filters.since) : -Infinity;
+        const since = Number.isFinite(newest) ? new Date(Math.max(newest - LOOKBACK_MS, floor)).toISOString() : filters.since;
+        const known = new Set(rows.map((visit) => visit.visit_id!));
+        // With later pages, the look-back also reaches visits that belong on them (older than the
+        // oldest shown): those are not new.
+        const oldest = rows.reduce((min, visit) => Math.min(min, Date.parse(visit.ts)), Infinity);
+        const hasLater = Boolean(loadedRef.current?.meta.next_cursor);
+        const found = (await newVisits(listFilters, since, known, controller.signal)).filter((visit) => !hasLater || Date.parse(visit.ts) > oldest);
+        if (stopped) return;
+        setLiveError(undefined);
+        if (found.length > 0) {
+          const ids = found.map((visit) => visit.visit_id!);
+          setArrived((previous) => [...found, ...previous].sort(byTimeDescending));
+          setFresh((previous) => new Set([...previous, ...ids]));
+          setAnnouncement(found.length === 1 ? t('visits.live.new_one') : t('visits.live.new_many', { count: formatNumber(locale, found.length) }));
+          setTimeout(() => {
+            setFresh((previous) => new Set([...previous].filter((id) => !ids.includes(id))));
+          }, HIGHLIGHT_MS);
+        }
+      } catch (error) {
+        if (!stopped && !(error instanceof DOMException && error.name === 'AbortError')) setLiveError(error instanceof Error ? error.message : String(error));
+      } finally {
+        running = false;
+        if (!stopped) timer = setTimeout(round, POLL_MS);
+      }
+    };
+    // Hidden tabs do not poll; coming back asks at once.
+    const onVisibility = () => {
+      if (document.visibilityState !== 'visible') return;
+      clearTimeout(timer);
+      void round();
+    };
+    timer = setTimeout(round, POLL_MS);
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      controller.abort();
+      document.removeEventListener('visibilitychange', onVisibility);
+    };
+  }, [live, key, loaded.state === 'ready' ? loaded.data : null]);
+
+  const apply = (next: Filters) => {
+    route(urlWith('/visits', { ...next, limit: next.limit === DEFAULT_PAGE_SIZE ? undefined : String(next.limit) }));
+  };
+  const error = loaded.state === 'error' ? loaded.error : undefined;
+  const validation = error instanceof ApiError && error.code === 'validation_error';
+  const filtered = Object.values(listFilters).some((value) => value !== undefined);
+
+  return (
+    <>
+      <PageHeader title={t('visits.title')}>
+        {liveable ? (
+          <button type="button" aria-pressed={paused} onClick={() => setPaused((value) => !value)}>
+            {paused ? t('visits.live.resume') : t('visits.live.pause')}
+          </button>
+        ) : null}
+      </PageHeader>
+      <FilterForm filters={filters} error={error} onApply={apply} />
+      <p class="live-state muted">{liveable ? (paused ? t('visits.live.paused') : t('visits.live.on')) : t('visits.live.off_page')}</p>
+      <p class="live-announcement" role="status" aria-live="polite">
+        {announcement}
+      </p>
+      {liveError ? <p class="notice notice-error">{t('visits.live.failed', { message: liveError })}</p> : null}
+      {loaded.state === 'loading' ? <Loading /> : null}
+      {loaded.state === 'error' ? validation ? <ErrorState error={loaded.error} /> : <ErrorState error={loaded.error} retry={loaded.reload} /> : null}
+      {loaded.state === 'ready' ? (
+        <>
+          {loaded.data.asked !== asked ? <Loading /> : null}
+          {shown.length === 0 ? (
+            <Empty>
+              <p>{filtered ? t('visits.empty_filtered') : t('visits.empty')}</p>
+            </Empty>
+          ) : (
+            <VisitTable visits={shown} fresh={fresh} />
+          )}
+          {shown.length > 0 || cursors.length > 0 ? (
+            <CursorPager
+              hasPrevious={cursors.length > 0}
+              hasNext={Boolean(loaded.data.meta.next_cursor)}
+              onPrevious={() => setCursors((stack) => stack.slice(0, -1))}
+              onNext={() => loaded.data.meta.next_cursor && setCursors((stack) => [...stack, loaded.data.meta.next_cursor!])}
+              total={loaded.data.meta.total === undefined ? undefined : loaded.data.meta.total + arrived.length}
+            />
+          ) : null}
+        </>
+      ) : null}
+    </>
+  );
 }
