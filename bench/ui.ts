@@ -56,7 +56,7 @@ await runBench(
   async (context) => {
     const { app } = await buildApp(context);
     await app.listen({ host: '127.0.0.1', port });
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--host-resolver-rules=MAP *.localhost 127.0.0.1'] });
     try {
       const owner = await createOwner(context, app, 'staff');
       const subdomain = await claimSubdomain(app, owner, { stats_public: true, stats_show_geo: true, stats_show_ua: true, stats_show_referrer: true, stats_show_links: true, stats_show_visits_list: true });

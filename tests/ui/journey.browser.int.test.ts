@@ -3,18 +3,23 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse } from 'csv-parse/sync';
-import type { Request, Response } from 'playwright-core';
+import { chromium, type Browser, type Request, type Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../shared/testing/wait.js';
-import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
+import { CHROMIUM, newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The issue's end-to-end flow, as one person does it in one browser: sign in, claim a subdomain,
 // create a link, follow it, see the visit in the dashboard, open the statistics to the public with
 // geolocation hidden and check that no country reaches the public page in any form, create a token,
 // create a webhook and send a test to a local receiver, export CSV and compare it with the API.
+// The link's target is another site, `landing.test`: a local server, which the visitor's browser
+// reaches through its host resolver rules (the platform rightly refuses loopback targets by address).
 let platform: UiPlatform;
+let receiver: Server;
+let receiverOrigin: string;
 let landing: Server;
-let landingOrigin: string;
+let target: string;
+let visitorBrowser: Browser;
 const hooks: { path: string; body: string }[] = [];
 
 /** A desktop browser's user agent: headless Chromium's own says "HeadlessChrome" and counts as a bot. */
@@ -24,27 +29,32 @@ const UK_ADDRESS = '81.2.69.142';
 const COUNTRY_TRACES = ['United Kingdom', 'Bracknell', '>GB<', '"GB"', 'Countries', 'Cities'];
 
 beforeAll(async () => {
-  // The link's target and the webhook's receiver: one local server.
-  landing = createServer((request, response) => {
+  // The webhook's receiver.
+  receiver = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      if (request.method === 'POST') {
-        hooks.push({ path: request.url ?? '', body: Buffer.concat(chunks).toString() });
-        response.writeHead(200, { 'content-type': 'text/plain' }).end('received');
-      } else {
-        response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html lang="en"><title>Landing</title><h1>Welcome to the landing page</h1></html>');
-      }
+      hooks.push({ path: request.url ?? '', body: Buffer.concat(chunks).toString() });
+      response.writeHead(200, { 'content-type': 'text/plain' }).end('received');
     });
+  });
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  receiverOrigin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  landing = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html lang="en"><title>Landing</title><h1>Welcome to the landing page</h1></html>');
   });
   landing.listen(0, '127.0.0.1');
   await once(landing, 'listening');
-  landingOrigin = `http://127.0.0.1:${(landing.address() as AddressInfo).port}`;
+  target = `http://landing.test:${(landing.address() as AddressInfo).port}/welcome`;
   platform = await startUiPlatform({ WEBHOOK_ALLOWLIST: '127.0.0.1', TRUST_PROXY: '127.0.0.1/32' });
+  visitorBrowser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--host-resolver-rules=MAP *.localhost 127.0.0.1, MAP landing.test 127.0.0.1'] });
 }, 120_000);
 
 afterAll(async () => {
   await platform?.stop();
+  await visitorBrowser?.close();
+  receiver?.close();
   landing?.close();
 });
 
@@ -64,20 +74,23 @@ describe('a new owner, end to end in the browser', () => {
     // Create a link to the landing page.
     await page.getByRole('navigation', { name: 'Main navigation' }).getByRole('link', { name: 'Links' }).click();
     await page.getByRole('button', { name: 'New link' }).click();
-    await page.getByLabel('Target URL').fill(`${landingOrigin}/welcome`);
+    await page.getByLabel('Target URL').fill(target);
     await page.getByLabel('Title', { exact: true }).fill('Journey link');
     await page.getByRole('button', { name: 'Create link' }).click();
     const row = page.getByRole('row').filter({ hasText: 'Journey link' });
-    await row.waitFor();
-    const shortUrl = (await row.getByRole('link').first().textContent())!.trim();
+    await row.waitFor({ timeout: 5000 }).catch(async (error) => {
+      await screenshot(page, 'journey-failure');
+      throw error;
+    });
+    const shortUrl = (await row.getByRole('link').first().getAttribute('href'))!;
     expect(shortUrl).toMatch(new RegExp(`^http://${subdomain}\\.localhost:${platform.port}/[a-z0-9]{7}$`));
     const slug = shortUrl.split('/').pop()!;
 
     // Follow the short URL in the browser, as a visitor from the United Kingdom behind the trusted proxy.
-    const visitor = await platform.browser.newContext({ userAgent: DESKTOP_UA, extraHTTPHeaders: { 'X-Forwarded-For': UK_ADDRESS } });
+    const visitor = await visitorBrowser.newContext({ userAgent: DESKTOP_UA, extraHTTPHeaders: { 'X-Forwarded-For': UK_ADDRESS } });
     const visitorPage = await visitor.newPage();
     await visitorPage.goto(shortUrl);
-    expect(visitorPage.url()).toBe(`${landingOrigin}/welcome`);
+    expect(visitorPage.url()).toBe(target);
     await visitorPage.getByRole('heading', { name: 'Welcome to the landing page' }).waitFor();
     await visitor.close();
 
@@ -128,6 +141,7 @@ describe('a new owner, end to end in the browser', () => {
     // A token: shown once, gone after a reload.
     await page.goto('/tokens');
     await page.getByLabel('Name').fill('journey');
+    await page.getByRole('checkbox', { name: /^stats:read/ }).check();
     await page.getByRole('button', { name: 'Create token' }).click();
     const secret = (await page.locator('.secret code').first().textContent())!.trim();
     expect(secret).toMatch(/^svc_u_[0-9a-f]{12}_/);
@@ -140,11 +154,11 @@ describe('a new owner, end to end in the browser', () => {
 
     // A webhook to the local receiver: test it, and the delivery is in the log.
     await page.goto('/webhooks');
-    await page.getByLabel('Receiver URL').fill(`${landingOrigin}/hook`);
+    await page.getByLabel('Receiver URL').fill(`${receiverOrigin}/hook`);
     await page.getByRole('checkbox', { name: /^visit\.new / }).check();
     await page.getByRole('button', { name: 'Create webhook' }).click();
     await page.locator('.secret').waitFor();
-    await page.getByRole('link', { name: `${landingOrigin}/hook` }).first().click();
+    await page.getByRole('link', { name: `${receiverOrigin}/hook` }).first().click();
     await page.getByRole('button', { name: 'Send test' }).click();
     await waitFor(() => hooks.find((hook) => hook.path === '/hook' && hook.body.includes('"webhook.test"')), 10_000, { message: 'the receiver gets the test' });
     await waitFor(async () => {
@@ -169,5 +183,5 @@ describe('a new owner, end to end in the browser', () => {
 
     expect(problems).toEqual([]);
     await browserContext.close();
-  });
+  }, 120_000);
 });

@@ -69,7 +69,17 @@ export async function startUiPlatform(overrides: Record<string, string> = {}): P
   await app.listen({ port, host: '127.0.0.1' });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      // Short hosts are `{name}.localhost`: loopback, whatever the system's resolver says of them.
+      '--host-resolver-rules=MAP *.localhost 127.0.0.1',
+    ],
   });
   return {
     context,
