@@ -371,7 +371,8 @@ describe('links page', () => {
     const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto(`/links?q=${link.slug}`);
     await row(page, link.slug).getByRole('button', { name: `Copy: ${link.short_url}` }).click();
-    await row(page, link.slug).getByRole('button', { name: `Copy: ${link.short_url}` }).filter({ hasText: 'Copied' }).waitFor();
+    // Its accessible name follows its visible text.
+    await row(page, link.slug).getByRole('button', { name: `Copied: ${link.short_url}` }).filter({ hasText: 'Copied' }).waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link.short_url);
     await row(page, link.slug).getByRole('button', { name: /^QR/ }).click();
     const dialog = page.getByRole('dialog', { name: `QR code of ${link.slug}` });

@@ -110,6 +110,37 @@ describe('dashboard shell', () => {
     await browserContext.close();
   });
 
+  it('shows the overview with its empty state, then totals per subdomain; an unknown page says so; both pass axe', async () => {
+    const account = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, account.email);
+    await page.getByText('You have no subdomain yet.').waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.getByRole('link', { name: 'Claim a subdomain' }).click();
+    await page.waitForURL(/\/subdomains$/);
+    const name = `o${Math.random().toString(36).slice(2, 10)}`;
+    await page.getByLabel('Name', { exact: true }).fill(name);
+    await page.getByRole('button', { name: 'Claim' }).click();
+    await page.getByRole('link', { name: 'Settings' }).first().waitFor();
+    await page.getByRole('navigation', { name: 'Main navigation' }).getByRole('link', { name: 'Overview' }).click();
+    const card = page.locator('li.card').filter({ hasText: name });
+    await card.waitFor();
+    expect(await card.locator('dt').allTextContents()).toEqual(['Visits', 'Unique visitors', 'Bots', 'Attacks']);
+    expect(await card.getByRole('img', { name: `Daily visits of ${name}` }).count()).toBe(1);
+    await page.getByRole('button', { name: 'Last 30 days' }).click();
+    expect(await page.getByRole('button', { name: 'Last 30 days' }).getAttribute('aria-pressed')).toBe('true');
+    await card.waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'overview-desktop');
+    // A path under a dashboard page that the dashboard does not know: its own not-found page.
+    await page.goto('/notifications/unknown');
+    await page.getByRole('heading', { name: 'This page does not exist.' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Back to the overview' }).count()).toBe(1);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it('collapses the navigation behind a menu button on a phone', async () => {
     const account = await newAccount(platform);
     const { page, browserContext } = await openPage(platform, { viewport: 'phone' });

@@ -34,7 +34,7 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
   const [error, setError] = useState<string>();
   const [lockedUntil, setLockedUntil] = useState<number>();
   const [now, setNow] = useState(Date.now());
-  const [captcha, setCaptcha] = useState<{ state: 'solving' } | { state: 'solved'; payload: string } | { state: 'failed' }>();
+  const [captcha, setCaptcha] = useState<'solving' | 'failed'>();
   const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
@@ -55,33 +55,44 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
 
   const secondsLeft = lockedUntil === undefined ? 0 : Math.max(0, Math.ceil((lockedUntil - now) / 1000));
 
+  /** One login attempt; a CAPTCHA demand is solved in the browser and the attempt made again with it, once. */
+  const attempt = async (captchaPayload?: string): Promise<void> => {
+    try {
+      await load(api.POST('/auth/login', { body: { email, password, ...(captchaPayload ? { captcha: captchaPayload } : {}) } }));
+      setCaptcha(undefined);
+      await refresh();
+    } catch (caught) {
+      if (caught instanceof ApiError && caught.status === 429) {
+        setCaptcha(undefined);
+        const seconds = caught.retryAfter ?? 60;
+        setNow(Date.now());
+        setLockedUntil(Date.now() + seconds * 1000);
+        setError(caught.message);
+      } else if (!captchaPayload && caught instanceof ApiError && caught.details.reason === 'captcha_required' && caught.details.challenge) {
+        setCaptcha('solving');
+        let solved: string;
+        try {
+          solved = await solve(caught.details.challenge as Challenge);
+        } catch {
+          setCaptcha('failed');
+          return;
+        }
+        setCaptcha(undefined);
+        await attempt(solved);
+      } else {
+        setCaptcha(undefined);
+        setError(caught instanceof Error ? caught.message : String(caught));
+      }
+    }
+  };
+
   const submit = async (event: Event) => {
     event.preventDefault();
     if (busy || lockedUntil !== undefined) return;
     setBusy(true);
     setError(undefined);
     try {
-      const payload = captcha?.state === 'solved' ? captcha.payload : undefined;
-      await load(api.POST('/auth/login', { body: { email, password, ...(payload ? { captcha: payload } : {}) } }));
-      setCaptcha(undefined);
-      await refresh();
-    } catch (caught) {
-      setCaptcha(undefined);
-      if (caught instanceof ApiError && caught.status === 429) {
-        const seconds = caught.retryAfter ?? 60;
-        setNow(Date.now());
-        setLockedUntil(Date.now() + seconds * 1000);
-        setError(caught.message);
-      } else if (caught instanceof ApiError && caught.details.reason === 'captcha_required' && caught.details.challenge) {
-        setCaptcha({ state: 'solving' });
-        try {
-          setCaptcha({ state: 'solved', payload: await solve(caught.details.challenge as Challenge) });
-        } catch {
-          setCaptcha({ state: 'failed' });
-        }
-      } else {
-        setError(caught instanceof Error ? caught.message : String(caught));
-      }
+      await attempt();
     } finally {
       setBusy(false);
     }
@@ -115,10 +126,9 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
           ) : error ? (
             <Notice kind="error">{error}</Notice>
           ) : null}
-          {captcha?.state === 'solving' ? <Notice kind="info">{t('login.captcha')}</Notice> : null}
-          {captcha?.state === 'solved' ? <Notice kind="ok">{t('login.captcha_solved')}</Notice> : null}
-          {captcha?.state === 'failed' ? <Notice kind="error">{t('login.captcha_failed')}</Notice> : null}
-          <button type="submit" class="button-primary" disabled={busy || lockedUntil !== undefined || captcha?.state === 'solving'}>
+          {captcha === 'solving' ? <Notice kind="info">{t('login.captcha')}</Notice> : null}
+          {captcha === 'failed' ? <Notice kind="error">{t('login.captcha_failed')}</Notice> : null}
+          <button type="submit" class="button-primary" disabled={busy || lockedUntil !== undefined || captcha === 'solving'}>
             {busy ? t('login.submitting') : t('login.submit')}
           </button>
         </form>
