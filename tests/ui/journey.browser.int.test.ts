@@ -135,8 +135,15 @@ describe('a new owner, end to end in the browser', () => {
       for (const trace of COUNTRY_TRACES) expect(body, trace).not.toContain(trace);
     }
     expect(await seriousA11yViolations(publicPage)).toEqual([]);
-    await screenshot(publicPage, 'journey-public-page-desktop');
+    await screenshot(publicPage, 'public-page-desktop');
     await publicPage.context().close();
+    // Readable with JavaScript off, on a phone: it has none, and fits the screen.
+    const phone = await openPage(platform, { viewport: 'phone', javaScriptEnabled: false });
+    await phone.page.goto(`${platform.shortOrigin(subdomain)}/`);
+    await phone.page.getByRole('heading', { name: 'Recent visits' }).waitFor();
+    expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(phone.page, 'public-page-phone');
+    await phone.browserContext.close();
 
     // A token: shown once, gone after a reload.
     await page.goto('/tokens');

@@ -132,6 +132,9 @@ describe('dashboard shell', () => {
     await card.waitFor();
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'overview-desktop');
+    await page.setViewportSize({ width: 375, height: 740 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(page, 'overview-phone');
     // A path under a dashboard page that the dashboard does not know: its own not-found page.
     await page.goto('/notifications/unknown');
     await page.getByRole('heading', { name: 'This page does not exist.' }).waitFor();
