@@ -95,11 +95,35 @@ function present(row: Record<string, unknown>, columns: readonly string[]): Reco
  * Visit lists read from ClickHouse `visits`, one row per visit (its newest version: a beacon's
  * signals merged in), newest first, keyset-paged on (time, hash of the visit id).
  */
+/** The windows a newest-first list is asked in before it is asked whole: an hour, a day, a week, five weeks. */
+const NEWEST_WINDOWS_MS = [3_600_000, 86_400_000, 7 * 86_400_000, 35 * 86_400_000];
+/** The first window starts a minute ahead of this node's clock (no row is ever cut above it: only a floor is set). */
+const CLOCK_SKEW_MS = 60_000;
+
 export function visitsService(context: Context) {
   const { client } = context.analytics;
   const subdomains = subdomainsService(context);
 
   const rows = (query: string, params: Record<string, unknown>) => selectRows<Record<string, unknown>>(client, query, params);
+
+  /**
+   * The newest `needed` rows of a list that ends at `top` (ms): asked first of the last hour before
+   * it, then the last day, week and five weeks, then without a bound. A list's newest rows are
+   * nearly always recent, and a bound on `ts` lets ClickHouse skip the older granules (the sort key
+   * is subdomain, link, ts) instead of sorting every visit of an owner or a subdomain; a bounded
+   * answer with `needed` rows is the unbounded answer, since every row it left out is older. A list
+   * with few recent rows pays a few cheap extra queries. `since` (ms) already bounds the list: no
+   * window reaches past it.
+   */
+  const newestRows = async (query: (floorCondition: string) => string, params: Record<string, unknown>, needed: number, top: number, since: number | undefined) => {
+    for (const window of NEWEST_WINDOWS_MS) {
+      const floor = top - window;
+      if (since !== undefined && floor <= since) break;
+      const found = await rows(query('AND ts > fromUnixTimestamp64Milli({window_floor:Int64})'), { ...params, window_floor: floor });
+      if (found.length >= needed) return found;
+    }
+    return rows(query(''), params);
+  };
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
   const ownerPage = async (ownerId: string, filters: VisitFilters, paging: Paging) => {
@@ -113,14 +137,19 @@ export function visitsService(context: Context) {
       Object.assign(params, { after_ts: after.ts, after_hash: after.hash });
     }
     const offset = paging.page !== undefined ? (paging.page - 1) * paging.limit : 0;
+    const top = Math.min(Date.now() + CLOCK_SKEW_MS, paging.cursor ? decodeCursor(paging.cursor).ts + 1 : Infinity, filters.until ? Date.parse(filters.until) + 1 : Infinity);
     const [found, [counted]] = await Promise.all([
-      rows(
-        `SELECT ${OWNER_VISIT_COLUMNS.join(', ')}, toUnixTimestamp64Milli(ts) AS ts_ms, toString(cityHash64(visit_id)) AS h
-         FROM visits WHERE ${paged.length > 0 ? paged.join(' AND ') : '1'}
+      newestRows(
+        (floor) => `SELECT ${OWNER_VISIT_COLUMNS.join(', ')}, toUnixTimestamp64Milli(ts) AS ts_ms, toString(cityHash64(visit_id)) AS h
+         FROM visits WHERE ${paged.length > 0 ? paged.join(' AND ') : '1'} ${floor}
          ORDER BY ts DESC, cityHash64(visit_id) DESC, version DESC
          LIMIT 1 BY visit_id
          LIMIT {take:UInt32} OFFSET {skip:UInt32}`,
         { ...params, take: paging.limit + 1, skip: offset },
+        // Enough: the page and one more row after it (the window then held the offset's rows too).
+        paging.limit + 1,
+        top,
+        filters.since ? Date.parse(filters.since) : undefined,
       ),
       // FINAL: one row per visit, whichever of its versions (first insert, beacon merges, redelivered copies) merges have kept.
       rows(`SELECT count() AS total FROM visits FINAL WHERE ${base}`, params),
@@ -144,13 +173,16 @@ export function visitsService(context: Context) {
     const { where, params } = visitConditions(ownerId, { subdomain: name, since: filters.since, kind: filters.kind, kinds: filters.kinds, ip: filters.ip });
     where.push('ts <= fromUnixTimestamp64Milli({published:Int64})');
     params.published = published;
-    const window = await rows(
-      `SELECT ${view.visitColumns.join(', ')}, toUnixTimestamp64Milli(ts) AS ts_ms, toString(cityHash64(visit_id)) AS h
-       FROM visits WHERE ${where.join(' AND ')}
+    const window = await newestRows(
+      (floor) => `SELECT ${view.visitColumns.join(', ')}, toUnixTimestamp64Milli(ts) AS ts_ms, toString(cityHash64(visit_id)) AS h
+       FROM visits WHERE ${where.join(' AND ')} ${floor}
        ORDER BY ts DESC, cityHash64(visit_id) DESC, version DESC
        LIMIT 1 BY cityHash64(visit_id)
        LIMIT {max:UInt32}`,
       { ...params, max: view.maxItems },
+      view.maxItems,
+      published + 1,
+      filters.since ? Date.parse(filters.since) : undefined,
     );
     let start = 0;
     if (paging.page !== undefined) start = (paging.page - 1) * paging.limit;
