@@ -62,6 +62,7 @@ await runBench(
     try {
       const owner = await createOwner(context, app, 'staff');
       const subdomain = await claimSubdomain(app, owner, { stats_public: true, stats_show_geo: true, stats_show_ua: true, stats_show_referrer: true, stats_show_links: true, stats_show_visits_list: true });
+      await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { title: 'Spring campaign' } });
       const links: string[] = [];
       for (let i = 0; i < 200; i++) {
         const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: `p${i}`, target_url: `https://example.com/${i}` } });
@@ -124,6 +125,27 @@ await runBench(
       const heavy = await measure([`/stats/subdomain/${subdomain}`, '/stats', '/', '/visits', '/attacks']);
       const statsBest = heavy.get(`/stats/subdomain/${subdomain}`)!;
       console.log(`dashboard statistics of the subdomain over ${total} visits: ${statsBest.toFixed(0)} ms (target ≤ 1500: ${verdict(statsBest <= 1500)})`);
+
+      // BENCH_SCREENSHOTS=<folder>: the README's pictures, taken of this volume (docs/screenshots).
+      if (process.env.BENCH_SCREENSHOTS) {
+        const shots: [string, string, { width: number; height: number }][] = [
+          [`/stats/subdomain/${subdomain}`, 'stats-desktop', { width: 1280, height: 860 }],
+          ['/', 'overview-phone', { width: 375, height: 740 }],
+          ['/links', 'links-desktop', { width: 1280, height: 860 }],
+          [`http://${subdomain}.localhost:${port}/`, 'public-page-desktop', { width: 1280, height: 860 }],
+        ];
+        for (const [path, file, viewport] of shots) {
+          const profile = await browser.newContext({ viewport });
+          await profile.addCookies([{ name, value, domain: 'localhost', path: '/', httpOnly: true, secure: false, sameSite: 'Lax' }]);
+          const page = await profile.newPage();
+          await page.goto(path.startsWith('http') ? path : `${origin}${path}`);
+          await page.waitForFunction(() => document.querySelector('h1') !== null && document.querySelector('.state-loading, .boot') === null, undefined, { timeout: 60_000 });
+          await page.waitForTimeout(300);
+          await page.screenshot({ path: join(process.env.BENCH_SCREENSHOTS, `${file}.png`), fullPage: false });
+          await profile.close();
+        }
+        console.log(`screenshots written to ${process.env.BENCH_SCREENSHOTS}`);
+      }
 
       // The public page over a socket, as a visitor's browser asks for it.
       const fetchPublic = () =>

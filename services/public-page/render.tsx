@@ -269,6 +269,7 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
                 <dd>{numbers.format(report.totals.attacks)}</dd>
               </div>
             </dl>
+            <p class="muted">{t('public.until', { time: timeOf(locale).format(new Date(report.range.until)) })}</p>
             <Chart series={report.series} locale={locale} t={t} />
             <div class="grid">
               {DIMENSIONS.map((dimension) => {
