@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toClickHouseTime } from './analytics/analytics.js';
-import { isoTimeAt } from './time.js';
+import { isoTimeAt, isTimeZone } from './time.js';
 
 describe('isoTimeAt', () => {
   it('formats as Date#toISOString does, across seconds, within one and at its edges', () => {
@@ -25,5 +25,12 @@ describe('toClickHouseTime', () => {
     expect(toClickHouseTime(new Date('1969-12-31T23:59:59.999Z'))).toBe('1969-12-31 23:59:59.999');
     expect(toClickHouseTime(253_402_300_800_000)).toBe('+010000-01-01 00:00:00.000');
     expect(() => toClickHouseTime('not a time')).toThrow(RangeError);
+  });
+});
+
+describe('isTimeZone', () => {
+  it('knows IANA names and UTC, and refuses names no zone has', () => {
+    for (const name of ['Europe/Paris', 'America/New_York', 'UTC']) expect(isTimeZone(name)).toBe(true);
+    for (const name of ['Mars/Olympus', 'Europe/Nowhere', '', 'not a zone']) expect(isTimeZone(name)).toBe(false);
   });
 });

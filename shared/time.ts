@@ -23,3 +23,16 @@ export function isoTimeAt(msecs: number): string {
   }
   return `${isoPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
 }
+
+/**
+ * True for an IANA time zone name this runtime knows (ClickHouse ships the same database). No
+ * imports: the dashboard checks a time zone from its URL with the same code.
+ */
+export function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}

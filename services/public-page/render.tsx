@@ -61,6 +61,14 @@ details{margin-top:.75rem}summary{cursor:pointer}footer{margin-top:2rem;color:va
 /** SHA-256 of the inline stylesheet, as the CSP's style-src names it. */
 export const PUBLIC_PAGE_STYLE_HASH = createHash('sha256').update(CSS).digest('base64');
 
+/** The report's totals in the order shown, each with its label. */
+const TOTALS: [keyof PublicReport['totals'], UiKey][] = [
+  ['visits', 'public.visits'],
+  ['unique_visitors', 'public.unique'],
+  ['bots', 'public.bots'],
+  ['attacks', 'public.attacks'],
+];
+
 type T = (key: UiKey, params?: Record<string, string | number>) => string;
 
 const DIMENSIONS = ['link', 'country', 'city', 'referrer_host', 'utm_source', 'browser', 'os', 'device_type'] as const;
@@ -252,22 +260,12 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
           <section aria-labelledby="stats">
             <h2 id="stats">{t('public.stats', { days: PUBLIC_PAGE_DAYS })}</h2>
             <dl class="totals">
-              <div>
-                <dt>{t('public.visits')}</dt>
-                <dd>{numbers.format(report.totals.visits)}</dd>
-              </div>
-              <div>
-                <dt>{t('public.unique')}</dt>
-                <dd>{numbers.format(report.totals.unique_visitors)}</dd>
-              </div>
-              <div>
-                <dt>{t('public.bots')}</dt>
-                <dd>{numbers.format(report.totals.bots)}</dd>
-              </div>
-              <div>
-                <dt>{t('public.attacks')}</dt>
-                <dd>{numbers.format(report.totals.attacks)}</dd>
-              </div>
+              {TOTALS.map(([field, key]) => (
+                <div key={field}>
+                  <dt>{t(key)}</dt>
+                  <dd>{numbers.format(report.totals[field])}</dd>
+                </div>
+              ))}
             </dl>
             <p class="muted">{t('public.until', { time: timeOf(locale).format(new Date(report.range.until)) })}</p>
             <Chart series={report.series} locale={locale} t={t} />

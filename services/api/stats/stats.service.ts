@@ -3,6 +3,7 @@ import { selectRows } from '../../../shared/analytics/analytics.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
+import { isTimeZone } from '../../../shared/time.js';
 import { linksRepository } from '../links/links.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 import { usersRepository } from '../users/users.repository.js';
@@ -82,16 +83,6 @@ interface Range {
 const floorBucket = (ms: number) => Math.floor(ms / 1000 / BUCKET_SEC) * BUCKET_SEC;
 const ceilBucket = (ms: number) => Math.ceil(ms / 1000 / BUCKET_SEC) * BUCKET_SEC;
 const iso = (sec: number) => new Date(sec * 1000).toISOString();
-
-/** True for an IANA time zone name this runtime knows (ClickHouse ships the same database). */
-function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The bounds a report covers. Rollups count quarter hours, so `since` is rounded down to one and

@@ -145,7 +145,7 @@ export function CopyButton({ text, label }: { text: string; label?: string }) {
   );
 }
 
-/** Cursor paging: previous (a stack of cursors kept by the caller) and next. */
+/** Paging buttons: previous and next (a cursor-paged list uses MetaPager with useCursorPages). */
 export function CursorPager({ hasPrevious, hasNext, onPrevious, onNext, total }: { hasPrevious: boolean; hasNext: boolean; onPrevious: () => void; onNext: () => void; total?: number }) {
   const { t, locale } = useI18n();
   return (
@@ -158,6 +158,77 @@ export function CursorPager({ hasPrevious, hasNext, onPrevious, onNext, total }:
         {t('action.next')}
       </button>
     </nav>
+  );
+}
+
+/** The envelope `meta` of a cursor-paged list, as far as paging reads it. */
+export type PageMeta = { total?: unknown; next_cursor?: unknown };
+
+/** Where a cursor-paged list stands: the cursor of the page shown (none for the first) and the moves. */
+export interface CursorPages {
+  cursor: string | undefined;
+  hasPrevious: boolean;
+  previous: () => void;
+  next: (cursor: string) => void;
+  /** Back to the first page. */
+  reset: () => void;
+}
+
+/**
+ * A stack of the cursors walked to (the API's cursors only lead forward, so Previous pops one),
+ * back to the first page whenever one of `resetOn` changes.
+ */
+export function useCursorPages(resetOn: readonly unknown[] = []): CursorPages {
+  const [cursors, setCursors] = useState<string[]>([]);
+  // The same (empty) stack when already on the first page: nothing re-renders or reloads.
+  const reset = useCallback(() => setCursors((stack) => (stack.length === 0 ? stack : [])), []);
+  useEffect(reset, resetOn);
+  return {
+    cursor: cursors.at(-1),
+    hasPrevious: cursors.length > 0,
+    previous: () => setCursors((stack) => stack.slice(0, -1)),
+    next: (cursor) => setCursors((stack) => [...stack, cursor]),
+    reset,
+  };
+}
+
+/** The CursorPager of a cursor-paged list, fed from its page's `meta`; `total` overrides the meta's. */
+export function MetaPager({ pages, meta, total }: { pages: CursorPages; meta: PageMeta; total?: number }) {
+  // The API's has_more is exactly "next_cursor is not null".
+  const nextCursor = typeof meta.next_cursor === 'string' && meta.next_cursor !== '' ? meta.next_cursor : undefined;
+  return (
+    <CursorPager
+      total={total ?? (typeof meta.total === 'number' ? meta.total : undefined)}
+      hasPrevious={pages.hasPrevious}
+      hasNext={nextCursor !== undefined}
+      onPrevious={pages.previous}
+      onNext={() => nextCursor !== undefined && pages.next(nextCursor)}
+    />
+  );
+}
+
+/**
+ * Opens a modal `<dialog>` (showModal traps the focus and Escape closes it) while `open`, and
+ * closes it when not: the ref goes on the `<dialog>`.
+ */
+export function useModalDialog(open: boolean) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const element = dialog.current;
+    if (!element) return;
+    if (open && !element.open) element.showModal();
+    if (!open && element.open) element.close();
+  }, [open]);
+  return dialog;
+}
+
+/** A modal `<dialog>` showing `children` while `open`, and `onClose` when the browser or a button closes it. */
+export function Modal({ open, onClose, labelledBy, children }: { open: boolean; onClose: () => void; labelledBy: string; children: ComponentChildren }) {
+  const dialog = useModalDialog(open);
+  return (
+    <dialog ref={dialog} aria-labelledby={labelledBy} onClose={onClose}>
+      {open ? children : null}
+    </dialog>
   );
 }
 

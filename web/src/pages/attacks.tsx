@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, call } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
-import { Async, CursorPager, Empty, Field, PageHeader, useLoad } from '../app/ui.js';
+import { Async, Empty, Field, MetaPager, PageHeader, useCursorPages, useLoad } from '../app/ui.js';
 import { Addresses, attackTypeLabel, DEFAULT_PAGE_SIZE, pageSizeOf, SubdomainSelect, urlWith, useQueryKey, UserAgent, useSubdomainNames, type VisitRow } from './visits-parts.js';
 
 function AttackTable({ attacks }: { attacks: VisitRow[] }) {
@@ -60,9 +60,8 @@ export function AttacksPage() {
   const subdomain = query.subdomain || undefined;
   const limit = pageSizeOf(query.limit);
   const names = useSubdomainNames();
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors.at(-1);
-  useEffect(() => setCursors([]), [key]);
+  const pages = useCursorPages([key]);
+  const { cursor } = pages;
   const loaded = useLoad(
     async (signal) => {
       const { data, meta } = await call(api.GET('/api/v1/visits', { params: { query: { kind: 'attack', subdomain, limit, cursor } }, signal }));
@@ -104,15 +103,7 @@ export function AttacksPage() {
             ) : (
               <AttackTable attacks={attacks} />
             )}
-            {attacks.length > 0 || cursors.length > 0 ? (
-              <CursorPager
-                hasPrevious={cursors.length > 0}
-                hasNext={Boolean(meta.next_cursor)}
-                onPrevious={() => setCursors((stack) => stack.slice(0, -1))}
-                onNext={() => meta.next_cursor && setCursors((stack) => [...stack, meta.next_cursor!])}
-                total={meta.total}
-              />
-            ) : null}
+            {attacks.length > 0 || pages.hasPrevious ? <MetaPager pages={pages} meta={meta} /> : null}
           </>
         )}
       </Async>

@@ -1,10 +1,8 @@
 // Pieces the links table and a link's page share: its state, tags, short URL with a copy button,
 // the QR code with its downloads, and the modal dialogs (delete confirmation, QR).
-import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
 import type { Schemas } from '../api/client.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
-import { CopyButton } from '../app/ui.js';
+import { CopyButton, Modal } from '../app/ui.js';
 
 export type Link = Schemas['Link'];
 
@@ -73,25 +71,6 @@ export function QrCode({ link }: { link: Link }) {
         </a>
       </div>
     </div>
-  );
-}
-
-/**
- * A modal `<dialog>` (showModal traps the focus and Escape closes it): open while `open`, and
- * `onClose` when the browser or a button closes it.
- */
-export function Modal({ open, onClose, labelledBy, children }: { open: boolean; onClose: () => void; labelledBy: string; children: ComponentChildren }) {
-  const dialog = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const element = dialog.current;
-    if (!element) return;
-    if (open && !element.open) element.showModal();
-    if (!open && element.open) element.close();
-  }, [open]);
-  return (
-    <dialog ref={dialog} aria-labelledby={labelledBy} onClose={onClose}>
-      {open ? children : null}
-    </dialog>
   );
 }
 

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { api, call, load, type Schemas } from '../api/client.js';
 import { formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
-import { Async, CursorPager, Empty, Notice, PageHeader, useLoad } from '../app/ui.js';
+import { Async, Empty, MetaPager, Notice, PageHeader, useCursorPages, useLoad } from '../app/ui.js';
 import './notifications.css';
 
 type Notification = Schemas['Notification'];
@@ -47,8 +47,8 @@ function NotificationText({ notification }: { notification: Notification }) {
 export function NotificationsPage() {
   const { t, locale } = useI18n();
   const [unreadOnly, setUnreadOnly] = useState(false);
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const cursor = cursors.at(-1);
+  const pages = useCursorPages();
+  const { cursor } = pages;
   const loaded = useLoad(
     (signal) => call(api.GET('/api/v1/notifications', { params: { query: { limit: PAGE_SIZE, ...(unreadOnly ? { unread: 'true' as const } : {}), ...(cursor ? { cursor } : {}) } }, signal })),
     [unreadOnly, cursor],
@@ -59,7 +59,7 @@ export function NotificationsPage() {
 
   const filter = (only: boolean) => {
     setUnreadOnly(only);
-    setCursors([undefined]);
+    pages.reset();
   };
   const act = async (key: string, action: () => Promise<void>) => {
     setBusy(key);
@@ -81,7 +81,7 @@ export function NotificationsPage() {
       const { marked } = await load(api.POST('/api/v1/notifications/read-all'));
       setDone(t('notifications.marked_all', { count: formatNumber(locale, marked) }));
       // Read ones leave the unread filter: its first page is where the rest starts.
-      setCursors([undefined]);
+      pages.reset();
     });
 
   const unread = loaded.state === 'ready' && typeof loaded.data.meta.unread === 'number' ? loaded.data.meta.unread : undefined;
@@ -136,13 +136,7 @@ export function NotificationsPage() {
                   </li>
                 ))}
               </ul>
-              <CursorPager
-                total={typeof meta.total === 'number' ? meta.total : undefined}
-                hasPrevious={cursors.length > 1}
-                hasNext={meta.has_more === true && typeof meta.next_cursor === 'string'}
-                onPrevious={() => setCursors(cursors.slice(0, -1))}
-                onNext={() => setCursors([...cursors, meta.next_cursor as string])}
-              />
+              <MetaPager pages={pages} meta={meta} />
             </>
           )
         }

@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError, call, load, type Schemas } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
-import { Async, CursorPager, Empty, ErrorState, Field, fieldError, Loading, Notice, PageHeader, useLoad } from '../app/ui.js';
+import { Async, Empty, ErrorState, Field, fieldError, Loading, MetaPager, Notice, PageHeader, useCursorPages, useLoad } from '../app/ui.js';
 import './staff.css';
 
 type User = Schemas['User'];
@@ -107,13 +107,13 @@ type Listing = ReturnType<typeof useListing>;
 
 /** The accounts list's pages (a stack of cursors for going back) and its load. */
 function useListing(round: number) {
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const cursor = cursors.at(-1);
+  const pages = useCursorPages();
+  const { cursor } = pages;
   const loaded = useLoad((signal) => call(api.GET('/api/v1/users', { params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })), [cursor, round]);
-  return { loaded, cursors, setCursors };
+  return { loaded, pages };
 }
 
-function AccountList({ listing: { loaded, cursors, setCursors } }: { listing: Listing }) {
+function AccountList({ listing: { loaded, pages } }: { listing: Listing }) {
   const { t, locale } = useI18n();
   return (
     <section aria-labelledby="staff-accounts">
@@ -147,13 +147,7 @@ function AccountList({ listing: { loaded, cursors, setCursors } }: { listing: Li
                   </tbody>
                 </table>
               </div>
-              <CursorPager
-                total={typeof meta.total === 'number' ? meta.total : undefined}
-                hasPrevious={cursors.length > 1}
-                hasNext={meta.has_more === true && typeof meta.next_cursor === 'string'}
-                onPrevious={() => setCursors(cursors.slice(0, -1))}
-                onNext={() => setCursors([...cursors, meta.next_cursor as string])}
-              />
+              <MetaPager pages={pages} meta={meta} />
             </>
           )
         }
@@ -172,7 +166,7 @@ export function StaffPage() {
   const created = (user: User) => {
     setRound((value) => value + 1);
     // The new account is the newest: back to the first page, where it shows.
-    if (listing.cursors.length > 1) listing.setCursors([undefined]);
+    listing.pages.reset();
     return user;
   };
   return (

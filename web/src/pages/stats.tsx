@@ -4,6 +4,7 @@
 // query, so a reload or a shared address shows the same report.
 import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
+import { isTimeZone } from '../../../shared/time.js';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatNumber, viewerTimeZone } from '../app/format.js';
 import { useI18n, type Translate, type UiKey } from '../app/i18n.js';
@@ -39,15 +40,6 @@ interface ReportQuery {
   until: string;
   granularity: Granularity;
   tz: string;
-}
-
-function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The URL's query as a report query; what is missing or malformed falls back to the defaults. */

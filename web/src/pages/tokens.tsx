@@ -7,7 +7,7 @@ import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatDate, formatDateTime, viewerTimeZone } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 import { useMe } from '../app/session.js';
-import { Async, CopyButton, Empty, Field, fieldError, Notice, PageHeader, useLoad } from '../app/ui.js';
+import { Async, CopyButton, Empty, Field, fieldError, Notice, PageHeader, useLoad, useModalDialog } from '../app/ui.js';
 import './tokens.css';
 
 type Token = Schemas['ApiToken'];
@@ -160,14 +160,10 @@ function CreateToken({ onCreated }: { onCreated: () => void }) {
 
 function RevokeDialog({ token, onClose, onRevoked }: { token: Token | undefined; onClose: () => void; onRevoked: (token: Token) => void }) {
   const { t } = useI18n();
-  const dialog = useRef<HTMLDialogElement>(null);
+  const dialog = useModalDialog(token !== undefined);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
-  useEffect(() => {
-    setError(undefined);
-    if (token && !dialog.current?.open) dialog.current?.showModal();
-    if (!token && dialog.current?.open) dialog.current.close();
-  }, [token]);
+  useEffect(() => setError(undefined), [token]);
   const revoke = async () => {
     if (!token) return;
     setBusy(true);

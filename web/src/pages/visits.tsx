@@ -6,7 +6,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, call, load } from '../api/client.js';
 import { formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
-import { CursorPager, Empty, ErrorState, Field, fieldError, Loading, PageHeader, useLoad } from '../app/ui.js';
+import { Empty, ErrorState, Field, fieldError, Loading, MetaPager, PageHeader, useCursorPages, useLoad } from '../app/ui.js';
 import {
   Addresses,
   attackTypeLabel,
@@ -85,31 +85,25 @@ async function newVisits(filters: Omit<Filters, 'limit'>, since: string | undefi
 
 const byTimeDescending = (a: VisitRow, b: VisitRow) => Date.parse(b.ts) - Date.parse(a.ts);
 
+/** The filter form's fields (all text, as the inputs hold them) for the applied filters. */
+const draftOf = (filters: Filters) => ({
+  subdomain: filters.subdomain ?? '',
+  link_id: filters.link_id ?? '',
+  country: filters.country ?? '',
+  is_bot: filters.is_bot ?? '',
+  kind: filters.kind ?? '',
+  since: localInputOf(filters.since),
+  until: localInputOf(filters.until),
+  limit: String(filters.limit),
+});
+
 function FilterForm({ filters, error, onApply }: { filters: Filters; error: unknown; onApply: (filters: Filters) => void }) {
   const { t } = useI18n();
   const names = useSubdomainNames();
-  const [draft, setDraft] = useState({
-    subdomain: filters.subdomain ?? '',
-    link_id: filters.link_id ?? '',
-    country: filters.country ?? '',
-    is_bot: filters.is_bot ?? '',
-    kind: filters.kind ?? '',
-    since: localInputOf(filters.since),
-    until: localInputOf(filters.until),
-    limit: String(filters.limit),
-  });
+  const [draft, setDraft] = useState(() => draftOf(filters));
   // Back and forward change the URL under the form: it shows what is applied.
   useEffect(() => {
-    setDraft({
-      subdomain: filters.subdomain ?? '',
-      link_id: filters.link_id ?? '',
-      country: filters.country ?? '',
-      is_bot: filters.is_bot ?? '',
-      kind: filters.kind ?? '',
-      since: localInputOf(filters.since),
-      until: localInputOf(filters.until),
-      limit: String(filters.limit),
-    });
+    setDraft(draftOf(filters));
   }, [JSON.stringify(filters)]);
   const links = useLoad(
     async (signal) => (draft.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: draft.subdomain, limit: 200 } }, signal }))).links : []),
@@ -294,10 +288,8 @@ export function VisitsPage() {
   const { query, key, route } = useQueryKey();
   const filters = useMemo(() => filtersOf(query), [key]);
   const { limit, ...listFilters } = filters;
-  /** The cursors of the pages walked to (the first page has none): Previous pops one. */
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors.at(-1);
-  useEffect(() => setCursors([]), [key]);
+  const pages = useCursorPages([key]);
+  const { cursor } = pages;
   const asked = `${key}|${cursor ?? ''}`;
   // A page keeps showing while the next loads: `asked` tells whether the rows are the ones asked for now.
   const loaded = useLoad(async (signal) => ({ ...(await listVisits({ ...listFilters, limit, cursor }, signal)), asked }), [key, cursor]);
@@ -412,14 +404,8 @@ export function VisitsPage() {
           ) : (
             <VisitTable visits={shown} fresh={fresh} />
           )}
-          {shown.length > 0 || cursors.length > 0 ? (
-            <CursorPager
-              hasPrevious={cursors.length > 0}
-              hasNext={Boolean(loaded.data.meta.next_cursor)}
-              onPrevious={() => setCursors((stack) => stack.slice(0, -1))}
-              onNext={() => loaded.data.meta.next_cursor && setCursors((stack) => [...stack, loaded.data.meta.next_cursor!])}
-              total={loaded.data.meta.total === undefined ? undefined : loaded.data.meta.total + arrived.length}
-            />
+          {shown.length > 0 || pages.hasPrevious ? (
+            <MetaPager pages={pages} meta={loaded.data.meta} total={loaded.data.meta.total === undefined ? undefined : loaded.data.meta.total + arrived.length} />
           ) : null}
         </>
       ) : null}

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, call, load, type paths, type Schemas } from '../api/client.js';
 import { formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
-import { Async, CopyButton, CursorPager, Empty, ErrorState, Field, fieldError, Loading, Notice, PageHeader, useLoad } from '../app/ui.js';
+import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, MetaPager, Notice, PageHeader, useCursorPages, useLoad, useModalDialog } from '../app/ui.js';
 import './webhooks.css';
 
 type Webhook = Schemas['Webhook'];
@@ -267,13 +267,7 @@ function WebhookList() {
 /** A modal confirmation (`<dialog>.showModal()` traps the focus and closes on Escape). */
 function ConfirmDialog({ id, open, title, message, confirmLabel, danger, busy, error, onConfirm, onClose }: { id: string; open: boolean; title: string; message: string; confirmLabel: string; danger?: boolean; busy: boolean; error?: string; onConfirm: () => void; onClose: () => void }) {
   const { t } = useI18n();
-  const dialog = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const element = dialog.current;
-    if (!element) return;
-    if (open && !element.open) element.showModal();
-    if (!open && element.open) element.close();
-  }, [open]);
+  const dialog = useModalDialog(open);
   return (
     <dialog ref={dialog} aria-labelledby={`${id}-title`} onClose={onClose}>
       <h2 id={`${id}-title`}>{title}</h2>
@@ -321,11 +315,10 @@ function Excerpt({ text }: { text: string | null }) {
 
 function DeliveryLog({ webhookId, round }: { webhookId: string; round: number }) {
   const { t, locale } = useI18n();
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const cursor = cursors.at(-1);
-  const loaded = useLoad((signal) => call(api.GET('/api/v1/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: LOG_PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })), [webhookId, cursor, round]);
   // A new attempt (the test button) shows on the first page: go back there.
-  useEffect(() => setCursors([undefined]), [round]);
+  const pages = useCursorPages([round]);
+  const { cursor } = pages;
+  const loaded = useLoad((signal) => call(api.GET('/api/v1/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: LOG_PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })), [webhookId, cursor, round]);
   return (
     <section aria-labelledby="delivery-log">
       <div class="section-header">
@@ -382,13 +375,7 @@ function DeliveryLog({ webhookId, round }: { webhookId: string; round: number })
                   </tbody>
                 </table>
               </div>
-              <CursorPager
-                total={typeof meta.total === 'number' ? meta.total : undefined}
-                hasPrevious={cursors.length > 1}
-                hasNext={meta.has_more === true && typeof meta.next_cursor === 'string'}
-                onPrevious={() => setCursors(cursors.slice(0, -1))}
-                onNext={() => setCursors([...cursors, meta.next_cursor as string])}
-              />
+              <MetaPager pages={pages} meta={meta} />
             </>
           )
         }
