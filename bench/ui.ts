@@ -61,7 +61,7 @@ await runBench(
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--host-resolver-rules=MAP *.localhost 127.0.0.1'] });
     try {
       const owner = await createOwner(context, app, 'staff');
-      const subdomain = await claimSubdomain(app, owner, { stats_public: true, stats_show_geo: true, stats_show_ua: true, stats_show_referrer: true, stats_show_links: true, stats_show_visits_list: true });
+      const subdomain = await claimSubdomain(app, owner, { stats_public: true, stats_show_geo: true, stats_show_ua: true, stats_show_referrer: true, stats_show_links: true, stats_show_visits_list: true, stats_max_items: 12 });
       await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { title: 'Spring campaign' } });
       const links: string[] = [];
       for (let i = 0; i < 200; i++) {
@@ -132,7 +132,7 @@ await runBench(
           [`/stats/subdomain/${subdomain}`, 'stats-desktop', { width: 1280, height: 860 }],
           ['/', 'overview-phone', { width: 375, height: 740 }],
           ['/links', 'links-desktop', { width: 1280, height: 860 }],
-          [`http://${subdomain}.localhost:${port}/`, 'public-page-desktop', { width: 1280, height: 860 }],
+          [`http://${subdomain}.localhost:${port}/`, 'public-page-desktop', { width: 1280, height: 1400 }],
         ];
         for (const [path, file, viewport] of shots) {
           const profile = await browser.newContext({ viewport });

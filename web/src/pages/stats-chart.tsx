@@ -70,7 +70,9 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
         axes: [
           // Daily figures get ticks on whole days only (in the report's zone, through tzDate).
           { ...axis, space: 60, ...(granularity === 'day' ? { incrs: DAY_INCRS } : {}) },
-          { ...axis, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7], values: (_self, splits) => splits.map((value) => numbers.format(value)), size: 56 },
+          { ...axis, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7], values: (_self, splits) => splits.map((value) => numbers.format(value)),
+            // Wide enough for the longest label drawn (about 7 px a character at this font), so 1,200,000 is not cut.
+            size: (_self, values) => Math.max(40, 16 + 7.5 * Math.max(0, ...(values ?? []).map((value) => String(value).length))) },
         ],
         series: [
           {},
