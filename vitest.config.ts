@@ -7,7 +7,8 @@ export default defineConfig({
     // Two cores: two files at a time keeps chDB, PGlite and the services responsive.
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // The browser suites start and stop the whole platform and a Chromium: slow on a loaded 2-core machine.
+    hookTimeout: 120_000,
     globalSetup: ['shared/testing/global-setup.ts'],
     reporters: process.env.CI ? ['default', ['json', { outputFile: process.env.VITEST_JSON ?? '.ci/results.json' }]] : ['default'],
   },

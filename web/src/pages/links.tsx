@@ -81,7 +81,9 @@ function LinksTable() {
           params: { query: { subdomain: filters.subdomain || undefined, q: filters.q.trim() || undefined, tag: filters.tag.trim() || undefined, page: filters.page, limit: filters.limit } },
           signal,
         }),
-      ),
+        // The page and size this answer is for: the rows on screen stay those of the last answer
+        // while the next loads, and the caption and pager must speak of them, not of the URL.
+      ).then((answer) => ({ ...answer, page: filters.page, limit: filters.limit })),
     [filters.subdomain, filters.q, filters.tag, filters.page, filters.limit],
   );
 
@@ -205,11 +207,11 @@ function LinksTable() {
             ) : null}
           </form>
           <Async loaded={links}>
-            {({ data, meta }) => {
+            {({ data, meta, page: shownPage, limit: shownLimit }) => {
               const rows = data.links.filter((link): link is Link => 'id' in link);
               const total = typeof meta.total === 'number' ? meta.total : undefined;
-              const pages = total !== undefined ? Math.max(1, Math.ceil(total / filters.limit)) : undefined;
-              if (rows.length === 0 && filters.page === 1) {
+              const pages = total !== undefined ? Math.max(1, Math.ceil(total / shownLimit)) : undefined;
+              if (rows.length === 0 && shownPage === 1) {
                 return <Empty>{filtered ? <p>{t('links.no_match')}</p> : <p>{t('links.empty')}</p>}</Empty>;
               }
               return (
@@ -218,7 +220,7 @@ function LinksTable() {
                     <table class="links-table">
                       <caption>
                         {t('links.caption')}
-                        {pages !== undefined ? <span class="muted"> · {t('links.page_of', { page: formatNumber(locale, filters.page), pages: formatNumber(locale, pages) })}</span> : null}
+                        {pages !== undefined ? <span class="muted"> · {t('links.page_of', { page: formatNumber(locale, shownPage), pages: formatNumber(locale, pages) })}</span> : null}
                       </caption>
                       <thead>
                         <tr>
@@ -296,10 +298,10 @@ function LinksTable() {
                     </table>
                   </div>
                   <CursorPager
-                    hasPrevious={filters.page > 1}
+                    hasPrevious={shownPage > 1}
                     hasNext={meta.has_more === true}
-                    onPrevious={() => route(urlOf({ ...filters, page: filters.page - 1 }))}
-                    onNext={() => route(urlOf({ ...filters, page: filters.page + 1 }))}
+                    onPrevious={() => route(urlOf({ ...filters, page: shownPage - 1 }))}
+                    onNext={() => route(urlOf({ ...filters, page: shownPage + 1 }))}
                     total={total}
                   />
                 </>
