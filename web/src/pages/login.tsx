@@ -65,8 +65,10 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
       if (caught instanceof ApiError && caught.status === 429) {
         setCaptcha(undefined);
         const seconds = caught.retryAfter ?? 60;
-        setNow(Date.now());
-        setLockedUntil(Date.now() + seconds * 1000);
+        // One clock reading for both: two would show Retry-After + 1 for a moment.
+        const at = Date.now();
+        setNow(at);
+        setLockedUntil(at + seconds * 1000);
         setError(caught.message);
       } else if (!captchaPayload && caught instanceof ApiError && caught.details.reason === 'captcha_required' && caught.details.challenge) {
         setCaptcha('solving');
