@@ -69,10 +69,15 @@ await runBench(
         links.push(created.json().data.id);
       }
       const [name, value] = owner.cookie.split('=') as [string, string];
+      /** A fresh browser profile holding the owner's session. */
+      const signedInProfile = async (viewport: { width: number; height: number }) => {
+        const profile = await browser.newContext({ viewport });
+        await profile.addCookies([{ name, value, domain: 'localhost', path: '/', httpOnly: true, secure: false, sameSite: 'Lax' }]);
+        return profile;
+      };
       /** The first load of a page in a fresh profile, signed in: time until its heading is there and nothing is loading; and the gzip bytes of its scripts. */
       const firstLoad = async (path: string) => {
-        const profile = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-        await profile.addCookies([{ name, value, domain: 'localhost', path: '/', httpOnly: true, secure: false, sameSite: 'Lax' }]);
+        const profile = await signedInProfile({ width: 1280, height: 860 });
         const page = await profile.newPage();
         const scripts = new Set<string>();
         page.on('response', (response) => {
@@ -135,8 +140,7 @@ await runBench(
           [`http://${subdomain}.localhost:${port}/`, 'public-page-desktop', { width: 1280, height: 1400 }],
         ];
         for (const [path, file, viewport] of shots) {
-          const profile = await browser.newContext({ viewport });
-          await profile.addCookies([{ name, value, domain: 'localhost', path: '/', httpOnly: true, secure: false, sameSite: 'Lax' }]);
+          const profile = await signedInProfile(viewport);
           const page = await profile.newPage();
           await page.goto(path.startsWith('http') ? path : `${origin}${path}`);
           await page.waitForFunction(() => document.querySelector('h1') !== null && document.querySelector('.state-loading, .boot') === null, undefined, { timeout: 60_000 });

@@ -1,7 +1,8 @@
 // Writes the platform's own OpenAPI document, as `GET /api/v1/openapi.json` answers it, to a file:
 // the dashboard's typed API client is generated from it at build time (`make build`), so a contract
 // change that breaks the dashboard fails the build. The app is built on throw-away embedded stores
-// (in-memory PGlite, a temporary chDB folder) with every role, and asked over `inject`: the same
+// (in-memory PGlite, migrated: the edge warms its link cache from it; a temporary chDB folder, left
+// empty: describing routes reads no analytics) with every role, and asked over `inject`: the same
 // route declarations, the same generator, no server listening.
 //
 //   tsx scripts/openapi-document.ts <output.json>
@@ -9,7 +10,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../services/api/app.js';
-import { migrateAnalytics } from '../shared/analytics/migrate.js';
 import { loadConfig } from '../shared/config.js';
 import { closeContext, createContext } from '../shared/context.js';
 import { migrateDatabase } from '../shared/db/migrate.js';
@@ -35,7 +35,6 @@ try {
   const context = await createContext(config);
   try {
     await migrateDatabase(context.db);
-    await migrateAnalytics(context.analytics);
     const { app } = await buildApp(context);
     const answer = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
     if (answer.statusCode !== 200) throw new Error(`GET /api/v1/openapi.json answered ${answer.statusCode}: ${answer.body.slice(0, 500)}`);

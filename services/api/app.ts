@@ -27,7 +27,7 @@ import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { registerDashboard } from './dashboard/dashboard.js';
 import { publicPages } from '../public-page/public-page.js';
-import { subdomainMatcher } from '../../shared/links/hosts.js';
+import { shortHostMatcher } from '../../shared/links/hosts.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
 
 export interface AppOptions {
@@ -70,7 +70,9 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const abuse = await createAbuseGuard(context);
   const authenticator = createAuthenticator(context, abuse);
   const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
-  const ingest = config.roles.includes('ingest') ? await buildIngestApp(context, registrar) : undefined;
+  // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
+  const pages = publicPages(context, limiter);
+  const ingest = config.roles.includes('ingest') ? await buildIngestApp(context, registrar, pages) : undefined;
   let listener: RequestListener | undefined;
   const app = Fastify({
     ...baseFastifyOptions(context),
@@ -137,14 +139,15 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   registerRoutes(app, routes, registrar);
   // The owner dashboard (its HTML on `/` and its pages, its hashed assets), served by the api role.
+  // With the ingest role, short hosts never reach this app (the server routes them by Host).
   if (config.roles.includes('api')) {
-    const subdomainOf = subdomainMatcher(config.baseDomain);
-    const apiLabel = subdomainOf(new URL(config.publicUrl).hostname);
-    const pages = publicPages(context, limiter);
-    const shortHostRoot = (request: FastifyRequest, reply: FastifyReply) => {
-      const subdomain = subdomainOf(request.hostname);
-      return subdomain && subdomain !== apiLabel ? pages.answer(request, reply, subdomain) : undefined;
-    };
+    const shortHostOf = shortHostMatcher(config);
+    const shortHostRoot = ingest
+      ? undefined
+      : (request: FastifyRequest, reply: FastifyReply) => {
+          const subdomain = shortHostOf(request.hostname);
+          return subdomain ? pages.answer(request, reply, subdomain) : undefined;
+        };
     await registerDashboard(app, { dir: options.dashboardDir, log, shortHostRoot });
   }
 

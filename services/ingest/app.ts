@@ -9,10 +9,10 @@ import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.j
 import type { RouteDef } from '../../shared/http/route.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
-import { subdomainMatcher } from '../../shared/links/hosts.js';
+import { shortHostMatcher } from '../../shared/links/hosts.js';
 import { registerShortHosts, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
-import { publicPages } from '../public-page/public-page.js';
+import type { PublicPages } from '../public-page/public-page.js';
 import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
 
 export interface IngestApp {
@@ -31,7 +31,7 @@ const TRACKER_PATH = /^\/tracker(?:\.js|\/|\?|$)/;
  * parsing, no locale negotiation (done only for the error pages), no API hooks — because every
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
-export async function buildIngestApp(context: Context, registrar: RegistrarDeps): Promise<IngestApp> {
+export async function buildIngestApp(context: Context, registrar: RegistrarDeps, publicPages: PublicPages): Promise<IngestApp> {
   const { limiter } = registrar;
   const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
@@ -56,7 +56,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
   app.setNotFoundHandler(async (request, reply) =>
     sendError(localizedByHeaders(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0]!.slice(0, 200) }), errorOptions),
   );
-  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages: publicPages(context, limiter) });
+  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages });
 
   // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
   const tokens = consentTokens(key, config.tracker.consentTtlSec);
@@ -80,17 +80,15 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps)
  * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to the API.
  */
 export function hostDispatcher(context: Context, api: RequestListener, ingest: IngestApp): RequestListener {
-  const subdomainOf = subdomainMatcher(context.config.baseDomain);
-  // The API's own host, when it is itself a name under BASE_DOMAIN (`api.links.example.com`).
-  const apiLabel = subdomainOf(new URL(context.config.publicUrl).hostname);
+  const shortHostOf = shortHostMatcher(context.config);
   const { shortHosts } = ingest;
   return (request, response) => {
     if (request.url && TRACKER_PATH.test(request.url)) return shortHosts.fastify(request, response);
     const host = request.headers.host;
     if (host) {
       const colon = host.lastIndexOf(':');
-      const subdomain = subdomainOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host);
-      if (subdomain && subdomain !== apiLabel) return shortHosts.serve(request, response, subdomain);
+      const subdomain = shortHostOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host);
+      if (subdomain) return shortHosts.serve(request, response, subdomain);
     }
     api(request, response);
   };

@@ -3,7 +3,7 @@
 // chart is inline SVG, the one stylesheet is inline and admitted by its hash in the page's CSP,
 // and the page makes no request of its own — so nothing the policy hides can travel anywhere.
 import { createHash } from 'node:crypto';
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, JSX } from 'preact';
 import { renderToString } from 'preact-render-to-string';
 import { t as translate, type Locale, type MessageKey } from '../../shared/i18n/index.js';
 import type { UiKey } from '../../shared/i18n/ui/index.js';
@@ -74,6 +74,24 @@ type T = (key: UiKey, params?: Record<string, string | number>) => string;
 const DIMENSIONS = ['link', 'country', 'city', 'referrer_host', 'utm_source', 'browser', 'os', 'device_type'] as const;
 /** Public visit columns shown as table columns, in order (others, such as coordinates or the raw user agent, are left out). */
 const VISIT_COLUMNS = ['ts', 'kind', 'slug', 'ip_public', 'ip_lan', 'country', 'region', 'city', 'browser', 'os', 'device_type', 'referrer_host'] as const;
+
+/** The catalogue's messages of one locale (the page's keys are the user interface's). */
+const translatorOf = (locale: Locale): T => (key, params) => translate(locale, key as MessageKey, params);
+
+/** A whole page as the answer's body. */
+const html = (body: JSX.Element) => `<!doctype html>${renderToString(body)}`;
+
+/** What every page ends with: its own notes, then where it comes from. */
+function Footer({ t, product, children }: { t: T; product: { name: string; url: string }; children?: ComponentChildren }) {
+  return (
+    <footer>
+      {children}
+      <p>
+        {t('public.powered')} <a href={product.url}>{product.name}</a>
+      </p>
+    </footer>
+  );
+}
 
 function Document({ locale, title, children }: { locale: Locale; title: string; children: ComponentChildren }) {
   return (
@@ -218,7 +236,7 @@ function Visits({ rows, locale, t }: { rows: Record<string, unknown>[]; locale: 
 
 /** The public page of a subdomain: only what its policy opens, as the public endpoints give it. */
 export function renderPublicPage(data: PublicPageData, locale: Locale, product: { name: string; url: string }): string {
-  const t: T = (key, params) => translate(locale, key as MessageKey, params);
+  const t = translatorOf(locale);
   const { page, report, visits } = data;
   const heading = page.title ?? page.name;
   const numbers = numberOf(locale);
@@ -283,21 +301,18 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
             <Visits rows={visits} locale={locale} t={t} />
           </section>
         ) : null}
-        <footer>
+        <Footer t={t} product={product}>
           {page.public.publish_delay_sec > 0 && (report || visits) ? <p>{t('public.delay', { delay: delayText(t, page.public.publish_delay_sec) })}</p> : null}
-          <p>
-            {t('public.powered')} <a href={product.url}>{product.name}</a>
-          </p>
-        </footer>
+        </Footer>
       </main>
     </Document>
   );
-  return `<!doctype html>${renderToString(body)}`;
+  return html(body);
 }
 
 /** The page of a short host nobody claimed: a 404 that says what happened and where to go. */
 export function renderUnknownSubdomain(name: string, host: string, locale: Locale, product: { name: string; url: string }): string {
-  const t: T = (key, params) => translate(locale, key as MessageKey, params);
+  const t = translatorOf(locale);
   const body = (
     <Document locale={locale} title={t('public.not_found.title', { name })}>
       <main>
@@ -310,13 +325,9 @@ export function renderUnknownSubdomain(name: string, host: string, locale: Local
             <a href={`${product.url}/subdomains`}>{t('public.not_found.claim')}</a>
           </p>
         </section>
-        <footer>
-          <p>
-            {t('public.powered')} <a href={product.url}>{product.name}</a>
-          </p>
-        </footer>
+        <Footer t={t} product={product} />
       </main>
     </Document>
   );
-  return `<!doctype html>${renderToString(body)}`;
+  return html(body);
 }

@@ -15,3 +15,16 @@ export function subdomainMatcher(baseDomain: string): (hostname: string) => stri
     return SUBDOMAIN_LABEL.test(label) ? label : undefined;
   };
 }
+
+/**
+ * The subdomain of a short host name, leaving out the API's own host when that is itself a name
+ * under BASE_DOMAIN (`api.links.example.com`): what routes a request to a subdomain's edge.
+ */
+export function shortHostMatcher(config: { baseDomain: string; publicUrl: string }): (hostname: string) => string | undefined {
+  const subdomainOf = subdomainMatcher(config.baseDomain);
+  const apiLabel = subdomainOf(new URL(config.publicUrl).hostname);
+  return (hostname) => {
+    const subdomain = subdomainOf(hostname);
+    return subdomain === apiLabel ? undefined : subdomain;
+  };
+}

@@ -131,13 +131,13 @@ export function visitsService(context: Context) {
     const { where, params } = visitConditions(ownerId, filters);
     const base = where.length > 0 ? where.join(' AND ') : '1';
     const paged = [...where];
-    if (paging.cursor) {
-      const after = decodeCursor(paging.cursor);
+    const after = paging.cursor ? decodeCursor(paging.cursor) : undefined;
+    if (after) {
       paged.push('(ts, cityHash64(visit_id)) < (fromUnixTimestamp64Milli({after_ts:Int64}), {after_hash:UInt64})');
       Object.assign(params, { after_ts: after.ts, after_hash: after.hash });
     }
     const offset = paging.page !== undefined ? (paging.page - 1) * paging.limit : 0;
-    const top = Math.min(Date.now() + CLOCK_SKEW_MS, paging.cursor ? decodeCursor(paging.cursor).ts + 1 : Infinity, filters.until ? Date.parse(filters.until) + 1 : Infinity);
+    const top = Math.min(Date.now() + CLOCK_SKEW_MS, after ? after.ts + 1 : Infinity, filters.until ? Date.parse(filters.until) + 1 : Infinity);
     const [found, [counted]] = await Promise.all([
       newestRows(
         (floor) => `SELECT ${OWNER_VISIT_COLUMNS.join(', ')}, toUnixTimestamp64Milli(ts) AS ts_ms, toString(cityHash64(visit_id)) AS h

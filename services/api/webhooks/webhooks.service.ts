@@ -217,9 +217,11 @@ export function webhooksService(context: Context) {
     },
     async notifications(principal: Principal, paging: Paging & { unread?: boolean }) {
       const unreadOnly = paging.unread === true;
+      const counted = webhooks.countNotifications(principal.userId, true);
+      // The unread count is the filtered list's total too: counted once.
       const [page, unread] = await Promise.all([
-        seqPage(paging, (limit, at) => webhooks.listNotifications(principal.userId, limit, at, unreadOnly), () => webhooks.countNotifications(principal.userId, unreadOnly)),
-        webhooks.countNotifications(principal.userId, true),
+        seqPage(paging, (limit, at) => webhooks.listNotifications(principal.userId, limit, at, unreadOnly), () => (unreadOnly ? counted : webhooks.countNotifications(principal.userId))),
+        counted,
       ]);
       return { notifications: page.items.map(toNotificationView), meta: { ...page.meta, unread } };
     },

@@ -180,6 +180,33 @@ function FormError({ error }: { error: unknown }) {
   return <Notice kind="error">{error instanceof Error ? error.message : String(error)}</Notice>;
 }
 
+
+/**
+ * One write at a time: `run` sends it unless one is pending, keeps the API's refusal for the fields,
+ * and says when it is busy. The state update that disables the button lands after the next event:
+ * a ref stops a second submit (a double click) at once.
+ */
+function useSubmission() {
+  const pending = useRef(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const run = async (write: () => Promise<void>) => {
+    if (pending.current) return;
+    pending.current = true;
+    setBusy(true);
+    setError(undefined);
+    try {
+      await write();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      pending.current = false;
+      setBusy(false);
+    }
+  };
+  return { busy, error, setError, pending, run };
+}
+
 /** Creates a link; `onCreated` gets it (also when the answer was a replay of the same client_id). */
 export function CreateLinkForm({
   subdomains,
@@ -198,10 +225,7 @@ export function CreateLinkForm({
   // One key for this form until a link is made: a second submit (double click, retry) replays it.
   const clientId = useRef<string | undefined>(undefined);
   clientId.current ??= crypto.randomUUID();
-  // The state update that disables the button lands after the next event: a ref stops a second submit at once.
-  const pending = useRef(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useSubmission();
   const form = useRef<HTMLFormElement>(null);
   useEffect(() => {
     form.current?.querySelector<HTMLInputElement>('input[type="url"]')?.focus();
@@ -210,10 +234,6 @@ export function CreateLinkForm({
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    if (pending.current) return;
-    pending.current = true;
-    setBusy(true);
-    setError(undefined);
     const body: CreateBody = { subdomain: draft.subdomain, target_url: draft.target_url.trim(), client_id: clientId.current! };
     if (draft.slug.trim()) body.slug = draft.slug.trim();
     if (draft.title.trim()) body.title = draft.title.trim();
@@ -223,16 +243,11 @@ export function CreateLinkForm({
     if (draft.expires_at) body.expires_at = fromLocalInput(draft.expires_at);
     body.redirect_type = Number(draft.redirect_type) as RedirectType;
     if (draft.append_visit_id) body.append_visit_id = true;
-    try {
+    await run(async () => {
       const { data } = await call(api.POST('/api/v1/links', { body }));
       clientId.current = undefined;
       onCreated(data);
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      pending.current = false;
-      setBusy(false);
-    }
+    });
   };
 
   const errors = fieldErrors(error, t('links.slug_taken'));
@@ -258,9 +273,7 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
   const { t } = useI18n();
   const initial = draftOf(link);
   const [draft, setDraft] = useState<Draft>(initial);
-  const pending = useRef(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, setError, pending, run } = useSubmission();
   const [result, setResult] = useState<'saved' | 'unchanged'>();
   const form = useRef<HTMLFormElement>(null);
   useFocusInvalid(form, error);
@@ -283,20 +296,13 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
       setResult('unchanged');
       return;
     }
-    pending.current = true;
-    setBusy(true);
     setResult(undefined);
-    try {
+    await run(async () => {
       const { data } = await call(api.PATCH('/api/v1/links/{id}', { params: { path: { id: link.id } }, body }));
       setDraft(draftOf(data));
       setResult('saved');
       onSaved(data);
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      pending.current = false;
-      setBusy(false);
-    }
+    });
   };
 
   const errors = fieldErrors(error, t('links.slug_taken'));

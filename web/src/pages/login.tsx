@@ -3,7 +3,7 @@
 // ALTCHA proof-of-work challenge that the browser solves (altcha-lib, Web Crypto) and sends with
 // the next attempt. The challenge is self-hosted: nothing leaves for a third party.
 import { solveChallenge } from 'altcha-lib';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, load } from '../api/client.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
@@ -35,7 +35,6 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
   const [lockedUntil, setLockedUntil] = useState<number>();
   const [now, setNow] = useState(Date.now());
   const [captcha, setCaptcha] = useState<'solving' | 'failed'>();
-  const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
     document.title = `${t('login.title')} · linktrack`;
@@ -107,7 +106,7 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
         <LanguagePicker />
       </div>
       <main class="login-card" id="content">
-        <h1 ref={heading}>{t('login.title')}</h1>
+        <h1>{t('login.title')}</h1>
         <p class="muted">{t('login.intro')}</p>
         {reason === 'signed-out' ? <Notice kind="info">{t('login.signed_out')}</Notice> : null}
         <form onSubmit={submit} noValidate={false}>
