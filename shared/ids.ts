@@ -71,3 +71,13 @@ export function uuidv7Derived(msecs: number, source: string, mask: Uint8Array): 
   for (let i = 0; i < RANDOM_DIGITS.length; i++) layDigit(i, NIBBLE[source.charCodeAt(RANDOM_DIGITS[i]!)]! ^ mask[i]!);
   return text.toString('latin1', 0, 36);
 }
+
+/** A UUID in its text form (any version, either case): what Postgres' uuid type takes. */
+const UUID_TEXT = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export function isUuid(value: string): boolean {
+  return UUID_TEXT.test(value);
+}
+
+/** Link ids: `l_` and 16 base64url characters (services/api/links: 96 random bits). */
+export const LINK_ID = /^l_[A-Za-z0-9_-]{16}$/;

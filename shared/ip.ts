@@ -42,3 +42,30 @@ export function ipInRanges(ip: string, ranges: readonly string[]): boolean {
   }
   return inRanges(address, parseRanges(ranges));
 }
+
+const V4_OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+const V4 = `${V4_OCTET}(?:\\.${V4_OCTET}){3}`;
+const G = '[0-9a-fA-F]{1,4}';
+const V6 =
+  '(?:' +
+  [
+    `(?:${G}:){7}${G}`,
+    `(?:${G}:){1,7}:`,
+    `(?:${G}:){1,6}:${G}`,
+    `(?:${G}:){1,5}(?::${G}){1,2}`,
+    `(?:${G}:){1,4}(?::${G}){1,3}`,
+    `(?:${G}:){1,3}(?::${G}){1,4}`,
+    `(?:${G}:){1,2}(?::${G}){1,5}`,
+    `${G}:(?::${G}){1,6}`,
+    `:(?:(?::${G}){1,7}|:)`,
+    `(?:${G}:){6}${V4}`,
+    `::(?:[fF]{4}(?::0{1,4})?:)?${V4}`,
+    `(?:${G}:){1,5}:${V4}`,
+  ].join('|') +
+  ')';
+
+/** An IPv4 address in dotted decimal or an IPv6 address (no zone), as one pattern the OpenAPI document states as is. */
+export const IP_ADDRESS = new RegExp(`^(?:${V4}|${V6})$`);
+
+/** An address or a CIDR range of one (prefix 0–32 for IPv4, 0–128 for IPv6). */
+export const IP_RANGE = new RegExp(`^(?:${V4}(?:/(?:3[0-2]|[12]?[0-9]))?|${V6}(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?)$`);

@@ -36,3 +36,9 @@ export function isTimeZone(name: string): boolean {
     return false;
   }
 }
+
+/**
+ * The time zones a report may be asked in: the runtime's canonical IANA names, and UTC. ClickHouse
+ * loads each of them (tested in services/api/stats); aliases such as US/Pacific-New are not offered.
+ */
+export const TIME_ZONES = [...new Set(['UTC', ...Intl.supportedValuesOf('timeZone')])] as [string, ...string[]];

@@ -4,7 +4,7 @@ import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
 import { createRateLimiter } from '../../shared/http/rate-limit.js';
-import { createMethodIndex, registerRoutes } from '../../shared/http/register.js';
+import { createMethodIndex, routeMissError, registerRoutes } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import cookie from '@fastify/cookie';
 import { authRoutes } from './auth/auth.routes.js';
@@ -111,17 +111,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   const allowedMethods = createMethodIndex(routes);
   /** 405 with Allow when the path exists under other methods, else 404. */
-  const routeMiss = (request: FastifyRequest): AppError => {
-    const path = request.url.split('?')[0] ?? '/';
-    const allow = allowedMethods(path);
-    return allow.length > 0
-      ? new AppError('method_not_allowed', { method: request.method, allow }, {
-          headers: { Allow: allow.join(', ') },
-          messageKey: 'error.method_not_allowed.allowed',
-          params: { method: request.method, allow: allow.join(', ') },
-        })
-      : new AppError('not_found', { path });
-  };
+  const routeMiss = (request: FastifyRequest): AppError => routeMissError(allowedMethods, request.method, request.url.split('?')[0] ?? '/');
 
   app.setErrorHandler(async (error, request, reply) => {
     // A request that matched no route can fail in body parsing (QUERY without Content-Type) before

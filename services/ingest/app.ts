@@ -5,7 +5,7 @@ import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localizedByHeaders, responseObserver } from '../../shared/http/fastify-base.js';
-import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.js';
+import { createMethodIndex, registerRoutes, routeMissError, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
@@ -48,19 +48,26 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
   app.decorateRequest('locale', 'en');
   app.addHook('onResponse', responseObserver(context));
   app.setErrorHandler(async (error, request, reply) => {
+    // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
+    // the not-found handler runs: the route does not exist, so that is the answer.
+    const { routeDef, routeLabel } = request.routeOptions.config;
+    if (!routeDef && !routeLabel) return sendError(localizedByHeaders(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions);
     const { appError, unexpected } = toAppError(error);
     if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
     if (appError.code === 'rate_limited') context.metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
     return sendError(localizedByHeaders(request), reply, appError, errorOptions);
   });
-  app.setNotFoundHandler(async (request, reply) =>
-    sendError(localizedByHeaders(request), reply, new AppError('not_found', { path: request.url.split('?', 1)[0]!.slice(0, 200) }), errorOptions),
-  );
-  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages });
-
-  // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
   const tokens = consentTokens(key, config.tracker.consentTtlSec);
   const routes = trackerRoutes({ context, beacons, tokens });
+  // The beacon's paths under another method: 405 with Allow; anything else: 404.
+  const trackerMethods = createMethodIndex(routes);
+  app.setNotFoundHandler(async (request, reply) =>
+    sendError(localizedByHeaders(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions),
+  );
+  const methodMiss = (method: string, path: string) => (trackerMethods(path).length > 0 ? routeMissError(trackerMethods, method, path) : undefined);
+  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss });
+
+  // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
   await app.register(async (scope) => {
     await scope.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['Content-Type'], maxAge: 86_400, strictPreflight: false });
     const json = scope.getDefaultJsonParser('ignore', 'ignore');

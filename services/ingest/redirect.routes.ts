@@ -25,6 +25,8 @@ export interface ShortHostDeps {
   limiter: RateLimiter;
   /** The subdomains' public pages, answered on `GET /` of a short host. */
   publicPages?: PublicPages;
+  /** A path the edge declares under other methods (the beacon's): 405 with Allow, not a redirect's 404. */
+  methodMiss?: (method: string, path: string) => AppError | undefined;
 }
 
 /** The target with `lt_visit=<visit id>` appended to its query, before any fragment. */
@@ -194,6 +196,8 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
+    const missed = deps.methodMiss?.(request.method, request.url.split('?', 1)[0]!);
+    if (missed) throw missed;
     const decided = (request.raw as DecidedRequest)[DECIDED];
     if (decided && 'failure' in decided) throw decided.failure;
     const outcome = decided?.outcome ?? (await redirector(askedOf(request)));

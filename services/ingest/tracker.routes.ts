@@ -18,37 +18,39 @@ const TRACKER_JS = join(PROJECT_ROOT, 'public', 'tracker.js');
 
 const tags = ['tracker'];
 
-const redirectVisitId = z
-  .uuid()
-  .refine((id) => {
-    const at = uuidv7Time(id);
-    return at !== undefined && at <= Date.now() + 60_000 && Date.now() - at <= BEACON_ATTACH_WINDOW_MS;
-  }, 'must be the visit id of a redirect of the last 24 hours (the lt_visit parameter)')
-  .meta({ description: 'The `lt_visit` parameter the redirect appended to the target URL: the beacon attaches to that visit.' });
+/** True for the id of a redirect's visit of the last 24 hours (UUIDv7 time): the visits the beacon may attach to. */
+const isRecentVisitId = (id: string) => {
+  const at = uuidv7Time(id);
+  return at !== undefined && at <= Date.now() + 60_000 && Date.now() - at <= BEACON_ATTACH_WINDOW_MS;
+};
 
-const ConsentBody = z
-  .strictObject({
-    visit_id: redirectVisitId.optional(),
+const consentChoice = {
+  analytics: z.boolean().meta({ description: 'Consent to client-side analytics signals.' }),
+  lan_ip: z.boolean().meta({ description: 'Consent to the LAN address from WebRTC (needs analytics too).' }),
+};
+
+/** Either a redirect's visit to attach to, or a subdomain whose page starts a visit of its own: exactly one of them. */
+const ConsentBody = z.union([
+  z.strictObject({
+    visit_id: z.uuid().meta({
+      description:
+        'The `lt_visit` parameter the redirect appended to the target URL: the beacon attaches to that visit. An id that is not a ' +
+        'redirect of the last 24 hours answers 404 `not_found`.',
+    }),
+    ...consentChoice,
+  }),
+  z.strictObject({
     subdomain: z
       .string()
       .regex(SUBDOMAIN_LABEL, 'must be a subdomain name')
-      .optional()
       .meta({ description: 'Without visit_id: the subdomain whose page the beacon runs on; the beacon then starts a visit of its own.' }),
-    analytics: z.boolean().meta({ description: 'Consent to client-side analytics signals.' }),
-    lan_ip: z.boolean().meta({ description: 'Consent to the LAN address from WebRTC (needs analytics too).' }),
+    ...consentChoice,
     page: z
       .strictObject({ referrer: z.string().max(VISIT_TEXT_MAX.referrer).optional(), query: z.string().max(VISIT_TEXT_MAX.query).optional() })
       .optional()
-      .meta({ description: 'For a visit the beacon starts: the page\'s referrer and query string (UTM parameters).' }),
-  })
-  .superRefine((body, ctx) => {
-    if ((body.visit_id === undefined) === (body.subdomain === undefined)) {
-      ctx.addIssue({ code: 'custom', path: [body.visit_id === undefined ? 'subdomain' : 'visit_id'], message: 'give visit_id (from lt_visit) or subdomain, not both' });
-    }
-    if (body.visit_id !== undefined && body.page !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['page'], message: 'only for a visit the beacon starts (with subdomain)' });
-    }
-  });
+      .meta({ description: 'The page\'s referrer and query string (UTM parameters).' }),
+  }),
+]);
 
 const ConsentSchema = z
   .object({
@@ -119,6 +121,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
       auth: { kind: 'none' },
       bucket: null,
       raw: { contentType: 'application/javascript; charset=utf-8', description: 'The script.' },
+      response: z.string(),
       handler: async ({ reply }) => {
         reply.header('Cache-Control', 'public, max-age=3600');
         return { contentType: 'application/javascript; charset=utf-8', body: script };
@@ -143,10 +146,13 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
       },
       body: ConsentBody,
       response: ConsentSchema,
-      errors: ['service_unavailable'],
+      errors: ['service_unavailable', 'not_found'],
       handler: async ({ body, request }) => {
         const now = Date.now();
-        const visitId = body.visit_id ?? uuidv7At(now);
+        if ('visit_id' in body && !isRecentVisitId(body.visit_id)) {
+          throw new AppError('not_found', { visit_id: 'no redirect of the last 24 hours has this id (the lt_visit parameter)' });
+        }
+        const visitId = 'visit_id' in body ? body.visit_id : uuidv7At(now);
         const analytics = body.analytics;
         const lanIp = analytics && body.lan_ip;
         publish({
@@ -155,7 +161,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
           ts: new Date(now).toISOString(),
           analytics,
           lan_ip: lanIp,
-          ...(body.subdomain !== undefined
+          ...('subdomain' in body
             ? {
                 own_visit: {
                   subdomain: body.subdomain,
@@ -187,7 +193,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
       body: SignalsSchema.extend({ token: tokenField }),
       response: CollectSchema,
       status: 202,
-      errors: ['service_unavailable'],
+      errors: ['service_unavailable', 'forbidden'],
       handler: async ({ body, respond }) => {
         const { token, ...signals } = body;
         return collect(token, signals, respond);
@@ -207,9 +213,10 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
         token: tokenField,
         data: z.string().max(8000).optional().meta({ description: 'JSON of the signals (time zone, screen, network, capabilities, lan_ip).' }),
       }),
+      jsonQuery: { name: 'data', schema: SignalsSchema, component: 'TrackerSignals' },
       response: CollectSchema,
       status: 202,
-      errors: ['service_unavailable'],
+      errors: ['service_unavailable', 'forbidden'],
       handler: async ({ query, respond, locale }) => {
         let data: unknown = {};
         if (query.data !== undefined) {

@@ -4,6 +4,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 import { failureSchema, successSchema } from './envelope.js';
 import { effectiveQuery } from './register.js';
 import { SESSION_COOKIE, routeErrorCodes, type RouteDef } from './route.js';
+import { STORABLE_TEXT_PATTERN } from './fields.js';
 
 // registry.register() needs zod's `.openapi()` extension (component registration by name).
 extendZodWithOpenApi(z);
@@ -73,7 +74,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
         ? {
             description: route.raw.description,
             headers,
-            content: Object.fromEntries([route.raw.contentType].flat().map((type) => [type, { schema: route.response! }])),
+            content: Object.fromEntries([route.raw.contentType].flat().map((type) => [type, { schema: route.raw!.schemas?.[type] ?? route.response! }])),
           }
         : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
     }
@@ -106,6 +107,8 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       responses,
     });
   }
+
+  for (const route of routes) if (route.jsonQuery) registry.register(route.jsonQuery.component, route.jsonQuery.schema);
 
   const generator = new OpenApiGeneratorV31(registry.definitions);
   const document = generator.generateDocument({
@@ -162,5 +165,39 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
     ],
   });
+  for (const route of routes) {
+    if (!route.jsonQuery) continue;
+    const operation = (document.paths?.[route.path] as Record<string, { parameters?: Record<string, unknown>[] }>)[route.method.toLowerCase()]!;
+    const { name, component } = route.jsonQuery;
+    operation.parameters = operation.parameters?.map((parameter) =>
+      parameter.name === name && parameter.in === 'query'
+        ? { name, in: 'query', required: false, description: parameter.description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${component}` } } } }
+        : parameter,
+    );
+  }
+  tightenStrings(document);
   return document as unknown as Record<string, unknown>;
+}
+
+const UUID_PATTERN = z.regexes.uuid().source;
+const EMAIL_PATTERN = z.regexes.email.source;
+
+/**
+ * States the rules zod applies but the generator leaves out, so that the document is exactly as
+ * strict as the server: the UUID and e-mail patterns of zod's formats, and the one rule every string
+ * of a request obeys (no NUL: shared/http/fields.ts UNSTORABLE) on each free-text string.
+ */
+function tightenStrings(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) tightenStrings(item);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const schema = node as Record<string, unknown>;
+  if (schema.type === 'string' && schema.enum === undefined && schema.const === undefined && schema.pattern === undefined) {
+    if (schema.format === 'uuid') schema.pattern = UUID_PATTERN;
+    else if (schema.format === 'email') schema.pattern = EMAIL_PATTERN;
+    else if (schema.format === undefined) schema.pattern = STORABLE_TEXT_PATTERN;
+  }
+  for (const value of Object.values(schema)) tightenStrings(value);
 }

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { AppError } from '../errors.js';
 
 /** Largest `limit` of any collection. */
 const MAX_PAGE_SIZE = 200;
@@ -11,7 +10,19 @@ export const PAGINATION_NOTE =
   'Collections sit under `data.<name>`; `meta` carries `count` (items in this page), `total` (items matching), `limit`, ' +
   '`cursor` (this page\'s), `next_cursor` and `has_more`. Ask for the next page with `?cursor=<next_cursor>`: a walk covers ' +
   'the items that existed when it started exactly once, newest first, whatever is created meanwhile. `?page=<n>` (1-based, ' +
-  'with `limit`) addresses pages by number for human tables, and adds `meta.page`.';
+  'with `limit`) addresses pages by number for human tables, and adds `meta.page`; with `page`, a `cursor` is ignored. Cursors are ' +
+  'opaque, but every value of the documented pattern is a position: a cursor past the end gives an empty page, never an error.';
+
+/**
+ * A cursor parameter: the pattern is exact (every value it admits is a position the list can start
+ * after), so a client generated from the document never sends a cursor the server refuses.
+ */
+export function cursorParam(pattern: RegExp) {
+  return z.string().regex(pattern, 'is not a cursor of this list').optional().meta({ description: 'The `next_cursor` of the previous page.' });
+}
+
+/** Cursors of lists keyed by a bigint `seq` (links, notifications, deliveries…): a version tag and the position (below 2^63). */
+const SEQ_CURSOR = /^s1\.(?:0|[1-9][0-9]{0,17})$/;
 
 /** Query parameters every paged collection takes. */
 export const pagingQuery = {
@@ -22,14 +33,14 @@ export const pagingQuery = {
     .max(MAX_PAGE_SIZE)
     .default(DEFAULT_PAGE_SIZE)
     .meta({ description: `Page size, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.` }),
-  cursor: z.string().max(200).optional().meta({ description: 'The `next_cursor` of the previous page.' }),
+  cursor: cursorParam(SEQ_CURSOR),
   page: z.coerce
     .number()
     .int()
     .min(1)
     .max(100_000)
     .optional()
-    .meta({ description: 'Page number (1-based) for human tables; not with `cursor`.' }),
+    .meta({ description: 'Page number (1-based) for human tables; a `cursor` given with it is ignored.' }),
 };
 
 /** How a request addresses a page: its size, and a cursor or a page number (not both). */
@@ -46,19 +57,13 @@ type PageMeta = {
   page?: number;
 };
 
-const MAX_BIGINT = 2n ** 63n - 1n;
-
-/** Cursors of lists keyed by a bigint `seq` (links) are opaque: a version tag and the position in the list. */
 function encodeSeqCursor(seq: string): string {
-  return Buffer.from(`l1:${seq}`).toString('base64url');
+  return `s1.${seq}`;
 }
 
-/** The `seq` of a cursor encodeSeqCursor made (422 for anything else). */
+/** The `seq` of a cursor the query schema admitted (SEQ_CURSOR). */
 export function decodeSeqCursor(cursor: string): string {
-  const text = Buffer.from(cursor, 'base64url').toString();
-  const match = /^l1:(\d{1,19})$/.exec(text);
-  if (!match || BigInt(match[1]!) > MAX_BIGINT) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
-  return match[1]!;
+  return cursor.slice('s1.'.length);
 }
 
 /** Where a page of rows keyed by `seq` starts: after the cursor's seq, or at the page number's offset. */
@@ -95,4 +100,9 @@ export function collectionMeta(count: number, total: number, paging: Paging, nex
   };
   if (paging.page !== undefined) meta.page = paging.page;
   return meta;
+}
+
+/** The paging a collection's query asks for: a page number wins over a cursor (documented on `page`). */
+export function pagingOf(query: { limit: number; cursor?: string; page?: number }): Paging {
+  return query.page !== undefined ? { limit: query.limit, page: query.page } : { limit: query.limit, cursor: query.cursor };
 }

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, retryLater } from '../errors.js';
-import { LANG_TAG, zodErrorMap, type Locale } from '../i18n/index.js';
+import { LANG_TAG, t, zodErrorMap, type Locale } from '../i18n/index.js';
+import { UNSTORABLE } from './fields.js';
 import { buildMeta, success } from './envelope.js';
 import { setRateLimitHeaders, type RateLimiter } from './rate-limit.js';
 import type { RateBucket } from '../config.js';
@@ -43,7 +44,32 @@ const isMissing = (input: unknown, path: PropertyKey[]) => {
   return value === undefined;
 };
 
+/**
+ * A failed union (a body that is one of several shapes) reports the problems of the shape it came
+ * closest to (fewest issues), so that the caller learns which field is wrong rather than "invalid input".
+ */
+function closestBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union' || !('errors' in issue) || issue.errors.length === 0) return [issue];
+  const best = issue.errors.reduce((a, b) => (b.length < a.length ? b : a));
+  return best.flatMap((inner) => closestBranch({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue));
+}
+
 type Checked<T> = { ok: true; data: T } | { ok: false; error: AppError };
+
+/** Fields (dotted paths) of `input` holding a string, or a key, that storage cannot hold (UNSTORABLE). */
+function unstorableFields(input: unknown, path: string[] = [], found: string[] = []): string[] {
+  if (typeof input === 'string') {
+    if (UNSTORABLE.test(input)) found.push(path.join('.'));
+  } else if (Array.isArray(input)) {
+    input.forEach((item, index) => unstorableFields(item, [...path, String(index)], found));
+  } else if (input !== null && typeof input === 'object') {
+    for (const [key, value] of Object.entries(input)) {
+      if (UNSTORABLE.test(key)) found.push(path.join('.'));
+      else unstorableFields(value, [...path, key], found);
+    }
+  }
+  return found;
+}
 
 /**
  * Checks one part of the request. Unknown keys → 400 bad_request, absent required fields →
@@ -54,9 +80,16 @@ function checkPart<T extends z.ZodType>(schema: T, input: unknown, part: Part, l
   if (part === 'body' && input === undefined) {
     return { ok: false, error: missingError(['body'], part) };
   }
+  // One rule for every declared string, before its own: nothing storage would refuse or rewrite.
+  const unstorable = unstorableFields(input);
+  if (unstorable.length > 0) {
+    const message = t(locale, 'rule.unstorable_text');
+    return { ok: false, error: new AppError('validation_error', Object.fromEntries(unstorable.map((field) => [field || part, message]))) };
+  }
   const result = schema.safeParse(input, { error: zodErrorMap(locale) });
   if (result.success) return { ok: true, data: result.data };
-  const unknown = result.error.issues.flatMap((issue) =>
+  const issues = result.error.issues.flatMap(closestBranch);
+  const unknown = issues.flatMap((issue) =>
     issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key].join('.')) : [],
   );
   if (unknown.length > 0) {
@@ -65,12 +98,12 @@ function checkPart<T extends z.ZodType>(schema: T, input: unknown, part: Part, l
       error: new AppError('bad_request', { unknown, in: part }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } }),
     };
   }
-  const missing = result.error.issues
+  const missing = issues
     .filter((issue) => (issue.code === 'invalid_type' || issue.code === 'invalid_value') && isMissing(input, issue.path))
     .map((issue) => issue.path.join('.') || part);
   if (missing.length > 0) return { ok: false, error: missingError(missing, part) };
   const details: Record<string, string> = {};
-  for (const issue of result.error.issues) {
+  for (const issue of issues) {
     const field = issue.path.join('.') || part;
     details[field] ??= issue.message;
   }
@@ -273,4 +306,16 @@ export function createMethodIndex(routes: RouteDef[]): (path: string) => string[
     }
     return [...methods].sort();
   };
+}
+
+/** The answer to a request no route matched: 405 with Allow when the path exists under other methods, else 404. */
+export function routeMissError(allowedMethods: (path: string) => string[], method: string, path: string): AppError {
+  const allow = allowedMethods(path);
+  return allow.length > 0
+    ? new AppError('method_not_allowed', { method, allow }, {
+        headers: { Allow: allow.join(', ') },
+        messageKey: 'error.method_not_allowed.allowed',
+        params: { method, allow: allow.join(', ') },
+      })
+    : new AppError('not_found', { path: path.slice(0, 200) });
 }

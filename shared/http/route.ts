@@ -86,12 +86,17 @@ export interface RouteDef<
   body?: B;
   /** Schema of `data` in the success envelope, or of the raw body when `raw` is set; absent for routes that never succeed (501). */
   response?: R;
+  /**
+   * A query parameter whose value is JSON (the beacon's GET collect): validated by the handler, and
+   * documented as a parameter with `content: application/json` and this schema (component `component`).
+   */
+  jsonQuery?: { name: string; schema: z.ZodType; component: string };
   /** Success status (default 200). */
   status?: number;
   /** Codes this operation can answer beyond those the registrar derives from auth, bucket and schemas. */
   errors?: ErrorCode[];
-  /** Set for routes that answer a raw body rather than the envelope. */
-  raw?: { contentType: string | string[]; description: string };
+  /** Set for routes that answer a raw body rather than the envelope (`schemas`: a content type whose body is not `response`). */
+  raw?: { contentType: string | string[]; description: string; schemas?: Record<string, z.ZodType> };
   deprecated?: boolean;
   handler: (
     input: HandlerInput<

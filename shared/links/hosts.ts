@@ -1,5 +1,7 @@
 /** What a subdomain label of a short host looks like (3–63 characters of a-z, 0-9 and inner hyphens). */
 export const SUBDOMAIN_LABEL = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+/** A subdomain name as a filter takes it: either case (compared in lower case). */
+export const SUBDOMAIN_NAME_ANY_CASE = /^[A-Za-z0-9][A-Za-z0-9-]{1,61}[A-Za-z0-9]$/;
 
 /**
  * The subdomain of a short host name (`alice` of `alice.links.example.com`), or undefined; the

@@ -1,4 +1,3 @@
-import ipaddr from 'ipaddr.js';
 import { toClickHouseTime } from '../analytics/analytics.js';
 import { z } from 'zod';
 import { VISIT_TEXT_MAX } from '../visits/raw-visit.js';
@@ -16,13 +15,27 @@ export function uuidv7Time(id: string): number | undefined {
   return parseInt(hex.slice(0, 12), 16);
 }
 
-/** LAN addresses a WebRTC host candidate may show: private, unique-local, link-local or CGNAT addresses, or an mDNS name. */
-function isLanAddress(value: string): boolean {
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.local$/i.test(value)) return true;
-  if (!ipaddr.isValid(value)) return false;
-  const range = ipaddr.process(value).range();
-  return range === 'private' || range === 'uniqueLocal' || range === 'linkLocal' || range === 'carrierGradeNat';
-}
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+const HEX = '[0-9a-fA-F]';
+/**
+ * LAN addresses a WebRTC host candidate may show, as one pattern (the OpenAPI document states it as
+ * is): private (10/8, 172.16/12, 192.168/16), CGNAT (100.64/10) and link-local (169.254/16) IPv4 in
+ * dotted decimal; unique-local (fc00::/7) and link-local (fe80::/10) IPv6 (hex groups and colons, an
+ * optional zone); or the mDNS name (`<uuid>.local`) browsers show instead.
+ */
+export const LAN_ADDRESS = new RegExp(
+  '^(?:' +
+    [
+      `10\\.${OCTET}\\.${OCTET}\\.${OCTET}`,
+      `172\\.(?:1[6-9]|2[0-9]|3[01])\\.${OCTET}\\.${OCTET}`,
+      `192\\.168\\.${OCTET}\\.${OCTET}`,
+      `169\\.254\\.${OCTET}\\.${OCTET}`,
+      `100\\.(?:6[4-9]|[7-9][0-9]|1[01][0-9]|12[0-7])\\.${OCTET}\\.${OCTET}`,
+      `(?:[fF][cCdD]${HEX}{2}|[fF][eE][89aAbB]${HEX}):[0-9a-fA-F:]{1,34}(?:%[0-9A-Za-z]{1,16})?`,
+      `${HEX}{8}-${HEX}{4}-${HEX}{4}-${HEX}{4}-${HEX}{12}\\.local`,
+    ].join('|') +
+    ')$',
+);
 
 /** What the beacon may send to `/tracker/collect` (besides its consent token). */
 export const SignalsSchema = z.strictObject({
@@ -53,12 +66,13 @@ export const SignalsSchema = z.strictObject({
   capabilities: z
     .record(z.string().regex(/^[a-z0-9_]{1,40}$/, 'keys are lowercase words of up to 40 characters'), z.union([z.boolean(), z.number(), z.string().max(100)]))
     .refine((value) => Object.keys(value).length <= 40, 'at most 40 capabilities')
+    .meta({ maxProperties: 40, propertyNames: { pattern: '^[a-z0-9_]{1,40}$' } })
     .optional()
     .meta({ description: 'Feature flags and figures (cookies, touch points, languages, hardware concurrency, …).' }),
   lan_ip: z
     .string()
     .max(255)
-    .refine(isLanAddress, 'must be a private, link-local or mDNS (.local) address')
+    .regex(LAN_ADDRESS, 'must be a private, link-local or mDNS (.local) address')
     .optional()
     .meta({ description: 'LAN address from a WebRTC host candidate; kept only with `lan_ip` consent.' }),
 });

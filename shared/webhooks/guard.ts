@@ -32,6 +32,9 @@ export class GuardRefusal extends Error {
   }
 }
 
+/** The host name did not resolve: a refusal for a delivery, not for a subscription (DNS may come later). */
+export class UnresolvedHost extends GuardRefusal {}
+
 /** Resolves a host name to all its addresses (the system resolver by default; tests give their own). */
 export type Resolver = (host: string) => Promise<{ address: string; family: 4 | 6 }[]>;
 
@@ -140,9 +143,9 @@ export async function checkTarget(text: string, options: GuardOptions): Promise<
     try {
       addresses = await (options.resolver ?? systemResolver)(host);
     } catch (error) {
-      throw new GuardRefusal(`host ${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+      throw new UnresolvedHost(`host ${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
     }
-    if (addresses.length === 0) throw new GuardRefusal(`host ${host} does not resolve`);
+    if (addresses.length === 0) throw new UnresolvedHost(`host ${host} does not resolve`);
   }
   const allowlist = allowlistOf(options.allowlist);
   const trustedHost = allowlist.hosts.has(host);
@@ -156,4 +159,17 @@ export async function checkTarget(text: string, options: GuardOptions): Promise<
   }
   const { address, family } = addresses[0]!;
   return { url, host, port, address, family };
+}
+
+/**
+ * The check when a webhook is created or changed: as checkTarget, but a host name that does not
+ * resolve (yet) passes, since every delivery resolves and checks again (and logs the failure).
+ */
+export async function checkSubscription(text: string, options: GuardOptions): Promise<URL> {
+  try {
+    return (await checkTarget(text, options)).url;
+  } catch (error) {
+    if (error instanceof UnresolvedHost) return checkUrlSyntax(text).url;
+    throw error;
+  }
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { textField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { assertSameOrigin } from '../../../shared/http/register.js';
@@ -41,7 +42,7 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
         if (typeof email === 'string') await service.assertNotLocked(email);
       },
       body: z.strictObject({
-        email: z.string().trim().min(1).max(254),
+        email: textField(254),
         password: z.string().min(1).max(256),
         captcha: z
           .string()

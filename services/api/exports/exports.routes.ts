@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { dateTimeField } from '../../../shared/http/fields.js';
+import { successSchema } from '../../../shared/http/envelope.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { VISIT_KINDS } from '../visits/visits.service.js';
@@ -30,8 +32,8 @@ export function exportsRoutes(context: Context): RouteDef[] {
         format: z.enum(EXPORT_FORMATS),
         subdomain: z.string().min(1).max(63).optional(),
         link_id: z.string().min(1).max(64).optional(),
-        since: z.iso.datetime({ offset: true }).optional(),
-        until: z.iso.datetime({ offset: true }).optional(),
+        since: dateTimeField().optional(),
+        until: dateTimeField().optional(),
         country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').optional(),
         is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
         kind: z.enum(VISIT_KINDS).optional(),
@@ -40,6 +42,11 @@ export function exportsRoutes(context: Context): RouteDef[] {
       raw: {
         contentType: ['text/csv', 'application/json', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'application/pdf'],
         description: 'The export, as an attachment. `X-Export-Rows` (CSV, JSON, XLSX): the rows planned, an upper bound, for progress.',
+        schemas: {
+          'application/json': successSchema(z.object({ visits: z.array(z.record(z.string(), z.unknown())) })).meta({
+            description: 'The envelope, with the visits (the columns of GET /api/v1/visits) in data.visits and their number in meta.count.',
+          }),
+        },
       },
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, query, request, reply }) => {

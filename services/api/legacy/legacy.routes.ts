@@ -4,6 +4,7 @@ import type { Context } from '../../../shared/context.js';
 import { openGeoLookup } from '../../../shared/geo.js';
 import type { Principal } from '../../../shared/http/auth.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { IP_ADDRESS } from '../../../shared/ip.js';
 import { statsService } from '../stats/stats.service.js';
 import { visitsService, type VisitFilters, type VisitKind } from '../visits/visits.service.js';
 
@@ -130,7 +131,7 @@ export function legacyRoutes(context: Context): RouteDef[] {
       deprecated: true,
       auth: { kind: 'optional' },
       bucket: 'api',
-      params: z.object({ ip: z.string().refine((ip) => isIP(ip) !== 0, 'must be an IPv4 or IPv6 address') }),
+      params: z.object({ ip: z.string().regex(IP_ADDRESS, 'must be an IPv4 or IPv6 address') }),
       query: listQuery,
       response: z.object({ ip: z.string(), total: z.number().int(), visits: z.array(LegacyVisitSchema) }),
       errors: ['unauthorized', 'not_found', 'not_owner', 'forbidden'],

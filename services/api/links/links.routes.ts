@@ -1,41 +1,49 @@
 import Negotiator from 'negotiator';
 import QRCode from 'qrcode';
 import { z } from 'zod';
+import { dateTimeField, textField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
-import { PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
+import { PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
+import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
+import { LINK_ID } from '../../../shared/ids.js';
 import { linksService, REDIRECT_TYPES, RESERVED_SLUGS, SLUG } from './links.service.js';
 
 const tags = ['links'];
 
+/** A slug as sent: either case (stored in lower case). A reserved one is 409 `conflict`, as a taken one. */
 const slugSchema = z
   .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be 1 to 64 letters, digits, _ or -, starting with a letter or digit')
   .transform((slug) => slug.toLowerCase())
-  .pipe(z.string().regex(SLUG, 'must be 1 to 64 letters, digits, _ or -, starting with a letter or digit'))
   .meta({
     description:
       `Case-insensitive: stored and matched in lower case. Unique among the live links of the subdomain (a deleted link's slug can be reused). ` +
-      `Reserved: ${RESERVED_SLUGS.join(', ')}. Without one, a 7-character slug of [a-z0-9] is generated.`,
+      `Reserved (409 \`conflict\`, as a taken slug): ${RESERVED_SLUGS.join(', ')}. Without one, a 7-character slug of [a-z0-9] is generated.`,
     example: 'spring-sale',
   });
-const targetSchema = z
-  .string()
-  .min(1)
-  .max(MAX_TARGET_URL_LENGTH * 2)
-  .meta({
-    description:
-      `Absolute http or https URL, normalised (lower-case scheme and host, punycode, default port dropped); at most ${MAX_TARGET_URL_LENGTH} ` +
-      'characters after normalisation. Refused: other schemes (javascript:, data:, …), credentials in the URL, and hosts of the platform itself.',
-    example: 'https://example.com/landing?utm_source=newsletter',
-  });
-const titleSchema = z.string().trim().min(1).max(200);
+/** The target URL rule (the pattern is the whole syntax; the platform's own hosts are refused by the service). */
+const targetSchemaOf = () =>
+  z
+    .string()
+    .max(MAX_TARGET_URL_LENGTH - 1)
+    .regex(HTTP_URL, 'must be an http(s) URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
+    .meta({
+      description:
+        `Absolute http or https URL of at most ${MAX_TARGET_URL_LENGTH - 1} characters, stored normalised (lower-case scheme and host, default ` +
+        'port dropped, a `/` path when none). The pattern is the whole rule: an ASCII host name (internationalised names, Unicode or ' +
+        '`xn--`, are refused as lookalike risks) or an IPv4 address, URL-safe characters only (percent-encode the others), no ' +
+        'credentials. The platform\'s own hosts (its base domain and subdomains, its API host, localhost, loopback) are 403 `forbidden` ' +
+        '(`details.reason` `target_is_platform`): a short link to a short link loops or launders a target.',
+      example: 'https://example.com/landing?utm_source=newsletter',
+    });
+const titleSchema = textField(200);
 const tagsSchema = z
   .array(z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/, 'must be 1 to 32 letters, digits, _, ., : or -'))
   .max(20)
   .meta({ description: 'Up to 20 tags, compared in lower case (stored lower-cased, duplicates removed).' });
-const expiresSchema = z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601. Past it the link stops redirecting (state `expired`).' });
+const expiresSchema = dateTimeField().meta({ description: 'ISO 8601. Past it the link stops redirecting (state `expired`).' });
 const maxVisitsSchema = z.number().int().min(1).max(2_147_483_647).meta({ description: 'Visits after which the link stops redirecting.' });
 const APPEND_VISIT_ID_DOC =
   'The redirect appends `lt_visit=<visit id>` to the target URL, so that the beacon (`/tracker.js`) on the target page attaches its ' +
@@ -75,11 +83,12 @@ export const PublicLinkSchema = z
   .object({ slug: z.string(), short_url: z.string(), title: z.string().nullable(), created_at: z.iso.datetime() })
   .meta({ id: 'PublicLink', description: 'A link as the public sees it: no target, tags, limits or ids.' });
 
-const idParams = z.object({ id: z.string().max(64) });
+const idParams = z.object({ id: z.string().regex(LINK_ID, 'must be a link id (l_ and 16 letters, digits, _ or -)') });
 
 /** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
 export function linksRoutes(context: Context): RouteDef[] {
   const service = linksService(context);
+  const targetSchema = targetSchemaOf();
   return [
     defineRoute({
       operationId: 'listLinks',
@@ -99,21 +108,21 @@ export function linksRoutes(context: Context): RouteDef[] {
       bucket: 'api',
       query: z.object({
         subdomain: z.string().max(63).optional(),
-        q: z.string().trim().min(1).max(200).optional(),
-        tag: z.string().trim().min(1).max(32).optional(),
-        since: z.iso.datetime({ offset: true }).optional(),
+        q: z.string().max(200).regex(/\S/, 'must not be blank').trim().optional(),
+        tag: z.string().max(32).regex(/\S/, 'must not be blank').trim().optional(),
+        since: dateTimeField().optional(),
         ...pagingQuery,
       }),
       response: z.object({ links: z.array(z.union([LinkSchema, PublicLinkSchema])) }),
       errors: ['unauthorized', 'not_found', 'not_owner'],
       handler: async ({ principal, query, respond }) => {
         const { limit, cursor, page, ...filters } = query;
-        if (cursor !== undefined && page !== undefined) throw new AppError('validation_error', { page: 'cannot be combined with cursor' });
+        const paging = pagingOf({ limit, cursor, page });
         let result;
-        if (principal) result = await service.list(principal, filters, { limit, cursor, page });
+        if (principal) result = await service.list(principal, filters, paging);
         else {
           if (filters.subdomain === undefined) throw new AppError('unauthorized', { hint: 'send credentials, or name a subdomain for its public links' });
-          result = await service.publicList(filters.subdomain, filters, { limit, cursor, page });
+          result = await service.publicList(filters.subdomain, filters, paging);
         }
         respond.meta(result.meta);
         return { links: result.items };
@@ -189,7 +198,8 @@ export function linksRoutes(context: Context): RouteDef[] {
           redirect_type: redirectSchema.optional(),
           append_visit_id: appendVisitIdSchema.optional(),
         })
-        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' }),
+        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' })
+        .meta({ minProperties: 1 }),
       response: LinkSchema,
       errors: ['not_found', 'not_owner', 'conflict'],
       handler: async ({ principal, params, body }) => service.update(principal!, params.id, body),

@@ -135,13 +135,14 @@ export function linksService(context: Context) {
 
   const target = (input: string): string => {
     const checked = checkTargetUrl(input, config);
+    if (!checked.ok && checked.platform) throw new AppError('forbidden', { reason: 'target_is_platform', target_url: checked.rule });
     if (!checked.ok) throw new AppError('validation_error', { target_url: checked.rule });
     return checked.url;
   };
 
   const customSlug = (slug: string): string => {
     const normalized = slug.toLowerCase();
-    if ((RESERVED_SLUGS as readonly string[]).includes(normalized)) throw new AppError('validation_error', { slug: 'is reserved' });
+    if ((RESERVED_SLUGS as readonly string[]).includes(normalized)) throw new AppError('conflict', { slug: 'is reserved' });
     return normalized;
   };
 
@@ -221,7 +222,7 @@ export function linksService(context: Context) {
       const earlier = clientId ? await links.findByClientId(ownerId, clientId) : undefined;
       if (earlier) return replayOf(earlier);
 
-      if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('validation_error', { expires_at: 'must be in the future' });
+      // A past expiry is not refused (no schema can say "in the future"): the link is created expired (410).
       const { slug, ...values } = normalized;
       const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug);
       if ('original' in row) return replayOf(row.original);
@@ -241,10 +242,8 @@ export function linksService(context: Context) {
       if (patch.title !== undefined) changes.title = patch.title;
       if (patch.tags !== undefined) changes.tags = normalizeTags(patch.tags);
       if (patch.expires_at !== undefined) {
+        // A past time expires the link now (its short URL answers 410; DELETE removes it instead).
         changes.expires_at = patch.expires_at === null ? null : new Date(patch.expires_at);
-        if (changes.expires_at && changes.expires_at.getTime() <= Date.now()) {
-          throw new AppError('validation_error', { expires_at: 'must be in the future (DELETE ends a link now)' });
-        }
       }
       if (patch.max_visits !== undefined) changes.max_visits = patch.max_visits;
       if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;

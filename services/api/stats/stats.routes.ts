@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { dateTimeField } from '../../../shared/http/fields.js';
+import { TIME_ZONES } from '../../../shared/time.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import {
@@ -63,15 +65,15 @@ const ReportSchema = z
 const RANGE_NOTE =
   `Figures are kept per quarter hour (${BUCKET_SEC} s): \`since\` and \`until\` are rounded to quarter hours and \`data.range\` gives ` +
   `the bounds applied. Without \`until\`, now; without \`since\`, ${DEFAULT_RANGE_DAYS} days before \`until\`. The series has one ` +
-  `point per \`granularity\` (hour or day, default day) in \`tz\` (IANA name, default UTC), at most ${MAX_SERIES_POINTS} points (422 beyond). ` +
+  `point per \`granularity\` (hour or day, default day) in \`tz\` (IANA name, default UTC), at most ${MAX_SERIES_POINTS} points: a longer range keeps its last ${MAX_SERIES_POINTS} periods, and an empty or inverted one counts nothing (\`data.range\` says what was counted). ` +
   `Breakdowns: country, city, browser, os, device_type, referrer_host, utm_source and (not for a link) link, each at most \`limit\` ` +
   `rows (default ${DEFAULT_TOP}, at most ${MAX_TOP}).`;
 
 const reportQuery = {
-  since: z.iso.datetime({ offset: true }).optional(),
-  until: z.iso.datetime({ offset: true }).optional(),
+  since: dateTimeField().optional(),
+  until: dateTimeField().optional(),
   granularity: z.enum(GRANULARITIES).optional(),
-  tz: z.string().min(1).max(64).optional().meta({ example: 'Europe/Paris' }),
+  tz: z.enum(TIME_ZONES).optional().meta({ description: 'IANA time zone of the periods (the canonical names; default UTC).', example: 'Europe/Paris' }),
   limit: z.coerce.number().int().min(1).max(MAX_TOP).optional(),
 };
 

@@ -4,6 +4,7 @@ import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { isTimeZone } from '../../../shared/time.js';
+import { isUuid } from '../../../shared/ids.js';
 import { linksRepository } from '../links/links.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 import { usersRepository } from '../users/users.repository.js';
@@ -93,17 +94,15 @@ function rangeOf(query: StatsQuery, publishedBefore?: Date): Range {
   const now = Date.now();
   const untilMs = query.until ? Date.parse(query.until) : now;
   const sinceMs = query.since ? Date.parse(query.since) : untilMs - DEFAULT_RANGE_DAYS * 86_400_000;
-  if (sinceMs >= untilMs) throw new AppError('validation_error', { since: 'must be before until' });
   const tz = query.tz ?? 'UTC';
   if (!isTimeZone(tz)) throw new AppError('validation_error', { tz: 'must be an IANA time zone name, e.g. Europe/Paris' });
   const granularity = query.granularity ?? 'day';
-  const since = floorBucket(sinceMs);
   const until = publishedBefore ? floorBucket(Math.min(untilMs, publishedBefore.getTime())) : ceilBucket(untilMs);
-  const points = Math.ceil((until - since) / (granularity === 'hour' ? 3_600 : 86_400));
-  if (points > MAX_SERIES_POINTS) {
-    throw new AppError('validation_error', { granularity: `at most ${MAX_SERIES_POINTS} points: shorten the range or use a coarser granularity` });
-  }
-  return { since, until: Math.max(since, until), tz, granularity };
+  // An empty or inverted range counts nothing; a range of more than MAX_SERIES_POINTS periods keeps
+  // its last ones (data.range says what was counted).
+  const period = granularity === 'hour' ? 3_600 : 86_400;
+  const since = Math.min(until, Math.max(floorBucket(sinceMs), until - MAX_SERIES_POINTS * period));
+  return { since, until, tz, granularity };
 }
 
 /** True for a zone whose offset is always zero (UTC days are its days). */
@@ -290,7 +289,7 @@ export function statsService(context: Context) {
     const userId = id === 'me' ? principal.userId : id;
     if (userId !== principal.userId) {
       if (!principal.scopes.has('admin')) throw new AppError('not_owner', { user: id });
-      if (!(await users.findById(userId))) throw new AppError('not_found', { user: id });
+      if (!isUuid(userId) || !(await users.findById(userId))) throw new AppError('not_found', { user: id });
     }
     return { ownerId: userId, scope, id: userId };
   };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { textField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '../../../shared/policy/policy.js';
@@ -9,9 +10,9 @@ const tags = ['subdomains'];
 
 const nameSchema = z
   .string()
-  .regex(SUBDOMAIN_NAME, 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen')
-  .meta({ description: `A DNS label. Reserved names are refused with 422: ${RESERVED_SUBDOMAINS.join(', ')}.`, example: 'alice' });
-const titleSchema = z.string().trim().min(1).max(200);
+  .regex(SUBDOMAIN_NAME, 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen, no hyphens in positions 3 and 4 (punycode)')
+  .meta({ description: `A DNS label (internationalised names, \`xn--\`, are refused as lookalike risks). Reserved names are 409 \`conflict\`, as taken ones: ${RESERVED_SUBDOMAINS.join(', ')}.`, example: 'alice' });
+const titleSchema = textField(200);
 
 const SubdomainSchema = z
   .object({
@@ -116,7 +117,8 @@ export function subdomainsRoutes(context: Context): RouteDef[] {
       params: z.object({ name: z.string().max(63) }),
       body: z
         .strictObject({ title: titleSchema.nullable().optional(), ...PolicyPatchShape })
-        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' }),
+        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' })
+        .meta({ minProperties: 1 }),
       response: SubdomainSchema,
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, body }) => service.update(principal!, params.name, body),

@@ -15,9 +15,9 @@ export const RESERVED_SUBDOMAINS = [
 
 /**
  * A DNS label: lower-case letters, digits and hyphens, 3 to 63 characters, no hyphen at either end,
- * and no `--` in positions 3–4 (reserved for IDN) unless it is an IDN label (`xn--…`).
+ * and no `--` in positions 3–4 (the IDN form: `xn--` punycode labels are refused as lookalike risks). No lookarounds (the document states it as is).
  */
-export const SUBDOMAIN_NAME = /^(?=[a-z0-9-]{3,63}$)(?:xn--|(?!..--))[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+export const SUBDOMAIN_NAME = /^[a-z0-9][a-z0-9-](?:[a-z0-9]|[a-z0-9-][a-z0-9]|(?:[a-z0-9][a-z0-9-]|-[a-z0-9])[a-z0-9-]{0,58}[a-z0-9])$/;
 
 /** Subdomains one account may hold (staff included: a runaway script should stop somewhere). */
 export const MAX_SUBDOMAINS_PER_OWNER = 50;
@@ -88,10 +88,10 @@ export function subdomainsService(context: Context) {
     toPublicLink,
     async claim(principal: Principal, input: { name: string; title?: string }): Promise<SubdomainView> {
       if ((RESERVED_SUBDOMAINS as readonly string[]).includes(input.name)) {
-        throw new AppError('validation_error', { name: 'is reserved' });
+        throw new AppError('conflict', { name: 'is reserved' });
       }
       if ((await subdomains.countByOwner(principal.userId)) >= MAX_SUBDOMAINS_PER_OWNER) {
-        throw new AppError('validation_error', { name: `at most ${MAX_SUBDOMAINS_PER_OWNER} subdomains per account` });
+        throw new AppError('forbidden', { reason: 'limit_reached', limit: MAX_SUBDOMAINS_PER_OWNER });
       }
       const row = await subdomains.insertIfFree(input.name, principal.userId, input.title ?? null);
       if (!row) throw new AppError('conflict', { name: 'is taken' });

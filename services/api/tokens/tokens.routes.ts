@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { dateTimeField, textField } from '../../../shared/http/fields.js';
 import { defineRoute, SCOPES, type RouteDef } from '../../../shared/http/route.js';
-import { normalizeRange } from '../../../shared/ip.js';
+import { IP_RANGE } from '../../../shared/ip.js';
 import type { tokensService } from './tokens.service.js';
 
 const tags = ['tokens'];
@@ -22,13 +23,13 @@ const TokenSchema = z
   .meta({ id: 'ApiToken' });
 
 const NewTokenSchema = z.strictObject({
-  name: z.string().trim().min(1).max(100),
+  name: textField(100),
   scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
   ip_allowlist: z
-    .array(z.string().max(64).refine((entry) => normalizeRange(entry) !== undefined, 'must be an IPv4 or IPv6 address or CIDR range'))
+    .array(z.string().max(64).regex(IP_RANGE, 'must be an IPv4 or IPv6 address or CIDR range'))
     .max(50)
     .optional(),
-  expires_at: z.iso.datetime({ offset: true }).optional().meta({ description: 'ISO 8601; must be in the future. Without it the token does not expire.' }),
+  expires_at: dateTimeField().optional().meta({ description: 'ISO 8601; without it the token does not expire; a time already past creates the token expired (state `expired`).' }),
 });
 
 /** API token endpoints: both accept a session or a bearer token. */

@@ -69,9 +69,9 @@ export function tokensService(context: Context) {
       const notHeld = scopes.filter((scope) => !principal.scopes.has(scope));
       if (notHeld.length > 0) throw new AppError('forbidden', { reason: 'scopes_not_held', scopes: notHeld });
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
-      if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('validation_error', { expires_at: 'must be in the future' });
+      // A past expiry is not refused (no schema can say "in the future"): the token is created expired.
       if ((await tokens.countActive(principal.userId)) >= MAX_ACTIVE_TOKENS) {
-        throw new AppError('validation_error', { scopes: `at most ${MAX_ACTIVE_TOKENS} active tokens per account; revoke one first` });
+        throw new AppError('forbidden', { reason: 'limit_reached', limit: MAX_ACTIVE_TOKENS, hint: 'revoke a token first' });
       }
       const prefix = `svc_u_${randomBytes(6).toString('hex')}`;
       const token = `${prefix}_${randomBytes(32).toString('base64url')}`;

@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { textField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
-import { collectionMeta, PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
+import { collectionMeta, cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { hashPassword } from '../../../shared/password.js';
 import { usersRepository } from './users.repository.js';
@@ -17,9 +18,9 @@ export const UserSchema = z
   })
   .meta({ id: 'User' });
 
-/** A users cursor is opaque: a version tag and the id of the last account of the previous page. */
-const encodeCursor = (id: string) => Buffer.from(`u1:${id}`).toString('base64url');
-const UUID = /^u1:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+/** A users cursor is opaque: a version tag and the id of the last account of the previous page (an unknown id: an empty page). */
+const encodeCursor = (id: string) => `u1.${id}`;
+const USER_CURSOR = /^u1\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Accounts: staff create users (so that tests and scripts can set up several owners) and list them. */
 export function usersRoutes(context: Context): RouteDef[] {
@@ -34,19 +35,15 @@ export function usersRoutes(context: Context): RouteDef[] {
       tags: ['users'],
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
-      query: z.object(pagingQuery),
+      query: z.object({ ...pagingQuery, cursor: cursorParam(USER_CURSOR) }),
       response: z.object({ users: z.array(UserSchema) }),
       handler: async ({ query, respond }) => {
-        let afterId: string | undefined;
-        if (query.cursor !== undefined && query.page === undefined) {
-          afterId = UUID.exec(Buffer.from(query.cursor, 'base64url').toString())?.[1];
-          if (!afterId || !(await users.findById(afterId))) throw new AppError('validation_error', { cursor: 'is not a cursor this API issued' });
-        }
-        const at = query.page !== undefined ? { offset: (query.page - 1) * query.limit } : { afterId };
-        const [rows, total] = await Promise.all([users.listPage(query.limit + 1, at), users.count()]);
-        const page = rows.slice(0, query.limit);
-        const next = rows.length > query.limit ? encodeCursor(page.at(-1)!.id) : null;
-        respond.meta(collectionMeta(page.length, total, query, next));
+        const paging = pagingOf(query);
+        const at = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterId: paging.cursor?.slice('u1.'.length) };
+        const [rows, total] = await Promise.all([users.listPage(paging.limit + 1, at), users.count()]);
+        const page = rows.slice(0, paging.limit);
+        const next = rows.length > paging.limit ? encodeCursor(page.at(-1)!.id) : null;
+        respond.meta(collectionMeta(page.length, total, paging, next));
         return { users: page.map(toUserView) };
       },
     }),
@@ -59,10 +56,10 @@ export function usersRoutes(context: Context): RouteDef[] {
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
       body: z.strictObject({
-        email: z.email().max(254),
+        email: z.string().max(254).regex(z.regexes.email, 'must be an e-mail address'),
         password: z.string().min(12).max(256),
         role: z.enum(['staff', 'user']).default('user'),
-        display_name: z.string().trim().min(1).max(100).optional(),
+        display_name: textField(100).optional(),
       }),
       response: UserSchema,
       status: 201,

@@ -1,8 +1,11 @@
 import { z } from 'zod';
+import { dateTimeField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
-import { PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
+import { cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
+import { LINK_ID } from '../../../shared/ids.js';
+import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { VISIT_KINDS, visitsService } from './visits.service.js';
+import { VISIT_CURSOR, VISIT_KINDS, visitsService } from './visits.service.js';
 
 const tags = ['stats'];
 const text = z.string();
@@ -105,20 +108,21 @@ export function visitsRoutes(context: Context): RouteDef[] {
       auth: { kind: 'optional' },
       bucket: 'api',
       query: z.object({
-        subdomain: z.string().min(1).max(63).optional(),
-        link_id: z.string().min(1).max(64).optional(),
-        since: z.iso.datetime({ offset: true }).optional(),
-        until: z.iso.datetime({ offset: true }).optional(),
+        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, 'must be a subdomain name').optional(),
+        link_id: z.string().regex(LINK_ID, 'must be a link id (l_ and 16 letters, digits, _ or -)').optional(),
+        since: dateTimeField().optional(),
+        until: dateTimeField().optional(),
         country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').optional(),
         is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
         kind: z.enum(VISIT_KINDS).optional(),
         ...pagingQuery,
+        cursor: cursorParam(VISIT_CURSOR),
       }),
       response: z.object({ visits: z.array(z.union([VisitSchema, PublicVisitSchema])) }),
       errors: ['unauthorized', 'not_found', 'not_owner'],
       handler: async ({ principal, query, respond }) => {
         const { limit, cursor, page, ...filters } = query;
-        const result = await service.list(principal, filters, { limit, cursor, page });
+        const result = await service.list(principal, filters, pagingOf({ limit, cursor, page }));
         respond.meta(result.meta);
         return { visits: result.items };
       },

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { HTTP_URL } from '../../../shared/links/urls.js';
+import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import type { Context } from '../../../shared/context.js';
 import { PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
@@ -10,13 +12,14 @@ const tags = ['webhooks'];
 
 const urlSchema = z
   .string()
-  .min(1)
-  .max(2048)
+  .max(2047)
+  .regex(HTTP_URL, 'must be an http(s) URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
   .meta({
     description:
-      'Receiver URL, http or https, without credentials. Checked by the SSRF guard here and at every attempt: every address the host resolves to must be ' +
+      'Receiver URL, http or https, without credentials, an ASCII host name or IPv4 address, URL-safe characters (the pattern). Checked by the SSRF guard here and at every attempt: every address the host resolves to must be ' +
       `public (loopback, private, link-local, CGNAT, unique-local, multicast, reserved, unspecified and cloud metadata addresses are refused, also in IPv4-mapped and NAT64 forms); ports ${ALLOWED_PORTS_NOTE}. ` +
-      'WEBHOOK_ALLOWLIST admits named internal hosts and ranges. A refusal is 422 `validation_error` with the reason in `details.url`.',
+      'WEBHOOK_ALLOWLIST admits named internal hosts and ranges. A refusal is 403 `forbidden` (`details.reason` `destination_not_allowed`, ' +
+      'the guard\'s reason in `details.url`). A host name that does not resolve yet is accepted: each delivery resolves it again.',
     example: 'https://hooks.example.com/linktrack',
   });
 const eventsSchema = z
@@ -30,10 +33,10 @@ const eventsSchema = z
   });
 const subdomainSchema = z
   .string()
-  .max(63)
+  .regex(SUBDOMAIN_NAME_ANY_CASE, 'must be a subdomain name')
   .nullable()
   .meta({ description: 'Only events of this subdomain (one of yours). Without it (or null): events of all your subdomains.' });
-const descriptionSchema = z.string().trim().max(500).nullable();
+const descriptionSchema = z.string().max(500).trim().nullable();
 
 const WebhookSchema = z
   .object({
@@ -158,7 +161,8 @@ export function webhooksRoutes(context: Context): RouteDef[] {
           description: descriptionSchema.optional(),
           enabled: z.boolean().optional(),
         })
-        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' }),
+        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' })
+        .meta({ minProperties: 1 }),
       response: WebhookSchema,
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, body, request }) => service.update(principal!, params.id, body, request.ip),

@@ -4,7 +4,7 @@ import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, type Principal } from '../../../shared/http/auth.js';
 import { seqPage, type Paging } from '../../../shared/http/pagination.js';
-import { GuardRefusal, checkTarget } from '../../../shared/webhooks/guard.js';
+import { GuardRefusal, checkSubscription } from '../../../shared/webhooks/guard.js';
 import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '../../../shared/webhooks/delivery.js';
 import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/repository.js';
 import { auditRepository } from '../audit/audit.repository.js';
@@ -101,12 +101,18 @@ export function webhooksService(context: Context) {
   const audits = auditRepository(context.db.db);
   const deliverer = createDeliverer(context);
 
-  /** The URL after the SSRF guard (422 validation_error with the reason when refused). */
+  /**
+   * The URL after the SSRF guard. A refusal is 403 `forbidden` (reason `destination_not_allowed`,
+   * the guard's reason in `details.url`): the URL is well formed (the schema checked it), but the
+   * platform does not deliver there. A host that does not resolve yet is accepted.
+   */
   const guarded = async (url: string): Promise<string> => {
     try {
-      return (await checkTarget(url, { allowlist: context.config.webhooks.allowlist })).url.toString();
+      return (await checkSubscription(url, { allowlist: context.config.webhooks.allowlist })).toString();
     } catch (error) {
-      if (error instanceof GuardRefusal) throw new AppError('validation_error', { url: error.message });
+      if (error instanceof GuardRefusal) {
+        throw new AppError('forbidden', { reason: 'destination_not_allowed', url: error.message }, { messageKey: 'error.forbidden.destination_not_allowed', params: { reason: error.message } });
+      }
       throw error;
     }
   };
@@ -135,7 +141,7 @@ export function webhooksService(context: Context) {
   return {
     async create(principal: Principal, input: NewWebhookInput, ip: string): Promise<WebhookView & { secret: string }> {
       if ((await webhooks.countByOwner(principal.userId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
-        throw new AppError('validation_error', { url: `at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account; delete one first` });
+        throw new AppError('forbidden', { reason: 'limit_reached', limit: MAX_WEBHOOKS_PER_ACCOUNT, hint: 'delete a webhook first' });
       }
       const url = await guarded(input.url);
       const subdomain = await subdomainOf(principal, principal.userId, input.subdomain);

@@ -1,5 +1,7 @@
 // Numbers and dates in the viewer's language and time zone (the browser's own zone).
 import type { UiLocale } from './i18n.js';
+import type { paths } from '../api/schema.generated';
+import { TIME_ZONES } from '../../../shared/time.js';
 
 const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
 
@@ -37,6 +39,14 @@ export function formatNumber(locale: UiLocale, value: number | null | undefined)
 }
 
 /** The viewer's IANA time zone (what the statistics pickers start with). */
-export function viewerTimeZone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+export function viewerTimeZone(): ReportZone {
+  return reportZone(Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC');
+}
+
+/** A time zone reports take (the API's `tz` enum: the canonical IANA names and UTC). */
+export type ReportZone = NonNullable<NonNullable<paths['/api/v1/stats/{scope}/{id}']['get']['parameters']['query']>['tz']>;
+
+/** The zone if reports take it (this runtime's canonical names, as the server's), else UTC. */
+export function reportZone(tz: string): ReportZone {
+  return (TIME_ZONES.includes(tz) ? tz : 'UTC') as ReportZone;
 }

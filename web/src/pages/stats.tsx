@@ -6,7 +6,7 @@ import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { isTimeZone } from '../../../shared/time.js';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
-import { formatNumber, viewerTimeZone } from '../app/format.js';
+import { formatNumber, reportZone, viewerTimeZone } from '../app/format.js';
 import { useI18n, type Translate, type UiKey } from '../app/i18n.js';
 import { Async, BarTable, Empty, ErrorState, Field, Loading, Notice, PageHeader, useLoad } from '../app/ui.js';
 import { periodFormat, SeriesChart } from './stats-chart.js';
@@ -183,7 +183,7 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
       api.GET('/api/v1/stats/{scope}/{id}', {
         params: {
           path: { scope, id },
-          query: { since: new Date(since).toISOString(), until: new Date(until).toISOString(), granularity: query.granularity, tz: query.tz, limit: 10 },
+          query: { since: new Date(since).toISOString(), until: new Date(until).toISOString(), granularity: query.granularity, tz: reportZone(query.tz), limit: 10 },
         },
         signal,
       }),
