@@ -75,6 +75,9 @@ function generateSlug(): string {
   return slug;
 }
 
+/** The shape of every link id (newLinkId): what a parameter naming a link must match. */
+export const LINK_ID = /^l_[A-Za-z0-9_-]{16}$/;
+
 /** Link ids: `l_` and 16 base64url characters (96 random bits), opaque and not sequential. */
 function newLinkId(): string {
   return `l_${randomBytes(12).toString('base64url')}`;
