@@ -14,10 +14,17 @@ export const RESERVED_SUBDOMAINS = [
 ] as const;
 
 /**
- * A DNS label: lower-case letters, digits and hyphens, 3 to 63 characters, no hyphen at either end,
- * and no `--` in positions 3–4 (reserved for IDN) unless it is an IDN label (`xn--…`).
+ * A name that can be claimed: a DNS label (lower-case letters, digits and hyphens, 3 to 63
+ * characters, no hyphen at either end) without `--` in positions 3–4, the form IDNA reserves, of
+ * which punycode labels (`xn--…`) are the one in use. Browsers show a punycode label as Unicode,
+ * which can imitate another name (`xn--pypal-4ve` reads as a "paypal"), so such a claim is refused
+ * rather than flagged. One pattern (the lookahead is ECMA-262 regex, as JSON Schema's is), so that
+ * the OpenAPI document states the whole rule.
  */
-export const SUBDOMAIN_NAME = /^(?=[a-z0-9-]{3,63}$)(?:xn--|(?!..--))[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+export const SUBDOMAIN_NAME = /^(?!..--)(?=[a-z0-9-]{3,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+
+/** The IDNA reserved form (`--` in positions 3–4, punycode `xn--` included), told apart for its own message. */
+export const IDNA_FORM = /^..--/;
 
 /** Subdomains one account may hold (staff included: a runaway script should stop somewhere). */
 export const MAX_SUBDOMAINS_PER_OWNER = 50;
