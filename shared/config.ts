@@ -247,7 +247,7 @@ export const CONFIG_VARS = {
       '',
     ),
     {
-      doc: 'Comma-separated host names and CIDR ranges that webhooks may reach although internal (loopback, private, …): for self-hosted receivers. Cloud metadata endpoints stay refused.',
+      doc: 'Comma-separated host names and CIDR ranges that webhooks may reach although internal (loopback, private, …): for self-hosted receivers. Cloud metadata endpoints stay refused. Their response bodies are never shown in the delivery log.',
     },
   ],
   WEBHOOK_RETRY_BASE_MS: [

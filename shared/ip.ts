@@ -32,6 +32,17 @@ export function inRanges(address: ipaddr.IPv4 | ipaddr.IPv6, ranges: readonly Ip
   return ranges.some(([network, bits]) => address.kind() === network.kind() && address.match([network, bits] as never));
 }
 
+/**
+ * True when the range (an IP or CIDR) lies wholly inside one of the ranges of its own family: its
+ * prefix is at least as long and starts inside the outer one. False when it is not a range.
+ */
+export function rangeWithin(entry: string, ranges: readonly string[]): boolean {
+  const inner = parseRange(entry.trim());
+  if (!inner) return false;
+  const [address, bits] = inner;
+  return parseRanges(ranges).some(([network, outer]) => address.kind() === network.kind() && bits >= outer && address.match([network, outer] as never));
+}
+
 /** True when the address (IPv4-mapped IPv6 counts as IPv4) is inside one of the ranges. */
 export function ipInRanges(ip: string, ranges: readonly string[]): boolean {
   let address: ipaddr.IPv4 | ipaddr.IPv6;

@@ -28,6 +28,27 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
       expect(await context.cache.increment(key, 1)).toBe(1);
     });
 
+    it('gives each of many parallel increments its own count (the login attempts are reserved with it)', async () => {
+      const key = uniqueName('parallel');
+      const counts = await Promise.all(Array.from({ length: 50 }, () => context.cache.increment(key, 60)));
+      expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, n) => n + 1));
+    });
+
+    it('expire moves the end of a live counter and leaves a missing key missing', async () => {
+      const key = uniqueName('expire');
+      await context.cache.increment(key, 1);
+      await context.cache.expire(key, 60);
+      expect(await context.cache.ttlMs(key)).toBeGreaterThan(59_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      expect(await context.cache.increment(key, 1)).toBe(2);
+      await context.cache.expire(key, 0.05);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await context.cache.ttlMs(key)).toBe(0);
+      const missing = uniqueName('missing');
+      await context.cache.expire(missing, 60);
+      expect(await context.cache.ttlMs(missing)).toBe(0);
+    });
+
     it('keeps a flag for its time to live, then forgets it; remove drops it at once', async () => {
       const key = uniqueName('flag');
       expect(await context.cache.ttlMs(key)).toBe(0);

@@ -8,8 +8,13 @@ import { Redis } from 'ioredis';
 export interface Cache {
   kind: 'memory' | 'redis';
   redis: Redis | undefined;
-  /** Adds one to a counter whose window (`windowSec`) starts at its first increment; returns the count. */
+  /**
+   * Adds one to a counter whose window (`windowSec`) starts at its first increment; returns the count.
+   * Atomic: concurrent callers, on one node or many, each get a different count (a reservation).
+   */
   increment(key: string, windowSec: number): Promise<number>;
+  /** Makes an existing key expire `ttlSec` from now, whatever its window; no effect on a missing key. */
+  expire(key: string, ttlSec: number): Promise<void>;
   /** Sets a flag that expires after `ttlSec`. */
   flag(key: string, ttlSec: number): Promise<void>;
   /** Sets such a flag only when none is set, atomically; true when this call set it ("do once per window"). */
@@ -59,6 +64,10 @@ export function createMemoryCache(): Cache {
       entry.count += 1;
       entries.set(key, entry);
       return entry.count;
+    },
+    async expire(key, ttlSec) {
+      const entry = live(key);
+      if (entry) entry.expiresAt = Date.now() + ttlSec * 1000;
     },
     async flag(key, ttlSec) {
       entries.set(key, { count: 1, expiresAt: Date.now() + ttlSec * 1000 });
@@ -123,6 +132,9 @@ export function createRedisCache(url: string, keyPrefix = 'lt'): Cache {
     async increment(key, windowSec) {
       const [[, count]] = (await redis.multi().incr(prefix + key).pexpire(prefix + key, windowSec * 1000, 'NX').exec()) as [[unknown, number]];
       return count;
+    },
+    async expire(key, ttlSec) {
+      await redis.pexpire(prefix + key, Math.max(1, Math.ceil(ttlSec * 1000)));
     },
     async flag(key, ttlSec) {
       await redis.set(prefix + key, '1', 'PX', ttlSec * 1000);

@@ -118,6 +118,11 @@ describe('SSRF guard', () => {
     await expect(checkTarget('http://192.168.0.1/', { allowlist: ['10.0.0.0/8'] })).rejects.toThrow(/range private/);
     await expect(checkTarget('http://169.254.169.254/', { allowlist: ['169.254.0.0/16'] })).rejects.toThrow(/metadata/);
     await expect(checkTarget('http://meta.example/', { allowlist: ['meta.example'], resolver })).rejects.toThrow(/metadata/);
+    // What the allow-list admitted is marked, so that its answers are not shown to tenants (issue 23).
+    await expect(checkTarget('http://127.0.0.1:9000/', { allowlist: ['127.0.0.1/32'] })).resolves.toMatchObject({ allowlisted: true });
+    await expect(checkTarget('http://rebind.example/', { allowlist: ['rebind.example'], resolver })).resolves.toMatchObject({ allowlisted: true });
+    await expect(checkTarget('https://public.example/hook', { allowlist: ['public.example'], resolver })).resolves.toMatchObject({ allowlisted: false });
+    await expect(checkTarget('http://93.184.216.34:8080/', { allowlist: [] })).resolves.toMatchObject({ allowlisted: false });
     // The allow-list does not open bad ports.
     await expect(checkTarget('http://127.0.0.1:22/', { allowlist: ['127.0.0.1'] })).rejects.toThrow(/port 22/);
   });

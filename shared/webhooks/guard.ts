@@ -49,6 +49,12 @@ export interface CheckedTarget {
   port: number;
   address: string;
   family: 4 | 6;
+  /**
+   * True when the host or one of its addresses is internal, admitted only because WEBHOOK_ALLOWLIST
+   * lists it: what such a receiver answers is the operator's internal service speaking, so a
+   * tenant is told its status and timing but never its body (see send.ts).
+   */
+  allowlisted: boolean;
 }
 
 export interface GuardOptions {
@@ -149,16 +155,19 @@ export async function checkTarget(text: string, options: GuardOptions): Promise<
   }
   const allowlist = allowlistOf(options.allowlist);
   const trustedHost = allowlist.hosts.has(host);
+  let allowlisted = false;
   for (const { address: text } of addresses) {
     const address = ipaddr.parse(text);
     if (isMetadataAddress(address)) throw new GuardRefusal(`resolves to a cloud metadata address (${text})`);
     const range = internalRange(address);
-    if (range !== undefined && !trustedHost && !inRanges(address, allowlist.ranges)) {
+    if (range === undefined) continue;
+    if (!trustedHost && !inRanges(address, allowlist.ranges)) {
       throw new GuardRefusal(`resolves to an internal address (${text}, range ${range}); internal receivers must be listed in WEBHOOK_ALLOWLIST`);
     }
+    allowlisted = true;
   }
   const { address, family } = addresses[0]!;
-  return { url, host, port, address, family };
+  return { url, host, port, address, family, allowlisted };
 }
 
 /**

@@ -10,7 +10,7 @@ export interface AttemptOutcome {
   latencyMs: number;
   /** Why the attempt failed, or null on a 2xx. */
   error: string | null;
-  /** The start of the response body (at most EXCERPT_CHARS characters). */
+  /** The start of the response body (at most EXCERPT_CHARS characters); null for an allowlisted (internal) receiver. */
   excerpt: string | null;
 }
 
@@ -29,6 +29,10 @@ const agents = {
  * POSTs a body to a target the guard checked, connecting to the checked address (the lookup
  * answers it without asking DNS again). Redirects are not followed (a 3xx is a failure), the
  * whole exchange is bounded by `timeoutMs`, and at most MAX_RESPONSE_BYTES of the answer are read.
+ * The outcome goes to the webhook's owner, a tenant: for a receiver admitted only by
+ * WEBHOOK_ALLOWLIST (`target.allowlisted`, an internal service) it tells the status and timing but
+ * nothing the receiver said or where it is: no body excerpt, no redirect location, a connection
+ * error by its code only.
  */
 export function postTo(target: CheckedTarget, body: string, headers: Record<string, string>, timeoutMs: number): Promise<AttemptOutcome> {
   const started = performance.now();
@@ -59,15 +63,18 @@ export function postTo(target: CheckedTarget, body: string, headers: Record<stri
       request.destroy();
       finish(null, `timed out after ${timeoutMs} ms`, null);
     }, timeoutMs);
-    request.on('error', (error: NodeJS.ErrnoException) => finish(null, `${error.code ?? 'request failed'}: ${error.message}`.slice(0, 300), null));
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      finish(null, target.allowlisted ? (error.code ?? 'request failed') : `${error.code ?? 'request failed'}: ${error.message}`.slice(0, 300), null),
+    );
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;
       const chunks: Buffer[] = [];
       let size = 0;
       const done = () => {
         const excerpt = Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_CHARS) || null;
+        const location = response.headers.location && !target.allowlisted ? ` (to ${String(response.headers.location).slice(0, 200)})` : '';
         let error: string | null = null;
-        if (status >= 300 && status < 400) error = `redirect ${status} not followed${response.headers.location ? ` (to ${String(response.headers.location).slice(0, 200)})` : ''}`;
+        if (status >= 300 && status < 400) error = `redirect ${status} not followed${location}`;
         else if (status < 200 || status >= 300) error = `HTTP ${status}`;
         finish(status, error, excerpt);
       };
@@ -75,7 +82,7 @@ export function postTo(target: CheckedTarget, body: string, headers: Record<stri
       response.on('data', (chunk: Buffer) => {
         size += chunk.length;
         // Enough bytes for EXCERPT_CHARS characters of any UTF-8 text.
-        if (kept < EXCERPT_CHARS * 4) {
+        if (!target.allowlisted && kept < EXCERPT_CHARS * 4) {
           const part = chunk.subarray(0, EXCERPT_CHARS * 4 - kept);
           chunks.push(part);
           kept += part.length;

@@ -99,6 +99,37 @@ describe('login', () => {
     expect(retryAfter).toBeLessThanOrEqual(600);
   });
 
+  // Guards the lockout race: the attempt used to be counted only after the password check, so 40
+  // parallel guesses all passed the lock check and 20 (one IP) or 67 (five IPs) were checked.
+  it('checks at most BRUTEFORCE_MAX_ATTEMPTS passwords of 40 parallel guesses, from one IP or from many', async () => {
+    for (const addresses of [[clientIp()], Array.from({ length: 5 }, clientIp)]) {
+      const account = await createAccount(context);
+      const answers = await Promise.all(Array.from({ length: 40 }, (_, n) => login(account.email, `wrong ${n}`, addresses[n % addresses.length]!)));
+      // A 401 is a password checked and found wrong; every other guess was refused before any check.
+      const checked = answers.filter((answer) => answer.statusCode === 401);
+      expect(checked.length).toBeLessThanOrEqual(3);
+      expect(answers.filter((answer) => answer.statusCode === 429).length).toBe(40 - checked.length);
+      for (const refused of answers.filter((answer) => answer.statusCode === 429)) {
+        // The lock, or the auth bucket when one IP sends more than RATE_LIMIT_AUTH.
+        expect(refused.json().error.code).toBe('rate_limited');
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      }
+      // The account is locked, even for the right password.
+      expect((await login(account.email, TEST_PASSWORD, clientIp())).json().error.details.reason).toBe('account_locked');
+    }
+  });
+
+  it('a right password under the limit signs in although wrong guesses run in parallel', async () => {
+    const account = await createAccount(context);
+    const [right, ...wrong] = await Promise.all([
+      login(account.email, TEST_PASSWORD, clientIp()),
+      login(account.email, 'wrong', clientIp()),
+      login(account.email, 'wrong', clientIp()),
+    ]);
+    expect(right!.statusCode).toBe(200);
+    for (const answer of wrong) expect(answer.statusCode).toBe(401);
+  });
+
   it('locks an e-mail that has no account exactly like one that has', async () => {
     const email = `${uniqueName('ghost')}@example.test`;
     for (let attempt = 0; attempt < 3; attempt++) expect((await login(email, 'wrong', clientIp())).statusCode).toBe(401);

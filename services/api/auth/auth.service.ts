@@ -23,9 +23,10 @@ export interface LoginResult {
 }
 
 /**
- * Login with brute-force protection. Failures are counted per submitted e-mail whether or not
- * the account exists, and a wrong e-mail costs the same password check as a wrong password, so
- * neither the answer, its timing nor a lockout tells which accounts exist.
+ * Login with brute-force protection. Attempts are counted per submitted e-mail whether or not
+ * the account exists, each one taken before its password check (a success clears the count), and
+ * a wrong e-mail costs the same password check as a wrong password, so neither the answer, its
+ * timing nor a lockout tells which accounts exist.
  */
 export function authService(context: Context, captcha: Captcha, abuse: Pick<AbuseGuard, 'audit'>) {
   const users = usersRepository(context.db.db);
@@ -54,18 +55,30 @@ export function authService(context: Context, captcha: Captcha, abuse: Pick<Abus
           );
         }
       }
+      // The attempt is taken before the password is checked, atomically (one increment in the shared
+      // cache): of any number of parallel guesses, from any number of addresses, only the first
+      // BRUTEFORCE_MAX_ATTEMPTS of a window reach the check; the others are refused as locked.
+      const attempt = await context.cache.increment(failuresKey(input.email), bruteforce.windowSec);
+      if (attempt > bruteforce.maxAttempts) {
+        const ttl = Math.max(await context.cache.ttlMs(lockKey(input.email)), await context.cache.ttlMs(failuresKey(input.email)));
+        throw retryLater('rate_limited', ttl / 1000, { reason: 'account_locked' });
+      }
+      // A lock taken after this request passed the route's check (by a parallel attempt, whose
+      // success then cleared the counter) still holds.
+      await assertNotLocked(input.email);
       const user = await users.findByEmail(input.email);
       const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoy));
       if (!user || !valid) {
-        const failures = await context.cache.increment(failuresKey(input.email), bruteforce.windowSec);
-        if (context.config.captcha.enabled && failures >= context.config.captcha.after) {
+        if (context.config.captcha.enabled && attempt >= context.config.captcha.after) {
           await context.cache.flag(captchaKey(input.email), bruteforce.windowSec);
         }
-        if (failures >= bruteforce.maxAttempts) {
+        if (attempt === bruteforce.maxAttempts) {
           await context.cache.flag(lockKey(input.email), bruteforce.lockoutSec);
-          await context.cache.remove(failuresKey(input.email));
+          // The counter, now past the maximum, refuses every attempt already on its way; it ends with
+          // the lock, so that the next window starts afresh when the lock is over.
+          await context.cache.expire(failuresKey(input.email), bruteforce.lockoutSec);
           context.log.warn({ account: accountKey(input.email), ip: client.ip }, 'account locked after repeated failed logins');
-          abuse.audit({ action: 'auth.lockout', actorId: user?.id ?? null, target: accountKey(input.email), ip: client.ip, details: { failures } });
+          abuse.audit({ action: 'auth.lockout', actorId: user?.id ?? null, target: accountKey(input.email), ip: client.ip, details: { failures: attempt } });
         }
         throw new AppError('unauthorized', { reason: 'invalid_credentials' }, { messageKey: 'error.unauthorized.invalid_credentials' });
       }

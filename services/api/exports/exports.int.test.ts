@@ -174,6 +174,33 @@ describe('GET /api/v1/export', () => {
     expect(JSON.stringify(entries[0]!.details)).toContain('"format":"csv"');
   });
 
+  // Guards issue 23's export filename injection: link_id went unchecked into Content-Disposition
+  // (with a subdomain, as given), so CR/LF and non-ASCII got Fastify's own 500 and a quote or
+  // `../` shaped the file name.
+  it('refuses a link_id that is not a link id with 422 naming the field, whatever it carries', async () => {
+    for (const value of ['a%0d%0aX-Evil:1', '%C3%A9', 'evil.exe%22', '..%2F..%2Fetc%2Fpasswd', '../../etc/passwd', 'l_AAAAAAAAAAAAAAA"', '%00']) {
+      for (const query of [`format=csv&subdomain=${sub}&link_id=${value}`, `format=pdf&link_id=${value}`]) {
+        const response = await exported(alice, query);
+        expect(response.statusCode, query).toBe(422);
+        expect(response.json().error.code, query).toBe('validation_error');
+        expect(Object.keys(response.json().error.details), query).toEqual(['link_id']);
+        expect(response.headers['content-disposition'], query).toBeUndefined();
+        expect(response.headers['x-evil'], query).toBeUndefined();
+      }
+    }
+    const badSubdomain = await exported(alice, 'format=csv&subdomain=a%0d%0aX-Evil:1');
+    expect(badSubdomain.statusCode).toBe(422);
+    expect(Object.keys(badSubdomain.json().error.details)).toEqual(['subdomain']);
+  });
+
+  it('names the file with safe characters only: the link id, as links have it', async () => {
+    const response = await exported(alice, `format=csv&subdomain=${sub}&link_id=${link.id}`);
+    expect(response.statusCode).toBe(200);
+    const disposition = response.headers['content-disposition'] as string;
+    expect(disposition).toBe(`attachment; filename="visits-link-${link.id}-${disposition.match(/(\d{8})\.csv"$/)![1]}.csv"`);
+    expect(disposition).toMatch(/^attachment; filename="[A-Za-z0-9._-]+"$/);
+  });
+
   it('answers a header alone when nothing matches', async () => {
     const response = await exported(alice, `format=csv&subdomain=${sub}&kind=attack`);
     expect(response.body).toBe(`${OWNER_VISIT_COLUMNS.join(',')}\n`);

@@ -3,8 +3,17 @@ import { dateTimeField } from '../../../shared/http/fields.js';
 import { successSchema } from '../../../shared/http/envelope.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { LINK_ID } from '../../../shared/ids.js';
+import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import { VISIT_KINDS } from '../visits/visits.service.js';
 import { EXPORT_FORMATS, exportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
+
+/**
+ * `Content-Disposition` of a download. The name is made of checked ids already; reducing it to
+ * characters that are safe in a quoted header value and in any file system (no quote, slash, CR/LF
+ * or non-ASCII, so no `filename*` either) keeps it so whatever a later change puts in it.
+ */
+const attachment = (filename: string) => `attachment; filename="${filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`;
 
 /** Exports of an owner's visits: CSV, JSON, XLSX, PDF, streamed. */
 export function exportsRoutes(context: Context): RouteDef[] {
@@ -18,7 +27,7 @@ export function exportsRoutes(context: Context): RouteDef[] {
       description:
         'The visit-list filters (`subdomain`, `link_id`, `since`, `until`, `country`, `is_bot`, `kind`), oldest first, every column of the ' +
         "owner's visit (times ISO 8601 UTC, flags true/false), complete: the privacy policy filters public reads, not the owner's exports. " +
-        `Streamed with \`Content-Disposition: attachment\`: rows are read in time slices of about ${SLICE_ROWS}, so memory stays flat whatever ` +
+        `Streamed with \`Content-Disposition: attachment\` (the file name is \`visits-<subdomain|link|user>-<name, link id or all>-<yyyymmdd>.<format>\`, ASCII letters, digits, \`.\`, \`_\` and \`-\` only): rows are read in time slices of about ${SLICE_ROWS}, so memory stays flat whatever ` +
         'the size. `csv`: a header row, then one row per visit. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the ' +
         `end. \`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next. \`pdf\`: a report of the period (the filters' ` +
         'subdomain, link or all the caller\'s subdomains): totals, a chart of visits over time, top breakdowns, then the first ' +
@@ -30,8 +39,8 @@ export function exportsRoutes(context: Context): RouteDef[] {
       bucket: 'api',
       query: z.object({
         format: z.enum(EXPORT_FORMATS),
-        subdomain: z.string().min(1).max(63).optional(),
-        link_id: z.string().min(1).max(64).optional(),
+        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, 'must be a subdomain name (a DNS label)').optional(),
+        link_id: z.string().regex(LINK_ID, 'must be a link id: l_ and 16 letters, digits, - or _').optional().meta({ example: 'l_3q2-Xb9PzR1c_aKm' }),
         since: dateTimeField().optional(),
         until: dateTimeField().optional(),
         country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').optional(),
@@ -52,7 +61,7 @@ export function exportsRoutes(context: Context): RouteDef[] {
       handler: async ({ principal, query, request, reply }) => {
         const { format, ...filters } = query;
         const started = await service.start(principal!, format, filters, { id: request.id, ip: request.ip });
-        reply.header('Content-Disposition', `attachment; filename="${started.filename}"`);
+        reply.header('Content-Disposition', attachment(started.filename));
         reply.header('Cache-Control', 'no-store');
         if (started.rows !== undefined) reply.header('X-Export-Rows', String(started.rows));
         return { contentType: started.contentType, body: started.body };

@@ -75,6 +75,7 @@ function generateSlug(): string {
   return slug;
 }
 
+
 /** Link ids: `l_` and 16 base64url characters (96 random bits), opaque and not sequential. */
 function newLinkId(): string {
   return `l_${randomBytes(12).toString('base64url')}`;

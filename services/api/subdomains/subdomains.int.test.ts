@@ -67,9 +67,26 @@ describe('POST /api/v1/subdomains', () => {
     expect(response.json().error.details).toHaveProperty('name');
   });
 
-  it('accepts an IDN label (xn--)', async () => {
-    const name = `xn--${Math.random().toString(36).slice(2, 10)}`;
-    expect((await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } })).statusCode).toBe(201);
+  // Guards issue 23's lookalike subdomains: punycode labels were accepted, so `xn--pypal-4ve`
+  // (which browsers show as a paypal lookalike) could be claimed.
+  it.each(['xn--pypal-4ve', 'xn--80ak6aa92e', 'xn--abc', 'zz--abc'])('refuses %s: a punycode label or the IDNA reserved form (-- in positions 3-4)', async (name) => {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().error.code).toBe('validation_error');
+    expect(response.json().error.details.name).toMatch(/punycode/);
+  });
+
+  it('says the same in the OpenAPI document: its patterns refuse punycode and admit plain labels', async () => {
+    const document = (await app.inject({ url: '/api/v1/openapi.json' })).json();
+    const body = document.paths['/api/v1/subdomains'].post.requestBody.content['application/json'].schema;
+    const resolve = (schema: Record<string, any>): Record<string, any> => (schema.$ref ? resolve(document.components.schemas[schema.$ref.split('/').pop()]) : schema);
+    const name = resolve(resolve(body).properties.name);
+    const patterns: string[] = [name.pattern, ...(name.allOf ?? []).map((part: { pattern?: string }) => part.pattern)].filter(Boolean);
+    expect(patterns.length).toBeGreaterThan(0);
+    const admits = (label: string) => patterns.every((pattern) => new RegExp(pattern, 'u').test(label));
+    expect(admits('alice')).toBe(true);
+    expect(admits('my-links')).toBe(true);
+    for (const refused of ['xn--pypal-4ve', 'zz--abc', 'Alice', '-alice', 'ab']) expect(admits(refused), refused).toBe(false);
   });
 
   it('accepts 3- and 63-character labels with inner hyphens', async () => {

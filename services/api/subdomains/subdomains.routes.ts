@@ -4,14 +4,21 @@ import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '../../../shared/policy/policy.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
-import { MAX_SUBDOMAINS_PER_OWNER, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, subdomainsService } from './subdomains.service.js';
+import { MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, subdomainsService } from './subdomains.service.js';
 
 const tags = ['subdomains'];
 
 const nameSchema = z
   .string()
-  .regex(SUBDOMAIN_NAME, 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen, no hyphens in positions 3 and 4 (punycode)')
-  .meta({ description: `A DNS label (internationalised names, \`xn--\`, are refused as lookalike risks). Reserved names are 409 \`conflict\`, as taken ones: ${RESERVED_SUBDOMAINS.join(', ')}.`, example: 'alice' });
+  // First, so that its message is the one a punycode label gets; the pattern below says it too.
+  .refine((name) => !IDNA_FORM.test(name), 'must not have "--" in positions 3 and 4: punycode (xn--) labels are refused, as they can imitate other names')
+  .regex(SUBDOMAIN_NAME, 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen, not punycode')
+  .meta({
+    description:
+      'A DNS label. Punycode labels (`xn--…`) and any other label with `--` in positions 3–4 (the form IDNA reserves) are ' +
+      `refused with 422: shown as Unicode, they can imitate other names. Reserved names are 409 \`conflict\`, as taken ones: ${RESERVED_SUBDOMAINS.join(', ')}.`,
+    example: 'alice',
+  });
 const titleSchema = textField(200);
 
 const SubdomainSchema = z

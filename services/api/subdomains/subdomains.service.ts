@@ -14,10 +14,17 @@ export const RESERVED_SUBDOMAINS = [
 ] as const;
 
 /**
- * A DNS label: lower-case letters, digits and hyphens, 3 to 63 characters, no hyphen at either end,
- * and no `--` in positions 3–4 (the IDN form: `xn--` punycode labels are refused as lookalike risks). No lookarounds (the document states it as is).
+ * A name that can be claimed: a DNS label (lower-case letters, digits and hyphens, 3 to 63
+ * characters, no hyphen at either end) without `--` in positions 3–4, the form IDNA reserves, of
+ * which punycode labels (`xn--…`) are the one in use. Browsers show a punycode label as Unicode,
+ * which can imitate another name (`xn--pypal-4ve` reads as a "paypal"), so such a claim is refused
+ * rather than flagged. One pattern without lookarounds (test generators cannot draw those), so that
+ * the OpenAPI document states the whole rule.
  */
 export const SUBDOMAIN_NAME = /^[a-z0-9][a-z0-9-](?:[a-z0-9]|[a-z0-9-][a-z0-9]|(?:[a-z0-9][a-z0-9-]|-[a-z0-9])[a-z0-9-]{0,58}[a-z0-9])$/;
+
+/** The IDNA reserved form (`--` in positions 3–4, punycode `xn--` included), told apart for its own message. */
+export const IDNA_FORM = /^..--/;
 
 /** Subdomains one account may hold (staff included: a runaway script should stop somewhere). */
 export const MAX_SUBDOMAINS_PER_OWNER = 50;

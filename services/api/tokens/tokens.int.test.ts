@@ -103,6 +103,91 @@ describe('POST /api/v1/tokens', () => {
   });
 });
 
+// Guards the token-management rules of issue 23: any authenticated principal could list, mint and
+// revoke tokens, so a links:read token revoked others, a team:read token listed them, and a token
+// with an expiry or a CIDR allowlist minted one without either.
+describe('what a token may do with tokens', () => {
+  const post = (token: string, payload: Record<string, unknown>) => app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload });
+
+  it('a links:read token cannot revoke another token of its account (403 missing_scope admin); the target stays usable', async () => {
+    const { cookie } = await owner();
+    const reader = await mintToken(app, cookie, origin, { name: 'reader', scopes: ['links:read'] });
+    const victim = await mintToken(app, cookie, origin);
+    const refused = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${victim.id}`, headers: bearer(reader.token) });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'missing_scope', required_scope: 'admin' } });
+    expect((await app.inject({ url: '/api/v1/me', headers: bearer(victim.token) })).statusCode).toBe(200);
+  });
+
+  it('any token may revoke itself', async () => {
+    const { cookie } = await owner();
+    const reader = await mintToken(app, cookie, origin, { name: 'reader', scopes: ['links:read'] });
+    const revoked = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${reader.id}`, headers: bearer(reader.token) });
+    expect(revoked.statusCode).toBe(200);
+    expect(revoked.json().data).toMatchObject({ id: reader.id, state: 'revoked' });
+    expect((await app.inject({ url: '/api/v1/me', headers: bearer(reader.token) })).json().error.code).toBe('invalid_token');
+  });
+
+  it('a team:read token cannot list tokens; a session and a staff admin token can', async () => {
+    const { cookie } = await owner();
+    const team = await mintToken(app, cookie, origin, { name: 'team', scopes: ['team:read'] });
+    const refused = await app.inject({ url: '/api/v1/tokens', headers: bearer(team.token) });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'missing_scope', required_scope: 'admin' } });
+    expect((await app.inject({ url: '/api/v1/tokens', headers: { cookie } })).statusCode).toBe(200);
+    const staff = await owner('staff');
+    const admin = await mintToken(app, staff.cookie, origin, { name: 'admin', scopes: ['admin'] });
+    const listed = await app.inject({ url: '/api/v1/tokens', headers: bearer(admin.token) });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().data.tokens.map((token: { id: string }) => token.id)).toContain(admin.id);
+    // And revoke another token with it.
+    const other = await mintToken(app, staff.cookie, origin, { name: 'other', scopes: ['links:read'] });
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${other.id}`, headers: bearer(admin.token) })).statusCode).toBe(200);
+  });
+
+  it('a token with an expiry mints only tokens expiring no later than itself', async () => {
+    const { cookie } = await owner();
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const { token } = await mintToken(app, cookie, origin, { name: 'dated', scopes: ['links:read'], expires_at: expiresAt });
+    const without = await post(token, { name: 'n', scopes: ['links:read'] });
+    expect(without.statusCode).toBe(403);
+    expect(without.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'expiry_required', max_expires_at: expiresAt } });
+    const later = await post(token, { name: 'n', scopes: ['links:read'], expires_at: new Date(Date.now() + 7_200_000).toISOString() });
+    expect(later.statusCode).toBe(403);
+    expect(later.json().error.details).toEqual({ reason: 'expiry_beyond_token', max_expires_at: expiresAt });
+    expect((await post(token, { name: 'n', scopes: ['links:read'], expires_at: expiresAt })).statusCode).toBe(201);
+    expect((await post(token, { name: 'n', scopes: ['links:read'], expires_at: new Date(Date.now() + 60_000).toISOString() })).statusCode).toBe(201);
+  });
+
+  it('a token with an IP allowlist mints only tokens whose every range lies inside one of its own', async () => {
+    const { cookie } = await owner();
+    const { token } = await mintToken(app, cookie, origin, { name: 'fenced', scopes: ['links:read'], ip_allowlist: ['203.0.113.0/24', '2001:db8::/32'] });
+    const from = (payload: Record<string, unknown>) =>
+      app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload: { name: 'n', scopes: ['links:read'], ...payload }, remoteAddress: '203.0.113.5' });
+    const anywhere = await from({});
+    expect(anywhere.statusCode).toBe(403);
+    expect(anywhere.json().error.details).toEqual({ reason: 'ip_allowlist_required', allowed_ranges: ['203.0.113.0/24', '2001:db8::/32'] });
+    expect((await from({ ip_allowlist: [] })).json().error.details.reason).toBe('ip_allowlist_required');
+    const wider = await from({ ip_allowlist: ['203.0.113.0/23', '2001:db8:1::/48', '198.51.100.7'] });
+    expect(wider.statusCode).toBe(403);
+    expect(wider.json().error.details).toEqual({
+      reason: 'ip_allowlist_beyond_token',
+      ranges: ['203.0.113.0/23', '198.51.100.7'],
+      allowed_ranges: ['203.0.113.0/24', '2001:db8::/32'],
+    });
+    const inside = await from({ ip_allowlist: ['203.0.113.128/25', '203.0.113.7', '2001:db8:1::/48'] });
+    expect(inside.statusCode).toBe(201);
+    expect(inside.json().data.ip_allowlist).toEqual(['203.0.113.128/25', '203.0.113.7/32', '2001:db8:1::/48']);
+  });
+
+  it('a token without expiry or allowlist mints tokens with any expiry and allowlist within its scopes', async () => {
+    const { cookie } = await owner();
+    const { token } = await mintToken(app, cookie, origin, { name: 'plain', scopes: ['links:read'] });
+    expect((await post(token, { name: 'n', scopes: ['links:read'], expires_at: '2099-01-01T00:00:00Z', ip_allowlist: ['10.0.0.0/8'] })).statusCode).toBe(201);
+    expect((await post(token, { name: 'n', scopes: ['links:read'] })).statusCode).toBe(201);
+  });
+});
+
 describe('GET /api/v1/tokens', () => {
   it("lists the caller's tokens with their state, never the secret or its hash", async () => {
     const { cookie } = await owner();

@@ -32,7 +32,7 @@ const NewTokenSchema = z.strictObject({
   expires_at: dateTimeField().optional().meta({ description: 'ISO 8601; without it the token does not expire; a time already past creates the token expired (state `expired`).' }),
 });
 
-/** API token endpoints: both accept a session or a bearer token. */
+/** API token endpoints: a session manages its account's tokens; what a bearer token may do is in each description. */
 export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDef[] {
   return [
     defineRoute({
@@ -41,8 +41,13 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       path: '/api/v1/tokens',
       summary: 'Create an API token; the secret is in data.token, shown this once',
       description:
-        'Scopes must be held by the caller (a token cannot mint a token with scopes it does not hold: 403 `forbidden`); ' +
-        '`admin` can be granted only by and to staff. At most 100 active tokens per account.',
+        'A session or any token may mint. The new token is never wider than its minter; every refusal is 403 `forbidden` with ' +
+        '`details.reason`: its scopes must be held by the caller (`scopes_not_held`, listing them), and `admin` is granted only by ' +
+        'and to staff (`admin_scope_is_for_staff`). A token minting a token also bounds its expiry and allowlist: when the minting ' +
+        'token expires, `expires_at` is required and no later than its expiry (`expiry_required`, `expiry_beyond_token`, with ' +
+        '`max_expires_at`); when it has an IP allowlist, `ip_allowlist` is required, non-empty, and each of its ranges must lie inside ' +
+        'one of the minting token\'s ranges (`ip_allowlist_required`, `ip_allowlist_beyond_token` listing the ranges outside, with ' +
+        '`allowed_ranges`). At most 100 active tokens per account.',
       tags,
       auth: { kind: 'account' },
       bucket: 'api',
@@ -56,6 +61,9 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       method: 'GET',
       path: '/api/v1/tokens',
       summary: "List the caller's API tokens (never their secrets)",
+      description:
+        'Needs a session, or a token holding `admin` (staff): a token with any other scopes is refused with 403 `forbidden` ' +
+        '(`details.reason` `missing_scope`, `required_scope` `admin`), so a narrow token cannot survey the account\'s other credentials.',
       tags,
       auth: { kind: 'account' },
       bucket: 'api',
@@ -71,6 +79,10 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       method: 'DELETE',
       path: '/api/v1/tokens/{id}',
       summary: 'Revoke an API token; it is refused from the very next request, on every node',
+      description:
+        "Needs a session, or a token holding `admin` (staff, who may revoke any account's tokens); any token may revoke itself. " +
+        'Another token is refused with 403 `forbidden` (`details.reason` `missing_scope`, `required_scope` `admin`). Revoking twice ' +
+        'is harmless and keeps the first revocation time.',
       tags,
       auth: { kind: 'account' },
       bucket: 'api',

@@ -3,7 +3,7 @@ import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, type Principal } from '../../../shared/http/auth.js';
 import type { Scope } from '../../../shared/http/route.js';
-import { normalizeRange } from '../../../shared/ip.js';
+import { normalizeRange, rangeWithin } from '../../../shared/ip.js';
 import { TOKENS_VERSION_KEY, secretHash } from '../auth/authenticator.js';
 import { tokensRepository, type TokenRow } from './tokens.repository.js';
 
@@ -57,9 +57,40 @@ export interface NewTokenInput {
   expires_at?: string;
 }
 
-/** Token rules: minting within the caller's own scopes, listing and revoking one's own. */
+/**
+ * Who may manage tokens. A session may list, mint (within its role's scopes) and revoke its
+ * account's tokens. A token is a delegated, narrower credential: it may list and revoke tokens
+ * only when it holds `admin` (the scope of staff; any token may still revoke itself), and it may
+ * mint only a token no wider than itself, so a leaked token cannot outlive its expiry, escape its
+ * allowlist or widen its scopes by minting another.
+ */
+function assertMayManageTokens(principal: Principal): void {
+  if (principal.via === 'token' && !principal.scopes.has('admin')) {
+    throw new AppError('forbidden', { reason: 'missing_scope', required_scope: 'admin' });
+  }
+}
+
+/** Token rules: minting no wider than the caller, listing and revoking one's own (see assertMayManageTokens). */
 export function tokensService(context: Context) {
   const tokens = tokensRepository(context.db.db);
+
+  /** Refuses a token minted by a token when it would outlive its minter or be usable from further. */
+  const assertNoWiderThanMinter = async (principal: Principal, expiresAt: Date | null, ipAllowlist: readonly string[]): Promise<void> => {
+    if (principal.via !== 'token' || !principal.tokenId) return;
+    const minter = await tokens.findById(principal.tokenId);
+    if (!minter) throw new AppError('invalid_token');
+    if (minter.expires_at) {
+      const max = minter.expires_at.toISOString();
+      if (!expiresAt) throw new AppError('forbidden', { reason: 'expiry_required', max_expires_at: max });
+      if (expiresAt.getTime() > minter.expires_at.getTime()) throw new AppError('forbidden', { reason: 'expiry_beyond_token', max_expires_at: max });
+    }
+    if (minter.ip_allowlist.length > 0) {
+      if (ipAllowlist.length === 0) throw new AppError('forbidden', { reason: 'ip_allowlist_required', allowed_ranges: minter.ip_allowlist });
+      const outside = ipAllowlist.filter((range) => !rangeWithin(range, minter.ip_allowlist)); // named as the client sent them
+      if (outside.length > 0) throw new AppError('forbidden', { reason: 'ip_allowlist_beyond_token', ranges: outside, allowed_ranges: minter.ip_allowlist });
+    }
+  };
+
   return {
     async create(principal: Principal, input: NewTokenInput): Promise<TokenView & { token: string }> {
       const scopes = [...new Set(input.scopes)];
@@ -70,6 +101,8 @@ export function tokensService(context: Context) {
       if (notHeld.length > 0) throw new AppError('forbidden', { reason: 'scopes_not_held', scopes: notHeld });
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
       // A past expiry is not refused (no schema can say "in the future"): the token is created expired.
+      await assertNoWiderThanMinter(principal, expiresAt, input.ip_allowlist ?? []);
+      const ipAllowlist = [...new Set((input.ip_allowlist ?? []).map((entry) => normalizeRange(entry)!))];
       if ((await tokens.countActive(principal.userId)) >= MAX_ACTIVE_TOKENS) {
         throw new AppError('forbidden', { reason: 'limit_reached', limit: MAX_ACTIVE_TOKENS, hint: 'revoke a token first' });
       }
@@ -81,17 +114,19 @@ export function tokensService(context: Context) {
         prefix,
         tokenHash: secretHash(token),
         scopes,
-        ipAllowlist: [...new Set((input.ip_allowlist ?? []).map((entry) => normalizeRange(entry)!))],
+        ipAllowlist,
         expiresAt,
         createdVia: principal.via,
       });
       return { ...toTokenView(row), token };
     },
     async list(principal: Principal): Promise<TokenView[]> {
+      assertMayManageTokens(principal);
       return (await tokens.listByUser(principal.userId)).map(toTokenView);
     },
-    /** Revokes one's own token (staff holding `admin` may revoke anyone's); idempotent. */
+    /** Revokes one's own token (staff holding `admin` may revoke anyone's); idempotent. A token may always revoke itself. */
     async revoke(principal: Principal, id: string): Promise<TokenView> {
+      if (principal.tokenId !== id) assertMayManageTokens(principal);
       const row = await tokens.findById(id);
       if (!row) throw new AppError('not_found', { token: id });
       if (!canManage(principal, row.user_id)) throw new AppError('not_owner');

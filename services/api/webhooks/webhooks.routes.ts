@@ -69,8 +69,15 @@ const attemptFields = {
   status_code: z.number().int().nullable().meta({ description: 'The receiver\'s HTTP status; null when none came (refused by the guard, timed out, unreachable).' }),
   latency_ms: z.number().int(),
   success: z.boolean().meta({ description: 'Only a 2xx is a success; a redirect is not followed and is a failure.' }),
-  error: z.string().nullable(),
-  response_excerpt: z.string().nullable().meta({ description: 'The first 1024 characters of the response body (at most 64 KiB are read).' }),
+  error: z.string().nullable().meta({
+    description:
+      'Why the attempt failed; null on success. For a receiver admitted only by WEBHOOK_ALLOWLIST (internal) it names no redirect target and a connection error by its code only.',
+  }),
+  response_excerpt: z.string().nullable().meta({
+    description:
+      'The first 1024 characters of the response body (at most 64 KiB are read). Always null for a receiver admitted only by WEBHOOK_ALLOWLIST ' +
+      '(a host or address that is internal): what an internal service answers is not shown to tenants; its status and latency are.',
+  }),
 };
 const DeliverySchema = z.object({ id: z.string().meta({ description: 'Position in the log (newer attempts have larger ids).' }), ...attemptFields }).meta({ id: 'WebhookDelivery' });
 const TestDeliverySchema = z.object(attemptFields).meta({ id: 'WebhookTestDelivery' });
@@ -215,7 +222,8 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       summary: 'Send `webhook.test` now and answer with the attempt',
       description:
         'Sent whatever the subscription, enabled or not, signed like any delivery; one attempt, logged in the delivery log, never retried, and its failure ' +
-        '(410 included) does not disable the webhook.',
+        '(410 included) does not disable the webhook. For a receiver admitted only by WEBHOOK_ALLOWLIST (internal) the answer carries its status and ' +
+        'latency but no `response_excerpt` (null): an internal service\'s answers are not for tenants to read.',
       tags,
       auth,
       bucket: 'api',
