@@ -30,11 +30,11 @@ import { createEventBus } from '../shared/events/events.js';
 import { createAccount } from '../shared/testing/accounts.js';
 import { uniqueName } from '../shared/testing/context.js';
 import { waitFor } from '../shared/testing/wait.js';
+import { insertWebhook } from '../shared/testing/webhooks.js';
 import { metricTotal } from '../shared/metrics.js';
 import { TOPICS } from '../shared/visit-log/topics.js';
 import type { RawVisit } from '../shared/visits/raw-visit.js';
 import { WEBHOOKS_VERSION_KEY } from '../shared/webhooks/delivery.js';
-import { webhooksRepository } from '../shared/webhooks/repository.js';
 import { runBench } from './lib/context.js';
 
 const deliveries = Number(process.argv[2] ?? 20_000);
@@ -130,7 +130,6 @@ const visitData = (i: number, subdomain: string) => ({
 
 await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   const receiver = await startReceiver();
-  const repository = webhooksRepository(context.db.db);
   let worker: { stop(): Promise<void> } = await startWorker(context);
   try {
     console.log(`mode: event bus ${context.visitLog.kind}, jobs ${context.jobs.kind}, database ${context.config.database.kind}; WEBHOOK_CONCURRENCY ${context.config.webhooks.concurrency}, per webhook ${context.config.webhooks.perWebhook}`);
@@ -139,7 +138,7 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
     const owner = await createAccount(context);
     const hooks = [];
     for (let i = 0; i < WEBHOOKS; i++) {
-      hooks.push(await repository.insert({ owner_id: owner.id, url: receiver.url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'b'.repeat(40)}${i}` }));
+      hooks.push((await insertWebhook(context, { owner_id: owner.id, url: receiver.url, events: ['visit.new'] })).row);
     }
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
     const ids = hooks.map((hook) => hook.id);
@@ -201,7 +200,7 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
     };
     const quiet = await createAccount(context);
     const subscribed = await createAccount(context);
-    const hook = await repository.insert({ owner_id: subscribed.id, url: receiver.url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'c'.repeat(41)}` });
+    const hook = (await insertWebhook(context, { owner_id: subscribed.id, url: receiver.url, events: ['visit.new'] })).row;
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
     let handed = 0;
 
@@ -265,6 +264,8 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
             PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
             LOG_LEVEL: 'warn',
             DATABASE_URL: database.url,
+            // The key that sealed the benchmark's webhook secrets: the worker opens them to sign.
+            SECRETS_KEY: context.config.secrets.key!.toString('base64'),
             DATA_DIR: dataDir,
             KAFKA_TOPIC_PREFIX: logConfig.topicPrefix,
             REDIS_PREFIX: context.config.redisPrefix,

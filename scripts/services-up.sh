@@ -3,7 +3,7 @@
 # integration tests, without Docker. Idempotent: services that already run are left alone.
 #
 #   bash scripts/services-up.sh          # progress on stderr, export lines on stdout
-#   source .services/env                 # DATABASE_URL, REDIS_URL, KAFKA_BROKERS
+#   source .services/env                 # DATABASE_URL, REDIS_URL, KAFKA_BROKERS, SECRETS_KEY
 #   eval "$(bash scripts/services-up.sh)" # same, in one step
 #   bash scripts/services-down.sh [--purge]
 #
@@ -409,10 +409,16 @@ log "kafka: ready"
 # ---------------------------------------------------------------------------
 # environment for the tests
 # ---------------------------------------------------------------------------
+# The key of the webhook secrets in this Postgres (required with DATABASE_URL for the api and worker
+# roles): made once with the services' data, so every process and every run shares it.
+if [ ! -s "$SERVICES_DIR/secrets.key" ]; then
+  (umask 077 && head -c 32 /dev/urandom | base64 >"$SERVICES_DIR/secrets.key")
+fi
 cat >"$SERVICES_DIR/env" <<EOF
 export DATABASE_URL=postgres://$DB_USER:$DB_PASSWORD@$HOST:$PG_PORT/$DB_NAME
 export REDIS_URL=redis://$HOST:$REDIS_PORT
 export KAFKA_BROKERS=$HOST:$KAFKA_PORT
+export SECRETS_KEY=$(cat "$SERVICES_DIR/secrets.key")
 EOF
 log "all services up; source $SERVICES_DIR/env"
 cat "$SERVICES_DIR/env"

@@ -4,6 +4,8 @@ import { ConfigError, loadConfig, type Config, type Role } from '../shared/confi
 import { closeContext, createContext, type Context } from '../shared/context.js';
 import { migrateDatabase } from '../shared/db/migrate.js';
 import type { Consumer } from '../shared/visit-log/visit-log.js';
+import { WEBHOOKS_VERSION_KEY } from '../shared/webhooks/delivery.js';
+import { sealWebhookSecrets } from '../shared/webhooks/secrets.js';
 import { buildApp } from './api/app.js';
 import { bootstrapAdmin } from './api/users/bootstrap.js';
 import { startEnricher } from './enricher/enricher.js';
@@ -18,8 +20,9 @@ export interface Platform {
 }
 
 /**
- * Starts the roles of one process: migrations, first-run admin, the role runtimes, and the HTTP
- * server (every process serves /api/v1/health and /metrics; api and ingest serve their routes).
+ * Starts the roles of one process: migrations, webhook secrets sealed with the current key,
+ * first-run admin, the role runtimes, and the HTTP server (every process serves /api/v1/health
+ * and /metrics; api and ingest serve their routes).
  */
 export async function startPlatform(config: Config): Promise<Platform> {
   const context = await createContext(config);
@@ -28,6 +31,12 @@ export async function startPlatform(config: Config): Promise<Platform> {
   try {
     const applied = [...(await migrateDatabase(context.db)), ...(await migrateAnalytics(context.analytics))];
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    if (has('api') || has('worker')) {
+      // Plaintext secrets from before encryption at rest, and secrets sealed with a previous key
+      // (a rotation), are sealed with the current key; the other nodes' caches drop the old values.
+      const { sealed } = await sealWebhookSecrets(context.db.db, context.secrets, log);
+      if (sealed > 0) await context.cache.bump(WEBHOOKS_VERSION_KEY);
+    }
     if (has('api')) {
       const admin = await bootstrapAdmin(context);
       if (admin.created) {

@@ -82,6 +82,43 @@ describe('loadConfig', () => {
     expect(configErrorOf({ ADMIN_EMAIL: 'a@b.example', ADMIN_PASSWORD: 'hunter2' })).not.toContain('hunter2');
   });
 
+  it('keeps secrets at rest in DATA_DIR/secrets.key on the embedded stores, and prunes after 30 and 365 days by default', () => {
+    const config = loadConfig({ DATA_DIR: '/var/lib/linktrack' });
+    expect(config.secrets).toEqual({ key: undefined, previous: [], keyFile: '/var/lib/linktrack/secrets.key' });
+    expect(config.retention).toEqual({ webhookDeliveriesDays: 30, auditDays: 365 });
+    expect(loadConfig({ WEBHOOK_DELIVERY_RETENTION_DAYS: '0', AUDIT_RETENTION_DAYS: '7' }).retention).toEqual({ webhookDeliveriesDays: 0, auditDays: 7 });
+  });
+
+  it('reads SECRETS_KEY as base64 or hex of 32 bytes and SECRETS_KEY_PREVIOUS as a list', () => {
+    const key = Buffer.alloc(32, 1);
+    const old = [Buffer.alloc(32, 2), Buffer.alloc(32, 3)];
+    const config = loadConfig({
+      SECRETS_KEY: key.toString('base64'),
+      SECRETS_KEY_PREVIOUS: `${old[0]!.toString('hex')}, ${old[1]!.toString('base64url')}`,
+      DATABASE_URL: 'postgres://u:p@db:5432/linktrack',
+    });
+    expect(config.secrets).toEqual({ key, previous: old, keyFile: undefined });
+  });
+
+  it.each([
+    [{ SECRETS_KEY: 'hunter2hunter2' }, /^invalid configuration: SECRETS_KEY must be 32 random bytes as base64 or 64 hex digits \(openssl rand -base64 32\) \(got a value\)$/],
+    [{ SECRETS_KEY: Buffer.alloc(16).toString('base64') }, /SECRETS_KEY must be 32 random bytes/],
+    [{ SECRETS_KEY_PREVIOUS: `${Buffer.alloc(32).toString('base64')},hunter2` }, /^invalid configuration: SECRETS_KEY_PREVIOUS must be a comma-separated list of keys; each must be 32 random bytes/],
+    [{ DATABASE_URL: 'postgres://u:p@db/x' }, /^invalid configuration: SECRETS_KEY must be set when DATABASE_URL is set and this process runs the api or worker role/],
+    [{ DATABASE_URL: 'postgres://u:p@db/x', SERVICE_ROLES: 'worker' }, /SECRETS_KEY must be set when DATABASE_URL is set/],
+    [{ WEBHOOK_DELIVERY_RETENTION_DAYS: '-1' }, /^invalid configuration: WEBHOOK_DELIVERY_RETENTION_DAYS must be a whole number of days from 0 \(keep forever\) to 3650 \(got "-1"\)$/],
+    [{ AUDIT_RETENTION_DAYS: '1.5' }, /AUDIT_RETENTION_DAYS must be a whole number of days/],
+  ])('%o: secrets and retention settings stop start-up with one line, never echoing a key', (env, expected) => {
+    const message = configErrorOf(env);
+    expect(message).toMatch(expected);
+    expect(message).not.toContain('hunter2');
+    expect(message).not.toContain('\n');
+  });
+
+  it('lets a process running neither the api nor the worker role share a Postgres without SECRETS_KEY (it never reads a secret)', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:p@db/x', SERVICE_ROLES: 'ingest,enricher' }).secrets).toEqual({ key: undefined, previous: [], keyFile: undefined });
+  });
+
   it('reads all eight rate buckets from their settings', () => {
     const env = Object.fromEntries(Object.values(RATE_BUCKETS).map(({ env }, index) => [env, `${index + 1}:${index + 10}`]));
     const config = loadConfig(env);

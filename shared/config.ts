@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseKey } from './secrets/secret-box.js';
 
 /** The four roles a process can run. */
 export const ROLES = ['api', 'ingest', 'enricher', 'worker'] as const;
@@ -61,6 +62,30 @@ const rateRule = z
 const boolFlag = z
   .enum(['0', '1', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'must be one of 1, 0, true, false' })
   .transform((value) => ['1', 'true', 'yes', 'on'].includes(value));
+
+const KEY_RULE = 'must be 32 random bytes as base64 or 64 hex digits (openssl rand -base64 32)';
+const secretsKey = z.string().transform((value, ctx) => {
+  const key = parseKey(value);
+  if (!key) {
+    ctx.addIssue({ code: 'custom', message: KEY_RULE });
+    return z.NEVER;
+  }
+  return key;
+});
+const secretsKeys = z.string().transform((value, ctx) => {
+  const keys = value.split(',').map((entry) => entry.trim()).filter(Boolean).map(parseKey);
+  if (keys.some((key) => !key)) {
+    ctx.addIssue({ code: 'custom', message: `must be a comma-separated list of keys; each ${KEY_RULE}` });
+    return z.NEVER;
+  }
+  return keys as Buffer[];
+});
+const retentionDays = (max: number) =>
+  z.coerce
+    .number({ error: `must be a whole number of days from 0 (keep forever) to ${max}` })
+    .int(`must be a whole number of days from 0 (keep forever) to ${max}`)
+    .min(0, `must be a whole number of days from 0 (keep forever) to ${max}`)
+    .max(max, `must be a whole number of days from 0 (keep forever) to ${max}`);
 
 const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
 
@@ -279,6 +304,25 @@ export const CONFIG_VARS = {
         'CPU scheduling priority (nice value) a process running the worker role alone lowers itself to; the default is the lowest: on a host shared with ingest or enricher processes, webhook deliveries and other jobs take the CPU those leave and catch up when it is free (a backlog waits in the events topic). 0 keeps the priority it was started with; a process running other roles too keeps it.',
     },
   ],
+  SECRETS_KEY: [
+    optionalString(secretsKey),
+    {
+      doc:
+        'Key that encrypts webhook signing secrets in Postgres (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Required with `DATABASE_URL` for processes running the api or worker role (every such node needs the same key); without `DATABASE_URL` a key is generated on first start into `DATA_DIR/secrets.key` (mode 0600) and reused. README, "Secrets at rest and retention", tells how to rotate it.',
+    },
+  ],
+  SECRETS_KEY_PREVIOUS: [
+    withDefault(secretsKeys, ''),
+    { doc: 'Comma-separated earlier values of SECRETS_KEY, used only to decrypt while the key rotates: at start the api and worker roles re-encrypt under SECRETS_KEY every secret sealed with one of them.' },
+  ],
+  WEBHOOK_DELIVERY_RETENTION_DAYS: [
+    withDefault(retentionDays(3650), 30),
+    { doc: 'Days a webhook delivery-log row (`webhook_deliveries`) is kept; older rows are deleted by the worker\'s hourly retention job. 0 keeps them forever.' },
+  ],
+  AUDIT_RETENTION_DAYS: [
+    withDefault(retentionDays(36_500), 365),
+    { doc: 'Days an audit-log row (`audit_log`) is kept; older rows are deleted by the worker\'s hourly retention job. 0 keeps them forever.' },
+  ],
   SMTP_URL: [
     optionalString(urlWithScheme(['smtp', 'smtps'])),
     { doc: 'SMTP server for e-mail notifications (`smtp://user:password@host:587`, `smtps://…:465`); without it notifications are only shown in the dashboard.' },
@@ -339,6 +383,13 @@ export interface Config {
   /** Nice value a worker-only process lowers itself to (WORKER_NICE). */
   workerNice: number;
   smtp: { url: string; from: string } | undefined;
+  /**
+   * Keys of secrets at rest: the configured key and earlier ones, and the key file of the embedded
+   * mode (used when no key is configured; when one is, a key file found there still opens what it sealed).
+   */
+  secrets: { key: Buffer | undefined; previous: Buffer[]; keyFile: string | undefined };
+  /** Days rows are kept (0: forever). */
+  retention: { webhookDeliveriesDays: number; auditDays: number };
   rateLimits: Record<RateBucket, RateRule>;
 }
 
@@ -367,6 +418,13 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const env = parsed.data;
   if (env.ADMIN_PASSWORD && !env.ADMIN_EMAIL) {
     throw new ConfigError('invalid configuration: ADMIN_EMAIL must be set when ADMIN_PASSWORD is set');
+  }
+  // Nodes sharing a Postgres must share the key: a key generated per node would seal what the others cannot open.
+  if (env.DATABASE_URL && !env.SECRETS_KEY && env.SERVICE_ROLES.some((role) => role === 'api' || role === 'worker')) {
+    throw new ConfigError(
+      'invalid configuration: SECRETS_KEY must be set when DATABASE_URL is set and this process runs the api or worker role ' +
+        '(the same key on every node; generate one with: openssl rand -base64 32)',
+    );
   }
   const rateLimits = Object.fromEntries(
     RATE_BUCKET_NAMES.map((bucket) => [bucket, env[RATE_BUCKETS[bucket].env]]),
@@ -420,6 +478,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     workerNice: env.WORKER_NICE,
     smtp: env.SMTP_URL ? { url: env.SMTP_URL, from: env.SMTP_FROM ?? `linktrack <noreply@${env.BASE_DOMAIN}>` } : undefined,
+    secrets: { key: env.SECRETS_KEY, previous: env.SECRETS_KEY_PREVIOUS, keyFile: env.DATABASE_URL ? undefined : `${dataDir}/secrets.key` },
+    retention: { webhookDeliveriesDays: env.WEBHOOK_DELIVERY_RETENTION_DAYS, auditDays: env.AUDIT_RETENTION_DAYS },
     rateLimits,
   };
 }

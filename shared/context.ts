@@ -7,6 +7,8 @@ import type { Jobs } from './jobs/jobs.js';
 import { createMemoryJobs } from './jobs/memory.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { loadSecretBox } from './secrets/keys.js';
+import type { SecretBox } from './secrets/secret-box.js';
 import { createKafkaVisitLog } from './visit-log/kafka.js';
 import { createMemoryVisitLog } from './visit-log/memory.js';
 import type { VisitLog } from './visit-log/visit-log.js';
@@ -21,6 +23,8 @@ export interface Context {
   visitLog: VisitLog;
   jobs: Jobs;
   cache: Cache;
+  /** Seals and opens secrets at rest (webhook signing secrets) with the configured keys. */
+  secrets: SecretBox;
   startedAt: Date;
 }
 
@@ -45,6 +49,8 @@ export function dependencyKinds(context: Context): Record<Dependency, string> {
  */
 export async function createContext(config: Config, overrides: { log?: Logger; analytics?: Analytics } = {}): Promise<Context> {
   const log = overrides.log ?? createLogger(config);
+  // First: a key file that cannot be read stops the start before any client opens.
+  const secrets = loadSecretBox(config.secrets, log);
   const metrics = createMetrics();
   const db = await createDatabase(config.database);
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
@@ -52,7 +58,7 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
     config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createMemoryVisitLog(metrics);
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createMemoryJobs(log, metrics);
   const cache = config.redisUrl ? createRedisCache(config.redisUrl, config.redisPrefix) : createMemoryCache();
-  return { config, log, metrics, db, analytics, visitLog, jobs, cache, startedAt: new Date() };
+  return { config, log, metrics, db, analytics, visitLog, jobs, cache, secrets, startedAt: new Date() };
 }
 
 /** Closes every client, in reverse order of need; failures are logged and the rest still close. */

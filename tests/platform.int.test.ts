@@ -1,13 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createDatabase, type Database } from '../shared/db/database.js';
 import { PROJECT_ROOT } from '../shared/paths.js';
+import { keyId, parseKey } from '../shared/secrets/secret-box.js';
 
 /** The process as `make run` starts it, from source; embedded whatever the suite's mode. */
-const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', LOG_LEVEL: 'warn' };
+const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '', LOG_LEVEL: 'warn' };
 
 interface Started {
   child: ChildProcess;
@@ -34,6 +36,16 @@ function start(env: Record<string, string>): Started {
   child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Runs `body` on the PGlite store of a stopped platform's data dir. */
+async function withStore<T>(dataDir: string, body: (db: Database['db']) => Promise<T>): Promise<T> {
+  const database = await createDatabase({ kind: 'pglite', dir: join(dataDir, 'pg') });
+  try {
+    return await body(database.db);
+  } finally {
+    await database.close();
+  }
 }
 
 async function freePort(): Promise<number> {
@@ -84,11 +96,33 @@ describe('the one-process platform', () => {
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
+    // Without SECRETS_KEY the first start generated the key of the secrets at rest, for its owner only.
+    const keyFile = join(dataDir, 'secrets.key');
+    const key = readFileSync(keyFile, 'utf8');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    // A webhook as the schema before encryption at rest left it: its secret in plaintext.
+    const secret = `whsec_${'p'.repeat(43)}`;
+    const webhookId = await withStore(dataDir, async (db) => {
+      const owner = await db.selectFrom('users').select('id').executeTakeFirstOrThrow();
+      const row = await db
+        .insertInto('webhooks')
+        .values({ owner_id: owner.id, url: 'https://receiver.example/hook', events: ['link.created'], secret, secret_prefix: secret.slice(0, 12) })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return row.id;
+    });
+
     const second = start(env);
     await waitHealthy(port, second);
     expect(second.stdout()).not.toContain('Generated password');
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+
+    // The restart reused the key and sealed the plaintext secret with it.
+    expect(readFileSync(keyFile, 'utf8')).toBe(key);
+    const stored = await withStore(dataDir, async (db) => (await db.selectFrom('webhooks').select('secret').where('id', '=', webhookId).executeTakeFirstOrThrow()).secret);
+    expect(stored).not.toContain('pppppppp');
+    expect(stored.startsWith(`v1:${keyId(parseKey(key)!)}:`)).toBe(true);
   }, 120_000);
 
   it.runIf(process.platform === 'linux')('a process of the worker role alone lowers every thread to WORKER_NICE', async () => {

@@ -9,10 +9,10 @@ import { metricTotal } from '../../shared/metrics.js';
 import { createAccount } from '../../shared/testing/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '../../shared/testing/context.js';
 import { waitFor } from '../../shared/testing/wait.js';
+import { insertWebhook } from '../../shared/testing/webhooks.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import { WEBHOOKS_VERSION_KEY } from '../../shared/webhooks/delivery.js';
-import { webhooksRepository } from '../../shared/webhooks/repository.js';
 import { WEBHOOK_DISPATCH_GROUP, deliveryJob, startWebhooks } from './webhooks.js';
 
 // The dispatcher's backpressure, with a real local receiver that holds its answers until told: the
@@ -68,7 +68,7 @@ const lag = async () => (await context.visitLog.consumers()).find((status) => st
 describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in process'})`, () => {
   it('leaves events in the topic while WEBHOOK_QUEUE_HIGH_WATER deliveries wait, and delivers each once when there is room', async () => {
     const owner = await createAccount(context);
-    await webhooksRepository(context.db.db).insert({ owner_id: owner.id, url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'d'.repeat(41)}` });
+    await insertWebhook(context, { owner_id: owner.id, url, events: ['visit.new'] });
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
     worker = await startWebhooks(context);
     const emit = emitFor(owner.id);
@@ -105,7 +105,7 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
   it('stops while the queue is full without committing the held batch or waiting for room', async () => {
     const owner = await createAccount(context);
     open = false;
-    await webhooksRepository(context.db.db).insert({ owner_id: owner.id, url, events: ['visit.new'], subdomain: null, description: null, secret: `whsec_${'e'.repeat(41)}` });
+    await insertWebhook(context, { owner_id: owner.id, url, events: ['visit.new'] });
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
     const emit = emitFor(owner.id);
     const job = deliveryJob(context);

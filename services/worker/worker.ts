@@ -1,11 +1,25 @@
 import type { Context } from '../../shared/context.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
+import { startRetention } from './retention.js';
 import { startWebhooks } from './webhooks.js';
 
 /**
  * The worker role: background jobs (BullMQ workers in production, the in-process runner embedded).
- * Its first job kind is webhook delivery, fed by the dispatcher on the `events` topic.
+ * Webhook delivery, fed by the dispatcher on the `events` topic, and the hourly retention job that
+ * prunes the webhook delivery log and the audit log.
  */
 export async function startWorker(context: Context): Promise<Consumer> {
-  return startWebhooks(context);
+  const webhooks = await startWebhooks(context);
+  let retention: Consumer;
+  try {
+    retention = await startRetention(context);
+  } catch (error) {
+    await webhooks.stop();
+    throw error;
+  }
+  return {
+    async stop() {
+      await Promise.all([webhooks.stop(), retention.stop()]);
+    },
+  };
 }

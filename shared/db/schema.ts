@@ -120,7 +120,10 @@ export interface WebhooksTable {
   events: string[];
   subdomain: string | null;
   description: string | null;
+  /** Sealed (shared/secrets/secret-box.ts); open it with the context's secret box. */
   secret: string;
+  /** The first 12 characters of the plaintext secret, shown to recognise it. */
+  secret_prefix: string;
   enabled: ColumnType<boolean, boolean | undefined, boolean>;
   disabled_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   disabled_reason: string | null;

@@ -258,6 +258,29 @@ describe(`jobs (${SERVICES_MODE ? 'bullmq' : 'memory'})`, () => {
     expect(seen).not.toContain(50);
   });
 
+  it('runs a repeated job at once and then every period, one schedule however often it is declared, until it is removed', async () => {
+    const job = defineJob<{ label: string }>({ name: uniqueName('repeat'), attempts: 1, backoffMs: 20, concurrency: 1 });
+    const runs: { at: number; label: string }[] = [];
+    await context.jobs.process(job, async (data) => {
+      runs.push({ at: Date.now(), label: data.label });
+    });
+    const declared = Date.now();
+    await context.jobs.repeat(job, { label: 'tick' }, 400);
+    // A second worker process declaring the same schedule at its start.
+    await context.jobs.repeat(job, { label: 'tick' }, 400);
+    await waitFor(() => runs.length >= 1, DEADLINE_MS, { message: 'the first run' });
+    expect(runs[0]!.at - declared).toBeLessThan(400);
+    await waitFor(() => runs.length >= 4, DEADLINE_MS, { message: 'four runs' });
+    // One schedule: four runs span three periods (two schedules would run twice a period).
+    expect(runs[3]!.at - runs[0]!.at).toBeGreaterThanOrEqual(3 * 400 - 60);
+    expect(new Set(runs.map((run) => run.label))).toEqual(new Set(['tick']));
+    await context.jobs.stopRepeating(job);
+    const count = runs.length;
+    await sleep(1_000);
+    // At most the one already enqueued when the schedule went.
+    expect(runs.length).toBeLessThanOrEqual(count + 1);
+  });
+
   it('delays a job enqueued with delayMs', async () => {
     const job = defineJob<{ enqueuedAt: number }>({ name: uniqueName('delay'), attempts: 1, backoffMs: 20, concurrency: 1 });
     const waited: number[] = [];

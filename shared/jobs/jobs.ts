@@ -67,6 +67,15 @@ export interface Jobs {
    * (in Redis, or in memory for a processor started later).
    */
   process<Data>(definition: JobDefinition<Data>, handler: JobHandler<Data>): Promise<Processor>;
+  /**
+   * Enqueues a job of the kind at once and then every `everyMs`, with `data`: one schedule per kind
+   * however many processes declare it (BullMQ's job scheduler in Redis, which outlives the
+   * processes; a timer in process). Declared again with the same period, the schedule keeps its
+   * time (a restarted worker does not run it early); with another period, it starts over at once.
+   */
+  repeat<Data>(definition: JobDefinition<Data>, data: Data, everyMs: number): Promise<void>;
+  /** Removes the schedule of a kind (jobs already enqueued still run). */
+  stopRepeating(definition: JobDefinition<unknown>): Promise<void>;
   /** Jobs of a kind ready to run and not yet started (not those waiting for a retry or a delay). */
   waiting(definition: JobDefinition<unknown>): Promise<number>;
   ping(): Promise<void>;

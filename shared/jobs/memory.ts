@@ -35,6 +35,8 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
     if (ids.length > retain * 2) for (const old of ids.splice(0, ids.length - retain)) if (known.get(old) !== Infinity) known.delete(old);
   };
   const timers = new Set<NodeJS.Timeout>();
+  /** The schedules of `repeat`, per kind. */
+  const repeating = new Map<string, { timer: NodeJS.Timeout; everyMs: number; data: unknown }>();
   /** Running jobs, per kind. */
   const inFlight = new Map<string, Set<Promise<void>>>();
   const runningOf = (name: string) => {
@@ -126,6 +128,25 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
         },
       };
     },
+    async repeat(definition, data, everyMs) {
+      const current = repeating.get(definition.name);
+      // Declared again with the same period (as BullMQ's scheduler): the schedule keeps its time.
+      if (current?.everyMs === everyMs) {
+        current.data = data;
+        return;
+      }
+      clearInterval(current?.timer);
+      const schedule = { timer: setInterval(() => void tick(), everyMs), everyMs, data };
+      schedule.timer.unref();
+      // An id per period: a run still queued is not doubled.
+      const tick = () => this.enqueue(definition, schedule.data, { jobId: `${definition.name}:every:${Math.floor(Date.now() / everyMs)}` });
+      repeating.set(definition.name, schedule);
+      await tick();
+    },
+    async stopRepeating(definition) {
+      clearInterval(repeating.get(definition.name)?.timer);
+      repeating.delete(definition.name);
+    },
     async waiting(definition) {
       return queues.get(definition.name)?.length ?? 0;
     },
@@ -133,6 +154,7 @@ export function createMemoryJobs(log: Logger, metrics: Metrics): Jobs {
     async close() {
       closed = true;
       for (const timer of timers) clearTimeout(timer);
+      for (const { timer } of repeating.values()) clearInterval(timer);
       await Promise.allSettled([...inFlight.values()].flatMap((tasks) => [...tasks]));
     },
   };

@@ -15,6 +15,9 @@ export const CHDB_DIR_PREFIX = 'linktrack-test-chdb-';
 /** chDB is one engine per process: every test context of a process shares one data path. */
 const CHDB_DIR = join(tmpdir(), `${CHDB_DIR_PREFIX}${process.pid}`);
 
+/** The secrets key of the test configuration (not a secret: tests only). */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+
 /** A unique suffix so that tests sharing Kafka or Redis never see each other's topics, groups or queues. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
@@ -40,6 +43,9 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     SPAM_IDENTITIES_PER_IP: '100000',
     // Tests wait for rows: batches fill for a moment only.
     ENRICHER_BATCH_WAIT_MS: '20',
+    // One key for every test process (they share the Postgres of the services run); the tests of
+    // the key file set their own DATA_DIR and unset this.
+    SECRETS_KEY: process.env.SECRETS_KEY || TEST_SECRETS_KEY,
     ...overrides,
   });
   if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };

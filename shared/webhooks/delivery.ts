@@ -4,6 +4,7 @@ import { EVENT_TYPES } from '../events/events.js';
 import { VERSION } from '../version.js';
 import { GuardRefusal, checkTarget } from './guard.js';
 import { webhooksRepository, type DeliveryAttempt, type WebhookRow } from './repository.js';
+import { webhookSecrets } from './secrets.js';
 import { postTo, type AttemptOutcome } from './send.js';
 import { signBody } from './signature.js';
 
@@ -100,16 +101,22 @@ function groupCommit<T>(write: (items: T[]) => Promise<void>, windowMs = 10, max
 /**
  * Makes delivery attempts: guard (at each attempt: the name may resolve elsewhere now), sign,
  * POST to the checked address, and log the attempt. Used by the worker for events and by the API
- * for the test button.
+ * for the test button. The secret is opened for each attempt only: caches of webhook records hold
+ * it sealed.
  */
 export function createDeliverer(context: Context) {
   const repository = webhooksRepository(context.db.db);
+  const secrets = webhookSecrets(context.secrets);
   const { allowlist, timeoutMs } = context.config.webhooks;
   const record = groupCommit((rows: DeliveryAttempt[]) => repository.insertAttempts(rows));
   const userAgent = `linktrack-webhooks/${VERSION} (+${context.config.publicUrl}/docs)`;
 
   return {
-    /** One attempt of an event to a webhook, logged before it resolves; never throws for the receiver's failures. */
+    /**
+     * One attempt of an event to a webhook, logged before it resolves; never throws for the
+     * receiver's failures. A secret this process cannot open throws SecretsError before anything is
+     * sent (not an attempt: the receiver is not at fault).
+     */
     async attempt(
       webhook: Pick<WebhookRow, 'id' | 'url' | 'secret'>,
       event: DeliverableEvent,
@@ -118,6 +125,13 @@ export function createDeliverer(context: Context) {
       /** Called once the receiver's exchange is over, before the attempt is logged. */
       sent: () => void = () => undefined,
     ): Promise<DeliveryAttempt> {
+      let secret: string;
+      try {
+        secret = secrets.open(webhook);
+      } catch (error) {
+        sent();
+        throw error;
+      }
       const attemptedAt = new Date();
       const body = deliveryBody(event, { webhookId: webhook.id, deliveryId, attempt }, attemptedAt);
       const headers = {
@@ -126,7 +140,7 @@ export function createDeliverer(context: Context) {
         'x-svc-event': event.type,
         'x-svc-delivery': deliveryId,
         'x-svc-attempt': String(attempt),
-        'x-svc-signature': signBody(webhook.secret, body),
+        'x-svc-signature': signBody(secret, body),
       };
       const started = performance.now();
       let outcome: AttemptOutcome;

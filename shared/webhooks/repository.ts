@@ -34,7 +34,17 @@ async function countOf(query: SelectQueryBuilder<DB, 'webhooks' | 'webhook_deliv
 /** SQL for webhooks, their delivery log and notifications: the only place that queries them. */
 export function webhooksRepository(db: Kysely<DB>) {
   return {
-    async insert(values: { owner_id: string; url: string; events: string[]; subdomain: string | null; description: string | null; secret: string }): Promise<WebhookRow> {
+    /** Inserts a webhook; its id comes from the caller, since the sealed secret is bound to it. */
+    async insert(values: {
+      id: string;
+      owner_id: string;
+      url: string;
+      events: string[];
+      subdomain: string | null;
+      description: string | null;
+      secret: string;
+      secret_prefix: string;
+    }): Promise<WebhookRow> {
       return db.insertInto('webhooks').values(values).returningAll().executeTakeFirstOrThrow();
     },
     async findById(id: string): Promise<WebhookRow | undefined> {
@@ -51,7 +61,7 @@ export function webhooksRepository(db: Kysely<DB>) {
     async countByOwner(ownerId: string): Promise<number> {
       return countOf(db.selectFrom('webhooks').where('owner_id', '=', ownerId));
     },
-    async update(id: string, changes: Partial<Pick<WebhookRow, 'url' | 'events' | 'subdomain' | 'description' | 'secret'>>): Promise<WebhookRow | undefined> {
+    async update(id: string, changes: Partial<Pick<WebhookRow, 'url' | 'events' | 'subdomain' | 'description' | 'secret' | 'secret_prefix'>>): Promise<WebhookRow | undefined> {
       return db.updateTable('webhooks').set({ ...changes, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirst();
     },
     async enable(id: string): Promise<WebhookRow | undefined> {
@@ -75,6 +85,25 @@ export function webhooksRepository(db: Kysely<DB>) {
     async delete(id: string): Promise<void> {
       await db.deleteFrom('webhooks').where('id', '=', id).execute();
     },
+    /** A page, in id order after `afterId`, of the webhooks whose secret is not sealed with key `keyId` (plaintext, or another key). */
+    async listSecretsNotSealedWith(keyId: string, afterId: string | undefined, limit: number): Promise<Pick<WebhookRow, 'id' | 'secret'>[]> {
+      let query = db
+        .selectFrom('webhooks')
+        .select(['id', 'secret'])
+        // Not LIKE: a key id may hold `_`, a LIKE wildcard.
+        .where(sql<string>`left(secret, ${keyId.length + 4})`, '<>', `v1:${keyId}:`);
+      if (afterId) query = query.where('id', '>', afterId);
+      return query.orderBy('id').limit(limit).execute();
+    },
+    /** How many webhooks hold a secret not sealed with key `keyId`. */
+    async countSecretsNotSealedWith(keyId: string): Promise<number> {
+      return countOf(db.selectFrom('webhooks').where(sql<string>`left(secret, ${keyId.length + 4})`, '<>', `v1:${keyId}:`));
+    },
+    /** Replaces a webhook's stored secret if it still holds `from` (a rotation meanwhile wins); true when replaced. */
+    async replaceSecret(id: string, from: string, to: string): Promise<boolean> {
+      const result = await db.updateTable('webhooks').set({ secret: to }).where('id', '=', id).where('secret', '=', from).executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
     /**
      * Appends attempts to the delivery log in one statement. Attempts of a webhook deleted meanwhile
      * are skipped (its log went with it).
@@ -97,6 +126,19 @@ export function webhooksRepository(db: Kysely<DB>) {
     },
     async countAttempts(webhookId: string): Promise<number> {
       return countOf(db.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId));
+    },
+    /**
+     * Deletes at most `limit` delivery-log rows attempted before `cutoff`, oldest first; returns how
+     * many. Rows another deleter holds are skipped, not waited for (two workers share the work).
+     */
+    async deleteAttemptsBefore(cutoff: Date, limit: number): Promise<number> {
+      const result = await db
+        .deleteFrom('webhook_deliveries')
+        .where('seq', 'in', (eb) =>
+          eb.selectFrom('webhook_deliveries').select('seq').where('attempted_at', '<', cutoff).orderBy('attempted_at').limit(limit).forUpdate().skipLocked(),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
     },
     async insertNotification(values: { user_id: string; kind: string; title: string; body: string; data: Record<string, unknown> }): Promise<NotificationRow> {
       return db

@@ -9,7 +9,7 @@ export interface AuditEntry {
   details?: Record<string, unknown>;
 }
 
-/** SQL for the audit log: the only place that writes audit_log. */
+/** SQL for the audit log: the only place that writes (and prunes) audit_log. */
 export function auditRepository(db: Kysely<DB>) {
   return {
     async insert(entry: AuditEntry): Promise<void> {
@@ -29,6 +29,17 @@ export function auditRepository(db: Kysely<DB>) {
       if (filter.action) query = query.where('action', '=', filter.action);
       if (filter.actorId) query = query.where('actor_id', '=', filter.actorId);
       return query.execute();
+    },
+    /**
+     * Deletes at most `limit` entries made before `cutoff`, oldest first; returns how many. Rows
+     * another deleter holds are skipped, not waited for (two workers share the work).
+     */
+    async deleteBefore(cutoff: Date, limit: number): Promise<number> {
+      const result = await db
+        .deleteFrom('audit_log')
+        .where('id', 'in', (eb) => eb.selectFrom('audit_log').select('id').where('created_at', '<', cutoff).orderBy('created_at').limit(limit).forUpdate().skipLocked())
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
     },
   };
 }

@@ -57,7 +57,7 @@ const WebhookSchema = z
   .meta({ id: 'Webhook' });
 
 const SECRET_DOC =
-  'The signing secret (`whsec_…`), shown this once. Every delivery carries `X-Svc-Signature: sha256=<hex HMAC-SHA256 of the raw body with it>`.';
+  'The signing secret (`whsec_…`), shown this once: the platform keeps it encrypted (AES-256-GCM) and never shows it again. Every delivery carries `X-Svc-Signature: sha256=<hex HMAC-SHA256 of the raw body with it>`.';
 const WebhookWithSecretSchema = WebhookSchema.extend({ secret: z.string().meta({ description: SECRET_DOC }) });
 
 const attemptFields = {
@@ -237,7 +237,7 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       method: 'GET',
       path: '/api/v1/webhooks/{id}/deliveries',
       summary: 'The delivery log: every attempt, newest first',
-      description: PAGINATION_NOTE,
+      description: `${PAGINATION_NOTE} Attempts older than the platform's retention (WEBHOOK_DELIVERY_RETENTION_DAYS, default 30 days) are deleted.`,
       tags,
       auth,
       bucket: 'api',

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
@@ -7,6 +7,7 @@ import { seqPage, type Paging } from '../../../shared/http/pagination.js';
 import { GuardRefusal, checkSubscription } from '../../../shared/webhooks/guard.js';
 import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '../../../shared/webhooks/delivery.js';
 import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/repository.js';
+import { webhookSecrets } from '../../../shared/webhooks/secrets.js';
 import { auditRepository } from '../audit/audit.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 
@@ -48,7 +49,7 @@ export const toWebhookView = (row: WebhookRow): WebhookView => ({
   events: row.events,
   subdomain: row.subdomain,
   description: row.description,
-  secret_prefix: row.secret.slice(0, 12),
+  secret_prefix: row.secret_prefix,
   enabled: row.enabled,
   disabled_at: row.disabled_at?.toISOString() ?? null,
   disabled_reason: row.disabled_reason,
@@ -92,14 +93,13 @@ export interface WebhookChanges extends Partial<NewWebhookInput> {
   enabled?: boolean;
 }
 
-const newSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
-
 /** Webhook rules: the owner's subscriptions, their secrets, the test button and the delivery log. */
 export function webhooksService(context: Context) {
   const webhooks = webhooksRepository(context.db.db);
   const subdomains = subdomainsService(context);
   const audits = auditRepository(context.db.db);
   const deliverer = createDeliverer(context);
+  const secrets = webhookSecrets(context.secrets);
 
   /**
    * The URL after the SSRF guard. A refusal is 403 `forbidden` (reason `destination_not_allowed`,
@@ -145,14 +145,17 @@ export function webhooksService(context: Context) {
       }
       const url = await guarded(input.url);
       const subdomain = await subdomainOf(principal, principal.userId, input.subdomain);
-      const secret = newSecret();
+      // The id is chosen here: the sealed secret is bound to it.
+      const id = randomUUID();
+      const { secret, columns } = secrets.issue(id);
       const row = await webhooks.insert({
+        id,
         owner_id: principal.userId,
         url,
         events: [...new Set(input.events)],
         subdomain,
         description: input.description ?? null,
-        secret,
+        ...columns,
       });
       await changed();
       await audit(principal, 'webhook.create', row.id, ip, { url, events: row.events });
@@ -188,8 +191,8 @@ export function webhooksService(context: Context) {
     },
     async rotateSecret(principal: Principal, id: string, ip: string): Promise<WebhookView & { secret: string }> {
       await managed(principal, id);
-      const secret = newSecret();
-      const row = await webhooks.update(id, { secret });
+      const { secret, columns } = secrets.issue(id);
+      const row = await webhooks.update(id, columns);
       if (!row) throw new AppError('not_found', { webhook: id });
       await changed();
       await audit(principal, 'webhook.rotate_secret', id, ip);

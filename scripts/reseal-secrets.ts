@@ -1,0 +1,42 @@
+// Re-encrypts the webhook secrets under the current SECRETS_KEY, as the api and worker roles do at
+// start, without restarting anything; then reports what is left under another key. Step 3 of a key
+// rotation (README, "Secrets at rest and retention"): drop SECRETS_KEY_PREVIOUS once this says 0.
+// Reads the same environment as the platform (DATABASE_URL, SECRETS_KEY, SECRETS_KEY_PREVIOUS, or
+// DATA_DIR on the embedded stores while the platform is stopped). Exits 1 when a secret is left.
+//
+//   tsx scripts/reseal-secrets.ts            (in the image: node dist/scripts/reseal-secrets.js)
+import { ConfigError, loadConfig, type Config } from '../shared/config.js';
+import { createDatabase } from '../shared/db/database.js';
+import { migrateDatabase } from '../shared/db/migrate.js';
+import { createLogger } from '../shared/logger.js';
+import { loadSecretBox } from '../shared/secrets/keys.js';
+import { webhooksRepository } from '../shared/webhooks/repository.js';
+import { sealWebhookSecrets } from '../shared/webhooks/secrets.js';
+
+let config: Config;
+try {
+  // The roles that hold the key: so that a missing SECRETS_KEY with DATABASE_URL is refused here too.
+  config = loadConfig({ ...process.env, SERVICE_ROLES: 'api,worker' });
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(2);
+}
+const log = createLogger({ logLevel: 'warn' });
+const box = loadSecretBox(config.secrets, log);
+const database = await createDatabase(config.database);
+let left: number;
+try {
+  await migrateDatabase(database);
+  const report = await sealWebhookSecrets(database.db, box, log);
+  left = await webhooksRepository(database.db).countSecretsNotSealedWith(box.currentKeyId!);
+  process.stdout.write(
+    `webhook secrets: ${report.sealed} re-encrypted under key ${box.currentKeyId}; ${left} not under it` +
+      (left > 0 ? ' (no configured key opens them: add the key they were sealed with to SECRETS_KEY_PREVIOUS)' : '') +
+      '\n',
+  );
+} finally {
+  await database.close();
+}
+// Explicitly: PGlite's runtime sets process.exitCode when it closes.
+process.exit(left > 0 ? 1 : 0);

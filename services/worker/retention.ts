@@ -1,0 +1,83 @@
+import type { Context } from '../../shared/context.js';
+import { defineJob } from '../../shared/jobs/jobs.js';
+import type { Consumer } from '../../shared/visit-log/visit-log.js';
+import { webhooksRepository } from '../../shared/webhooks/repository.js';
+import { auditRepository } from '../api/audit/audit.repository.js';
+
+/** How often the retention job runs (at the worker's start, then every hour). */
+export const RETENTION_EVERY_MS = 3_600_000;
+/** Rows one DELETE removes: short transactions, however large the backlog. */
+export const RETENTION_BATCH = 5_000;
+/** Batches per table and run: a run stays bounded; what is left waits for the next run. */
+export const RETENTION_MAX_BATCHES = 200;
+
+const DAY_MS = 86_400_000;
+
+/** The retention job: one kind, one run at a time per process, retried once soon after a failure. */
+export const retentionJob = defineJob<Record<string, never>>({ name: 'retention.prune', attempts: 2, backoffMs: 60_000, concurrency: 1 });
+
+export interface PruneReport {
+  webhook_deliveries: number;
+  audit_log: number;
+}
+
+export interface PruneOptions {
+  now?: Date;
+  batch?: number;
+  maxBatches?: number;
+  stopping?: () => boolean;
+}
+
+/**
+ * Deletes the webhook delivery-log rows older than WEBHOOK_DELIVERY_RETENTION_DAYS and the audit
+ * rows older than AUDIT_RETENTION_DAYS (0: kept forever), in batches of `batch` rows, at most
+ * `maxBatches` per table; `stopping` ends it between two batches.
+ */
+export async function pruneExpired(
+  context: Context,
+  { now = new Date(), batch = RETENTION_BATCH, maxBatches = RETENTION_MAX_BATCHES, stopping = (): boolean => false }: PruneOptions = {},
+): Promise<PruneReport> {
+  const { webhookDeliveriesDays, auditDays } = context.config.retention;
+  const deliveries = webhooksRepository(context.db.db);
+  const audits = auditRepository(context.db.db);
+  const drain = async (days: number, remove: (cutoff: Date, limit: number) => Promise<number>) => {
+    if (days === 0) return 0;
+    const cutoff = new Date(now.getTime() - days * DAY_MS);
+    let total = 0;
+    for (let round = 0; round < maxBatches && !stopping(); round++) {
+      const deleted = await remove(cutoff, batch);
+      total += deleted;
+      if (deleted < batch) break;
+    }
+    return total;
+  };
+  return {
+    webhook_deliveries: await drain(webhookDeliveriesDays, (cutoff, limit) => deliveries.deleteAttemptsBefore(cutoff, limit)),
+    audit_log: await drain(auditDays, (cutoff, limit) => audits.deleteBefore(cutoff, limit)),
+  };
+}
+
+/**
+ * The retention side of the worker role: processes the retention job and declares its hourly
+ * schedule (one schedule for all workers on BullMQ; each embedded process has its own). With both
+ * retentions 0 the schedule is removed.
+ */
+export async function startRetention(context: Context): Promise<Consumer> {
+  const { webhookDeliveriesDays, auditDays } = context.config.retention;
+  if (webhookDeliveriesDays === 0 && auditDays === 0) {
+    await context.jobs.stopRepeating(retentionJob);
+    return { stop: async () => undefined };
+  }
+  let stopped = false;
+  const processor = await context.jobs.process(retentionJob, async () => {
+    const report = await pruneExpired(context, { stopping: () => stopped });
+    if (report.webhook_deliveries > 0 || report.audit_log > 0) context.log.info({ deleted: report }, 'retention: expired rows deleted');
+  });
+  await context.jobs.repeat(retentionJob, {}, RETENTION_EVERY_MS);
+  return {
+    async stop() {
+      stopped = true;
+      await processor.stop();
+    },
+  };
+}

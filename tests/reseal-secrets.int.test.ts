@@ -1,0 +1,67 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { usersRepository } from '../services/api/users/users.repository.js';
+import { createDatabase } from '../shared/db/database.js';
+import { migrateDatabase } from '../shared/db/migrate.js';
+import { PROJECT_ROOT } from '../shared/paths.js';
+import { createSecretBox, generateKey, keyId, parseKey } from '../shared/secrets/secret-box.js';
+import { webhookSecrets } from '../shared/webhooks/secrets.js';
+
+/** The script as an operator runs it, on the embedded stores of `dataDir` (the platform stopped). */
+function reseal(dataDir: string, env: Record<string, string>) {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'scripts/reseal-secrets.ts')], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY_PREVIOUS: '', DATA_DIR: dataDir, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe('scripts/reseal-secrets.ts (key rotation without a restart)', () => {
+  it('re-encrypts under the new SECRETS_KEY what a previous key sealed, says 0 are left, and exits 1 when a key is missing', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-reseal-'));
+    const oldKey = generateKey();
+    const newKey = generateKey();
+    // An embedded install whose key file is the old key, with one webhook sealed by it.
+    writeFileSync(join(dataDir, 'secrets.key'), `${oldKey}\n`, { mode: 0o600 });
+    const database = await createDatabase({ kind: 'pglite', dir: join(dataDir, 'pg') });
+    const id = randomUUID();
+    let before: string;
+    try {
+      await migrateDatabase(database);
+      const userId = (await usersRepository(database.db).insertIfAbsent({ email: 'reseal@example.test', passwordHash: 'x', role: 'user' }))!;
+      const { columns } = webhookSecrets(createSecretBox(parseKey(oldKey)!)).issue(id);
+      before = columns.secret;
+      await database.db.insertInto('webhooks').values({ id, owner_id: userId, url: 'https://receiver.example/hook', events: ['link.created'], ...columns }).execute();
+    } finally {
+      await database.close();
+    }
+
+    // The new key configured, the old one given as previous: re-encrypted, nothing left.
+    const rotated = reseal(dataDir, { SECRETS_KEY: newKey, SECRETS_KEY_PREVIOUS: oldKey });
+    expect(rotated.stderr).toBe('');
+    expect(rotated.stdout).toBe(`webhook secrets: 1 re-encrypted under key ${keyId(parseKey(newKey)!)}; 0 not under it\n`);
+    expect(rotated.status).toBe(0);
+    // Again: idempotent.
+    expect(reseal(dataDir, { SECRETS_KEY: newKey }).stdout).toBe(`webhook secrets: 0 re-encrypted under key ${keyId(parseKey(newKey)!)}; 0 not under it\n`);
+
+    // A third key without the second: the secret is left as it is, and the exit status says so.
+    const wrong = reseal(dataDir, { SECRETS_KEY: generateKey() });
+    expect(wrong.stdout).toMatch(/: 0 re-encrypted under key .{8}; 1 not under it \(no configured key opens them: add the key they were sealed with to SECRETS_KEY_PREVIOUS\)\n$/);
+    expect(wrong.status).toBe(1);
+
+    const check = await createDatabase({ kind: 'pglite', dir: join(dataDir, 'pg') });
+    try {
+      const row = await check.db.selectFrom('webhooks').select('secret').where('id', '=', id).executeTakeFirstOrThrow();
+      expect(row.secret).not.toBe(before!);
+      expect(row.secret.startsWith(`v1:${keyId(parseKey(newKey)!)}:`)).toBe(true);
+    } finally {
+      await check.close();
+    }
+  }, 120_000);
+});
