@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SOURCES := $(shell find services shared scripts \( -name '*.ts' -o -name '*.tsx' \) -not -name '*.test.ts' 2>/dev/null) package.json tsconfig.json tsconfig.build.json
 WEB_SOURCES := $(shell find web -type f -not -name '*.generated.*' 2>/dev/null)
 
-.PHONY: run test typecheck build install services services-down clean
+.PHONY: run test contract typecheck build install services services-down clean
 
 node_modules/.installed: package.json package-lock.json
 	# npm install, not npm ci: npm 11 writes lock files without other platforms' optional packages
@@ -35,6 +35,11 @@ test: build
 	npx tsc -p tsconfig.json --noEmit
 	npx tsc -p tests/ui/tsconfig.json
 	npx vitest run
+
+## Contract tests: a pinned Schemathesis against the platform's own OpenAPI document, every phase and
+## check (scripts/contract.sh; README "Contract tests"). 0 failures or it fails.
+contract: build
+	bash scripts/contract.sh
 
 typecheck: build
 	npx tsc -p tsconfig.json --noEmit

@@ -77,6 +77,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
             content: Object.fromEntries([route.raw.contentType].flat().map((type) => [type, { schema: route.raw!.schemas?.[type] ?? route.response! }])),
           }
         : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
+      if (route.links) responses[okStatus].links = route.links;
     }
     for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
       const responseHeaders: Record<string, unknown> = { ...headers };

@@ -52,7 +52,7 @@ const LAST_LABEL = '(?:[A-WYZa-wyz][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-
  */
 export const HTTP_URL = new RegExp(
   `^[hH][tT][tT][pP][sS]?://(?:(?:${LABEL}\\.)*${LAST_LABEL}|${URL_OCTET}(?:\\.${URL_OCTET}){3})(?::${URL_PORT})?` +
-    "(?:[/?#][A-Za-z0-9\\-._~:/?#\\[\\]@!$&()*+,;=%|^]*)?$",
+    "(?:/[A-Za-z0-9\\-._~:/\\[\\]@!$&'()*+,;=%|^]*)?(?:\\?[A-Za-z0-9\\-._~:/?\\[\\]@!$&()*+,;=%|^{}`]*)?(?:#[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=%|^{}]*)?$",
 );
 
 export type TargetCheck = { ok: true; url: string } | { ok: false; rule: string; platform?: true };
@@ -64,7 +64,7 @@ export type TargetCheck = { ok: true; url: string } | { ok: false; rule: string;
  * platform itself (a short link to a short link loops or launders a target).
  */
 export function checkTargetUrl(input: string, config: { publicUrl: string; baseDomain: string }): TargetCheck {
-  if (!HTTP_URL.test(input)) return { ok: false, rule: 'must be an http(s) URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters' };
+  if (!HTTP_URL.test(input)) return { ok: false, rule: 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters' };
   const url = new URL(input);
   if (isPlatformHost(url.hostname, config)) return { ok: false, rule: "must not point at the platform's own short hosts", platform: true };
   const normalized = url.href;

@@ -95,38 +95,48 @@ describe('POST /api/v1/links', () => {
     expect(elsewhere.statusCode).toBe(201);
   });
 
+  // The documented pattern is the whole syntax rule (422 naming target_url); the platform's own hosts are
+  // well formed but refused (403 target_is_platform).
   it.each([
-    ['javascript:', 'javascript:alert(1)', 'must use http or https'],
-    ['ftp', 'ftp://example.com/file', 'must use http or https'],
-    ['data:', 'data:text/html,<script>alert(1)</script>', 'must use http or https'],
-    ['credentials', 'https://user:secret@example.com/', 'must not contain credentials (user:password@)'],
-    ['a relative URL', '/just/a/path', 'must be an absolute http or https URL'],
-    ['spaces', 'https://example.com/a b', 'must not contain spaces or control characters'],
-    ['the base domain', 'http://localhost:8080/x', "must not point at the platform's own short hosts"],
-    ['a short host', 'https://someone.localhost/abc', "must not point at the platform's own short hosts"],
-    ['a short host in upper case', 'https://SOMEONE.LOCALHOST./abc', "must not point at the platform's own short hosts"],
-    ['an over-long URL', `https://example.com/${'a'.repeat(2100)}`, 'must be at most 2048 characters'],
-  ])('refuses a target with %s (422 naming target_url)', async (_why, target_url, rule) => {
+    ['javascript:', 'javascript:alert(1)'],
+    ['ftp', 'ftp://example.com/file'],
+    ['data:', 'data:text/html,<script>alert(1)</script>'],
+    ['credentials', 'https://user:secret@example.com/'],
+    ['a relative URL', '/just/a/path'],
+    ['spaces', 'https://example.com/a b'],
+    ['spaces around it', '  https://example.com/ '],
+    ['an internationalised host', 'https://bücher.example/'],
+    ['a punycode host', 'https://xn--bcher-kva.example/'],
+    ['an over-long URL', `https://example.com/${'a'.repeat(2100)}`],
+  ])('refuses a target with %s (422 naming target_url)', async (_why, target_url) => {
     const response = await create(alice, { subdomain: aliceSub, target_url });
     expect(response.statusCode).toBe(422);
-    expect(response.json().error).toMatchObject({ code: 'validation_error', details: { target_url: rule } });
+    expect(response.json().error).toMatchObject({ code: 'validation_error', details: { target_url: expect.any(String) } });
+  });
+
+  it.each([
+    ['the base domain', 'http://localhost:8080/x'],
+    ['a short host', 'https://someone.localhost/abc'],
+    ['a short host in upper case', 'https://SOMEONE.LOCALHOST/abc'],
+    ['loopback', 'http://127.0.0.1:9/x'],
+  ])('refuses a target with %s (403 target_is_platform)', async (_why, target_url) => {
+    const response = await create(alice, { subdomain: aliceSub, target_url });
+    expect(response.statusCode).toBe(403);
+    expect(response.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'target_is_platform' } });
   });
 
   it('normalises the target URL', async () => {
-    const link = await createLink(alice, { subdomain: aliceSub, target_url: '  HTTP://Example.COM:80/Päth?q=1#top ' });
+    const link = await createLink(alice, { subdomain: aliceSub, target_url: 'HTTP://Example.COM:80/P%C3%A4th?q=1#top' });
     expect(link.target_url).toBe('http://example.com/P%C3%A4th?q=1#top');
-    const idn = await createLink(alice, { subdomain: aliceSub, target_url: 'https://bücher.example/' });
-    expect(idn.target_url).toBe('https://xn--bcher-kva.example/');
   });
 
   it.each([
-    ['a reserved slug', { slug: 'api' }, 'slug'],
     ['a slug with a slash', { slug: 'a/b' }, 'slug'],
     ['a slug starting with a hyphen', { slug: '-a' }, 'slug'],
     ['a 65-character slug', { slug: 'a'.repeat(65) }, 'slug'],
     ['redirect type 303', { redirect_type: 303 }, 'redirect_type'],
     ['max_visits 0', { max_visits: 0 }, 'max_visits'],
-    ['an expiry in the past', { expires_at: '2001-01-01T00:00:00Z' }, 'expires_at'],
+    ['an expiry before 1970', { expires_at: '1969-01-01T00:00:00Z' }, 'expires_at'],
     ['an expiry that is not a date', { expires_at: 'tomorrow' }, 'expires_at'],
     ['21 tags', { tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, 'tags'],
   ])('refuses %s with 422 naming the field', async (_why, extra, field) => {
@@ -180,11 +190,11 @@ describe('idempotent create with client_id', () => {
     expect(listed.json().data.links.filter((link: Json) => link.client_id === payload.client_id)).toHaveLength(1);
   });
 
-  it('treats a request that stores the same values as a replay (tag case, spaces around the target)', async () => {
+  it('treats a request that stores the same values as a replay (tag case, host case)', async () => {
     const client_id = uniqueName('same');
     const first = await create(alice, { subdomain: aliceSub, target_url: 'https://example.com/same', tags: ['Promo'], client_id });
     expect(first.statusCode).toBe(201);
-    const again = await create(alice, { subdomain: aliceSub, target_url: '  https://EXAMPLE.com/same ', tags: ['promo'], client_id });
+    const again = await create(alice, { subdomain: aliceSub, target_url: 'https://EXAMPLE.com/same', tags: ['promo'], client_id });
     expect(again.statusCode).toBe(200);
     expect(again.json().data.id).toBe(first.json().data.id);
   });
@@ -264,7 +274,7 @@ describe('GET, PATCH, DELETE /api/v1/links/{id} and duplicate', () => {
     expect((await patch({ target_url: 'javascript:alert(1)' })).statusCode).toBe(422);
     expect((await patch({ redirect_type: 200 })).statusCode).toBe(422);
     expect((await patch({})).statusCode).toBe(422);
-    const past = await patch({ expires_at: '2001-01-01T00:00:00Z' });
+    const past = await patch({ expires_at: '1969-01-01T00:00:00Z' });
     expect(past.statusCode).toBe(422);
     expect(past.json().error.details).toHaveProperty('expires_at');
     expect((await patch({ id: 'x' })).statusCode).toBe(400);

@@ -28,7 +28,7 @@ const targetSchemaOf = () =>
   z
     .string()
     .max(MAX_TARGET_URL_LENGTH - 1)
-    .regex(HTTP_URL, 'must be an http(s) URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
+    .regex(HTTP_URL, 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
     .meta({
       description:
         `Absolute http or https URL of at most ${MAX_TARGET_URL_LENGTH - 1} characters, stored normalised (lower-case scheme and host, default ` +
@@ -155,6 +155,14 @@ export function linksRoutes(context: Context): RouteDef[] {
       response: LinkSchema,
       status: 201,
       errors: ['not_found', 'not_owner', 'conflict'],
+      links: {
+        GetLink: { operationId: 'getLink', parameters: { id: '$response.body#/data/id' } },
+        UpdateLink: { operationId: 'updateLink', parameters: { id: '$response.body#/data/id' } },
+        DeleteLink: { operationId: 'deleteLink', parameters: { id: '$response.body#/data/id' } },
+        DuplicateLink: { operationId: 'duplicateLink', parameters: { id: '$response.body#/data/id' } },
+        LinkQr: { operationId: 'getLinkQr', parameters: { id: '$response.body#/data/id' } },
+        LinkStats: { operationId: 'getStats', parameters: { scope: 'link', id: '$response.body#/data/id' } },
+      },
       handler: async ({ principal, body, respond }) => {
         const { link, replay } = await service.create(principal!, body);
         if (replay) {

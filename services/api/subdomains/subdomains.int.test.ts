@@ -46,10 +46,11 @@ describe('POST /api/v1/subdomains', () => {
     }
   });
 
-  it.each(['www', 'api', 'admin', 'mail', 'static'])('refuses the reserved name %s with 422', async (name) => {
+  // A reserved name is well formed (the document's pattern admits it) but taken by the platform: 409, as a taken one.
+  it.each(['www', 'api', 'admin', 'mail', 'static'])('refuses the reserved name %s with 409', async (name) => {
     const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } });
-    expect(response.statusCode).toBe(422);
-    expect(response.json().error).toMatchObject({ code: 'validation_error', details: { name: 'is reserved' } });
+    expect(response.statusCode).toBe(409);
+    expect(response.json().error).toMatchObject({ code: 'conflict', details: { name: 'is reserved' } });
   });
 
   it.each([

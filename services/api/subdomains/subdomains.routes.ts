@@ -79,6 +79,11 @@ export function subdomainsRoutes(context: Context): RouteDef[] {
       response: SubdomainSchema,
       status: 201,
       errors: ['conflict'],
+      links: {
+        GetSubdomainSettings: { operationId: 'getSubdomain', parameters: { name: '$response.body#/data/name' } },
+        UpdateSubdomain: { operationId: 'updateSubdomain', parameters: { name: '$response.body#/data/name' } },
+        PublicPage: { operationId: 'getPublicPage', parameters: { name: '$response.body#/data/name' } },
+      },
       handler: async ({ principal, body }) => service.claim(principal!, body),
     }),
     defineRoute({

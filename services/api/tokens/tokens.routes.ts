@@ -54,6 +54,9 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       body: NewTokenSchema,
       response: TokenSchema.extend({ token: z.string().meta({ description: 'The full secret. It is not stored and cannot be shown again.' }) }),
       status: 201,
+      links: {
+        RevokeToken: { operationId: 'revokeToken', parameters: { id: '$response.body#/data/id' } },
+      },
       handler: async ({ principal, body }) => service.create(principal!, body),
     }),
     defineRoute({

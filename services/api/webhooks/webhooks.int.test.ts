@@ -168,10 +168,16 @@ describe('webhook endpoints', () => {
     expect(unknownEvent.json().error.code).toBe('validation_error');
     expect((await post({ url: `${base}/ok`, events: [] })).statusCode).toBe(422);
     expect((await post({ events: ['visit.new'] })).statusCode).toBe(400);
-    for (const url of ['http://10.0.0.1/hook', 'http://169.254.169.254/latest/meta-data/', 'ftp://example.com/', `http://127.0.0.1:22/`, 'http://user:pw@127.0.0.1/']) {
+    // Not an http(s) URL of the documented pattern: 422; well formed but a destination the guard refuses: 403.
+    for (const url of ['ftp://example.com/', 'http://user:pw@127.0.0.1/', 'http://xn--pypal-4ve.com/']) {
       const refused = await post({ url, events: ['visit.new'] });
       expect(refused.statusCode, url).toBe(422);
       expect(refused.json().error).toMatchObject({ code: 'validation_error', details: { url: expect.any(String) } });
+    }
+    for (const url of ['http://10.0.0.1/hook', 'http://169.254.169.254/latest/meta-data/', `http://127.0.0.1:22/`]) {
+      const refused = await post({ url, events: ['visit.new'] });
+      expect(refused.statusCode, url).toBe(403);
+      expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'destination_not_allowed', url: expect.any(String) } });
     }
     const otherSubdomain = await post({ url: `${base}/ok`, events: ['visit.new'], subdomain: 'no-such-subdomain' });
     expect(otherSubdomain.statusCode).toBe(404);

@@ -13,7 +13,7 @@ const tags = ['webhooks'];
 const urlSchema = z
   .string()
   .max(2047)
-  .regex(HTTP_URL, 'must be an http(s) URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
+  .regex(HTTP_URL, 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
   .meta({
     description:
       'Receiver URL, http or https, without credentials, an ASCII host name or IPv4 address, URL-safe characters (the pattern). Checked by the SSRF guard here and at every attempt: every address the host resolves to must be ' +
@@ -135,6 +135,15 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       response: WebhookWithSecretSchema,
       status: 201,
       errors: ['not_found', 'not_owner'],
+      links: {
+        GetWebhook: { operationId: 'getWebhook', parameters: { id: '$response.body#/data/id' } },
+        UpdateWebhook: { operationId: 'updateWebhook', parameters: { id: '$response.body#/data/id' } },
+        DeleteWebhook: { operationId: 'deleteWebhook', parameters: { id: '$response.body#/data/id' } },
+        RotateWebhookSecret: { operationId: 'rotateWebhookSecret', parameters: { id: '$response.body#/data/id' } },
+        EnableWebhook: { operationId: 'enableWebhook', parameters: { id: '$response.body#/data/id' } },
+        TestWebhook: { operationId: 'testWebhook', parameters: { id: '$response.body#/data/id' } },
+        WebhookDeliveries: { operationId: 'listWebhookDeliveries', parameters: { id: '$response.body#/data/id' } },
+      },
       handler: async ({ principal, body, request }) => service.create(principal!, body, request.ip),
     }),
     defineRoute({
@@ -269,6 +278,9 @@ export function webhooksRoutes(context: Context): RouteDef[] {
           .meta({ description: '`true`: only the notifications not yet marked read.' }),
       }),
       response: z.object({ notifications: z.array(NotificationSchema) }),
+      links: {
+        ReadNotification: { operationId: 'readNotification', parameters: { id: '$response.body#/data/notifications/0/id' } },
+      },
       handler: async ({ principal, query, respond }) => {
         const { notifications, meta } = await service.notifications(principal!, query);
         respond.meta(meta);

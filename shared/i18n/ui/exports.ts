@@ -3,6 +3,7 @@ import { uiMessages } from './define.js';
 /** The exports page of the dashboard. */
 export const exportsPage = uiMessages({
   en: {
+    'exports.range_backwards': 'The first day comes after the last day.',
     'exports.title': 'Exports',
     'exports.intro': 'Download your visits as a file: every column, oldest first, for the range and filters you choose.',
     'exports.format': 'Format',
@@ -44,6 +45,7 @@ export const exportsPage = uiMessages({
     'exports.no_subdomains': 'You have no subdomain yet, so there are no visits to export.',
   },
   de: {
+    'exports.range_backwards': 'Der erste Tag liegt nach dem letzten Tag.',
     'exports.title': 'Exporte',
     'exports.intro': 'Laden Sie Ihre Besuche als Datei herunter: alle Spalten, älteste zuerst, für den gewählten Zeitraum und die Filter.',
     'exports.format': 'Format',
@@ -85,6 +87,7 @@ export const exportsPage = uiMessages({
     'exports.no_subdomains': 'Sie haben noch keine Subdomain, daher gibt es keine Besuche zu exportieren.',
   },
   fr: {
+    'exports.range_backwards': 'Le premier jour est postérieur au dernier jour.',
     'exports.title': 'Exports',
     'exports.intro': 'Téléchargez vos visites dans un fichier : toutes les colonnes, des plus anciennes aux plus récentes, pour la période et les filtres choisis.',
     'exports.format': 'Format',
@@ -126,6 +129,7 @@ export const exportsPage = uiMessages({
     'exports.no_subdomains': 'Vous n’avez pas encore de sous-domaine : il n’y a aucune visite à exporter.',
   },
   es: {
+    'exports.range_backwards': 'El primer día es posterior al último día.',
     'exports.title': 'Exportaciones',
     'exports.intro': 'Descarga tus visitas en un archivo: todas las columnas, de la más antigua a la más reciente, para el periodo y los filtros que elijas.',
     'exports.format': 'Formato',

@@ -3,6 +3,7 @@ import { uiMessages } from './define.js';
 /** The statistics page: an account's, a subdomain's or a link's report. */
 export const stats = uiMessages({
   en: {
+    'stats.too_many_points': 'Hourly figures cover at most 2000 points (about 83 days): shorten the range or use daily figures.',
     'stats.title': 'Statistics',
     'stats.title_account': 'Statistics of the whole account',
     'stats.title_subdomain': 'Statistics of {name}',
@@ -78,6 +79,7 @@ export const stats = uiMessages({
     'stats.use_daily': 'Show daily figures',
   },
   de: {
+    'stats.too_many_points': 'Stündliche Werte umfassen höchstens 2000 Punkte (etwa 83 Tage): Zeitraum verkürzen oder Tageswerte nehmen.',
     'stats.title': 'Statistiken',
     'stats.title_account': 'Statistiken des ganzen Kontos',
     'stats.title_subdomain': 'Statistiken von {name}',
@@ -153,6 +155,7 @@ export const stats = uiMessages({
     'stats.use_daily': 'Tägliche Werte zeigen',
   },
   fr: {
+    'stats.too_many_points': 'Les chiffres horaires couvrent au plus 2000 points (environ 83 jours) : raccourcissez la période ou passez aux chiffres journaliers.',
     'stats.title': 'Statistiques',
     'stats.title_account': 'Statistiques de tout le compte',
     'stats.title_subdomain': 'Statistiques de {name}',
@@ -228,6 +231,7 @@ export const stats = uiMessages({
     'stats.use_daily': 'Afficher les chiffres par jour',
   },
   es: {
+    'stats.too_many_points': 'Las cifras por hora abarcan como máximo 2000 puntos (unos 83 días): acorte el periodo o use cifras diarias.',
     'stats.title': 'Estadísticas',
     'stats.title_account': 'Estadísticas de toda la cuenta',
     'stats.title_subdomain': 'Estadísticas de {name}',

@@ -140,6 +140,10 @@ export function ExportsPage() {
     const format = form.format;
     setRun({ state: 'running', bytes: 0, rows: 0, format });
     try {
+      // A backwards range would export nothing: said on its field instead (the API counts it as empty).
+      if (form.since && form.until && form.since > form.until) {
+        throw new ApiError(422, { code: 'validation_error', message: t('exports.range_backwards'), details: { since: 'must be before until' } });
+      }
       const response = await fetch(exportUrl(query), { credentials: 'same-origin', headers: { 'Accept-Language': locale }, signal: abort.signal });
       if (!response.ok) {
         const body = (await response.json().catch(() => undefined)) as { error?: ApiErrorBody } | undefined;

@@ -8,6 +8,18 @@ import { useI18n } from '../app/i18n.js';
 import { Field, Notice } from '../app/ui.js';
 import type { Link } from './links-parts.js';
 
+/**
+ * A typed URL as the API takes it: percent-encoded where a browser would encode it (`<b>`, spaces in
+ * the path, `'` in the query), so that what people paste from an address bar is accepted; text that
+ * is no absolute URL goes as typed, for the API to name the rule it breaks.
+ */
+function encodedUrl(typed: string): string {
+  const text = typed.trim();
+  if (!/^https?:\/\//i.test(text) || !URL.canParse(text)) return text;
+  const url = new URL(text);
+  return url.href.replace(/[{}`"<> ']/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}
+
 type CreateBody = paths['/api/v1/links']['post']['requestBody']['content']['application/json'];
 type PatchBody = NonNullable<paths['/api/v1/links/{id}']['patch']['requestBody']>['content']['application/json'];
 type RedirectType = NonNullable<CreateBody['redirect_type']>;
@@ -234,7 +246,7 @@ export function CreateLinkForm({
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    const body: CreateBody = { subdomain: draft.subdomain, target_url: draft.target_url.trim(), client_id: clientId.current! };
+    const body: CreateBody = { subdomain: draft.subdomain, target_url: encodedUrl(draft.target_url), client_id: clientId.current! };
     if (draft.slug.trim()) body.slug = draft.slug.trim();
     if (draft.title.trim()) body.title = draft.title.trim();
     const tags = parseTags(draft.tags);
@@ -282,7 +294,7 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
     event.preventDefault();
     if (pending.current) return;
     const body: PatchBody = {};
-    if (draft.target_url.trim() !== initial.target_url) body.target_url = draft.target_url.trim();
+    if (draft.target_url.trim() !== initial.target_url) body.target_url = encodedUrl(draft.target_url);
     if (draft.slug.trim() !== initial.slug) body.slug = draft.slug.trim();
     if (draft.title.trim() !== initial.title) body.title = draft.title.trim() || null;
     const tags = parseTags(draft.tags);

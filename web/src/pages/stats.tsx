@@ -179,6 +179,10 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
 
   const loaded = useLoad(async (signal) => {
     const { since, until } = bounds(query);
+    // The API keeps the last 2 000 points of a longer series; the page says so rather than show a cut chart.
+    if (query.granularity === 'hour' && !hourlyAllowed(query)) {
+      throw new ApiError(422, { code: 'validation_error', message: t('stats.too_many_points'), details: { granularity: t('stats.too_many_points') } });
+    }
     const report = await load(
       api.GET('/api/v1/stats/{scope}/{id}', {
         params: {

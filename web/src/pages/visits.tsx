@@ -101,6 +101,7 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
   const { t } = useI18n();
   const names = useSubdomainNames();
   const [draft, setDraft] = useState(() => draftOf(filters));
+  const [backwards, setBackwards] = useState(false);
   // Back and forward change the URL under the form: it shows what is applied.
   useEffect(() => {
     setDraft(draftOf(filters));
@@ -118,6 +119,11 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
   const sizes = PAGE_SIZES.includes(Number(draft.limit)) ? PAGE_SIZES : [...PAGE_SIZES, Number(draft.limit)].sort((a, b) => a - b);
   const submit = (event: Event) => {
     event.preventDefault();
+    // A backwards range would list nothing (the API counts it as empty): said on its field instead.
+    const since = isoOfLocalInput(draft.since);
+    const until = isoOfLocalInput(draft.until);
+    setBackwards(since !== undefined && until !== undefined && since >= until);
+    if (since !== undefined && until !== undefined && since >= until) return;
     onApply({
       subdomain: draft.subdomain || undefined,
       link_id: draft.link_id || undefined,
@@ -131,6 +137,7 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
   };
   // The API's rules name its parameters; the fields say them in the viewer's words.
   const errorOf = (field: 'country' | 'since' | 'until') => {
+    if (field === 'since' && backwards) return t('visits.filter.since_invalid');
     const rule = fieldError(error, field);
     if (!rule) return undefined;
     if (field === 'country') return t('visits.filter.country_invalid');
