@@ -3,6 +3,7 @@ import { uiMessages } from './define.js';
 /** The tokens page of the dashboard. */
 export const tokens = uiMessages({
   en: {
+    'tokens.expires_past': 'must be in the future',
     'tokens.title': 'API tokens',
     'tokens.intro': 'Tokens let scripts and other services use the API as you: send one in the header “Authorization: Bearer <token>”.',
     'tokens.create_heading': 'New token',
@@ -49,6 +50,7 @@ export const tokens = uiMessages({
     'tokens.revoked': 'Token “{name}” revoked.',
   },
   de: {
+    'tokens.expires_past': 'muss in der Zukunft liegen',
     'tokens.title': 'API-Tokens',
     'tokens.intro': 'Mit Tokens nutzen Skripte und andere Dienste die API in Ihrem Namen: Senden Sie eines im Header „Authorization: Bearer <Token>“.',
     'tokens.create_heading': 'Neues Token',
@@ -95,6 +97,7 @@ export const tokens = uiMessages({
     'tokens.revoked': 'Token „{name}“ widerrufen.',
   },
   fr: {
+    'tokens.expires_past': 'doit être dans le futur',
     'tokens.title': 'Jetons d’API',
     'tokens.intro': 'Les jetons permettent à des scripts et à d’autres services d’utiliser l’API en votre nom : envoyez-en un dans l’en-tête « Authorization: Bearer <jeton> ».',
     'tokens.create_heading': 'Nouveau jeton',
@@ -141,6 +144,7 @@ export const tokens = uiMessages({
     'tokens.revoked': 'Jeton « {name} » révoqué.',
   },
   es: {
+    'tokens.expires_past': 'debe estar en el futuro',
     'tokens.title': 'Tokens de API',
     'tokens.intro': 'Los tokens permiten que scripts y otros servicios usen la API en tu nombre: envía uno en la cabecera «Authorization: Bearer <token>».',
     'tokens.create_heading': 'Nuevo token',

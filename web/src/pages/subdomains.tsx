@@ -42,7 +42,8 @@ const publicPageHref = (url: string) => (url.endsWith('/') ? url : `${url}/`);
 function claimNameError(t: Translate, error: unknown): string | undefined {
   if (!(error instanceof ApiError)) return undefined;
   const rule = typeof error.details.name === 'string' ? error.details.name : undefined;
-  if (error.code === 'conflict') return t('subdomains.error.taken');
+  if (error.code === 'conflict') return error.details.name === 'is reserved' ? t('subdomains.error.reserved') : t('subdomains.error.taken');
+  if (error.code === 'forbidden' && error.details.reason === 'limit_reached') return t('subdomains.error.limit', { max: MAX_SUBDOMAINS });
   if (error.code !== 'validation_error' || rule === undefined) return undefined;
   if (rule === 'is reserved') return t('subdomains.error.reserved');
   if (rule.startsWith('at most')) return t('subdomains.error.limit', { max: MAX_SUBDOMAINS });

@@ -64,6 +64,10 @@ function CreateToken({ onCreated }: { onCreated: () => void }) {
     setCreated(undefined);
     try {
       const expiresAt = endOfDay(expires);
+      // The API creates a token with a past expiry already expired; the form asks for a future day instead.
+      if (expiresAt && Date.parse(expiresAt) <= Date.now()) {
+        throw new ApiError(422, { code: 'validation_error', message: t('tokens.expires_past'), details: { expires_at: t('tokens.expires_past') } });
+      }
       const token = await load(
         api.POST('/api/v1/tokens', { body: { name, scopes, ...(lines.length > 0 ? { ip_allowlist: lines } : {}), ...(expiresAt ? { expires_at: expiresAt } : {}) } }),
       );
