@@ -7,12 +7,11 @@ import { z } from 'zod';
 
 /** Text with at least one visible character (stored trimmed): at most `max` characters as sent, no NUL. */
 export function textField(max: number) {
-  return z
-    .string()
-    .max(max)
-    .regex(/^[^\u0000]*[^\s\u0000][^\u0000]*$/, 'must not be blank')
-    .trim();
+  return z.string().max(max).regex(NOT_BLANK, 'must not be blank').trim();
 }
+
+/** At least one visible character, and no NUL (the rule of every string, stated in the same pattern). */
+export const NOT_BLANK = /^[^\u0000]*[^\s\u0000][^\u0000]*$/;
 
 /**
  * What Postgres and ClickHouse cannot store: NUL, and UTF-16 surrogates without their pair (JSON's

@@ -1,7 +1,7 @@
 import Negotiator from 'negotiator';
 import QRCode from 'qrcode';
 import { z } from 'zod';
-import { dateTimeField, textField } from '../../../shared/http/fields.js';
+import { dateTimeField, NOT_BLANK, textField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
@@ -108,8 +108,8 @@ export function linksRoutes(context: Context): RouteDef[] {
       bucket: 'api',
       query: z.object({
         subdomain: z.string().max(63).optional(),
-        q: z.string().max(200).regex(/\S/, 'must not be blank').trim().optional(),
-        tag: z.string().max(32).regex(/\S/, 'must not be blank').trim().optional(),
+        q: z.string().max(200).regex(NOT_BLANK, 'must not be blank').trim().optional(),
+        tag: z.string().max(32).regex(NOT_BLANK, 'must not be blank').trim().optional(),
         since: dateTimeField().optional(),
         ...pagingQuery,
       }),

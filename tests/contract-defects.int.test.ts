@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import type { Context } from '../shared/context.js';
+import { selectRows } from '../shared/analytics/analytics.js';
+import { closeContext } from '../shared/testing/context.js';
+import type { listenerClient } from '../shared/testing/listener.js';
+import type { TestOwner } from '../shared/testing/owners.js';
+import { startTestPlatform } from '../shared/testing/platform.js';
+import { TIME_ZONES } from '../shared/time.js';
+
+/**
+ * The defects Schemathesis and the security probe of issue 23 found from outside, each asked as a
+ * client would (each failed on the main of before: a 500, a 404, a schema-valid request refused or
+ * a document looser than the server). `make contract` is the broad check; these pin each case.
+ */
+let context: Context;
+let app: FastifyInstance;
+let edge: ReturnType<typeof listenerClient>;
+let owner: TestOwner;
+let subdomain: string;
+
+beforeAll(async () => {
+  ({ context, app, ingest: edge, owner, subdomain } = await startTestPlatform());
+});
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+const get = (url: string) => app.inject({ method: 'GET', url, headers: owner.auth });
+const post = (url: string, payload: unknown) => app.inject({ method: 'POST', url, headers: owner.auth, payload: payload as never });
+
+describe('what storage cannot hold is refused at the edge, naming the field', () => {
+  it('a NUL in a JSON string: 422 validation_error naming the field, nothing stored (was a 500 from Postgres)', async () => {
+    const response = await post('/api/v1/links', { subdomain, target_url: 'https://example.com/', title: 'a\u0000b' });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().error).toMatchObject({ code: 'validation_error', details: { title: expect.stringContaining('NUL') } });
+    expect((await get(`/api/v1/links?subdomain=${subdomain}&q=example.com`)).json().data.links).toEqual([]);
+  });
+
+  it('a NUL in a query value and in a login body: 422, not 500', async () => {
+    const stats = await get('/api/v1/stats?subdomain=%00abc');
+    expect(stats.statusCode).toBe(422);
+    expect(stats.json().error.details).toHaveProperty('subdomain');
+    const login = await app.inject({ method: 'POST', url: '/auth/login', payload: { email: 'a\u0000@example.com', password: 'x' } });
+    expect(login.statusCode).toBe(422);
+    expect(login.json().error.details).toHaveProperty('email');
+  });
+
+  it('an unpaired UTF-16 surrogate: 422, not stored as U+FFFD', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: { ...owner.auth, 'content-type': 'application/json' },
+      payload: `{"subdomain":"${subdomain}","target_url":"https://example.com/","title":"x\\ud800y"}`,
+    });
+    expect(response.statusCode).toBe(422);
+    expect(Object.keys(response.json().error.details)).toEqual(['title']);
+  });
+
+  it('a malformed id is no 500: the user report of "0" is not found, a link id of the wrong shape 422', async () => {
+    const staff = await startStaffToken();
+    const user = await app.inject({ method: 'GET', url: '/api/v1/stats/user/0', headers: staff });
+    expect(user.statusCode).toBe(404);
+    const link = await get('/api/v1/links/0');
+    expect(link.statusCode).toBe(422);
+    expect(link.json().error.details).toHaveProperty('id');
+  });
+});
+
+/** A staff token with the admin scope (the stats of another user need it). */
+async function startStaffToken() {
+  const { createOwner } = await import('../shared/testing/owners.js');
+  const staff = await createOwner(context, app, 'staff');
+  const minted = await app.inject({
+    method: 'POST',
+    url: '/api/v1/tokens',
+    headers: { cookie: staff.cookie, origin: new URL(context.config.publicUrl).origin },
+    payload: { name: 'staff', scopes: ['stats:read', 'admin'] },
+  });
+  return { authorization: `Bearer ${minted.json().data.token}` };
+}
+
+describe('schema-valid requests are accepted', () => {
+  it('an IPv6 address on the legacy ip path, and a cursor of the documented pattern past the end', async () => {
+    expect((await get('/api/rest.php/ip/::ffff:192.0.2.1')).statusCode).toBe(200);
+    const links = await get('/api/v1/links?cursor=s1.0');
+    expect(links.statusCode).toBe(200);
+    expect(links.json().data.links).toEqual([]);
+    expect((await get('/api/v1/visits?cursor=v2.0.0000000000000000')).statusCode).toBe(200);
+  });
+
+  it('page with cursor: the page wins; an inverted range counts nothing; an hourly series past 2000 points keeps its last', async () => {
+    const paged = await get('/api/v1/links?cursor=s1.5&page=1');
+    expect(paged.statusCode).toBe(200);
+    expect(paged.json().meta.page).toBe(1);
+    const inverted = await get(`/api/v1/stats/subdomain/${subdomain}?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z`);
+    expect(inverted.statusCode).toBe(200);
+    expect(inverted.json().data.series).toEqual([]);
+    const long = await get(`/api/v1/stats/subdomain/${subdomain}?since=2020-01-01T00:00:00Z&until=2026-01-01T00:00:00Z&granularity=hour`);
+    expect(long.statusCode).toBe(200);
+    expect(long.json().data.series).toHaveLength(2000);
+    expect(long.json().data.range.since).toBe('2025-10-09T16:00:00.000Z');
+  });
+
+  it('a token expiring in the past is created expired; a webhook whose host does not resolve is accepted', async () => {
+    const token = await app.inject({
+      method: 'POST',
+      url: '/api/v1/tokens',
+      headers: { cookie: owner.cookie, origin: new URL(context.config.publicUrl).origin },
+      payload: { name: 'past', scopes: ['links:read'], expires_at: '2020-01-01T00:00:00Z' },
+    });
+    expect(token.statusCode).toBe(201);
+    expect(token.json().data.state).toBe('expired');
+    const webhook = await post('/api/v1/webhooks', { url: 'https://hooks.invalid/linktrack', events: ['visit.new'] });
+    expect(webhook.statusCode).toBe(201);
+    await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${webhook.json().data.id}`, headers: owner.auth });
+  });
+
+  it('every time zone the document offers is one ClickHouse loads (US/Pacific-New was a 500)', async () => {
+    // One query naming every zone: ClickHouse refuses the whole query if it cannot load one.
+    const zones = TIME_ZONES.map((zone, index) => `toString(toTimeZone(toDateTime(0), '${zone}')) AS z${index}`);
+    const [row] = await selectRows<Record<string, string>>(context.analytics.client, `SELECT ${zones.join(', ')}`, {});
+    expect(Object.keys(row!)).toHaveLength(TIME_ZONES.length);
+    expect(TIME_ZONES).not.toContain('US/Pacific-New');
+    expect((await get(`/api/v1/stats/subdomain/${subdomain}?tz=US/Pacific-New`)).statusCode).toBe(422);
+  });
+});
+
+describe('the beacon paths keep the contract', () => {
+  it('an undeclared method on a beacon path is 405 with Allow, on any host (was 404)', async () => {
+    for (const [method, url, allow] of [
+      ['TRACE', '/tracker.js', 'GET, HEAD'],
+      ['GET', '/tracker/consent', 'POST'],
+      ['DELETE', '/tracker/collect', 'GET, HEAD, POST'],
+    ] as const) {
+      const response = await edge.inject({ method, url, headers: { host: 'localhost:8080' } });
+      expect(response.statusCode, `${method} ${url}`).toBe(405);
+      expect(response.headers.allow).toBe(allow);
+      expect(response.json().error.code).toBe('method_not_allowed');
+    }
+  });
+
+  it('the document declares what the beacon answers: the script, 403 without consent, GET collect data as JSON content', async () => {
+    const document = (await get('/api/v1/openapi.json')).json();
+    expect(document.paths['/tracker.js'].get.responses['200'].content['application/javascript; charset=utf-8']).toBeDefined();
+    expect(document.paths['/tracker/collect'].post.responses['403']).toBeDefined();
+    const data = document.paths['/tracker/collect'].get.parameters.find((parameter: { name: string }) => parameter.name === 'data');
+    expect(data.content['application/json'].schema.$ref).toBe('#/components/schemas/TrackerSignals');
+    const export200 = document.paths['/api/v1/export'].get.responses['200'].content['application/json'].schema;
+    expect(JSON.stringify(export200)).toContain('visits');
+  });
+});
+
+describe('the document is as strict as the server and chains its resources', () => {
+  it('PATCH bodies need a field (minProperties), cursors and ids have their patterns, free text says no NUL', async () => {
+    const document = (await get('/api/v1/openapi.json')).json();
+    const patchLink = document.paths['/api/v1/links/{id}'].patch;
+    expect(patchLink.requestBody.content['application/json'].schema.minProperties).toBe(1);
+    const cursor = document.paths['/api/v1/links'].get.parameters.find((parameter: { name: string }) => parameter.name === 'cursor');
+    expect(new RegExp(cursor.schema.pattern).test('s1.42')).toBe(true);
+    expect(new RegExp(cursor.schema.pattern).test('bm9wZQ')).toBe(false);
+    const q = document.paths['/api/v1/links'].get.parameters.find((parameter: { name: string }) => parameter.name === 'q');
+    expect(new RegExp(q.schema.pattern).test('a\u0000')).toBe(false);
+  });
+
+  it('has OpenAPI links from a created link, token and webhook to the operations that take its id', async () => {
+    const document = (await get('/api/v1/openapi.json')).json();
+    const linkLinks = document.paths['/api/v1/links'].post.responses['201'].links;
+    expect(linkLinks.GetLink).toEqual({ operationId: 'getLink', parameters: { id: '$response.body#/data/id' } });
+    expect(Object.keys(linkLinks)).toEqual(expect.arrayContaining(['UpdateLink', 'DeleteLink', 'DuplicateLink', 'LinkQr']));
+    expect(document.paths['/api/v1/tokens'].post.responses['201'].links.RevokeToken.operationId).toBe('revokeToken');
+    expect(Object.keys(document.paths['/api/v1/webhooks'].post.responses['201'].links)).toContain('TestWebhook');
+  });
+});
