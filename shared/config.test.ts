@@ -22,12 +22,23 @@ describe('loadConfig', () => {
     expect(config.analytics).toEqual({ kind: 'chdb', dir: './data/chdb' });
     expect(config.visitLog).toEqual({ kind: 'memory' });
     expect(config.redisUrl).toBeUndefined();
-    expect(config.production).toBe(false);
+    // Production-like by default (issue 23): no exception detail, and a cookie that follows PUBLIC_URL.
+    expect(config.env).toBe('production');
+    expect(config.errorDetail).toBe(false);
+    expect(config.secureCookies).toBe(false);
     expect(config.rateLimits.default).toEqual({ limit: 600, windowSec: 60 });
     expect(config.rateLimits.auth).toEqual({ limit: 20, windowSec: 900 });
     expect(config.rateLimits.swarm_read).toEqual({ limit: 3000, windowSec: 60 });
     expect(config.rateLimits.track).toEqual({ limit: 120, windowSec: 60 });
     expect(config.trustProxy).toEqual([]);
+  });
+
+  it('shows exception detail only when asked for, and makes the cookie Secure by the scheme of PUBLIC_URL', () => {
+    expect(loadConfig({ NODE_ENV: 'development' }).errorDetail).toBe(true);
+    expect(loadConfig({ DEBUG: '1' }).errorDetail).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'test' }).errorDetail).toBe(false);
+    expect(loadConfig({ PUBLIC_URL: 'https://links.example.com' }).secureCookies).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', PUBLIC_URL: 'http://localhost:8080' }).secureCookies).toBe(false);
   });
 
   it('switches each dependency to its server when its URL is set', () => {

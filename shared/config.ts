@@ -95,8 +95,10 @@ const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
  */
 export const CONFIG_VARS = {
   NODE_ENV: [
-    withDefault(z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }), 'development'),
-    { doc: '`production` hides exception detail in error responses (unless `DEBUG=1`); outside `development` the session cookie is `Secure`.' },
+    withDefault(z.enum(['development', 'production', 'test'], { error: 'must be development, production or test' }), 'production'),
+    {
+      doc: 'Only `development` shows exception detail (message and stack) in 500 answers; `production` (the default) and `test` never do, unless `DEBUG=1`. Nothing else depends on it.',
+    },
   ],
   PORT: [withDefault(port, 8080), { doc: 'HTTP port of this process.' }],
   HOST: [withDefault(z.string().min(1), '0.0.0.0'), { doc: 'Interface to listen on.' }],
@@ -111,7 +113,9 @@ export const CONFIG_VARS = {
   ],
   PUBLIC_URL: [
     optionalString(urlWithScheme(['http', 'https'])),
-    { doc: 'Public origin of the API (default `http://{BASE_DOMAIN}:{PORT}`); used in links of the index and error pages.' },
+    {
+      doc: 'Public origin of the API (default `http://{BASE_DOMAIN}:{PORT}`); used in links of the index and error pages, and its scheme decides the session cookie: `Secure` exactly when it is `https`.',
+    },
   ],
   SERVICE_ROLES: [
     withDefault(
@@ -181,7 +185,7 @@ export const CONFIG_VARS = {
     withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be fatal, error, warn, info, debug, trace or silent' }), 'info'),
     { doc: 'pino log level.' },
   ],
-  DEBUG: [withDefault(boolFlag, '0'), { doc: '`1` shows exception detail in error responses even in production.' }],
+  DEBUG: [withDefault(boolFlag, '0'), { doc: '`1` shows exception detail (message and stack) in 500 answers whatever NODE_ENV says; never set it where clients are not trusted.' }],
   SESSION_TTL: [
     withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(31_536_000, 'must be at most 31536000 seconds (a year)'), 1_209_600),
     { doc: 'Lifetime of a login session in seconds (default 14 days).' },
@@ -352,12 +356,14 @@ type Env = z.output<typeof envSchema>;
 
 export interface Config {
   env: Env['NODE_ENV'];
-  production: boolean;
-  debug: boolean;
+  /** Exception detail in 500 answers: only when asked for (DEBUG=1 or NODE_ENV=development). */
+  errorDetail: boolean;
   port: number;
   host: string;
   baseDomain: string;
   publicUrl: string;
+  /** The session cookie is `Secure`: PUBLIC_URL is https (plain http on localhost keeps signing in). */
+  secureCookies: boolean;
   roles: Role[];
   dataDir: string;
   database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
@@ -430,14 +436,15 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     RATE_BUCKET_NAMES.map((bucket) => [bucket, env[RATE_BUCKETS[bucket].env]]),
   ) as Record<RateBucket, RateRule>;
   const dataDir = env.DATA_DIR;
+  const publicUrl = (env.PUBLIC_URL ?? `http://${env.BASE_DOMAIN}:${env.PORT}`).replace(/\/+$/, '');
   return {
     env: env.NODE_ENV,
-    production: env.NODE_ENV === 'production',
-    debug: env.DEBUG,
+    errorDetail: env.DEBUG || env.NODE_ENV === 'development',
     port: env.PORT,
     host: env.HOST,
     baseDomain: env.BASE_DOMAIN,
-    publicUrl: (env.PUBLIC_URL ?? `http://${env.BASE_DOMAIN}:${env.PORT}`).replace(/\/+$/, ''),
+    publicUrl,
+    secureCookies: publicUrl.startsWith('https:'),
     roles: env.SERVICE_ROLES,
     dataDir,
     database: env.DATABASE_URL

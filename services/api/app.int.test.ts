@@ -55,18 +55,24 @@ const probeRoutes = [
 
 let context: Context;
 let app: FastifyInstance;
-let production: FastifyInstance;
+/** The app as `make run` builds it: NODE_ENV and DEBUG unset. */
+let defaults: FastifyInstance;
+let development: FastifyInstance;
 let debug: FastifyInstance;
 
 beforeAll(async () => {
   context = await createTestContext();
   app = (await buildApp(context, { extraRoutes: probeRoutes })).app;
-  production = (await buildApp({ ...context, config: { ...context.config, production: true, env: 'production' } }, { extraRoutes: probeRoutes })).app;
-  debug = (await buildApp({ ...context, config: { ...context.config, production: true, debug: true } }, { extraRoutes: probeRoutes })).app;
+  // The stores are the context's; only what the configuration decides about answers differs.
+  const withEnv = async (env: Record<string, string | undefined>) =>
+    (await buildApp({ ...context, config: testConfig({ NODE_ENV: undefined, DEBUG: undefined, ...env }) }, { extraRoutes: probeRoutes })).app;
+  defaults = await withEnv({});
+  development = await withEnv({ NODE_ENV: 'development' });
+  debug = await withEnv({ DEBUG: '1' });
 });
 
 afterAll(async () => {
-  await Promise.all([app?.close(), production?.close(), debug?.close()]);
+  await Promise.all([app?.close(), defaults?.close(), development?.close(), debug?.close()]);
   await closeContext(context);
 });
 
@@ -200,21 +206,26 @@ describe('error codes this layer produces', () => {
     );
   });
 
-  it('an unexpected failure answers 500 internal_error without a stack trace in production', async () => {
-    const body = expectFailure(await production.inject({ url: '/test/boom' }), 500, 'internal_error');
-    expect(JSON.stringify(body)).not.toContain('secret internals');
-    expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+/);
+  // Guards issue 23: NODE_ENV defaulted to development, so `make run` sent exception and stack to clients.
+  it('with the default configuration (NODE_ENV and DEBUG unset) a 500 carries no exception detail nor stack', async () => {
+    for (const built of [defaults, app]) {
+      const body = expectFailure(await built.inject({ url: '/test/boom' }), 500, 'internal_error');
+      expect(body.error.details.exception).toBeUndefined();
+      expect(JSON.stringify(body)).not.toContain('secret internals');
+      expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+/);
+    }
   });
 
-  it('outside production the 500 carries the exception detail', async () => {
-    const body = expectFailure(await app.inject({ url: '/test/boom' }), 500, 'internal_error');
-    expect(body.error.details.exception).toContain('secret internals exploded');
-    const withDebug = expectFailure(await debug.inject({ url: '/test/boom' }), 500, 'internal_error');
-    expect(withDebug.error.details.exception).toContain('secret internals exploded');
+  it('DEBUG=1 or NODE_ENV=development, set explicitly, put the exception detail in the 500', async () => {
+    for (const built of [debug, development]) {
+      const body = expectFailure(await built.inject({ url: '/test/boom' }), 500, 'internal_error');
+      expect(body.error.details.exception).toContain('secret internals exploded');
+      expect(body.error.details.exception).toMatch(/at .*\.ts:\d+/);
+    }
   });
 
   it('data JSON cannot encode answers 500 encode_error', async () => {
-    expectFailure(await production.inject({ url: '/test/unencodable' }), 500, 'encode_error');
+    expectFailure(await defaults.inject({ url: '/test/unencodable' }), 500, 'encode_error');
   });
 
   it('the named swarm routes answer 501 not_implemented', async () => {
@@ -270,7 +281,7 @@ describe('error codes this layer produces', () => {
 
 describe('HTML error page', () => {
   it('a browser gets an HTML page with status, explanation, request id and links', async () => {
-    const response = await production.inject({ url: '/nowhere', headers: { accept: BROWSER_ACCEPT, 'x-request-id': 'html-page-0001' } });
+    const response = await defaults.inject({ url: '/nowhere', headers: { accept: BROWSER_ACCEPT, 'x-request-id': 'html-page-0001' } });
     expect(response.statusCode).toBe(404);
     expect(response.headers['content-type']).toMatch(/^text\/html/);
     expect(response.body).toContain('Error 404');
@@ -287,11 +298,11 @@ describe('HTML error page', () => {
     expect(response.body).toContain('<html lang="de">');
   });
 
-  it('shows exception detail outside production and with DEBUG=1, never in production', async () => {
-    const prod = await production.inject({ url: '/test/boom', headers: { accept: BROWSER_ACCEPT } });
+  it('shows exception detail only with DEBUG=1 or NODE_ENV=development, never by default', async () => {
+    const prod = await defaults.inject({ url: '/test/boom', headers: { accept: BROWSER_ACCEPT } });
     expect(prod.statusCode).toBe(500);
     expect(prod.body).not.toContain('secret internals');
-    const dev = await app.inject({ url: '/test/boom', headers: { accept: BROWSER_ACCEPT } });
+    const dev = await development.inject({ url: '/test/boom', headers: { accept: BROWSER_ACCEPT } });
     expect(dev.body).toContain('secret internals exploded');
     const dbg = await debug.inject({ url: '/test/boom', headers: { accept: BROWSER_ACCEPT } });
     expect(dbg.body).toContain('secret internals exploded');

@@ -80,7 +80,7 @@ ${detail}
 
 /**
  * Writes the failure response: the envelope, or the HTML page for browsers. Exception detail
- * only when `showDetail` (outside production, or DEBUG=1).
+ * only when `showDetail` (DEBUG=1 or NODE_ENV=development, never by default).
  */
 export function sendError(
   request: FastifyRequest,

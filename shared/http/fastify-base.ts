@@ -33,9 +33,9 @@ export function clientAddressOf(trustProxy: string[]): (request: IncomingMessage
   return (request) => proxyAddr(request, trusted);
 }
 
-/** How error answers are rendered: exception detail outside production (or with DEBUG), the home link. */
+/** How error answers are rendered: exception detail only when asked for (DEBUG=1, NODE_ENV=development), the home link. */
 export function errorOptionsOf(config: Context['config']) {
-  return { showDetail: !config.production || config.debug, homeUrl: config.publicUrl + '/api/v1/' };
+  return { showDetail: config.errorDetail, homeUrl: config.publicUrl + '/api/v1/' };
 }
 
 /** The Fastify options every HTTP app of the platform shares (the API and the ingest edge). */

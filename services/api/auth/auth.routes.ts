@@ -19,7 +19,8 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
     path: '/',
     httpOnly: true,
     sameSite: 'lax' as const,
-    secure: context.config.env !== 'development',
+    // Follows PUBLIC_URL's scheme: a browser drops a Secure cookie set over plain http (make run on localhost).
+    secure: context.config.secureCookies,
   };
   return [
     defineRoute({
@@ -34,7 +35,7 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
         'BRUTEFORCE_MAX_ATTEMPTS passwords are checked per e-mail and window whatever the concurrency; the others answer as locked. Wrong e-mail and wrong password answer the same 401, in the same time. ' +
         'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures for an e-mail the answer is 403 `forbidden` with ' +
         '`details.reason` `captcha_required` and a proof-of-work challenge in `details.challenge` until a login carries a solved one. ' +
-        'The cookie is HttpOnly, SameSite=Lax, Secure outside development.',
+        'The cookie is HttpOnly, SameSite=Lax, and Secure when PUBLIC_URL is https.',
       tags,
       auth: { kind: 'none' },
       bucket: 'auth',
