@@ -68,6 +68,8 @@ export type MessageVariant =
   | 'error.bad_request.unknown_parameter'
   | 'error.bad_request.malformed_json'
   | 'error.bad_request.unsupported_media_type'
+  | 'error.bad_request.timeout'
+  | 'error.payload_too_large.headers'
   | 'error.missing_parameter.named'
   | 'error.method_not_allowed.allowed'
   | 'error.forbidden.captcha_required'

@@ -69,12 +69,13 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
 
   // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
   await app.register(async (scope) => {
+    // Before CORS's hook, which answers preflights (OPTIONS 204) itself: they carry X-Request-Id too.
+    scope.addHook('onRequest', envelopeRequestHook({ contentLanguage: false }));
     await scope.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['Content-Type'], maxAge: 86_400, strictPreflight: false });
     const json = scope.getDefaultJsonParser('ignore', 'ignore');
     scope.addContentTypeParser('text/plain', { parseAs: 'string' }, (request, body, done) =>
       body === '' ? done(null, undefined) : json(request, body as string, done),
     );
-    scope.addHook('onRequest', envelopeRequestHook({ contentLanguage: false }));
     registerRoutes(scope, routes, registrar);
   });
   await app.ready();

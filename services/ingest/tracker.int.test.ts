@@ -118,6 +118,19 @@ describe('/tracker.js', () => {
     const simple = await track('POST', '/tracker/collect', { payload: {}, headers: { origin: 'https://shop.example' } });
     expect(simple.headers['access-control-allow-origin']).toBe('*');
   });
+
+  // Guards issue 23: CORS answered preflights in its own hook, before the one that sets the id.
+  it('a preflight (OPTIONS 204) carries X-Request-Id like every other answer', async () => {
+    for (const path of ['/tracker/collect', '/tracker/consent', '/tracker.js']) {
+      const preflight = await track('OPTIONS', path, {
+        headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'x-request-id': 'preflight-0000001' },
+      });
+      expect(preflight.statusCode).toBe(204);
+      expect(preflight.headers['x-request-id']).toBe('preflight-0000001');
+    }
+    const fresh = await track('OPTIONS', '/tracker/collect', { headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST' } });
+    expect(fresh.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
 });
 
 describe('consent and collect on a redirect\'s visit (append_visit_id)', () => {

@@ -1,10 +1,13 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { METHODS, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
-import { negotiateLocale, type Locale } from '../i18n/index.js';
+import { AppError } from '../errors.js';
+import { negotiateLocale, t, type Locale } from '../i18n/index.js';
 import { counterChildren, histogramChildren } from '../metrics.js';
+import { buildMeta, failure } from './envelope.js';
 import { sendError, toAppError } from './error-response.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
@@ -57,6 +60,59 @@ export function baseFastifyOptions(context: Context): FastifyServerOptions {
     return503OnClosing: true,
     // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
     frameworkErrors: (error, request, reply) => void sendError(localizedByHeaders(request), reply, toAppError(error).appError, errorOptions),
+    // And so do the answers Node gives before Fastify sees a request (it could not parse it).
+    clientErrorHandler: clientErrorHandler(context),
+  };
+}
+
+/** Node's parse error of a request it cannot hand on, with what it read of it. */
+type ClientError = Error & { code?: string; rawPacket?: unknown };
+
+/** The status and error of Node's answer to a request it could not parse. */
+function clientFailure(error: ClientError): { status: number; error: AppError } {
+  switch (error.code) {
+    // Node's own status for headers over --max-http-header-size: 431 says which part was too
+    // large; the catalogue's code for "body or field over the limit" says it to clients.
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, error: new AppError('payload_too_large', { headers: 'too large' }, { messageKey: 'error.payload_too_large.headers' }) };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, error: new AppError('bad_request', { request: 'timeout' }, { messageKey: 'error.bad_request.timeout' }) };
+    default:
+      return { status: 400, error: new AppError('bad_request', { request: 'malformed', ...(error.code?.startsWith('HPE_') ? { parse_error: error.code } : {}) }) };
+  }
+}
+
+/**
+ * Answers a request Node could not parse (malformed, headers over the limit, too slow) in
+ * Fastify's place: the failure envelope with a fresh X-Request-Id, in English (nothing of the
+ * request, its Accept-Language included, was read), and the connection closes. Like every answer
+ * it is counted and has its access-log line.
+ */
+export function clientErrorHandler(context: Context) {
+  const record = requestRecorder(context);
+  return (error: ClientError, socket: Socket): void => {
+    // A reset connection has no one to answer.
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const { status, error: appError } = clientFailure(error);
+    const id = uuidv7();
+    const message = t('en', appError.messageKey ?? `error.${appError.code}`);
+    const body = JSON.stringify(failure(appError.code, message, appError.details, buildMeta(id, 0)));
+    // As Node does: never write into the middle of an answer already under way on this socket.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (socket.writable && !inFlight?.headersSent) {
+      const head = [
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+        'Content-Type: application/json; charset=utf-8',
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        `X-Request-Id: ${id}`,
+        'Content-Language: en',
+        'Connection: close',
+      ];
+      socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+    }
+    socket.destroySoon();
+    const method = Buffer.isBuffer(error.rawPacket) ? (error.rawPacket.toString('latin1', 0, 16).split(' ', 1)[0] ?? '') : '';
+    record({ id, method: METHODS.includes(method) ? method : 'UNKNOWN', url: '', route: 'client_error', status, tookMs: 0, ip: socket.remoteAddress, userAgent: undefined });
   };
 }
 

@@ -34,6 +34,8 @@ export const de: Catalogue = {
   'error.bad_request.invalid_utf8': 'Der Anfragetext ist kein gültiges UTF-8.',
   'error.bad_request.malformed_json': 'Der Anfrageinhalt ist kein gültiges JSON.',
   'error.bad_request.unsupported_media_type': 'Nicht unterstützter Inhaltstyp: {type}.',
+  'error.bad_request.timeout': 'Die Anfrage ist nicht rechtzeitig angekommen.',
+  'error.payload_too_large.headers': 'Die Kopfzeilen der Anfrage sind zu groß.',
   'error.missing_parameter.named': 'Erforderlicher Parameter fehlt: {names}.',
   'error.method_not_allowed.allowed': 'Die Methode {method} ist hier nicht erlaubt. Erlaubt: {allow}.',
   'error.forbidden.captcha_required': 'Zum Anmelden muss ein CAPTCHA gelöst werden: details.challenge lösen und als captcha senden.',

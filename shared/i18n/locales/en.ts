@@ -33,6 +33,8 @@ export const en = {
   'error.bad_request.invalid_utf8': 'The request body is not valid UTF-8.',
   'error.bad_request.malformed_json': 'The request body is not valid JSON.',
   'error.bad_request.unsupported_media_type': 'Unsupported content type: {type}.',
+  'error.bad_request.timeout': 'The request did not arrive in time.',
+  'error.payload_too_large.headers': 'The request headers are too large.',
   'error.missing_parameter.named': 'Missing required parameter: {names}.',
   'error.method_not_allowed.allowed': 'Method {method} is not allowed here. Allowed: {allow}.',
   'error.forbidden.captcha_required': 'A CAPTCHA must be solved to sign in: solve details.challenge and send it as captcha.',

@@ -34,6 +34,8 @@ export const es: Catalogue = {
   'error.bad_request.invalid_utf8': 'El cuerpo de la petición no es UTF-8 válido.',
   'error.bad_request.malformed_json': 'El cuerpo de la solicitud no es JSON válido.',
   'error.bad_request.unsupported_media_type': 'Tipo de contenido no admitido: {type}.',
+  'error.bad_request.timeout': 'La solicitud no llegó a tiempo.',
+  'error.payload_too_large.headers': 'Las cabeceras de la solicitud son demasiado grandes.',
   'error.missing_parameter.named': 'Falta el parámetro obligatorio: {names}.',
   'error.method_not_allowed.allowed': 'El método {method} no está permitido aquí. Permitidos: {allow}.',
   'error.forbidden.captcha_required': 'Hay que resolver un CAPTCHA para iniciar sesión: resuelva details.challenge y envíelo como captcha.',

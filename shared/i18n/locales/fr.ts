@@ -34,6 +34,8 @@ export const fr: Catalogue = {
   'error.bad_request.invalid_utf8': 'Le corps de la requête n\'est pas de l\'UTF-8 valide.',
   'error.bad_request.malformed_json': "Le corps de la requête n'est pas du JSON valide.",
   'error.bad_request.unsupported_media_type': 'Type de contenu non pris en charge : {type}.',
+  'error.bad_request.timeout': "La requête n'est pas arrivée à temps.",
+  'error.payload_too_large.headers': 'Les en-têtes de la requête sont trop volumineux.',
   'error.missing_parameter.named': 'Paramètre obligatoire manquant : {names}.',
   'error.method_not_allowed.allowed': "La méthode {method} n'est pas autorisée ici. Autorisées : {allow}.",
   'error.forbidden.captcha_required': 'Un CAPTCHA doit être résolu pour se connecter : résolvez details.challenge et envoyez-le dans captcha.',
