@@ -4,6 +4,7 @@ import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
 import { createRateLimiter } from '../../shared/http/rate-limit.js';
+import { apiSecurityHeadersHook } from '../../shared/http/security-headers.js';
 import { createMethodIndex, routeMissError, registerRoutes } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import cookie from '@fastify/cookie';
@@ -108,6 +109,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   app.decorateRequest('locale', 'en');
   app.addHook('onRequest', envelopeRequestHook({ contentLanguage: true }));
   app.addHook('onResponse', responseObserver(context));
+  app.addHook('onSend', apiSecurityHeadersHook);
 
   const allowedMethods = createMethodIndex(routes);
   /** 405 with Allow when the path exists under other methods, else 404. */

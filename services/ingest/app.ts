@@ -7,6 +7,7 @@ import { sendError, toAppError } from '../../shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localizedByHeaders, responseObserver } from '../../shared/http/fastify-base.js';
 import { createMethodIndex, registerRoutes, routeMissError, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
+import { apiSecurityHeadersHook } from '../../shared/http/security-headers.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
 import { shortHostMatcher } from '../../shared/links/hosts.js';
@@ -47,6 +48,8 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
 
   app.decorateRequest('locale', 'en');
   app.addHook('onResponse', responseObserver(context));
+  // The short hosts' listener writes the same precomputed headers on the redirects it answers itself.
+  app.addHook('onSend', apiSecurityHeadersHook);
   app.setErrorHandler(async (error, request, reply) => {
     // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
     // the not-found handler runs: the route does not exist, so that is the answer.

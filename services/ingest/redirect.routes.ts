@@ -7,6 +7,7 @@ import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
 import { ASSIGNED_REQUEST_ID, clientAddressOf, errorOptionsOf, incomingRequestId, localizedByHeaders, requestRecorder } from '../../shared/http/fastify-base.js';
+import { API_SECURITY_HEADER_LIST } from '../../shared/http/security-headers.js';
 import { rateLimitHeaderList, setRateLimitHeaders, type RateDecision, type RateLimiter } from '../../shared/http/rate-limit.js';
 import { VISIT_PARAM } from '../../shared/tracker/beacon.js';
 import { classifyAttack } from '../../shared/visits/attack.js';
@@ -236,7 +237,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     if (outcome.kind === 'refusal') return handOn(request, response, asked.id, { outcome });
     // Node's writeHead takes a flat [name, value, …] list fastest (no per-key walk of an object).
     const headers = rateLimitHeaderList(outcome.rateLimit, asked.at);
-    headers.push('X-Request-Id', asked.id, 'Location', outcome.location, 'Cache-Control', 'private, max-age=0', 'Content-Length', '0');
+    headers.push('X-Request-Id', asked.id, 'Location', outcome.location, 'Cache-Control', 'private, max-age=0', 'Content-Length', '0', ...API_SECURITY_HEADER_LIST);
     response.writeHead(outcome.status, headers).end();
     record({
       id: asked.id,

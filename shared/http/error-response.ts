@@ -1,9 +1,11 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
 import Negotiator from 'negotiator';
 import { AppError, ERROR_DOCS_PATH } from '../errors.js';
 import { t, type Locale } from '../i18n/index.js';
 import { buildMeta, failure } from './envelope.js';
+import { API_SECURITY_HEADERS, htmlSecurityHeaders } from './security-headers.js';
 
 /** Turns anything thrown into an AppError; unexpected failures become internal_error. */
 export function toAppError(error: unknown): { appError: AppError; unexpected: boolean } {
@@ -43,6 +45,16 @@ export function prefersHtml(request: FastifyRequest): boolean {
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
+/** The error page's one stylesheet, inline: admitted by its hash, the page has no other source. */
+const ERROR_PAGE_CSS =
+  'body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#1f2328}h1{font-size:2rem;margin:0}code,pre{background:#f6f8fa;padding:.2rem .4rem;border-radius:4px}pre{padding:1rem;overflow:auto}nav a{margin-right:1rem}';
+
+/** Headers of the HTML error page: no script, its own style only, never framed or sniffed. */
+const ERROR_PAGE_HEADERS = Object.entries(
+  htmlSecurityHeaders({ frameAncestors: "'none'", styleHashes: [createHash('sha256').update(ERROR_PAGE_CSS).digest('base64')], scripts: false }),
+).map(([name, value]) => [name.toLowerCase(), value] as const);
+const JSON_ERROR_HEADERS = Object.entries(API_SECURITY_HEADERS);
+
 /** The HTML error page: status, translated explanation, request id, links home and to the docs. */
 export function renderErrorPage(options: {
   status: number;
@@ -62,7 +74,7 @@ export function renderErrorPage(options: {
 <html lang="${locale}">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex">
 <title>${escapeHtml(title)}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#1f2328}h1{font-size:2rem;margin:0}code,pre{background:#f6f8fa;padding:.2rem .4rem;border-radius:4px}pre{padding:1rem;overflow:auto}nav a{margin-right:1rem}</style>
+<style>${ERROR_PAGE_CSS}</style>
 </head>
 <body>
 <main>
@@ -98,7 +110,9 @@ export function sendError(
         : inspect(cause, { depth: 4 })
       : undefined;
   reply.code(error.status).headers(error.headers).header('X-Request-Id', request.id).header('Content-Language', locale);
-  if (prefersHtml(request)) {
+  const html = prefersHtml(request);
+  for (const [name, value] of html ? ERROR_PAGE_HEADERS : JSON_ERROR_HEADERS) reply.header(name, value);
+  if (html) {
     return reply
       .type('text/html; charset=utf-8')
       .send(renderErrorPage({ status: error.status, code: error.code, message, requestId: request.id, locale, homeUrl: options.homeUrl, exception }));

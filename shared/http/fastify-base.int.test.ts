@@ -54,6 +54,10 @@ function expectEnvelope(answer: Awaited<ReturnType<typeof rawExchange>>, status:
   expect(body).toMatchObject({ ok: false, error: { code, request_id: id, docs: `/api/v1/errors#${code}` }, meta: { request_id: id } });
   expect(typeof body.error.message).toBe('string');
   expect(typeof body.meta.server_time_utc).toBe('string');
+  // Like every API answer: nothing to sniff, frame or run.
+  expect(answer.headers['x-content-type-options']).toBe('nosniff');
+  expect(answer.headers['x-frame-options']).toBe('DENY');
+  expect(answer.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'");
   return body;
 }
 

@@ -9,6 +9,7 @@ import { negotiateLocale, t, type Locale } from '../i18n/index.js';
 import { counterChildren, histogramChildren } from '../metrics.js';
 import { buildMeta, failure } from './envelope.js';
 import { sendError, toAppError } from './error-response.js';
+import { API_SECURITY_HEADER_LIST } from './security-headers.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
 const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
@@ -108,6 +109,7 @@ export function clientErrorHandler(context: Context) {
         'Content-Language: en',
         'Connection: close',
       ];
+      for (let i = 0; i < API_SECURITY_HEADER_LIST.length; i += 2) head.push(`${API_SECURITY_HEADER_LIST[i]}: ${API_SECURITY_HEADER_LIST[i + 1]}`);
       socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
     }
     socket.destroySoon();

@@ -25,3 +25,36 @@ export function htmlSecurityHeaders({ frameAncestors, styleHashes = [], scripts 
     ...(frameAncestors === "'none'" ? { 'X-Frame-Options': 'DENY' } : {}),
   };
 }
+
+/**
+ * Security headers of every answer that is not one of the platform's HTML pages (the envelope,
+ * downloads, the beacon's script): nothing in it is to be rendered as a document, framed or
+ * sniffed into another type. Lower-case names: Fastify stores them so, no conversion per answer.
+ */
+export const API_SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+} as const;
+
+const API_HEADER_ENTRIES = Object.entries(API_SECURITY_HEADERS);
+
+/** The same headers as a flat `[name, value, …]` list, for answers written without Fastify. */
+export const API_SECURITY_HEADER_LIST: readonly string[] = API_HEADER_ENTRIES.flat();
+
+/**
+ * The onSend hook of the platform's Fastify apps: an answer that set no Content-Security-Policy of
+ * its own (the dashboard and the public pages set theirs, which stay as they are) gets
+ * API_SECURITY_HEADERS, precomputed.
+ */
+export function apiSecurityHeadersHook<P>(
+  _request: unknown,
+  reply: { hasHeader(name: string): boolean; header(name: string, value: string): unknown },
+  payload: P,
+  done: (error: null, payload: P) => void,
+): void {
+  if (!reply.hasHeader('content-security-policy')) {
+    for (const [name, value] of API_HEADER_ENTRIES) reply.header(name, value);
+  }
+  done(null, payload);
+}
