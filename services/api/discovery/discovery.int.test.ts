@@ -78,6 +78,15 @@ describe('GET /api/v1/status', () => {
     }
   });
 
+  // Guards issue 23: the flag was a constant false while /api/rest.php/... answered.
+  it('features.legacy_v0_api is true exactly when the legacy v0 API is served', async () => {
+    const { data } = (await app.inject({ url: '/api/v1/status' })).json();
+    expect(routes.some((route) => route.path.startsWith('/api/rest.php/'))).toBe(true);
+    expect(data.features.legacy_v0_api).toBe(true);
+    // Served: it answers its own 401 (no credentials, no subdomain), not a 404.
+    expect((await app.inject({ url: '/api/rest.php/stats' })).statusCode).toBe(401);
+  });
+
   it('counts requests', async () => {
     const before = (await app.inject({ url: '/api/v1/status' })).json().data.counters.requests_total;
     await app.inject({ url: '/api/v1/languages' });

@@ -12,6 +12,9 @@ import { consumerReport, probeDependencies } from './health.js';
 
 const tags = ['discovery'];
 
+/** Where the legacy v0 API lives: `features.legacy_v0_api` says whether any route of it is served. */
+const LEGACY_PREFIX = '/api/rest.php/';
+
 const CheckSchema = z.object({
   status: z.enum(['ok', 'down']),
   kind: z.string().meta({ description: 'Implementation: pglite|postgres, chdb|clickhouse, memory|kafka, memory|bullmq, memory|redis.' }),
@@ -60,7 +63,7 @@ const StatusSchema = z
       storage: z.object(Object.fromEntries(DEPENDENCIES.map((name) => [name, z.string()])) as Record<(typeof DEPENDENCIES)[number], z.ZodString>),
       embedded: z.boolean().meta({ description: 'True when every dependency runs in this process (make run).' }),
       languages: z.array(z.string()),
-      legacy_v0_api: z.boolean(),
+      legacy_v0_api: z.boolean().meta({ description: 'True when this process serves the frozen legacy v0 API under /api/rest.php/.' }),
       openapi: z.string(),
       captcha: z.boolean().meta({ description: 'Whether logins need a proof-of-work CAPTCHA after repeated failures (ENABLE_CAPTCHA).' }),
     }),
@@ -191,7 +194,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
             storage: kinds,
             embedded: kinds.database === 'pglite' && kinds.analytics === 'chdb' && kinds.visit_log === 'memory' && kinds.jobs === 'memory',
             languages: LOCALE_CODES,
-            legacy_v0_api: false,
+            legacy_v0_api: routes().some((route) => route.path.startsWith(LEGACY_PREFIX)),
             openapi: '/api/v1/openapi.json',
             captcha: config.captcha.enabled,
           },
