@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
-import { createRateLimiter } from '../../shared/http/rate-limit.js';
+import { accountRefusal, createRateLimiter } from '../../shared/http/rate-limit.js';
 import { apiSecurityHeadersHook } from '../../shared/http/security-headers.js';
 import { createMethodIndex, routeMissError, registerRoutes } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
@@ -123,7 +123,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
     else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
     else log.debug({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request refused');
-    if (appError.code === 'rate_limited') metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
+    if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef.bucket, { rules: config.rateLimits, metrics });
     return sendError(request, reply, appError, errorOptions);
   });
 

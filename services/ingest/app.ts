@@ -5,6 +5,7 @@ import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localizedByHeaders, responseObserver } from '../../shared/http/fastify-base.js';
+import { accountRefusal } from '../../shared/http/rate-limit.js';
 import { createMethodIndex, registerRoutes, routeMissError, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import { apiSecurityHeadersHook } from '../../shared/http/security-headers.js';
@@ -57,7 +58,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
     if (!routeDef && !routeLabel) return sendError(localizedByHeaders(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions);
     const { appError, unexpected } = toAppError(error);
     if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
-    if (appError.code === 'rate_limited') context.metrics.rateLimited.inc({ bucket: String(appError.details.bucket) });
+    if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef?.bucket, { rules: config.rateLimits, metrics: context.metrics });
     return sendError(localizedByHeaders(request), reply, appError, errorOptions);
   });
   const tokens = consentTokens(key, config.tracker.consentTtlSec);

@@ -122,3 +122,24 @@ export function setRateLimitHeaders(reply: { header(name: string, value: string)
   const values = headerValues(decision, now);
   for (let i = 0; i < LOWER_HEADER_NAMES.length; i++) reply.header(LOWER_HEADER_NAMES[i]!, values[i]!);
 }
+
+/**
+ * Accounts for a 429 about to be answered: counted in `rate_limited_total` under its bucket (the
+ * bucket its error names, else the route's), with the six rate-limit headers of that bucket saying
+ * nothing remains until Retry-After. For a counter's own refusal that is what the counter said; a
+ * refusal taken beside the counter (the brute-force lock, `spam_detected`) had no headers, or the
+ * counter's of a request it let through, which would promise requests the lock refuses.
+ */
+export function accountRefusal(
+  reply: { header(name: string, value: string): unknown },
+  error: { details: Record<string, unknown> },
+  routeBucket: RateBucket | null | undefined,
+  deps: { rules: Record<RateBucket, RateRule>; metrics: Metrics },
+): void {
+  const named = error.details.bucket;
+  const bucket = typeof named === 'string' && named in deps.rules ? (named as RateBucket) : (routeBucket ?? undefined);
+  deps.metrics.rateLimited.inc({ bucket: bucket ?? 'none' });
+  if (!bucket) return;
+  const retryAfter = Number(error.details.retry_after);
+  setRateLimitHeaders(reply, { allowed: false, limit: deps.rules[bucket].limit, remaining: 0, resetSec: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : deps.rules[bucket].windowSec });
+}

@@ -85,6 +85,35 @@ describe('anti-spam', () => {
   });
 });
 
+describe('the spam_detected 429', () => {
+  // Guards issue 23: it had Retry-After only, and was not counted in rate_limited_total.
+  it('carries the rate-limit headers of the route\'s bucket and is counted under that bucket', async () => {
+    const app = await appWith({ spam: { windowSec: 600, tokensPerAccount: 3, identitiesPerIp: 2, cooldownSec: 120 } });
+    const counted = async (bucket: string) =>
+      (await context.metrics.rateLimited.get()).values.find((value) => value.labels.bucket === bucket)?.value ?? 0;
+    const ip = address();
+    const login = () => app.inject({ method: 'POST', url: '/auth/login', payload: { email: `${uniqueName('shard')}@example.test`, password: 'guess' }, remoteAddress: ip });
+    for (let n = 0; n < 2; n++) await login();
+    const [authBefore, defaultBefore] = [await counted('auth'), await counted('default')];
+    const refused = await login();
+    expect(refused.json().error.code).toBe('spam_detected');
+    const status = await app.inject({ url: '/api/v1/status', remoteAddress: ip });
+    expect(status.json().error.code).toBe('spam_detected');
+    for (const [answer, bucket] of [[refused, 'auth'], [status, 'default']] as const) {
+      const limit = String(context.config.rateLimits[bucket].limit);
+      expect(answer.headers['ratelimit-limit']).toBe(limit);
+      expect(answer.headers['x-ratelimit-limit']).toBe(limit);
+      expect(answer.headers['ratelimit-remaining']).toBe('0');
+      expect(answer.headers['x-ratelimit-remaining']).toBe('0');
+      expect(answer.headers['ratelimit-reset']).toBe(answer.headers['retry-after']);
+      expect(Number(answer.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000);
+    }
+    expect(await counted('auth')).toBe(authBefore + 1);
+    expect(await counted('default')).toBe(defaultBefore + 1);
+    expect(await counted('undefined')).toBe(0);
+  });
+});
+
 describe('audit log', () => {
   it('records rate-limit exhaustion once per window and key', async () => {
     const app = await appWith({ rateLimits: testConfig({ RATE_LIMIT_DEFAULT: '1:60' }).rateLimits });

@@ -142,6 +142,27 @@ describe('login', () => {
     for (const answer of wrong) expect(answer.statusCode).toBe(401);
   });
 
+  // Guards issue 23: the lockout's 429 had Retry-After only and was counted as bucket="undefined".
+  it('the lockout 429 carries the rate-limit headers and is counted under the auth bucket', async () => {
+    const counted = async (bucket: string) =>
+      (await context.metrics.rateLimited.get()).values.find((value) => value.labels.bucket === bucket)?.value ?? 0;
+    const before = await counted('auth');
+    const account = await createAccount(context);
+    for (let attempt = 0; attempt < 3; attempt++) await login(account.email, 'wrong', clientIp());
+    const locked = await login(account.email, TEST_PASSWORD, clientIp());
+    expect(locked.statusCode).toBe(429);
+    expect(locked.json().error.details).toMatchObject({ bucket: 'auth', reason: 'account_locked' });
+    const retryAfter = locked.headers['retry-after'];
+    expect(locked.headers['ratelimit-limit']).toBe(String(context.config.rateLimits.auth.limit));
+    expect(locked.headers['x-ratelimit-limit']).toBe(String(context.config.rateLimits.auth.limit));
+    expect(locked.headers['ratelimit-remaining']).toBe('0');
+    expect(locked.headers['x-ratelimit-remaining']).toBe('0');
+    expect(locked.headers['ratelimit-reset']).toBe(retryAfter);
+    expect(Number(locked.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000);
+    expect(await counted('auth')).toBe(before + 1);
+    expect(await counted('undefined')).toBe(0);
+  });
+
   it('locks an e-mail that has no account exactly like one that has', async () => {
     const email = `${uniqueName('ghost')}@example.test`;
     for (let attempt = 0; attempt < 3; attempt++) expect((await login(email, 'wrong', clientIp())).statusCode).toBe(401);

@@ -38,7 +38,7 @@ export function authService(context: Context, captcha: Captcha, abuse: Pick<Abus
   /** Answers 429 while the account is locked: checked before any counter, so the lock wins. */
   const assertNotLocked = async (email: string): Promise<void> => {
     const ttl = await context.cache.ttlMs(lockKey(email));
-    if (ttl > 0) throw retryLater('rate_limited', ttl / 1000, { reason: 'account_locked' });
+    if (ttl > 0) throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: 'account_locked' });
   };
 
   return {
@@ -61,7 +61,7 @@ export function authService(context: Context, captcha: Captcha, abuse: Pick<Abus
       const attempt = await context.cache.increment(failuresKey(input.email), bruteforce.windowSec);
       if (attempt > bruteforce.maxAttempts) {
         const ttl = Math.max(await context.cache.ttlMs(lockKey(input.email)), await context.cache.ttlMs(failuresKey(input.email)));
-        throw retryLater('rate_limited', ttl / 1000, { reason: 'account_locked' });
+        throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: 'account_locked' });
       }
       // A lock taken after this request passed the route's check (by a parallel attempt, whose
       // success then cleared the counter) still holds.
