@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
-import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localizedByHeaders, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localized, responseObserver } from '../../shared/http/fastify-base.js';
 import { accountRefusal } from '../../shared/http/rate-limit.js';
 import { createMethodIndex, registerRoutes, routeMissError, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
@@ -55,18 +55,18 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
     // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
     // the not-found handler runs: the route does not exist, so that is the answer.
     const { routeDef, routeLabel } = request.routeOptions.config;
-    if (!routeDef && !routeLabel) return sendError(localizedByHeaders(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions);
+    if (!routeDef && !routeLabel) return sendError(localized(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions);
     const { appError, unexpected } = toAppError(error);
     if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
     if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef?.bucket, { rules: config.rateLimits, metrics: context.metrics });
-    return sendError(localizedByHeaders(request), reply, appError, errorOptions);
+    return sendError(localized(request), reply, appError, errorOptions);
   });
   const tokens = consentTokens(key, config.tracker.consentTtlSec);
   const routes = trackerRoutes({ context, beacons, tokens });
   // The beacon's paths under another method: 405 with Allow; anything else: 404.
   const trackerMethods = createMethodIndex(routes);
   app.setNotFoundHandler(async (request, reply) =>
-    sendError(localizedByHeaders(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions),
+    sendError(localized(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions),
   );
   const methodMiss = (method: string, path: string) => (trackerMethods(path).length > 0 ? routeMissError(trackerMethods, method, path) : undefined);
   const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss });

@@ -143,6 +143,20 @@ describe('GET /{slug} on a short host', () => {
     }
   });
 
+  // Guards issue 23: the short hosts' answers followed Accept-Language only.
+  it('localises its answers by ?lang= first, as the API does, then Accept-Language', async () => {
+    const german = await visit('/no-such-slug?lang=de', { headers: { 'accept-language': 'fr' } });
+    expect(german.statusCode).toBe(404);
+    expect(german.json().error.message).toBe('Hier wurde nichts gefunden.');
+    expect(german.headers['content-language']).toBe('de');
+    const page = await visit('/no-such-slug?lang=es', { headers: { accept: 'text/html' } });
+    expect(page.body).toContain('No se encontró nada aquí.');
+    const link = await createLink({ target_url: 'https://example.com/', expires_at: new Date(Date.now() + 1_000).toISOString() });
+    await waitFor(async () => (await visit(`/${link.slug}`)).statusCode === 410, 10_000, { message: 'the link expired' });
+    expect((await visit(`/${link.slug}?lang=fr`)).headers['content-language']).toBe('fr');
+    expect((await visit('/no-such-slug', { headers: { 'accept-language': 'fr' } })).headers['content-language']).toBe('fr');
+  });
+
   it('answers 410 gone once the link expired', async () => {
     const link = await createLink({ target_url: 'https://example.com/', expires_at: new Date(Date.now() + 300).toISOString() });
     expect((await visit(`/${link.slug}`)).statusCode).toBe(302);

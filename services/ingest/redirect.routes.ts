@@ -6,7 +6,7 @@ import { isoTimeAt } from '../../shared/time.js';
 import { counterChildren } from '../../shared/metrics.js';
 import { AppError, retryLater } from '../../shared/errors.js';
 import { sendError } from '../../shared/http/error-response.js';
-import { ASSIGNED_REQUEST_ID, clientAddressOf, errorOptionsOf, incomingRequestId, localizedByHeaders, requestRecorder } from '../../shared/http/fastify-base.js';
+import { ASSIGNED_REQUEST_ID, clientAddressOf, errorOptionsOf, incomingRequestId, localized, requestRecorder } from '../../shared/http/fastify-base.js';
 import { API_SECURITY_HEADER_LIST } from '../../shared/http/security-headers.js';
 import { rateLimitHeaderList, setRateLimitHeaders, type RateDecision, type RateLimiter } from '../../shared/http/rate-limit.js';
 import { VISIT_PARAM } from '../../shared/tracker/beacon.js';
@@ -203,7 +203,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     if (decided && 'failure' in decided) throw decided.failure;
     const outcome = decided?.outcome ?? (await redirector(askedOf(request)));
     if (outcome.rateLimit) setRateLimitHeaders(reply, outcome.rateLimit);
-    if (outcome.kind === 'refusal') return sendError(localizedByHeaders(request), reply, outcome.error, errorOptions);
+    if (outcome.kind === 'refusal') return sendError(localized(request), reply, outcome.error, errorOptions);
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'private, max-age=0').send();
   };
   /**

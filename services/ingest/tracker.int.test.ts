@@ -366,6 +366,28 @@ describe('consent gating and ordering in the enricher', () => {
   });
 });
 
+describe('languages', () => {
+  // Guards issue 23: the beacon's answers followed Accept-Language only.
+  it('the beacon\'s errors follow ?lang= first, as the API does, then Accept-Language', async () => {
+    const collect = await track('POST', '/tracker/collect?lang=de', { payload: {}, ip: freshIp(), headers: { 'accept-language': 'fr' } });
+    expect(collect.statusCode).toBe(403);
+    expect(collect.headers['content-language']).toBe('de');
+    expect(collect.json().error.message).toMatch(/Einwilligung/);
+    const consentAnswer = await track('POST', '/tracker/consent?lang=es', { payload: { analytics: 'yes' }, ip: freshIp() });
+    const english = await track('POST', '/tracker/consent', { payload: { analytics: 'yes' }, ip: freshIp() });
+    expect(consentAnswer.statusCode).toBeGreaterThanOrEqual(400);
+    expect(consentAnswer.headers['content-language']).toBe('es');
+    expect(consentAnswer.json().error.code).toBe(english.json().error.code);
+    expect(consentAnswer.json().error.message).not.toBe(english.json().error.message);
+    const script = await track('GET', '/tracker.js?lang=fr&unknown=1');
+    expect(script.statusCode).toBe(400);
+    expect(script.headers['content-language']).toBe('fr');
+    expect(script.json().error.message).toMatch(/^Paramètre inconnu/);
+    const byHeader = await track('POST', '/tracker/collect', { payload: {}, ip: freshIp(), headers: { 'accept-language': 'fr' } });
+    expect(byHeader.headers['content-language']).toBe('fr');
+  });
+});
+
 describe('validation and the track bucket', () => {
   // The body is one of two shapes (the document says so with anyOf): neither is a missing field,
   // both an unknown one; a well-formed visit id that is no redirect of the last 24 hours is not found.

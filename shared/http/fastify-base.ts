@@ -138,8 +138,18 @@ export function envelopeRequestHook({ contentLanguage }: { contentLanguage: bool
 }
 
 /**
+ * Sets a request's locale as the API does (`?lang=`, then Accept-Language) and returns it, for
+ * answers of the ingest edge (short hosts, the beacon), which negotiates only when it must answer
+ * an error.
+ */
+export function localized<R extends FastifyRequest>(request: R): R {
+  request.locale = requestLocale(request);
+  return request;
+}
+
+/**
  * Sets a request's locale from Accept-Language alone (not `?lang=`: the query may not be parsed
- * yet) and returns it, for error pages rendered outside the API's hooks.
+ * yet) and returns it, for errors Fastify raises before routing (a malformed URL).
  */
 export function localizedByHeaders<R extends FastifyRequest>(request: R): R {
   request.locale = requestLocale(request, { query: false });
