@@ -1,8 +1,7 @@
 import type { RequestListener } from 'node:http';
 import cors from '@fastify/cors';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Context } from '../../shared/context.js';
-import { AppError } from '../../shared/errors.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localized, responseObserver } from '../../shared/http/fastify-base.js';
 import { accountRefusal } from '../../shared/http/rate-limit.js';
@@ -27,6 +26,9 @@ export interface IngestApp {
 
 /** Paths the ingest edge answers on every host (the beacon), not only on short hosts. */
 const TRACKER_PATH = /^\/tracker(?:\.js|\/|\?|$)/;
+
+/** A short host answers every path to these (a redirect, a refusal, its public page on `/`). */
+const SHORT_HOST_METHODS = ['GET', 'HEAD'];
 
 /**
  * The ingest edge as its own Fastify app: the short hosts' routes and nothing else — no cookie
@@ -55,7 +57,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
     // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
     // the not-found handler runs: the route does not exist, so that is the answer.
     const { routeDef, routeLabel } = request.routeOptions.config;
-    if (!routeDef && !routeLabel) return sendError(localized(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions);
+    if (!routeDef && !routeLabel) return sendError(localized(request), reply, routeMiss(request), errorOptions);
     const { appError, unexpected } = toAppError(error);
     if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
     if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef?.bucket, { rules: config.rateLimits, metrics: context.metrics });
@@ -63,11 +65,16 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
   });
   const tokens = consentTokens(key, config.tracker.consentTtlSec);
   const routes = trackerRoutes({ context, beacons, tokens });
-  // The beacon's paths under another method: 405 with Allow; anything else: 404.
   const trackerMethods = createMethodIndex(routes);
-  app.setNotFoundHandler(async (request, reply) =>
-    sendError(localized(request), reply, routeMissError(trackerMethods, request.method, request.url.split('?', 1)[0]!), errorOptions),
-  );
+  const shortHostOf = shortHostMatcher(config);
+  /** The methods a path is served under: the beacon's declared ones on its paths, GET and HEAD on any path of a short host. */
+  const methodsOn = (hostname: string) => (path: string) => {
+    const beacon = trackerMethods(path);
+    return beacon.length > 0 || !shortHostOf(hostname) ? beacon : SHORT_HOST_METHODS;
+  };
+  // What no route answers: 405 with Allow when the path is served under other methods, else 404.
+  const routeMiss = (request: FastifyRequest) => routeMissError(methodsOn(request.hostname), request.method, request.url.split('?', 1)[0]!);
+  app.setNotFoundHandler(async (request, reply) => sendError(localized(request), reply, routeMiss(request), errorOptions));
   const methodMiss = (method: string, path: string) => (trackerMethods(path).length > 0 ? routeMissError(trackerMethods, method, path) : undefined);
   const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss });
 

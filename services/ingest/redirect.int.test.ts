@@ -157,6 +157,20 @@ describe('GET /{slug} on a short host', () => {
     expect((await visit('/no-such-slug', { headers: { 'accept-language': 'fr' } })).headers['content-language']).toBe('fr');
   });
 
+  // Guards issue 23: a short host answered other methods 404, as if the path did not exist.
+  it('answers another method 405 with Allow: GET, HEAD, in the envelope, on a slug and on the root', async () => {
+    const link = await createLink({ target_url: 'https://example.com/' });
+    for (const [method, path] of [['DELETE', `/${link.slug}`], ['POST', '/abc'], ['PUT', '/'], ['PATCH', '/no-such-slug?lang=de']] as const) {
+      const answer = await ingest.inject({ method, url: path, headers: { host: `${subdomain}.localhost:8080` } });
+      expect(answer.statusCode, `${method} ${path}`).toBe(405);
+      expect(answer.headers.allow).toBe('GET, HEAD');
+      expect(answer.headers['x-request-id']).toBeTruthy();
+      expect(answer.json().error).toMatchObject({ code: 'method_not_allowed', details: { method, allow: ['GET', 'HEAD'] } });
+    }
+    // The link is still there: the refused method did nothing.
+    expect((await visit(`/${link.slug}`)).statusCode).toBe(302);
+  });
+
   it('answers 410 gone once the link expired', async () => {
     const link = await createLink({ target_url: 'https://example.com/', expires_at: new Date(Date.now() + 300).toISOString() });
     expect((await visit(`/${link.slug}`)).statusCode).toBe(302);

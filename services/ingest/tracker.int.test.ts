@@ -366,6 +366,17 @@ describe('consent gating and ordering in the enricher', () => {
   });
 });
 
+describe('methods', () => {
+  it('a method a beacon path is not served under answers 405 with its Allow', async () => {
+    const trace = await ingest.inject({ method: 'TRACE', url: '/tracker.js', headers: { host: 'localhost:8080' } });
+    expect(trace.statusCode).toBe(405);
+    expect(trace.headers.allow).toBe('GET, HEAD');
+    const collect = await ingest.inject({ method: 'PUT', url: '/tracker/collect', headers: { host: 'localhost:8080' } });
+    expect(collect.statusCode).toBe(405);
+    expect(collect.json().error.details.allow).toEqual(['GET', 'HEAD', 'POST']);
+  });
+});
+
 describe('languages', () => {
   // Guards issue 23: the beacon's answers followed Accept-Language only.
   it('the beacon\'s errors follow ?lang= first, as the API does, then Accept-Language', async () => {
