@@ -317,6 +317,22 @@ describe('GET, PATCH, DELETE /api/v1/links/{id} and duplicate', () => {
     expect(copy).toMatchObject({ subdomain: aliceSub, target_url: link.target_url, title: 'Dup', tags: ['t'], max_visits: 9, redirect_type: 307, client_id: null });
   });
 
+  // Guards issue 23: a body (say, a slug for the copy) was silently ignored.
+  it('duplicate takes no body: fields are refused with 400 bad_request naming them, and nothing is copied', async () => {
+    const link = await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/nobody' });
+    const before = (await get(alice, `/api/v1/links?subdomain=${aliceSub}&limit=100`)).json().data.links.length;
+    const refused = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: alice.auth, payload: { slug: 'my-copy', title: 'x' } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatchObject({ code: 'bad_request', details: { unknown: ['slug', 'title'], in: 'body' } });
+    const text = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: { ...alice.auth, 'content-type': 'text/plain' }, payload: 'copy please' });
+    expect(text.statusCode).toBe(400);
+    const array = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: alice.auth, payload: [1] });
+    expect(array.statusCode).toBe(400);
+    expect((await get(alice, `/api/v1/links?subdomain=${aliceSub}&limit=100`)).json().data.links.length).toBe(before);
+    // No body, or an empty object, still duplicates.
+    expect((await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: alice.auth, payload: {} })).statusCode).toBe(201);
+  });
+
   it("answers 403 not_owner for every operation on another owner's link, and changes nothing", async () => {
     const link = await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/mine' });
     const attempts = [

@@ -85,6 +85,21 @@ export const PublicLinkSchema = z
 
 const idParams = z.object({ id: z.string().regex(LINK_ID, 'must be a link id (l_ and 16 letters, digits, _ or -)') });
 
+/**
+ * Refuses a body on a route that takes none, as an unknown parameter is refused: a client that
+ * sends fields (say, overrides to a duplicate) learns they were not applied. None, `{}` or an empty
+ * text pass.
+ */
+function assertNoBody(body: unknown): void {
+  if (body === undefined || body === null || body === '') return;
+  if (typeof body === 'object' && !Array.isArray(body)) {
+    const unknown = Object.keys(body);
+    if (unknown.length === 0) return;
+    throw new AppError('bad_request', { unknown, in: 'body' }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } });
+  }
+  throw new AppError('bad_request', { body: 'this operation takes no body' });
+}
+
 /** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
 export function linksRoutes(context: Context): RouteDef[] {
   const service = linksService(context);
@@ -230,7 +245,10 @@ export function linksRoutes(context: Context): RouteDef[] {
       method: 'POST',
       path: '/api/v1/links/{id}/duplicate',
       summary: 'Clone a link under a new generated slug (201)',
-      description: 'The copy has the same subdomain, target, title, tags, expiry, visit limit, redirect type and append_visit_id, and no client_id.',
+      description:
+        'The copy has the same subdomain, target, title, tags, expiry, visit limit, redirect type and append_visit_id, and no client_id. ' +
+        'It takes no request body: send none (or `{}`); any field is refused with 400 `bad_request` naming it, rather than ignored ' +
+        '(change the copy with PATCH /api/v1/links/{id} afterwards).',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -238,7 +256,10 @@ export function linksRoutes(context: Context): RouteDef[] {
       response: LinkSchema,
       status: 201,
       errors: ['not_found', 'not_owner'],
-      handler: async ({ principal, params }) => service.duplicate(principal!, params.id),
+      handler: async ({ principal, params, request }) => {
+        assertNoBody(request.body);
+        return service.duplicate(principal!, params.id);
+      },
     }),
     defineRoute({
       operationId: 'getLinkQr',
