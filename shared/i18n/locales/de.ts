@@ -49,5 +49,5 @@ export const de: Catalogue = {
   'page.home': 'Startseite',
   'page.docs': 'API-Dokumentation',
   'page.errors': 'Fehlerreferenz',
-  'page.detail': 'Details der Ausnahme (nur außerhalb der Produktion sichtbar)',
+  'page.detail': 'Details der Ausnahme (nur mit DEBUG=1 oder NODE_ENV=development sichtbar)',
 };

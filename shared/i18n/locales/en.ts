@@ -48,7 +48,7 @@ export const en = {
   'page.home': 'Home',
   'page.docs': 'API documentation',
   'page.errors': 'Error reference',
-  'page.detail': 'Exception detail (shown outside production only)',
+  'page.detail': 'Exception detail (shown only with DEBUG=1 or NODE_ENV=development)',
 } as const;
 
 export type MessageKey = keyof typeof en;

@@ -49,5 +49,5 @@ export const es: Catalogue = {
   'page.home': 'Inicio',
   'page.docs': 'Documentación de la API',
   'page.errors': 'Referencia de errores',
-  'page.detail': 'Detalle de la excepción (solo se muestra fuera de producción)',
+  'page.detail': 'Detalle de la excepción (solo se muestra con DEBUG=1 o NODE_ENV=development)',
 };

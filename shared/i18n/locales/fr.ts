@@ -49,5 +49,5 @@ export const fr: Catalogue = {
   'page.home': 'Accueil',
   'page.docs': "Documentation de l'API",
   'page.errors': 'Référence des erreurs',
-  'page.detail': "Détail de l'exception (affiché hors production uniquement)",
+  'page.detail': "Détail de l'exception (affiché uniquement avec DEBUG=1 ou NODE_ENV=development)",
 };
