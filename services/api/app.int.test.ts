@@ -346,6 +346,14 @@ describe('languages', () => {
     expectFailure(malformed, 422, 'validation_error');
   });
 
+  // Guards issue 23: the rule of a custom message (here the shared ?lang= rule) stayed English.
+  it("a custom rule message is in the caller's language too", async () => {
+    const german = await app.inject({ url: '/api/v1/languages?lang=<x>', headers: { 'accept-language': 'de' } });
+    expect(expectFailure(german, 422, 'validation_error').error.details.lang).toBe('muss ein Sprach-Tag wie en, de oder fr-CA sein');
+    const english = await app.inject({ url: '/api/v1/languages?lang=<x>' });
+    expect(expectFailure(english, 422, 'validation_error').error.details.lang).toBe('must be a language tag such as en, de or fr-CA');
+  });
+
   it('validation rules are localised too', async () => {
     const response = await app.inject({ method: 'POST', url: '/test/echo/abc?limit=500&lang=de', payload: { name: 'x' } });
     const body = expectFailure(response, 422, 'validation_error');

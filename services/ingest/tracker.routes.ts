@@ -12,6 +12,7 @@ import { visitIdOfToken, type ConsentTokens } from '../../shared/tracker/consent
 import { SUBDOMAIN_LABEL } from '../../shared/links/hosts.js';
 import { VISIT_TEXT_MAX, visitText } from '../../shared/visits/raw-visit.js';
 import type { BeaconProducer } from './visit-producer.js';
+import { rule } from '../../shared/i18n/index.js';
 
 /** The beacon script, read once: plain JavaScript without dependencies. */
 const TRACKER_JS = join(PROJECT_ROOT, 'public', 'tracker.js');
@@ -42,7 +43,7 @@ const ConsentBody = z.union([
   z.strictObject({
     subdomain: z
       .string()
-      .regex(SUBDOMAIN_LABEL, 'must be a subdomain name')
+      .regex(SUBDOMAIN_LABEL, rule('subdomain_name'))
       .meta({ description: 'Without visit_id: the subdomain whose page the beacon runs on; the beacon then starts a visit of its own.' }),
     ...consentChoice,
     page: z
@@ -223,7 +224,7 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
           try {
             data = JSON.parse(query.data);
           } catch {
-            throw new AppError('validation_error', { data: 'must be JSON' });
+            throw new AppError('validation_error', { data: rule('json') });
           }
         }
         const { query: signals } = validateRequest([{ part: 'query', schema: SignalsSchema, input: data }], locale);

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
 import Negotiator from 'negotiator';
 import { AppError, ERROR_DOCS_PATH } from '../errors.js';
-import { t, type Locale } from '../i18n/index.js';
+import { t, translateRules, type Locale } from '../i18n/index.js';
 import { buildMeta, failure } from './envelope.js';
 import { API_SECURITY_HEADERS, htmlSecurityHeaders } from './security-headers.js';
 
@@ -117,7 +117,10 @@ export function sendError(
       .type('text/html; charset=utf-8')
       .send(renderErrorPage({ status: error.status, code: error.code, message, requestId: request.id, locale, homeUrl: options.homeUrl, exception }));
   }
-  const details = exception ? { ...error.details, exception } : error.details;
+  // Rules in details (each field's, of a validation_error or a conflict) are named in English by
+  // schemas and services: translated here.
+  const ruleDetails = translateRules(locale, error.details);
+  const details = exception ? { ...ruleDetails, exception } : ruleDetails;
   const body = failure(error.code, message, details, buildMeta(request.id, reply.elapsedTime));
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../errors.js';
-import { LOCALES, LOCALE_CODES, matchLocale, negotiateLocale, t } from './index.js';
+import { LOCALES, LOCALE_CODES, matchLocale, negotiateLocale, rule, t, translateRule, translateRules, type RuleName } from './index.js';
 
 /** The whole English catalogue: the API's messages and the user interface's. */
 const en = LOCALES.en.messages;
@@ -59,5 +59,33 @@ describe('negotiateLocale', () => {
     expect(matchLocale('FR-ca')).toBe('fr');
     expect(matchLocale('es_MX')).toBe('es');
     expect(matchLocale('pt')).toBeUndefined();
+  });
+});
+
+// Guards issue 23: custom rule messages (zod refinements, services' validation_error details) stayed English.
+describe('validation rules', () => {
+  const names = Object.keys(en)
+    .filter((key) => key.startsWith('rule.'))
+    .map((key) => key.slice('rule.'.length) as RuleName);
+  /** Sample values for every slot: digits, and text with spaces and parentheses. */
+  const sample = (name: RuleName) =>
+    Object.fromEntries([...en[`rule.${name}`].matchAll(/\{(\w+)\}/g)].map((match, index) => [match[1]!, index % 2 ? 'a (b) c' : 2048]));
+
+  it.each(['de', 'fr', 'es'] as const)('every rule, written in English by rule(), reads in %s with its values', (locale) => {
+    for (const name of names) {
+      const params = sample(name);
+      expect(translateRule(locale, rule(name, params)), name).toBe(t(locale, `rule.${name}`, params));
+    }
+  });
+
+  it('leaves English as it is, and any text that is no rule of the catalogue', () => {
+    expect(translateRule('en', rule('lang_tag'))).toBe('must be a language tag such as en, de or fr-CA');
+    expect(translateRule('de', 'Zu groß: erwartet, dass number <=100')).toBe('Zu groß: erwartet, dass number <=100');
+    expect(translateRules('fr', { slug: rule('reserved'), count: 3 })).toEqual({ slug: 'est réservé', count: 3 });
+  });
+
+  it('tells rules with slots apart from the exact ones', () => {
+    expect(translateRule('de', rule('url_unresolved', { host: 'x.example' }))).toBe('Host x.example lässt sich nicht auflösen');
+    expect(translateRule('de', rule('url_unresolved_because', { host: 'x.example', reason: 'ENOTFOUND' }))).toBe('Host x.example lässt sich nicht auflösen (ENOTFOUND)');
   });
 });

@@ -61,3 +61,66 @@ export function zodErrorMap(locale: Locale): z.core.$ZodErrorMap {
   }
   return map;
 }
+
+/** The name of a validation rule of the catalogue (`rule.<name>`). */
+export type RuleName = ApiMessageKey extends infer K ? (K extends `rule.${infer Name}` ? Name : never) : never;
+
+/**
+ * The English text of a validation rule: what a schema or a service names a rule with (zod
+ * messages, `details` of validation_error). It stays English wherever it goes (logs, dead letters);
+ * an answer translates it into the caller's language (translateRules).
+ */
+export function rule(name: RuleName, params: Record<string, string | number> = {}): string {
+  return t('en', `rule.${name}`, params);
+}
+
+type RuleMatcher = { key: MessageKey; pattern: RegExp; slots: string[] };
+let ruleIndex: { exact: Map<string, MessageKey>; templates: RuleMatcher[] } | undefined;
+
+/**
+ * English rule texts back to their keys: exact texts by map; texts with `{slots}` by a pattern each,
+ * the longest template first so that the most specific one wins.
+ */
+function rules() {
+  if (ruleIndex) return ruleIndex;
+  const exact = new Map<string, MessageKey>();
+  const templates: RuleMatcher[] = [];
+  for (const [key, text] of Object.entries(en)) {
+    if (!key.startsWith('rule.')) continue;
+    const slots = [...text.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!);
+    if (slots.length === 0) {
+      exact.set(text, key as MessageKey);
+      continue;
+    }
+    const source = text
+      .split(/\{\w+\}/)
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('(.+?)');
+    templates.push({ key: key as MessageKey, pattern: new RegExp(`^${source}$`, 's'), slots });
+  }
+  templates.sort((a, b) => b.pattern.source.length - a.pattern.source.length);
+  return (ruleIndex = { exact, templates });
+}
+
+/** One rule text in `locale`: a rule of the catalogue translated (its values kept), any other text as it is. */
+export function translateRule(locale: Locale, text: string): string {
+  if (locale === DEFAULT_LOCALE) return text;
+  const { exact, templates } = rules();
+  const key = exact.get(text);
+  if (key) return t(locale, key);
+  for (const { key: templateKey, pattern, slots } of templates) {
+    const match = pattern.exec(text);
+    if (match) return t(locale, templateKey, Object.fromEntries(slots.map((slot, index) => [slot, match[index + 1]!])));
+  }
+  return text;
+}
+
+/**
+ * An error's `details` in `locale`: each field's rule (of a validation_error, a conflict) translated
+ * when it is one of the catalogue's; other values as they are (zod's own rule messages come
+ * localised already, through zodErrorMap).
+ */
+export function translateRules(locale: Locale, details: Record<string, unknown>): Record<string, unknown> {
+  if (locale === DEFAULT_LOCALE) return details;
+  return Object.fromEntries(Object.entries(details).map(([field, text]) => [field, typeof text === 'string' ? translateRule(locale, text) : text]));
+}

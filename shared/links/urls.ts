@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { rule } from '../i18n/index.js';
 
 /**
  * Short URLs and target URLs. A short URL is `{scheme}://{subdomain}.{BASE_DOMAIN}{:port}/{slug}`,
@@ -64,10 +65,10 @@ export type TargetCheck = { ok: true; url: string } | { ok: false; rule: string;
  * platform itself (a short link to a short link loops or launders a target).
  */
 export function checkTargetUrl(input: string, config: { publicUrl: string; baseDomain: string }): TargetCheck {
-  if (!HTTP_URL.test(input)) return { ok: false, rule: 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters' };
+  if (!HTTP_URL.test(input)) return { ok: false, rule: rule('http_url') };
   const url = new URL(input);
-  if (isPlatformHost(url.hostname, config)) return { ok: false, rule: "must not point at the platform's own short hosts", platform: true };
+  if (isPlatformHost(url.hostname, config)) return { ok: false, rule: rule('url_own_host'), platform: true };
   const normalized = url.href;
-  if (normalized.length > MAX_TARGET_URL_LENGTH) return { ok: false, rule: `must be at most ${MAX_TARGET_URL_LENGTH} characters` };
+  if (normalized.length > MAX_TARGET_URL_LENGTH) return { ok: false, rule: rule('url_too_long', { max: MAX_TARGET_URL_LENGTH }) };
   return { ok: true, url: normalized };
 }

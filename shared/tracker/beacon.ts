@@ -1,6 +1,7 @@
 import { toClickHouseTime } from '../analytics/analytics.js';
 import { z } from 'zod';
 import { VISIT_TEXT_MAX } from '../visits/raw-visit.js';
+import { rule } from '../i18n/index.js';
 
 /** Query parameter the redirect appends to the target URL of a link with `append_visit_id`. */
 export const VISIT_PARAM = 'lt_visit';
@@ -42,7 +43,7 @@ export const SignalsSchema = z.strictObject({
   timezone: z
     .string()
     .max(64)
-    .regex(/^[A-Za-z0-9_+\-/]+$/, 'must be an IANA time zone such as Europe/Berlin')
+    .regex(/^[A-Za-z0-9_+\-/]+$/, rule('time_zone'))
     .optional()
     .meta({ description: 'IANA time zone of the browser.', example: 'Europe/Berlin' }),
   screen: z
@@ -64,15 +65,15 @@ export const SignalsSchema = z.strictObject({
     .optional()
     .meta({ description: 'The Network Information API, where the browser has it.' }),
   capabilities: z
-    .record(z.string().regex(/^[a-z0-9_]{1,40}$/, 'keys are lowercase words of up to 40 characters'), z.union([z.boolean(), z.number(), z.string().max(100)]))
-    .refine((value) => Object.keys(value).length <= 40, 'at most 40 capabilities')
+    .record(z.string().regex(/^[a-z0-9_]{1,40}$/, rule('signal_keys')), z.union([z.boolean(), z.number(), z.string().max(100)]))
+    .refine((value) => Object.keys(value).length <= 40, rule('max_capabilities', { max: 40 }))
     .meta({ maxProperties: 40, propertyNames: { pattern: '^[a-z0-9_]{1,40}$' } })
     .optional()
     .meta({ description: 'Feature flags and figures (cookies, touch points, languages, hardware concurrency, …).' }),
   lan_ip: z
     .string()
     .max(255)
-    .regex(LAN_ADDRESS, 'must be a private, link-local or mDNS (.local) address')
+    .regex(LAN_ADDRESS, rule('lan_address'))
     .optional()
     .meta({ description: 'LAN address from a WebRTC host candidate; kept only with `lan_ip` consent.' }),
 });

@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
 import { inRanges, parseRange, parseRanges, type IpRange } from '../ip.js';
+import { rule } from '../i18n/index.js';
 
 /**
  * The SSRF guard every outbound webhook request passes, at creation and at each attempt: the URL
@@ -122,16 +123,16 @@ function checkUrlSyntax(text: string): { url: URL; host: string; port: number } 
   try {
     url = new URL(text);
   } catch {
-    throw new GuardRefusal('is not an absolute URL');
+    throw new GuardRefusal(rule('url_absolute'));
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new GuardRefusal('must use http or https');
-  if (url.username || url.password) throw new GuardRefusal('must not contain credentials (user:password@)');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new GuardRefusal(rule('url_scheme'));
+  if (url.username || url.password) throw new GuardRefusal(rule('url_credentials'));
   // The WHATWG parser already turned decimal, octal, hex and shortened IPv4 forms into dotted quads.
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
-  if (host === '') throw new GuardRefusal('must name a host');
+  if (host === '') throw new GuardRefusal(rule('url_host'));
   const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
-  if (BAD_PORTS.has(port) || (port !== 80 && port !== 443 && port < 1024)) throw new GuardRefusal(`port ${port} is not allowed (allowed: ${ALLOWED_PORTS_NOTE})`);
-  if (METADATA_HOSTS.has(host)) throw new GuardRefusal('is a cloud metadata endpoint');
+  if (BAD_PORTS.has(port) || (port !== 80 && port !== 443 && port < 1024)) throw new GuardRefusal(rule('url_port', { port, allowed: ALLOWED_PORTS_NOTE }));
+  if (METADATA_HOSTS.has(host)) throw new GuardRefusal(rule('url_metadata_host'));
   return { url, host, port };
 }
 
@@ -149,20 +150,20 @@ export async function checkTarget(text: string, options: GuardOptions): Promise<
     try {
       addresses = await (options.resolver ?? systemResolver)(host);
     } catch (error) {
-      throw new UnresolvedHost(`host ${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+      throw new UnresolvedHost(rule('url_unresolved_because', { host, reason: (error as NodeJS.ErrnoException).code ?? 'lookup failed' }));
     }
-    if (addresses.length === 0) throw new UnresolvedHost(`host ${host} does not resolve`);
+    if (addresses.length === 0) throw new UnresolvedHost(rule('url_unresolved', { host }));
   }
   const allowlist = allowlistOf(options.allowlist);
   const trustedHost = allowlist.hosts.has(host);
   let allowlisted = false;
   for (const { address: text } of addresses) {
     const address = ipaddr.parse(text);
-    if (isMetadataAddress(address)) throw new GuardRefusal(`resolves to a cloud metadata address (${text})`);
+    if (isMetadataAddress(address)) throw new GuardRefusal(rule('url_metadata_address', { address: text }));
     const range = internalRange(address);
     if (range === undefined) continue;
     if (!trustedHost && !inRanges(address, allowlist.ranges)) {
-      throw new GuardRefusal(`resolves to an internal address (${text}, range ${range}); internal receivers must be listed in WEBHOOK_ALLOWLIST`);
+      throw new GuardRefusal(rule('url_internal', { address: text, range }));
     }
     allowlisted = true;
   }

@@ -7,6 +7,7 @@ import { LINK_ID } from '../../../shared/ids.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import { VISIT_KINDS } from '../visits/visits.service.js';
 import { EXPORT_FORMATS, exportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 /**
  * `Content-Disposition` of a download. The name is made of checked ids already; reducing it to
@@ -39,11 +40,11 @@ export function exportsRoutes(context: Context): RouteDef[] {
       bucket: 'api',
       query: z.object({
         format: z.enum(EXPORT_FORMATS),
-        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, 'must be a subdomain name (a DNS label)').optional(),
-        link_id: z.string().regex(LINK_ID, 'must be a link id: l_ and 16 letters, digits, - or _').optional().meta({ example: 'l_3q2-Xb9PzR1c_aKm' }),
+        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).optional(),
+        link_id: z.string().regex(LINK_ID, rule('link_id')).optional().meta({ example: 'l_3q2-Xb9PzR1c_aKm' }),
         since: dateTimeField().optional(),
         until: dateTimeField().optional(),
-        country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').optional(),
+        country: z.string().regex(/^[A-Za-z]{2}$/, rule('country_code')).optional(),
         is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
         kind: z.enum(VISIT_KINDS).optional(),
       }),

@@ -7,6 +7,7 @@ import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { IP_ADDRESS } from '../../../shared/ip.js';
 import { statsService } from '../stats/stats.service.js';
 import { visitsService, type VisitFilters, type VisitKind } from '../visits/visits.service.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 /*
  * The legacy v0 API, frozen: these shapes are defined once, here, and pinned by snapshot tests
@@ -131,7 +132,7 @@ export function legacyRoutes(context: Context): RouteDef[] {
       deprecated: true,
       auth: { kind: 'optional' },
       bucket: 'api',
-      params: z.object({ ip: z.string().regex(IP_ADDRESS, 'must be an IPv4 or IPv6 address') }),
+      params: z.object({ ip: z.string().regex(IP_ADDRESS, rule('ip_address')) }),
       query: listQuery,
       response: z.object({ ip: z.string(), total: z.number().int(), visits: z.array(LegacyVisitSchema) }),
       errors: ['unauthorized', 'not_found', 'not_owner', 'forbidden'],

@@ -39,8 +39,8 @@ afterAll(async () => {
 
 type Json = Record<string, any>;
 
-async function create(owner: TestOwner, payload: Json) {
-  return app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload });
+async function create(owner: TestOwner, payload: Json, query = '') {
+  return app.inject({ method: 'POST', url: `/api/v1/links${query}`, headers: owner.auth, payload });
 }
 
 async function createLink(owner: TestOwner, payload: Json): Promise<Json> {
@@ -230,6 +230,28 @@ describe('idempotent create with client_id', () => {
     const client_id = uniqueName('shared');
     expect((await create(alice, { subdomain: aliceSub, target_url: 'https://example.com/', client_id })).statusCode).toBe(201);
     expect((await create(bob, { subdomain: bobSub, target_url: 'https://example.com/', client_id })).statusCode).toBe(201);
+  });
+});
+
+// Guards issue 23: the rules named by schemas and services were English whatever the language asked.
+describe('validation rules in the caller\'s language', () => {
+  it('schema rules, a service rule of a conflict and the shared cursor rule follow ?lang=', async () => {
+    const slug = await create(alice, { subdomain: aliceSub, target_url: 'https://example.com/', slug: '-bad' }, '?lang=fr');
+    expect(slug.statusCode).toBe(422);
+    expect(slug.json().error.details.slug).toBe('doit compter 1 à 64 lettres, chiffres, _ ou -, et commencer par une lettre ou un chiffre');
+    const target = await create(alice, { subdomain: aliceSub, target_url: 'ftp://example.com/' }, '?lang=es');
+    expect(target.statusCode).toBe(422);
+    expect(target.json().error.details.target_url).toBe(
+      'debe ser una URL http o https con un nombre de host ASCII (no punycode) o una dirección IPv4 y caracteres seguros para URL',
+    );
+    const reserved = await create(alice, { subdomain: aliceSub, target_url: 'https://example.com/', slug: 'api' }, '?lang=de');
+    expect(reserved.statusCode).toBe(409);
+    expect(reserved.json().error.details.slug).toBe('ist reserviert');
+    const cursor = await get(alice, '/api/v1/links?cursor=nonsense&lang=de');
+    expect(cursor.statusCode).toBe(422);
+    expect(cursor.json().error.details.cursor).toBe('ist kein Cursor dieser Liste');
+    const patch = await app.inject({ method: 'PATCH', url: '/api/v1/links/l_aaaaaaaaaaaaaaaa?lang=fr', headers: alice.auth, payload: {} });
+    expect(Object.values(patch.json().error.details)).toContain('doit définir au moins un champ');
   });
 });
 

@@ -9,13 +9,14 @@ import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
 import { LINK_ID } from '../../../shared/ids.js';
 import { linksService, REDIRECT_TYPES, RESERVED_SLUGS, SLUG } from './links.service.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['links'];
 
 /** A slug as sent: either case (stored in lower case). A reserved one is 409 `conflict`, as a taken one. */
 const slugSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be 1 to 64 letters, digits, _ or -, starting with a letter or digit')
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, rule('slug'))
   .transform((slug) => slug.toLowerCase())
   .meta({
     description:
@@ -28,7 +29,7 @@ const targetSchemaOf = () =>
   z
     .string()
     .max(MAX_TARGET_URL_LENGTH - 1)
-    .regex(HTTP_URL, 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
+    .regex(HTTP_URL, rule('http_url'))
     .meta({
       description:
         `Absolute http or https URL of at most ${MAX_TARGET_URL_LENGTH - 1} characters, stored normalised (lower-case scheme and host, default ` +
@@ -40,7 +41,7 @@ const targetSchemaOf = () =>
     });
 const titleSchema = textField(200);
 const tagsSchema = z
-  .array(z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/, 'must be 1 to 32 letters, digits, _, ., : or -'))
+  .array(z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/, rule('tag')))
   .max(20)
   .meta({ description: 'Up to 20 tags, compared in lower case (stored lower-cased, duplicates removed).' });
 const expiresSchema = dateTimeField().meta({ description: 'ISO 8601. Past it the link stops redirecting (state `expired`).' });
@@ -83,7 +84,7 @@ export const PublicLinkSchema = z
   .object({ slug: z.string(), short_url: z.string(), title: z.string().nullable(), created_at: z.iso.datetime() })
   .meta({ id: 'PublicLink', description: 'A link as the public sees it: no target, tags, limits or ids.' });
 
-const idParams = z.object({ id: z.string().regex(LINK_ID, 'must be a link id (l_ and 16 letters, digits, _ or -)') });
+const idParams = z.object({ id: z.string().regex(LINK_ID, rule('link_id')) });
 
 /**
  * Refuses a body on a route that takes none, as an unknown parameter is refused: a client that
@@ -123,8 +124,8 @@ export function linksRoutes(context: Context): RouteDef[] {
       bucket: 'api',
       query: z.object({
         subdomain: z.string().max(63).optional(),
-        q: z.string().max(200).regex(NOT_BLANK, 'must not be blank').trim().optional(),
-        tag: z.string().max(32).regex(NOT_BLANK, 'must not be blank').trim().optional(),
+        q: z.string().max(200).regex(NOT_BLANK, rule('not_blank')).trim().optional(),
+        tag: z.string().max(32).regex(NOT_BLANK, rule('not_blank')).trim().optional(),
         since: dateTimeField().optional(),
         ...pagingQuery,
       }),
@@ -221,7 +222,7 @@ export function linksRoutes(context: Context): RouteDef[] {
           redirect_type: redirectSchema.optional(),
           append_visit_id: appendVisitIdSchema.optional(),
         })
-        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' })
+        .refine((body) => Object.keys(body).length > 0, { message: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: LinkSchema,
       errors: ['not_found', 'not_owner', 'conflict'],

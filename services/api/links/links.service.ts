@@ -9,6 +9,7 @@ import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from './links.repository.js';
 import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 /** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
 export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -98,7 +99,7 @@ function bodyHash(fields: Record<string, unknown>): string {
 /** Public lists take only the subdomain and paging: the filters search owner data. */
 function assertNoOwnerFilters(filters: { q?: string; tag?: string; since?: string }): void {
   for (const field of ['q', 'tag', 'since'] as const) {
-    if (filters[field] !== undefined) throw new AppError('validation_error', { [field]: "filters apply to the owner's list only; a public list takes subdomain and paging" });
+    if (filters[field] !== undefined) throw new AppError('validation_error', { [field]: rule('owner_filters_only') });
   }
 }
 
@@ -143,7 +144,7 @@ export function linksService(context: Context) {
 
   const customSlug = (slug: string): string => {
     const normalized = slug.toLowerCase();
-    if ((RESERVED_SLUGS as readonly string[]).includes(normalized)) throw new AppError('conflict', { slug: 'is reserved' });
+    if ((RESERVED_SLUGS as readonly string[]).includes(normalized)) throw new AppError('conflict', { slug: rule('reserved') });
     return normalized;
   };
 
@@ -172,7 +173,7 @@ export function linksService(context: Context) {
       const original = clientId ? await links.findByClientId(values.ownerId, clientId) : undefined;
       if (original) return { original };
     }
-    if (slug) throw new AppError('conflict', { slug: 'is taken in this subdomain' });
+    if (slug) throw new AppError('conflict', { slug: rule('taken_in_subdomain') });
     throw new AppError('service_unavailable', { reason: 'no free generated slug; retry' });
   };
 
@@ -216,7 +217,7 @@ export function linksService(context: Context) {
       const hash = clientId ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), expiresAt: expiresAt?.toISOString() ?? null }) : null;
       const replayOf = (original: LinkRow): { link: LinkView; replay: boolean } => {
         if (original.client_body_hash !== hash) {
-          throw new AppError('conflict', { client_id: 'was already used with a different request body' });
+          throw new AppError('conflict', { client_id: rule('client_id_reused') });
         }
         return { link: toView(original), replay: true };
       };
@@ -250,7 +251,7 @@ export function linksService(context: Context) {
       if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;
       if (patch.append_visit_id !== undefined) changes.append_visit_id = patch.append_visit_id;
       const row = await links.update(id, changes);
-      if (row === 'slug_taken') throw new AppError('conflict', { slug: 'is taken in this subdomain' });
+      if (row === 'slug_taken') throw new AppError('conflict', { slug: rule('taken_in_subdomain') });
       if (!row) throw new AppError('not_found', { link: id });
       const moved = row.slug !== before.slug ? { previous: { subdomain: before.subdomain, slug: before.slug } } : {};
       await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row), ...moved });

@@ -8,6 +8,7 @@ import { isUuid } from '../../../shared/ids.js';
 import { linksRepository } from '../links/links.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 import { usersRepository } from '../users/users.repository.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 /** Rollup buckets are quarter hours (every time zone's offset is a multiple of 15 minutes). */
 export const BUCKET_SEC = 900;
@@ -95,7 +96,7 @@ function rangeOf(query: StatsQuery, publishedBefore?: Date): Range {
   const untilMs = query.until ? Date.parse(query.until) : now;
   const sinceMs = query.since ? Date.parse(query.since) : untilMs - DEFAULT_RANGE_DAYS * 86_400_000;
   const tz = query.tz ?? 'UTC';
-  if (!isTimeZone(tz)) throw new AppError('validation_error', { tz: 'must be an IANA time zone name, e.g. Europe/Paris' });
+  if (!isTimeZone(tz)) throw new AppError('validation_error', { tz: rule('time_zone') });
   const granularity = query.granularity ?? 'day';
   const until = publishedBefore ? floorBucket(Math.min(untilMs, publishedBefore.getTime())) : ceilBucket(untilMs);
   // An empty or inverted range counts nothing; a range of more than MAX_SERIES_POINTS periods keeps
@@ -127,6 +128,7 @@ export function statsService(context: Context) {
   const subdomains = subdomainsService(context);
 
   const rows = <T>(query: string, params: Record<string, unknown>) => selectRows<T>(client, query, params);
+
 
   /**
    * The rows of a target in the rollups, over {owner}, {scope}, {id}: whole UTC days [d1, d2) from

@@ -5,14 +5,15 @@ import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '../../../shared/policy/policy.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
 import { MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, subdomainsService } from './subdomains.service.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['subdomains'];
 
 const nameSchema = z
   .string()
   // First, so that its message is the one a punycode label gets; the pattern below says it too.
-  .refine((name) => !IDNA_FORM.test(name), 'must not have "--" in positions 3 and 4: punycode (xn--) labels are refused, as they can imitate other names')
-  .regex(SUBDOMAIN_NAME, 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen, not punycode')
+  .refine((name) => !IDNA_FORM.test(name), rule('not_punycode'))
+  .regex(SUBDOMAIN_NAME, rule('dns_label'))
   .meta({
     description:
       'A DNS label. Punycode labels (`xn--…`) and any other label with `--` in positions 3–4 (the form IDNA reserves) are ' +
@@ -129,7 +130,7 @@ export function subdomainsRoutes(context: Context): RouteDef[] {
       params: z.object({ name: z.string().max(63) }),
       body: z
         .strictObject({ title: titleSchema.nullable().optional(), ...PolicyPatchShape })
-        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' })
+        .refine((body) => Object.keys(body).length > 0, { message: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: SubdomainSchema,
       errors: ['not_found', 'not_owner'],

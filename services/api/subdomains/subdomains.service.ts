@@ -5,6 +5,7 @@ import { shortUrl } from '../../../shared/links/urls.js';
 import { policyOf, publicSummary, publicView, type Policy, type PublicLinkColumn, type PublicSummary } from '../../../shared/policy/policy.js';
 import { linksRepository, type LinkRow } from '../links/links.repository.js';
 import { subdomainsRepository, type SubdomainChanges, type SubdomainRow } from './subdomains.repository.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 /** Names nobody can claim: hosts the platform or mail/DNS conventions use. */
 export const RESERVED_SUBDOMAINS = [
@@ -95,13 +96,13 @@ export function subdomainsService(context: Context) {
     toPublicLink,
     async claim(principal: Principal, input: { name: string; title?: string }): Promise<SubdomainView> {
       if ((RESERVED_SUBDOMAINS as readonly string[]).includes(input.name)) {
-        throw new AppError('conflict', { name: 'is reserved' });
+        throw new AppError('conflict', { name: rule('reserved') });
       }
       if ((await subdomains.countByOwner(principal.userId)) >= MAX_SUBDOMAINS_PER_OWNER) {
         throw new AppError('forbidden', { reason: 'limit_reached', limit: MAX_SUBDOMAINS_PER_OWNER });
       }
       const row = await subdomains.insertIfFree(input.name, principal.userId, input.title ?? null);
-      if (!row) throw new AppError('conflict', { name: 'is taken' });
+      if (!row) throw new AppError('conflict', { name: rule('taken') });
       return toView(row);
     },
     /** One subdomain as its owner (or staff) sees it: 404 when unknown, 403 not_owner when someone else's. */

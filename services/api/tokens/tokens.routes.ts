@@ -3,6 +3,7 @@ import { dateTimeField, textField } from '../../../shared/http/fields.js';
 import { defineRoute, SCOPES, type RouteDef } from '../../../shared/http/route.js';
 import { IP_RANGE } from '../../../shared/ip.js';
 import type { tokensService } from './tokens.service.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['tokens'];
 
@@ -26,7 +27,7 @@ const NewTokenSchema = z.strictObject({
   name: textField(100),
   scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
   ip_allowlist: z
-    .array(z.string().max(64).regex(IP_RANGE, 'must be an IPv4 or IPv6 address or CIDR range'))
+    .array(z.string().max(64).regex(IP_RANGE, rule('ip_or_cidr')))
     .max(50)
     .optional(),
   expires_at: dateTimeField().optional().meta({ description: 'ISO 8601; without it the token does not expire; a time already past creates the token expired (state `expired`).' }),

@@ -7,6 +7,7 @@ import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { hashPassword } from '../../../shared/password.js';
 import { usersRepository } from './users.repository.js';
 import { toUserView } from './users.view.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 export const UserSchema = z
   .object({
@@ -56,7 +57,7 @@ export function usersRoutes(context: Context): RouteDef[] {
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
       body: z.strictObject({
-        email: z.string().max(254).regex(z.regexes.email, 'must be an e-mail address'),
+        email: z.string().max(254).regex(z.regexes.email, rule('email')),
         password: z.string().min(12).max(256),
         role: z.enum(['staff', 'user']).default('user'),
         display_name: textField(100).optional(),
@@ -71,7 +72,7 @@ export function usersRoutes(context: Context): RouteDef[] {
           role: body.role,
           displayName: body.display_name,
         });
-        if (!id) throw new AppError('conflict', { email: 'already registered' });
+        if (!id) throw new AppError('conflict', { email: rule('already_registered') });
         return toUserView((await users.findById(id))!);
       },
     }),

@@ -6,6 +6,7 @@ import { LINK_ID } from '../../../shared/ids.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { VISIT_CURSOR, VISIT_KINDS, visitsService } from './visits.service.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['stats'];
 const text = z.string();
@@ -108,11 +109,11 @@ export function visitsRoutes(context: Context): RouteDef[] {
       auth: { kind: 'optional' },
       bucket: 'api',
       query: z.object({
-        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, 'must be a subdomain name').optional(),
-        link_id: z.string().regex(LINK_ID, 'must be a link id (l_ and 16 letters, digits, _ or -)').optional(),
+        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).optional(),
+        link_id: z.string().regex(LINK_ID, rule('link_id')).optional(),
         since: dateTimeField().optional(),
         until: dateTimeField().optional(),
-        country: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code').optional(),
+        country: z.string().regex(/^[A-Za-z]{2}$/, rule('country_code')).optional(),
         is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
         kind: z.enum(VISIT_KINDS).optional(),
         ...pagingQuery,

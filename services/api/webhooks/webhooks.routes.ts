@@ -7,13 +7,14 @@ import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { ALLOWED_PORTS_NOTE } from '../../../shared/webhooks/guard.js';
 import { WEBHOOK_EVENTS } from '../../../shared/webhooks/delivery.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT, webhooksService } from './webhooks.service.js';
+import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['webhooks'];
 
 const urlSchema = z
   .string()
   .max(2047)
-  .regex(HTTP_URL, 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters')
+  .regex(HTTP_URL, rule('http_url'))
   .meta({
     description:
       'Receiver URL, http or https, without credentials, an ASCII host name or IPv4 address, URL-safe characters (the pattern). Checked by the SSRF guard here and at every attempt: every address the host resolves to must be ' +
@@ -33,7 +34,7 @@ const eventsSchema = z
   });
 const subdomainSchema = z
   .string()
-  .regex(SUBDOMAIN_NAME_ANY_CASE, 'must be a subdomain name')
+  .regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name'))
   .nullable()
   .meta({ description: 'Only events of this subdomain (one of yours). Without it (or null): events of all your subdomains.' });
 const descriptionSchema = z.string().max(500).trim().nullable();
@@ -177,7 +178,7 @@ export function webhooksRoutes(context: Context): RouteDef[] {
           description: descriptionSchema.optional(),
           enabled: z.boolean().optional(),
         })
-        .refine((body) => Object.keys(body).length > 0, { message: 'must set at least one field' })
+        .refine((body) => Object.keys(body).length > 0, { message: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: WebhookSchema,
       errors: ['not_found', 'not_owner'],
