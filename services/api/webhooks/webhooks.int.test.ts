@@ -291,6 +291,21 @@ describe('webhook deliveries', () => {
     expect(log.data.deliveries[0]).toMatchObject({ event: 'visit.new', success: true, attempt: 1 });
   });
 
+  // Issue 23: attack probes were enqueued with no owner, so security.suspicious never reached one.
+  it("turns an attack probe on a short host (GET /.env) into a security.suspicious delivery to the subdomain owner's webhook", async () => {
+    const path = uniquePath('/ok/suspicious');
+    const webhook = await createWebhook({ url: `${base}${path}`, events: ['security.suspicious'], subdomain });
+    const probe = await ingest.inject({ method: 'GET', url: '/.env', headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'probe/1.0' }, remoteAddress: '203.0.113.66' });
+    expect(probe.statusCode).toBe(404);
+    const [delivery] = await waitFor(() => arrivedAt(path).length > 0 && arrivedAt(path), DEADLINE_MS, { message: 'security.suspicious delivery' });
+    const body = verifyDelivery<{ data: Record<string, unknown> }>(webhook.secret, delivery!.raw, delivery!.headers['x-svc-signature'] as string)!;
+    expect(body.event).toBe('security.suspicious');
+    expect(body.data).toMatchObject({ reason: 'attack', kind: 'attack', subdomain, slug: '/.env', link_id: '', ip_public: '203.0.113.66' });
+    expect(body.data.attack_type).toEqual(expect.any(String));
+    expect(body.data.attack_type).not.toBe('');
+    expect(delivery!.headers['x-svc-event']).toBe('security.suspicious');
+  });
+
   it('retries a failing receiver with growing gaps, then disables the webhook after the fifth failure and notifies the owner (dashboard and e-mail)', { timeout: 90_000 }, async () => {
     const path = uniquePath('/fail');
     const webhook = await createWebhook({ url: `${base}${path}`, events: ['link.created'] });
