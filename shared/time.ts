@@ -38,7 +38,13 @@ export function isTimeZone(name: string): boolean {
 }
 
 /**
- * The time zones a report may be asked in: the runtime's canonical IANA names, and UTC. ClickHouse
- * loads each of them (tested in services/api/stats); aliases such as US/Pacific-New are not offered.
+ * The time zones a report may be asked in: UTC, the runtime's canonical names (ICU's: Asia/Calcutta)
+ * and every name of ClickHouse's time zone database this runtime knows too (Asia/Kolkata, the other
+ * links of tzdata), sorted. `clickHouseZones` is `system.time_zones` (services/api/stats reads it
+ * once when the app is built). Node alone would offer aliases ClickHouse cannot load (US/Pacific-New
+ * was a 500); ClickHouse's list alone misses names it loads (America/Coyhaique).
  */
-export const TIME_ZONES = [...new Set(['UTC', ...Intl.supportedValuesOf('timeZone')])] as [string, ...string[]];
+export function reportTimeZones(clickHouseZones: readonly string[]): [string, ...string[]] {
+  const zones = new Set(['UTC', ...Intl.supportedValuesOf('timeZone'), ...clickHouseZones.filter(isTimeZone)]);
+  return [...zones].sort() as [string, ...string[]];
+}

@@ -20,6 +20,7 @@ import { usersRoutes } from './users/users.routes.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { statsRoutes } from './stats/stats.routes.js';
+import { reportZonesOf } from './stats/stats.service.js';
 import { visitsRoutes } from './visits/visits.routes.js';
 import { legacyRoutes } from './legacy/legacy.routes.js';
 import { exportsRoutes } from './exports/exports.routes.js';
@@ -96,7 +97,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...tokensRoutes(tokensService(context)),
     ...subdomainsRoutes(context),
     ...linksRoutes(context),
-    ...statsRoutes(context),
+    ...statsRoutes(context, await reportZonesOf(context)),
     ...visitsRoutes(context),
     ...legacyRoutes(context),
     ...exportsRoutes(context),

@@ -32,9 +32,13 @@ describe('isPlatformHost', () => {
 });
 
 describe('checkTargetUrl', () => {
-  it('normalises scheme, host, default port and IDN', () => {
+  it('normalises scheme, host and default port; refuses internationalised hosts in either form (lookalikes)', () => {
     expect(checkTargetUrl('HTTPS://WWW.Example.org:443/a', config)).toEqual({ ok: true, url: 'https://www.example.org/a' });
-    expect(checkTargetUrl('http://münchen.example/', config)).toEqual({ ok: true, url: 'http://xn--mnchen-3ya.example/' });
+    expect(checkTargetUrl('https://example.org', config)).toEqual({ ok: true, url: 'https://example.org/' });
+    expect(checkTargetUrl('http://münchen.example/', config).ok).toBe(false);
+    expect(checkTargetUrl('http://xn--mnchen-3ya.example/', config).ok).toBe(false);
+    // Every value of the pattern parses (punycode that would not decode never reaches the parser).
+    expect(checkTargetUrl('http://xn--a.example/', config).ok).toBe(false);
   });
 
   it.each([
@@ -56,8 +60,10 @@ describe('checkTargetUrl', () => {
     expect(checkTargetUrl(input, config).ok).toBe(false);
   });
 
-  it('refuses a target longer than 2048 characters once normalised', () => {
-    const path = 'ä'.repeat(400); // 6 characters each once percent-encoded
-    expect(checkTargetUrl(`https://example.org/${path}`, config)).toEqual({ ok: false, rule: 'must be at most 2048 characters' });
+  it('refuses a target longer than 2048 characters once normalised (the pattern admits only characters kept as they are)', () => {
+    expect(checkTargetUrl(`https://example.org/${'ä'.repeat(400)}`, config).ok).toBe(false);
+    const longest = `https://example.org/${'a'.repeat(2047 - 'https://example.org/'.length)}`;
+    expect(checkTargetUrl(longest, config)).toEqual({ ok: true, url: longest });
+    expect(checkTargetUrl(`https://example.org/${'a'.repeat(2048)}`, config).ok).toBe(false);
   });
 });

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { dateTimeField } from '../../../shared/http/fields.js';
-import { TIME_ZONES } from '../../../shared/time.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import {
@@ -69,16 +68,18 @@ const RANGE_NOTE =
   `Breakdowns: country, city, browser, os, device_type, referrer_host, utm_source and (not for a link) link, each at most \`limit\` ` +
   `rows (default ${DEFAULT_TOP}, at most ${MAX_TOP}).`;
 
-const reportQuery = {
+/** The query of a report; `zones` are the time zones offered (reportTimeZones). */
+const reportQueryOf = (zones: [string, ...string[]]) => ({
   since: dateTimeField().optional(),
   until: dateTimeField().optional(),
   granularity: z.enum(GRANULARITIES).optional(),
-  tz: z.enum(TIME_ZONES).optional().meta({ description: 'IANA time zone of the periods (the canonical names; default UTC).', example: 'Europe/Paris' }),
+  tz: z.enum(zones).optional().meta({ description: 'IANA time zone of the periods (the canonical names; default UTC).', example: 'Europe/Paris' }),
   limit: z.coerce.number().int().min(1).max(MAX_TOP).optional(),
-};
+});
 
 /** Statistics: an owner's reports (subdomain, link, user) and a subdomain's public report. */
-export function statsRoutes(context: Context): RouteDef[] {
+export function statsRoutes(context: Context, zones: [string, ...string[]]): RouteDef[] {
+  const reportQuery = reportQueryOf(zones);
   const service = statsService(context);
   return [
     defineRoute({

@@ -3,7 +3,7 @@ import { selectRows } from '../../../shared/analytics/analytics.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
-import { isTimeZone } from '../../../shared/time.js';
+import { isTimeZone, reportTimeZones } from '../../../shared/time.js';
 import { isUuid } from '../../../shared/ids.js';
 import { linksRepository } from '../links/links.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
@@ -102,7 +102,8 @@ function rangeOf(query: StatsQuery, publishedBefore?: Date): Range {
   // An empty or inverted range counts nothing; a range of more than MAX_SERIES_POINTS periods keeps
   // its last ones (data.range says what was counted).
   const period = granularity === 'hour' ? 3_600 : 86_400;
-  const since = Math.min(until, Math.max(floorBucket(sinceMs), until - MAX_SERIES_POINTS * period));
+  // (MAX − 1 periods: a range not aligned to periods touches one more than its length holds.)
+  const since = Math.min(until, Math.max(floorBucket(sinceMs), until - (MAX_SERIES_POINTS - 1) * period));
   return { since, until, tz, granularity };
 }
 
@@ -360,4 +361,10 @@ export function statsService(context: Context) {
       return { scope: 'subdomain', id: target.id, range: rangeView(range), totals: found.totals, series: found.series.slice(-max), top: found.top };
     },
   };
+}
+
+/** The time zones reports offer (reportTimeZones), from ClickHouse's `system.time_zones`, read once. */
+export async function reportZonesOf(context: Context): Promise<[string, ...string[]]> {
+  const rows = await selectRows<{ time_zone: string }>(context.analytics.client, 'SELECT time_zone FROM system.time_zones', {});
+  return reportTimeZones(rows.map((row) => row.time_zone));
 }

@@ -1,7 +1,7 @@
 // Numbers and dates in the viewer's language and time zone (the browser's own zone).
 import type { UiLocale } from './i18n.js';
 import type { paths } from '../api/schema.generated';
-import { TIME_ZONES } from '../../../shared/time.js';
+import { isTimeZone } from '../../../shared/time.js';
 
 const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
 
@@ -46,7 +46,7 @@ export function viewerTimeZone(): ReportZone {
 /** A time zone reports take (the API's `tz` enum: the canonical IANA names and UTC). */
 export type ReportZone = NonNullable<NonNullable<paths['/api/v1/stats/{scope}/{id}']['get']['parameters']['query']>['tz']>;
 
-/** The zone if reports take it (this runtime's canonical names, as the server's), else UTC. */
+/** The zone if this browser knows it (the API offers every name its runtime and ClickHouse share), else UTC. */
 export function reportZone(tz: string): ReportZone {
-  return (TIME_ZONES.includes(tz) ? tz : 'UTC') as ReportZone;
+  return (isTimeZone(tz) ? tz : 'UTC') as ReportZone;
 }
