@@ -65,13 +65,15 @@ TOKEN=$(curl -fsS -b "$DATA/cookies" -H 'content-type: application/json' -H "ori
   -d '{"name":"contract tests","scopes":["links:read","links:write","stats:read","subdomain:write","team:read","admin"]}' \
   "$BASE/api/v1/tokens" | node -e 'let s="";process.stdin.on("data",(d)=>s+=d).on("end",()=>console.log(JSON.parse(s).data.token))')
 
-# 4. Schemathesis: all phases, all checks, the pinned seed.
+# 4. Schemathesis: all phases, all checks, the pinned seed. One worker: with two, Hypothesis describes
+# its filters with ast.parse from two threads at once, which CPython 3.11 can fail ("AST constructor
+# recursion depth mismatch"), an error of the tool, not of the API.
 echo "== Schemathesis $("$VENV/bin/schemathesis" --version | awk '{print $NF}'), seed $SEED, $MAX_EXAMPLES examples per operation" >&2
 status=0
 "$VENV/bin/schemathesis" --no-color --config-file contract/schemathesis.toml run "$BASE/api/v1/openapi.json" \
   --url "$BASE" -H "Authorization: Bearer $TOKEN" \
   --phases examples,coverage,fuzzing,stateful --checks all \
-  --seed "$SEED" --max-examples "$MAX_EXAMPLES" --workers 2 \
+  --seed "$SEED" --max-examples "$MAX_EXAMPLES" --workers 1 \
   --report junit,ndjson,pytest,vcr --report-dir "$REPORT_DIR" --output-sanitize true || status=$?
 echo "contract tests: seed $SEED; reports in ${REPORT_DIR#"$ROOT"/}" >&2
 exit "$status"
