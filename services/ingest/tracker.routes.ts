@@ -147,6 +147,9 @@ export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteD
       },
       body: ConsentBody,
       response: ConsentSchema,
+      links: {
+        Collect: { operationId: 'trackerCollectPost', requestBody: { token: '$response.body#/data/token' }, description: 'The signals under this consent.' },
+      },
       errors: ['service_unavailable', 'not_found'],
       handler: async ({ body, request }) => {
         const now = Date.now();

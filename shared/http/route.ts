@@ -95,7 +95,7 @@ export interface RouteDef<
    * OpenAPI links of the success response: operations that take a value of this answer (the id a
    * create returns) as a parameter, so that clients and stateful test generators chain them.
    */
-  links?: Record<string, { operationId: string; parameters: Record<string, string>; description?: string }>;
+  links?: Record<string, { operationId: string; parameters?: Record<string, string>; requestBody?: Record<string, string>; description?: string }>;
   /** Success status (default 200). */
   status?: number;
   /** Codes this operation can answer beyond those the registrar derives from auth, bucket and schemas. */
