@@ -131,6 +131,47 @@ describe('schema-valid requests are accepted', () => {
   });
 });
 
+describe('every collection pages alike', () => {
+  /** Walks a collection with limit 2 from its first page, following next_cursor. */
+  async function walk(path: string, key: string, headers: Record<string, string>) {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; pages < 20; pages += 1) {
+      const response = await app.inject({ method: 'GET', url: `${path}?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, headers });
+      expect(response.statusCode, response.body).toBe(200);
+      const { data, meta } = response.json();
+      expect(meta).toMatchObject({ limit: 2, count: data[key].length, has_more: meta.next_cursor !== null });
+      seen.push(...data[key].map((item: { id?: string; name?: string }) => item.id ?? item.name));
+      cursor = meta.next_cursor;
+      if (!cursor) return { seen, total: meta.total as number };
+    }
+    throw new Error('the walk did not end');
+  }
+
+  it('tokens, webhooks and subdomains take limit and cursor and give the cursor meta (they refused limit before)', async () => {
+    const { createOwner, claimSubdomain } = await import('../shared/testing/owners.js');
+    const someone = await createOwner(context, app);
+    const session = { cookie: someone.cookie, origin: new URL(context.config.publicUrl).origin };
+    for (let i = 0; i < 3; i += 1) {
+      await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: session, payload: { name: `t${i}`, scopes: ['links:read'] } });
+      await claimSubdomain(app, someone);
+      await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: someone.auth, payload: { url: `https://hooks.invalid/${i}`, events: ['visit.new'] } });
+    }
+    for (const [path, key, headers] of [
+      ['/api/v1/tokens', 'tokens', session],
+      ['/api/v1/webhooks', 'webhooks', someone.auth],
+      ['/api/v1/subdomains', 'subdomains', someone.auth],
+    ] as const) {
+      const { seen, total } = await walk(path, key, headers);
+      expect(seen.length, path).toBe(total);
+      expect(new Set(seen).size, path).toBe(total);
+      expect(total, path).toBeGreaterThanOrEqual(3);
+    }
+    const past = await app.inject({ method: 'GET', url: '/api/v1/subdomains?cursor=n1.zzz', headers: someone.auth });
+    expect(past.json().data.subdomains).toEqual([]);
+  });
+});
+
 describe('the beacon paths keep the contract', () => {
   it('an undeclared method on a beacon path is 405 with Allow, on any host (was 404)', async () => {
     for (const [method, url, allow] of [

@@ -106,3 +106,47 @@ export function collectionMeta(count: number, total: number, paging: Paging, nex
 export function pagingOf(query: { limit: number; cursor?: string; page?: number }): Paging {
   return query.page !== undefined ? { limit: query.limit, page: query.page } : { limit: query.limit, cursor: query.cursor };
 }
+
+/**
+ * Cursors of the small per-account collections read whole (tokens, webhooks: at most a few dozen):
+ * the creation time (ms) and id of the last item, newest first. Every value of the pattern is a
+ * position, so a walk goes on whatever was revoked or deleted meanwhile.
+ */
+export const TIME_CURSOR = /^t1\.[0-9]{1,15}\.[0-9a-f-]{1,36}$/;
+/** Cursors of a collection read whole in name order (subdomains): the last name. */
+export const NAME_CURSOR = /^n1\.[a-z0-9-]{1,63}$/;
+
+/** One page of a collection read whole, newest first by creation time then id, and its meta. */
+export function pageByTime<T extends { id: string; created_at: string }>(all: T[], paging: Paging) {
+  const key = (item: T): [number, string] => [Date.parse(item.created_at), item.id];
+  const before = (a: [number, string], b: [number, string]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  const sorted = [...all].sort((a, b) => (before(key(a), key(b)) ? 1 : before(key(b), key(a)) ? -1 : 0));
+  let start = 0;
+  if (paging.page !== undefined) start = (paging.page - 1) * paging.limit;
+  else if (paging.cursor) {
+    const [, ms, id] = paging.cursor.split('.') as [string, string, string];
+    const at: [number, string] = [Number(ms), id];
+    start = sorted.findIndex((item) => before(key(item), at));
+    if (start < 0) start = sorted.length;
+  }
+  const items = sorted.slice(start, start + paging.limit);
+  const last = items.at(-1);
+  const next = start + paging.limit < sorted.length && last ? `t1.${Date.parse(last.created_at)}.${last.id}` : null;
+  return { items, meta: collectionMeta(items.length, all.length, paging, next) };
+}
+
+/** One page of a collection read whole, in name order, and its meta. */
+export function pageByName<T extends { name: string }>(all: T[], paging: Paging) {
+  const sorted = [...all].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  let start = 0;
+  if (paging.page !== undefined) start = (paging.page - 1) * paging.limit;
+  else if (paging.cursor) {
+    const after = paging.cursor.slice('n1.'.length);
+    start = sorted.findIndex((item) => item.name > after);
+    if (start < 0) start = sorted.length;
+  }
+  const items = sorted.slice(start, start + paging.limit);
+  const last = items.at(-1);
+  const next = start + paging.limit < sorted.length && last ? `n1.${last.name}` : null;
+  return { items, meta: collectionMeta(items.length, all.length, paging, next) };
+}

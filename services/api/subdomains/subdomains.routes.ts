@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cursorParam, NAME_CURSOR, pageByName, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { textField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
@@ -95,15 +96,16 @@ export function subdomainsRoutes(context: Context): RouteDef[] {
       method: 'GET',
       path: '/api/v1/subdomains',
       summary: "List the caller's subdomains with their policies",
-      description: `Needs \`links:read\` or a session. All of them in one page, ordered by name (an account holds at most ${MAX_SUBDOMAINS_PER_OWNER}); \`meta\` has the usual paging fields with \`has_more\` false.`,
+      description: `Needs \`links:read\` or a session. Ordered by name (an account holds at most ${MAX_SUBDOMAINS_PER_OWNER}). ${PAGINATION_NOTE}`,
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
+      query: z.object({ ...pagingQuery, cursor: cursorParam(NAME_CURSOR) }),
       response: z.object({ subdomains: z.array(SubdomainSchema) }),
-      handler: async ({ principal, respond }) => {
-        const subdomains = await service.list(principal!);
-        respond.meta({ count: subdomains.length, total: subdomains.length, limit: MAX_SUBDOMAINS_PER_OWNER, cursor: null, next_cursor: null, has_more: false });
-        return { subdomains };
+      handler: async ({ principal, query, respond }) => {
+        const page = pageByName(await service.list(principal!), pagingOf(query));
+        respond.meta(page.meta);
+        return { subdomains: page.items };
       },
     }),
     defineRoute({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cursorParam, pageByTime, pagingOf, pagingQuery, PAGINATION_NOTE, TIME_CURSOR } from '../../../shared/http/pagination.js';
 import { dateTimeField, textField } from '../../../shared/http/fields.js';
 import { defineRoute, SCOPES, type RouteDef } from '../../../shared/http/route.js';
 import { IP_RANGE } from '../../../shared/ip.js';
@@ -67,15 +68,17 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       summary: "List the caller's API tokens (never their secrets)",
       description:
         'Needs a session, or a token holding `admin` (staff): a token with any other scopes is refused with 403 `forbidden` ' +
-        '(`details.reason` `missing_scope`, `required_scope` `admin`), so a narrow token cannot survey the account\'s other credentials.',
+        '(`details.reason` `missing_scope`, `required_scope` `admin`), so a narrow token cannot survey the account\'s other credentials. ' +
+        PAGINATION_NOTE,
       tags,
       auth: { kind: 'account' },
       bucket: 'api',
+      query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
       response: z.object({ tokens: z.array(TokenSchema) }),
-      handler: async ({ principal, respond }) => {
-        const tokens = await service.list(principal!);
-        respond.meta({ count: tokens.length, total: tokens.length });
-        return { tokens };
+      handler: async ({ principal, query, respond }) => {
+        const page = pageByTime(await service.list(principal!), pagingOf(query));
+        respond.meta(page.meta);
+        return { tokens: page.items };
       },
     }),
     defineRoute({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { HTTP_URL } from '../../../shared/links/urls.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import type { Context } from '../../../shared/context.js';
-import { PAGINATION_NOTE, pagingQuery } from '../../../shared/http/pagination.js';
+import { cursorParam, pageByTime, PAGINATION_NOTE, pagingOf, pagingQuery, TIME_CURSOR } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { ALLOWED_PORTS_NOTE } from '../../../shared/webhooks/guard.js';
 import { WEBHOOK_EVENTS } from '../../../shared/webhooks/delivery.js';
@@ -111,11 +111,13 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       tags,
       auth,
       bucket: 'api',
+      description: PAGINATION_NOTE,
+      query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
       response: z.object({ webhooks: z.array(WebhookSchema) }),
-      handler: async ({ principal, respond }) => {
-        const webhooks = await service.list(principal!);
-        respond.meta({ count: webhooks.length, total: webhooks.length });
-        return { webhooks };
+      handler: async ({ principal, query, respond }) => {
+        const page = pageByTime(await service.list(principal!), pagingOf(query));
+        respond.meta(page.meta);
+        return { webhooks: page.items };
       },
     }),
     defineRoute({

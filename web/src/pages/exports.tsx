@@ -119,7 +119,7 @@ export function ExportsPage() {
   const [run, setRun] = useState<Run>({ state: 'idle' });
   const controller = useRef<AbortController | undefined>(undefined);
 
-  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { signal })), []);
+  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
   const links = useLoad(
     async (signal) => (form.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: form.subdomain, limit: 100 } }, signal }))).links : []),
     [form.subdomain],

@@ -73,7 +73,7 @@ function LinksTable() {
   useEffect(() => setQ(filters.q), [filters.q]);
   useEffect(() => setTag(filters.tag), [filters.tag]);
 
-  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { signal })), []);
+  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
   const links = useLoad(
     (signal) =>
       call(

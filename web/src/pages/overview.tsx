@@ -44,7 +44,7 @@ export function OverviewPage() {
   const loaded = useLoad(
     async (signal) => {
       const [subdomains, account] = await Promise.all([
-        load(api.GET('/api/v1/subdomains', { signal })),
+        load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })),
         report('user', 'me', days, signal),
       ]);
       const reports = await Promise.all(subdomains.subdomains.map((subdomain) => report('subdomain', subdomain.name, days, signal)));

@@ -148,7 +148,7 @@ interface Targets {
 
 async function loadTargets(scope: Scope, id: string, signal: AbortSignal): Promise<Targets> {
   const [subdomains, link] = await Promise.all([
-    load(api.GET('/api/v1/subdomains', { signal })),
+    load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })),
     scope === 'link'
       ? load(api.GET('/api/v1/links/{id}', { params: { path: { id } }, signal })).catch((error: unknown) => {
           if (error instanceof ApiError && error.status === 404) return null;

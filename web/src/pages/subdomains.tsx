@@ -184,7 +184,7 @@ function SubdomainCard({ subdomain }: { subdomain: Subdomain }) {
 
 function SubdomainList() {
   const { t } = useI18n();
-  const loaded = useLoad((signal) => load(api.GET('/api/v1/subdomains', { signal })), []);
+  const loaded = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
   const count = loaded.state === 'ready' ? loaded.data.subdomains.length : 0;
   return (
     <>

@@ -292,7 +292,7 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
 
 export function TokensPage() {
   const { t } = useI18n();
-  const tokens = useLoad((signal) => load(api.GET('/api/v1/tokens', { signal })), []);
+  const tokens = useLoad((signal) => load(api.GET('/api/v1/tokens', { params: { query: { limit: 200 } }, signal })), []);
   const [revoking, setRevoking] = useState<Token>();
   const [revoked, setRevoked] = useState<Token>();
   return (

@@ -72,7 +72,7 @@ function SettingsForm({ initial, submitLabel, busyLabel, onSubmit, idPrefix }: {
   const [settings, setSettings] = useState<Settings>(initial);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
-  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { signal })), []);
+  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
   const set = (changes: Partial<Settings>) => setSettings((current) => ({ ...current, ...changes }));
   const toggle = (name: EventName, on: boolean) => set({ events: on ? [...settings.events, name] : settings.events.filter((event) => event !== name) });
 
@@ -168,7 +168,7 @@ function StatusText({ webhook }: { webhook: Webhook }) {
 
 function WebhookList() {
   const { t, locale } = useI18n();
-  const loaded = useLoad((signal) => load(api.GET('/api/v1/webhooks', { signal })), []);
+  const loaded = useLoad((signal) => load(api.GET('/api/v1/webhooks', { params: { query: { limit: 200 } }, signal })), []);
   const [created, setCreated] = useState<Webhook & { secret: string }>();
   const [formKey, setFormKey] = useState(0);
   const createdPanel = useRef<HTMLElement>(null);
