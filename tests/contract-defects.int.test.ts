@@ -137,13 +137,14 @@ describe('every collection pages alike', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     for (let pages = 0; pages < 20; pages += 1) {
-      const response = await app.inject({ method: 'GET', url: `${path}?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, headers });
+      const url: string = `${path}?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const response = await app.inject({ method: 'GET', url, headers });
       expect(response.statusCode, response.body).toBe(200);
-      const { data, meta } = response.json();
-      expect(meta).toMatchObject({ limit: 2, count: data[key].length, has_more: meta.next_cursor !== null });
-      seen.push(...data[key].map((item: { id?: string; name?: string }) => item.id ?? item.name));
+      const { data, meta } = response.json() as { data: Record<string, { id?: string; name?: string }[]>; meta: { next_cursor: string | null; total: number } };
+      expect(meta).toMatchObject({ limit: 2, count: data[key]!.length, has_more: meta.next_cursor !== null });
+      seen.push(...data[key]!.map((item) => (item.id ?? item.name)!));
       cursor = meta.next_cursor;
-      if (!cursor) return { seen, total: meta.total as number };
+      if (!cursor) return { seen, total: meta.total };
     }
     throw new Error('the walk did not end');
   }
