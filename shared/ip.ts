@@ -54,7 +54,8 @@ export function ipInRanges(ip: string, ranges: readonly string[]): boolean {
   return inRanges(address, parseRanges(ranges));
 }
 
-const V4_OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+/** One decimal octet of a dotted IPv4 address (0–255, no leading zero), for the patterns built here and beside. */
+export const V4_OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
 const V4 = `${V4_OCTET}(?:\\.${V4_OCTET}){3}`;
 const G = '[0-9a-fA-F]{1,4}';
 const V6 =

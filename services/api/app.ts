@@ -69,7 +69,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const { config, log, metrics } = context;
   const errorOptions = errorOptionsOf(config);
   const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
-  const abuse = await createAbuseGuard(context);
+  // Independent start-up reads: the abuse guard, and the time zones reports offer (ClickHouse).
+  const [abuse, zones] = await Promise.all([createAbuseGuard(context), reportZonesOf(context)]);
   const authenticator = createAuthenticator(context, abuse);
   const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
   // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
@@ -97,7 +98,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...tokensRoutes(tokensService(context)),
     ...subdomainsRoutes(context),
     ...linksRoutes(context),
-    ...statsRoutes(context, await reportZonesOf(context)),
+    ...statsRoutes(context, zones),
     ...visitsRoutes(context),
     ...legacyRoutes(context),
     ...exportsRoutes(context),

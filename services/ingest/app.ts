@@ -75,7 +75,10 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
   // What no route answers: 405 with Allow when the path is served under other methods, else 404.
   const routeMiss = (request: FastifyRequest) => routeMissError(methodsOn(request.hostname), request.method, request.url.split('?', 1)[0]!);
   app.setNotFoundHandler(async (request, reply) => sendError(localized(request), reply, routeMiss(request), errorOptions));
-  const methodMiss = (method: string, path: string) => (trackerMethods(path).length > 0 ? routeMissError(trackerMethods, method, path) : undefined);
+  const methodMiss = (method: string, path: string) => {
+    const allow = trackerMethods(path);
+    return allow.length > 0 ? routeMissError(() => allow, method, path) : undefined;
+  };
   const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss });
 
   // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.

@@ -30,6 +30,9 @@ export interface ShortHostDeps {
   methodMiss?: (method: string, path: string) => AppError | undefined;
 }
 
+/** The headers every redirect ends with, the same for all: built once, not per redirect. */
+const REDIRECT_HEADER_TAIL: readonly string[] = ['Cache-Control', 'private, max-age=0', 'Content-Length', '0', ...API_SECURITY_HEADER_LIST];
+
 /** The target with `lt_visit=<visit id>` appended to its query, before any fragment. */
 function withVisitId(target: string, visitId: string): string {
   const hash = target.indexOf('#');
@@ -197,9 +200,10 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
-    const missed = deps.methodMiss?.(request.method, request.url.split('?', 1)[0]!);
-    if (missed) throw missed;
     const decided = (request.raw as DecidedRequest)[DECIDED];
+    // The raw listener never decides a beacon path (the dispatcher sends those here undecided).
+    const missed = decided ? undefined : deps.methodMiss?.(request.method, request.url.split('?', 1)[0]!);
+    if (missed) throw missed;
     if (decided && 'failure' in decided) throw decided.failure;
     const outcome = decided?.outcome ?? (await redirector(askedOf(request)));
     if (outcome.rateLimit) setRateLimitHeaders(reply, outcome.rateLimit);
@@ -237,7 +241,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     if (outcome.kind === 'refusal') return handOn(request, response, asked.id, { outcome });
     // Node's writeHead takes a flat [name, value, …] list fastest (no per-key walk of an object).
     const headers = rateLimitHeaderList(outcome.rateLimit, asked.at);
-    headers.push('X-Request-Id', asked.id, 'Location', outcome.location, 'Cache-Control', 'private, max-age=0', 'Content-Length', '0', ...API_SECURITY_HEADER_LIST);
+    headers.push('X-Request-Id', asked.id, 'Location', outcome.location, ...REDIRECT_HEADER_TAIL);
     response.writeHead(outcome.status, headers).end();
     record({
       id: asked.id,

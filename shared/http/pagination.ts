@@ -116,37 +116,43 @@ export const TIME_CURSOR = /^t1\.[0-9]{1,15}\.[0-9a-f-]{1,36}$/;
 /** Cursors of a collection read whole in name order (subdomains): the last name. */
 export const NAME_CURSOR = /^n1\.[a-z0-9-]{1,63}$/;
 
-/** One page of a collection read whole, newest first by creation time then id, and its meta. */
-export function pageByTime<T extends { id: string; created_at: string }>(all: T[], paging: Paging) {
-  const key = (item: T): [number, string] => [Date.parse(item.created_at), item.id];
-  const before = (a: [number, string], b: [number, string]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
-  const sorted = [...all].sort((a, b) => (before(key(a), key(b)) ? 1 : before(key(b), key(a)) ? -1 : 0));
+/**
+ * One page of a collection read whole and sorted: from the page number's offset, or after the cursor
+ * (the first item `after(item, cursor)` holds for; none: past the end), with the next cursor and meta.
+ */
+function pageOfSorted<T>(sorted: T[], paging: Paging, after: (item: T, cursor: string) => boolean, cursorOf: (item: T) => string) {
   let start = 0;
   if (paging.page !== undefined) start = (paging.page - 1) * paging.limit;
   else if (paging.cursor) {
-    const [, ms, id] = paging.cursor.split('.') as [string, string, string];
-    const at: [number, string] = [Number(ms), id];
-    start = sorted.findIndex((item) => before(key(item), at));
+    const cursor = paging.cursor;
+    start = sorted.findIndex((item) => after(item, cursor));
     if (start < 0) start = sorted.length;
   }
   const items = sorted.slice(start, start + paging.limit);
   const last = items.at(-1);
-  const next = start + paging.limit < sorted.length && last ? `t1.${Date.parse(last.created_at)}.${last.id}` : null;
-  return { items, meta: collectionMeta(items.length, all.length, paging, next) };
+  const next = start + paging.limit < sorted.length && last !== undefined ? cursorOf(last) : null;
+  return { items, meta: collectionMeta(items.length, sorted.length, paging, next) };
 }
 
-/** One page of a collection read whole, in name order, and its meta. */
+/** One page of a collection read whole, newest first by creation time then id (TIME_CURSOR), and its meta. */
+export function pageByTime<T extends { id: string; created_at: string }>(all: T[], paging: Paging) {
+  const keyed = all.map((item) => ({ item, ms: Date.parse(item.created_at) }));
+  const before = (a: { ms: number; id: string }, b: { ms: number; id: string }) => a.ms < b.ms || (a.ms === b.ms && a.id < b.id);
+  keyed.sort((a, b) => (before({ ms: a.ms, id: a.item.id }, { ms: b.ms, id: b.item.id }) ? 1 : a.ms === b.ms && a.item.id === b.item.id ? 0 : -1));
+  const page = pageOfSorted(
+    keyed,
+    paging,
+    (entry, cursor) => {
+      const [, ms, id] = cursor.split('.') as [string, string, string];
+      return before({ ms: entry.ms, id: entry.item.id }, { ms: Number(ms), id });
+    },
+    (entry) => `t1.${entry.ms}.${entry.item.id}`,
+  );
+  return { items: page.items.map((entry) => entry.item), meta: page.meta };
+}
+
+/** One page of a collection read whole, in name order (NAME_CURSOR), and its meta. */
 export function pageByName<T extends { name: string }>(all: T[], paging: Paging) {
   const sorted = [...all].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  let start = 0;
-  if (paging.page !== undefined) start = (paging.page - 1) * paging.limit;
-  else if (paging.cursor) {
-    const after = paging.cursor.slice('n1.'.length);
-    start = sorted.findIndex((item) => item.name > after);
-    if (start < 0) start = sorted.length;
-  }
-  const items = sorted.slice(start, start + paging.limit);
-  const last = items.at(-1);
-  const next = start + paging.limit < sorted.length && last ? `n1.${last.name}` : null;
-  return { items, meta: collectionMeta(items.length, all.length, paging, next) };
+  return pageOfSorted(sorted, paging, (item, cursor) => item.name > cursor.slice('n1.'.length), (item) => `n1.${item.name}`);
 }

@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { V4_OCTET } from '../ip.js';
 import { rule } from '../i18n/index.js';
 
 /**
@@ -37,7 +38,6 @@ export function isPlatformHost(host: string, config: { publicUrl: string; baseDo
 }
 
 const URL_PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0)';
-const URL_OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
 /** A host label that does not start with `xn--` (punycode), in any case, without lookarounds. */
 const LABEL = '(?:[A-WYZa-wyz0-9-][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-z0-9-]*)?|[xX][nN](?:[A-Za-z0-9][A-Za-z0-9-]*)?|[xX][nN]-(?:[A-Za-z0-9][A-Za-z0-9-]*)?)';
 /** The same, starting with a letter (the last label: one of digits would be read as an IPv4 number). */
@@ -52,7 +52,7 @@ const LAST_LABEL = '(?:[A-WYZa-wyz][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-
  * either form (Unicode, or `xn--` punycode: lookalike hosts, and punycode that does not decode).
  */
 export const HTTP_URL = new RegExp(
-  `^[hH][tT][tT][pP][sS]?://(?:(?:${LABEL}\\.)*${LAST_LABEL}|${URL_OCTET}(?:\\.${URL_OCTET}){3})(?::${URL_PORT})?` +
+  `^[hH][tT][tT][pP][sS]?://(?:(?:${LABEL}\\.)*${LAST_LABEL}|${V4_OCTET}(?:\\.${V4_OCTET}){3})(?::${URL_PORT})?` +
     "(?:/[A-Za-z0-9\\-._~:/\\[\\]@!$&'()*+,;=%|^]*)?(?:\\?[A-Za-z0-9\\-._~:/?\\[\\]@!$&()*+,;=%|^{}`]*)?(?:#[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=%|^{}]*)?$",
 );
 

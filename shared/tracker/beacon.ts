@@ -1,5 +1,6 @@
 import { toClickHouseTime } from '../analytics/analytics.js';
 import { z } from 'zod';
+import { V4_OCTET } from '../ip.js';
 import { VISIT_TEXT_MAX } from '../visits/raw-visit.js';
 import { rule } from '../i18n/index.js';
 
@@ -16,7 +17,7 @@ export function uuidv7Time(id: string): number | undefined {
   return parseInt(hex.slice(0, 12), 16);
 }
 
-const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+const OCTET = V4_OCTET;
 const HEX = '[0-9a-fA-F]';
 /**
  * LAN addresses a WebRTC host candidate may show, as one pattern (the OpenAPI document states it as

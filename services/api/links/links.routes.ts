@@ -1,14 +1,14 @@
 import Negotiator from 'negotiator';
 import QRCode from 'qrcode';
 import { z } from 'zod';
-import { dateTimeField, NOT_BLANK, textField } from '../../../shared/http/fields.js';
+import { dateTimeField, textField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
 import { LINK_ID } from '../../../shared/ids.js';
-import { linksService, REDIRECT_TYPES, RESERVED_SLUGS, SLUG } from './links.service.js';
+import { linksService, REDIRECT_TYPES, RESERVED_SLUGS } from './links.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['links'];
@@ -25,8 +25,7 @@ const slugSchema = z
     example: 'spring-sale',
   });
 /** The target URL rule (the pattern is the whole syntax; the platform's own hosts are refused by the service). */
-const targetSchemaOf = () =>
-  z
+const targetSchema = z
     .string()
     .max(MAX_TARGET_URL_LENGTH - 1)
     .regex(HTTP_URL, rule('http_url'))
@@ -104,7 +103,6 @@ function assertNoBody(body: unknown): void {
 /** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
 export function linksRoutes(context: Context): RouteDef[] {
   const service = linksService(context);
-  const targetSchema = targetSchemaOf();
   return [
     defineRoute({
       operationId: 'listLinks',
@@ -124,8 +122,8 @@ export function linksRoutes(context: Context): RouteDef[] {
       bucket: 'api',
       query: z.object({
         subdomain: z.string().max(63).optional(),
-        q: z.string().max(200).regex(NOT_BLANK, rule('not_blank')).trim().optional(),
-        tag: z.string().max(32).regex(NOT_BLANK, rule('not_blank')).trim().optional(),
+        q: textField(200).optional(),
+        tag: textField(32).optional(),
         since: dateTimeField().optional(),
         ...pagingQuery,
       }),

@@ -45,8 +45,6 @@ function claimNameError(t: Translate, error: unknown): string | undefined {
   if (error.code === 'conflict') return error.details.name === 'is reserved' ? t('subdomains.error.reserved') : t('subdomains.error.taken');
   if (error.code === 'forbidden' && error.details.reason === 'limit_reached') return t('subdomains.error.limit', { max: MAX_SUBDOMAINS });
   if (error.code !== 'validation_error' || rule === undefined) return undefined;
-  if (rule === 'is reserved') return t('subdomains.error.reserved');
-  if (rule.startsWith('at most')) return t('subdomains.error.limit', { max: MAX_SUBDOMAINS });
   if (rule.startsWith('must not have "--"')) return t('subdomains.error.punycode');
   if (rule.startsWith('must be a DNS label')) return t('subdomains.error.invalid');
   return rule;
