@@ -138,6 +138,14 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
         // Batch by size or time: the broker holds a fetch until about a MiB is there or maxWaitMs passed.
         ...(maxWaitMs > 0 ? { minBytes: 1024 * 1024, maxWaitTimeInMs: maxWaitMs } : {}),
       });
+      /**
+       * Per partition, the offset after the last message this consumer handed over: a batch that does
+       * not start there is the first after taking the partition over (another member, or a crashed
+       * process, may have handled it without committing) or a redelivery after a failure.
+       */
+      const expected = new Map<number, string>();
+      // A rebalance may have lent a partition to another member in between: nothing is expected then.
+      consumer.on(consumer.events.GROUP_JOIN, () => expected.clear());
       await consumer.connect();
       await consumer.subscribe({ topic: name(topic), fromBeginning: true });
       await consumer.run({
@@ -149,6 +157,8 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;
             const slice = batch.messages.slice(start, start + maxBatch);
+            const redelivered = expected.get(batch.partition) !== slice[0]!.offset;
+            expected.set(batch.partition, String(BigInt(slice[slice.length - 1]!.offset) + 1n));
             await handler(
               slice.map((message) => ({
                 key: message.key?.toString() ?? '',
@@ -157,7 +167,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
                   Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
                 ),
               })),
-              { heartbeat, stopping: () => !isRunning() || isStale() },
+              { heartbeat, stopping: () => !isRunning() || isStale(), redelivered },
             );
             // Durable now: only after the handler succeeded is the offset resolved and committed.
             resolveOffset(slice[slice.length - 1]!.offset);

@@ -80,7 +80,10 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = MEMORY_LOG_CAP
       const tracker = consumerTracker(groupId, topic);
       const handler = tracker.track(untracked);
       const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
-      const control = { heartbeat: async () => undefined, stopping: () => state.stopped };
+      const heartbeat = async () => undefined;
+      const stopping = () => state.stopped;
+      /** The end of the furthest batch handed over: a batch starting before it is a redelivery. */
+      let handedUpTo = log.groups.get(groupId)!;
       let wakeUp: (() => void) | undefined;
       /** Resolves on the next publish, or after `timeoutMs` when given (the listener is then removed). */
       const waitForMessages = (timeoutMs?: number) =>
@@ -112,7 +115,9 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = MEMORY_LOG_CAP
               const left = partial ? (partialSince ??= Date.now()) + maxWaitMs - Date.now() : 0;
               if (left <= 0) {
                 partialSince = undefined;
+                const control = { heartbeat, stopping, redelivered: next < handedUpTo };
                 next += batch.length;
+                handedUpTo = Math.max(handedUpTo, next);
                 const handled = handler(batch, control).then(
                   () => true,
                   () => {

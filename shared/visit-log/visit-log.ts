@@ -40,6 +40,14 @@ export interface BatchControl {
   heartbeat(): Promise<void>;
   /** True once the consumer is stopping (Kafka: or the batch was dropped by a seek): give up, the batch is redelivered. */
   stopping(): boolean;
+  /**
+   * True when some of these messages may have been handed to a handler before (in this process or
+   * in one that crashed): the first batches after a consumer starts or takes a partition over, and
+   * batches redelivered after a failure. Such a batch may be composed differently from the first
+   * time, so its deduplication token does not catch it: a handler that must store each message
+   * once checks what is already stored (services/enricher), and only for these batches.
+   */
+  readonly redelivered: boolean;
 }
 
 export interface Consumer {
