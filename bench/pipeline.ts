@@ -19,7 +19,6 @@ import { uniqueName } from '../shared/testing/context.js';
 import { waitFor } from '../shared/testing/wait.js';
 import { runBench } from './lib/context.js';
 import { TOPICS } from '../shared/visit-log/topics.js';
-import { MEMORY_LOG_CAPACITY } from '../shared/visit-log/memory.js';
 import type { RawVisit } from '../shared/visits/raw-visit.js';
 
 const total = Number(process.argv[2] ?? 100_000);
@@ -63,8 +62,8 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
     query: i % 2 === 0 ? 'utm_source=newsletter&utm_medium=email' : '',
   });
 
-  if (context.visitLog.kind === 'memory' && total > MEMORY_LOG_CAPACITY) {
-    throw new Error(`the in-process visit log holds at most ${MEMORY_LOG_CAPACITY} unconsumed visits: a backlog of ${total} needs Kafka (KAFKA_BROKERS)`);
+  if (context.config.visitLog.kind === 'lmdb' && total > context.config.visitLog.capacity) {
+    throw new Error(`the one-process visit log holds at most ${context.config.visitLog.capacity} unconsumed visits (VISIT_LOG_CAPACITY): a backlog of ${total} needs more`);
   }
   const publishing = performance.now();
   for (let start = 0; start < total; start += 5_000) {
@@ -81,7 +80,7 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
 
   // The events the enricher raises leave the process: on Kafka to the broker; in process, a
   // consumer commits them untouched (the webhook worker's place), or the log would keep them all.
-  const eventsTaken = context.visitLog.kind === 'memory' ? await context.visitLog.consume({ groupId: 'bench-webhooks', topic: TOPICS.events, maxBatch: 5_000, handler: async () => undefined }) : undefined;
+  const eventsTaken = context.visitLog.kind === 'lmdb' ? await context.visitLog.consume({ groupId: 'bench-webhooks', topic: TOPICS.events, maxBatch: 5_000, handler: async () => undefined }) : undefined;
   const started = performance.now();
   const elu = performance.eventLoopUtilization();
   const cpuBefore = process.cpuUsage();

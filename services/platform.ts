@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { migrateAnalytics } from '../shared/analytics/migrate.js';
 import { ConfigError, loadConfig, type Config, type Role } from '../shared/config.js';
@@ -63,12 +64,37 @@ export async function startPlatform(config: Config): Promise<Platform> {
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      // Stop taking requests first, then let consumers finish their batch and jobs their run.
+      const started = Date.now();
+      // Stop taking requests first (the edge hands what it buffered to the visit log), then drain
+      // the one-process log, then let consumers finish their batch and jobs their run.
       await app.close();
+      if (consumers.length > 0) await drainLog(context, started + config.shutdownTimeoutMs * 0.7);
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       await closeContext(context);
     })());
   return { context, app, url, stop };
+}
+
+/**
+ * On the way out of a one-process platform: waits until this process's consumers have stored what
+ * the durable visit log holds (visits, beacons, events), until `deadline`, and says in the log what
+ * was drained and what is left (on disk, consumed at the next start). Kafka keeps what it holds for
+ * the other members of the groups: nothing to wait for there.
+ */
+async function drainLog(context: Context, deadline: number): Promise<void> {
+  const { visitLog, log } = context;
+  if (visitLog.kind !== 'lmdb') return;
+  const lag = async () => (await visitLog.consumers()).reduce((sum, consumer) => sum + (consumer.lag ?? 0), 0);
+  const started = Date.now();
+  const before = await lag();
+  let left = before;
+  while (left > 0 && Date.now() < deadline) {
+    await sleep(20);
+    left = await lag();
+  }
+  const fields = { drained: before - left, left, waited_ms: Date.now() - started };
+  if (left === 0) log.info(fields, 'visit log drained: every message published before the shutdown is stored');
+  else log.warn(fields, 'shutdown deadline reached with messages left in the durable visit log: they are kept on disk and consumed at the next start');
 }
 
 /** Process entry: parse config (one clear line and exit 1 if bad), start, drain on SIGTERM/SIGINT. */

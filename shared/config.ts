@@ -127,7 +127,10 @@ export const CONFIG_VARS = {
     ),
     { doc: 'Comma-separated roles this process runs: `api`, `ingest`, `enricher`, `worker`.', production: true },
   ],
-  DATA_DIR: [withDefault(z.string().min(1), './data'), { doc: 'Folder of the embedded stores (PGlite, chDB) when no server URL is set.' }],
+  DATA_DIR: [
+    withDefault(z.string().min(1), './data'),
+    { doc: 'Folder of the embedded stores (PGlite, chDB, the durable visit log and job queue on LMDB) when no server URL is set. One process at a time owns it.' },
+  ],
   DATABASE_URL: [
     optionalString(urlWithScheme(['postgres', 'postgresql'])),
     { doc: 'PostgreSQL connection URL; without it PGlite runs under `DATA_DIR/pg`.', production: true },
@@ -144,7 +147,19 @@ export const CONFIG_VARS = {
         .regex(/^[A-Za-z0-9.\-[\]:]+:\d+(?:,[A-Za-z0-9.\-[\]:]+:\d+)*$/, 'must be a comma-separated list of host:port')
         .transform((value) => value.split(',')),
     ),
-    { doc: 'Comma-separated Kafka brokers (`host:port`); without them the visit log is an in-process queue.', production: true },
+    { doc: 'Comma-separated Kafka brokers (`host:port`); without them the visit log is durable on LMDB under `DATA_DIR/log`, in this process.', production: true },
+  ],
+  VISIT_LOG_COMMIT_MS: [
+    withDefault(z.coerce.number().int().min(0).max(100), 5),
+    {
+      doc: 'Without Kafka: group commit of the durable visit log. Writes of this many milliseconds share one LMDB transaction, flushed to disk before the next, so a visit is on disk within about this long after its redirect. 0 commits every turn of the event loop (more CPU per visit).',
+    },
+  ],
+  VISIT_LOG_CAPACITY: [
+    withDefault(z.coerce.number().int().min(1_000).max(1_000_000_000), 1_000_000),
+    {
+      doc: 'Without Kafka: unconsumed messages a topic of the durable visit log holds (about 0.6 KB of disk each). Past it the edge buffers, then counts drops in `visits_dropped_total`; the dead-letter topic gives its oldest messages way instead.',
+    },
   ],
   KAFKA_CLIENT_ID: [withDefault(z.string().min(1), 'linktrack'), { doc: 'Kafka client id.' }],
   KAFKA_TOPIC_PREFIX: [
@@ -368,7 +383,7 @@ export interface Config {
   dataDir: string;
   database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
   analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
-  visitLog: { kind: 'memory' } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
+  visitLog: { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
   redisUrl: string | undefined;
   redisPrefix: string;
   admin: { email: string | undefined; password: string | undefined };
@@ -453,7 +468,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
     visitLog: env.KAFKA_BROKERS
       ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
-      : { kind: 'memory' },
+      : { kind: 'lmdb', dir: `${dataDir}/log`, commitDelayMs: env.VISIT_LOG_COMMIT_MS, capacity: env.VISIT_LOG_CAPACITY },
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX,
     admin: { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD },

@@ -10,7 +10,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { loadSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
 import { createKafkaVisitLog } from './visit-log/kafka.js';
-import { createMemoryVisitLog } from './visit-log/memory.js';
+import { createDurableVisitLog } from './visit-log/lmdb.js';
 import type { VisitLog } from './visit-log/visit-log.js';
 
 /** Everything a role needs, built once per process from the validated config. */
@@ -55,7 +55,7 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const db = await createDatabase(config.database);
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
   const visitLog =
-    config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createMemoryVisitLog(metrics);
+    config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createDurableVisitLog(config.visitLog, log, metrics);
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createMemoryJobs(log, metrics);
   const cache = config.redisUrl ? createRedisCache(config.redisUrl, config.redisPrefix) : createMemoryCache();
   return { config, log, metrics, db, analytics, visitLog, jobs, cache, secrets, startedAt: new Date() };

@@ -9,6 +9,7 @@ export interface Metrics {
   visitLogPublished: Counter<'topic'>;
   visitLogDropped: Counter<'topic' | 'reason'>;
   visitLogBacklog: Gauge<'topic'>;
+  visitLogWriteErrors: Counter<'operation'>;
   jobsProcessed: Counter<'job' | 'outcome'>;
   auditWriteFailures: Counter<string>;
   eventPublishFailures: Counter<'event'>;
@@ -17,6 +18,7 @@ export interface Metrics {
   visitsAccepted: Counter<'kind'>;
   visitsDropped: Counter<'reason' | 'topic'>;
   visitsBuffered: Gauge<'topic'>;
+  visitLogDelay: Histogram<'topic'>;
   redirects: Counter<'status'>;
   linkCache: Counter<'outcome'>;
   visitsEnriched: Counter<'kind'>;
@@ -67,8 +69,14 @@ export function createMetrics(): Metrics {
     }),
     visitLogBacklog: new Gauge({
       name: 'visit_log_backlog',
-      help: 'Messages waiting in the in-process visit log or the producer buffer, by topic.',
+      help: 'Messages waiting in the durable one-process visit log or the producer buffer, by topic.',
       labelNames: ['topic'],
+      registers: [registry],
+    }),
+    visitLogWriteErrors: new Counter({
+      name: 'visit_log_write_errors_total',
+      help: 'Writes the durable one-process visit log failed (a full disk), by operation: publish, commit, reclaim, retention. Alert on any.',
+      labelNames: ['operation'],
       registers: [registry],
     }),
     auditWriteFailures: new Counter({
@@ -139,6 +147,13 @@ export function createMetrics(): Metrics {
       name: 'visits_dead_lettered_total',
       help: 'Messages of visits.raw and tracker.raw sent to the dead-letter topic, by reason (undecodable, invalid, unknown_subdomain).',
       labelNames: ['reason'],
+      registers: [registry],
+    }),
+    visitLogDelay: new Histogram({
+      name: 'visit_log_publish_delay_seconds',
+      help: "Age of a batch's oldest message when the visit log acknowledged the batch (on disk, or in Kafka): the window in which an answered visit can still be lost to a crash, by topic.",
+      labelNames: ['topic'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers: [registry],
     }),
     insertBatchSize: new Histogram({

@@ -13,6 +13,7 @@ import { beaconStore, startBeaconConsumer } from './beacons.js';
 import { burstDetector } from './bursts.js';
 import { orderedStages } from './stages.js';
 import { subdomainOwners } from './owners.js';
+import { nextTurn, SLICE } from '../../shared/turns.js';
 
 /** The burst part of a security.suspicious event: the visitor's visits within the window. */
 type BurstEvent = { visits: number; window_sec: number };
@@ -72,7 +73,9 @@ async function deriveAll(
   const saltOf = new Map<string, string>();
   for (const day of new Set(days)) saltOf.set(day, await salts.saltFor(day));
   const humans: { visit: RawVisit; enrichment: Enrichment; day: string }[] = [];
-  visits.forEach((visit, index) => {
+  for (let index = 0; index < visits.length; index++) {
+    if (index % SLICE === SLICE - 1) await nextTurn();
+    const visit = visits[index]!;
     const day = days[index]!;
     const enrichment = enrich(visit, geo);
     enrichment.visitor_hash = visitorHash(saltOf.get(day)!, visit.ip_public, visit.user_agent);
@@ -84,7 +87,7 @@ async function deriveAll(
       if (judged.started) burstsStarted.set(index, { visits: judged.visits, window_sec: bursts.windowSec });
     }
     enrichments.push(enrichment);
-  });
+  }
   // Remembered as judged, before the batch is stored: the next batch is judged against it while
   // this one is written. If the batch fails, the tracker forgets everything and asks ClickHouse again.
   const first = await uniques.firstOfDay(
@@ -170,7 +173,8 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       async prepare(messages) {
         const visits: RawVisit[] = [];
         const dead: DeadLetter[] = [];
-        for (const message of messages) {
+        for (const [index, message] of messages.entries()) {
+          if (index % SLICE === SLICE - 1) await nextTurn();
           const outcome = decodeVisit(message);
           if (outcome.kind === 'ok') visits.push(outcome.visit);
           else dead.push(outcome);

@@ -13,7 +13,7 @@ function flakyLog() {
   const published: LogMessage[] = [];
   const state = { down: true, attempts: 0 };
   const log: VisitLog = {
-    kind: 'memory',
+    kind: 'lmdb',
     async publish(_topic, messages) {
       state.attempts += 1;
       if (state.down) throw new Error('broker unreachable');

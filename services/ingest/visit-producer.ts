@@ -45,6 +45,9 @@ function createLogProducer<T>(context: Context, topic: Topic, keyOf: (item: T) =
   const { metrics, log, visitLog, config } = context;
   // Items are keyed and serialised when published, not when enqueued: the answer to the visitor does not wait for it.
   const buffer: T[] = [];
+  /** When each buffered item was taken (performance.now), for the publish delay histogram. */
+  const takenAt: number[] = [];
+  const delay = metrics.visitLogDelay.labels({ topic });
   let running: Promise<void> | undefined;
   let closing = false;
   let lastDropLog = 0;
@@ -60,7 +63,9 @@ function createLogProducer<T>(context: Context, topic: Topic, keyOf: (item: T) =
       batch ??= buffer.slice(0, MAX_BATCH).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) }));
       try {
         await visitLog.publish(topic, batch);
+        delay.observe((performance.now() - takenAt[0]!) / 1000);
         buffer.splice(0, batch.length);
+        takenAt.splice(0, batch.length);
         batch = undefined;
         backoff = 50;
       } catch (error) {
@@ -97,6 +102,7 @@ function createLogProducer<T>(context: Context, topic: Topic, keyOf: (item: T) =
         return false;
       }
       buffer.push(item);
+      takenAt.push(performance.now());
       accepted(kindOf(item)).inc();
       kick();
       return true;
@@ -113,6 +119,7 @@ function createLogProducer<T>(context: Context, topic: Topic, keyOf: (item: T) =
         metrics.visitsDropped.inc({ reason: 'shutdown', topic }, buffer.length);
         log.error({ lost: buffer.length }, 'visits still buffered at shutdown (counted in visits_dropped_total)');
         buffer.length = 0;
+        takenAt.length = 0;
       }
       metrics.visitsBuffered.set({ topic }, 0);
     },

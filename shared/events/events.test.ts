@@ -1,23 +1,29 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../metrics.js';
-import { createMemoryVisitLog } from '../visit-log/memory.js';
+import { createDurableVisitLog } from '../visit-log/lmdb.js';
 import { TOPICS } from '../visit-log/topics.js';
 import type { LogMessage } from '../visit-log/visit-log.js';
 import { uuidv7At } from '../ids.js';
 import { createEventBus, decodeEvents, eventId, EVENT_TYPES, type EventDraft } from './events.js';
 
-/** The messages of the `events` topic of an in-process log, read back by a consumer of its own. */
+/** The messages of the `events` topic of a one-process log, read back by a consumer of its own. */
 async function published(emit: (bus: ReturnType<typeof createEventBus>) => Promise<unknown>): Promise<LogMessage[]> {
   const metrics = createMetrics();
-  const visitLog = createMemoryVisitLog(metrics);
-  const bus = createEventBus({ visitLog, metrics, log: pino({ level: 'silent' }) });
+  const log = pino({ level: 'silent' });
+  const dir = mkdtempSync(join(tmpdir(), 'linktrack-events-test-'));
+  const visitLog = createDurableVisitLog({ dir, commitDelayMs: 1 }, log, metrics);
+  const bus = createEventBus({ visitLog, metrics, log });
   await emit(bus);
   const messages: LogMessage[] = [];
   const consumer = await visitLog.consume({ groupId: 'events-test', topic: TOPICS.events, maxBatch: 10_000, handler: async (batch) => void messages.push(...batch) });
   await new Promise((resolve) => setTimeout(resolve, 50));
   await consumer.stop();
   await visitLog.close();
+  rmSync(dir, { recursive: true, force: true });
   return messages;
 }
 

@@ -1,3 +1,4 @@
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAnalytics, type Analytics } from '../analytics/analytics.js';
@@ -15,6 +16,9 @@ export const CHDB_DIR_PREFIX = 'linktrack-test-chdb-';
 /** chDB is one engine per process: every test context of a process shares one data path. */
 const CHDB_DIR = join(tmpdir(), `${CHDB_DIR_PREFIX}${process.pid}`);
 
+/** Prefix of the per-process folders of the test contexts' durable visit logs; the global teardown removes them. */
+export const LOG_DIR_PREFIX = 'linktrack-test-log-';
+
 /** The secrets key of the test configuration (not a secret: tests only). */
 export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
@@ -25,7 +29,8 @@ export function uniqueName(prefix: string): string {
 
 /**
  * The configuration of a test: the environment (so the services run picks up the service URLs),
- * an in-memory PGlite and this process's chDB path when embedded, silent logs, and overrides.
+ * an in-memory PGlite, this process's chDB path and a fresh folder for the durable visit log when
+ * embedded, silent logs, and overrides.
  */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   const config = loadConfig({
@@ -50,6 +55,12 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
   });
   if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };
   if (config.analytics.kind === 'chdb') config.analytics = { kind: 'chdb', dir: CHDB_DIR };
+  // Each context its own durable visit log (a context plays one process), unless the test names its DATA_DIR.
+  if (config.visitLog.kind === 'lmdb' && overrides.DATA_DIR === undefined) {
+    const root = join(tmpdir(), `${LOG_DIR_PREFIX}${process.pid}`);
+    mkdirSync(root, { recursive: true });
+    config.visitLog = { ...config.visitLog, dir: mkdtempSync(join(root, 'context-')) };
+  }
   return config;
 }
 

@@ -5,7 +5,7 @@ import { migrateDatabase } from '../db/migrate.js';
 import { readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHDB_DIR_PREFIX, testConfig } from './context.js';
+import { CHDB_DIR_PREFIX, LOG_DIR_PREFIX, testConfig } from './context.js';
 
 /** Whether a process of this machine is still running (signal 0 only checks). */
 function isAlive(pid: number): boolean {
@@ -38,12 +38,13 @@ export default async function setup(): Promise<() => void> {
       await analytics.close();
     }
   }
-  // The chDB folders of this run's test processes go when the run ends; a folder whose process is
-  // still alive belongs to another run on the same machine (its files must stay under its reads).
+  // The chDB and visit-log folders of this run's test processes go when the run ends; a folder whose
+  // process is still alive belongs to another run on the same machine (its files must stay under its reads).
   return () => {
     for (const entry of readdirSync(tmpdir())) {
-      if (!entry.startsWith(CHDB_DIR_PREFIX)) continue;
-      if (isAlive(Number(entry.slice(CHDB_DIR_PREFIX.length)))) continue;
+      const prefix = [CHDB_DIR_PREFIX, LOG_DIR_PREFIX].find((candidate) => entry.startsWith(candidate));
+      if (prefix === undefined) continue;
+      if (isAlive(Number(entry.slice(prefix.length)))) continue;
       rmSync(join(tmpdir(), entry), { recursive: true, force: true });
     }
   };

@@ -1,9 +1,15 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
 import { waitFor } from '../testing/wait.js';
-import { createMemoryVisitLog } from './memory.js';
+import { createLogger } from '../logger.js';
+import { PROJECT_ROOT } from '../paths.js';
+import { createDurableVisitLog } from './lmdb.js';
 import { TOPICS } from './topics.js';
 import { VisitLogFullError, type Consumer, type LogMessage } from './visit-log.js';
 
@@ -55,11 +61,28 @@ const message = (key: string, n: number, headers?: Record<string, string>): LogM
   ...(headers ? { headers } : {}),
 });
 const numbers = (messages: LogMessage[]) => messages.map((m) => (JSON.parse(m.value) as { n: number }).n);
+/** Folders of the durable logs this file opens, removed at the end. */
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+const silent = createLogger({ logLevel: 'silent' });
+/** A fresh folder for a durable log, removed at the end of the file. */
+function freshDir(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'linktrack-log-test-'));
+  dirs.push(folder);
+  return folder;
+}
+/** A durable one-process log in a fresh folder (or `dir`, to open one again). */
+function durableLog(metrics = createMetrics(), capacity = 100, retryDelayMs = 500, dir?: string) {
+  const folder = dir ?? freshDir();
+  return Object.assign(createDurableVisitLog({ dir: folder, capacity, retryDelayMs, commitDelayMs: 1 }, silent, metrics), { dir: folder });
+}
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
-describe(`visit log (${SERVICES_MODE ? 'kafka' : 'memory'})`, { timeout: 90_000 }, () => {
+describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 }, () => {
   it('is the implementation the mode asks for and answers ping', async () => {
-    expect(context.visitLog.kind).toBe(SERVICES_MODE ? 'kafka' : 'memory');
+    expect(context.visitLog.kind).toBe(SERVICES_MODE ? 'kafka' : 'lmdb');
     await expect(context.visitLog.ping()).resolves.toBeUndefined();
   });
 
@@ -156,9 +179,9 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'memory'})`, { timeout: 90_000 
   });
 });
 
-describe('in-process visit log capacity', () => {
+describe('durable one-process visit log capacity', () => {
   /** A consumer group that holds its first batch until released: its backlog cannot shrink. */
-  async function laggingConsumer(log: ReturnType<typeof createMemoryVisitLog>) {
+  async function laggingConsumer(log: ReturnType<typeof durableLog>) {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const consumer = await log.consume({ groupId: 'lagging', topic: TOPICS.visitsRaw, handler: () => held });
@@ -167,7 +190,7 @@ describe('in-process visit log capacity', () => {
 
   it('refuses a publish past its capacity while a consumer lags, with VisitLogFullError, counting visit_log_dropped_total', async () => {
     const metrics = createMetrics();
-    const log = createMemoryVisitLog(metrics, 3);
+    const log = durableLog(metrics, 3);
     const lagging = await laggingConsumer(log);
     try {
       await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
@@ -190,7 +213,7 @@ describe('in-process visit log capacity', () => {
 
   it('lets the oldest messages of a topic nobody consumes give way, counted as retention', async () => {
     const metrics = createMetrics();
-    const log = createMemoryVisitLog(metrics, 3);
+    const log = durableLog(metrics, 3);
     const received: number[] = [];
     try {
       for (let n = 1; n <= 5; n++) await log.publish(TOPICS.visitsDlq, [message('k', n)]);
@@ -206,7 +229,7 @@ describe('in-process visit log capacity', () => {
 
   it('accepts messages again once a consumer has committed the backlog', async () => {
     const metrics = createMetrics();
-    const log = createMemoryVisitLog(metrics, 2);
+    const log = durableLog(metrics, 2);
     const received: number[] = [];
     try {
       await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
@@ -227,7 +250,7 @@ describe('in-process visit log capacity', () => {
   });
 
   it('redelivers a failed batch in process after its retry pause', async () => {
-    const log = createMemoryVisitLog(createMetrics(), 100, 20);
+    const log = durableLog(createMetrics(), 100, 20);
     const calls: number[][] = [];
     try {
       await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2), message('k', 3)]);
@@ -249,11 +272,11 @@ describe('in-process visit log capacity', () => {
   });
 });
 
-describe('in-process visit log batching by size or time', () => {
+describe('durable one-process visit log batching by size or time', () => {
   const message = (n: number): LogMessage => ({ key: 'k', value: String(n) });
 
   it('holds a partial batch up to maxWaitMs, then delivers what it has', async () => {
-    const log = createMemoryVisitLog(createMetrics());
+    const log = durableLog();
     const batches: { size: number; at: number }[] = [];
     const consumer = await log.consume({
       groupId: 'g',
@@ -277,7 +300,7 @@ describe('in-process visit log batching by size or time', () => {
   });
 
   it('delivers at once when maxBatch messages are there', async () => {
-    const log = createMemoryVisitLog(createMetrics());
+    const log = durableLog();
     const batches: number[] = [];
     const consumer = await log.consume({
       groupId: 'g',
@@ -299,13 +322,13 @@ describe('in-process visit log batching by size or time', () => {
   });
 });
 
-describe('in-process visit log with concurrency', () => {
+describe('durable one-process visit log with concurrency', () => {
   /**
-   * Six messages in an in-process log, handled two at a time with two batches in hand; `test`
+   * Six messages in a durable one-process log, handled two at a time with two batches in hand; `test`
    * runs while the consumer does, with the group's lag to read.
    */
   async function inPairs(handler: (batch: number[]) => Promise<void>, test: (lag: () => Promise<number | null>) => Promise<void>) {
-    const log = createMemoryVisitLog(createMetrics(), 100, 10);
+    const log = durableLog(createMetrics(), 100, 10);
     try {
       await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
       const consumer = await log.consume({ groupId: 'pairs', topic: TOPICS.visitsRaw, maxBatch: 2, concurrency: 2, handler: (messages) => handler(numbers(messages)) });
@@ -368,5 +391,107 @@ describe('in-process visit log with concurrency', () => {
     // The first delivery of [3, 4] fails while [1, 2] is still being handled: [5, 6] is not handed
     // over between [1, 2] committing and [3, 4] being redelivered.
     expect(await handledWithOneFailure('3,4', { batch: '1,2', ms: 30 })).toEqual(['3,4 failed', '1,2', '3,4', '5,6']);
+  });
+});
+
+describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts and crashes', () => {
+  /** Runs shared/testing/durable-log-child.ts; `until` sees its output and says when to SIGKILL it. */
+  async function child(mode: 'publish' | 'consume', dir: string, until: (output: string) => boolean): Promise<string> {
+    const process_ = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'shared/testing/durable-log-child.ts'), mode, dir], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    let errors = '';
+    process_.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    const exited = new Promise<void>((resolve) => process_.on('exit', () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`child ${mode} did not reach its point: ${output.slice(-300)} ${errors}`)), 30_000);
+      process_.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (until(output)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      process_.on('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`child ${mode} exited ${code}: ${errors}`));
+      });
+    });
+    process_.kill('SIGKILL');
+    await exited;
+    return output;
+  }
+
+  /** Every message of visits.raw a new group reads from a log opened on `dir`. */
+  async function readAll(dir: string): Promise<number[]> {
+    const log = durableLog(createMetrics(), 1_000_000, 500, dir);
+    const seen: number[] = [];
+    const consumer = await log.consume({ groupId: uniqueName('reader'), topic: TOPICS.visitsRaw, maxBatch: 10_000, handler: async (messages) => void seen.push(...messages.map((m) => Number(m.value))) });
+    const total = (await log.consumers())[0]!.lag ?? 0;
+    await waitFor(() => seen.length >= total, 10_000, { message: 'the stored messages' });
+    await consumer.stop();
+    await log.close();
+    return seen;
+  }
+
+  it('keeps every message whose publish resolved when the process is killed with SIGKILL mid-stream', async () => {
+    const dir = freshDir();
+    const output = await child('publish', dir, (text) => (text.match(/published/g)?.length ?? 0) >= 300);
+    const confirmed = Math.max(...[...output.matchAll(/published (\d+)/g)].map((match) => Number(match[1])));
+    const stored = await readAll(dir);
+    // Everything confirmed is there, in order and once; a publish under way at the kill may be too.
+    expect(stored.slice(0, confirmed + 1)).toEqual(range(0, confirmed + 1));
+    expect(stored.length - (confirmed + 1)).toBeLessThanOrEqual(1);
+  });
+
+  it('after a crash mid-batch, redelivers from the committed offset and flags the batches that may have been handed over before', async () => {
+    const dir = freshDir();
+    const log = durableLog(createMetrics(), 1_000, 500, dir);
+    await log.publish(TOPICS.visitsRaw, range(0, 40).map((n) => ({ key: 'k', value: String(n) })));
+    await log.close();
+    // Batches 0–4 and 5–9 are handled, 10–14 hangs: the crash leaves 0–4 committed at most.
+    const before = await child('consume', dir, (text) => text.includes('batch 10 14'));
+    expect(before).toContain('batch 0 4 false');
+    const reopened = durableLog(createMetrics(), 1_000, 500, dir);
+    const batches: { first: number; redelivered: boolean }[] = [];
+    const consumer = await reopened.consume({
+      groupId: 'crash',
+      topic: TOPICS.visitsRaw,
+      maxBatch: 5,
+      handler: async (messages, control) => void batches.push({ first: Number(messages[0]!.value), redelivered: control.redelivered }),
+    });
+    await waitFor(() => batches.at(-1)?.first === 35, 10_000, { message: 'every batch' });
+    await consumer.stop();
+    await reopened.close();
+    // Redelivered from the committed offset (0 or 5), each batch once; those handed over before the crash are flagged.
+    const firsts = batches.map((batch) => batch.first);
+    expect(firsts).toEqual(range(firsts[0]! / 5, 8).map((n) => n * 5));
+    for (const batch of batches) if (batch.first <= 10) expect(batch.redelivered).toBe(true);
+  });
+
+  it('keeps unconsumed messages and committed offsets across a close and reopen, and reclaims what every group consumed', async () => {
+    const metrics = createMetrics();
+    const log = durableLog(metrics, 10_000);
+    const first: number[] = [];
+    const consumer = await log.consume({ groupId: 'g', topic: TOPICS.visitsRaw, handler: async (messages) => void first.push(...numbers(messages)) });
+    for (let n = 0; n < 50; n++) await log.publish(TOPICS.visitsRaw, [message('k', n)]);
+    await waitFor(() => first.length === 50, 5_000, { message: 'the first 50' });
+    await consumer.stop();
+    await log.publish(TOPICS.visitsRaw, range(50, 60).map((n) => message('k', n)));
+    await log.close();
+    const reopened = durableLog(createMetrics(), 10_000, 500, log.dir);
+    const second: number[] = [];
+    const again = await reopened.consume({ groupId: 'g', topic: TOPICS.visitsRaw, handler: async (messages) => void second.push(...numbers(messages)) });
+    await waitFor(() => second.length === 10, 5_000, { message: 'the 10 published after the stop' });
+    expect(second).toEqual(range(50, 60));
+    // Consumed segments are deleted: a new group finds nothing older than what group g still needs.
+    await waitFor(async () => (await reopened.consumers())[0]!.lag === 0, 5_000);
+    const late: number[] = [];
+    const lateConsumer = await reopened.consume({ groupId: 'late', topic: TOPICS.visitsRaw, handler: async (messages) => void late.push(...numbers(messages)) });
+    await reopened.publish(TOPICS.visitsRaw, [message('k', 60)]);
+    await waitFor(() => late.length > 0 && second.length === 11, 5_000);
+    expect(late).toEqual([60]);
+    await lateConsumer.stop();
+    await again.stop();
+    await reopened.close();
   });
 });

@@ -87,9 +87,9 @@ export function consumerTracker(group: string, topic: Topic) {
   };
 }
 
-/** The visit log: Kafka in production, a bounded in-process log with the same semantics embedded. */
+/** The visit log: Kafka in production, a durable one-process log on LMDB with the same semantics embedded (lmdb.ts). */
 export interface VisitLog {
-  kind: 'memory' | 'kafka';
+  kind: 'lmdb' | 'kafka';
   publish(topic: Topic, messages: LogMessage[]): Promise<void>;
   consume(options: ConsumeOptions): Promise<Consumer>;
   /** The consumers of this process, with their lag (visit_log_consumer_lag is set from the same figures). */
@@ -98,7 +98,7 @@ export interface VisitLog {
   close(): Promise<void>;
 }
 
-/** Thrown when the in-process log is full: the caller counts it, never drops silently. */
+/** Thrown when the one-process log is full: the caller counts it, never drops silently. */
 export class VisitLogFullError extends Error {
   constructor(topic: string, capacity: number) {
     super(`visit log topic ${topic} is full (${capacity} messages waiting)`);

@@ -46,7 +46,7 @@ describe('GET /api/v1/health', () => {
       expect(data.checks.cache.kind).toBe('redis');
     } else {
       expect(data.checks.database.kind).toBe('pglite');
-      expect(data.checks.visit_log.kind).toBe('memory');
+      expect(data.checks.visit_log.kind).toBe('lmdb');
       expect(data.checks.jobs.kind).toBe('memory');
       expect(data.checks.cache.kind).toBe('memory');
     }

@@ -1,0 +1,341 @@
+import { mkdirSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { TOPIC_NAMES, type Topic } from './topics.js';
+import { consumerTracker, VisitLogFullError, type Consumer, type ConsumeOptions, type ConsumerStatus, type LogMessage, type VisitLog } from './visit-log.js';
+
+/** Unconsumed messages a topic of the durable log holds by default (VISIT_LOG_CAPACITY). */
+export const DURABLE_LOG_CAPACITY = 1_000_000;
+/** Group commit by default (VISIT_LOG_COMMIT_MS): writes of this many milliseconds share one transaction. */
+export const DURABLE_LOG_COMMIT_MS = 5;
+
+export interface DurableVisitLogOptions {
+  /** Folder of the LMDB environment (DATA_DIR/log). One process at a time owns it. */
+  dir: string;
+  capacity?: number;
+  commitDelayMs?: number;
+  /** Pause before a failed batch is handed over again. */
+  retryDelayMs?: number;
+}
+
+/**
+ * A segment: the messages of one publish call, stored as one LMDB record under [topic, start, count].
+ * Consumers read segments whole; a segment every consumer group has passed is deleted (LMDB reuses its pages).
+ */
+interface Segment {
+  start: number;
+  count: number;
+}
+
+/** One stored message: key, value and (only when there are any) headers. */
+type StoredMessage = [string, string] | [string, string, Record<string, string>];
+
+interface TopicLog {
+  /** Segments on disk or being written, oldest first. */
+  segments: Segment[];
+  /** The offset the next published message gets. */
+  end: number;
+  /** Messages below this offset are on disk: consumers see only those. */
+  durable: number;
+  /** Committed offset of each consumer group. */
+  groups: Map<string, number>;
+  wake: Set<() => void>;
+}
+
+/** How far ahead of the batches handed over a group's watermark is written (in batches). */
+const RESERVE_BATCHES = 8;
+
+/**
+ * The visit log of the one-process mode, durable on LMDB (through lmdb-js): Kafka's semantics —
+ * topics as offset-addressed logs, a committed offset per consumer group, a failed batch
+ * redelivered — and, unlike the in-memory log it replaces, nothing published is lost when the
+ * process dies.
+ *
+ * Durability: a publish resolves once its messages are committed to disk, and consumers see only
+ * committed messages. Writes are group-committed: every write of a `commitDelayMs` window (5 ms by
+ * default) shares one LMDB transaction, flushed to disk (fsync) before the next one starts (LMDB's
+ * overlapping sync). A process killed at any point loses nothing a publish resolved for; what the
+ * edge had answered but not yet handed to the log (its buffer of one window) is the window of loss.
+ * Group offsets are committed after the handler succeeded, as on Kafka; a batch that may have been
+ * handed over before a crash (below the group's watermark, written ahead of what is handed over) is
+ * flagged `redelivered`, so the handler checks what is already stored.
+ *
+ * Bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError while a group lags
+ * (the producer buffers, then counts drops); a topic nobody consumes (the dead-letter topic) gives
+ * its oldest segments way, counted. A failed write (a full disk) rejects the publish, is counted in
+ * visit_log_write_errors_total, logged, and makes ping (the health probe) fail until a write succeeds.
+ */
+export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logger, metrics: Metrics): VisitLog {
+  const capacity = options.capacity ?? DURABLE_LOG_CAPACITY;
+  const retryDelayMs = options.retryDelayMs ?? 500;
+  mkdirSync(options.dir, { recursive: true });
+  const env: RootDatabase = open({ path: options.dir, commitDelay: options.commitDelayMs ?? DURABLE_LOG_COMMIT_MS, compression: false });
+  /** [topic, start, count] → StoredMessage[] */
+  const messagesDb: Database<StoredMessage[], [string, number, number]> = env.openDB({ name: 'messages' });
+  /** [topic, group] → committed offset; [topic, group, 'reserved'] → the group's watermark. */
+  const groupsDb: Database<number, (string | number)[]> = env.openDB({ name: 'groups' });
+  /** topic → the offset the topic starts at after retention removed segments (offsets never go back). */
+  const floorsDb: Database<number, string> = env.openDB({ name: 'floors' });
+
+  const topics = new Map<Topic, TopicLog>();
+  /** Watermarks read at start, per `topic\ngroup`. */
+  const reservedAtStart = new Map<string, number>();
+  for (const topic of TOPIC_NAMES) topics.set(topic, { segments: [], end: floorsDb.get(topic) ?? 0, durable: 0, groups: new Map(), wake: new Set() });
+  for (const { key } of messagesDb.getRange()) {
+    const [topic, start, count] = key;
+    const entry = topics.get(topic as Topic);
+    if (!entry) continue;
+    entry.segments.push({ start, count });
+    entry.end = Math.max(entry.end, start + count);
+  }
+  for (const { key, value } of groupsDb.getRange()) {
+    const entry = topics.get(key[0] as Topic);
+    if (!entry) continue;
+    if (key.length === 2) {
+      entry.groups.set(String(key[1]), value);
+      entry.end = Math.max(entry.end, value);
+    } else reservedAtStart.set(`${key[0]}\n${key[1]}`, value);
+  }
+  for (const entry of topics.values()) entry.durable = entry.end;
+
+  const consumers = new Set<{ stopped: boolean; done: Promise<void>; status: ConsumerStatus }>();
+  let closed = false;
+  /** The last write failure, until a write succeeds again (ping reports it). */
+  let writeError: Error | undefined;
+  let lastErrorLog = 0;
+  const wrote = <T>(write: Promise<T>, what: string): Promise<T> =>
+    write.then(
+      (value) => {
+        writeError = undefined;
+        return value;
+      },
+      (error: unknown) => {
+        writeError = error instanceof Error ? error : new Error(String(error));
+        metrics.visitLogWriteErrors.inc({ operation: what });
+        if (Date.now() - lastErrorLog > 10_000) {
+          lastErrorLog = Date.now();
+          log.error({ err: writeError, operation: what, dir: options.dir }, 'the durable visit log cannot write (is the disk full?)');
+        }
+        throw writeError;
+      },
+    );
+
+  const topicLog = (topic: Topic) => topics.get(topic)!;
+  /** The oldest offset some group still needs (or the oldest stored one when no group reads the topic). */
+  const lowWater = (entry: TopicLog) =>
+    entry.groups.size > 0 ? Math.min(...entry.groups.values()) : (entry.segments[0]?.start ?? entry.end);
+  const lagOf = (entry: TopicLog, group: string) => entry.durable - (entry.groups.get(group) ?? 0);
+  const measure = (topic: Topic, entry: TopicLog) => {
+    metrics.visitLogBacklog.set({ topic }, entry.end - lowWater(entry));
+    for (const group of entry.groups.keys()) metrics.consumerLag.set({ group, topic }, lagOf(entry, group));
+  };
+  /** Deletes the segments every group has passed (their pages are reused by later writes). */
+  const reclaim = (topic: Topic, entry: TopicLog, below: number) => {
+    let removed = 0;
+    while (entry.segments.length > 0 && entry.segments[0]!.start + entry.segments[0]!.count <= below) {
+      const { start, count } = entry.segments.shift()!;
+      void wrote(messagesDb.remove([topic, start, count]), 'reclaim').catch(() => undefined);
+      removed += count;
+    }
+    return removed;
+  };
+
+  /** Reads the durable messages from `from` on, at most `max`: the messages and the offset after the last. */
+  const reader = (topic: Topic) => {
+    let cached: { start: number; messages: StoredMessage[] } | undefined;
+    return (from: number, max: number): { messages: LogMessage[]; end: number } => {
+      const entry = topicLog(topic);
+      const out: LogMessage[] = [];
+      let at = from;
+      for (const segment of entry.segments) {
+        if (out.length >= max) break;
+        const segmentEnd = segment.start + segment.count;
+        if (segmentEnd <= at) continue;
+        if (segmentEnd > entry.durable) break;
+        // A segment whose write failed leaves a gap: skip it.
+        if (segment.start > at) at = segment.start;
+        if (cached?.start !== segment.start) {
+          const stored = messagesDb.get([topic, segment.start, segment.count]);
+          if (!stored) break;
+          cached = { start: segment.start, messages: stored };
+        }
+        for (let index = at - segment.start; index < segment.count && out.length < max; index++, at++) {
+          const [key, value, headers] = cached.messages[index]!;
+          out.push(headers ? { key, value, headers } : { key, value });
+        }
+      }
+      return { messages: out, end: at };
+    };
+  };
+
+  return {
+    kind: 'lmdb',
+    async publish(topic, messages) {
+      if (closed) throw new Error('the visit log is closed');
+      if (messages.length === 0) return;
+      const entry = topicLog(topic);
+      const excess = entry.end - lowWater(entry) + messages.length - capacity;
+      if (excess > 0) {
+        if (entry.groups.size > 0 || messages.length > capacity) {
+          metrics.visitLogDropped.inc({ topic, reason: 'full' }, messages.length);
+          throw new VisitLogFullError(topic, capacity);
+        }
+        // Nobody consumes this topic (the dead-letter topic, embedded): its oldest segments give way, counted.
+        const removed = reclaim(topic, entry, lowWater(entry) + excess + Math.floor(capacity / 10));
+        if (removed > 0) {
+          metrics.visitLogDropped.inc({ topic, reason: 'retention' }, removed);
+          void wrote(floorsDb.put(topic, entry.segments[0]?.start ?? entry.end), 'retention').catch(() => undefined);
+        }
+      }
+      const segment: Segment = { start: entry.end, count: messages.length };
+      entry.end += messages.length;
+      entry.segments.push(segment);
+      const stored = messages.map((message): StoredMessage =>
+        message.headers && Object.keys(message.headers).length > 0 ? [message.key, message.value, message.headers] : [message.key, message.value],
+      );
+      try {
+        await wrote(messagesDb.put([topic, segment.start, segment.count], stored), 'publish');
+      } catch (error) {
+        const at = entry.segments.indexOf(segment);
+        if (at >= 0) entry.segments.splice(at, 1);
+        // Nothing published after it: its offsets are given again; else they stay a gap readers skip.
+        if (entry.end === segment.start + segment.count) entry.end = segment.start;
+        throw error;
+      }
+      // Commits happen in order: every segment before this one is on disk too.
+      entry.durable = Math.max(entry.durable, segment.start + segment.count);
+      metrics.visitLogPublished.inc({ topic }, messages.length);
+      measure(topic, entry);
+      for (const wake of entry.wake) wake();
+    },
+    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency: asked = 1 }: ConsumeOptions): Promise<Consumer> {
+      if (closed) throw new Error('the visit log is closed');
+      const concurrency = Math.max(1, Math.floor(asked));
+      const entry = topicLog(topic);
+      // A new group starts at the oldest stored message, as Kafka's `earliest` reset does.
+      if (!entry.groups.has(groupId)) {
+        entry.groups.set(groupId, lowWater(entry));
+        await wrote(groupsDb.put([topic, groupId], entry.groups.get(groupId)!), 'commit');
+      }
+      const read = reader(topic);
+      const tracker = consumerTracker(groupId, topic);
+      const handler = tracker.track(untracked);
+      const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
+      const heartbeat = async () => undefined;
+      const stopping = () => state.stopped;
+      /**
+       * Batches below the watermark may have been handed over before (by this process, or by one
+       * that died): they are flagged redelivered. The watermark is written ahead of what is handed
+       * over, RESERVE_BATCHES batches at a time, so a crash never hands over more than it says.
+       */
+      let reserved = Math.max(entry.groups.get(groupId)!, reservedAtStart.get(`${topic}\n${groupId}`) ?? 0);
+      let handedUpTo = reserved;
+      const reserve = async (upTo: number) => {
+        if (upTo <= reserved) return;
+        reserved = upTo + RESERVE_BATCHES * maxBatch;
+        await wrote(groupsDb.put([topic, groupId, 'reserved'], reserved), 'commit');
+      };
+      let wakeUp: (() => void) | undefined;
+      const waitForMessages = (timeoutMs?: number) =>
+        new Promise<void>((resolve) => {
+          let timer: NodeJS.Timeout | undefined;
+          wakeUp = () => {
+            clearTimeout(timer);
+            entry.wake.delete(wakeUp!);
+            resolve();
+          };
+          entry.wake.add(wakeUp);
+          if (timeoutMs !== undefined) timer = setTimeout(wakeUp, timeoutMs);
+        });
+      let partialSince: number | undefined;
+      const inFlight: { end: number; handled: Promise<boolean> }[] = [];
+      let failing = false;
+      state.done = (async () => {
+        let next = entry.groups.get(groupId)!;
+        while (!state.stopped || inFlight.length > 0) {
+          if (!state.stopped && !failing && inFlight.length < concurrency) {
+            const batch = read(next, maxBatch);
+            const partial = batch.messages.length < maxBatch && maxWaitMs > 0;
+            if (batch.messages.length > 0 && (!partial || inFlight.length === 0)) {
+              const left = partial ? (partialSince ??= Date.now()) + maxWaitMs - Date.now() : 0;
+              if (left <= 0) {
+                partialSince = undefined;
+                try {
+                  await reserve(batch.end);
+                } catch {
+                  // The watermark cannot be written (a full disk): nothing is handed over until it can.
+                  await sleep(retryDelayMs);
+                  continue;
+                }
+                const control = { heartbeat, stopping, redelivered: next < handedUpTo };
+                next = batch.end;
+                handedUpTo = Math.max(handedUpTo, next);
+                const handled = handler(batch.messages, control).then(
+                  () => true,
+                  () => {
+                    failing = true;
+                    return false;
+                  },
+                );
+                inFlight.push({ end: next, handled });
+                continue;
+              }
+              if (inFlight.length === 0) {
+                await waitForMessages(left);
+                continue;
+              }
+            }
+            if (inFlight.length === 0) {
+              await waitForMessages();
+              continue;
+            }
+          }
+          const oldest = inFlight[0]!;
+          if (await oldest.handled) {
+            inFlight.shift();
+            entry.groups.set(groupId, oldest.end);
+            // Not awaited: a commit lost to a crash only redelivers the batch, flagged (below the watermark).
+            void wrote(groupsDb.put([topic, groupId], oldest.end), 'commit').catch(() => undefined);
+            reclaim(topic, entry, lowWater(entry));
+            measure(topic, entry);
+            if (inFlight.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+            continue;
+          }
+          await Promise.all(inFlight.map((flight) => flight.handled));
+          inFlight.length = 0;
+          failing = false;
+          next = entry.groups.get(groupId)!;
+          await sleep(retryDelayMs);
+        }
+      })();
+      consumers.add(state);
+      return {
+        async stop() {
+          state.stopped = true;
+          tracker.status.running = false;
+          wakeUp?.();
+          await state.done;
+          consumers.delete(state);
+        },
+      };
+    },
+    async consumers() {
+      return [...consumers].map(({ status }) => ({ ...status, lag: lagOf(topicLog(status.topic), status.group) }));
+    },
+    async ping() {
+      if (closed) throw new Error('the visit log is closed');
+      if (writeError) throw new Error(`the durable visit log cannot write: ${writeError.message}`);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const state of consumers) state.stopped = true;
+      for (const entry of topics.values()) for (const wake of entry.wake) wake();
+      await Promise.all([...consumers].map((state) => state.done));
+      // Pending writes (the last commits) are flushed before the environment closes.
+      await env.close();
+    },
+  };
+}
