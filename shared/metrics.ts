@@ -11,6 +11,7 @@ export interface Metrics {
   visitLogBacklog: Gauge<'topic'>;
   visitLogWriteErrors: Counter<'operation'>;
   jobsProcessed: Counter<'job' | 'outcome'>;
+  jobsStoreFailures: Counter<'operation'>;
   auditWriteFailures: Counter<string>;
   eventPublishFailures: Counter<'event'>;
   webhookAttempts: Counter<'outcome'>;
@@ -184,6 +185,12 @@ export function createMetrics(): Metrics {
       name: 'jobs_processed_total',
       help: 'Background job attempts, by job name and outcome.',
       labelNames: ['job', 'outcome'],
+      registers: [registry],
+    }),
+    jobsStoreFailures: new Counter({
+      name: 'jobs_store_failures_total',
+      help: 'Writes of the embedded job runner that failed (disk full, I/O error), by operation; an enqueue that failed was refused to its caller.',
+      labelNames: ['operation'],
       registers: [registry],
     }),
   };

@@ -87,7 +87,7 @@ describe(`retention (${SERVICES_MODE ? 'BullMQ' : 'in process'})`, () => {
 
     const retention = await startRetention(context);
     try {
-      // The schedule runs it at start in process; on BullMQ a schedule left by an earlier worker keeps its hour, so run it now.
+      // A schedule declared afresh runs it at once, but one left by an earlier worker (BullMQ, or the embedded runner's folder) keeps its hour: run it now.
       await context.jobs.enqueue(retentionJob, {});
       await waitFor(async () => (await remainingDeliveries(context, seqs)).length === 2 && (await auditAges(context, action)).length === 2, DEADLINE_MS, {
         message: 'the expired rows to go',

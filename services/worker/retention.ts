@@ -59,8 +59,8 @@ export async function pruneExpired(
 
 /**
  * The retention side of the worker role: processes the retention job and declares its hourly
- * schedule (one schedule for all workers on BullMQ; each embedded process has its own). With both
- * retentions 0 the schedule is removed.
+ * schedule (one schedule for all workers on BullMQ; embedded, the process's own, kept with its time
+ * in the job runner's folder). With both retentions 0 the schedule is removed.
  */
 export async function startRetention(context: Context): Promise<Consumer> {
   const { webhookDeliveriesDays, auditDays } = context.config.retention;

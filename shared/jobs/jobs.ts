@@ -55,16 +55,16 @@ export interface Processor {
   stop(): Promise<void>;
 }
 
-/** Background jobs: BullMQ on Redis in production, an in-process runner embedded. */
+/** Background jobs: BullMQ on Redis in production, an in-process runner embedded (durable on LMDB). */
 export interface Jobs {
-  kind: 'memory' | 'bullmq';
+  kind: 'memory' | 'lmdb' | 'bullmq';
   enqueue<Data>(definition: JobDefinition<Data>, data: Data, options?: EnqueueOptions): Promise<void>;
   /** Enqueues many jobs of one kind in one round trip (BullMQ's addBulk). */
   enqueueMany<Data>(definition: JobDefinition<Data>, jobs: { data: Data; jobId?: string }[]): Promise<void>;
   /**
    * Starts processing a job kind in this process (the worker role calls it). The processor's stop
    * takes no more jobs of the kind here and waits for its running ones; queued jobs stay queued
-   * (in Redis, or in memory for a processor started later).
+   * (in Redis, or in the embedded runner's store, for a processor started later).
    */
   process<Data>(definition: JobDefinition<Data>, handler: JobHandler<Data>): Promise<Processor>;
   /**
