@@ -168,7 +168,7 @@ export const CONFIG_VARS = {
   ],
   REDIS_URL: [
     optionalString(urlWithScheme(['redis', 'rediss'])),
-    { doc: 'Redis URL for BullMQ jobs, shared rate-limit counters and pub/sub; without it all three are in-process.', production: true },
+    { doc: 'Redis URL for BullMQ jobs, shared rate-limit counters and pub/sub; without it jobs are durable on LMDB under `DATA_DIR/jobs` and the other two are in-process.', production: true },
   ],
   REDIS_PREFIX: [
     withDefault(z.string().regex(/^[A-Za-z0-9._-]{1,40}$/, 'must be 1 to 40 letters, digits, dot, underscore and hyphen'), 'lt'),
@@ -384,6 +384,8 @@ export interface Config {
   database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
   analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
   visitLog: { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
+  /** Folder of the durable one-process job queue (without REDIS_URL). */
+  jobsDir: string;
   redisUrl: string | undefined;
   redisPrefix: string;
   admin: { email: string | undefined; password: string | undefined };
@@ -469,6 +471,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     visitLog: env.KAFKA_BROKERS
       ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
       : { kind: 'lmdb', dir: `${dataDir}/log`, commitDelayMs: env.VISIT_LOG_COMMIT_MS, capacity: env.VISIT_LOG_CAPACITY },
+    jobsDir: `${dataDir}/jobs`,
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX,
     admin: { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD },

@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { createDatabase, type Database } from './db/database.js';
 import { createBullmqJobs } from './jobs/bullmq.js';
 import type { Jobs } from './jobs/jobs.js';
-import { createMemoryJobs } from './jobs/memory.js';
+import { createLmdbJobs } from './jobs/lmdb.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { loadSecretBox } from './secrets/keys.js';
@@ -56,7 +56,7 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
   const visitLog =
     config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createDurableVisitLog(config.visitLog, log, metrics);
-  const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createMemoryJobs(log, metrics);
+  const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, { dir: config.jobsDir });
   const cache = config.redisUrl ? createRedisCache(config.redisUrl, config.redisPrefix) : createMemoryCache();
   return { config, log, metrics, db, analytics, visitLog, jobs, cache, secrets, startedAt: new Date() };
 }

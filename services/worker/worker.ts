@@ -4,7 +4,7 @@ import { startRetention } from './retention.js';
 import { startWebhooks } from './webhooks.js';
 
 /**
- * The worker role: background jobs (BullMQ workers in production, the in-process runner embedded).
+ * The worker role: background jobs (BullMQ workers in production, the durable one-process runner on LMDB embedded).
  * Webhook delivery, fed by the dispatcher on the `events` topic, and the hourly retention job that
  * prunes the webhook delivery log and the audit log.
  */

@@ -59,7 +59,7 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics, pre
           prefix,
           concurrency: definition.concurrency,
           settings: {
-            // Same schedule as the in-process runner: exponential with jitter.
+            // Same schedule as the one-process runner (lmdb.ts): exponential with jitter.
             backoffStrategy: (attemptsMade: number) => backoffDelay(definition, attemptsMade + 1),
           },
         },

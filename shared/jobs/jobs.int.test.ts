@@ -9,7 +9,6 @@ import { waitFor } from '../testing/wait.js';
 import { createBullmqJobs } from './bullmq.js';
 import { DeferJob, defineJob, type JobContext, type Jobs } from './jobs.js';
 import { createLmdbJobs } from './lmdb.js';
-import { createMemoryJobs } from './memory.js';
 
 /** BullMQ polls Redis and moves delayed jobs on its own clock: generous but bounded. */
 const DEADLINE_MS = 10_000;
@@ -17,7 +16,7 @@ const DEADLINE_MS = 10_000;
 let context: Context;
 
 /** The runner the test context builds in this mode. */
-const CONTEXT_JOBS: Jobs['kind'] = SERVICES_MODE ? 'bullmq' : 'memory';
+const CONTEXT_JOBS: Jobs['kind'] = SERVICES_MODE ? 'bullmq' : 'lmdb';
 /** Folders of this file's LMDB runners. */
 const lmdbRoot = mkdtempSync(join(tmpdir(), 'linktrack-test-jobs-'));
 let lmdbJobs: Jobs | undefined;
@@ -38,9 +37,10 @@ const RUNNERS: Runner[] = [
     own: () =>
       context.config.redisUrl
         ? createBullmqJobs(context.config.redisUrl, context.log, context.metrics)
-        : createMemoryJobs(context.log, context.metrics),
+        : createLmdbJobs(context.log, context.metrics, { dir: mkdtempSync(join(lmdbRoot, 'own-')) }),
   },
-  ...(CONTEXT_JOBS === 'memory'
+  // In the services run, the one-process mode's durable runner too.
+  ...(CONTEXT_JOBS === 'bullmq'
     ? [
         {
           kind: 'lmdb' as const,

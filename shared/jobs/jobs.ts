@@ -57,7 +57,7 @@ export interface Processor {
 
 /** Background jobs: BullMQ on Redis in production, an in-process runner embedded (durable on LMDB). */
 export interface Jobs {
-  kind: 'memory' | 'lmdb' | 'bullmq';
+  kind: 'lmdb' | 'bullmq';
   enqueue<Data>(definition: JobDefinition<Data>, data: Data, options?: EnqueueOptions): Promise<void>;
   /** Enqueues many jobs of one kind in one round trip (BullMQ's addBulk). */
   enqueueMany<Data>(definition: JobDefinition<Data>, jobs: { data: Data; jobId?: string }[]): Promise<void>;

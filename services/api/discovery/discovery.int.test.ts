@@ -47,7 +47,7 @@ describe('GET /api/v1/health', () => {
     } else {
       expect(data.checks.database.kind).toBe('pglite');
       expect(data.checks.visit_log.kind).toBe('lmdb');
-      expect(data.checks.jobs.kind).toBe('memory');
+      expect(data.checks.jobs.kind).toBe('lmdb');
       expect(data.checks.cache.kind).toBe('memory');
     }
   });

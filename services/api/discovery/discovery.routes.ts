@@ -192,7 +192,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
           roles: config.roles,
           features: {
             storage: kinds,
-            embedded: kinds.database === 'pglite' && kinds.analytics === 'chdb' && kinds.visit_log === 'lmdb' && kinds.jobs === 'memory',
+            embedded: kinds.database === 'pglite' && kinds.analytics === 'chdb' && kinds.visit_log === 'lmdb' && kinds.jobs === 'lmdb',
             languages: LOCALE_CODES,
             legacy_v0_api: routes().some((route) => route.path.startsWith(LEGACY_PREFIX)),
             openapi: '/api/v1/openapi.json',
