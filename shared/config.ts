@@ -155,6 +155,12 @@ export const CONFIG_VARS = {
       doc: 'Without Kafka: group commit of the durable visit log. Writes of this many milliseconds share one LMDB transaction, flushed to disk before the next, so a visit is on disk within about this long after its redirect. 0 commits every turn of the event loop (more CPU per visit).',
     },
   ],
+  DISK_MIN_FREE_MB: [
+    withDefault(z.coerce.number().int().min(0).max(1_000_000), 256),
+    {
+      doc: 'Without Kafka or Redis: free space (MiB) the durable visit log and job queue keep on the disk of `DATA_DIR`. Below it they refuse new messages (counted in `visit_log_dropped_total{reason="disk_full"}`, `/api/v1/health` degraded) rather than meet a full disk; the edge buffers meanwhile.',
+    },
+  ],
   VISIT_LOG_CAPACITY: [
     withDefault(z.coerce.number().int().min(1_000).max(1_000_000_000), 1_000_000),
     {
@@ -383,9 +389,9 @@ export interface Config {
   dataDir: string;
   database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
   analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
-  visitLog: { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
+  visitLog: { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number; minFreeBytes: number } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
   /** Folder of the durable one-process job queue (without REDIS_URL). */
-  jobsDir: string;
+  jobs: { dir: string; minFreeBytes: number };
   redisUrl: string | undefined;
   redisPrefix: string;
   admin: { email: string | undefined; password: string | undefined };
@@ -470,8 +476,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
     visitLog: env.KAFKA_BROKERS
       ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
-      : { kind: 'lmdb', dir: `${dataDir}/log`, commitDelayMs: env.VISIT_LOG_COMMIT_MS, capacity: env.VISIT_LOG_CAPACITY },
-    jobsDir: `${dataDir}/jobs`,
+      : { kind: 'lmdb', dir: `${dataDir}/log`, commitDelayMs: env.VISIT_LOG_COMMIT_MS, capacity: env.VISIT_LOG_CAPACITY, minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576 },
+    jobs: { dir: `${dataDir}/jobs`, minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576 },
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX,
     admin: { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD },

@@ -56,7 +56,7 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
   const visitLog =
     config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createDurableVisitLog(config.visitLog, log, metrics);
-  const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, { dir: config.jobsDir });
+  const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, config.jobs);
   const cache = config.redisUrl ? createRedisCache(config.redisUrl, config.redisPrefix) : createMemoryCache();
   return { config, log, metrics, db, analytics, visitLog, jobs, cache, secrets, startedAt: new Date() };
 }

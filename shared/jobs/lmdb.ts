@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { diskGuard } from '../disk-guard.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { DeferJob, JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type JobHandler, type Jobs } from './jobs.js';
@@ -8,6 +9,8 @@ import { DeferJob, JOB_ID_RETENTION_MS, backoffDelay, type JobDefinition, type J
 export interface LmdbJobsOptions {
   /** Folder of the LMDB environment, created if absent. One runner (one process) per folder. */
   dir: string;
+  /** Free space kept on the disk (DISK_MIN_FREE_MB): enqueues are refused below it (shared/disk-guard.ts). */
+  minFreeBytes?: number;
 }
 
 /**
@@ -87,6 +90,7 @@ const kindRange = (name: string) => ({ start: [name], end: [`${name}\u0001`] });
  */
 export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsOptions): Jobs {
   const root: RootDatabase = open({ path: options.dir, maxDbs: 8 });
+  const disk = diskGuard(options.dir, options.minFreeBytes ?? 0);
   const states: Database<JobState, Key> = root.openDB({ name: 'states' });
   // JSON text, as BullMQ stores job data: a handler sees the same values in both modes (dates as
   // strings), and data that cannot be serialised is refused before anything is written.
@@ -323,6 +327,12 @@ export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsO
   /** Writes new jobs (data and state in one transaction) and resolves once they are flushed to disk. */
   const add = async (name: string, jobs: { id: string; data: unknown; delayMs?: number }[]) => {
     if (closed) throw new Error('the job runner is closed');
+    try {
+      disk.check();
+    } catch (error) {
+      failedWrite('enqueue', error);
+      throw error;
+    }
     const added: { job: Live; data: string }[] = [];
     const now = Date.now();
     // Serialised first: data JSON cannot hold (a BigInt, a cycle) throws here, before anything is written.

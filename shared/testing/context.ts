@@ -61,7 +61,7 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     mkdirSync(root, { recursive: true });
     const own = mkdtempSync(join(root, 'context-'));
     if (config.visitLog.kind === 'lmdb') config.visitLog = { ...config.visitLog, dir: join(own, 'log') };
-    config.jobsDir = join(own, 'jobs');
+    config.jobs = { ...config.jobs, dir: join(own, 'jobs') };
   }
   return config;
 }

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { diskGuard } from '../disk-guard.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { TOPIC_NAMES, type Topic } from './topics.js';
@@ -18,6 +19,8 @@ export interface DurableVisitLogOptions {
   commitDelayMs?: number;
   /** Pause before a failed batch is handed over again. */
   retryDelayMs?: number;
+  /** Free space kept on the disk (DISK_MIN_FREE_MB): publishes are refused below it. */
+  minFreeBytes?: number;
 }
 
 /**
@@ -64,13 +67,16 @@ const RESERVE_BATCHES = 8;
  *
  * Bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError while a group lags
  * (the producer buffers, then counts drops); a topic nobody consumes (the dead-letter topic) gives
- * its oldest segments way, counted. A failed write (a full disk) rejects the publish, is counted in
- * visit_log_write_errors_total, logged, and makes ping (the health probe) fail until a write succeeds.
+ * its oldest segments way, counted. A disk with less free space than `minFreeBytes` refuses the
+ * publish (counted in visit_log_dropped_total{reason="disk_full"}: LMDB never meets the full disk);
+ * a failed write rejects the publish and is counted in visit_log_write_errors_total. Both are logged
+ * and make ping (the health probe) fail until a write succeeds.
  */
 export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logger, metrics: Metrics): VisitLog {
   const capacity = options.capacity ?? DURABLE_LOG_CAPACITY;
   const retryDelayMs = options.retryDelayMs ?? 500;
   mkdirSync(options.dir, { recursive: true });
+  const disk = diskGuard(options.dir, options.minFreeBytes ?? 0);
   const env: RootDatabase = open({ path: options.dir, commitDelay: options.commitDelayMs ?? DURABLE_LOG_COMMIT_MS, compression: false });
   /** [topic, start, count] → StoredMessage[] */
   const messagesDb: Database<StoredMessage[], [string, number, number]> = env.openDB({ name: 'messages' });
@@ -102,25 +108,26 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
 
   const consumers = new Set<{ stopped: boolean; done: Promise<void>; status: ConsumerStatus }>();
   let closed = false;
-  /** The last write failure, until a write succeeds again (ping reports it). */
+  /** The last write refused or failed, until a publish succeeds again (ping reports it). */
   let writeError: Error | undefined;
   let lastErrorLog = 0;
   const wrote = <T>(write: Promise<T>, what: string): Promise<T> =>
     write.then(
-      (value) => {
-        writeError = undefined;
-        return value;
-      },
+      (value) => value,
       (error: unknown) => {
-        writeError = error instanceof Error ? error : new Error(String(error));
         metrics.visitLogWriteErrors.inc({ operation: what });
-        if (Date.now() - lastErrorLog > 10_000) {
-          lastErrorLog = Date.now();
-          log.error({ err: writeError, operation: what, dir: options.dir }, 'the durable visit log cannot write (is the disk full?)');
-        }
+        refused(error instanceof Error ? error : new Error(String(error)), what);
         throw writeError;
       },
     );
+  /** Remembers a write refused or failed (ping reports it until a write succeeds) and logs it, once per 10 s. */
+  function refused(error: Error, what: string) {
+    writeError = error;
+    if (Date.now() - lastErrorLog > 10_000) {
+      lastErrorLog = Date.now();
+      log.error({ err: error, operation: what, dir: options.dir }, 'the durable visit log cannot write: messages are refused (the edge buffers them, then counts drops)');
+    }
+  }
 
   const topicLog = (topic: Topic) => topics.get(topic)!;
   /** The oldest offset some group still needs (or the oldest stored one when no group reads the topic). */
@@ -175,6 +182,13 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
     async publish(topic, messages) {
       if (closed) throw new Error('the visit log is closed');
       if (messages.length === 0) return;
+      try {
+        disk.check();
+      } catch (error) {
+        metrics.visitLogDropped.inc({ topic, reason: 'disk_full' }, messages.length);
+        refused(error as Error, 'publish');
+        throw error;
+      }
       const entry = topicLog(topic);
       const excess = entry.end - lowWater(entry) + messages.length - capacity;
       if (excess > 0) {
@@ -204,6 +218,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
         if (entry.end === segment.start + segment.count) entry.end = segment.start;
         throw error;
       }
+      writeError = undefined;
       // Commits happen in order: every segment before this one is on disk too.
       entry.durable = Math.max(entry.durable, segment.start + segment.count);
       metrics.visitLogPublished.inc({ topic }, messages.length);

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -493,5 +493,49 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts an
     await lateConsumer.stop();
     await again.stop();
     await reopened.close();
+  });
+});
+
+/** Mounts a tmpfs of `mib` MiB on a fresh folder; undefined where mounting is not allowed (not root). */
+function smallDisk(mib: number): string | undefined {
+  const dir = freshDir();
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${mib}m`, 'tmpfs', dir], { stdio: 'ignore' });
+    return dir;
+  } catch {
+    return undefined;
+  }
+}
+const mountable = process.platform === 'linux' && process.getuid?.() === 0;
+
+describe.skipIf(SERVICES_MODE || !mountable)('durable one-process visit log on a nearly full disk (a 16 MiB tmpfs: needs root to mount)', () => {
+  it('refuses publishes under DISK_MIN_FREE_MB, counted and reported by ping, without crashing, and accepts them again once there is room', async () => {
+    const disk = smallDisk(16)!;
+    expect(disk).toBeDefined();
+    const metrics = createMetrics();
+    const log = createDurableVisitLog({ dir: join(disk, 'log'), commitDelayMs: 1, capacity: 1_000_000, minFreeBytes: 8 * 1_048_576, retryDelayMs: 10 }, silent, metrics);
+    const received: number[] = [];
+    try {
+      const consumer = await log.consume({ groupId: 'g', topic: TOPICS.visitsRaw, handler: async (messages) => void received.push(...numbers(messages)) });
+      await log.publish(TOPICS.visitsRaw, [message('k', 1)]);
+      // Another program fills the disk to under the reserve.
+      writeFileSync(join(disk, 'filler'), Buffer.alloc(10 * 1_048_576));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await expect(log.publish(TOPICS.visitsRaw, [message('k', 2), message('k', 3)])).rejects.toThrow(/MiB free, under the 8 MiB DISK_MIN_FREE_MB keeps free/);
+      await expect(log.ping()).rejects.toThrow(/cannot write/);
+      expect(await metrics.registry.metrics()).toMatch(/visit_log_dropped_total\{topic="visits\.raw",reason="disk_full"\} 2/);
+      // What was stored is still consumed meanwhile.
+      await waitFor(() => received.length === 1, 5_000);
+      rmSync(join(disk, 'filler'));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await log.publish(TOPICS.visitsRaw, [message('k', 4)]);
+      await expect(log.ping()).resolves.toBeUndefined();
+      await waitFor(() => received.length === 2, 5_000);
+      expect(received).toEqual([1, 4]);
+      await consumer.stop();
+    } finally {
+      await log.close();
+      execFileSync('umount', [disk]);
+    }
   });
 });

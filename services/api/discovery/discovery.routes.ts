@@ -17,7 +17,7 @@ const LEGACY_PREFIX = '/api/rest.php/';
 
 const CheckSchema = z.object({
   status: z.enum(['ok', 'down']),
-  kind: z.string().meta({ description: 'Implementation: pglite|postgres, chdb|clickhouse, memory|kafka, memory|bullmq, memory|redis.' }),
+  kind: z.string().meta({ description: 'Implementation: pglite|postgres, chdb|clickhouse, lmdb|kafka (visit log), lmdb|bullmq (jobs), memory|redis (cache).' }),
   latency_ms: z.number().min(0),
   error: z.string().optional(),
 });
