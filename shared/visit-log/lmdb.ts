@@ -42,8 +42,10 @@ interface TopicLog {
   end: number;
   /** Messages below this offset are on disk: consumers see only those. */
   durable: number;
-  /** Committed offset of each consumer group. */
+  /** Committed offset of each consumer group (every group the log has known). */
   groups: Map<string, number>;
+  /** Consumers of this process per group: only those hold messages back. */
+  active: Map<string, number>;
   wake: Set<() => void>;
 }
 
@@ -88,7 +90,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
   const topics = new Map<Topic, TopicLog>();
   /** Watermarks read at start, per `topic\ngroup`. */
   const reservedAtStart = new Map<string, number>();
-  for (const topic of TOPIC_NAMES) topics.set(topic, { segments: [], end: floorsDb.get(topic) ?? 0, durable: 0, groups: new Map(), wake: new Set() });
+  for (const topic of TOPIC_NAMES) topics.set(topic, { segments: [], end: floorsDb.get(topic) ?? 0, durable: 0, groups: new Map(), active: new Map(), wake: new Set() });
   for (const { key } of messagesDb.getRange()) {
     const [topic, start, count] = key;
     const entry = topics.get(topic as Topic);
@@ -130,9 +132,11 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
   }
 
   const topicLog = (topic: Topic) => topics.get(topic)!;
-  /** The oldest offset some group still needs (or the oldest stored one when no group reads the topic). */
-  const lowWater = (entry: TopicLog) =>
-    entry.groups.size > 0 ? Math.min(...entry.groups.values()) : (entry.segments[0]?.start ?? entry.end);
+  /** The oldest offset some group still needs (not below the oldest stored one). */
+  const lowWater = (entry: TopicLog) => {
+    const oldest = entry.segments[0]?.start ?? entry.end;
+    return entry.groups.size > 0 ? Math.max(oldest, Math.min(...entry.groups.values())) : oldest;
+  };
   const lagOf = (entry: TopicLog, group: string) => entry.durable - (entry.groups.get(group) ?? 0);
   const measure = (topic: Topic, entry: TopicLog) => {
     metrics.visitLogBacklog.set({ topic }, entry.end - lowWater(entry));
@@ -192,12 +196,14 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       const entry = topicLog(topic);
       const excess = entry.end - lowWater(entry) + messages.length - capacity;
       if (excess > 0) {
-        if (entry.groups.size > 0 || messages.length > capacity) {
+        if (entry.active.size > 0 || messages.length > capacity) {
           metrics.visitLogDropped.inc({ topic, reason: 'full' }, messages.length);
           throw new VisitLogFullError(topic, capacity);
         }
-        // Nobody consumes this topic (the dead-letter topic, embedded): its oldest segments give way, counted.
-        const removed = reclaim(topic, entry, lowWater(entry) + excess + Math.floor(capacity / 10));
+        // No consumer of this process reads the topic (the dead-letter topic, or a role switched off):
+        // like Kafka's retention, its oldest segments give way, counted; a group that comes back
+        // resumes at the oldest message kept.
+        const removed = reclaim(topic, entry, (entry.segments[0]?.start ?? entry.end) + excess + Math.floor(capacity / 10));
         if (removed > 0) {
           metrics.visitLogDropped.inc({ topic, reason: 'retention' }, removed);
           void wrote(floorsDb.put(topic, entry.segments[0]?.start ?? entry.end), 'retention').catch(() => undefined);
@@ -230,10 +236,12 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       const concurrency = Math.max(1, Math.floor(asked));
       const entry = topicLog(topic);
       // A new group starts at the oldest stored message, as Kafka's `earliest` reset does.
-      if (!entry.groups.has(groupId)) {
-        entry.groups.set(groupId, lowWater(entry));
-        await wrote(groupsDb.put([topic, groupId], entry.groups.get(groupId)!), 'commit');
+      const oldest = entry.segments[0]?.start ?? entry.end;
+      if (!entry.groups.has(groupId) || entry.groups.get(groupId)! < oldest) {
+        entry.groups.set(groupId, oldest);
+        await wrote(groupsDb.put([topic, groupId], oldest), 'commit');
       }
+      entry.active.set(groupId, (entry.active.get(groupId) ?? 0) + 1);
       const read = reader(topic);
       const tracker = consumerTracker(groupId, topic);
       const handler = tracker.track(untracked);
@@ -328,6 +336,11 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       consumers.add(state);
       return {
         async stop() {
+          if (!state.stopped) {
+            const left = entry.active.get(groupId)! - 1;
+            if (left > 0) entry.active.set(groupId, left);
+            else entry.active.delete(groupId);
+          }
           state.stopped = true;
           tracker.status.running = false;
           wakeUp?.();

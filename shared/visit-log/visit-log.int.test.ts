@@ -227,6 +227,26 @@ describe('durable one-process visit log capacity', () => {
     }
   });
 
+  it('does not let a group no consumer of this process runs (a role switched off) refuse publishes: past capacity its oldest messages give way', async () => {
+    const metrics = createMetrics();
+    const log = durableLog(metrics, 3);
+    const received: number[] = [];
+    try {
+      const first = await log.consume({ groupId: 'off', topic: TOPICS.events, handler: async (messages) => void received.push(...numbers(messages)) });
+      await log.publish(TOPICS.events, [message('k', 1)]);
+      await waitFor(() => received.length === 1, 5_000);
+      await first.stop();
+      for (let n = 2; n <= 6; n++) await log.publish(TOPICS.events, [message('k', n)]);
+      expect((await metrics.visitLogDropped.get()).values).toEqual([{ labels: { topic: TOPICS.events, reason: 'retention' }, value: 2 }]);
+      const again = await log.consume({ groupId: 'off', topic: TOPICS.events, handler: async (messages) => void received.push(...numbers(messages)) });
+      await waitFor(() => received.length === 4, 5_000, { message: 'the messages kept' });
+      expect(received).toEqual([1, 4, 5, 6]);
+      await again.stop();
+    } finally {
+      await log.close();
+    }
+  });
+
   it('accepts messages again once a consumer has committed the backlog', async () => {
     const metrics = createMetrics();
     const log = durableLog(metrics, 2);
