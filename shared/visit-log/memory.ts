@@ -9,6 +9,12 @@ interface TopicLog {
   messages: LogMessage[];
   /** Committed offset of each consumer group. */
   groups: Map<string, number>;
+  /**
+   * Per consumer group, the end of the furthest batch handed to any of its consumers in this
+   * process: a batch starting before it is a redelivery (BatchControl.redelivered), also for a
+   * consumer started after one that stopped without committing.
+   */
+  handed: Map<string, number>;
   wake: Set<() => void>;
 }
 
@@ -33,7 +39,7 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = MEMORY_LOG_CAP
   const topicLog = (topic: Topic) => {
     let log = topics.get(topic);
     if (!log) {
-      log = { base: 0, messages: [], groups: new Map(), wake: new Set() };
+      log = { base: 0, messages: [], groups: new Map(), handed: new Map(), wake: new Set() };
       topics.set(topic, log);
     }
     return log;
@@ -82,8 +88,6 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = MEMORY_LOG_CAP
       const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
       const heartbeat = async () => undefined;
       const stopping = () => state.stopped;
-      /** The end of the furthest batch handed over: a batch starting before it is a redelivery. */
-      let handedUpTo = log.groups.get(groupId)!;
       let wakeUp: (() => void) | undefined;
       /** Resolves on the next publish, or after `timeoutMs` when given (the listener is then removed). */
       const waitForMessages = (timeoutMs?: number) =>
@@ -115,9 +119,10 @@ export function createMemoryVisitLog(metrics: Metrics, capacity = MEMORY_LOG_CAP
               const left = partial ? (partialSince ??= Date.now()) + maxWaitMs - Date.now() : 0;
               if (left <= 0) {
                 partialSince = undefined;
+                const handedUpTo = log.handed.get(groupId) ?? next;
                 const control = { heartbeat, stopping, redelivered: next < handedUpTo };
                 next += batch.length;
-                handedUpTo = Math.max(handedUpTo, next);
+                log.handed.set(groupId, Math.max(handedUpTo, next));
                 const handled = handler(batch, control).then(
                   () => true,
                   () => {
