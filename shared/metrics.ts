@@ -24,6 +24,7 @@ export interface Metrics {
   linkCache: Counter<'outcome'>;
   visitsEnriched: Counter<'kind'>;
   visitsInserted: Counter<string>;
+  visitsDeduplicated: Counter<string>;
   visitsDeadLettered: Counter<'reason'>;
   insertBatchSize: Histogram<string>;
   insertDuration: Histogram<string>;
@@ -141,7 +142,12 @@ export function createMetrics(): Metrics {
     }),
     visitsInserted: new Counter({
       name: 'visits_inserted_total',
-      help: 'Visit rows inserted into ClickHouse (a redelivered batch counts again; ClickHouse deduplicates it).',
+      help: 'Visit rows inserted into ClickHouse (a batch redelivered whole counts again; ClickHouse drops it by its deduplication token).',
+      registers: [registry],
+    }),
+    visitsDeduplicated: new Counter({
+      name: 'visits_deduplicated_total',
+      help: 'Visits of redelivered batches left out of the insert because they were already stored (or came twice in the batch).',
       registers: [registry],
     }),
     visitsDeadLettered: new Counter({

@@ -104,12 +104,15 @@ export function beaconStore(analytics: Analytics) {
  * that visit (kind `beacon`, enriched like any other, its `ip_public` the address the ingest node
  * saw); every message leaves the visit's beacon state — consent gating applied here again, so no
  * signal is stored without analytics consent and no LAN address without lan_ip consent — which is
- * merged into the visit row. Offsets are committed after the writes.
+ * merged into the visit row. Offsets are committed after the writes. A visit a redelivered batch
+ * started is inserted only if it is not stored yet (the rollups count each version-0 row); the
+ * states and merges are idempotent (a state's version is its time, a merge a newer version).
  */
 export async function startBeaconConsumer(
   context: Context,
   store: ReturnType<typeof beaconStore>,
-  enrichVisits: (visits: RawVisit[]) => Promise<void>,
+  /** Enriches and stores beacon-started visits; `redelivered` (BatchControl): those already stored are left out. */
+  enrichVisits: (visits: RawVisit[], redelivered: boolean) => Promise<void>,
   { ownerOf }: SubdomainOwners,
 ): Promise<Consumer> {
   const { visitLog, metrics } = context;
@@ -119,7 +122,7 @@ export async function startBeaconConsumer(
     topic: TOPICS.trackerRaw,
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
-    handler: async (messages) => {
+    handler: async (messages, { redelivered }) => {
       const beacons: BeaconMessage[] = [];
       const dead: DeadLetter[] = [];
       const ownVisits: RawVisit[] = [];
@@ -140,7 +143,7 @@ export async function startBeaconConsumer(
         }
         beacons.push(beacon);
       }
-      await enrichVisits(ownVisits);
+      await enrichVisits(ownVisits, redelivered);
       const states = latestStates(beacons);
       await store.saveStates(states);
       const merged = await store.mergeIntoVisits(states);

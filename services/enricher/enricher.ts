@@ -1,13 +1,13 @@
 import type { Context } from '../../shared/context.js';
 import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
+import type { BatchControl, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import { createEventBus, type EventDraft } from '../../shared/events/events.js';
 import { enrich, type Enrichment } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from '../../shared/geo.js';
-import { insertVisits } from './visit-writer.js';
+import { insertVisits, storedVisits } from './visit-writer.js';
 import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
 import { burstDetector } from './bursts.js';
@@ -40,6 +40,14 @@ interface Derived {
   burstsStarted: Map<number, BurstEvent>;
   /** People's visits of a link (neither bots, bursts nor attacks), in order: what `max_visits` counts. */
   people: RawVisit[];
+  /** The batch may have been handed to a handler before (BatchControl.redelivered): its stored visits are left out of the insert. */
+  redelivered: boolean;
+}
+
+/** A batch of messages as the visit log hands it over. */
+interface Delivery {
+  messages: LogMessage[];
+  redelivered: BatchControl['redelivered'];
 }
 
 /** A batch of `visits.raw` ready to be stored, with the messages that go to the dead-letter topic. */
@@ -60,6 +68,7 @@ const ENRICHER_CONCURRENCY = 2;
  */
 async function deriveAll(
   visits: RawVisit[],
+  redelivered: boolean,
   geo: Awaited<ReturnType<typeof openGeoLookup>>,
   salts: ReturnType<typeof saltBook>,
   uniques: ReturnType<typeof uniqueTracker>,
@@ -96,7 +105,37 @@ async function deriveAll(
   humans.forEach(({ enrichment }, index) => {
     if (first[index]) enrichment.is_unique = 1;
   });
-  return { visits, enrichments, times, burstsStarted, people: humans.map(({ visit }) => visit) };
+  return { visits, enrichments, times, burstsStarted, people: humans.map(({ visit }) => visit), redelivered };
+}
+
+/**
+ * The part of a redelivered batch to insert: its visits `visits` does not hold yet (and each once).
+ * A visit already stored is left out — the rollup views would count it again — and takes back what
+ * was stored of it (its kind, bot and unique judgement, its owner), so the events it raises again
+ * are those of the first time, with the same ids: a judgement that depends on what this process
+ * remembers (bursts, uniques) may come out otherwise after a restart. Changes `batch` in place.
+ */
+async function leaveOutStored(analytics: Context['analytics'], batch: Derived): Promise<{ visits: RawVisit[]; enrichments: Enrichment[]; skipped: number }> {
+  const stored = await storedVisits(analytics, batch.visits);
+  const visits: RawVisit[] = [];
+  const enrichments: Enrichment[] = [];
+  const inserted = new Set<string>();
+  batch.visits.forEach((visit, index) => {
+    const id = visit.visit_id.toLowerCase();
+    const row = stored.get(id);
+    if (row) {
+      const enrichment = batch.enrichments[index]!;
+      Object.assign(enrichment, { kind: row.kind, is_bot: row.is_bot, bot_name: row.bot_name, is_unique: row.is_unique });
+      // Only a visit stored as a burst can have started one (its event id is stable: raised again, it is the same event).
+      if (row.bot_name !== 'burst') batch.burstsStarted.delete(index);
+      if (row.owner_id !== visit.owner_id) batch.visits[index] = { ...visit, owner_id: row.owner_id };
+    } else if (!inserted.has(id)) {
+      inserted.add(id);
+      visits.push(visit);
+      enrichments.push(batch.enrichments[index]!);
+    }
+  });
+  return { visits, enrichments, skipped: batch.visits.length - visits.length };
 }
 
 /**
@@ -149,10 +188,24 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const owners = subdomainOwners(context);
 
   /** Enriches visits (and remembers their uniques, see deriveAll). */
-  const prepare = (visits: RawVisit[]) => deriveAll(visits, geo, salts, uniques, bursts);
-  /** Inserts an enriched batch (deduplicated by its token when redelivered) and counts it. */
-  const store = async ({ visits, enrichments }: Derived) => {
+  const prepare = (visits: RawVisit[], redelivered: boolean) => deriveAll(visits, redelivered, geo, salts, uniques, bursts);
+  /**
+   * Inserts an enriched batch and counts it. A redelivered batch first leaves out the visits already
+   * stored (one query; a batch handed over for the first time asks nothing): whatever its
+   * composition, a visit is inserted once, and counted once by the rollup views.
+   */
+  const store = async (batch: Derived) => {
+    let { visits, enrichments } = batch;
     if (visits.length === 0) return;
+    if (batch.redelivered) {
+      const fresh = await leaveOutStored(analytics, batch);
+      if (fresh.skipped > 0) {
+        metrics.visitsDeduplicated.inc(fresh.skipped);
+        context.log.info({ visits: visits.length, already_stored: fresh.skipped }, 'redelivered batch: visits already stored left out of the insert');
+      }
+      ({ visits, enrichments } = fresh);
+      if (visits.length === 0) return;
+    }
     const insertStarted = performance.now();
     await insertVisits(analytics, visits, (_visit, index) => enrichments[index]!);
     metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
@@ -163,43 +216,46 @@ export async function startEnricher(context: Context): Promise<Consumer> {
     kinds.forEach((count, kind) => metrics.visitsEnriched.inc({ kind }, count));
   };
 
+  /** The handler of visits.raw: prepare, store and finish (stages.ts), the next batch prepared while one is stored. */
+  const staged = orderedStages<Delivery, PreparedBatch>({
+    async prepare({ messages, redelivered }) {
+      const visits: RawVisit[] = [];
+      const dead: DeadLetter[] = [];
+      for (const [index, message] of messages.entries()) {
+        if (index % SLICE === SLICE - 1) await nextTurn();
+        const outcome = decodeVisit(message);
+        if (outcome.kind === 'ok') visits.push(outcome.visit);
+        else dead.push(outcome);
+      }
+      // Attack probes reach the edge on a subdomain but no link: their owner is found here, off the redirect path.
+      return { ...(await prepare(await owners.withOwners(visits), redelivered)), dead };
+    },
+    store,
+    async finish({ visits, enrichments, times, burstsStarted, people, dead }) {
+      // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
+      const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
+      if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
+      await deadLetter(context, dead);
+      // After the rows are stored; a failure here redelivers the batch, whose stored visits are then left out.
+      const limitEvents = await limits.check(people);
+      await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index))), ...limitEvents]);
+      limits.announced(limitEvents);
+    },
+    // The uniques remembered for a batch that is not stored are forgotten (all of them: they are read again).
+    failed: () => uniques.forget(),
+  });
+
   const consumer = await visitLog.consume({
     groupId: ENRICHER_GROUP,
     topic: TOPICS.visitsRaw,
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
     concurrency: ENRICHER_CONCURRENCY,
-    handler: orderedStages<LogMessage[], PreparedBatch>({
-      async prepare(messages) {
-        const visits: RawVisit[] = [];
-        const dead: DeadLetter[] = [];
-        for (const [index, message] of messages.entries()) {
-          if (index % SLICE === SLICE - 1) await nextTurn();
-          const outcome = decodeVisit(message);
-          if (outcome.kind === 'ok') visits.push(outcome.visit);
-          else dead.push(outcome);
-        }
-        // Attack probes reach the edge on a subdomain but no link: their owner is found here, off the redirect path.
-        return { ...(await prepare(await owners.withOwners(visits))), dead };
-      },
-      store,
-      async finish({ visits, enrichments, times, burstsStarted, people, dead }) {
-        // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
-        const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
-        if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
-        await deadLetter(context, dead);
-        // After the rows are stored; a failure here redelivers the batch, whose insert is deduplicated.
-        const limitEvents = await limits.check(people);
-        await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index))), ...limitEvents]);
-        limits.announced(limitEvents);
-      },
-      // The uniques remembered for a batch that is not stored are forgotten (all of them: they are read again).
-      failed: () => uniques.forget(),
-    }),
+    handler: (messages, control) => staged({ messages, redelivered: control.redelivered }),
   });
   // Beacon-started visits are never people's visits of a link: they remember no uniques, and a
   // failure has nothing to forget (forgetting would drop the visits batches' remembered uniques).
-  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits) => store(await prepare(visits)), owners);
+  const beaconConsumer = await startBeaconConsumer(context, beacons, async (visits, redelivered) => store(await prepare(visits, redelivered)), owners);
   return {
     async stop() {
       await Promise.all([consumer.stop(), beaconConsumer.stop()]);

@@ -16,6 +16,40 @@ export interface KafkaVisitLogOptions {
 }
 
 /**
+ * What may have been handed to a handler of each partition, to tell a batch's
+ * BatchControl.redelivered. Per partition since this member joined its group: the offset after the
+ * batch handed over last (`next`), and the offset below which messages may have been handed over
+ * before (`handed`). A batch is redelivered when it starts before `handed` or anywhere but `next`.
+ *
+ * - After joining, this member cannot know how far another member, or this process before a crash,
+ *   got without committing: up to the partition's high watermark at the first fetch (the fetch
+ *   comes after the join, so every message handed over before is below it). The batches up to it
+ *   are redelivered, not only the first one: the first may come cut shorter than the batch handed
+ *   over before the crash.
+ * - A redelivery after a failure may also come shorter than the first delivery: the batch after it
+ *   starts at its `next` and is still below `handed`.
+ */
+export function handedOffsets() {
+  const partitions = new Map<number, { next: bigint; handed: bigint }>();
+  const max = (a: bigint, b: bigint) => (a > b ? a : b);
+  return {
+    /** Records a batch (its first and last offsets, and the high watermark of its fetch) and says whether it is redelivered. */
+    handOver(partition: number, firstOffset: string, lastOffset: string, highWatermark: string): boolean {
+      const first = BigInt(firstOffset);
+      const next = BigInt(lastOffset) + 1n;
+      const known = partitions.get(partition);
+      const handed = known ? known.handed : max(BigInt(highWatermark), first);
+      partitions.set(partition, { next, handed: max(handed, next) });
+      return !known || first !== known.next || first < handed;
+    },
+    /** Forgets every partition (the group was joined again: partitions may have moved meanwhile). */
+    clear() {
+      partitions.clear();
+    },
+  };
+}
+
+/**
  * Kafka visit log through kafkajs: an idempotent, gzip-compressing producer; consumers that
  * resolve and commit offsets only after their batch handler succeeded, heartbeating meanwhile.
  */
@@ -138,14 +172,9 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
         // Batch by size or time: the broker holds a fetch until about a MiB is there or maxWaitMs passed.
         ...(maxWaitMs > 0 ? { minBytes: 1024 * 1024, maxWaitTimeInMs: maxWaitMs } : {}),
       });
-      /**
-       * Per partition, the offset after the last message this consumer handed over: a batch that does
-       * not start there is the first after taking the partition over (another member, or a crashed
-       * process, may have handled it without committing) or a redelivery after a failure.
-       */
-      const expected = new Map<number, string>();
-      // A rebalance may have lent a partition to another member in between: nothing is expected then.
-      consumer.on(consumer.events.GROUP_JOIN, () => expected.clear());
+      const handed = handedOffsets();
+      // A rebalance may have lent a partition to another member in between: nothing is known then.
+      consumer.on(consumer.events.GROUP_JOIN, () => handed.clear());
       await consumer.connect();
       await consumer.subscribe({ topic: name(topic), fromBeginning: true });
       await consumer.run({
@@ -157,8 +186,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;
             const slice = batch.messages.slice(start, start + maxBatch);
-            const redelivered = expected.get(batch.partition) !== slice[0]!.offset;
-            expected.set(batch.partition, String(BigInt(slice[slice.length - 1]!.offset) + 1n));
+            const redelivered = handed.handOver(batch.partition, slice[0]!.offset, slice[slice.length - 1]!.offset, batch.highWatermark);
             await handler(
               slice.map((message) => ({
                 key: message.key?.toString() ?? '',

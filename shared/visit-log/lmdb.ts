@@ -44,8 +44,15 @@ interface TopicLog {
   durable: number;
   /** Committed offset of each consumer group (every group the log has known). */
   groups: Map<string, number>;
-  /** Consumers of this process per group: only those hold messages back. */
+  /** Consumers of this process per group. */
   active: Map<string, number>;
+  /**
+   * Per group, the end of what may have been handed to a handler: the watermark found on disk at
+   * start (what a crashed process may have handed over), then raised by this process's consumers.
+   */
+  handed: Map<string, number>;
+  /** Per group, the watermark on disk: nothing beyond it is handed over before it is raised. */
+  reserved: Map<string, number>;
   wake: Set<() => void>;
 }
 
@@ -88,9 +95,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
   const floorsDb: Database<number, string> = env.openDB({ name: 'floors' });
 
   const topics = new Map<Topic, TopicLog>();
-  /** Watermarks read at start, per `topic\ngroup`. */
-  const reservedAtStart = new Map<string, number>();
-  for (const topic of TOPIC_NAMES) topics.set(topic, { segments: [], end: floorsDb.get(topic) ?? 0, durable: 0, groups: new Map(), active: new Map(), wake: new Set() });
+  for (const topic of TOPIC_NAMES) topics.set(topic, { segments: [], end: floorsDb.get(topic) ?? 0, durable: 0, groups: new Map(), active: new Map(), handed: new Map(), reserved: new Map(), wake: new Set() });
   for (const { key } of messagesDb.getRange()) {
     const [topic, start, count] = key;
     const entry = topics.get(topic as Topic);
@@ -104,7 +109,10 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
     if (key.length === 2) {
       entry.groups.set(String(key[1]), value);
       entry.end = Math.max(entry.end, value);
-    } else reservedAtStart.set(`${key[0]}\n${key[1]}`, value);
+    } else {
+      entry.reserved.set(String(key[1]), value);
+      entry.handed.set(String(key[1]), value);
+    }
   }
   for (const entry of topics.values()) entry.durable = entry.end;
 
@@ -249,16 +257,15 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       const heartbeat = async () => undefined;
       const stopping = () => state.stopped;
       /**
-       * Batches below the watermark may have been handed over before (by this process, or by one
-       * that died): they are flagged redelivered. The watermark is written ahead of what is handed
+       * Batches below what the group may have handed over (by any consumer of it in this process, or
+       * in one that died) are flagged redelivered. The watermark is written ahead of what is handed
        * over, RESERVE_BATCHES batches at a time, so a crash never hands over more than it says.
        */
-      let reserved = Math.max(entry.groups.get(groupId)!, reservedAtStart.get(`${topic}\n${groupId}`) ?? 0);
-      let handedUpTo = reserved;
       const reserve = async (upTo: number) => {
-        if (upTo <= reserved) return;
-        reserved = upTo + RESERVE_BATCHES * maxBatch;
+        if (upTo <= (entry.reserved.get(groupId) ?? 0)) return;
+        const reserved = upTo + RESERVE_BATCHES * maxBatch;
         await wrote(groupsDb.put([topic, groupId, 'reserved'], reserved), 'commit');
+        entry.reserved.set(groupId, Math.max(reserved, entry.reserved.get(groupId) ?? 0));
       };
       let wakeUp: (() => void) | undefined;
       const waitForMessages = (timeoutMs?: number) =>
@@ -292,9 +299,9 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
                   await sleep(retryDelayMs);
                   continue;
                 }
-                const control = { heartbeat, stopping, redelivered: next < handedUpTo };
+                const control = { heartbeat, stopping, redelivered: next < (entry.handed.get(groupId) ?? 0) };
                 next = batch.end;
-                handedUpTo = Math.max(handedUpTo, next);
+                entry.handed.set(groupId, Math.max(entry.handed.get(groupId) ?? 0, next));
                 const handled = handler(batch.messages, control).then(
                   () => true,
                   () => {

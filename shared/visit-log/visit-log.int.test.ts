@@ -128,6 +128,37 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     expect(new Set(numbers(delivered)).size).toBe(20);
   });
 
+  it('marks a batch redelivered after a handler failure as redelivered, and the next batch, handed over for the first time, not', async () => {
+    // Guards BatchControl.redelivered, on which the enricher's check for visits already stored hangs.
+    const run = uniqueName('redelivered');
+    const key = `${run}-link`;
+    const seen: { numbers: number[]; redelivered: boolean }[] = [];
+    let failed = false;
+    const consumer = await context.visitLog.consume({
+      groupId: uniqueName('group'),
+      topic: TOPICS.visitsRaw,
+      handler: async (messages, batch) => {
+        const mine = messages.filter((message) => message.key.startsWith(run));
+        if (mine.length === 0) return;
+        seen.push({ numbers: numbers(mine), redelivered: batch.redelivered });
+        if (!failed) {
+          failed = true;
+          throw new Error('simulated failure after the batch was handled');
+        }
+      },
+    });
+    consumers.push(consumer);
+    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 5).map((n) => message(key, n)));
+    await waitFor(() => seen.length >= 2, DEADLINE_MS, { message: 'the failed batch redelivered' });
+    // The batch handed over again is flagged (its first delivery may be flagged too on Kafka: the
+    // first batch after joining the group).
+    expect(seen[1]).toEqual({ numbers: range(0, 5), redelivered: true });
+    await context.visitLog.publish(TOPICS.visitsRaw, range(5, 8).map((n) => message(key, n)));
+    await waitFor(() => seen.length >= 3, DEADLINE_MS, { message: 'the next batch' });
+    expect(seen[2]).toEqual({ numbers: range(5, 8), redelivered: false });
+    expect(seen).toHaveLength(3);
+  });
+
   it('gives each consumer group every message', async () => {
     const run = uniqueName('groups');
     const keys = [`${run}-a`, `${run}-b`, `${run}-c`];
@@ -264,6 +295,45 @@ describe('durable one-process visit log capacity', () => {
       await waitFor(() => received.length === 4, 5_000, { message: 'the new messages' });
       expect(received).toEqual([1, 2, 3, 4]);
       await consumer.stop();
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('marks the batches a stopped consumer of the group was handed and did not commit as redelivered for the next consumer of the group', async () => {
+    // Guards the in-process flag across consumers: it was kept per consumer, so a consumer started
+    // after one that failed and stopped took the uncommitted batch for a first delivery.
+    const log = durableLog(createMetrics(), 100, 20);
+    const calls: { numbers: number[]; redelivered: boolean }[] = [];
+    try {
+      await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
+      const first = await log.consume({
+        groupId: 'g',
+        topic: TOPICS.visitsRaw,
+        handler: async (messages, batch) => {
+          calls.push({ numbers: numbers(messages), redelivered: batch.redelivered });
+          throw new Error('simulated failure after the insert');
+        },
+      });
+      await waitFor(() => calls.length >= 1, 5_000, { message: 'the first delivery' });
+      await first.stop();
+      const handedBefore = calls.length;
+      await log.publish(TOPICS.visitsRaw, [message('k', 3)]);
+      const second = await log.consume({
+        groupId: 'g',
+        topic: TOPICS.visitsRaw,
+        maxBatch: 1,
+        handler: async (messages, batch) => void calls.push({ numbers: numbers(messages), redelivered: batch.redelivered }),
+      });
+      await waitFor(() => calls.length >= handedBefore + 3, 5_000, { message: 'the three messages' });
+      expect(calls[0]).toEqual({ numbers: [1, 2], redelivered: false });
+      // Composed otherwise (one message a batch): the two handed over before are flagged, the new one not.
+      expect(calls.slice(handedBefore)).toEqual([
+        { numbers: [1], redelivered: true },
+        { numbers: [2], redelivered: true },
+        { numbers: [3], redelivered: false },
+      ]);
+      await second.stop();
     } finally {
       await log.close();
     }
