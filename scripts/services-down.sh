@@ -2,6 +2,7 @@
 # Stop the PostgreSQL, Redis and Kafka started by scripts/services-up.sh.
 #   bash scripts/services-down.sh           # stop, keep data in $SERVICES_DIR
 #   bash scripts/services-down.sh --purge   # stop and delete $SERVICES_DIR
+#   bash scripts/services-down.sh --only kafka [--only redis|postgres]   # stop some (fault tests)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -12,16 +13,26 @@ log() { echo "services: $*" >&2; }
 die() { echo "services: ERROR: $*" >&2; exit 1; }
 
 purge=0
-for arg in "$@"; do
-  case $arg in
+only=()
+while [ "$#" -gt 0 ]; do
+  case $1 in
     --purge) purge=1 ;;
+    --only)
+      case ${2:-} in
+        kafka | redis | postgres) only+=("$2") ;;
+        *) die "--only takes kafka, redis or postgres" ;;
+      esac
+      shift
+      ;;
     -h | --help)
-      sed -n '2,4p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
-    *) die "unknown argument: $arg (usage: services-down.sh [--purge])" ;;
+    *) die "unknown argument: $1 (usage: services-down.sh [--purge] [--only kafka|redis|postgres]...)" ;;
   esac
+  shift
 done
+if [ "$purge" = 1 ] && [ "${#only[@]}" -gt 0 ]; then die "--purge stops everything: not with --only"; fi
 
 if [ ! -d "$SERVICES_DIR" ]; then
   log "nothing to stop ($SERVICES_DIR does not exist)"
@@ -120,6 +131,17 @@ stop_pg() {
   if kill -0 "$pid" 2>/dev/null; then die "postgres: could not stop pid $pid"; fi
   log "postgres: stopped"
 }
+
+if [ "${#only[@]}" -gt 0 ]; then
+  for name in "${only[@]}"; do
+    case $name in
+      kafka) stop_kafka ;;
+      redis) stop_redis ;;
+      postgres) stop_pg ;;
+    esac
+  done
+  exit 0
+fi
 
 stop_kafka
 stop_redis

@@ -10,7 +10,12 @@
 # Settings (environment): SERVICES_DIR (default <repo>/.services), PG_PORT (55432),
 # REDIS_PORT (56379), KAFKA_PORT (59092), KAFKA_CONTROLLER_PORT (59093),
 # SERVICES_TIMEOUT (readiness timeout per service, seconds, default 90),
-# KAFKA_HEAP_OPTS (default "-Xmx512m -Xms256m"), PG_BIN (PostgreSQL server bin dir).
+# KAFKA_HEAP_OPTS (default "-Xmx512m -Xms256m"), PG_BIN (PostgreSQL server bin dir),
+# KAFKA_LIBS (folder of the broker's jars, default $SERVICES_DIR/kafka/libs: a second set of
+# services, such as the fault tests', can share the jars another set fetched).
+# REDIS_APPENDONLY=yes (default no): Redis keeps an append-only file (fsync every second), as a
+# production Redis under BullMQ must, so that a Redis restarted keeps its queued jobs.
+# Run again, it starts whatever of the three is not running (how the fault tests restart one).
 # Missing software (postgresql, redis-server, a JRE, maven) is installed with apt-get (root).
 set -euo pipefail
 
@@ -255,7 +260,7 @@ else
   rm -f "$REDIS_PID"
   log "redis: starting on $HOST:$REDIS_PORT"
   (cd "$REDIS_DIR" && setsid redis-server --bind "$HOST" --port "$REDIS_PORT" --protected-mode yes \
-    --daemonize yes --save "" --appendonly no --dir "$REDIS_DIR" \
+    --daemonize yes --save "" --appendonly "${REDIS_APPENDONLY:-no}" --appendfsync everysec --dir "$REDIS_DIR" \
     --pidfile "$REDIS_PID" --logfile "$REDIS_LOG") ||
     { show_log "$REDIS_LOG"; die "redis-server failed to start"; }
 fi
@@ -273,7 +278,7 @@ log "redis: ready"
 # Kafka (KRaft, combined broker + controller, node 1)
 # ---------------------------------------------------------------------------
 KAFKA_DIR=$SERVICES_DIR/kafka
-KAFKA_LIBS=$KAFKA_DIR/libs
+KAFKA_LIBS=${KAFKA_LIBS:-$KAFKA_DIR/libs}
 KAFKA_DATA=$KAFKA_DIR/data
 KAFKA_PID=$KAFKA_DIR/kafka.pid
 KAFKA_LOG=$KAFKA_DIR/kafka.log

@@ -30,7 +30,7 @@ import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { registerDashboard } from './dashboard/dashboard.js';
 import { publicPages } from '../public-page/public-page.js';
 import { shortHostMatcher } from '../../shared/links/hosts.js';
-import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, responseObserver } from '../../shared/http/fastify-base.js';
 
 export interface AppOptions {
   /** Extra route declarations (tests use this to reach failure paths no public route has). */
@@ -68,6 +68,7 @@ function hostServer(listener: RequestListener, options: FastifyServerOptions) {
 export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
   const { config, log, metrics } = context;
   const errorOptions = errorOptionsOf(config);
+  const dependencyPorts = dependencyPortsOf(config);
   const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
   // Independent start-up reads: the abuse guard, and the time zones reports offer (ClickHouse).
   const [abuse, zones] = await Promise.all([createAbuseGuard(context), reportZonesOf(context)]);
@@ -121,9 +122,10 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
     // the not-found handler runs: the route does not exist, so that is the answer.
     if (!request.routeOptions.config.routeDef) return sendError(request, reply, routeMiss(request), errorOptions);
-    const { appError, unexpected } = toAppError(error);
+    const { appError, unexpected } = toAppError(error, dependencyPorts);
     if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
     else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
+    else if (appError.cause && appError.status === 503) log.warn({ err: appError.cause, request_id: request.id, down: appError.details.down }, 'dependency unavailable');
     else log.debug({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request refused');
     if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef.bucket, { rules: config.rateLimits, metrics });
     return sendError(request, reply, appError, errorOptions);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { decodeVisit } from './enricher.js';
 import { enrich } from './enrich.js';
-import { encodeVisits, toVisitRow as visitRowOf } from './visit-writer.js';
+import { encodeVisits, toVisitRow as visitRowOf, VISIT_ROW_COLUMNS } from './visit-writer.js';
 
 /** The row of a visit enriched without geolocation (no address is known). */
 const toVisitRow = (visit: RawVisit) => visitRowOf(visit, enrich(visit, { lookup: () => undefined }));
@@ -149,6 +149,11 @@ const raw = (overrides: Partial<RawVisit> = {}): RawVisit => ({
 });
 
 describe('toVisitRow', () => {
+  it('names the columns VISIT_ROW_COLUMNS lists, in its order (what inserts and blocks inserted again name)', () => {
+    expect(Object.keys(toVisitRow(raw()))).toEqual([...VISIT_ROW_COLUMNS]);
+    expect(encodeVisits([raw()], (visit) => enrich(visit, { lookup: () => undefined })).columns).toEqual([...VISIT_ROW_COLUMNS]);
+  });
+
   it('copies the fields of the raw visit and writes the time as ClickHouse UTC text', () => {
     expect(toVisitRow(raw())).toMatchObject({
       visit_id: VISIT_ID,

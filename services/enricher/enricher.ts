@@ -7,7 +7,7 @@ import { enrich, type Enrichment } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from '../../shared/geo.js';
-import { insertVisits, storedVisits } from './visit-writer.js';
+import { insertVisits, reinsertStoredBlocks, storedVisits, type StoredVisit } from './visit-writer.js';
 import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
 import { burstDetector } from './bursts.js';
@@ -115,7 +115,10 @@ async function deriveAll(
  * are those of the first time, with the same ids: a judgement that depends on what this process
  * remembers (bursts, uniques) may come out otherwise after a restart. Changes `batch` in place.
  */
-async function leaveOutStored(analytics: Context['analytics'], batch: Derived): Promise<{ visits: RawVisit[]; enrichments: Enrichment[]; skipped: number }> {
+async function leaveOutStored(
+  analytics: Context['analytics'],
+  batch: Derived,
+): Promise<{ visits: RawVisit[]; enrichments: Enrichment[]; skipped: number; stored: Iterable<StoredVisit> }> {
   const stored = await storedVisits(analytics, batch.visits);
   const visits: RawVisit[] = [];
   const enrichments: Enrichment[] = [];
@@ -135,7 +138,7 @@ async function leaveOutStored(analytics: Context['analytics'], batch: Derived): 
       enrichments.push(batch.enrichments[index]!);
     }
   });
-  return { visits, enrichments, skipped: batch.visits.length - visits.length };
+  return { visits, enrichments, skipped: batch.visits.length - visits.length, stored: stored.values() };
 }
 
 /**
@@ -201,7 +204,9 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       const fresh = await leaveOutStored(analytics, batch);
       if (fresh.skipped > 0) {
         metrics.visitsDeduplicated.inc(fresh.skipped);
-        context.log.info({ visits: visits.length, already_stored: fresh.skipped }, 'redelivered batch: visits already stored left out of the insert');
+        // The inserts that stored them may have been cut before every rollup view counted them: inserted again as they were, views that have them drop them.
+        const blocks = await reinsertStoredBlocks(analytics, fresh.stored, batch.visits);
+        context.log.info({ visits: visits.length, already_stored: fresh.skipped, blocks_inserted_again: blocks }, 'redelivered batch: visits already stored left out of the insert, their blocks inserted again for the views');
       }
       ({ visits, enrichments } = fresh);
       if (visits.length === 0) return;

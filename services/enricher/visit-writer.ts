@@ -40,6 +40,18 @@ function hostOf(referrer: string): string {
 }
 
 /**
+ * The columns of a row of toVisitRow, in its order: what an insert into `visits` names. A block
+ * inserted again (reinsertStoredBlocks) names the same, and every other column takes its default,
+ * `version` 0 among them (the rollups count version-0 rows). visit-writer.test.ts holds the two equal.
+ */
+export const VISIT_ROW_COLUMNS = [
+  'visit_id', 'ts', 'kind', 'owner_id', 'subdomain', 'link_id', 'slug', 'ip_public', 'user_agent', 'referrer', 'referrer_host',
+  'accept_language', 'query', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'country', 'region', 'city',
+  'latitude', 'longitude', 'browser', 'browser_version', 'os', 'os_version', 'device_type', 'is_bot', 'bot_name', 'is_attack',
+  'attack_type', 'visitor_hash', 'is_unique',
+] as const;
+
+/**
  * The row of the `visits` table for one raw visit and what enrichment derived from it. One object
  * literal: every row has the same columns in the same order (its values are the compact row).
  */
@@ -99,10 +111,8 @@ export function encodeVisits(visits: RawVisit[], enrichmentOf: (visit: RawVisit,
   if (visits.length === 0) throw new RangeError('a batch for visits holds at least one visit');
   let body = Buffer.allocUnsafe(visits.length * 1024);
   let length = 0;
-  let columns: string[] = [];
   visits.forEach((visit, index) => {
     const row = toVisitRow(visit, enrichmentOf(visit, index));
-    if (index === 0) columns = Object.keys(row);
     const line = JSON.stringify(Object.values(row));
     const needed = length + 1 + line.length * 3;
     if (needed > body.length) {
@@ -115,7 +125,7 @@ export function encodeVisits(visits: RawVisit[], enrichmentOf: (visit: RawVisit,
   });
   return {
     table: 'visits',
-    columns: columns as [string, ...string[]],
+    columns: [...VISIT_ROW_COLUMNS],
     body: body.subarray(0, length),
     settings: deduplicatedBy(batchToken(visits.map((visit) => visit.visit_id))),
   };
@@ -135,10 +145,12 @@ export interface StoredVisit {
   bot_name: string;
   is_unique: number;
   owner_id: string;
+  /** The deduplication token of the insert that stored it ('' for rows stored before migration 0006). */
+  insert_token: string;
 }
 
 /** The query of storedVisits (exported for the test that a first delivery never sends it). */
-export const STORED_VISITS_QUERY = `SELECT visit_id, kind, is_bot, bot_name, is_unique, owner_id FROM visits
+export const STORED_VISITS_QUERY = `SELECT visit_id, kind, is_bot, bot_name, is_unique, owner_id, insert_token FROM visits
   WHERE ts BETWEEN {from:DateTime64(3, 'UTC')} AND {to:DateTime64(3, 'UTC')} AND visit_id IN {ids:Array(UUID)}
   LIMIT 1 BY visit_id`;
 
@@ -174,4 +186,45 @@ export async function storedVisits(analytics: Analytics, visits: RawVisit[]): Pr
     },
   );
   return new Map(rows.map((row) => [row.visit_id, row]));
+}
+
+
+/** The rows `visits` holds of the inserts with these tokens, within the time range (a day of slack), as encodeVisits wrote them. */
+const BLOCK_ROWS_QUERY = (columns: string) => `SELECT ${columns} FROM visits
+  WHERE ts BETWEEN {from:DateTime64(3, 'UTC')} AND {to:DateTime64(3, 'UTC')} AND insert_token = {token:String}
+  LIMIT 1 BY visit_id`;
+
+/**
+ * Inserts again, as they were and with their own tokens, the blocks that stored some visits of a
+ * redelivered batch (0006_visits_insert_token.sql). An insert cut between `visits` and its views (a
+ * crash of the process running chDB, or a view's write failing) left visits that a rollup never
+ * counted; inserted again with the same token, `visits` and every view holding the block drop it,
+ * and a view that missed it takes it. Blocks read back from `visits` (any version of each visit:
+ * the columns the views read are the same in each), so the block is whole even when the batch
+ * holds only part of it. Returns the blocks inserted again.
+ */
+export async function reinsertStoredBlocks(analytics: Analytics, stored: Iterable<StoredVisit>, visits: RawVisit[]): Promise<number> {
+  const tokens = new Set<string>();
+  for (const row of stored) if (row.insert_token) tokens.add(row.insert_token);
+  if (tokens.size === 0) return 0;
+  const columns = [...VISIT_ROW_COLUMNS] as [string, ...string[]];
+  let from = Infinity;
+  let to = -Infinity;
+  for (const visit of visits) {
+    const time = Date.parse(visit.ts);
+    if (time < from) from = time;
+    if (time > to) to = time;
+  }
+  const day = 86_400_000;
+  for (const token of tokens) {
+    const result = await analytics.client.query({
+      query: BLOCK_ROWS_QUERY(columns.join(', ')),
+      query_params: { from: toClickHouseTime(from - day), to: toClickHouseTime(to + day), token },
+      format: 'JSONCompactEachRow',
+    });
+    const body = Buffer.from(await result.text());
+    if (body.length === 0) continue;
+    await analytics.insertEncoded({ table: 'visits', columns, body, settings: deduplicatedBy(token) });
+  }
+  return tokens.size;
 }

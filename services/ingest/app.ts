@@ -3,7 +3,7 @@ import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
-import { baseFastifyOptions, envelopeRequestHook, errorOptionsOf, localized, responseObserver } from '../../shared/http/fastify-base.js';
+import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, localized, responseObserver } from '../../shared/http/fastify-base.js';
 import { accountRefusal } from '../../shared/http/rate-limit.js';
 import { createMethodIndex, registerRoutes, routeMissError, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
@@ -39,6 +39,7 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
   const { limiter } = registrar;
   const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
+  const dependencyPorts = dependencyPortsOf(config);
   const app = Fastify(baseFastifyOptions(context));
   // Independent start-up reads: the link cache's warm-up and the beacon's consent key.
   const [links, key] = await Promise.all([createLinkCache(context), consentKey(context.db.db, config.tracker.secret)]);
@@ -58,8 +59,9 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
     // the not-found handler runs: the route does not exist, so that is the answer.
     const { routeDef, routeLabel } = request.routeOptions.config;
     if (!routeDef && !routeLabel) return sendError(localized(request), reply, routeMiss(request), errorOptions);
-    const { appError, unexpected } = toAppError(error);
+    const { appError, unexpected } = toAppError(error, dependencyPorts);
     if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
+    else if (appError.cause && appError.status === 503) log.warn({ err: appError.cause, request_id: request.id, down: appError.details.down }, 'dependency unavailable');
     if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef?.bucket, { rules: config.rateLimits, metrics: context.metrics });
     return sendError(localized(request), reply, appError, errorOptions);
   });

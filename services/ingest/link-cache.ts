@@ -8,6 +8,8 @@ import { linksRepository } from '../api/links/links.repository.js';
 const FRESH_MS = 60_000;
 /** How long "no such link" is remembered: a new link is announced by a notice anyway. */
 const NEGATIVE_MS = 5_000;
+/** After a failed re-read (Postgres unreachable), how long the entry is served as it was before the next try. */
+const REFRESH_RETRY_MS = 5_000;
 /** Most links read (newest first, one query) to warm the cache at start. */
 const WARM_MAX = 100_000;
 
@@ -42,6 +44,8 @@ export async function createLinkCache(context: Context): Promise<LinkCache> {
     ttl: FRESH_MS,
     allowStale: true,
     noDeleteOnStaleGet: true,
+    // A re-read that fails (Postgres down) keeps the entry: cached links keep redirecting through an outage.
+    noDeleteOnFetchRejection: true,
     fetchMethod: async (key, _stale, { signal, options }) => {
       const slash = key.indexOf('/');
       const row = await links.findLiveBySlug(key.slice(0, slash), key.slice(slash + 1));
@@ -85,7 +89,14 @@ export async function createLinkCache(context: Context): Promise<LinkCache> {
       if (held !== undefined) {
         (held.link ? hits : negatives).inc();
         // Stale entries are served and refreshed behind the answer.
-        if (cache.getRemainingTTL(key) <= 0) void cache.fetch(key).catch((error: unknown) => log.warn({ err: error, key }, 'link refresh failed'));
+        if (cache.getRemainingTTL(key) <= 0) {
+          void cache.fetch(key).catch((error: unknown) => {
+            // Served as it was, and tried again in REFRESH_RETRY_MS rather than on every redirect meanwhile.
+            const now = cache.peek(key, { allowStale: true });
+            if (!now || now.version <= held.version) cache.set(key, held, { ttl: REFRESH_RETRY_MS });
+            log.warn({ err: error, key, retry_ms: REFRESH_RETRY_MS }, 'link refresh failed: the cached link is served meanwhile');
+          });
+        }
         return held.link;
       }
       misses.inc();

@@ -6,10 +6,26 @@ import { AppError, ERROR_DOCS_PATH } from '../errors.js';
 import { t, translateRules, type Locale } from '../i18n/index.js';
 import { buildMeta, failure } from './envelope.js';
 import { API_SECURITY_HEADERS, htmlSecurityHeaders } from './security-headers.js';
+import { unavailableDependency, type UnavailableDependency } from '../unavailable.js';
 
-/** Turns anything thrown into an AppError; unexpected failures become internal_error. */
-export function toAppError(error: unknown): { appError: AppError; unexpected: boolean } {
+/**
+ * Turns anything thrown into an AppError: a dependency that cannot be reached becomes 503
+ * service_unavailable naming it (`ports` attributes bare connection errors: dependencyPorts);
+ * other unexpected failures become internal_error.
+ */
+export function toAppError(error: unknown, ports?: ReadonlyMap<number, UnavailableDependency>): { appError: AppError; unexpected: boolean } {
   if (error instanceof AppError) return { appError: error, unexpected: false };
+  const dependency = unavailableDependency(error, ports);
+  if (dependency) {
+    return {
+      appError: new AppError('service_unavailable', { down: [dependency], retry: 'the request changed nothing; retry it once the dependency is back' }, {
+        messageKey: 'error.service_unavailable.dependency',
+        params: { names: dependency },
+        cause: error,
+      }),
+      unexpected: false,
+    };
+  }
   const fastifyError = error as Partial<FastifyError> & { status?: number };
   const status = fastifyError.statusCode ?? fastifyError.status;
   switch (fastifyError.code) {

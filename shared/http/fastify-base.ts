@@ -10,6 +10,7 @@ import { counterChildren, histogramChildren } from '../metrics.js';
 import { buildMeta, failure } from './envelope.js';
 import { sendError, toAppError } from './error-response.js';
 import { API_SECURITY_HEADER_LIST } from './security-headers.js';
+import { dependencyPorts } from '../unavailable.js';
 
 /** A well-formed incoming X-Request-Id is kept; anything else is replaced by a fresh UUIDv7. */
 const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
@@ -40,6 +41,16 @@ export function clientAddressOf(trustProxy: string[]): (request: IncomingMessage
 /** How error answers are rendered: exception detail only when asked for (DEBUG=1, NODE_ENV=development), the home link. */
 export function errorOptionsOf(config: Context['config']) {
   return { showDetail: config.errorDetail, homeUrl: config.publicUrl + '/api/v1/' };
+}
+
+/** The configured servers' ports, to name the dependency of a connection error (a 503 says which is down). */
+export function dependencyPortsOf(config: Context['config']) {
+  return dependencyPorts({
+    database: config.database.kind === 'postgres' ? config.database.url : undefined,
+    analytics: config.analytics.kind === 'clickhouse' ? config.analytics.url : undefined,
+    cache: config.redisUrl,
+    visit_log: config.visitLog.kind === 'kafka' ? config.visitLog.brokers : undefined,
+  });
 }
 
 /** The Fastify options every HTTP app of the platform shares (the API and the ingest edge). */

@@ -8,7 +8,7 @@ import type { RateLimiter } from '../../../shared/http/rate-limit.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { DEFAULT_LOCALE, LOCALES, LOCALE_CODES, t } from '../../../shared/i18n/index.js';
 import { VERSION } from '../../../shared/version.js';
-import { consumerReport, probeDependencies } from './health.js';
+import { assessHealth, consumerReport, probeDependencies } from './health.js';
 
 const tags = ['discovery'];
 
@@ -24,7 +24,9 @@ const CheckSchema = z.object({
 
 const HealthSchema = z
   .object({
-    status: z.literal('ok'),
+    status: z.enum(['ok', 'degraded']).meta({
+      description: '`ok`: every dependency answers and every consumer keeps up. `degraded`: a dependency that no role of this process needs to do its work is down, or a consumer is failing its batches (they are redelivered); `degraded` says what and what it means.',
+    }),
     version: z.string(),
     uptime_s: z.number().int().min(0),
     roles: z.array(z.string()),
@@ -41,6 +43,9 @@ const HealthSchema = z
         }),
       )
       .meta({ description: 'The visit-log consumers of this process (enricher role: visits.raw and tracker.raw); empty for other roles.' }),
+    degraded: z
+      .array(z.object({ component: z.string(), effect: z.string() }))
+      .meta({ description: 'What is degraded while a fault lasts: each dependency down and each failing consumer, with what it means for redirects, the API and the pipeline. Empty when `status` is `ok`.' }),
   })
   .meta({ id: 'Health' });
 
@@ -151,19 +156,21 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
       method: 'GET',
       path: '/api/v1/health',
       summary: 'Liveness plus a probe of each configured dependency with its latency',
-      description: 'Answers 503 `service_unavailable` with the same checks in `error.details.checks` when any dependency is down. Not rate-limited, for load balancers.',
+      description:
+        'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and visit log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and buffers visits. Any other dependency down, or a consumer failing its batches, answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
       tags,
       auth: { kind: 'none' },
       bucket: null,
       response: HealthSchema,
       handler: async () => {
         const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
-        const down = Object.entries(checks).filter(([, check]) => check.status === 'down').map(([name]) => name);
-        if (down.length > 0) {
-          throw new AppError('service_unavailable', { checks, down }, { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } });
+        const { down, critical, degraded } = assessHealth(config.roles, checks, consumers);
+        if (critical) {
+          throw new AppError('service_unavailable', { checks, down, degraded }, { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } });
         }
         return {
-          status: 'ok' as const,
+          status: degraded.length > 0 ? ('degraded' as const) : ('ok' as const),
+          degraded,
           version: VERSION,
           uptime_s: Math.floor((Date.now() - context.startedAt.getTime()) / 1000),
           roles: config.roles,

@@ -1,3 +1,4 @@
+import type { Role } from '../../../shared/config.js';
 import { DEPENDENCIES, dependencyKinds, type Context, type Dependency } from '../../../shared/context.js';
 import type { ConsumerStatus } from '../../../shared/visit-log/visit-log.js';
 
@@ -54,4 +55,47 @@ export async function probeDependencies(context: Context): Promise<Record<Depend
   };
   const results = await Promise.all(DEPENDENCIES.map((name) => probe(name, pings[name], kinds[name])));
   return Object.fromEntries(DEPENDENCIES.map((name, index) => [name, results[index]!])) as Record<Dependency, Check>;
+}
+
+/**
+ * What each role cannot do its work without. Down, the process answers 503 (it cannot serve what it
+ * is there for); any other dependency down, or a consumer failing its batches, answers 200 with
+ * `status: "degraded"`: an ingest node whose Kafka is down still answers every redirect (visits wait
+ * in its buffer), so a load balancer must keep sending it traffic.
+ */
+export const CRITICAL_DEPENDENCIES: Record<Role, readonly Dependency[]> = {
+  api: ['database'],
+  ingest: [],
+  enricher: ['database', 'analytics', 'visit_log'],
+  worker: ['database', 'jobs'],
+};
+
+/** What a dependency being down means for the platform while it lasts (health's `degraded[].effect`). */
+const EFFECTS: Record<Dependency, string> = {
+  database: 'API requests answer 503 service_unavailable; redirects of links in the edge cache keep answering; the enricher and the webhook worker wait (nothing is consumed, nothing lost)',
+  analytics: 'statistics, visit lists and exports answer 503; visits wait in the visit log and are stored once it is back',
+  visit_log: 'redirects keep answering; visits wait in the edge buffer (VISIT_BUFFER_SIZE) and are published once it is back; past the buffer, visits are counted in visits_dropped_total',
+  jobs: 'webhook deliveries wait: their events stay in the events topic until jobs can be queued again',
+  cache: 'rate limits count per process and fail open; link-change notices to other nodes wait (their link caches expire on their own)',
+};
+
+export interface Degradation {
+  component: string;
+  effect: string;
+}
+
+/** The degradations the checks and the consumers show, and whether a role of this process cannot work. */
+export function assessHealth(roles: readonly Role[], checks: Record<Dependency, Check>, consumers: ConsumerStatus[]): { down: Dependency[]; critical: boolean; degraded: Degradation[] } {
+  const down = DEPENDENCIES.filter((name) => checks[name].status === 'down');
+  const critical = down.some((name) => roles.some((role) => CRITICAL_DEPENDENCIES[role].includes(name)));
+  const degraded: Degradation[] = down.map((name) => ({ component: name, effect: EFFECTS[name] }));
+  for (const consumer of consumers) {
+    if (consumer.last_error !== null) {
+      degraded.push({
+        component: `consumer ${consumer.group} (${consumer.topic})`,
+        effect: `batches fail and are redelivered, nothing committed past them: ${consumer.last_error}`,
+      });
+    }
+  }
+  return { down, critical, degraded };
 }

@@ -1,0 +1,300 @@
+// Fault injection in the distributed pipeline, N in = N out (issue 24). The services run only: a
+// private PostgreSQL, Redis (with its append-only file, as production runs it under BullMQ) and
+// Kafka broker, started by scripts/services-up.sh for this file alone, so that stopping one never
+// disturbs the other test files. Two processes of the platform, driven over HTTP as in production:
+//   edge: SERVICE_ROLES=ingest (redirects), its own DATA_DIR;
+//   core: SERVICE_ROLES=api,enricher,worker (chDB under its DATA_DIR), a webhook on `visit.new`.
+// Each test sends redirects while a fault happens, then asserts the exact stored count (the visit
+// rows and the rollups), no duplicates, and the `visit.new` webhooks received, and prints a
+// `FAULT_ROW {…}` line: the README's table of faults comes from these runs.
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../shared/paths.js';
+import { SERVICES_MODE } from '../shared/testing/context.js';
+import { waitFor } from '../shared/testing/wait.js';
+import {
+  ADMIN,
+  client,
+  faultRow,
+  freePort,
+  health,
+  killAll,
+  load,
+  metricSum,
+  seed,
+  settledCounts,
+  startProcess,
+  startReceiver,
+  waitHealthy,
+  type Receiver,
+  type Seeded,
+  type Started,
+} from './support/platform-process.js';
+
+const run = promisify(execFile);
+
+/** The redirects' pace: enough to keep batches in hand at every moment, few enough that every webhook arrives within the test. */
+const RATE = 1_000;
+const CONNECTIONS = 8;
+
+const dirs: string[] = [];
+const tempDir = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
+
+/** This file's own services: their folder, ports and the environment services-up.sh wrote. */
+let services: { env: Record<string, string>; script: Record<string, string> };
+
+/** Runs scripts/services-up.sh (starts whatever of the three is not running) or services-down.sh --only <name>. */
+async function servicesScript(script: 'services-up.sh' | 'services-down.sh', ...args: string[]): Promise<void> {
+  await run('bash', [join(PROJECT_ROOT, 'scripts', script), ...args], { env: { ...process.env, ...services.script }, timeout: 120_000 });
+}
+const stopService = (name: 'kafka' | 'redis' | 'postgres') => servicesScript('services-down.sh', '--only', name);
+const startServices = () => servicesScript('services-up.sh');
+
+beforeAll(async () => {
+  if (!SERVICES_MODE) return;
+  const [pg, redis, kafka, controller] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const dir = tempDir('linktrack-faults-services-');
+  // PostgreSQL runs as its own OS user when the tests run as root: it must reach its folder inside.
+  chmodSync(dir, 0o755);
+  // The jars the suite's own services fetched (CI: .services-ci; a developer: .services), when there.
+  const mainServices = process.env.SERVICES_DIR ?? join(PROJECT_ROOT, '.services');
+  services = {
+    env: {},
+    script: {
+      SERVICES_DIR: dir,
+      PG_PORT: String(pg),
+      REDIS_PORT: String(redis),
+      KAFKA_PORT: String(kafka),
+      KAFKA_CONTROLLER_PORT: String(controller),
+      KAFKA_LIBS: join(mainServices, 'kafka', 'libs'),
+      REDIS_APPENDONLY: 'yes',
+      KAFKA_HEAP_OPTS: '-Xmx384m -Xms128m',
+    },
+  };
+  await startServices();
+  for (const line of readFileSync(join(dir, 'env'), 'utf8').split('\n')) {
+    const match = /^export (\w+)=(.*)$/.exec(line);
+    if (match) services.env[match[1]!] = match[2]!;
+  }
+}, 240_000);
+
+afterEach(killAll);
+afterAll(async () => {
+  if (SERVICES_MODE && services) await servicesScript('services-down.sh', '--purge').catch(() => undefined);
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Pair {
+  edge: Started;
+  core: Started;
+  coreEnv: Record<string, string>;
+  seeded: Seeded;
+  receiver: Receiver;
+  path: string;
+}
+
+let pairs = 0;
+
+/** Starts the edge and the core on this file's services (topics and queues of their own), seeds an owner with a link and a webhook. */
+async function startPair(edgeOverrides: Record<string, string> = {}): Promise<Pair> {
+  pairs++;
+  const receiver = await startReceiver();
+  const common = {
+    ...services.env,
+    CLICKHOUSE_URL: '',
+    SECRETS_KEY_PREVIOUS: '',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ADMIN_EMAIL: ADMIN.email,
+    ADMIN_PASSWORD: ADMIN.password,
+    KAFKA_TOPIC_PREFIX: `faults${pairs}-${process.pid}.`,
+    REDIS_PREFIX: `faults${pairs}-${process.pid}`,
+    // One load client is one visitor sending thousands of visits: counted, not judged a burst.
+    RATE_LIMIT_REDIRECT: '100000000:60',
+    RATE_LIMIT_API: '100000:60',
+    BURST_MAX_VISITS: '100000',
+    WEBHOOK_ALLOWLIST: '127.0.0.1',
+    WEBHOOK_RETRY_BASE_MS: '500',
+    ENRICHER_BATCH_WAIT_MS: '20',
+  };
+  const coreEnv = { ...common, SERVICE_ROLES: 'api,enricher,worker', DATA_DIR: tempDir('linktrack-faults-core-'), PORT: String(await freePort()) };
+  const core = startProcess(coreEnv);
+  await waitHealthy(core);
+  const seeded = await seed(core.port, { webhookUrl: receiver.url });
+  // The edge starts after the link exists: its cache is warmed with it (the link stays cached when Postgres goes).
+  const edge = startProcess({ ...common, SERVICE_ROLES: 'ingest', DATA_DIR: tempDir('linktrack-faults-edge-'), PORT: String(await freePort()), ...edgeOverrides });
+  await waitHealthy(edge);
+  return { edge, core, coreEnv, seeded, receiver, path: `/${seeded.slug}` };
+}
+
+/** Waits until every visit of the link is stored and announced, and checks N in = N out; the figures of the row. */
+async function expectEveryVisitOnce(pair: Pair, core: Started, sent: number, { lost = 0 } = {}) {
+  const stored = await settledCounts(core.port, pair.seeded.token, pair.seeded.linkId, sent - lost, 120_000);
+  await waitFor(() => pair.receiver.visits.size >= stored.rows, 120_000, { intervalMs: 200, message: `visit.new for ${stored.rows} visits (got ${pair.receiver.visits.size})` });
+  await sleep(1_000);
+  process.stdout.write(`N_IN_N_OUT ${JSON.stringify({ sent, lost, stored, webhooks: pair.receiver.visits.size, core: core.output().split('\n').filter((line) => /redelivered|already stored|error/i.test(line)).slice(0, 20) })}\n`);
+  expect(stored.rows).toBe(sent - lost);
+  expect(stored.rollups).toBe(stored.rows);
+  expect(pair.receiver.visits.size).toBe(stored.rows);
+  return {
+    sent,
+    stored: stored.rows,
+    rollups: stored.rollups,
+    duplicates: stored.rollups - stored.rows,
+    lost: sent - stored.rows,
+    webhooks_visit_new: pair.receiver.visits.size,
+    webhook_repeats: pair.receiver.repeats(),
+  };
+}
+
+const bearer = (seeded: Seeded) => ({ authorization: `Bearer ${seeded.token}` });
+
+describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private PostgreSQL, Redis and Kafka): every visit answered is stored once', () => {
+  it('the enricher process killed with SIGKILL mid-batch and restarted', async () => {
+    const pair = await startPair();
+    const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: CONNECTIONS, ratePerSec: RATE, stopOnError: false });
+    // Batches are in hand at every moment of a steady load: the kill lands inside one.
+    await waitFor(async () => (await metricSum(pair.core.port, 'visits_inserted_total')) > 500, 30_000, { message: 'the enricher storing visits' });
+    await sleep(300);
+    pair.core.child.kill('SIGKILL');
+    await pair.core.exited;
+    const killed = Date.now();
+    await sleep(1_000);
+    const core = startProcess(pair.coreEnv);
+    await waitHealthy(core);
+    const restartedMs = Date.now() - killed;
+    await sleep(1_000);
+    await traffic.stop();
+    expect(Object.fromEntries(traffic.refused)).toEqual({});
+    const row = await expectEveryVisitOnce(pair, core, traffic.answered.length);
+    const deduplicated = await metricSum(core.port, 'visits_deduplicated_total');
+    faultRow({ fault: 'enricher (core process) SIGKILL mid-batch, restarted', ...row, redelivered_already_stored: deduplicated, recover_ms: Date.now() - killed, restart_ms: restartedMs });
+    await pair.receiver.close();
+  }, 300_000);
+
+  it('the Kafka broker stopped and restarted under load: the edge buffers and answers every redirect', async () => {
+    const pair = await startPair();
+    const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: CONNECTIONS, ratePerSec: RATE, stopOnError: false });
+    await sleep(1_500);
+    await stopService('kafka');
+    const stopped = Date.now();
+    // While it lasts: the edge answers and says it is degraded (visits buffered); the core's enricher cannot work: 503.
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) > 500, 30_000, { message: 'visits buffered at the edge' });
+    const edgeHealth = await health(pair.edge.port);
+    expect(edgeHealth?.status).toBe(200);
+    expect(edgeHealth?.json.data.status).toBe('degraded');
+    expect(edgeHealth?.json.data.degraded.map((entry: { component: string }) => entry.component)).toContain('visit_log');
+    const coreHealth = await health(pair.core.port);
+    expect(coreHealth?.status).toBe(503);
+    expect(coreHealth?.json.error.details.down).toContain('visit_log');
+    await sleep(3_000);
+    await startServices();
+    const restarted = Date.now();
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) < 100, 60_000, { message: 'the edge buffer published' });
+    const buffered = Date.now() - restarted;
+    await sleep(1_000);
+    await traffic.stop();
+    expect(Object.fromEntries(traffic.refused)).toEqual({});
+    expect(await metricSum(pair.edge.port, 'visits_dropped_total')).toBe(0);
+    const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length);
+    await waitHealthy(pair.edge);
+    faultRow({ fault: 'Kafka broker stopped and restarted under load', ...row, outage_ms: restarted - stopped, buffer_published_ms: buffered, recover_ms: Date.now() - restarted });
+    await pair.receiver.close();
+  }, 300_000);
+
+  it('Kafka down longer than the edge buffer holds: redirects still answered, the overflow counted in visits_dropped_total, the rest stored once', async () => {
+    const pair = await startPair({ VISIT_BUFFER_SIZE: '1000' });
+    const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: CONNECTIONS, ratePerSec: RATE, stopOnError: false });
+    await sleep(1_500);
+    await stopService('kafka');
+    const stopped = Date.now();
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_dropped_total', 'reason="buffer_full"')) > 500, 30_000, { message: 'the edge buffer full' });
+    await startServices();
+    const restarted = Date.now();
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) < 100, 60_000, { message: 'the edge buffer published' });
+    await sleep(1_000);
+    await traffic.stop();
+    expect(Object.fromEntries(traffic.refused)).toEqual({});
+    const dropped = await metricSum(pair.edge.port, 'visits_dropped_total', 'reason="buffer_full"');
+    expect(dropped).toBeGreaterThan(0);
+    // Exactly the visits counted as dropped are missing: nothing else is lost, nothing is stored twice.
+    const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length, { lost: dropped });
+    faultRow({ fault: 'Kafka down past the edge buffer (VISIT_BUFFER_SIZE=1000)', ...row, dropped_counted: dropped, outage_ms: restarted - stopped, recover_ms: Date.now() - restarted });
+    await pair.receiver.close();
+  }, 300_000);
+
+  it('Redis down: redirects and the API keep answering (rate limits fail open), webhooks wait, nothing is lost', async () => {
+    const pair = await startPair();
+    const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: CONNECTIONS, ratePerSec: RATE, stopOnError: false });
+    await sleep(1_500);
+    await stopService('redis');
+    const stopped = Date.now();
+    const call = client(pair.core.port);
+    // The API answers while Redis is down: reads and a write.
+    const listed = await call('GET', `/api/v1/links?subdomain=${pair.seeded.subdomain}`, undefined, bearer(pair.seeded));
+    expect(listed.status).toBe(200);
+    const made = await call('POST', '/api/v1/links', { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-redis', slug: 'during-redis' }, bearer(pair.seeded));
+    expect(made.status).toBe(201);
+    const edgeHealth = await health(pair.edge.port);
+    expect(edgeHealth?.status).toBe(200);
+    expect(edgeHealth?.json.data.degraded.map((entry: { component: string }) => entry.component)).toContain('cache');
+    await sleep(3_000);
+    await startServices();
+    const restarted = Date.now();
+    await sleep(1_500);
+    await traffic.stop();
+    expect(Object.fromEntries(traffic.refused)).toEqual({});
+    const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length);
+    await waitHealthy(pair.core);
+    faultRow({ fault: 'Redis stopped and restarted under load', ...row, outage_ms: restarted - stopped, recover_ms: Date.now() - restarted });
+    await pair.receiver.close();
+  }, 300_000);
+
+  it('Postgres down: cached links keep redirecting, the API answers 503 service_unavailable, nothing is half-written, nothing is lost', async () => {
+    const pair = await startPair();
+    const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: CONNECTIONS, ratePerSec: RATE, stopOnError: false });
+    await sleep(1_500);
+    await stopService('postgres');
+    const stopped = Date.now();
+    const call = client(pair.core.port);
+    const listed = await call('GET', `/api/v1/links?subdomain=${pair.seeded.subdomain}`, undefined, bearer(pair.seeded));
+    expect(listed.status).toBe(503);
+    expect(listed.json.error.code).toBe('service_unavailable');
+    expect(listed.json.error.message).toContain('database');
+    expect(listed.json.error.details.down).toEqual(['database']);
+    const made = await call('POST', '/api/v1/links', { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-pg', slug: 'during-pg' }, bearer(pair.seeded));
+    expect(made.status).toBe(503);
+    const coreHealth = await health(pair.core.port);
+    expect(coreHealth?.status).toBe(503);
+    expect(coreHealth?.json.error.details.down).toContain('database');
+    const edgeHealth = await health(pair.edge.port);
+    expect(edgeHealth?.status).toBe(200);
+    expect(edgeHealth?.json.data.status).toBe('degraded');
+    await sleep(3_000);
+    await startServices();
+    const restarted = Date.now();
+    await waitFor(async () => (await call('GET', `/api/v1/links?subdomain=${pair.seeded.subdomain}`, undefined, bearer(pair.seeded))).status === 200, 60_000, {
+      message: 'the API answering again',
+    });
+    // Nothing half-written: the link refused during the outage does not exist, and can be made now.
+    const after = await call('GET', `/api/v1/links?subdomain=${pair.seeded.subdomain}`, undefined, bearer(pair.seeded));
+    expect(after.json.data.map((link: { slug: string }) => link.slug)).toEqual(['load']);
+    const again = await call('POST', '/api/v1/links', { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-pg', slug: 'during-pg' }, bearer(pair.seeded));
+    expect(again.status).toBe(201);
+    await sleep(1_000);
+    await traffic.stop();
+    expect(Object.fromEntries(traffic.refused)).toEqual({});
+    const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length);
+    faultRow({ fault: 'PostgreSQL stopped and restarted under load', ...row, outage_ms: restarted - stopped, recover_ms: Date.now() - restarted });
+    await pair.receiver.close();
+  }, 300_000);
+});

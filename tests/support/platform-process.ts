@@ -1,0 +1,293 @@
+// The platform as separate processes, driven over HTTP as a real client would: start a process of
+// some roles from source, seed an owner through the API, load it with redirects, count what was
+// stored and what webhooks received. Used by the durability and fault-injection suites.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer, Agent, request, type Server } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PROJECT_ROOT } from '../../shared/paths.js';
+import { waitFor } from '../../shared/testing/wait.js';
+
+/** The first-start admin of every process these suites start. */
+export const ADMIN = { email: 'durability@example.com', password: 'durability test password' };
+
+/** A browser's user agent: the load's visits are people's visits (not bots), so they raise `visit.new`. */
+export const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0';
+
+/** A loopback port nothing listens on now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Started {
+  child: ChildProcess;
+  port: number;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Processes started here: killed after each test by `killAll` (a test that fails leaves none behind). */
+const children: ChildProcess[] = [];
+
+/** Starts `services/main.ts` (from source, as `make run` does once built) with the environment given on top of this one. */
+export function startProcess(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, port: Number(env.PORT), output: () => output, exited };
+}
+
+/** SIGKILLs every process `startProcess` started that still runs. */
+export function killAll(): void {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  /** The JSON answer, read by the tests field by field. */
+  json: any;
+}
+
+/** An HTTP client of a process: JSON in and out, with the session cookie or token it is given. */
+export function client(port: number) {
+  const base = `http://127.0.0.1:${port}`;
+  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> => {
+    const response = await fetch(base + path, {
+      method,
+      headers: { origin: base, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(20_000),
+    });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : undefined };
+  };
+}
+
+/** The process's health: its HTTP status and envelope (undefined while it does not answer). */
+export async function health(port: number): Promise<Answer | undefined> {
+  try {
+    return await client(port)('GET', '/api/v1/health');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits until the process answers its health probe with 200 (ok, or degraded when `degraded` is allowed). */
+export async function waitHealthy(started: Started, { timeoutMs = 60_000, degraded = false } = {}): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    // A process that exited will not become healthy: its output says why.
+    if (started.child.exitCode !== null) throw new Error(`exited ${started.child.exitCode}: ${started.output().slice(-3_000)}`);
+    const answer = await health(started.port);
+    if (answer?.status === 200 && (degraded || answer.json.data.status === 'ok')) return;
+    if (Date.now() > deadline) throw new Error(`no healthy process on port ${started.port} within ${timeoutMs} ms (last: ${answer?.status} ${JSON.stringify(answer?.json)}): ${started.output().slice(-3_000)}`);
+    await sleep(200);
+  }
+}
+
+export interface Seeded {
+  token: string;
+  subdomain: string;
+  linkId: string;
+  slug: string;
+  /** The short host of the subdomain (BASE_DOMAIN localhost). */
+  host: string;
+}
+
+/**
+ * Signs in as the first-start admin, mints a token, claims a subdomain, makes a link on it and,
+ * when a receiver URL is given, subscribes it to `visit.new` of that subdomain.
+ */
+export async function seed(port: number, { webhookUrl }: { webhookUrl?: string } = {}): Promise<Seeded> {
+  const call = client(port);
+  const login = await call('POST', '/auth/login', ADMIN);
+  if (login.status !== 200) throw new Error(`login: ${login.status} ${JSON.stringify(login.json)}`);
+  const cookie = login.headers.getSetCookie().map((value) => value.split(';')[0]).join('; ');
+  const minted = await call('POST', '/api/v1/tokens', { name: 'faults', scopes: ['links:read', 'links:write', 'stats:read', 'subdomain:write'] }, { cookie });
+  if (minted.status !== 201) throw new Error(`token: ${minted.status} ${JSON.stringify(minted.json)}`);
+  const token = minted.json.data.token as string;
+  const auth = { authorization: `Bearer ${token}` };
+  const subdomain = `f${Math.random().toString(36).slice(2, 9)}`;
+  const claimed = await call('POST', '/api/v1/subdomains', { name: subdomain }, auth);
+  if (claimed.status !== 201) throw new Error(`subdomain: ${claimed.status} ${JSON.stringify(claimed.json)}`);
+  const link = await call('POST', '/api/v1/links', { subdomain, target_url: 'https://example.com/landing', slug: 'load' }, auth);
+  if (link.status !== 201) throw new Error(`link: ${link.status} ${JSON.stringify(link.json)}`);
+  if (webhookUrl) {
+    const hook = await call('POST', '/api/v1/webhooks', { url: webhookUrl, events: ['visit.new'], subdomain }, auth);
+    if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.json)}`);
+  }
+  return { token, subdomain, linkId: link.json.data.id, slug: 'load', host: `${subdomain}.localhost` };
+}
+
+export interface Load {
+  /** The instant (performance.now) each 302 arrived. */
+  answered: number[];
+  /** Answers other than 302, by status, and requests that got no answer ('error'). */
+  refused: Map<string, number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Redirects from `connections` keep-alive connections until `stop()`, at most `ratePerSec` in all
+ * (0: as fast as answered). A request that gets no answer (the server died) is counted and its
+ * connection goes on, unless `stopOnError`: then its loop ends (the process is gone).
+ */
+export function load(port: number, host: string, path: string, { connections = 16, ratePerSec = 0, stopOnError = true } = {}): Load {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const answered: number[] = [];
+  const refused = new Map<string, number>();
+  const count = (key: string) => refused.set(key, (refused.get(key) ?? 0) + 1);
+  let stopped = false;
+  const one = () =>
+    new Promise<boolean>((resolve) => {
+      const req = request({ host: '127.0.0.1', port, path, agent, timeout: 10_000, headers: { host, 'user-agent': BROWSER_UA } }, (response) => {
+        response.resume();
+        response.on('end', () => {
+          if (response.statusCode === 302) answered.push(performance.now());
+          else count(String(response.statusCode));
+          resolve(true);
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', () => {
+        count('error');
+        resolve(!stopOnError);
+      });
+      req.end();
+    });
+  const pause = ratePerSec > 0 ? (connections * 1000) / ratePerSec : 0;
+  const loops = Array.from({ length: connections }, async () => {
+    while (!stopped) {
+      const started = performance.now();
+      if (!(await one())) break;
+      if (pause > 0) await sleep(Math.max(0, pause - (performance.now() - started)));
+    }
+  });
+  return {
+    answered,
+    refused,
+    stop: async () => {
+      stopped = true;
+      await Promise.all(loops);
+      agent.destroy();
+    },
+  };
+}
+
+/** Visits of the link as the owner's report counts them (the rollups) and as the visit list does (rows, deduplicated by id). */
+export async function storedCounts(port: number, token: string, linkId: string): Promise<{ rollups: number; rows: number }> {
+  const call = client(port);
+  const auth = { authorization: `Bearer ${token}` };
+  const report = await call('GET', `/api/v1/stats/link/${linkId}?since=2020-01-01T00:00:00Z`, undefined, auth);
+  const list = await call('GET', `/api/v1/visits?link_id=${linkId}&limit=1`, undefined, auth);
+  if (report.status !== 200 || list.status !== 200) throw new Error(`stats ${report.status} ${JSON.stringify(report.json)}, visits ${list.status} ${JSON.stringify(list.json)}`);
+  const totals = report.json.data.totals as { visits: number; bots: number };
+  return { rollups: totals.visits + totals.bots, rows: list.json.meta.total as number };
+}
+
+/** Waits until at least `atLeast` visits are stored, then until two reads 1.5 s apart agree; the settled counts. */
+export async function settledCounts(port: number, token: string, linkId: string, atLeast: number, timeoutMs = 90_000) {
+  await waitFor(async () => (await storedCounts(port, token, linkId)).rows >= atLeast, timeoutMs, { intervalMs: 200, message: `at least ${atLeast} visits stored` });
+  let settled = await storedCounts(port, token, linkId);
+  for (;;) {
+    await sleep(1_500);
+    const again = await storedCounts(port, token, linkId);
+    if (again.rows === settled.rows && again.rollups === settled.rollups) return settled;
+    settled = again;
+  }
+}
+
+/**
+ * The edge's publish delay of visits so far (visit_log_publish_delay_seconds for visits.raw): the
+ * upper bound (ms) of the bucket holding the 99th percentile, and of the highest non-empty bucket.
+ */
+export async function publishDelay(port: number): Promise<{ p99_ms: number; max_ms: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const buckets = [...text.matchAll(/^visit_log_publish_delay_seconds_bucket\{le="([^"]+)",topic="visits\.raw"\} (\d+)$/gm)].map((match) => ({
+    le: match[1] === '+Inf' ? Infinity : Number(match[1]) * 1000,
+    count: Number(match[2]),
+  }));
+  const total = buckets.at(-1)?.count ?? 0;
+  const p99 = buckets.find((bucket) => bucket.count >= total * 0.99)?.le ?? NaN;
+  const max = buckets.find((bucket) => bucket.count === total)?.le ?? NaN;
+  return { p99_ms: p99, max_ms: max };
+}
+
+/** A metric's value summed over the series whose labels contain `labels` (e.g. `reason="buffer_full"`), from /metrics. */
+export async function metricSum(port: number, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  let sum = 0;
+  for (const match of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm'))) {
+    if (!labels || (match[1] ?? '').includes(labels)) sum += Number(match[2]);
+  }
+  return sum;
+}
+
+export interface Receiver {
+  url: string;
+  /** Distinct visits announced by `visit.new` (their visit ids). */
+  visits: Set<string>;
+  /** Deliveries received, repeats included (at-least-once: a receiver deduplicates on X-Svc-Delivery). */
+  deliveries: () => number;
+  /** Deliveries whose X-Svc-Delivery had been received before. */
+  repeats: () => number;
+  close(): Promise<void>;
+}
+
+/** A webhook receiver on loopback answering 204 to every delivery, counting `visit.new` by visit id. */
+export async function startReceiver(): Promise<Receiver> {
+  const visits = new Set<string>();
+  const seen = new Set<string>();
+  let deliveries = 0;
+  let repeats = 0;
+  const server: Server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      deliveries++;
+      const id = String(req.headers['x-svc-delivery'] ?? '');
+      if (seen.has(id)) repeats++;
+      seen.add(id);
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as { event?: string; data?: { visit_id?: string } };
+        if (body.event === 'visit.new' && body.data?.visit_id) visits.add(body.data.visit_id);
+      } catch {
+        // Not JSON: counted as a delivery, announces no visit.
+      }
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    visits,
+    deliveries: () => deliveries,
+    repeats: () => repeats,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** One row of the README's table of faults, printed for the run's log (`FAULT_ROW {…}`). */
+export function faultRow(row: Record<string, unknown>): void {
+  process.stdout.write(`FAULT_ROW ${JSON.stringify(row)}\n`);
+}
