@@ -152,7 +152,7 @@ export function createMetrics(): Metrics {
     }),
     visitsDeadLettered: new Counter({
       name: 'visits_dead_lettered_total',
-      help: 'Messages of visits.raw and tracker.raw sent to the dead-letter topic, by reason (undecodable, invalid, unknown_subdomain).',
+      help: 'Messages of visits.raw and tracker.raw sent to the dead-letter topic, by reason (undecodable, invalid, unknown_subdomain, stage_failed: a message that made a stage throw alone).',
       labelNames: ['reason'],
       registers: [registry],
     }),

@@ -5,7 +5,9 @@ import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import type { SubdomainOwners } from './owners.js';
-import { deadLetter, decodeMessage, type DeadLetter, type Decoded } from './decode.js';
+import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter, type Decoded } from './decode.js';
+import { isolatePoison } from './poison.js';
+import { failedIn } from './stages.js';
 import { batchToken } from './visit-writer.js';
 
 const BEACON_GROUP = 'enricher-beacons';
@@ -106,7 +108,8 @@ export function beaconStore(analytics: Analytics) {
  * signal is stored without analytics consent and no LAN address without lan_ip consent — which is
  * merged into the visit row. Offsets are committed after the writes. A visit a redelivered batch
  * started is inserted only if it is not stored yet (the rollups count each version-0 row); the
- * states and merges are idempotent (a state's version is its time, a merge a newer version).
+ * states and merges are idempotent (a state's version is its time, a merge a newer version). A
+ * batch that a message makes fail is handled in parts, and that message dead-lettered (poison.ts).
  */
 export async function startBeaconConsumer(
   context: Context,
@@ -117,42 +120,56 @@ export async function startBeaconConsumer(
 ): Promise<Consumer> {
   const { visitLog, metrics } = context;
 
+  /** Handles a batch of beacon messages; a failure names its stage (StageFailure). */
+  const handle = async (messages: LogMessage[], redelivered: boolean) => {
+    const beacons: BeaconMessage[] = [];
+    const dead: DeadLetter[] = [];
+    const ownVisits: RawVisit[] = [];
+    for (const message of messages) {
+      const entry = decodeBeacon(message);
+      if (entry.kind === 'dlq') {
+        dead.push(entry);
+        continue;
+      }
+      const beacon = entry.value;
+      if (beacon.type === 'consent' && beacon.own_visit) {
+        const owner = await ownerOf(beacon.own_visit.subdomain).catch(failedIn('owner'));
+        if (owner === null) {
+          dead.push({ reason: `unknown subdomain: ${beacon.own_visit.subdomain}`, code: 'unknown_subdomain', message });
+          continue;
+        }
+        ownVisits.push({ ...beacon.own_visit, visit_id: beacon.visit_id, ts: beacon.ts, kind: 'beacon', owner_id: owner, link_id: '', slug: '', expects_beacon: false });
+      }
+      beacons.push(beacon);
+    }
+    await enrichVisits(ownVisits, redelivered).catch(failedIn('own_visit'));
+    const states = latestStates(beacons);
+    await store.saveStates(states).catch(failedIn('state'));
+    const merged = await store.mergeIntoVisits(states).catch(failedIn('merge'));
+    metrics.beacons.inc({ outcome: 'own_visit' }, ownVisits.length);
+    metrics.beacons.inc({ outcome: 'state' }, states.length);
+    metrics.beacons.inc({ outcome: 'merged' }, merged);
+
+    await deadLetter(context, dead, { 'x-dlq-topic': TOPICS.trackerRaw });
+  };
+
   return visitLog.consume({
     groupId: BEACON_GROUP,
     topic: TOPICS.trackerRaw,
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
-    handler: async (messages, { redelivered }) => {
-      const beacons: BeaconMessage[] = [];
-      const dead: DeadLetter[] = [];
-      const ownVisits: RawVisit[] = [];
-      for (const message of messages) {
-        const entry = decodeBeacon(message);
-        if (entry.kind === 'dlq') {
-          dead.push(entry);
-          continue;
-        }
-        const beacon = entry.value;
-        if (beacon.type === 'consent' && beacon.own_visit) {
-          const owner = await ownerOf(beacon.own_visit.subdomain);
-          if (owner === null) {
-            dead.push({ reason: `unknown subdomain: ${beacon.own_visit.subdomain}`, code: 'unknown_subdomain', message });
-            continue;
-          }
-          ownVisits.push({ ...beacon.own_visit, visit_id: beacon.visit_id, ts: beacon.ts, kind: 'beacon', owner_id: owner, link_id: '', slug: '', expects_beacon: false });
-        }
-        beacons.push(beacon);
+    handler: async (messages, { redelivered, heartbeat }) => {
+      try {
+        await handle(messages, redelivered);
+      } catch (failure) {
+        // Caused by a message: the batch again in parts, as redelivered batches, and the messages
+        // that fail alone dead-lettered (poison.ts); systemic: rethrown, the batch is redelivered.
+        const poisons = await isolatePoison(messages, failure, async (part) => {
+          await heartbeat();
+          await handle(part, true);
+        });
+        await deadLetterPoisons(context, poisons, { 'x-dlq-topic': TOPICS.trackerRaw });
       }
-      await enrichVisits(ownVisits, redelivered);
-      const states = latestStates(beacons);
-      await store.saveStates(states);
-      const merged = await store.mergeIntoVisits(states);
-      metrics.beacons.inc({ outcome: 'own_visit' }, ownVisits.length);
-      metrics.beacons.inc({ outcome: 'state' }, states.length);
-      metrics.beacons.inc({ outcome: 'merged' }, merged);
-
-      await deadLetter(context, dead, { 'x-dlq-topic': TOPICS.trackerRaw });
     },
   });
 }
-

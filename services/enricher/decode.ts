@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Context } from '../../shared/context.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { LogMessage } from '../../shared/visit-log/visit-log.js';
+import { poisonReason, type Poison } from './poison.js';
 
 /** A message for the dead-letter topic, with the reason it goes there. */
 export interface DeadLetter {
@@ -9,6 +10,8 @@ export interface DeadLetter {
   message: LogMessage;
   /** The metric label, when the caller that found the reason names it; else derived from the decoder's reasons. */
   code?: string;
+  /** The stage a poison message failed in (`x-dlq-stage`). */
+  stage?: string;
 }
 
 const UNDECODABLE = 'undecodable JSON';
@@ -63,8 +66,28 @@ export async function deadLetter(context: Context, dead: DeadLetter[], extraHead
   if (dead.length === 0) return;
   await context.visitLog.publish(
     TOPICS.visitsDlq,
-    dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason, ...extraHeaders } })),
+    dead.map(({ message, reason, stage }) => ({
+      key: message.key,
+      value: message.value,
+      headers: { ...message.headers, 'x-dlq-reason': reason, ...(stage ? { 'x-dlq-stage': stage } : {}), ...extraHeaders },
+    })),
   );
   for (const { reason, code } of dead) context.metrics.visitsDeadLettered.inc({ reason: code ?? (reason === UNDECODABLE ? 'undecodable' : 'invalid') });
   context.log.warn({ count: dead.length, first: dead[0]!.reason }, 'messages sent to the dead-letter topic');
+}
+
+/**
+ * Dead-letters the poison messages isolated from a failed batch (poison.ts): reason
+ * `<stage> stage failed: <error>`, counted as `stage_failed`, each logged with its error.
+ */
+export async function deadLetterPoisons(context: Context, poisons: Poison<LogMessage>[], extraHeaders: Record<string, string> = {}): Promise<void> {
+  if (poisons.length === 0) return;
+  await deadLetter(
+    context,
+    poisons.map(({ message, failure }) => ({ message, reason: poisonReason(failure), code: 'stage_failed', stage: failure.stage })),
+    extraHeaders,
+  );
+  for (const { message, failure } of poisons) {
+    context.log.error({ key: message.key, stage: failure.stage, err: failure.error }, 'poison message: it failed its batch alone and went to the dead-letter topic');
+  }
 }

@@ -119,6 +119,24 @@ describe('decodeVisit', () => {
     expect(decode(text('C:\\\\users\\\\ud800')).kind).toBe('ok');
   });
 
+  it('dead-letters a visit whose time is outside DateTime64\'s range, which made the enricher fail its batch for ever', () => {
+    // Year 0000 is no Postgres date (the day's salt), and chDB stores it as another date; an offset can make year 10000.
+    expect(reasonOf({ ...minimal, ts: '0000-01-01T00:00:00Z' })).toBe('invalid visit: ts: outside 1900-01-01T00:00:00Z … 2299-12-31T23:59:59.999Z');
+    expect(reasonOf({ ...minimal, ts: '9999-12-31T23:30:00-01:00' })).toMatch(/^invalid visit: ts: outside /);
+    expect(reasonOf({ ...minimal, ts: '1899-12-31T23:59:59.999Z' })).toMatch(/^invalid visit: ts: outside /);
+    expect(reasonOf({ ...minimal, ts: '2299-12-31T23:59:59.999-00:01' })).toMatch(/^invalid visit: ts: outside /);
+    // The range's ends, and any time with an offset that keeps it inside.
+    expect(decode({ ...minimal, ts: '1900-01-01T00:00:00Z' }).kind).toBe('ok');
+    expect(decode({ ...minimal, ts: '2299-12-31T23:59:59.999Z' }).kind).toBe('ok');
+    expect(decode({ ...minimal, ts: '1900-01-01T00:30:00+00:30' }).kind).toBe('ok');
+    expect(decode({ ...minimal, ts: '2400-01-01T00:00:00Z' }).kind).toBe('dlq');
+  });
+
+  it('dead-letters a visit whose link id holds U+0000, which Postgres text refuses (the max_visits check)', () => {
+    expect(reasonOf({ ...minimal, link_id: 'a\u0000b' })).toBe('invalid visit: link_id: holds U+0000');
+    expect(decode({ ...minimal, user_agent: 'a\u0000b' }).kind).toBe('ok');
+  });
+
   it('keeps the reason within 500 characters', () => {
     const everythingWrong = Object.fromEntries(
       ['visit_id', 'ts', 'kind', 'owner_id', 'subdomain', 'link_id', 'slug', 'ip_public', 'user_agent', 'referrer', 'accept_language', 'query'].map(

@@ -8,10 +8,11 @@ import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
 import { openGeoLookup } from '../../shared/geo.js';
 import { insertVisits, reinsertStoredBlocks, storedVisits, type StoredVisit } from './visit-writer.js';
-import { deadLetter, decodeMessage, type DeadLetter } from './decode.js';
+import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
 import { burstDetector } from './bursts.js';
 import { orderedStages } from './stages.js';
+import { isolatePoison } from './poison.js';
 import { subdomainOwners } from './owners.js';
 import { nextTurn, SLICE } from '../../shared/turns.js';
 
@@ -48,6 +49,8 @@ interface Derived {
 interface Delivery {
   messages: LogMessage[];
   redelivered: BatchControl['redelivered'];
+  /** Called between the parts of a batch whose poison message is being isolated (a long batch). */
+  heartbeat: BatchControl['heartbeat'];
 }
 
 /** A batch of `visits.raw` ready to be stored, with the messages that go to the dead-letter topic. */
@@ -177,7 +180,8 @@ function eventsOf(visit: RawVisit, at: number, enrichment: Enrichment, burst: Bu
  * The enricher role: consumes `visits.raw` in batches, enriches the valid visits (geolocation,
  * user agent, bot and attack classification: enrich.ts), inserts them into ClickHouse and
  * sends the rest to `visits.dlq` with their reason. The batch resolves (and its offsets are
- * committed) only after both writes succeeded; a failure redelivers the whole batch.
+ * committed) only after both writes succeeded; a failure redelivers the whole batch, unless a
+ * message caused it: that message is isolated and dead-lettered, the rest stored (poison.ts).
  */
 export async function startEnricher(context: Context): Promise<Consumer> {
   const { visitLog, analytics, metrics } = context;
@@ -246,6 +250,20 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index))), ...limitEvents]);
       limits.announced(limitEvents);
     },
+    /**
+     * A batch that failed because of a message is handled again in parts (poison.ts), in its place
+     * in line; the messages that fail alone go to the dead-letter topic. A systemic failure rejects:
+     * the batch is redelivered.
+     */
+    async recover({ messages, heartbeat }, failure, alone) {
+      const poisons = await isolatePoison(messages, failure, async (part) => {
+        await heartbeat();
+        await alone({ messages: part, redelivered: true, heartbeat });
+      });
+      await deadLetterPoisons(context, poisons);
+      // A poison visit was remembered as judged (uniques) and is never stored.
+      if (poisons.length > 0) uniques.forget();
+    },
     // The uniques remembered for a batch that is not stored are forgotten (all of them: they are read again).
     failed: () => uniques.forget(),
   });
@@ -256,7 +274,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
     concurrency: ENRICHER_CONCURRENCY,
-    handler: (messages, control) => staged({ messages, redelivered: control.redelivered }),
+    handler: (messages, control) => staged({ messages, redelivered: control.redelivered, heartbeat: control.heartbeat }),
   });
   // Beacon-started visits are never people's visits of a link: they remember no uniques, and a
   // failure has nothing to forget (forgetting would drop the visits batches' remembered uniques).

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { orderedStages } from './stages.js';
+import { orderedStages, StageFailure } from './stages.js';
 
 /** A promise with its resolve and reject, to play a step that ends when the test says. */
 function gate() {
@@ -92,5 +92,63 @@ describe('orderedStages', () => {
     await expect(handle(0)).rejects.toThrow('cannot prepare');
     await expect(handle(9)).rejects.toThrow('cannot finish');
     await expect(handle(5)).resolves.toBeUndefined();
+  });
+
+  it('recovers a batch whose own stage failed in its place in line: the batch after it waits, then finishes', async () => {
+    const log: string[] = [];
+    const failures: StageFailure[] = [];
+    const handle = orderedStages<number[], number[]>({
+      prepare: async (batch) => batch,
+      store: async (batch) => {
+        if (batch.includes(13)) throw new TypeError('cannot store 13');
+      },
+      finish: async (batch) => void log.push(`finish ${batch.join(',')}`),
+      async recover(batch, failure, alone) {
+        failures.push(failure);
+        for (const message of batch) await alone([message]).catch((error: StageFailure) => void log.push(`poison ${message} in ${error.stage}`));
+      },
+    });
+    await Promise.all([handle([12, 13, 14]), handle([15])]);
+    expect(log).toEqual(['finish 12', 'poison 13 in store', 'finish 14', 'finish 15']);
+    expect(failures).toMatchObject([{ stage: 'store', error: { message: 'cannot store 13' } }]);
+  });
+
+  it('names the stage that failed: prepare, store or finish', async () => {
+    const stages: string[] = [];
+    const handle = orderedStages<string, string>({
+      prepare: async (step) => {
+        if (step === 'prepare') throw new RangeError(step);
+        return step;
+      },
+      store: async (step) => {
+        if (step === 'store') throw new RangeError(step);
+      },
+      finish: async (step) => {
+        if (step === 'finish') throw new RangeError(step);
+      },
+      recover: async (_step, failure) => void stages.push(failure.stage),
+    });
+    for (const step of ['prepare', 'store', 'finish']) await handle(step);
+    expect(stages).toEqual(['prepare', 'store', 'finish']);
+  });
+
+  it('fails a batch whose recover rejects with the stage\'s own error, and the batch after it as before', async () => {
+    const failures: unknown[] = [];
+    const refused = new Error('connect ECONNREFUSED');
+    const handle = orderedStages<number, number>({
+      prepare: async (n) => n,
+      store: async (n) => {
+        if (n === 1) throw refused;
+      },
+      finish: async () => undefined,
+      recover: async (_n, failure) => {
+        throw failure.error;
+      },
+      failed: (error) => void failures.push(error),
+    });
+    const [one, two] = await Promise.allSettled([handle(1), handle(2)]);
+    expect(one).toEqual({ status: 'rejected', reason: refused });
+    expect(two).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining('an earlier batch failed') } });
+    expect(failures[0]).toBe(refused);
   });
 });

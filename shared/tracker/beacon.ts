@@ -1,7 +1,7 @@
 import { toClickHouseTime } from '../analytics/analytics.js';
 import { z } from 'zod';
 import { V4_OCTET } from '../ip.js';
-import { VISIT_TEXT_MAX } from '../visits/raw-visit.js';
+import { VISIT_TEXT_MAX, VisitTimeSchema } from '../visits/raw-visit.js';
 import { rule } from '../i18n/index.js';
 
 /** Query parameter the redirect appends to the target URL of a link with `append_visit_id`. */
@@ -97,7 +97,7 @@ const OwnVisitSchema = z.object({
 export const BeaconMessageSchema = z.object({
   type: z.enum(['consent', 'collect']),
   visit_id: z.uuid(),
-  ts: z.iso.datetime({ offset: true }),
+  ts: VisitTimeSchema,
   analytics: z.boolean(),
   lan_ip: z.boolean(),
   own_visit: OwnVisitSchema.optional(),

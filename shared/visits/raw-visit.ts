@@ -6,17 +6,39 @@ export const VISIT_TEXT_MAX = { user_agent: 2000, referrer: 2000, accept_languag
 /** A request header (or query) as visit text, cut to its column's length. */
 export const visitText = (value: string | undefined, column: keyof typeof VISIT_TEXT_MAX) => (value ?? '').slice(0, VISIT_TEXT_MAX[column]);
 
+/** The first and last instant of ClickHouse's DateTime64 (its documented range, UTC). */
+const TIME_MIN = Date.UTC(1900, 0, 1);
+const TIME_MAX = Date.UTC(2300, 0, 1) - 1;
+
+/**
+ * A visit's time: ISO 8601 with an offset, within DateTime64's documented range. A valid ISO text
+ * outside it made the enricher fail the whole batch for ever (year 0000 is no Postgres date, for
+ * the day's visitor salt; `9999-12-31T23:30:00-01:00` is year 10000), and chDB stores year 0000 as
+ * another date. The year alone settles all but the first and last year (no second parse).
+ */
+export const VisitTimeSchema = z.iso.datetime({ offset: true }).refine((text) => {
+  const year = Number(text.slice(0, 4));
+  if (year > 1900 && year < 2299) return true;
+  const time = Date.parse(text);
+  return time >= TIME_MIN && time <= TIME_MAX;
+}, 'outside 1900-01-01T00:00:00Z … 2299-12-31T23:59:59.999Z');
+
 /**
  * A visit as the ingest edge publishes it on `visits.raw` (key = link id). The edge decides
  * `visit_id` (UUIDv7), the time and `ip_public`; the enricher adds everything derived.
  */
 export const RawVisitSchema = z.object({
   visit_id: z.uuid(),
-  ts: z.iso.datetime({ offset: true }),
+  ts: VisitTimeSchema,
   kind: z.enum(['visit', 'bot', 'attack', 'beacon']).default('visit'),
   owner_id: z.string().max(64),
   subdomain: z.string().min(1).max(63),
-  link_id: z.string().max(64).default(''),
+  // Looked up in Postgres (the max_visits check), whose text holds no U+0000: such an id failed its batch for ever.
+  link_id: z
+    .string()
+    .max(64)
+    .refine((id) => !id.includes('\u0000'), 'holds U+0000')
+    .default(''),
   slug: z.string().max(200).default(''),
   ip_public: z.string().max(45),
   user_agent: z.string().max(VISIT_TEXT_MAX.user_agent).default(''),
