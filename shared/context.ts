@@ -57,7 +57,12 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const visitLog =
     config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createDurableVisitLog(config.visitLog, log, metrics);
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, config.jobs);
-  const cache = config.redisUrl ? createRedisCache(config.redisUrl, config.redisPrefix) : createMemoryCache();
+  const cache = config.redisUrl
+    ? createRedisCache(config.redisUrl, config.redisPrefix, (error) => {
+        if (error) log.warn({ err: error }, 'Redis unreachable: counters, flags and notices are kept in this process until it is back');
+        else log.info('Redis reachable again: counters, flags and notices are shared again');
+      })
+    : createMemoryCache();
   return { config, log, metrics, db, analytics, visitLog, jobs, cache, secrets, startedAt: new Date() };
 }
 

@@ -87,7 +87,11 @@ beforeAll(async () => {
   }
 }, 240_000);
 
-afterEach(killAll);
+afterEach(async () => {
+  killAll();
+  // A test that failed during its fault leaves its service down: the next one starts with all three.
+  if (SERVICES_MODE && services) await startServices();
+});
 afterAll(async () => {
   if (SERVICES_MODE && services) await servicesScript('services-down.sh', '--purge').catch(() => undefined);
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });

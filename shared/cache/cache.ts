@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
+import { unavailableDependency } from '../unavailable.js';
 
 /**
  * What nodes share: pub/sub in memory for one process, on Redis for many; and the Redis client the
@@ -118,52 +119,106 @@ export function createMemoryCache(): Cache {
   };
 }
 
-/** Redis cache: one connection for commands (and the rate-limit store), a second for subscriptions. */
-export function createRedisCache(url: string, keyPrefix = 'lt'): Cache {
+/**
+ * Redis cache: one connection for commands (and the rate-limit store), a second for subscriptions.
+ *
+ * While Redis cannot be reached, every operation falls back to an in-process cache at once (no
+ * request waits for a reconnect): counters count per process (login lockouts, spam signals), flags
+ * and version numbers are this process's own (a version read from it differs from what caches were
+ * filled under, so they read the database again), and a message published reaches this process's
+ * subscribers only. Nothing that Redis holds is lost to this: when it is back, its own values count
+ * again. `onFallback` is told once per outage (and with `null` when Redis is back).
+ */
+export function createRedisCache(url: string, keyPrefix = 'lt', onFallback: (error: unknown) => void = () => undefined): Cache {
   // Few retries and a short connect timeout: a rate-limit check must fail fast, not hang a request.
   const redis = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2_000, enableOfflineQueue: true });
   redis.on('error', () => undefined); // reconnection is automatic; failures surface on the calls and in /health
   let subscriber: Redis | undefined;
   const handlers = new Map<string, Set<(message: string) => void>>();
   const prefix = `${keyPrefix}:`;
+  const local = createMemoryCache();
+  let fallingBack = false;
+  redis.on('ready', () => {
+    if (!fallingBack) return;
+    fallingBack = false;
+    onFallback(null);
+  });
+  /** Runs `remote` on Redis, or `fallback` in process while Redis is not connected or the call fails for want of a connection. */
+  const either = async <T>(remote: () => Promise<T>, fallback: () => Promise<T> | T): Promise<T> => {
+    if (redis.status === 'ready') {
+      try {
+        return await remote();
+      } catch (error) {
+        if (redis.status === 'ready' && unavailableDependency(error) !== 'cache') throw error;
+        if (!fallingBack) onFallback(error);
+      }
+    } else if (!fallingBack) onFallback(new Error(`Redis is ${redis.status}`));
+    fallingBack = true;
+    return fallback();
+  };
   return {
     kind: 'redis',
     redis,
-    async increment(key, windowSec) {
-      const [[, count]] = (await redis.multi().incr(prefix + key).pexpire(prefix + key, windowSec * 1000, 'NX').exec()) as [[unknown, number]];
-      return count;
-    },
-    async expire(key, ttlSec) {
-      await redis.pexpire(prefix + key, Math.max(1, Math.ceil(ttlSec * 1000)));
-    },
-    async flag(key, ttlSec) {
-      await redis.set(prefix + key, '1', 'PX', ttlSec * 1000);
-    },
-    async flagIfAbsent(key, ttlSec) {
-      return (await redis.set(prefix + key, '1', 'PX', Math.max(1, Math.ceil(ttlSec * 1000)), 'NX')) === 'OK';
-    },
-    async ttlMs(key) {
-      return Math.max(0, await redis.pttl(prefix + key));
-    },
-    async remove(key) {
-      await redis.del(prefix + key);
-    },
-    async addToSet(key, member, windowSec) {
-      const results = (await redis.multi().sadd(prefix + key, member).pexpire(prefix + key, windowSec * 1000, 'NX').scard(prefix + key).exec()) as [
-        unknown,
-        unknown,
-      ][];
-      return Number(results[2]![1]);
-    },
-    async bump(key) {
-      return redis.incr(prefix + key);
-    },
-    async read(key) {
-      return Number((await redis.get(prefix + key)) ?? 0);
-    },
-    async publish(channel, message) {
-      await redis.publish(prefix + channel, message);
-    },
+    increment: (key, windowSec) =>
+      either(
+        async () => {
+          const [[, count]] = (await redis.multi().incr(prefix + key).pexpire(prefix + key, windowSec * 1000, 'NX').exec()) as [[unknown, number]];
+          return count;
+        },
+        () => local.increment(key, windowSec),
+      ),
+    expire: (key, ttlSec) =>
+      either(
+        async () => void (await redis.pexpire(prefix + key, Math.max(1, Math.ceil(ttlSec * 1000)))),
+        () => local.expire(key, ttlSec),
+      ),
+    flag: (key, ttlSec) =>
+      either(
+        async () => void (await redis.set(prefix + key, '1', 'PX', ttlSec * 1000)),
+        () => local.flag(key, ttlSec),
+      ),
+    flagIfAbsent: (key, ttlSec) =>
+      either(
+        async () => (await redis.set(prefix + key, '1', 'PX', Math.max(1, Math.ceil(ttlSec * 1000)), 'NX')) === 'OK',
+        () => local.flagIfAbsent(key, ttlSec),
+      ),
+    ttlMs: (key) =>
+      either(
+        async () => Math.max(0, await redis.pttl(prefix + key)),
+        () => local.ttlMs(key),
+      ),
+    remove: (key) =>
+      either(
+        async () => void (await redis.del(prefix + key)),
+        () => local.remove(key),
+      ),
+    addToSet: (key, member, windowSec) =>
+      either(
+        async () => {
+          const results = (await redis.multi().sadd(prefix + key, member).pexpire(prefix + key, windowSec * 1000, 'NX').scard(prefix + key).exec()) as [unknown, unknown][];
+          return Number(results[2]![1]);
+        },
+        () => local.addToSet(key, member, windowSec),
+      ),
+    bump: (key) =>
+      either(
+        () => redis.incr(prefix + key),
+        () => local.bump(key),
+      ),
+    read: (key) =>
+      either(
+        async () => Number((await redis.get(prefix + key)) ?? 0),
+        // Never a version Redis gave out: whatever was cached under one is read again.
+        () => -1 - (local.read(key) as number),
+      ),
+    publish: (channel, message) =>
+      either(
+        async () => void (await redis.publish(prefix + channel, message)),
+        // This process's own subscribers still hear it (Redis would have told them too).
+        () => {
+          for (const fn of handlers.get(prefix + channel) ?? []) fn(message);
+        },
+      ),
     async subscribe(channel, handler) {
       if (!subscriber) {
         subscriber = redis.duplicate();

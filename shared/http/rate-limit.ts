@@ -45,17 +45,19 @@ const RedisStore = load('@fastify/rate-limit/store/RedisStore.js') as new (
 ) => Store;
 
 /**
- * Builds one store per bucket. Windows are fixed and start on a key's first request. If the shared
- * store fails (Redis down), the request is let through and the failure counted and logged: a Redis
- * blip must not take the platform down with it.
+ * Builds one store per bucket. Windows are fixed and start on a key's first request. While Redis is
+ * not connected, buckets count in process memory (each node its own count); if the shared store
+ * fails on a call, the request is let through and the failure counted and logged: a Redis blip must
+ * not take the platform down with it.
  */
 export function createRateLimiter(deps: { cache: Cache; rules: Record<RateBucket, RateRule>; metrics: Metrics; log: Logger }): RateLimiter {
-  const stores = Object.fromEntries(
-    RATE_BUCKET_NAMES.map((bucket) => [
-      bucket,
-      deps.cache.redis ? new RedisStore(false, false, deps.cache.redis, `lt:rl:${bucket}:`) : new LocalStore(false, false, MEMORY_KEYS),
-    ]),
+  const { redis } = deps.cache;
+  const shared = Object.fromEntries(
+    RATE_BUCKET_NAMES.map((bucket) => [bucket, redis ? new RedisStore(false, false, redis, `lt:rl:${bucket}:`) : new LocalStore(false, false, MEMORY_KEYS)]),
   ) as Record<RateBucket, Store>;
+  // While Redis is not connected, each bucket counts in this process (no request waits for a reconnect).
+  const own = redis ? (Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [bucket, new LocalStore(false, false, MEMORY_KEYS)])) as Record<RateBucket, Store>) : shared;
+  const storeOf = (bucket: RateBucket): Store => (redis && redis.status !== 'ready' ? own[bucket] : shared[bucket]);
 
   const decide = (rule: RateRule, counted: Counted): RateDecision => ({
     allowed: counted.current <= rule.limit,
@@ -79,7 +81,7 @@ export function createRateLimiter(deps: { cache: Cache; rules: Record<RateBucket
       try {
         // The memory store calls back at once with its live counter object: the decision is taken
         // inside the callback, before another request can change the count.
-        stores[bucket].incr(
+        storeOf(bucket).incr(
           key,
           (error, counted) => settle(error || !counted ? letThrough(bucket, rule, error) : decide(rule, counted)),
           rule.windowSec * 1000,
