@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Context } from '../../shared/context.js';
+import { DLQ_HEADERS, type DlqSource } from '../../shared/visit-log/dead-letters.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { LogMessage } from '../../shared/visit-log/visit-log.js';
 
@@ -56,14 +57,20 @@ export function decodeMessage<T>(schema: z.ZodType<T>, what: string, message: Lo
 }
 
 /**
- * Sends messages to `visits.dlq` unchanged, with `x-dlq-reason` (and any extra headers), counts
+ * Sends messages of `source` to `visits.dlq` unchanged, with their headers and `x-dlq-reason`,
+ * `x-dlq-source` (where a replay republishes them) and `x-dlq-at` (and any extra headers), counts
  * them by code and logs the first reason. Awaited before the batch commits: nothing is lost.
  */
-export async function deadLetter(context: Context, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
+export async function deadLetter(context: Context, source: DlqSource, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
   if (dead.length === 0) return;
+  const at = new Date().toISOString();
   await context.visitLog.publish(
     TOPICS.visitsDlq,
-    dead.map(({ message, reason }) => ({ key: message.key, value: message.value, headers: { ...message.headers, 'x-dlq-reason': reason, ...extraHeaders } })),
+    dead.map(({ message, reason }) => ({
+      key: message.key,
+      value: message.value,
+      headers: { ...message.headers, [DLQ_HEADERS.reason]: reason, [DLQ_HEADERS.source]: source, [DLQ_HEADERS.at]: at, ...extraHeaders },
+    })),
   );
   for (const { reason, code } of dead) context.metrics.visitsDeadLettered.inc({ reason: code ?? (reason === UNDECODABLE ? 'undecodable' : 'invalid') });
   context.log.warn({ count: dead.length, first: dead[0]!.reason }, 'messages sent to the dead-letter topic');

@@ -235,7 +235,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
       const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
       if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
-      await deadLetter(context, dead);
+      await deadLetter(context, TOPICS.visitsRaw, dead);
       // After the rows are stored; a failure here redelivers the batch, whose stored visits are then left out.
       const limitEvents = await limits.check(people);
       await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index))), ...limitEvents]);
