@@ -17,6 +17,7 @@ import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
 import { usersRoutes } from './users/users.routes.js';
+import { deadLettersRoutes } from './dead-letters/dead-letters.routes.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { linksRoutes } from './links/links.routes.js';
 import { statsRoutes } from './stats/stats.routes.js';
@@ -96,6 +97,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...discoveryRoutes({ context, limiter, routes: () => served }),
     ...authRoutes(context, authService(context, captcha, abuse), captcha),
     ...usersRoutes(context),
+    ...deadLettersRoutes(context),
     ...tokensRoutes(tokensService(context)),
     ...subdomainsRoutes(context),
     ...linksRoutes(context),

@@ -2,6 +2,7 @@ import { deduplicatedBy, toClickHouseTime, type Analytics } from '../../shared/a
 import type { Context } from '../../shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '../../shared/tracker/beacon.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
+import { DLQ_HEADERS } from '../../shared/visit-log/dead-letters.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import type { SubdomainOwners } from './owners.js';
@@ -150,7 +151,7 @@ export async function startBeaconConsumer(
     metrics.beacons.inc({ outcome: 'state' }, states.length);
     metrics.beacons.inc({ outcome: 'merged' }, merged);
 
-    await deadLetter(context, dead, { 'x-dlq-topic': TOPICS.trackerRaw });
+    await deadLetter(context, TOPICS.trackerRaw, dead, { [DLQ_HEADERS.topic]: TOPICS.trackerRaw });
   };
 
   return visitLog.consume({
@@ -168,7 +169,7 @@ export async function startBeaconConsumer(
           await heartbeat();
           await handle(part, true);
         });
-        await deadLetterPoisons(context, poisons, { 'x-dlq-topic': TOPICS.trackerRaw });
+        await deadLetterPoisons(context, TOPICS.trackerRaw, poisons, { [DLQ_HEADERS.topic]: TOPICS.trackerRaw });
       }
     },
   });

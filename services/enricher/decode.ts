@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Context } from '../../shared/context.js';
+import { DLQ_HEADERS, type DlqSource } from '../../shared/visit-log/dead-letters.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { LogMessage } from '../../shared/visit-log/visit-log.js';
 import { poisonReason, type Poison } from './poison.js';
@@ -59,17 +60,26 @@ export function decodeMessage<T>(schema: z.ZodType<T>, what: string, message: Lo
 }
 
 /**
- * Sends messages to `visits.dlq` unchanged, with `x-dlq-reason` (and any extra headers), counts
+ * Sends messages of `source` to `visits.dlq` unchanged, with their headers and `x-dlq-reason`,
+ * `x-dlq-source` (where a replay republishes them) and `x-dlq-at` (and any extra headers), counts
  * them by code and logs the first reason. Awaited before the batch commits: nothing is lost.
  */
-export async function deadLetter(context: Context, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
+export async function deadLetter(context: Context, source: DlqSource, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
   if (dead.length === 0) return;
+  const at = new Date().toISOString();
   await context.visitLog.publish(
     TOPICS.visitsDlq,
     dead.map(({ message, reason, stage }) => ({
       key: message.key,
       value: message.value,
-      headers: { ...message.headers, 'x-dlq-reason': reason, ...(stage ? { 'x-dlq-stage': stage } : {}), ...extraHeaders },
+      headers: {
+        ...message.headers,
+        [DLQ_HEADERS.reason]: reason,
+        [DLQ_HEADERS.source]: source,
+        [DLQ_HEADERS.at]: at,
+        ...(stage ? { 'x-dlq-stage': stage } : {}),
+        ...extraHeaders,
+      },
     })),
   );
   for (const { reason, code } of dead) context.metrics.visitsDeadLettered.inc({ reason: code ?? (reason === UNDECODABLE ? 'undecodable' : 'invalid') });
@@ -80,10 +90,11 @@ export async function deadLetter(context: Context, dead: DeadLetter[], extraHead
  * Dead-letters the poison messages isolated from a failed batch (poison.ts): reason
  * `<stage> stage failed: <error>`, counted as `stage_failed`, each logged with its error.
  */
-export async function deadLetterPoisons(context: Context, poisons: Poison<LogMessage>[], extraHeaders: Record<string, string> = {}): Promise<void> {
+export async function deadLetterPoisons(context: Context, source: DlqSource, poisons: Poison<LogMessage>[], extraHeaders: Record<string, string> = {}): Promise<void> {
   if (poisons.length === 0) return;
   await deadLetter(
     context,
+    source,
     poisons.map(({ message, failure }) => ({ message, reason: poisonReason(failure), code: 'stage_failed', stage: failure.stage })),
     extraHeaders,
   );

@@ -228,7 +228,7 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     ]);
   });
 
-  it('sends undecodable and invalid messages to visits.dlq with x-dlq-reason, without holding back the valid ones of the batch', async () => {
+  it('sends undecodable and invalid messages to visits.dlq with x-dlq-reason, x-dlq-source and x-dlq-at, without holding back the valid ones of the batch', async () => {
     const subdomain = uniqueName('dlq');
     const key = `${subdomain}-link`;
     const dead = await deadLetters(key);
@@ -246,7 +246,13 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     expect(rows.map((row) => row.visit_id)).toEqual(valid.map((visit) => visit.visit_id));
     await waitFor(() => dead.length >= 2, DEADLINE_MS, { message: 'two dead letters' });
     expect(dead).toHaveLength(2);
-    expect(dead[0]).toEqual({ key, value: undecodable, headers: { 'x-origin': 'edge-1', 'x-dlq-reason': 'undecodable JSON' } });
+    const before = Date.now();
+    expect(dead[0]).toEqual({
+      key,
+      value: undecodable,
+      headers: { 'x-origin': 'edge-1', 'x-dlq-reason': 'undecodable JSON', 'x-dlq-source': 'visits.raw', 'x-dlq-at': expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) },
+    });
+    expect(Date.parse(dead[0]!.headers!['x-dlq-at']!)).toBeLessThanOrEqual(before);
     expect(dead[1]).toMatchObject({ key, value: invalid, headers: { 'x-origin': 'edge-2' } });
     expect(dead[1]!.headers!['x-dlq-reason']).toMatch(/^invalid visit: visit_id: /);
   });

@@ -244,7 +244,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       // Beacons that arrived before their visit (links with append_visit_id) are merged now that it is stored.
       const expecting = visits.filter((visit) => visit.expects_beacon).map((visit) => visit.visit_id);
       if (expecting.length > 0) metrics.beacons.inc({ outcome: 'merged' }, await beacons.mergeIntoVisits(await beacons.statesOf(expecting)));
-      await deadLetter(context, dead);
+      await deadLetter(context, TOPICS.visitsRaw, dead);
       // After the rows are stored; a failure here redelivers the batch, whose stored visits are then left out.
       const limitEvents = await limits.check(people);
       await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index))), ...limitEvents]);
@@ -260,7 +260,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
         await heartbeat();
         await alone({ messages: part, redelivered: true, heartbeat });
       });
-      await deadLetterPoisons(context, poisons);
+      await deadLetterPoisons(context, TOPICS.visitsRaw, poisons);
       // A poison visit was remembered as judged (uniques) and is never stored.
       if (poisons.length > 0) uniques.forget();
     },

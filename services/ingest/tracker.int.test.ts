@@ -293,6 +293,7 @@ describe('a visit the beacon starts (data-subdomain, no redirect)', () => {
       const real = (await consent({ subdomain, analytics: false, lan_ip: false })).json().data;
       const letter = await waitFor(() => dead.find((message) => message.value.includes(ghost.visit_id)), DEADLINE_MS);
       expect(letter.headers?.['x-dlq-reason']).toBe('unknown subdomain: no-such-subdomain-here');
+      expect(letter.headers).toMatchObject({ 'x-dlq-source': 'tracker.raw', 'x-dlq-topic': 'tracker.raw' });
       await waitFor(async () => (await visitRow(real.visit_id))?.kind === 'beacon', DEADLINE_MS);
     } finally {
       await tap.stop();

@@ -20,6 +20,8 @@ function flakyLog() {
       published.push(...messages);
     },
     consume: () => Promise.reject(new Error('not used')),
+    peek: () => Promise.reject(new Error('not used')),
+    take: () => Promise.reject(new Error('not used')),
     consumers: async () => [],
     ping: async () => undefined,
     close: async () => undefined,

@@ -181,13 +181,26 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
 });
 
 describe('caches built directly', () => {
-  it('rejects publishes and pings of a Redis cache whose server is unreachable instead of hanging', async () => {
-    const cache = createRedisCache('redis://127.0.0.1:1');
+  it('falls back to this process at once while its Redis is unreachable: counters, flags, publishes; versions never one Redis gave; ping rejects', async () => {
+    const reasons: unknown[] = [];
+    const cache = createRedisCache('redis://127.0.0.1:1', 'lt-test', (reason) => reasons.push(reason));
     try {
       const started = Date.now();
-      await expect(cache.publish(uniqueName('chan'), 'x')).rejects.toThrow();
+      await cache.publish(uniqueName('chan'), 'x');
+      expect(await cache.increment('k', 60)).toBe(1);
+      expect(await cache.increment('k', 60)).toBe(2);
+      expect(await cache.flagIfAbsent('f', 60)).toBe(true);
+      expect(await cache.flagIfAbsent('f', 60)).toBe(false);
+      expect(await cache.ttlMs('f')).toBeGreaterThan(0);
+      expect(await cache.addToSet('s', 'a', 60)).toBe(1);
+      // A version read now is no version Redis ever gave (>= 0): what was cached under one is read again.
+      expect(await cache.read('v')).toBeLessThan(0);
+      await cache.bump('v');
+      expect(await cache.read('v')).toBeLessThan(0);
       await expect(cache.ping()).rejects.toThrow();
       expect(Date.now() - started).toBeLessThan(10_000);
+      // Told once for the outage.
+      expect(reasons).toHaveLength(1);
     } finally {
       await cache.close();
     }

@@ -135,6 +135,10 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       { name: 'tokens', description: 'API tokens: `Authorization: Bearer svc_u_…`. Only their SHA-256 is stored; the secret is shown once.' },
       { name: 'users', description: 'Accounts, created by staff.' },
       {
+        name: 'admin',
+        description: 'Staff operations (the admin scope): the dead-letter topic `visits.dlq`, its pending dead letters and their replay.',
+      },
+      {
         name: 'subdomains',
         description:
           'Subdomains (`{name}.{BASE_DOMAIN}`) and their privacy policies. Private by default. GET /api/v1/subdomains/{name} is the public page payload.',

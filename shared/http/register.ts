@@ -139,6 +139,21 @@ export function validateRequest(
   return data;
 }
 
+/**
+ * Refuses a body on a route that takes none, as an unknown parameter is refused: a client that
+ * sends fields (say, overrides to a duplicate) learns they were not applied. None, `{}` or an empty
+ * text pass.
+ */
+export function assertNoBody(body: unknown): void {
+  if (body === undefined || body === null || body === '') return;
+  if (typeof body === 'object' && !Array.isArray(body)) {
+    const unknown = Object.keys(body);
+    if (unknown.length === 0) return;
+    throw new AppError('bad_request', { unknown, in: 'body' }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } });
+  }
+  throw new AppError('bad_request', { body: 'this operation takes no body' });
+}
+
 /** Serialises an envelope; a value JSON cannot encode becomes encode_error, not a broken body. */
 export function encodeJson(value: unknown): string {
   try {

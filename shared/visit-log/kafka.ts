@@ -1,12 +1,35 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { CompressionTypes, Kafka, logLevel, type Admin, type Consumer as KafkaConsumer, type KafkaMessage, type Producer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { TOPIC_NAMES, type Topic } from './topics.js';
-import { consumerTracker, type Consumer, type ConsumeOptions, type ConsumerStatus, type VisitLog } from './visit-log.js';
+import {
+  consumerTracker,
+  keyedQueue,
+  mergePartitions,
+  type Consumer,
+  type ConsumeOptions,
+  type ConsumerStatus,
+  type LogMessage,
+  type LogPositions,
+  type StoredLogMessage,
+  type VisitLog,
+} from './visit-log.js';
 
 /** Most messages per producer request (see publish). */
 const SEND_CHUNK = 1_000;
+/** Longest a peek or a take may take with its short-lived consumer (group join and fetches). */
+const INSPECT_TIMEOUT_MS = 20_000;
+
+/** A kafkajs message as the log hands it over: key and value as text, headers as text. */
+function toLogMessage(message: KafkaMessage): LogMessage {
+  return {
+    key: message.key?.toString() ?? '',
+    value: message.value?.toString() ?? '',
+    headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? ''])),
+  };
+}
 
 export interface KafkaVisitLogOptions {
   brokers: string[];
@@ -146,6 +169,103 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       throw error;
     }));
 
+  /**
+   * Runs an admin request again on a retriable error, a few times: kafkajs's admin gives up at once on
+   * "not the leader for that topic-partition", which a broker answers for a partition it is still
+   * loading (a topic just created, a leader moving).
+   */
+  const retried = async <T>(request: () => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await request();
+      } catch (error) {
+        if (attempt >= 5 || !(error as { retriable?: boolean }).retriable) throw error;
+        await sleep(200 * attempt);
+      }
+    }
+  };
+
+  /**
+   * Where a group stands on a topic, per partition: its committed offset (the oldest message kept
+   * when it has none, or retention passed it) and the partition's end (high watermark).
+   */
+  const positionsOf = async (topic: Topic, fullGroup: string) => {
+    const client = await getAdmin();
+    const [ends, [committed]] = await retried(() =>
+      Promise.all([client.fetchTopicOffsets(name(topic)), client.fetchOffsets({ groupId: fullGroup, topics: [name(topic)] })]),
+    );
+    const done = new Map((committed?.partitions ?? []).map((entry) => [entry.partition, Number(entry.offset)]));
+    return ends.map(({ partition, low, high }) => ({ partition, committed: Math.max(Number(low), done.get(partition) ?? -1), end: Number(high) }));
+  };
+
+  /**
+   * Reads each partition from `starts` up to `ends` (at most `limit` messages a partition) with a
+   * short-lived consumer of `fullGroup`, which never commits (what a later commit needs, the caller
+   * does with the consumer returned, then disconnects it). Bounded by INSPECT_TIMEOUT_MS.
+   */
+  const readPartitions = async (topic: Topic, fullGroup: string, starts: Map<number, number>, ends: Map<number, number>, limit: number) => {
+    const read = new Map<number, StoredLogMessage[]>([...starts.keys()].map((partition) => [partition, []]));
+    /** Partitions still to read, with the offset that ends their reading. */
+    const wanted = new Map<number, number>();
+    for (const [partition, start] of starts) {
+      const until = Math.min(ends.get(partition) ?? start, start + limit);
+      if (until > start) wanted.set(partition, until);
+    }
+    if (wanted.size === 0) return { read, consumer: undefined };
+    const consumer: KafkaConsumer = kafka.consumer({ groupId: fullGroup, maxWaitTimeInMs: 200, sessionTimeout: 30_000, allowAutoTopicCreation: false });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic: name(topic), fromBeginning: true });
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`reading ${topic} for ${fullGroup} took over ${INSPECT_TIMEOUT_MS} ms`)), INSPECT_TIMEOUT_MS);
+        const fail = (error: unknown) => {
+          clearTimeout(timer);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        };
+        // kafkajs restarts a consumer after a retriable failure (seeks and pauses are lost then: it
+        // starts again from the group's offsets, and the offsets checks below still keep the range).
+        consumer.on(consumer.events.CRASH, ({ payload }) => {
+          if (!payload.restart) fail(payload.error);
+        });
+        consumer
+          .run({
+            autoCommit: false,
+            eachBatchAutoResolve: false,
+            eachBatch: async ({ batch }) => {
+              const until = wanted.get(batch.partition);
+              if (until === undefined) return;
+              const into = read.get(batch.partition)!;
+              for (const message of batch.messages) {
+                const offset = Number(message.offset);
+                if (offset < starts.get(batch.partition)! || offset >= until) continue;
+                if (into.length > 0 && offset <= into.at(-1)!.offset) continue;
+                into.push({ ...toLogMessage(message), partition: batch.partition, offset, timestamp: new Date(Number(message.timestamp)).toISOString() });
+              }
+              if (into.length >= limit || (into.at(-1)?.offset ?? -1) + 1 >= until) {
+                wanted.delete(batch.partition);
+                consumer.pause([{ topic: name(topic), partitions: [batch.partition] }]);
+                if (wanted.size === 0) {
+                  clearTimeout(timer);
+                  resolve();
+                }
+              }
+            },
+          })
+          .catch(fail);
+        // Before the group is joined (run has created it): applied at the first fetch, so reading starts there.
+        const idle = [...starts.keys()].filter((partition) => !wanted.has(partition));
+        if (idle.length > 0) consumer.pause([{ topic: name(topic), partitions: idle }]);
+        for (const partition of wanted.keys()) consumer.seek({ topic: name(topic), partition, offset: String(starts.get(partition)) });
+      });
+      return { read, consumer };
+    } catch (error) {
+      await consumer.disconnect();
+      throw error;
+    }
+  };
+
+  const takeInOrder = keyedQueue();
+
   return {
     kind: 'kafka',
     async publish(topic, messages) {
@@ -187,16 +307,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
             if (!isRunning() || isStale()) return;
             const slice = batch.messages.slice(start, start + maxBatch);
             const redelivered = handed.handOver(batch.partition, slice[0]!.offset, slice[slice.length - 1]!.offset, batch.highWatermark);
-            await handler(
-              slice.map((message) => ({
-                key: message.key?.toString() ?? '',
-                value: message.value?.toString() ?? '',
-                headers: Object.fromEntries(
-                  Object.entries(message.headers ?? {}).map(([key, value]) => [key, value?.toString() ?? '']),
-                ),
-              })),
-              { heartbeat, stopping: () => !isRunning() || isStale(), redelivered },
-            );
+            await handler(slice.map(toLogMessage), { heartbeat, stopping: () => !isRunning() || isStale(), redelivered });
             // Durable now: only after the handler succeeded is the offset resolved and committed.
             resolveOffset(slice[slice.length - 1]!.offset);
             // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
@@ -218,6 +329,57 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       };
       consumers.set(handle, tracker.status);
       return handle;
+    },
+    async peek({ topic, groupId, limit, from }) {
+      await ensureTopics();
+      const positions = await positionsOf(topic, options.topicPrefix + groupId);
+      const starts = new Map(positions.map(({ partition, committed }) => [partition, Math.max(committed, from?.[partition] ?? committed)]));
+      const ends = new Map(positions.map(({ partition, end }) => [partition, end]));
+      // A group of its own, never committed and deleted after: the inspected group is neither joined nor moved.
+      const peekGroup = `${options.topicPrefix}${groupId}.peek.${randomUUID()}`;
+      const { read, consumer } = await readPartitions(topic, peekGroup, starts, ends, limit);
+      if (consumer) {
+        await consumer.disconnect();
+        // The broker forgets an empty group that never committed on its own (offsets retention): deleting it is tidiness only.
+        await getAdmin()
+          .then((client) => client.deleteGroups([peekGroup]))
+          .catch((error: unknown) => log.warn({ err: error, group: peekGroup }, 'could not delete the group of a peek; the broker expires it'));
+      }
+      const page = mergePartitions(read, limit, Object.fromEntries(starts));
+      return {
+        messages: page.messages,
+        next: page.next,
+        more: positions.some(({ partition, end }) => page.next[partition]! < end),
+        pending: positions.reduce((sum, { committed, end }) => sum + Math.max(0, end - committed), 0),
+      };
+    },
+    async take({ topic, groupId, limit }, handler) {
+      return takeInOrder(`${topic}\u0000${groupId}`, async () => {
+        await ensureTopics();
+        const fullGroup = options.topicPrefix + groupId;
+        const positions = await positionsOf(topic, fullGroup);
+        const starts = new Map(positions.map(({ partition, committed }) => [partition, committed]));
+        // A member of the group itself for the time of the take: its commit is the group's.
+        const { read, consumer } = await readPartitions(topic, fullGroup, starts, new Map(positions.map(({ partition, end }) => [partition, end])), limit);
+        if (!consumer) return [];
+        try {
+          const page = mergePartitions(read, limit, Object.fromEntries(starts));
+          const moved = (await positionsOf(topic, fullGroup)).filter(({ partition, committed }) => committed !== starts.get(partition));
+          if (moved.length > 0) throw new Error(`group ${fullGroup} moved while its messages were read (another take); nothing taken, try again`);
+          await handler(page.messages);
+          const commits = Object.entries(page.next)
+            .filter(([partition, offset]) => offset > starts.get(Number(partition))!)
+            .map(([partition, offset]) => ({ topic: name(topic), partition: Number(partition), offset: String(offset) }));
+          await consumer.commitOffsets(commits);
+          // kafkajs skips a commit silently when its runner is not running: what the broker holds says whether it happened.
+          const after = new Map((await positionsOf(topic, fullGroup)).map(({ partition, committed }) => [partition, committed]));
+          const missed = commits.filter(({ partition, offset }) => (after.get(partition) ?? -1) < Number(offset));
+          if (missed.length > 0) throw new Error(`group ${fullGroup} could not commit partitions ${missed.map(({ partition }) => partition).join(', ')}: their messages will be taken again`);
+          return page.messages;
+        } finally {
+          await consumer.disconnect();
+        }
+      });
     },
     async consumers() {
       return Promise.all(

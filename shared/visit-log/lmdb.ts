@@ -5,7 +5,18 @@ import { diskGuard } from '../disk-guard.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { TOPIC_NAMES, type Topic } from './topics.js';
-import { consumerTracker, VisitLogFullError, type Consumer, type ConsumeOptions, type ConsumerStatus, type LogMessage, type VisitLog } from './visit-log.js';
+import {
+  consumerTracker,
+  keyedQueue,
+  VisitLogFullError,
+  type Consumer,
+  type ConsumeOptions,
+  type ConsumerStatus,
+  type LogMessage,
+  type Peeked,
+  type StoredLogMessage,
+  type VisitLog,
+} from './visit-log.js';
 
 /** Unconsumed messages a topic of the durable log holds by default (VISIT_LOG_CAPACITY). */
 export const DURABLE_LOG_CAPACITY = 1_000_000;
@@ -189,6 +200,39 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
     };
   };
 
+  /**
+   * The durable messages from `from` on, at most `max`, with their offsets (inspection: the log
+   * keeps no time, so `timestamp` is null). Partition 0: the one-process log has one per topic.
+   */
+  const readWithOffsets = (topic: Topic, from: number, max: number): StoredLogMessage[] => {
+    const entry = topicLog(topic);
+    const out: StoredLogMessage[] = [];
+    for (const segment of entry.segments) {
+      if (out.length >= max) break;
+      const segmentEnd = segment.start + segment.count;
+      if (segmentEnd <= from) continue;
+      if (segmentEnd > entry.durable) break;
+      const stored = messagesDb.get([topic, segment.start, segment.count]);
+      if (!stored) break;
+      for (let offset = Math.max(from, segment.start); offset < segmentEnd && out.length < max; offset++) {
+        const [key, value, headers] = stored[offset - segment.start]!;
+        out.push({ key, value, ...(headers ? { headers } : {}), partition: 0, offset, timestamp: null });
+      }
+    }
+    return out;
+  };
+  /** Where a group stands: its committed offset, or the oldest stored message for a group the topic does not know (as consume starts it), never below what retention kept. */
+  const committedOf = (entry: TopicLog, groupId: string) => Math.max(entry.groups.get(groupId) ?? 0, entry.segments[0]?.start ?? entry.end);
+  const peekPage = (topic: Topic, groupId: string, limit: number, from?: Record<number, number>): Peeked => {
+    const entry = topicLog(topic);
+    const committed = committedOf(entry, groupId);
+    const start = Math.max(committed, from?.[0] ?? committed);
+    const messages = readWithOffsets(topic, start, limit);
+    const next = messages.length > 0 ? messages.at(-1)!.offset + 1 : start;
+    return { messages, next: { 0: next }, more: next < entry.durable, pending: Math.max(0, entry.durable - committed) };
+  };
+  const takeInOrder = keyedQueue();
+
   return {
     kind: 'lmdb',
     async publish(topic, messages) {
@@ -355,6 +399,26 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
           consumers.delete(state);
         },
       };
+    },
+    async peek({ topic, groupId, limit, from }) {
+      if (closed) throw new Error('the visit log is closed');
+      return peekPage(topic, groupId, limit, from);
+    },
+    async take({ topic, groupId, limit }, handler) {
+      return takeInOrder(`${topic}\u0000${groupId}`, async () => {
+        if (closed) throw new Error('the visit log is closed');
+        const entry = topicLog(topic);
+        if (entry.active.has(groupId)) throw new Error(`group ${groupId} of ${topic} has a consumer in this process: its messages are taken by it`);
+        const { messages, next } = peekPage(topic, groupId, limit);
+        if (messages.length === 0) return messages;
+        await handler(messages);
+        // Durable before it resolves: a taken message is not handed over again after a crash.
+        await wrote(groupsDb.put([topic, groupId], next[0]!), 'commit');
+        entry.groups.set(groupId, Math.max(next[0]!, entry.groups.get(groupId) ?? 0));
+        reclaim(topic, entry, lowWater(entry));
+        measure(topic, entry);
+        return messages;
+      });
     },
     async consumers() {
       return [...consumers].map(({ status }) => ({ ...status, lag: lagOf(topicLog(status.topic), status.group) }));

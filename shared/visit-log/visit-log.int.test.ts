@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
 import { createMetrics } from '../metrics.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../testing/context.js';
+import { closeContext, createTestContext, SERVICES_MODE, testConfig, uniqueName } from '../testing/context.js';
 import { waitFor } from '../testing/wait.js';
 import { createLogger } from '../logger.js';
 import { PROJECT_ROOT } from '../paths.js';
+import { createKafkaVisitLog } from './kafka.js';
 import { createDurableVisitLog } from './lmdb.js';
 import { TOPICS } from './topics.js';
-import { VisitLogFullError, type Consumer, type LogMessage } from './visit-log.js';
+import { VisitLogFullError, type Consumer, type LogMessage, type StoredLogMessage, type VisitLog } from './visit-log.js';
 
 /** Kafka consumer-group joins take seconds: generous, bounded waits. */
 const DEADLINE_MS = 30_000;
@@ -207,6 +208,140 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     expect(numbers(raw)).toEqual([2]);
     expect(numbers(dlq)).toEqual([1]);
     expect(dlq[0]!.headers).toEqual({ 'x-dlq-reason': 'test' });
+  });
+});
+
+describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 120_000 }, () => {
+  /** A log with topics of its own (Kafka: a prefix of its own; embedded: a fresh folder): a peek sees only what the test published. */
+  const logs: VisitLog[] = [];
+  afterAll(async () => {
+    await Promise.all(logs.map((log) => log.close()));
+  });
+  function isolatedLog(): VisitLog {
+    const config = testConfig();
+    const log = config.visitLog.kind === 'kafka' ? createKafkaVisitLog({ ...config.visitLog, topicPrefix: `${uniqueName('t')}.` }, silent, createMetrics()) : durableLog(createMetrics(), 1_000);
+    logs.push(log);
+    return log;
+  }
+  /** Publishes messages 0 … count-1 one call each, over three keys (several partitions on Kafka), record times apart: oldest first is publish order. */
+  async function publishNumbered(log: VisitLog, count: number, run = uniqueName('peek')) {
+    for (let n = 0; n < count; n++) {
+      await log.publish(TOPICS.visitsDlq, [message(`${run}-${n % 3}`, n, { 'x-n': String(n) })]);
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+  }
+  const stored = (messages: StoredLogMessage[]) => messages.map(({ partition, offset }) => `${partition}-${offset}`);
+
+  it('peeks at the messages a group has not committed, oldest first, with partition and offset, without committing them', async () => {
+    const log = isolatedLog();
+    await publishNumbered(log, 5);
+    const page = await log.peek({ topic: TOPICS.visitsDlq, groupId: 'inspected', limit: 10 });
+    expect(numbers(page.messages)).toEqual(range(0, 5));
+    expect(page).toMatchObject({ more: false, pending: 5 });
+    expect(page.messages[2]).toMatchObject({ key: expect.stringMatching(/-2$/), headers: { 'x-n': '2' }, partition: expect.any(Number), offset: expect.any(Number) });
+    expect(new Set(stored(page.messages)).size).toBe(5);
+    if (SERVICES_MODE) for (const { timestamp } of page.messages) expect(Date.parse(timestamp!)).toBeGreaterThan(Date.now() - 60_000);
+    else expect(page.messages.every(({ timestamp }) => timestamp === null)).toBe(true);
+    // Nothing was committed: the same messages again, and a group that consumes gets them all.
+    expect(stored((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'inspected', limit: 10 })).messages)).toEqual(stored(page.messages));
+    const received: LogMessage[] = [];
+    const consumer = await log.consume({ groupId: 'inspected', topic: TOPICS.visitsDlq, handler: async (messages) => void received.push(...messages) });
+    await waitFor(() => received.length === 5, DEADLINE_MS, { message: 'the five messages consumed' });
+    await consumer.stop();
+    expect((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'inspected', limit: 10 })).pending).toBe(0);
+  });
+
+  it('pages from the positions of the previous peek: each message once, in order, and positions past the end give an empty page', async () => {
+    const log = isolatedLog();
+    await publishNumbered(log, 5);
+    const seen: number[] = [];
+    let from: Record<number, number> | undefined;
+    const mores: boolean[] = [];
+    for (;;) {
+      const page = await log.peek({ topic: TOPICS.visitsDlq, groupId: 'pager', limit: 2, from });
+      expect(page.pending).toBe(5);
+      seen.push(...numbers(page.messages));
+      mores.push(page.more);
+      if (!page.more) break;
+      from = page.next;
+    }
+    expect(seen).toEqual(range(0, 5));
+    expect(mores).toEqual([true, true, false]);
+    const farAway = Object.fromEntries(range(0, 16).map((partition) => [partition, 1_000_000]));
+    expect(await log.peek({ topic: TOPICS.visitsDlq, groupId: 'pager', limit: 2, from: farAway })).toMatchObject({ messages: [], more: false, pending: 5 });
+    // A limit of 0: only the count.
+    expect(await log.peek({ topic: TOPICS.visitsDlq, groupId: 'pager', limit: 0 })).toMatchObject({ messages: [], pending: 5 });
+  });
+
+  it('takes the oldest uncommitted messages, commits the group past them once the handler resolved, and takes nothing when its handler throws', async () => {
+    const log = isolatedLog();
+    await publishNumbered(log, 5);
+    await expect(log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 2 }, async () => Promise.reject(new Error('republish failed')))).rejects.toThrow('republish failed');
+    expect((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 10 })).pending).toBe(5);
+    const handed: number[] = [];
+    const taken = await log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 3 }, async (messages) => void handed.push(...numbers(messages)));
+    expect(handed).toEqual([0, 1, 2]);
+    expect(numbers(taken)).toEqual([0, 1, 2]);
+    const after = await log.peek({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 10 });
+    expect(numbers(after.messages)).toEqual([3, 4]);
+    expect(after.pending).toBe(2);
+    // A position before the committed one counts as it.
+    const rewound = Object.fromEntries(range(0, 16).map((partition) => [partition, 0]));
+    expect(numbers((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 10, from: rewound })).messages)).toEqual([3, 4]);
+    expect(numbers(await log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 10 }, async () => undefined))).toEqual([3, 4]);
+    expect(await log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 10 }, async () => undefined)).toEqual([]);
+  });
+
+  it('runs takes of one group in one process one after the other: no message is handed over twice', async () => {
+    const log = isolatedLog();
+    await publishNumbered(log, 4);
+    const takes = await Promise.all([1, 2].map(() => log.take({ topic: TOPICS.visitsDlq, groupId: 'racing', limit: 2 }, async (messages) => void numbers(messages))));
+    expect(takes.map(numbers)).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
+  });
+});
+
+describe.skipIf(SERVICES_MODE)('durable one-process visit log inspection', () => {
+  it('keeps what a take committed across a close and reopen', async () => {
+    const log = durableLog(createMetrics(), 1_000);
+    await log.publish(TOPICS.visitsDlq, range(0, 4).map((n) => message('k', n)));
+    await log.take({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 3 }, async () => undefined);
+    await log.close();
+    const reopened = durableLog(createMetrics(), 1_000, 500, log.dir);
+    try {
+      const page = await reopened.peek({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 });
+      expect(numbers(page.messages)).toEqual([3]);
+      expect(page.messages[0]).toMatchObject({ partition: 0, offset: 3 });
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('refuses a take of a group a consumer of this process runs (the consumer takes its messages)', async () => {
+    const log = durableLog();
+    const consumer = await log.consume({ groupId: 'running', topic: TOPICS.visitsDlq, handler: async () => undefined });
+    try {
+      await expect(log.take({ topic: TOPICS.visitsDlq, groupId: 'running', limit: 1 }, async () => undefined)).rejects.toThrow(/has a consumer in this process/);
+    } finally {
+      await consumer.stop();
+      await log.close();
+    }
+  });
+
+  it('starts a peek at the oldest message retention kept, past a group that fell behind it', async () => {
+    const log = durableLog(createMetrics(), 3);
+    try {
+      await log.publish(TOPICS.visitsDlq, [message('k', 1)]);
+      await log.take({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 1 }, async () => undefined);
+      for (let n = 2; n <= 7; n++) await log.publish(TOPICS.visitsDlq, [message('k', n)]);
+      const page = await log.peek({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 });
+      expect(numbers(page.messages)).toEqual([5, 6, 7]);
+      expect(page.pending).toBe(3);
+    } finally {
+      await log.close();
+    }
   });
 });
 

@@ -87,15 +87,102 @@ export function consumerTracker(group: string, topic: Topic) {
   };
 }
 
+/** A message read back with its place in the log (inspection, replay). */
+export interface StoredLogMessage extends LogMessage {
+  partition: number;
+  offset: number;
+  /** When the log took it (Kafka: the record's timestamp, ISO 8601); null where the log keeps no time (the durable one-process log). */
+  timestamp: string | null;
+}
+
+/** Per partition, the offset of the next message to read. */
+export type LogPositions = Record<number, number>;
+
+export interface PeekOptions {
+  topic: Topic;
+  /** The group whose uncommitted messages are read; its committed offsets are not moved. */
+  groupId: string;
+  /** Most messages returned. */
+  limit: number;
+  /**
+   * Where to read from, per partition, instead of the group's committed offset (the `next` of an
+   * earlier peek: the following page); a position before the committed offset counts as it.
+   */
+  from?: LogPositions;
+}
+
+/** A page of messages a group has not committed. */
+export interface Peeked {
+  /** Oldest first: each partition's in offset order; Kafka's partitions merged by record time. */
+  messages: StoredLogMessage[];
+  /** Where the following page starts (a partition absent: at the group's committed offset). */
+  next: LogPositions;
+  /** Whether messages are left after `next`. */
+  more: boolean;
+  /** Messages the group has not committed, every partition (from its committed offset, not from `from`). */
+  pending: number;
+}
+
 /** The visit log: Kafka in production, a durable one-process log on LMDB with the same semantics embedded (lmdb.ts). */
 export interface VisitLog {
   kind: 'lmdb' | 'kafka';
   publish(topic: Topic, messages: LogMessage[]): Promise<void>;
   consume(options: ConsumeOptions): Promise<Consumer>;
+  /**
+   * Reads messages of a topic a group has not committed yet, without committing and without joining
+   * the group (Kafka: a short-lived consumer of a throw-away group, bounded in time).
+   */
+  peek(options: PeekOptions): Promise<Peeked>;
+  /**
+   * Hands the oldest messages the group has not committed (at most `limit`, in peek's order) to
+   * `handler`, then commits the group past them; a handler that throws commits nothing. For a group
+   * no consumer runs (replay tools): Kafka joins it with a short-lived member, bounded in time. Calls
+   * of one process for one group run one after the other. Resolves with the messages taken.
+   */
+  take(options: { topic: Topic; groupId: string; limit: number }, handler: (messages: StoredLogMessage[]) => Promise<void>): Promise<StoredLogMessage[]>;
   /** The consumers of this process, with their lag (visit_log_consumer_lag is set from the same figures). */
   consumers(): Promise<ConsumerStatus[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Runs calls with the same key one after the other (take's per-group order within a process). */
+export function keyedQueue() {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(key: string, run: () => Promise<T>): Promise<T> => {
+    const previous = tails.get(key) ?? Promise.resolve();
+    const result = previous.then(run, run);
+    const tail = result.catch(() => undefined);
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return result;
+  };
+}
+
+/**
+ * The first `limit` messages of several partitions, oldest first: a k-way merge by record time
+ * (then partition), each partition's messages kept in offset order, so that a page is a prefix of
+ * every partition and the next page starts right after it. Also where each partition's next page starts.
+ */
+export function mergePartitions(partitions: Map<number, StoredLogMessage[]>, limit: number, start: LogPositions): { messages: StoredLogMessage[]; next: LogPositions } {
+  const heads = new Map<number, number>([...partitions.keys()].map((partition) => [partition, 0]));
+  const messages: StoredLogMessage[] = [];
+  const next: LogPositions = { ...start };
+  const time = (message: StoredLogMessage) => (message.timestamp === null ? 0 : Date.parse(message.timestamp));
+  while (messages.length < limit) {
+    let best: StoredLogMessage | undefined;
+    for (const [partition, at] of heads) {
+      const candidate = partitions.get(partition)![at];
+      if (candidate && (!best || time(candidate) < time(best) || (time(candidate) === time(best) && candidate.partition < best.partition))) best = candidate;
+    }
+    if (!best) break;
+    messages.push(best);
+    heads.set(best.partition, heads.get(best.partition)! + 1);
+    next[best.partition] = best.offset + 1;
+  }
+  return { messages, next };
 }
 
 /** Thrown when the one-process log is full: the caller counts it, never drops silently. */

@@ -6,6 +6,7 @@ import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { assertNoBody } from '../../../shared/http/register.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
 import { LINK_ID } from '../../../shared/ids.js';
 import { linksService, REDIRECT_TYPES, RESERVED_SLUGS } from './links.service.js';
@@ -84,21 +85,6 @@ export const PublicLinkSchema = z
   .meta({ id: 'PublicLink', description: 'A link as the public sees it: no target, tags, limits or ids.' });
 
 const idParams = z.object({ id: z.string().regex(LINK_ID, rule('link_id')) });
-
-/**
- * Refuses a body on a route that takes none, as an unknown parameter is refused: a client that
- * sends fields (say, overrides to a duplicate) learns they were not applied. None, `{}` or an empty
- * text pass.
- */
-function assertNoBody(body: unknown): void {
-  if (body === undefined || body === null || body === '') return;
-  if (typeof body === 'object' && !Array.isArray(body)) {
-    const unknown = Object.keys(body);
-    if (unknown.length === 0) return;
-    throw new AppError('bad_request', { unknown, in: 'body' }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: unknown.join(', ') } });
-  }
-  throw new AppError('bad_request', { body: 'this operation takes no body' });
-}
 
 /** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
 export function linksRoutes(context: Context): RouteDef[] {
