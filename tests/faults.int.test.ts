@@ -255,6 +255,10 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     const edgeHealth = await health(pair.edge.port);
     expect(edgeHealth?.status).toBe(200);
     expect(edgeHealth?.json.data.degraded.map((entry: { component: string }) => entry.component)).toContain('cache');
+    // The core's worker keeps its jobs on Redis: it cannot work, and says so.
+    const coreHealth = await health(pair.core.port);
+    expect(coreHealth?.status).toBe(503);
+    expect(coreHealth?.json.error.details.down).toEqual(expect.arrayContaining(['jobs', 'cache']));
     await sleep(3_000);
     await startServices();
     const restarted = Date.now();
