@@ -169,13 +169,7 @@ export const STORED_VISITS_QUERY = `SELECT visit_id, kind, is_bot, bot_name, is_
  */
 export async function storedVisits(analytics: Analytics, visits: RawVisit[]): Promise<Map<string, StoredVisit>> {
   if (visits.length === 0) return new Map();
-  let from = Infinity;
-  let to = -Infinity;
-  for (const visit of visits) {
-    const time = Date.parse(visit.ts);
-    if (time < from) from = time;
-    if (time > to) to = time;
-  }
+  const { from, to } = timeRange(visits);
   const rows = await selectRows<StoredVisit>(
     analytics.client,
     STORED_VISITS_QUERY,
@@ -188,6 +182,17 @@ export async function storedVisits(analytics: Analytics, visits: RawVisit[]): Pr
   return new Map(rows.map((row) => [row.visit_id, row]));
 }
 
+/** The earliest and latest time (ms) of the visits. */
+function timeRange(visits: RawVisit[]): { from: number; to: number } {
+  let from = Infinity;
+  let to = -Infinity;
+  for (const visit of visits) {
+    const time = Date.parse(visit.ts);
+    if (time < from) from = time;
+    if (time > to) to = time;
+  }
+  return { from, to };
+}
 
 /** The rows `visits` holds of the inserts with these tokens, within the time range (a day of slack), as encodeVisits wrote them. */
 const BLOCK_ROWS_QUERY = (columns: string) => `SELECT ${columns} FROM visits
@@ -208,13 +213,7 @@ export async function reinsertStoredBlocks(analytics: Analytics, stored: Iterabl
   for (const row of stored) if (row.insert_token) tokens.add(row.insert_token);
   if (tokens.size === 0) return 0;
   const columns = [...VISIT_ROW_COLUMNS] as [string, ...string[]];
-  let from = Infinity;
-  let to = -Infinity;
-  for (const visit of visits) {
-    const time = Date.parse(visit.ts);
-    if (time < from) from = time;
-    if (time > to) to = time;
-  }
+  const { from, to } = timeRange(visits);
   const day = 86_400_000;
   for (const token of tokens) {
     const result = await analytics.client.query({

@@ -4,7 +4,7 @@
 // driven by playwright-core, axe-core run inside each page, and screenshots of every page at a
 // desktop and a phone width written to `screenshots/` (ignored by git) for people to look at.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../support/platform-process.js';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -22,17 +22,6 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOTS_DIR = join(PROJECT_ROOT, 'screenshots');
 export { TEST_PASSWORD };
 
-/** A free loopback port (the platform's PUBLIC_URL must name its port before it listens). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface UiPlatform {
   context: Context;
