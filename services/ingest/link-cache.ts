@@ -34,21 +34,32 @@ const keyOf = (subdomain: string, slug: string) => `${subdomain}/${slug}`;
  * answers kept NEGATIVE_MS. An entry older than FRESH_MS without a notice is served while it is
  * re-read in the background, which bounds how long a missed notice (a Redis reconnect) can matter.
  */
-export async function createLinkCache(context: Context): Promise<LinkCache> {
+export async function createLinkCache(
+  context: Context,
+  /** How long an entry is fresh, and how long after a failed re-read it is tried again (tests shorten them). */
+  { freshMs = FRESH_MS, refreshRetryMs = REFRESH_RETRY_MS }: { freshMs?: number; refreshRetryMs?: number } = {},
+): Promise<LinkCache> {
   const links = linksRepository(context.db.db);
   const { metrics, log } = context;
   const outcome = counterChildren(metrics.linkCache, 'outcome');
   const [hits, negatives, misses] = [outcome('hit'), outcome('negative'), outcome('miss')];
   const cache = new LRUCache<string, Entry>({
     max: context.config.linkCacheSize,
-    ttl: FRESH_MS,
+    ttl: freshMs,
     allowStale: true,
     noDeleteOnStaleGet: true,
-    // A re-read that fails (Postgres down) keeps the entry: cached links keep redirecting through an outage.
-    noDeleteOnFetchRejection: true,
-    fetchMethod: async (key, _stale, { signal, options }) => {
+    fetchMethod: async (key, stale, { signal, options }) => {
       const slash = key.indexOf('/');
-      const row = await links.findLiveBySlug(key.slice(0, slash), key.slice(slash + 1));
+      let row: Awaited<ReturnType<typeof links.findLiveBySlug>>;
+      try {
+        row = await links.findLiveBySlug(key.slice(0, slash), key.slice(slash + 1));
+      } catch (error) {
+        // Postgres unreachable: a cached link keeps redirecting, re-read in refreshRetryMs rather than on every redirect.
+        if (stale === undefined) throw error;
+        log.warn({ err: error, key, retry_ms: refreshRetryMs }, 'link refresh failed: the cached link is served meanwhile');
+        options.ttl = refreshRetryMs;
+        return stale;
+      }
       if (signal.aborted) return undefined;
       if (!row) options.ttl = NEGATIVE_MS;
       const link = row ? toRedirectLink(row) : null;
@@ -89,14 +100,7 @@ export async function createLinkCache(context: Context): Promise<LinkCache> {
       if (held !== undefined) {
         (held.link ? hits : negatives).inc();
         // Stale entries are served and refreshed behind the answer.
-        if (cache.getRemainingTTL(key) <= 0) {
-          void cache.fetch(key).catch((error: unknown) => {
-            // Served as it was, and tried again in REFRESH_RETRY_MS rather than on every redirect meanwhile.
-            const now = cache.peek(key, { allowStale: true });
-            if (!now || now.version <= held.version) cache.set(key, held, { ttl: REFRESH_RETRY_MS });
-            log.warn({ err: error, key, retry_ms: REFRESH_RETRY_MS }, 'link refresh failed: the cached link is served meanwhile');
-          });
-        }
+        if (cache.getRemainingTTL(key) <= 0) void cache.fetch(key).catch((error: unknown) => log.warn({ err: error, key }, 'link refresh failed'));
         return held.link;
       }
       misses.inc();
