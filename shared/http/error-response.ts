@@ -18,7 +18,7 @@ export function toAppError(error: unknown, ports?: ReadonlyMap<number, Unavailab
   const dependency = unavailableDependency(error, ports);
   if (dependency) {
     return {
-      appError: new AppError('service_unavailable', { down: [dependency], retry: 'the request changed nothing; retry it once the dependency is back' }, {
+      appError: new AppError('service_unavailable', { down: [dependency] }, {
         messageKey: 'error.service_unavailable.dependency',
         params: { names: dependency },
         cause: error,
