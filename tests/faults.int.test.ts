@@ -20,6 +20,7 @@ import { waitFor } from '../shared/testing/wait.js';
 import {
   ADMIN,
   client,
+  exitedOutput,
   faultRow,
   freePort,
   health,
@@ -87,7 +88,11 @@ beforeAll(async () => {
   }
 }, 240_000);
 
-afterEach(async () => {
+afterEach(async ({ task }) => {
+  if (task.result?.state === 'fail') {
+    const said = exitedOutput();
+    if (said) process.stdout.write(`${said}\n`);
+  }
   killAll();
   // A test that failed during its fault leaves its service down: the next one starts with all three.
   if (SERVICES_MODE && services) await startServices();

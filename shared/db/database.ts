@@ -35,6 +35,11 @@ export async function createDatabase(config: Config['database']): Promise<Databa
     const pool = new pg.Pool({ connectionString: config.url, max: config.poolMax, connectionTimeoutMillis: 5_000 });
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
+    // Nor a client checked out when the server goes away between two statements (a transaction
+    // awaiting its next step: Postgres stopped, found by tests/faults.int.test.ts): pg emits 'error'
+    // on it with no listener, which killed the process. The statement in hand or the next one fails
+    // with the lost connection, and the pool drops the client when it is released.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     return {
       kind: 'postgres',

@@ -35,6 +35,8 @@ export interface Started {
 
 /** Processes started here: killed after each test by `killAll` (a test that fails leaves none behind). */
 const children: ChildProcess[] = [];
+/** The same, with their output, for `exitedOutput`. */
+const started: Started[] = [];
 
 /** Starts `services/main.ts` (from source, as `make run` does once built) with the environment given on top of this one. */
 export function startProcess(env: Record<string, string>): Started {
@@ -48,12 +50,26 @@ export function startProcess(env: Record<string, string>): Started {
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, port: Number(env.PORT), output: () => output, exited };
+  const process_ = { child, port: Number(env.PORT), output: () => output, exited };
+  started.push(process_);
+  return process_;
+}
+
+/**
+ * The last lines of every process started here that exited by itself (not killed by a test), for
+ * the report of a test that failed: a process that died under a fault says why.
+ */
+export function exitedOutput(): string {
+  return started
+    .filter(({ child }) => child.exitCode !== null || (child.signalCode !== null && child.signalCode !== 'SIGKILL' && child.signalCode !== 'SIGTERM'))
+    .map(({ child, port, output }) => `process on port ${port} exited (${child.exitCode ?? child.signalCode}):\n${output().split('\n').slice(-40).join('\n')}`)
+    .join('\n');
 }
 
 /** SIGKILLs every process `startProcess` started that still runs. */
 export function killAll(): void {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  started.length = 0;
 }
 
 export interface Answer {
