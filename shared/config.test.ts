@@ -20,7 +20,7 @@ describe('loadConfig', () => {
     expect(config.roles).toEqual(['api', 'ingest', 'enricher', 'worker']);
     expect(config.database).toEqual({ kind: 'pglite', dir: './data/pg' });
     expect(config.analytics).toEqual({ kind: 'chdb', dir: './data/chdb' });
-    expect(config.visitLog).toEqual({ kind: 'lmdb', dir: './data/log', commitDelayMs: 5, capacity: 1_000_000, minFreeBytes: 256 * 1_048_576 });
+    expect(config.visitLog).toEqual({ kind: 'lmdb', dir: './data/log', commitDelayMs: 50, capacity: 1_000_000, minFreeBytes: 256 * 1_048_576 });
     expect(config.jobs).toEqual({ dir: './data/jobs', minFreeBytes: 256 * 1_048_576 });
     expect(config.redisUrl).toBeUndefined();
     // Production-like by default (issue 23): no exception detail, and a cookie that follows PUBLIC_URL.
