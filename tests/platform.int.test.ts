@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDatabase, type Database } from '../shared/db/database.js';
 import { PROJECT_ROOT } from '../shared/paths.js';
 import { keyId, parseKey } from '../shared/secrets/secret-box.js';
+import { freePort } from './support/platform-process.js';
 
 /** The process as `make run` starts it, from source; embedded whatever the suite's mode. */
 const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '', LOG_LEVEL: 'warn' };
@@ -46,16 +46,6 @@ async function withStore<T>(dataDir: string, body: (db: Database['db']) => Promi
   } finally {
     await database.close();
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitHealthy(port: number, process: Started, timeoutMs = 45_000): Promise<any> {

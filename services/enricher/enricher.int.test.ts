@@ -2,6 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
+import { rawVisit } from '../../shared/testing/visits.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
@@ -47,25 +48,6 @@ afterAll(async () => {
   await Promise.all([enricher?.stop(), ...consumers.map((consumer) => consumer.stop())]);
   await closeContext(context);
 });
-
-/** A valid raw visit as the ingest edge publishes it; each test uses a subdomain of its own. */
-function rawVisit(subdomain: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    visit_id: uuidv7(),
-    ts: new Date().toISOString(),
-    kind: 'visit',
-    owner_id: 'owner-1',
-    subdomain,
-    link_id: `${subdomain}-link`,
-    slug: 'promo',
-    ip_public: '203.0.113.7',
-    user_agent: 'Mozilla/5.0 (X11; Linux x86_64)',
-    referrer: '',
-    accept_language: 'en-GB,en;q=0.8',
-    query: '',
-    ...overrides,
-  };
-}
 
 /** Publishes visits (or raw text) on visits.raw keyed by link id, as the edge does. */
 async function publish(key: string, values: (Record<string, unknown> | string)[], headers?: Record<string, string>): Promise<void> {

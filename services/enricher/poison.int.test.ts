@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Analytics } from '../../shared/analytics/analytics.js';
 import type { Context } from '../../shared/context.js';
 import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { consentMessage, peopleVisits, subdomainWithLink } from '../../shared/testing/visits.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
@@ -92,35 +92,8 @@ afterAll(async () => {
   await closeContext(context);
 });
 
-/** A subdomain of the owner with one link. */
-async function subdomainWithLink(): Promise<{ subdomain: string; linkId: string }> {
-  const subdomain = await claimSubdomain(app, owner);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: 'go', target_url: 'https://example.com/' } });
-  if (created.statusCode !== 201) throw new Error(created.body);
-  return { subdomain, linkId: created.json().data.id };
-}
-
-/** `count` people's visits of the link, each of its own visitor (`net`.1, .2, …), a second apart within the last hour. */
-function visitsOf(subdomain: string, linkId: string, count: number, net = '198.51.100') {
-  const start = Date.now() - 30 * 60_000;
-  return Array.from({ length: count }, (_, i) => {
-    const ts = start + i * 1000 + Math.floor(Math.random() * 1000);
-    return {
-      visit_id: uuidv7({ msecs: ts }),
-      ts: new Date(ts).toISOString(),
-      kind: 'visit',
-      owner_id: owner.id,
-      subdomain,
-      link_id: linkId,
-      slug: 'go',
-      ip_public: `${net}.${i + 1}`,
-      user_agent: 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0',
-      referrer: '',
-      accept_language: 'en',
-      query: '',
-    };
-  });
-}
+/** `count` people's visits of the owner's link, each of its own visitor (`net`.1, .2, …). */
+const visitsOf = (subdomain: string, linkId: string, count: number, net = '198.51.100') => peopleVisits(owner.id, subdomain, linkId, count, { net });
 
 /** Log messages of visits (or raw text), keyed by link as the edge publishes them. */
 const messagesOf = (linkId: string, values: (Record<string, unknown> | string)[]): LogMessage[] =>
@@ -176,7 +149,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 1_000));
 
 describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafka' : 'durable log'}, chDB)`, { timeout: 120_000 }, () => {
   it('dead-letters a valid visit that makes the insert fail (fault injected: ClickHouse cannot parse its time) and an undecodable message, stores every other visit once, and the partition keeps moving', async () => {
-    const { subdomain, linkId } = await subdomainWithLink();
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const valid = visitsOf(subdomain, linkId, 30);
     const later = visitsOf(subdomain, linkId, 10, '192.0.2');
     const [poison] = visitsOf(subdomain, linkId, 1, '203.0.113');
@@ -216,7 +189,7 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
   });
 
   it('stores every visit exactly once when the analytics insert fails for a while (fault injected: connection refused for 2 s), dead-letters nothing, and the consumer status shows the failure while it lasts', async () => {
-    const { subdomain, linkId } = await subdomainWithLink();
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const visits = visitsOf(subdomain, linkId, 50);
     const totalsBefore = await deadLetteredTotals();
     const refusedBefore = insertsRefused;
@@ -251,22 +224,7 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
 
   it('dead-letters a consent beacon whose own visit makes the insert fail (fault injected), and stores the visits of the beacons around it', async () => {
     const subdomain = await claimSubdomain(app, owner);
-    const consent = (i: number) => {
-      const ts = Date.now() - 20 * 60_000 + i * 1000;
-      const visitId = uuidv7({ msecs: ts });
-      return {
-        key: visitId,
-        value: JSON.stringify({
-          type: 'consent',
-          visit_id: visitId,
-          ts: new Date(ts).toISOString(),
-          analytics: true,
-          lan_ip: false,
-          own_visit: { subdomain, ip_public: `203.0.113.${i + 1}`, user_agent: 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0', accept_language: 'en', referrer: '', query: '' },
-        }),
-      };
-    };
-    const beacons = Array.from({ length: 12 }, (_, i) => consent(i));
+    const beacons = Array.from({ length: 12 }, (_, i) => consentMessage(subdomain, i));
     const poison = beacons[5]!;
     poisonIds.add(poison.key);
     const started = Date.now();

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Context } from '../../shared/context.js';
 import { decodeEvents, eventId, type PlatformEvent } from '../../shared/events/events.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { consentMessage, peopleVisits, subdomainWithLink } from '../../shared/testing/visits.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
 import type { BatchControl, ConsumeOptions, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
@@ -119,36 +119,8 @@ async function ddl(query: string): Promise<void> {
 /** A control as the visit log gives it with a batch. */
 const control = (redelivered: boolean): BatchControl => ({ heartbeat: async () => undefined, stopping: () => false, redelivered });
 
-/** A subdomain of the owner with one link. */
-async function subdomainWithLink(): Promise<{ subdomain: string; linkId: string }> {
-  const subdomain = await claimSubdomain(app, owner);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: 'go', target_url: 'https://example.com/' } });
-  if (created.statusCode !== 201) throw new Error(created.body);
-  return { subdomain, linkId: created.json().data.id };
-}
-
-/** `count` people's visits of the link, each of its own visitor, a second apart within the last hour. */
-function visitsOf(subdomain: string, linkId: string, count: number, overrides: Record<string, unknown> = {}) {
-  const start = Date.now() - 30 * 60_000;
-  return Array.from({ length: count }, (_, i) => {
-    const ts = start + i * 1000 + Math.floor(Math.random() * 1000);
-    return {
-      visit_id: uuidv7({ msecs: ts }),
-      ts: new Date(ts).toISOString(),
-      kind: 'visit',
-      owner_id: owner.id,
-      subdomain,
-      link_id: linkId,
-      slug: 'go',
-      ip_public: `198.51.100.${i + 1}`,
-      user_agent: 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0',
-      referrer: '',
-      accept_language: 'en',
-      query: '',
-      ...overrides,
-    };
-  });
-}
+/** `count` people's visits of the owner's link. */
+const visitsOf = (subdomain: string, linkId: string, count: number, overrides: Record<string, unknown> = {}) => peopleVisits(owner.id, subdomain, linkId, count, overrides);
 
 /** Log messages of visits, keyed by link as the edge publishes them. */
 const messagesOf = (visits: Record<string, unknown>[]): LogMessage[] => visits.map((visit) => ({ key: String(visit.link_id), value: JSON.stringify(visit) }));
@@ -201,7 +173,7 @@ async function deduplicatedTotal(): Promise<number> {
 
 describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 'in-process log'}, chDB)`, { timeout: 120_000 }, () => {
   it('counts a visit redelivered in a differently composed batch once: in visits, in every rollup and in the statistics, its events raised again with the same ids', async () => {
-    const { subdomain, linkId } = await subdomainWithLink();
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const first = visitsOf(subdomain, linkId, 10);
     await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(first));
     // The first delivery, finished: stored, and its events on the bus.
@@ -233,7 +205,7 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
   });
 
   it('counts once the visits of a batch that failed after its insert and came back through the log with more visits', async () => {
-    const { subdomain, linkId } = await subdomainWithLink();
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const held = uniqueName('visit_beacons_held').replace(/-/g, '_');
     // A real failure after the insert: the beacon merge that follows it finds no visit_beacons table.
     const first = visitsOf(subdomain, linkId, 8, { expects_beacon: true });
@@ -258,7 +230,7 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
   });
 
   it('counts once, in every rollup, the visits of an insert cut between visits and its views, redelivered in another composition', async () => {
-    const { subdomain, linkId } = await subdomainWithLink();
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const first = visitsOf(subdomain, linkId, 8);
     // The insert's part in `visits` committed, its views' parts not (the process running chDB died
     // in between, or a view's write failed): the first-level views are detached meanwhile.
@@ -285,21 +257,7 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
 
   it('counts a beacon-started visit redelivered in another composition once', async () => {
     const subdomain = await claimSubdomain(app, owner);
-    const consent = (i: number) => {
-      const ts = Date.now() - 20 * 60_000 + i * 1000;
-      const visitId = uuidv7({ msecs: ts });
-      return {
-        key: visitId,
-        value: JSON.stringify({
-          type: 'consent',
-          visit_id: visitId,
-          ts: new Date(ts).toISOString(),
-          analytics: true,
-          lan_ip: false,
-          own_visit: { subdomain, ip_public: `203.0.113.${i + 1}`, user_agent: 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0', accept_language: 'en', referrer: '', query: '' },
-        }),
-      };
-    };
+    const consent = (i: number) => consentMessage(subdomain, i);
     const first = [0, 1, 2, 3, 4].map(consent);
     await context.visitLog.publish(TOPICS.trackerRaw, first);
     // Stored, and merged with its own consent (a newer version of each visit).
@@ -315,7 +273,7 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
   });
 
   it('asks ClickHouse nothing about stored visits for a batch handed over the first time, and once for a redelivered one', async () => {
-    const { subdomain, linkId } = await subdomainWithLink();
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const handle = handlers.get(TOPICS.visitsRaw)!;
     const checks = () => queries.filter((query) => query === STORED_VISITS_QUERY).length;
     const before = checks();
@@ -328,7 +286,7 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
   });
 
   it('fails a redelivered batch when the check for stored visits fails, inserting nothing', async () => {
-    const { subdomain, linkId } = await subdomainWithLink();
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const visits = visitsOf(subdomain, linkId, 3);
     failStoredCheck = true;
     try {

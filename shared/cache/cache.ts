@@ -9,6 +9,8 @@ import { unavailableDependency } from '../unavailable.js';
 export interface Cache {
   kind: 'memory' | 'redis';
   redis: Redis | undefined;
+  /** Whether what this cache counts is shared with the other nodes now (Redis connected); in memory, always: it is the only store. */
+  connected(): boolean;
   /**
    * Adds one to a counter whose window (`windowSec`) starts at its first increment; returns the count.
    * Atomic: concurrent callers, on one node or many, each get a different count (a reservation).
@@ -60,6 +62,7 @@ export function createMemoryCache(): Cache {
   return {
     kind: 'memory',
     redis: undefined,
+    connected: () => true,
     async increment(key, windowSec) {
       const entry = live(key) ?? { count: 0, expiresAt: Date.now() + windowSec * 1000 };
       entry.count += 1;
@@ -143,13 +146,14 @@ export function createRedisCache(url: string, keyPrefix = 'lt', onFallback: (err
     fallingBack = false;
     onFallback(null);
   });
+  const connected = () => redis.status === 'ready';
   /** Runs `remote` on Redis, or `fallback` in process while Redis is not connected or the call fails for want of a connection. */
   const either = async <T>(remote: () => Promise<T>, fallback: () => Promise<T> | T): Promise<T> => {
-    if (redis.status === 'ready') {
+    if (connected()) {
       try {
         return await remote();
       } catch (error) {
-        if (redis.status === 'ready' && unavailableDependency(error) !== 'cache') throw error;
+        if (connected() && unavailableDependency(error) !== 'cache') throw error;
         if (!fallingBack) onFallback(error);
       }
     } else if (!fallingBack) onFallback(new Error(`Redis is ${redis.status}`));
@@ -159,6 +163,7 @@ export function createRedisCache(url: string, keyPrefix = 'lt', onFallback: (err
   return {
     kind: 'redis',
     redis,
+    connected,
     increment: (key, windowSec) =>
       either(
         async () => {

@@ -20,6 +20,11 @@ export const NOT_BLANK = /^[^\u0000]*[^\s\u0000][^\u0000]*$/;
  */
 export const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
+
+/** The text with what UNSTORABLE matches shown as U+FFFD (text read from elsewhere, to store or to answer). */
+export const withoutUnstorable = (text: string): string => text.replace(UNSTORABLE_ALL, '\uFFFD');
+
 /** The document's statement of UNSTORABLE for strings without a pattern of their own. */
 export const STORABLE_TEXT_PATTERN = '^[^\\u0000]*$';
 

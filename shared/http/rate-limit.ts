@@ -57,7 +57,7 @@ export function createRateLimiter(deps: { cache: Cache; rules: Record<RateBucket
   ) as Record<RateBucket, Store>;
   // While Redis is not connected, each bucket counts in this process (no request waits for a reconnect).
   const own = redis ? (Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [bucket, new LocalStore(false, false, MEMORY_KEYS)])) as Record<RateBucket, Store>) : shared;
-  const storeOf = (bucket: RateBucket): Store => (redis && redis.status !== 'ready' ? own[bucket] : shared[bucket]);
+  const storeOf = (bucket: RateBucket): Store => (deps.cache.connected() ? shared[bucket] : own[bucket]);
 
   const decide = (rule: RateRule, counted: Counted): RateDecision => ({
     allowed: counted.current <= rule.limit,

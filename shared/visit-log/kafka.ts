@@ -12,7 +12,6 @@ import {
   type ConsumeOptions,
   type ConsumerStatus,
   type LogMessage,
-  type LogPositions,
   type StoredLogMessage,
   type VisitLog,
 } from './visit-log.js';
@@ -101,20 +100,11 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
 
   /**
    * Messages of the topic the group has not committed (high watermark minus committed offset, per
-   * partition), also set as the lag metric; null when the broker cannot tell.
+   * partition: positionsOf), also set as the lag metric; null when the broker cannot tell.
    */
   const sampleLag = async ({ group, topic }: ConsumerStatus): Promise<number | null> => {
     try {
-      const client = await getAdmin();
-      const [ends, [committed]] = await Promise.all([
-        client.fetchTopicOffsets(name(topic)),
-        client.fetchOffsets({ groupId: options.topicPrefix + group, topics: [name(topic)] }),
-      ]);
-      const done = new Map((committed?.partitions ?? []).map((entry) => [entry.partition, Number(entry.offset)]));
-      const lag = ends.reduce((sum, end) => {
-        const at = done.get(end.partition) ?? -1;
-        return sum + Number(end.high) - (at < 0 ? Number(end.low) : at);
-      }, 0);
+      const lag = (await positionsOf(topic, options.topicPrefix + group)).reduce((sum, { committed, end }) => sum + end - committed, 0);
       metrics.consumerLag.set({ group, topic }, lag);
       return lag;
     } catch {

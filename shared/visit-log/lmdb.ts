@@ -242,19 +242,22 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
     return removed;
   };
 
-  /** Reads the durable messages from `from` on, at most `max`: the messages and the offset after the last. */
-  const reader = (topic: Topic) => {
+  /**
+   * Reads the durable messages from `from` on, at most `max`, each made by `make` (a segment whose
+   * write failed leaves a gap: skipped): the messages and the offset after the last. The segment
+   * read last is kept decoded for the next call (a consumer reads a segment over several batches).
+   */
+  const reader = <M>(topic: Topic, make: (key: string, value: string, headers: Record<string, string> | undefined, offset: number) => M) => {
     let cached: { start: number; messages: StoredMessage[] } | undefined;
-    return (from: number, max: number): { messages: LogMessage[]; end: number } => {
+    return (from: number, max: number): { messages: M[]; end: number } => {
       const entry = topicLog(topic);
-      const out: LogMessage[] = [];
+      const out: M[] = [];
       let at = from;
       for (const segment of entry.segments) {
         if (out.length >= max) break;
         const segmentEnd = segment.start + segment.count;
         if (segmentEnd <= at) continue;
         if (segmentEnd > entry.durable) break;
-        // A segment whose write failed leaves a gap: skip it.
         if (segment.start > at) at = segment.start;
         if (cached?.start !== segment.start) {
           const stored = messagesDb.get([topic, segment.start, segment.count]);
@@ -263,42 +266,31 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
         }
         for (let index = at - segment.start; index < segment.count && out.length < max; index++, at++) {
           const [key, value, headers] = cached.messages[index]!;
-          out.push(headers ? { key, value, headers } : { key, value });
+          out.push(make(key, value, headers, at));
         }
       }
       return { messages: out, end: at };
     };
   };
+  /** Messages as consumers get them. */
+  const asLogMessage = (key: string, value: string, headers: Record<string, string> | undefined): LogMessage => (headers ? { key, value, headers } : { key, value });
+  /** Messages as inspection gets them, with their offsets (the log keeps no time: `timestamp` null; partition 0, the one a topic has here). */
+  const withOffset = (key: string, value: string, headers: Record<string, string> | undefined, offset: number): StoredLogMessage => ({
+    key,
+    value,
+    ...(headers ? { headers } : {}),
+    partition: 0,
+    offset,
+    timestamp: null,
+  });
 
-  /**
-   * The durable messages from `from` on, at most `max`, with their offsets (inspection: the log
-   * keeps no time, so `timestamp` is null). Partition 0: the one-process log has one per topic.
-   */
-  const readWithOffsets = (topic: Topic, from: number, max: number): StoredLogMessage[] => {
-    const entry = topicLog(topic);
-    const out: StoredLogMessage[] = [];
-    for (const segment of entry.segments) {
-      if (out.length >= max) break;
-      const segmentEnd = segment.start + segment.count;
-      if (segmentEnd <= from) continue;
-      if (segmentEnd > entry.durable) break;
-      const found = messagesDb.get([topic, segment.start, segment.count]);
-      if (!found) break;
-      const stored = decodeSegment(found);
-      for (let offset = Math.max(from, segment.start); offset < segmentEnd && out.length < max; offset++) {
-        const [key, value, headers] = stored[offset - segment.start]!;
-        out.push({ key, value, ...(headers ? { headers } : {}), partition: 0, offset, timestamp: null });
-      }
-    }
-    return out;
-  };
   /** Where a group stands: its committed offset, or the oldest stored message for a group the topic does not know (as consume starts it), never below what retention kept. */
   const committedOf = (entry: TopicLog, groupId: string) => Math.max(entry.groups.get(groupId) ?? 0, entry.segments[0]?.start ?? entry.end);
   const peekPage = (topic: Topic, groupId: string, limit: number, from?: Record<number, number>): Peeked => {
     const entry = topicLog(topic);
     const committed = committedOf(entry, groupId);
     const start = Math.max(committed, from?.[0] ?? committed);
-    const messages = readWithOffsets(topic, start, limit);
+    const { messages } = reader(topic, withOffset)(start, limit);
     const next = messages.length > 0 ? messages.at(-1)!.offset + 1 : start;
     return { messages, next: { 0: next }, more: next < entry.durable, pending: Math.max(0, entry.durable - committed) };
   };
@@ -363,7 +355,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
         await wrote(() => groupsDb.put([topic, groupId], oldest), 'commit');
       }
       entry.active.set(groupId, (entry.active.get(groupId) ?? 0) + 1);
-      const read = reader(topic);
+      const read = reader(topic, asLogMessage);
       const tracker = consumerTracker(groupId, topic);
       const handler = tracker.track(untracked);
       const state = { stopped: false, done: Promise.resolve(), status: tracker.status };

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DB, NotificationsTable, WebhookDeliveriesTable, WebhooksTable } from '../db/schema.js';
+import { withoutUnstorable } from '../http/fields.js';
 import type { SeqPageAt } from '../http/pagination.js';
 import { pageBySeq } from '../db/paging.js';
 
@@ -23,8 +24,7 @@ export interface DeliveryAttempt {
 }
 
 /** Text Postgres can store: no NUL, no lone surrogate, at most `max` characters. */
-const storable = (text: string | null, max: number) =>
-  text === null ? null : text.slice(0, max).replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\u0000/g, '\uFFFD');
+const storable = (text: string | null, max: number) => (text === null ? null : withoutUnstorable(text.slice(0, max)));
 
 async function countOf(query: SelectQueryBuilder<DB, 'webhooks' | 'webhook_deliveries' | 'notifications', object>): Promise<number> {
   const row = await query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();

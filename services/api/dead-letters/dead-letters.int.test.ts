@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
 import { createAccount, loginCookie, mintToken } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../../shared/testing/context.js';
+import { rawVisit } from '../../../shared/testing/visits.js';
+import type { DeadLetterView } from './dead-letters.service.js';
 import { waitFor } from '../../../shared/testing/wait.js';
 import { TOPICS } from '../../../shared/visit-log/topics.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
@@ -41,25 +42,6 @@ function platform() {
 
 const clientIp = () => `198.51.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
 
-/** A valid raw visit as the ingest edge publishes it. */
-function rawVisit(subdomain: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    visit_id: uuidv7(),
-    ts: new Date().toISOString(),
-    kind: 'visit',
-    owner_id: 'owner-1',
-    subdomain,
-    link_id: `${subdomain}-link`,
-    slug: 'promo',
-    ip_public: '203.0.113.7',
-    user_agent: 'Mozilla/5.0 (X11; Linux x86_64)',
-    referrer: '',
-    accept_language: 'en-GB,en;q=0.8',
-    query: '',
-    ...overrides,
-  };
-}
-
 /** A dead letter as the enricher writes it, published straight to visits.dlq. */
 const deadLetter = (key: string, value: string, reason = 'invalid visit: test', source: string = TOPICS.visitsRaw, own: Record<string, string> = {}) => ({
   key,
@@ -67,23 +49,11 @@ const deadLetter = (key: string, value: string, reason = 'invalid visit: test', 
   headers: { ...own, 'x-dlq-reason': reason, 'x-dlq-source': source, 'x-dlq-at': new Date().toISOString() },
 });
 
-interface DeadLetterItem {
-  id: string;
-  partition: number;
-  offset: number;
-  source_topic: string | null;
-  reason: string | null;
-  dead_lettered_at: string | null;
-  key: string;
-  message: string;
-  headers: Record<string, string>;
-  replays: number;
-}
 
 describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 120_000 }, () => {
   const p = platform();
   const list = async (query = '', token = p.staff) => p.app.inject({ method: 'GET', url: `/api/v1/admin/dead-letters${query}`, headers: { authorization: `Bearer ${token}` } });
-  const items = async (query = '') => (await list(query)).json().data.dead_letters as DeadLetterItem[];
+  const items = async (query = '') => (await list(query)).json().data.dead_letters as DeadLetterView[];
 
   it('lists what the enricher dead-lettered, with its source topic, place, reason, time, key and text', async () => {
     const key = uniqueName('poison-link');
@@ -124,7 +94,7 @@ describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`,
     // Reading moves nothing: the same dead letters are listed again.
     const again = await list();
     expect(again.statusCode).toBe(200);
-    expect(again.json().data.dead_letters.filter((item: DeadLetterItem) => item.key === key)).toEqual(ours);
+    expect(again.json().data.dead_letters.filter((item: DeadLetterView) => item.key === key)).toEqual(ours);
   });
 
   it('pages oldest first by cursor: a walk lists each pending dead letter once, and a cursor past the end gives an empty page', async () => {
@@ -138,7 +108,7 @@ describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`,
     expect(first.statusCode).toBe(200);
     const total = first.json().meta.total;
     expect(total).toBeGreaterThanOrEqual(5);
-    const walked: DeadLetterItem[] = [];
+    const walked: DeadLetterView[] = [];
     let cursor: string | undefined;
     let pages = 0;
     for (;;) {
@@ -265,7 +235,7 @@ describe(`POST /api/v1/admin/dead-letters/replay (${SERVICES_MODE ? 'kafka' : 'l
       const page = await list();
       return page.meta.total === 2 ? page : undefined;
     }, DEADLINE_MS, { message: 'two pending dead letters' });
-    expect(listed.data.dead_letters.map((item: DeadLetterItem) => JSON.parse(item.message).visit_id)).toEqual(visits.map((visit) => visit.visit_id));
+    expect(listed.data.dead_letters.map((item: DeadLetterView) => JSON.parse(item.message).visit_id)).toEqual(visits.map((visit) => visit.visit_id));
 
     const one = await replay('?limit=1');
     expect(one.statusCode, one.body).toBe(200);

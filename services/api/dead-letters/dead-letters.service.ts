@@ -1,6 +1,6 @@
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
-import { UNSTORABLE } from '../../../shared/http/fields.js';
+import { withoutUnstorable as shown } from '../../../shared/http/fields.js';
 import { DLQ_HEADERS, DLQ_REPLAY_GROUP, dlqReplaysOf, dlqSourceOf, ownHeaders, replayHeaders, type DlqSource } from '../../../shared/visit-log/dead-letters.js';
 import { TOPICS } from '../../../shared/visit-log/topics.js';
 import type { LogMessage, LogPositions, StoredLogMessage } from '../../../shared/visit-log/visit-log.js';
@@ -46,9 +46,6 @@ export interface DeadLetterView {
   replays: number;
 }
 
-const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
-/** Text as an answer can carry it: NUL and unpaired surrogates (which a message may hold) shown as U+FFFD. */
-const shown = (text: string) => text.replace(UNSTORABLE_ALL, '\uFFFD');
 
 /** An instant as ISO 8601 UTC (years 1970 to 9999), or null for anything else. */
 function instant(text: string | undefined): string | null {
