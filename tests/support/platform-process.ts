@@ -38,9 +38,12 @@ const children: ChildProcess[] = [];
 /** The same, with their output, for `exitedOutput`. */
 const started: Started[] = [];
 
-/** Starts `services/main.ts` (from source, as `make run` does once built) with the environment given on top of this one. */
-export function startProcess(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')], {
+/**
+ * Starts `services/main.ts` (from source, as `make run` does once built) with the environment given on
+ * top of this one; `command` replaces node's arguments (a benchmark starts the compiled entry point).
+ */
+export function startProcess(env: Record<string, string>, command = ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')]): Started {
+  const child = spawn(process.execPath, command, {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,10 @@
+import { PGlite } from '@electric-sql/pglite';
+const mode = process.argv[2];
+const rss = () => (process.memoryUsage().rss / 1048576).toFixed(0);
+const before = rss();
+const opts = mode === 'small' ? { startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB', '-c', 'work_mem=4MB'] } : {};
+const pg = await PGlite.create(process.argv[3], opts);
+console.log(mode, PGlite.defaultStartParams?.length, (await pg.query('SHOW shared_buffers')).rows, 'rss', before, '->', rss());
+await pg.exec('create table if not exists t(a int, b text); insert into t select g, repeat(\'x\', 200) from generate_series(1,200000) g;');
+await pg.query('select count(*) from t');
+console.log('after 200k rows rss', rss(), 'wasm MB?');
