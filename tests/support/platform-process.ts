@@ -38,9 +38,12 @@ const children: ChildProcess[] = [];
 /** The same, with their output, for `exitedOutput`. */
 const started: Started[] = [];
 
-/** Starts `services/main.ts` (from source, as `make run` does once built) with the environment given on top of this one. */
-export function startProcess(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')], {
+/**
+ * Starts `services/main.ts` (from source, as `make run` does once built) with the environment given on
+ * top of this one; `command` replaces node's arguments (a benchmark starts the compiled entry point).
+ */
+export function startProcess(env: Record<string, string>, command = ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')]): Started {
+  const child = spawn(process.execPath, command, {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -79,9 +82,9 @@ export interface Answer {
   json: any;
 }
 
-/** An HTTP client of a process: JSON in and out, with the session cookie or token it is given. */
-export function client(port: number) {
-  const base = `http://127.0.0.1:${port}`;
+/** An HTTP client of a process (its loopback port, or a base URL): JSON in and out, with the session cookie or token it is given. */
+export function client(target: number | string) {
+  const base = typeof target === 'number' ? `http://127.0.0.1:${target}` : target.replace(/\/+$/, '');
   return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> => {
     const response = await fetch(base + path, {
       method,
@@ -207,10 +210,16 @@ export function load(port: number, host: string, path: string, { connections = 1
 
 /** Visits of the link as the owner's report counts them (the rollups) and as the visit list does (rows, deduplicated by id). */
 export async function storedCounts(port: number, token: string, linkId: string): Promise<{ rollups: number; rows: number }> {
-  const call = client(port);
+  return storedIn(port, token, { link_id: linkId });
+}
+
+/** The same for a link or a subdomain of the token's owner, on a process's port or a base URL. */
+export async function storedIn(target: number | string, token: string, filter: { link_id: string } | { subdomain: string }): Promise<{ rollups: number; rows: number }> {
+  const call = client(target);
   const auth = { authorization: `Bearer ${token}` };
-  const report = await call('GET', `/api/v1/stats/link/${linkId}?since=2020-01-01T00:00:00Z`, undefined, auth);
-  const list = await call('GET', `/api/v1/visits?link_id=${linkId}&limit=1`, undefined, auth);
+  const [scope, id] = 'link_id' in filter ? ['link', filter.link_id] : ['subdomain', filter.subdomain];
+  const report = await call('GET', `/api/v1/stats/${scope}/${id}?since=2020-01-01T00:00:00Z`, undefined, auth);
+  const list = await call('GET', `/api/v1/visits?${new URLSearchParams({ ...filter, limit: '1' })}`, undefined, auth);
   if (report.status !== 200 || list.status !== 200) throw new Error(`stats ${report.status} ${JSON.stringify(report.json)}, visits ${list.status} ${JSON.stringify(list.json)}`);
   const totals = report.json.data.totals as { visits: number; bots: number };
   return { rollups: totals.visits + totals.bots, rows: list.json.meta.total as number };
