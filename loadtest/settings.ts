@@ -11,7 +11,7 @@ export interface Settings {
   seconds: number;
   /** Connections of the redirect loads (the beacons use 20, the export one at a time). */
   connections: number;
-  /** Connections of the API mix: clients reading at once, each as fast as answered. */
+  /** Connections of the API mix: clients reading at once, each as fast as it is answered. */
   apiConnections: number;
   /** Requests per second each load sends at most (0: as fast as answered). */
   rate: number;
@@ -61,7 +61,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     admin: baseUrl ? { email: env.ADMIN_EMAIL!, password: env.ADMIN_PASSWORD! } : undefined,
     seconds: numberOf('LOADTEST_SECONDS', 20, { min: 1, max: 3600 }),
     connections: numberOf('LOADTEST_CONNECTIONS', 50, { min: 1, max: 1000 }),
-    apiConnections: numberOf('LOADTEST_API_CONNECTIONS', 2, { min: 1, max: 1000 }),
+    apiConnections: numberOf('LOADTEST_API_CONNECTIONS', 1, { min: 1, max: 1000 }),
     rate: numberOf('LOADTEST_RATE', 0, { min: 0, max: 10_000_000 }),
     owners: numberOf('LOADTEST_OWNERS', 2, { min: 1, max: 20 }),
     linksPerSubdomain: numberOf('LOADTEST_LINKS', 5, { min: 1, max: 1000 }),
