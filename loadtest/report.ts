@@ -36,6 +36,9 @@ export function countFailures(count: Count): string[] {
 
 const thousands = (value: number) => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US').replace(/,/g, ' ') : '-');
 
+/** Requests per second: a decimal below 10 (the exports come a few a second at most). */
+const rate = (value: number) => (value < 10 ? value.toFixed(1) : thousands(value));
+
 /** The summary table: one row a scenario. */
 export function summaryTable(rows: { result: ScenarioResult; failures: string[]; count?: Count }[], settings: Settings): string {
   const header = ['scenario'.padEnd(32), pad('requests', 10), pad('req/s', 9), pad('p50 ms', 8), pad('p99 ms', 8), pad('p99 ≤', 9), pad('errors', 7), '  thresholds', '  stored / answered'];
@@ -49,7 +52,7 @@ export function summaryTable(rows: { result: ScenarioResult; failures: string[];
       [
         result.name.padEnd(32),
         pad(thousands(result.requests), 10),
-        pad(thousands(result.requests / result.seconds), 9),
+        pad(rate(result.requests / result.seconds), 9),
         pad(thousands(result.p50Ms), 8),
         pad(thousands(result.p99Ms), 8),
         pad(thousands(result.p99LimitMs * settings.p99Factor), 9),
