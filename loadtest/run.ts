@@ -8,7 +8,7 @@
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { otherLoad } from '../bench/lib/load.js';
-import { killAll, storedIn } from '../tests/support/platform-process.js';
+import { killAll, metricSum, storedIn } from '../tests/support/platform-process.js';
 import { startPlatform, type Platform } from './platform.js';
 import { countFailures, summaryTable, thresholdFailures, type Count } from './report.js';
 import { apiMix } from './scenarios/api-mix.js';
@@ -84,6 +84,9 @@ async function main(settings: Settings, platform: Platform): Promise<boolean> {
   console.log(`\n${summaryTable(rows, settings)}\n`);
   for (const result of results) for (const note of result.notes) console.log(note);
   console.log(drainS === undefined ? `not every visit was stored within ${settings.drainSeconds} s of the last load` : `every visit answered was stored ${drainS.toFixed(1)} s after the last load`);
+  // What the platform says it lost (the edge's buffer full, the visit log refusing): why a count differs.
+  const dropped = await Promise.all(['visits_dropped_total', 'visit_log_dropped_total'].map(async (name) => `${name} ${await metricSum(base, name)}`));
+  console.log(`the platform's own counters: ${dropped.join(', ')}`);
 
   let passed = true;
   for (const { result, failures, count } of rows) {

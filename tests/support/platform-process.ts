@@ -82,9 +82,12 @@ export interface Answer {
   json: any;
 }
 
+/** The origin of a process: its loopback port, or a base URL as given. */
+const baseOf = (target: number | string) => (typeof target === 'number' ? `http://127.0.0.1:${target}` : target.replace(/\/+$/, ''));
+
 /** An HTTP client of a process (its loopback port, or a base URL): JSON in and out, with the session cookie or token it is given. */
 export function client(target: number | string) {
-  const base = typeof target === 'number' ? `http://127.0.0.1:${target}` : target.replace(/\/+$/, '');
+  const base = baseOf(target);
   return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> => {
     const response = await fetch(base + path, {
       method,
@@ -253,9 +256,9 @@ export async function publishDelay(port: number): Promise<{ p99_ms: number; max_
   return { p99_ms: p99, max_ms: max };
 }
 
-/** A metric's value summed over the series whose labels contain `labels` (e.g. `reason="buffer_full"`), from /metrics. */
-export async function metricSum(port: number, name: string, labels = ''): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+/** A metric's value summed over the series whose labels contain `labels` (e.g. `reason="buffer_full"`), from /metrics of a port or a base URL. */
+export async function metricSum(target: number | string, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${baseOf(target)}/metrics`)).text();
   let sum = 0;
   for (const match of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm'))) {
     if (!labels || (match[1] ?? '').includes(labels)) sum += Number(match[2]);
