@@ -82,9 +82,12 @@ export interface Answer {
   json: any;
 }
 
-/** An HTTP client of a process: JSON in and out, with the session cookie or token it is given. */
-export function client(port: number) {
-  const base = `http://127.0.0.1:${port}`;
+/** The origin of a process: its loopback port, or a base URL as given. */
+const baseOf = (target: number | string) => (typeof target === 'number' ? `http://127.0.0.1:${target}` : target.replace(/\/+$/, ''));
+
+/** An HTTP client of a process (its loopback port, or a base URL): JSON in and out, with the session cookie or token it is given. */
+export function client(target: number | string) {
+  const base = baseOf(target);
   return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> => {
     const response = await fetch(base + path, {
       method,
@@ -210,10 +213,16 @@ export function load(port: number, host: string, path: string, { connections = 1
 
 /** Visits of the link as the owner's report counts them (the rollups) and as the visit list does (rows, deduplicated by id). */
 export async function storedCounts(port: number, token: string, linkId: string): Promise<{ rollups: number; rows: number }> {
-  const call = client(port);
+  return storedIn(port, token, { link_id: linkId });
+}
+
+/** The same for a link or a subdomain of the token's owner, on a process's port or a base URL. */
+export async function storedIn(target: number | string, token: string, filter: { link_id: string } | { subdomain: string }): Promise<{ rollups: number; rows: number }> {
+  const call = client(target);
   const auth = { authorization: `Bearer ${token}` };
-  const report = await call('GET', `/api/v1/stats/link/${linkId}?since=2020-01-01T00:00:00Z`, undefined, auth);
-  const list = await call('GET', `/api/v1/visits?link_id=${linkId}&limit=1`, undefined, auth);
+  const [scope, id] = 'link_id' in filter ? ['link', filter.link_id] : ['subdomain', filter.subdomain];
+  const report = await call('GET', `/api/v1/stats/${scope}/${id}?since=2020-01-01T00:00:00Z`, undefined, auth);
+  const list = await call('GET', `/api/v1/visits?${new URLSearchParams({ ...filter, limit: '1' })}`, undefined, auth);
   if (report.status !== 200 || list.status !== 200) throw new Error(`stats ${report.status} ${JSON.stringify(report.json)}, visits ${list.status} ${JSON.stringify(list.json)}`);
   const totals = report.json.data.totals as { visits: number; bots: number };
   return { rollups: totals.visits + totals.bots, rows: list.json.meta.total as number };
@@ -247,9 +256,9 @@ export async function publishDelay(port: number): Promise<{ p99_ms: number; max_
   return { p99_ms: p99, max_ms: max };
 }
 
-/** A metric's value summed over the series whose labels contain `labels` (e.g. `reason="buffer_full"`), from /metrics. */
-export async function metricSum(port: number, name: string, labels = ''): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+/** A metric's value summed over the series whose labels contain `labels` (e.g. `reason="buffer_full"`), from /metrics of a port or a base URL. */
+export async function metricSum(target: number | string, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${baseOf(target)}/metrics`)).text();
   let sum = 0;
   for (const match of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm'))) {
     if (!labels || (match[1] ?? '').includes(labels)) sum += Number(match[2]);
