@@ -120,13 +120,13 @@ await runBench({ LOG_LEVEL: 'silent' }, async (context) => {
   // For scale: inserting a batch of as many new visits (encoded beforehand), rollup views included.
   const plain = (visit: RawVisit) => ({ ...enrich(visit, { lookup: () => undefined }), visitor_hash: 'h', is_unique: 0 as const });
   let round = 0;
-  const inserts = Array.from({ length: runs + 1 }, () => {
+  const inserts = await Promise.all(Array.from({ length: runs + 1 }, () => {
     round++;
     return encodeVisits(
       fresh.map((visit) => ({ ...visit, visit_id: uuidv7({ msecs: Date.parse(visit.ts) }), subdomain: `${visit.subdomain}-i${round}` })),
       plain,
     );
-  });
+  }));
   let next = 0;
   report('insert of a batch (for scale)', await timed(() => context.analytics.insertEncoded(inserts[next++]!)));
   console.log(`cost of a batch handed over for the first time: 0 (redelivered=false sends no query)`);

@@ -119,7 +119,7 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   const inserts = [];
   for (let start = 0; start < total; start += batchSize) {
     const visits = Array.from({ length: Math.min(batchSize, total - start) }, (_, offset) => ({ ...visit(start + offset), subdomain: `${subdomain}-db` }));
-    inserts.push(encodeVisits(visits, (raw) => ({ ...enrich(raw, geo), visitor_hash: visitorHash('bench', raw.ip_public, raw.user_agent), is_unique: 0 })));
+    inserts.push(await encodeVisits(visits, (raw) => ({ ...enrich(raw, geo), visitor_hash: visitorHash('bench', raw.ip_public, raw.user_agent), is_unique: 0 })));
   }
   const storing = performance.now();
   const storingCpu = process.cpuUsage();

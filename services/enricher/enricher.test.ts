@@ -167,9 +167,9 @@ const raw = (overrides: Partial<RawVisit> = {}): RawVisit => ({
 });
 
 describe('toVisitRow', () => {
-  it('names the columns VISIT_ROW_COLUMNS lists, in its order (what inserts and blocks inserted again name)', () => {
+  it('names the columns VISIT_ROW_COLUMNS lists, in its order (what inserts and blocks inserted again name)', async () => {
     expect(Object.keys(toVisitRow(raw()))).toEqual([...VISIT_ROW_COLUMNS]);
-    expect(encodeVisits([raw()], (visit) => enrich(visit, { lookup: () => undefined })).columns).toEqual([...VISIT_ROW_COLUMNS]);
+    expect((await encodeVisits([raw()], (visit) => enrich(visit, { lookup: () => undefined }))).columns).toEqual([...VISIT_ROW_COLUMNS]);
   });
 
   it('copies the fields of the raw visit and writes the time as ClickHouse UTC text', () => {
@@ -256,17 +256,17 @@ describe('toVisitRow', () => {
 describe('encodeVisits', () => {
   const plain = (visit: RawVisit) => enrich(visit, { lookup: () => undefined });
 
-  it('writes one JSON array of the row values per line, in the columns\' order, with the batch token', () => {
+  it('writes one JSON array of the row values per line, in the columns\' order, with the batch token', async () => {
     const visits = [raw(), raw({ visit_id: '01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e60', referrer: 'https://a.example/', query: 'utm_source=x' })];
-    const encoded = encodeVisits(visits, plain);
+    const encoded = await encodeVisits(visits, plain);
     expect(encoded.table).toBe('visits');
     expect(encoded.columns).toEqual(Object.keys(toVisitRow(visits[0]!)));
     expect(encoded.body.toString('utf8').split('\n').map((line) => JSON.parse(line))).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
-    expect(encoded.settings).toEqual(encodeVisits([...visits], plain).settings);
-    expect(encoded.settings).not.toEqual(encodeVisits([visits[0]!], plain).settings);
+    expect(encoded.settings).toEqual((await encodeVisits([...visits], plain)).settings);
+    expect(encoded.settings).not.toEqual((await encodeVisits([visits[0]!], plain)).settings);
   });
 
-  it('keeps multi-byte text whole when rows outgrow the space first set aside (1 KiB per visit)', () => {
+  it('keeps multi-byte text whole when rows outgrow the space first set aside (1 KiB per visit)', async () => {
     const long = (n: number) => raw({
       visit_id: `01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e${String(n).padStart(2, '0')}`,
       user_agent: `${BROWSER} ${'é'.repeat(900)}`,
@@ -274,12 +274,12 @@ describe('encodeVisits', () => {
       query: `utm_campaign=${'日本'.repeat(1000)}`,
     });
     const visits = Array.from({ length: 5 }, (_, n) => long(n));
-    const encoded = encodeVisits(visits, plain);
+    const encoded = await encodeVisits(visits, plain);
     expect(encoded.body.length).toBeGreaterThan(5 * 1024);
     expect(encoded.body.toString('utf8').split('\n').map((line) => JSON.parse(line))).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
   });
 
-  it('refuses an empty batch', () => {
-    expect(() => encodeVisits([], plain)).toThrow(RangeError);
+  it('refuses an empty batch', async () => {
+    await expect(encodeVisits([], plain)).rejects.toThrow(RangeError);
   });
 });

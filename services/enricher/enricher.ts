@@ -247,7 +247,12 @@ export async function startEnricher(context: Context): Promise<Consumer> {
       await deadLetter(context, TOPICS.visitsRaw, dead);
       // After the rows are stored; a failure here redelivers the batch, whose stored visits are then left out.
       const limitEvents = await limits.check(people);
-      await events.emitMany([...visits.flatMap((visit, index) => eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index))), ...limitEvents]);
+      const drafts: EventDraft[] = [];
+      for (let index = 0; index < visits.length; index++) {
+        if (index % SLICE === SLICE - 1) await nextTurn();
+        for (const draft of eventsOf(visits[index]!, times[index]!, enrichments[index]!, burstsStarted.get(index))) drafts.push(draft);
+      }
+      await events.emitMany([...drafts, ...limitEvents]);
       limits.announced(limitEvents);
     },
     /**
