@@ -5,7 +5,8 @@
 // second run does the same on those services: the visit log on Kafka, chDB still in the process.
 //
 // Each run starts `node dist-bench/services/main.js` on a fresh DATA_DIR, seeds an owner, a
-// subdomain and a link through the API, warms up, then autocannon (a separate process) sends
+// subdomain and a link through the API, stops it and starts it again on that data (the measured
+// process: a platform restarted on its data, as every one but the first start is), warms up, then autocannon (a separate process) sends
 // redirects for `seconds` with a browser's user agent. The server's CPU time (user + system of its
 // every thread, from /proc) is read from the load's start until every answered redirect is counted
 // in the owner's report (rows and rollups): CPU per stored visit is that over the visits stored.
@@ -105,8 +106,25 @@ async function run(mode: 'embedded' | 'services'): Promise<Figures> {
     RATE_LIMIT_API: '1000000:60',
     BURST_MAX_VISITS: '0',
   };
+  const entry = join(PROJECT_ROOT, 'dist-bench/services/main.js');
+  // The first start creates the data (PGlite's initdb, both stores' migrations) and seeds it; a
+  // platform lives on data made before, so the measured process is a restart on that DATA_DIR. (A
+  // first start's process keeps PGlite's initdb memory for its life: its peak is printed too.)
+  const first = startProcess(env, [entry]);
+  let seeded: Awaited<ReturnType<typeof seed>>;
+  let firstPeakMb: number;
+  try {
+    await waitHealthy(first, { timeoutMs: 120_000 });
+    seeded = await seed(port);
+    firstPeakMb = memoryOf(first.child.pid!, 'VmHWM');
+    first.child.kill('SIGTERM');
+    await first.exited;
+  } finally {
+    killAll();
+  }
+  console.log(`${mode}: the first start (creating DATA_DIR) peaked at ${firstPeakMb.toFixed(0)} MB resident`);
   const profile = process.env.PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', join(PROJECT_ROOT, 'bench-profiles')] : [];
-  const server = startProcess(env, [...profile, join(PROJECT_ROOT, 'dist-bench/services/main.js')]);
+  const server = startProcess(env, [...profile, entry]);
   const pid = server.child.pid!;
   // Resident memory through the run, by phase: where the peak comes from.
   let phase = 'start';
@@ -120,7 +138,6 @@ async function run(mode: 'embedded' | 'services'): Promise<Figures> {
   }, 200);
   try {
     await waitHealthy(server, { timeoutMs: 120_000 });
-    const seeded = await seed(port);
     const url = `http://127.0.0.1:${port}/${seeded.slug}`;
     const headers = { host: seeded.host, 'user-agent': BROWSER_UA };
     // Warm-up: the JIT and the caches, then every warm-up visit stored before the measured load.
