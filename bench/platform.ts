@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { PROJECT_ROOT } from '../shared/paths.js';
 import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '../tests/support/platform-process.js';
 import { cannon, otherLoad, pad } from './lib/load.js';
@@ -84,13 +85,60 @@ interface Figures {
   threads: [string, number][];
 }
 
+/**
+ * A database of its own on the services' Postgres (the role may create databases, as
+ * scripts/services-up.sh makes it), so the first start creates the bench's admin: its URL, and
+ * what drops it.
+ */
+async function ownDatabase(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `bench_platform_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  return {
+    url: own.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
 async function run(mode: 'embedded' | 'services'): Promise<Figures> {
+  const database = mode === 'services' && process.env.DATABASE_URL ? await ownDatabase(process.env.DATABASE_URL) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-bench-platform-'));
+  try {
+    return await measure(mode, dataDir, database?.url);
+  } finally {
+    killAll();
+    rmSync(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    await database?.drop().catch((error: unknown) => console.error(`the bench's database was not dropped: ${(error as Error).message}`));
+  }
+}
+
+/** One run on a fresh DATA_DIR (and database, in the services mode): the figures. */
+async function measure(mode: 'embedded' | 'services', dataDir: string, databaseUrl: string | undefined): Promise<Figures> {
   const port = await freePort();
   const stores: Record<string, string> =
     mode === 'embedded'
       ? { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '' }
-      : { CLICKHOUSE_URL: '', KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`, SECRETS_KEY: process.env.SECRETS_KEY || Buffer.alloc(32, 7).toString('base64') };
+      : {
+          CLICKHOUSE_URL: '',
+          KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
+          SECRETS_KEY: process.env.SECRETS_KEY || Buffer.alloc(32, 7).toString('base64'),
+          ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+        };
   const env = {
     ...stores,
     NODE_ENV: 'production',
@@ -131,7 +179,8 @@ async function run(mode: 'embedded' | 'services'): Promise<Figures> {
   const peakByPhase = new Map<string, number>();
   const sampler = setInterval(() => {
     try {
-      peakByPhase.set(phase, Math.max(peakByPhase.get(phase) ?? 0, memoryOf(pid, 'VmRSS')));
+      const mb = memoryOf(pid, 'VmRSS'); // NaN once the process is a zombie (no memory lines)
+      if (!Number.isNaN(mb)) peakByPhase.set(phase, Math.max(peakByPhase.get(phase) ?? 0, mb));
     } catch {
       // the process has exited
     }
@@ -197,8 +246,6 @@ async function run(mode: 'embedded' | 'services'): Promise<Figures> {
   } finally {
     clearInterval(sampler);
     if (peakByPhase.size > 0) console.log(`${mode}: peak resident MB by phase: ${[...peakByPhase].map(([name, mb]) => `${name} ${mb.toFixed(0)}`).join(', ')}`);
-    killAll();
-    rmSync(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }
 
