@@ -1,6 +1,6 @@
 // The whole platform as `make run` starts it — one process, every role, embedded stores — loaded from
 // outside: what a stored visit costs in server CPU, end to end (redirect, publish, enrich, store).
-//   bash bench/run.sh platform [seconds] [connections]
+//   bash bench/run.sh platform [seconds] [connections] [rate]
 // With KAFKA_BROKERS (and DATABASE_URL, REDIS_URL) in the environment (`source .services/env`), a
 // second run does the same on those services: the visit log on Kafka, chDB still in the process.
 //
@@ -25,8 +25,10 @@ import { cannon, otherLoad, pad } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 20);
 const connections = Number(process.argv[3] ?? 50);
-if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(connections) || connections < 1) {
-  console.error('usage: bash bench/run.sh platform [seconds ≥ 1] [connections ≥ 1]');
+/** Redirects per second offered (0: as many as the platform answers), for comparing builds at one load. */
+const rate = Number(process.argv[4] ?? 0);
+if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(connections) || connections < 1 || !Number.isInteger(rate) || rate < 0) {
+  console.error('usage: bash bench/run.sh platform [seconds ≥ 1] [connections ≥ 1] [redirects/s, 0: as fast as answered]');
   process.exit(1);
 }
 const TARGETS = { cpuUs: 40, rssMb: 600, p99Ms: 10 };
@@ -198,7 +200,7 @@ async function measure(mode: 'embedded' | 'services', dataDir: string, databaseU
     const threadsBefore = threadsOf(pid);
     const started = performance.now();
     phase = 'load';
-    const measured = await cannon(url, { durationSec: seconds, connections, headers, expectStatus: 302 });
+    const measured = await cannon(url, { durationSec: seconds, connections, headers, expectStatus: 302, ...(rate > 0 ? { rate } : {}) });
     const loadEnded = performance.now();
     // Where the memory is at the load's end: V8's heap, buffers outside it, and the rest (chDB, LMDB's map, code).
     const heapMb = (await metricSum(port, 'nodejs_heap_size_total_bytes')) / 1_048_576;
@@ -260,7 +262,7 @@ async function waitStored(port: number, seeded: Awaited<ReturnType<typeof seed>>
   }
 }
 
-console.log(`node ${process.version}; ${seconds} s of redirects from ${connections} connections (autocannon, its own process), browser user agent`);
+console.log(`node ${process.version}; ${seconds} s of redirects from ${connections} connections (autocannon, its own process), ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent`);
 console.log(`before the runs: ${await otherLoad()}`);
 const modes: ('embedded' | 'services')[] = process.env.KAFKA_BROKERS ? ['embedded', 'services'] : ['embedded'];
 const results: Figures[] = [];
