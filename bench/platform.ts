@@ -18,8 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { PROJECT_ROOT } from '../shared/paths.js';
+import { serverDatabase } from '../shared/testing/fresh-database.js';
 import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '../tests/support/platform-process.js';
 import { cannon, otherLoad, pad } from './lib/load.js';
 
@@ -87,38 +87,8 @@ interface Figures {
   threads: [string, number][];
 }
 
-/**
- * A database of its own on the services' Postgres (the role may create databases, as
- * scripts/services-up.sh makes it), so the first start creates the bench's admin: its URL, and
- * what drops it.
- */
-async function ownDatabase(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `bench_platform_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const own = new URL(url);
-  own.pathname = `/${name}`;
-  return {
-    url: own.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
-    },
-  };
-}
-
 async function run(mode: 'embedded' | 'services'): Promise<Figures> {
-  const database = mode === 'services' && process.env.DATABASE_URL ? await ownDatabase(process.env.DATABASE_URL) : undefined;
+  const database = mode === 'services' && process.env.DATABASE_URL ? await serverDatabase(process.env.DATABASE_URL, 'bench_platform') : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-bench-platform-'));
   try {
     return await measure(mode, dataDir, database?.url);

@@ -9,16 +9,11 @@ export interface FreshDatabase {
 }
 
 /**
- * An empty database of the suite's kind: a new in-memory PGlite when embedded, a throwaway
- * database on the server of DATABASE_URL in the services run. For tests that need "no rows yet".
+ * A database of its own on the server of `serverUrl` (its role may create databases, as
+ * scripts/services-up.sh makes it): its URL, and what drops it.
  */
-export async function createFreshDatabase(): Promise<FreshDatabase> {
-  const serverUrl = process.env.DATABASE_URL;
-  if (!serverUrl) {
-    const database = await createDatabase({ kind: 'pglite', dir: 'memory://' });
-    return { database, drop: () => database.close() };
-  }
-  const name = uniqueName('lt_test').replace(/-/g, '_');
+export async function serverDatabase(serverUrl: string, prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = uniqueName(prefix).replace(/-/g, '_');
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
@@ -28,11 +23,9 @@ export async function createFreshDatabase(): Promise<FreshDatabase> {
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const database = await createDatabase({ kind: 'postgres', url: url.toString(), poolMax: 2 });
   return {
-    database,
+    url: url.toString(),
     async drop() {
-      await database.close();
       const client = new pg.Client({ connectionString: serverUrl });
       await client.connect();
       try {
@@ -40,6 +33,27 @@ export async function createFreshDatabase(): Promise<FreshDatabase> {
       } finally {
         await client.end();
       }
+    },
+  };
+}
+
+/**
+ * An empty database of the suite's kind: a new in-memory PGlite when embedded, a throwaway
+ * database on the server of DATABASE_URL in the services run. For tests that need "no rows yet".
+ */
+export async function createFreshDatabase(): Promise<FreshDatabase> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    const database = await createDatabase({ kind: 'pglite', dir: 'memory://' });
+    return { database, drop: () => database.close() };
+  }
+  const own = await serverDatabase(serverUrl, 'lt_test');
+  const database = await createDatabase({ kind: 'postgres', url: own.url, poolMax: 2 });
+  return {
+    database,
+    async drop() {
+      await database.close();
+      await own.drop();
     },
   };
 }
