@@ -18,7 +18,9 @@ const LOAD_MS = 3_000;
  * publish delay is on disk. The delay is up to two group commits (VISIT_LOG_COMMIT_MS, 50 ms: the
  * edge's batch waits for the one before it) plus the event loop's delay, which a saturated process
  * on a loaded 2-core machine stretches further: the window is what visit_log_publish_delay_seconds
- * measured up to the kill (its highest bucket), at least this.
+ * measured up to the kill, at least this. The batch in flight at the kill is not measured yet and may
+ * be the slowest (a CI run lost visits 257 ms back with 250 ms the highest bucket measured): the
+ * window is the bucket above the highest measured.
  */
 const WINDOW_MS = 100;
 
@@ -56,7 +58,7 @@ describe.skipIf(SERVICES_MODE)('the one-process platform killed under load, rest
 
       const lastMs = (ms: number) => traffic.answered.filter((at) => at > killedAt - ms).length;
       // SIGTERM stores everything; SIGKILL may lose what was answered within the durability window.
-      const windowMs = Math.max(WINDOW_MS, delay.max_ms);
+      const windowMs = Math.max(WINDOW_MS, delay.next_ms);
       const atLeast = signal === 'SIGTERM' ? answered : answered - lastMs(windowMs);
       const restarted = Date.now();
       const second = startProcess(env);

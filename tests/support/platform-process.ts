@@ -242,9 +242,11 @@ export async function settledCounts(port: number, token: string, linkId: string,
 
 /**
  * The edge's publish delay of visits so far (visit_log_publish_delay_seconds for visits.raw): the
- * upper bound (ms) of the bucket holding the 99th percentile, and of the highest non-empty bucket.
+ * upper bound (ms) of the bucket holding the 99th percentile, of the highest non-empty bucket, and
+ * of the bucket above that one (the batch in flight when this is read is not counted yet: a
+ * slower one than any before is bounded by the next bucket, not by the highest so far).
  */
-export async function publishDelay(port: number): Promise<{ p99_ms: number; max_ms: number }> {
+export async function publishDelay(port: number): Promise<{ p99_ms: number; max_ms: number; next_ms: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const buckets = [...text.matchAll(/^visit_log_publish_delay_seconds_bucket\{le="([^"]+)",topic="visits\.raw"\} (\d+)$/gm)].map((match) => ({
     le: match[1] === '+Inf' ? Infinity : Number(match[1]) * 1000,
@@ -252,8 +254,10 @@ export async function publishDelay(port: number): Promise<{ p99_ms: number; max_
   }));
   const total = buckets.at(-1)?.count ?? 0;
   const p99 = buckets.find((bucket) => bucket.count >= total * 0.99)?.le ?? NaN;
-  const max = buckets.find((bucket) => bucket.count === total)?.le ?? NaN;
-  return { p99_ms: p99, max_ms: max };
+  const highest = buckets.findIndex((bucket) => bucket.count === total);
+  const max = buckets[highest]?.le ?? NaN;
+  const next = buckets[highest + 1]?.le ?? max;
+  return { p99_ms: p99, max_ms: max, next_ms: next };
 }
 
 /** A metric's value summed over the series whose labels contain `labels` (e.g. `reason="buffer_full"`), from /metrics of a port or a base URL. */
