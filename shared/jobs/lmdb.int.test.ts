@@ -108,7 +108,10 @@ describe('the LMDB job runner across restarts', () => {
 
   it('runs the last attempts of a job whose attempts span several restarts, marking only the last final', async () => {
     const dir = folder();
-    const job = defineJob<{ key: string }>({ name: uniqueName('span'), attempts: 3, backoffMs: 30, concurrency: 1 });
+    // Backoffs far longer than a poll of waitFor: with 30 ms, a loaded CI run's next attempt came due
+    // before the poll saw the one before, started, and ran while the runner closed, so the attempts
+    // fell one restart early and the last start found nothing left to run.
+    const job = defineJob<{ key: string }>({ name: uniqueName('span'), attempts: 3, backoffMs: 500, concurrency: 1 });
     const seen: JobContext[] = [];
     for (let restart = 0; restart < 3; restart++) {
       const jobs = openRunner(dir);
