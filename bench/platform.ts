@@ -36,7 +36,10 @@ const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 
 /** User + system CPU time of a process and all its threads so far, µs. */
 function cpuOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return cpuOfStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
+/** User + system CPU time (µs) in a `/proc/…/stat` line (fields 14 and 15, after the command's parenthesis). */
+function cpuOfStat(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
 }
@@ -57,8 +60,7 @@ function threadsOf(pid: number): Map<string, number> {
     // helpers, libuv's pool) carry the process's name.
     const named = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d:]+$/, '').replace(/\s+$/, '') || '?';
     const name = tid === String(pid) ? 'event loop' : named === 'node' ? 'node helpers' : named;
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    byName.set(name, (byName.get(name) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
+    byName.set(name, (byName.get(name) ?? 0) + cpuOfStat(stat));
   }
   return byName;
 }
@@ -176,7 +178,6 @@ async function measure(mode: 'embedded' | 'services', dataDir: string, databaseU
     const heapMb = (await metricSum(port, 'nodejs_heap_size_total_bytes')) / 1_048_576;
     const externalMb = (await metricSum(port, 'nodejs_external_memory_bytes')) / 1_048_576;
     const rssMb = memoryOf(pid, 'VmRSS');
-    if (process.env.BENCH_DEBUG) console.log(readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').filter((l) => /^(Rss|Vm)/.test(l)).join('; '));
     phase = 'drain';
     const answered = warm.total + measured.total;
     await waitStored(port, seeded, answered, 300_000);

@@ -201,7 +201,9 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
       const withWebhooks = await cache.enabledOf([...new Set(messages.map((message) => message.key))]);
       const events = messages.filter((message) => (withWebhooks.get(message.key)?.length ?? 0) > 0).flatMap(decodeEvents);
       if (events.length === 0) return;
-      const subscribed = await cache.enabledOf([...new Set(events.map((event) => event.owner_id))]);
+      // An owner's events travel under its key: their owners were looked up with the keys.
+      const owners = [...new Set(events.map((event) => event.owner_id))];
+      const subscribed = owners.every((owner) => withWebhooks.has(owner)) ? withWebhooks : await cache.enabledOf(owners);
       const jobs: { data: DeliveryJob; jobId: string }[] = [];
       for (const event of events) {
         for (const webhook of subscribed.get(event.owner_id) ?? []) {
