@@ -38,10 +38,11 @@ const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 function cpuOf(pid: number): number {
   return cpuOfStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 }
-/** User + system CPU time (µs) in a `/proc/…/stat` line (fields 14 and 15, after the command's parenthesis). */
-function cpuOfStat(stat: string): number {
+/** User and/or system CPU time (µs) in a `/proc/…/stat` line (fields 14 and 15, after the command's parenthesis). */
+function cpuOfStat(stat: string, part: 'user' | 'system' | 'both' = 'both'): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  const ticks = (part === 'system' ? 0 : Number(fields[11])) + (part === 'user' ? 0 : Number(fields[12]));
+  return (ticks * 1e6) / CLOCK_TICKS;
 }
 /**
  * CPU time (µs) of each thread of a process so far, summed by thread name: the event loop, Node's
@@ -59,14 +60,25 @@ function threadsOf(pid: number): Map<string, number> {
     // The event loop's thread is the process's own id; Node's other threads (V8's GC and compiler
     // helpers, libuv's pool) carry the process's name.
     const named = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d:]+$/, '').replace(/\s+$/, '') || '?';
-    const name = tid === String(pid) ? 'event loop' : named === 'node' ? 'node helpers' : named;
+    if (tid === String(pid)) {
+      // The event loop's system time is mostly the kernel's loopback TCP: its socket writes carry
+      // the answer through both ends' TCP stacks (a real network card takes part of that off).
+      byName.set('event loop (user)', cpuOfStat(stat, 'user'));
+      byName.set('event loop (kernel)', cpuOfStat(stat, 'system'));
+      continue;
+    }
+    const name = named === 'node' ? 'node helpers' : named;
     byName.set(name, (byName.get(name) ?? 0) + cpuOfStat(stat));
   }
   return byName;
 }
 
-/** A line of /proc/<pid>/status in MB (VmHWM: peak resident set; VmRSS: now). */
-function memoryOf(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+/**
+ * A line of /proc/<pid>/status in MB (VmHWM: peak resident set; VmRSS: now; RssAnon: the part of
+ * VmRSS that is the process's own memory; RssFile: mapped files' pages, chiefly the code of
+ * libchdb.so, clean pages the kernel may drop and reread).
+ */
+function memoryOf(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssAnon' | 'RssFile'): number {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) / 1024 : NaN;
 }
@@ -151,10 +163,13 @@ async function measure(mode: 'embedded' | 'services', dataDir: string, databaseU
   // Resident memory through the run, by phase: where the peak comes from.
   let phase = 'start';
   const peakByPhase = new Map<string, number>();
+  const peakOf = { anon: 0, file: 0 };
   const sampler = setInterval(() => {
     try {
       const mb = memoryOf(pid, 'VmRSS'); // NaN once the process is a zombie (no memory lines)
       if (!Number.isNaN(mb)) peakByPhase.set(phase, Math.max(peakByPhase.get(phase) ?? 0, mb));
+      peakOf.anon = Math.max(peakOf.anon, memoryOf(pid, 'RssAnon') || 0);
+      peakOf.file = Math.max(peakOf.file, memoryOf(pid, 'RssFile') || 0);
     } catch {
       // the process has exited
     }
@@ -219,6 +234,7 @@ async function measure(mode: 'embedded' | 'services', dataDir: string, databaseU
   } finally {
     clearInterval(sampler);
     if (peakByPhase.size > 0) console.log(`${mode}: peak resident MB by phase: ${[...peakByPhase].map(([name, mb]) => `${name} ${mb.toFixed(0)}`).join(', ')}`);
+    if (peakOf.anon > 0) console.log(`${mode}: peak resident MB by kind (sampled every 200 ms): the process's own memory (RssAnon) ${peakOf.anon.toFixed(0)}, mapped files (RssFile: libchdb.so's code above all) ${peakOf.file.toFixed(0)}`);
   }
 }
 

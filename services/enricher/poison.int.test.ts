@@ -4,7 +4,7 @@ import type { Analytics } from '../../shared/analytics/analytics.js';
 import type { Context } from '../../shared/context.js';
 import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '../../shared/testing/owners.js';
 import { consentMessage, peopleVisits, subdomainWithLink } from '../../shared/testing/visits.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
@@ -70,6 +70,7 @@ beforeAll(async () => {
   context = await createTestContext();
   ({ app } = await buildApp(context));
   owner = await createOwner(context, app);
+  await subscribeToVisitEvents(context, owner.id);
   enricher = await startEnricher(faultyContext(context));
   consumers.push(
     await context.visitLog.consume({

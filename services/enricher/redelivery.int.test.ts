@@ -4,7 +4,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Context } from '../../shared/context.js';
 import { decodeEvents, eventId, type PlatformEvent } from '../../shared/events/events.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '../../shared/testing/owners.js';
 import { consentMessage, peopleVisits, subdomainWithLink } from '../../shared/testing/visits.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
@@ -71,6 +71,7 @@ beforeAll(async () => {
   context = await createTestContext();
   ({ app } = await buildApp(context));
   owner = await createOwner(context, app);
+  await subscribeToVisitEvents(context, owner.id);
   enricher = await startEnricher(watchedContext(context));
   consumers.push(
     await context.visitLog.consume({

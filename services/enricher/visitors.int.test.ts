@@ -3,7 +3,9 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
 import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
+import { createAccount } from '../../shared/testing/accounts.js';
 import { closeContext, createTestContext, uniqueName } from '../../shared/testing/context.js';
+import { subscribeToVisitEvents } from '../../shared/testing/owners.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
@@ -14,12 +16,16 @@ const DEADLINE_MS = 30_000;
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 
 let context: Context;
+/** The owner of the visits: a webhook subscribes it to visit events. */
+let owner: { id: string };
 let enricher: Consumer;
 let eventsConsumer: Consumer;
 const events: PlatformEvent[] = [];
 
 beforeAll(async () => {
   context = await createTestContext();
+  owner = await createAccount(context);
+  await subscribeToVisitEvents(context, owner.id);
   enricher = await startEnricher(context);
   eventsConsumer = await context.visitLog.consume({
     groupId: uniqueName('events'),
@@ -37,7 +43,7 @@ const visit = (subdomain: string, fields: Record<string, unknown>) => ({
   visit_id: uuidv7(),
   ts: new Date().toISOString(),
   kind: 'visit',
-  owner_id: `owner-${subdomain}`,
+  owner_id: owner.id,
   subdomain,
   link_id: `${subdomain}-a`,
   slug: 'a',
@@ -150,10 +156,36 @@ describe('events of stored visits', () => {
         ['security.suspicious', attack.visit_id],
       ].sort(),
     );
-    expect(mine[0]!.owner_id).toBe(`owner-${subdomain}`);
+    expect(mine[0]!.owner_id).toBe(owner.id);
     const unique = all.find((event) => event.type === 'visit.unique')!;
     expect(unique.data).toMatchObject({ country: 'GB', browser: 'Chrome', is_unique: true, link_id: `${subdomain}-a` });
     expect(all.find((event) => event.type === 'security.suspicious')!.data).toMatchObject({ reason: 'attack', attack_type: 'sqli' });
+  });
+
+  it('raises visit events only for owners with a webhook subscribed to them, from the batch after one subscribes', async () => {
+    const other = await createAccount(context);
+    const subdomain = uniqueName('unsubscribed');
+    const watched = uniqueName('subscribed');
+    const unheard = { ...visit(subdomain, {}), owner_id: other.id };
+    const heard = visit(watched, {});
+    // An owner id no user can have (not a UUID) is looked up as no webhook, not as a failed batch.
+    const stray = { ...visit(subdomain, { ip_public: '81.2.69.162' }), owner_id: 'not-a-user-id' };
+    // One batch: the subscribed owner's events arrive, the other owners' visits raise none beside them.
+    await publish(`${subdomain}-a`, [unheard, heard, stray]);
+    await rows(subdomain, 2);
+    await waitFor(() => events.some((event) => event.subdomain === watched && event.type === 'visit.new'), DEADLINE_MS);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(events.filter((event) => event.subdomain === subdomain)).toEqual([]);
+
+    // Subscribed to visit.new alone: a first visit raises it, not visit.unique.
+    await subscribeToVisitEvents(context, other.id, ['visit.new']);
+    const later = { ...visit(subdomain, { ip_public: '81.2.69.161', link_id: `${subdomain}-b` }), owner_id: other.id };
+    await publish(`${subdomain}-b`, [later]);
+    const raised = await waitFor(() => events.find((event) => event.subdomain === subdomain), DEADLINE_MS);
+    expect(raised).toMatchObject({ type: 'visit.new', owner_id: other.id, data: { visit_id: later.visit_id, is_unique: true } });
+    await rows(subdomain, 3);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(events.filter((event) => event.subdomain === subdomain).map((event) => event.type)).toEqual(['visit.new']);
   });
 
   it('raises the events of a visit delivered again with the same ids (receivers deduplicate on id)', async () => {

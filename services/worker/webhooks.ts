@@ -1,12 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../shared/context.js';
-import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
+import { decodeEvents } from '../../shared/events/events.js';
 import { DeferJob, defineJob, type JobDefinition } from '../../shared/jobs/jobs.js';
 import { createNotifier } from '../../shared/notifications.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '../../shared/webhooks/delivery.js';
 import { webhooksRepository, type WebhookRow } from '../../shared/webhooks/repository.js';
+import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
 
 /** The consumer group of the dispatcher on the `events` topic. */
 export const WEBHOOK_DISPATCH_GROUP = 'webhook-dispatch';
@@ -34,61 +35,10 @@ export function deliveryJob(context: Context): JobDefinition<DeliveryJob> {
   });
 }
 
-/** How long a cached webhook record is used without reading the version key's change. */
-const CACHE_TTL_MS = 30_000;
 /** Pause between two looks at the delivery queue while it is above its high-water mark. */
 const QUEUE_POLL_MS = 100;
 /** How long a delivery waits for a slot of its webhook before it is deferred (and its worker slot freed). */
 const SLOT_WAIT_MS = 200;
-
-/**
- * Webhook records cached per owner, valid under the current WEBHOOKS_VERSION_KEY (every change
- * bumps it, on every node) and for CACHE_TTL_MS at most.
- */
-function webhookCache(context: Context) {
-  const repository = webhooksRepository(context.db.db);
-  const byOwner = new Map<string, { rows: WebhookRow[]; version: number; at: number }>();
-  // Deliveries that start while a read of the version is on its way share it: at thousands of
-  // deliveries a second, one Redis GET each was a round trip and a command per delivery. Here, not
-  // in Cache.read: a request authenticated after a token's revocation must not join a read sent
-  // before it, while a delivery may (it was queued before anyway).
-  let reading: Promise<number> | undefined;
-  const version = (): number | Promise<number> => {
-    if (reading) return reading;
-    const value = context.cache.read(WEBHOOKS_VERSION_KEY);
-    if (typeof value === 'number') return value;
-    reading = value.finally(() => (reading = undefined));
-    return reading;
-  };
-  return {
-    /** The enabled webhooks of each owner. */
-    async enabledOf(ownerIds: string[]): Promise<Map<string, WebhookRow[]>> {
-      const current = await version();
-      const now = Date.now();
-      const missing = ownerIds.filter((owner) => {
-        const hit = byOwner.get(owner);
-        return !hit || hit.version !== current || now - hit.at >= CACHE_TTL_MS;
-      });
-      if (missing.length > 0) {
-        const rows = await repository.listEnabledByOwners(missing);
-        if (byOwner.size > 50_000) byOwner.clear();
-        for (const owner of missing) byOwner.set(owner, { rows: [], version: current, at: now });
-        for (const row of rows) byOwner.get(row.owner_id)!.rows.push(row);
-      }
-      return new Map(ownerIds.map((owner) => [owner, byOwner.get(owner)!.rows]));
-    },
-    /** The current record of a webhook (undefined once deleted). */
-    async get(id: string, ownerId: string): Promise<WebhookRow | undefined> {
-      const current = await version();
-      const hit = byOwner.get(ownerId);
-      if (hit && hit.version === current && Date.now() - hit.at < CACHE_TTL_MS) {
-        const row = hit.rows.find((candidate) => candidate.id === id);
-        if (row) return row;
-      }
-      return repository.findById(id);
-    },
-  };
-}
 
 /** Bounds concurrent deliveries per webhook in this process; a waiter gets the next free slot. */
 function slotsPerKey(limit: number) {
@@ -126,11 +76,6 @@ function slotsPerKey(limit: number) {
     },
     release,
   };
-}
-
-/** Which of an owner's webhooks receive an event: subscribed to its type, and of its subdomain when they name one. */
-export function matches(webhook: Pick<WebhookRow, 'events' | 'subdomain'>, event: Pick<PlatformEvent, 'type' | 'subdomain'>): boolean {
-  return webhook.events.includes(event.type) && (webhook.subdomain === null || webhook.subdomain === event.subdomain);
 }
 
 /**

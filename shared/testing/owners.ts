@@ -1,4 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import type { EventType } from '../events/events.js';
+import { WEBHOOKS_VERSION_KEY } from '../webhooks/delivery.js';
+import { webhooksRepository } from '../webhooks/repository.js';
 import type { Context } from '../context.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from './accounts.js';
 
@@ -35,4 +39,23 @@ export async function claimSubdomain(app: FastifyInstance, owner: TestOwner, pol
     if (patched.statusCode !== 200) throw new Error(`policy failed: ${patched.statusCode} ${patched.body}`);
   }
   return name;
+}
+
+/**
+ * Subscribes the owner to visit events with a webhook stored directly (the enricher raises visit
+ * events only for owners with a subscribed webhook). Its receiver is never called: the tests that
+ * use it read the `events` topic and run no webhook dispatcher.
+ */
+export async function subscribeToVisitEvents(context: Context, ownerId: string, events: EventType[] = ['visit.new', 'visit.unique', 'security.suspicious']): Promise<void> {
+  await webhooksRepository(context.db.db).insert({
+    id: randomUUID(),
+    owner_id: ownerId,
+    url: 'https://receiver.example/hooks',
+    events,
+    subdomain: null,
+    description: 'test subscription (never delivered)',
+    secret: 'test-secret-never-used-for-signing-0123456789',
+    secret_prefix: 'test',
+  });
+  await context.cache.bump(WEBHOOKS_VERSION_KEY);
 }
