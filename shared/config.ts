@@ -1,18 +1,20 @@
 import { z } from 'zod';
+import { RESERVED_RATE_BUCKETS } from './reserved.js';
 import { parseKey } from './secrets/secret-box.js';
 
 /** The four roles a process can run. */
 export const ROLES = ['api', 'ingest', 'enricher', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** The eight rate-limit buckets of the spec, with their setting names and defaults. */
+/**
+ * The eight rate-limit buckets of the spec, in its order, with their setting names and defaults.
+ * The three swarm buckets are reserved (`reserved.ts`): they limit only the 501 routes.
+ */
 export const RATE_BUCKETS = {
   default: { env: 'RATE_LIMIT_DEFAULT', fallback: '600:60', keyedBy: 'IP, then session, then user' },
   auth: { env: 'RATE_LIMIT_AUTH', fallback: '20:900', keyedBy: 'IP and account' },
   api: { env: 'RATE_LIMIT_API', fallback: '600:60', keyedBy: 'API token, then IP' },
-  swarm_register: { env: 'RATE_LIMIT_SWARM_REGISTER', fallback: '20:3600', keyedBy: 'IP' },
-  swarm_read: { env: 'RATE_LIMIT_SWARM_READ', fallback: '3000:60', keyedBy: 'agent token, then IP' },
-  swarm_write: { env: 'RATE_LIMIT_SWARM_WRITE', fallback: '600:60', keyedBy: 'agent token, then IP' },
+  ...RESERVED_RATE_BUCKETS,
   track: { env: 'RATE_LIMIT_TRACK', fallback: '120:60', keyedBy: 'IP and visit id' },
   redirect: { env: 'RATE_LIMIT_REDIRECT', fallback: '600:60', keyedBy: 'IP and link id' },
 } as const;
