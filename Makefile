@@ -37,11 +37,11 @@ test: build
 	npx vitest run
 
 ## Contract tests: a pinned Schemathesis against the platform's own OpenAPI document, every phase and
-## check (scripts/contract.sh; README "Contract tests"). 0 failures or it fails.
+## check (scripts/contract.sh; docs/development.md, "Contract tests"). 0 failures or it fails.
 contract: build
 	bash scripts/contract.sh
 
-## Load test (loadtest/run.ts; README "Load test"): redirects, beacons, an API mix and CSV exports under
+## Load test (loadtest/run.ts; docs/operations.md, "Load test"): redirects, beacons, an API mix and CSV exports under
 ## autocannon, each with thresholds, then every visit answered counted in the owners' statistics.
 ## Starts the platform as `make run` does (built first), or loads BASE_URL when given (no build then).
 ## LOADTEST_SECONDS a scenario (default 20); loadtest-short is the 3 s version .ci/run runs, its p99

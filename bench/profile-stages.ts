@@ -3,8 +3,8 @@
 //   bash bench/run.sh profile-stages bench-profiles/<file>.cpuprofile [from-second] [to-second]
 // Without a window it prints how busy each second of the profile was (pick the load's seconds from
 // it); with one, each sample in the window goes to the first stage (in the order below) that a
-// frame of its stack belongs to, and the shares of the busy time are printed. The README's
-// per-stage table is made this way (its µs are these shares of the event loop's CPU per visit).
+// frame of its stack belongs to, and the shares of the busy time are printed. The
+// per-stage table of docs/benchmarks.md is made this way (its µs are these shares of the event loop's CPU per visit).
 import { readFileSync } from 'node:fs';
 
 interface ProfileNode {

@@ -4,7 +4,7 @@
 //   make loadtest-short                3 s a scenario (what .ci/run runs)
 //   BASE_URL=http://127.0.0.1:8080 ADMIN_EMAIL=… ADMIN_PASSWORD=… make loadtest   a running platform
 // The load comes from autocannon (MIT) in this process; the platform started here is another
-// process. README "Load test" lists the settings.
+// process. docs/operations.md, "Load test", lists the settings.
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { otherLoad } from '../bench/lib/load.js';

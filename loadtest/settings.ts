@@ -1,4 +1,4 @@
-// What a load test run does, from the environment (README "Load test" lists the variables).
+// What a load test run does, from the environment (docs/operations.md, "Load test", lists the variables).
 
 export interface Settings {
   /** A platform already running (loopback only); without it the run starts one. */

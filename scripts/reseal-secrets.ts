@@ -1,6 +1,6 @@
 // Re-encrypts the webhook secrets under the current SECRETS_KEY, as the api and worker roles do at
 // start, without restarting anything; then reports what is left under another key. Step 3 of a key
-// rotation (README, "Secrets at rest and retention"): drop SECRETS_KEY_PREVIOUS once this says 0.
+// rotation (docs/operations.md, "Secrets at rest and retention"): drop SECRETS_KEY_PREVIOUS once this says 0.
 // Reads the same environment as the platform (DATABASE_URL, SECRETS_KEY, SECRETS_KEY_PREVIOUS, or
 // DATA_DIR on the embedded stores while the platform is stopped). Exits 1 when a secret is left.
 //

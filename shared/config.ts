@@ -1,18 +1,20 @@
 import { z } from 'zod';
+import { RESERVED_RATE_BUCKETS } from './reserved.js';
 import { parseKey } from './secrets/secret-box.js';
 
 /** The four roles a process can run. */
 export const ROLES = ['api', 'ingest', 'enricher', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** The eight rate-limit buckets of the spec, with their setting names and defaults. */
+/**
+ * The eight rate-limit buckets of the spec, in its order, with their setting names and defaults.
+ * The three swarm buckets are reserved (`reserved.ts`): they limit only the 501 routes.
+ */
 export const RATE_BUCKETS = {
   default: { env: 'RATE_LIMIT_DEFAULT', fallback: '600:60', keyedBy: 'IP, then session, then user' },
   auth: { env: 'RATE_LIMIT_AUTH', fallback: '20:900', keyedBy: 'IP and account' },
   api: { env: 'RATE_LIMIT_API', fallback: '600:60', keyedBy: 'API token, then IP' },
-  swarm_register: { env: 'RATE_LIMIT_SWARM_REGISTER', fallback: '20:3600', keyedBy: 'IP' },
-  swarm_read: { env: 'RATE_LIMIT_SWARM_READ', fallback: '3000:60', keyedBy: 'agent token, then IP' },
-  swarm_write: { env: 'RATE_LIMIT_SWARM_WRITE', fallback: '600:60', keyedBy: 'agent token, then IP' },
+  ...RESERVED_RATE_BUCKETS,
   track: { env: 'RATE_LIMIT_TRACK', fallback: '120:60', keyedBy: 'IP and visit id' },
   redirect: { env: 'RATE_LIMIT_REDIRECT', fallback: '600:60', keyedBy: 'IP and link id' },
 } as const;
@@ -91,7 +93,7 @@ const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
 
 /**
  * Every environment variable the platform reads, with its rule and its documentation.
- * README's configuration table is generated from this object (npm run docs:config).
+ * The configuration table of docs/configuration.md is generated from this object (npm run docs:config).
  */
 export const CONFIG_VARS = {
   NODE_ENV: [
@@ -152,7 +154,7 @@ export const CONFIG_VARS = {
   VISIT_LOG_COMMIT_MS: [
     withDefault(z.coerce.number().int().min(0).max(1000), 50),
     {
-      doc: 'Without Kafka: group commit of the durable visit log. Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (README, Durability). 0 commits every turn of the event loop.',
+      doc: 'Without Kafka: group commit of the durable visit log. Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (docs/operations.md, Durability). 0 commits every turn of the event loop.',
     },
   ],
   DISK_MIN_FREE_MB: [
@@ -333,7 +335,7 @@ export const CONFIG_VARS = {
     optionalString(secretsKey),
     {
       doc:
-        'Key that encrypts webhook signing secrets in Postgres (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Required with `DATABASE_URL` for processes running the api or worker role (every such node needs the same key); without `DATABASE_URL` a key is generated on first start into `DATA_DIR/secrets.key` (mode 0600) and reused. README, "Secrets at rest and retention", tells how to rotate it.',
+        'Key that encrypts webhook signing secrets in Postgres (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Required with `DATABASE_URL` for processes running the api or worker role (every such node needs the same key); without `DATABASE_URL` a key is generated on first start into `DATA_DIR/secrets.key` (mode 0600) and reused. docs/operations.md, "Secrets at rest and retention", tells how to rotate it.',
     },
   ],
   SECRETS_KEY_PREVIOUS: [
@@ -520,7 +522,7 @@ export const PRODUCTION_VARS = (Object.keys(CONFIG_VARS) as ConfigVar[]).filter(
   (name) => (CONFIG_VARS[name][1] as VarDoc).production,
 );
 
-/** One row per variable for the README table: name, default, description. */
+/** One row per variable for the configuration table (docs/configuration.md): name, default, description. */
 export function configTable(): { name: ConfigVar; fallback: string; doc: string }[] {
   const defaults = envSchema.parse({});
   return (Object.keys(CONFIG_VARS) as ConfigVar[]).map((name) => {

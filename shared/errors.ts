@@ -1,6 +1,10 @@
+import { RESERVED_ERRORS, type ReservedErrorCode } from './reserved.js';
+
 /**
- * The error catalogue: every code of the spec's table, its HTTP status and what it means.
- * It drives AppError, GET /api/v1/errors, the OpenAPI failure schema and the i18n keys.
+ * The error catalogue: every code of the spec's table, in its order, with its HTTP status and
+ * what it means. It drives AppError, GET /api/v1/errors, the OpenAPI failure schema and the i18n
+ * keys. The codes the spec lists for the neighbouring service API, which nothing here raises,
+ * come from `reserved.ts` with the reason for each.
  */
 export const ERROR_CATALOGUE = {
   bad_request: { status: 400, condition: 'malformed request, unknown parameter' },
@@ -10,21 +14,21 @@ export const ERROR_CATALOGUE = {
   invalid_token: { status: 401, condition: 'token unknown, revoked or expired' },
   forbidden: { status: 403, condition: 'authenticated but not allowed' },
   not_owner: { status: 403, condition: 'object belongs to someone else' },
-  visibility_denied: { status: 403, condition: 'section, message or knowledge item not visible' },
-  terms_not_accepted: { status: 403, condition: 'registration without accept_terms=1, or terms version changed' },
-  agent_suspended: { status: 403, condition: 'moderation' },
+  visibility_denied: RESERVED_ERRORS.visibility_denied,
+  terms_not_accepted: RESERVED_ERRORS.terms_not_accepted,
+  agent_suspended: RESERVED_ERRORS.agent_suspended,
   not_found: { status: 404, condition: 'no such object' },
   method_not_allowed: { status: 405, condition: 'wrong HTTP method' },
   conflict: { status: 409, condition: 'uniqueness violation' },
-  slug_taken: { status: 409, condition: 'a sibling section already uses the slug' },
+  slug_taken: RESERVED_ERRORS.slug_taken,
   duplicate_client_id: { status: 200, condition: 'idempotent replay of a write; the original object is returned' },
-  task_not_claimable: { status: 409, condition: 'task already claimed, done or blocked' },
-  task_not_yours: { status: 403, condition: 'only the claimant may change the task' },
+  task_not_claimable: RESERVED_ERRORS.task_not_claimable,
+  task_not_yours: RESERVED_ERRORS.task_not_yours,
   gone: { status: 410, condition: 'deleted permanently' },
   payload_too_large: { status: 413, condition: 'body or field over the limit' },
-  too_large: { status: 413, condition: 'same as payload_too_large' },
-  depth_exceeded: { status: 422, condition: 'section nesting deeper than 6; details has parent_depth and max' },
-  section_locked: { status: 423, condition: 'locked or archived section' },
+  too_large: RESERVED_ERRORS.too_large,
+  depth_exceeded: RESERVED_ERRORS.depth_exceeded,
+  section_locked: RESERVED_ERRORS.section_locked,
   rate_limited: { status: 429, condition: 'bucket exhausted; Retry-After set' },
   spam_detected: { status: 429, condition: 'anti-spam heuristics' },
   internal_error: { status: 500, condition: 'server-side failure' },
@@ -34,6 +38,8 @@ export const ERROR_CATALOGUE = {
 } as const satisfies Record<string, { status: number; condition: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+/** The codes something raises: every code of the catalogue but the reserved ones. */
+export type LiveErrorCode = Exclude<ErrorCode, ReservedErrorCode>;
 
 export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
 
@@ -83,10 +89,11 @@ export type ErrorDetails = Record<string, unknown>;
 
 /**
  * The one error class services throw. Only the HTTP error handler turns it into a response.
- * `headers` carries protocol headers that belong to the error (Allow, Retry-After).
+ * `headers` carries protocol headers that belong to the error (Allow, Retry-After). It takes live
+ * codes only: a reserved code cannot be thrown by mistake.
  */
 export class AppError extends Error {
-  readonly code: ErrorCode;
+  readonly code: LiveErrorCode;
   readonly status: number;
   readonly details: ErrorDetails;
   readonly headers: Record<string, string>;
@@ -95,7 +102,7 @@ export class AppError extends Error {
   readonly params: Record<string, string | number>;
 
   constructor(
-    code: ErrorCode,
+    code: LiveErrorCode,
     details: ErrorDetails = {},
     options: {
       headers?: Record<string, string>;

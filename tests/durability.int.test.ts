@@ -1,7 +1,7 @@
 // The one-process platform (as `make run` starts it, from source, on embedded stores) killed under
 // load — SIGKILL, then SIGTERM — and restarted on the same DATA_DIR: every visit answered is stored,
-// exactly once (issue 24). Each test prints a `FAULT_ROW {…}` line: the README's table of faults
-// comes from these runs (the services run's faults are in tests/faults.int.test.ts).
+// exactly once (issue 24). Each test prints a `FAULT_ROW {…}` line: the table of faults in
+// docs/operations.md comes from these runs (the services run's faults are in tests/faults.int.test.ts).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUS
 const CONNECTIONS = 16;
 const LOAD_MS = 3_000;
 /**
- * The durability window the README states for a SIGKILL: a visit answered longer ago than the edge's
+ * The durability window docs/operations.md states for a SIGKILL: a visit answered longer ago than the edge's
  * publish delay is on disk. The delay is up to two group commits (VISIT_LOG_COMMIT_MS, 50 ms: the
  * edge's batch waits for the one before it) plus the event loop's delay, which a saturated process
  * on a loaded 2-core machine stretches further: the window is what visit_log_publish_delay_seconds

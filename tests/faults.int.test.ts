@@ -6,7 +6,7 @@
 //   core: SERVICE_ROLES=api,enricher,worker (chDB under its DATA_DIR), a webhook on `visit.new`.
 // Each test sends redirects while a fault happens, then asserts the exact stored count (the visit
 // rows and the rollups), no duplicates, and the `visit.new` webhooks received, and prints a
-// `FAULT_ROW {…}` line: the README's table of faults comes from these runs.
+// `FAULT_ROW {…}` line: the table of faults in docs/operations.md comes from these runs.
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

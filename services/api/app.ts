@@ -25,7 +25,7 @@ import { reportZonesOf } from './stats/stats.service.js';
 import { visitsRoutes } from './visits/visits.routes.js';
 import { legacyRoutes } from './legacy/legacy.routes.js';
 import { exportsRoutes } from './exports/exports.routes.js';
-import { swarmRoutes } from './swarm/swarm.routes.js';
+import { reservedRoutes } from './reserved/reserved.routes.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { buildIngestApp, hostDispatcher } from '../ingest/app.js';
 import { registerDashboard } from './dashboard/dashboard.js';
@@ -106,7 +106,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     ...legacyRoutes(context),
     ...exportsRoutes(context),
     ...webhooksRoutes(context),
-    ...swarmRoutes(),
+    ...reservedRoutes(),
     ...(options.extraRoutes ?? []),
   );
   served = [...routes, ...(ingest?.routes ?? [])];

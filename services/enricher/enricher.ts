@@ -2,7 +2,7 @@ import type { Context } from '../../shared/context.js';
 import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { BatchControl, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
-import { createEventBus, type EventDraft, type EventType } from '../../shared/events/events.js';
+import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '../../shared/events/events.js';
 import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
 import type { WebhookRow } from '../../shared/webhooks/repository.js';
 import { enrich, type Enrichment } from './enrich.js';
@@ -154,7 +154,7 @@ async function leaveOutStored(
  */
 function eventsOf(visit: RawVisit, at: number, enrichment: Enrichment, burst: BurstEvent | undefined, wanted: (type: EventType) => boolean): EventDraft[] {
   if (!visit.owner_id) return [];
-  const types: EventType[] =
+  const types: LiveEventType[] =
     enrichment.kind === 'attack' || burst ? ['security.suspicious'] : enrichment.kind === 'visit' ? (enrichment.is_unique ? ['visit.new', 'visit.unique'] : ['visit.new']) : [];
   const raised = types.filter(wanted);
   if (raised.length === 0) return [];

@@ -16,7 +16,7 @@ import { startEnricher } from './enricher.js';
  * No visit lost, whatever fails (issue 24): a message that makes a stage throw goes to the
  * dead-letter topic alone and its partition keeps moving; an analytics store that refuses inserts
  * for a while holds the batches back, and nothing is dead-lettered. Each test prints a
- * `FAULT_ROW {…}` line for the README's table of faults.
+ * `FAULT_ROW {…}` line for the table of faults in docs/operations.md.
  *
  * The poison is injected: the one real valid-but-poison visit found (a time outside DateTime64's
  * range, e.g. year 0000: no Postgres date for the day's salt) is now refused by the decoder, and

@@ -3,20 +3,17 @@ import { v7 as uuidv7 } from 'uuid';
 import { uuidv7Derived } from '../ids.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { RESERVED_EVENT_TYPES } from '../reserved.js';
 import { nextTurn } from '../turns.js';
 import { TOPICS } from '../visit-log/topics.js';
 import type { LogMessage, VisitLog } from '../visit-log/visit-log.js';
 
-/** Subscribable webhook events of the spec. */
-export const EVENT_TYPES = [
-  'visit.new',
-  'visit.unique',
-  'link.limit_reached',
-  'security.suspicious',
-  'link.created',
-  'link.target_down',
-  'agent.task',
-] as const;
+/** Events the platform emits (the spec's event table, "Emitted: yes"). */
+export const LIVE_EVENT_TYPES = ['visit.new', 'visit.unique', 'link.limit_reached', 'security.suspicious', 'link.created'] as const;
+export type LiveEventType = (typeof LIVE_EVENT_TYPES)[number];
+
+/** Subscribable webhook events of the spec: the live ones and those reserved (accepted, not emitted yet). */
+export const EVENT_TYPES = [...LIVE_EVENT_TYPES, ...RESERVED_EVENT_TYPES] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** One platform event as it travels on the event bus (the `events` topic of the visit log). */
@@ -32,7 +29,7 @@ export interface PlatformEvent<T = unknown> {
 
 /** An event to publish: its type, its owner and what it reports. */
 export interface EventDraft {
-  type: EventType;
+  type: LiveEventType;
   ownerId: string;
   subdomain: string | null;
   data: unknown;
@@ -70,7 +67,7 @@ export interface EventBus {
    * Publishes one event after the change it reports is stored. A failure is counted and logged
    * and not thrown: the stored change stands and the caller's answer is still true.
    */
-  emit<T>(type: EventType, owner: { ownerId: string; subdomain: string | null }, data: T): Promise<PlatformEvent<T> | undefined>;
+  emit<T>(type: LiveEventType, owner: { ownerId: string; subdomain: string | null }, data: T): Promise<PlatformEvent<T> | undefined>;
   /** Publishes many events in one call (a batch of visits); throws when the log refuses them, so the batch is redelivered. */
   emitMany(events: EventDraft[]): Promise<void>;
 }

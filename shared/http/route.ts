@@ -2,15 +2,16 @@ import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { RateBucket } from '../config.js';
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode, LiveErrorCode } from '../errors.js';
 import type { Locale } from '../i18n/index.js';
+import { RESERVED_SCOPES } from '../reserved.js';
 import type { Principal } from './auth.js';
 
 /** Name of the session cookie set by POST /auth/login. */
 export const SESSION_COOKIE = 'lt_session';
 
-/** Token scopes of the spec. */
-export const SCOPES = ['links:read', 'links:write', 'stats:read', 'subdomain:write', 'team:read', 'admin'] as const;
+/** Token scopes of the spec, in its order; `team:read` is reserved (`reserved.ts`): no route requires it. */
+export const SCOPES = ['links:read', 'links:write', 'stats:read', 'subdomain:write', ...RESERVED_SCOPES, 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -99,7 +100,7 @@ export interface RouteDef<
   /** Success status (default 200). */
   status?: number;
   /** Codes this operation can answer beyond those the registrar derives from auth, bucket and schemas. */
-  errors?: ErrorCode[];
+  errors?: LiveErrorCode[];
   /** Set for routes that answer a raw body rather than the envelope (`schemas`: a content type whose body is not `response`). */
   raw?: { contentType: string | string[]; description: string; schemas?: Record<string, z.ZodType> };
   deprecated?: boolean;

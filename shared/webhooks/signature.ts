@@ -3,7 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 /**
  * Webhook signatures: `X-Svc-Signature: sha256=<hex HMAC-SHA256 of the raw body with the secret>`.
  * This file is also the receivers' helper: it has no import but node:crypto, so it can be copied
- * into an integration as it is (README, "Webhooks", shows how).
+ * into an integration as it is (docs/api.md, "Webhooks", shows how).
  */
 
 /** The X-Svc-Signature value of a raw body. */

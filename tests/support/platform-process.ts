@@ -319,7 +319,7 @@ export async function startReceiver(): Promise<Receiver> {
   };
 }
 
-/** One row of the README's table of faults, printed for the run's log (`FAULT_ROW {…}`). */
+/** One row of the table of faults in docs/operations.md, printed for the run's log (`FAULT_ROW {…}`). */
 export function faultRow(row: Record<string, unknown>): void {
   process.stdout.write(`FAULT_ROW ${JSON.stringify(row)}\n`);
 }

@@ -4,6 +4,8 @@ import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import type { Context } from '../../../shared/context.js';
 import { cursorParam, pageByTime, PAGINATION_NOTE, pagingOf, pagingQuery, TIME_CURSOR } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { LIVE_EVENT_TYPES } from '../../../shared/events/events.js';
+import { RESERVED_EVENT_TYPES } from '../../../shared/reserved.js';
 import { ALLOWED_PORTS_NOTE } from '../../../shared/webhooks/guard.js';
 import { WEBHOOK_EVENTS } from '../../../shared/webhooks/delivery.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT, webhooksService } from './webhooks.service.js';
@@ -23,14 +25,16 @@ const urlSchema = z
       'the guard\'s reason in `details.url`). A host name that does not resolve yet is accepted: each delivery resolves it again.',
     example: 'https://hooks.example.com/linktrack',
   });
+/** Names as the description lists them: in backquotes, comma-separated. */
+const codeList = (names: readonly string[]): string => names.map((name) => `\`${name}\``).join(', ');
 const eventsSchema = z
   .array(z.enum(WEBHOOK_EVENTS))
   .min(1)
   .max(WEBHOOK_EVENTS.length)
   .meta({
     description:
-      'Events to receive. Emitted: `visit.new`, `visit.unique`, `link.limit_reached`, `security.suspicious`, `link.created`. Accepted, not yet emitted: ' +
-      '`link.target_down`, `agent.task`. `webhook.test` is sent by the test endpoint whatever this list says. An unknown name is 422.',
+      `Events to receive. Emitted: ${codeList(LIVE_EVENT_TYPES)}. Accepted, not yet emitted: ${codeList(RESERVED_EVENT_TYPES)}. ` +
+      '`webhook.test` is sent by the test endpoint whatever this list says. An unknown name is 422.',
   });
 const subdomainSchema = z
   .string()
