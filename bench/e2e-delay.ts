@@ -6,7 +6,7 @@
 // its redirect time (`ts`, taken at the edge) and its insert time (`inserted_at`, ClickHouse's clock
 // on this machine): their difference is the delay of that visit, read for every visit. Target: p95 ≤ 2 s.
 import type { AddressInfo } from 'node:net';
-import { buildApp } from '../services/api/app.js';
+import { buildApp } from '../services/app.js';
 import { startEnricher } from '../services/enricher/enricher.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
 import { waitFor } from '../shared/testing/wait.js';

@@ -7,7 +7,7 @@
 // reads. The plan of the first page is printed (EXPLAIN) to show which index answers it.
 import { sql } from 'kysely';
 import type { Context } from '../shared/context.js';
-import { buildApp } from '../services/api/app.js';
+import { buildApp } from '../services/app.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../shared/testing/owners.js';

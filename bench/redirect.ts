@@ -17,7 +17,7 @@
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-import { buildApp } from '../services/api/app.js';
+import { buildApp } from '../services/app.js';
 import { runBench } from './lib/context.js';
 import { metricTotal } from '../shared/metrics.js';
 import { TOPICS } from '../shared/visit-log/topics.js';

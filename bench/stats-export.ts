@@ -13,7 +13,7 @@
 // sampled every 20 ms (chDB is in this process: its memory counts).
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { buildApp } from '../services/api/app.js';
+import { buildApp } from '../services/app.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { chromium } from 'playwright-core';
-import { buildApp } from '../services/api/app.js';
+import { buildApp } from '../services/app.js';
 import { DASHBOARD_DIR } from '../services/api/dashboard/dashboard.js';
 import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
 import { runBench } from './lib/context.js';

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildApp } from '../services/api/app.js';
+import { buildApp } from '../services/app.js';
 import { loadConfig } from '../shared/config.js';
 import { closeContext, createContext } from '../shared/context.js';
 import { migrateDatabase } from '../shared/db/migrate.js';

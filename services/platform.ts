@@ -7,7 +7,7 @@ import { migrateDatabase } from '../shared/db/migrate.js';
 import type { Consumer } from '../shared/visit-log/visit-log.js';
 import { WEBHOOKS_VERSION_KEY } from '../shared/webhooks/delivery.js';
 import { sealWebhookSecrets } from '../shared/webhooks/secrets.js';
-import { buildApp } from './api/app.js';
+import { buildApp } from './app.js';
 import { bootstrapAdmin } from './api/users/bootstrap.js';
 import { startEnricher } from './enricher/enricher.js';
 import { lowerPriority } from './worker/priority.js';

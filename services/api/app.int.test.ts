@@ -5,7 +5,7 @@ import { loadConfig } from '../../shared/config.js';
 import type { Context } from '../../shared/context.js';
 import { defineRoute } from '../../shared/http/route.js';
 import { closeContext, createTestContext, testConfig } from '../../shared/testing/context.js';
-import { buildApp } from './app.js';
+import { buildApp } from '../app.js';
 
 /** Routes that exist only in tests, to reach failure paths no public route has. */
 const probeRoutes = [

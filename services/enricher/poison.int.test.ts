@@ -9,7 +9,7 @@ import { consentMessage, peopleVisits, subdomainWithLink } from '../../shared/te
 import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
-import { buildApp } from '../api/app.js';
+import { buildApp } from '../app.js';
 import { startEnricher } from './enricher.js';
 
 /**

@@ -1,11 +1,12 @@
-import type { RequestListener } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import cors from '@fastify/cors';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Context } from '../../shared/context.js';
 import { sendError, toAppError } from '../../shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, localized, responseObserver } from '../../shared/http/fastify-base.js';
-import { accountRefusal } from '../../shared/http/rate-limit.js';
-import { createMethodIndex, registerRoutes, routeMissError, type RegistrarDeps } from '../../shared/http/register.js';
+import type { AbuseHooks } from '../../shared/http/auth.js';
+import { accountRefusal, type RateLimiter } from '../../shared/http/rate-limit.js';
+import { createMethodIndex, registerRoutes, routeMissError } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
 import { apiSecurityHeadersHook } from '../../shared/http/security-headers.js';
 import { consentKey, consentTokens } from '../../shared/tracker/consent-token.js';
@@ -31,13 +32,23 @@ const TRACKER_PATH = /^\/tracker(?:\.js|\/|\?|$)/;
 const SHORT_HOST_METHODS = ['GET', 'HEAD'];
 
 /**
+ * What the edge counts requests with: the process's rate limiter and anti-spam guard, shared with
+ * the API when the process has both roles (an address counts once per bucket).
+ */
+export interface EdgeGuards {
+  limiter: RateLimiter;
+  abuse: AbuseHooks;
+}
+
+/**
  * The ingest edge as its own Fastify app: the short hosts' routes and nothing else — no cookie
  * parsing, no locale negotiation (done only for the error pages), no API hooks — because every
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
-export async function buildIngestApp(context: Context, registrar: RegistrarDeps, publicPages: PublicPages): Promise<IngestApp> {
-  const { limiter } = registrar;
+export async function buildIngestApp(context: Context, { limiter, abuse }: EdgeGuards, publicPages: PublicPages): Promise<IngestApp> {
   const { config, log } = context;
+  // No route of the edge takes credentials: its registrar has no authenticator.
+  const registrar = { limiter, abuse, publicUrl: config.publicUrl };
   const errorOptions = errorOptionsOf(config);
   const dependencyPorts = dependencyPortsOf(config);
   const app = Fastify(baseFastifyOptions(context));
@@ -101,9 +112,10 @@ export async function buildIngestApp(context: Context, registrar: RegistrarDeps,
 /**
  * One server for both apps: a request whose Host is a short host (`{label}.{BASE_DOMAIN}`, and
  * not the API's own host) goes to the ingest edge (its short-host listener first), and so do the
- * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to the API.
+ * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to `other`, the
+ * process's app of health, metrics and (with the api role) the API.
  */
-export function hostDispatcher(context: Context, api: RequestListener, ingest: IngestApp): RequestListener {
+export function hostDispatcher(context: Context, other: RequestListener, ingest: IngestApp): RequestListener {
   const shortHostOf = shortHostMatcher(context.config);
   const { shortHosts } = ingest;
   return (request, response) => {
@@ -114,6 +126,19 @@ export function hostDispatcher(context: Context, api: RequestListener, ingest: I
       const subdomain = shortHostOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host);
       if (subdomain) return shortHosts.serve(request, response, subdomain);
     }
-    api(request, response);
+    other(request, response);
   };
+}
+
+/**
+ * The HTTP server of a process with the ingest role: one listener for the edge and the process's
+ * other app (health, metrics, the API). Fastify leaves a server factory's server as Node makes it
+ * (idle keep-alive connections closed after 5 s, shorter than the 60 s idle timeout of common load
+ * balancers, which then answer 502): its own keepAliveTimeout, resolved in the options it hands the
+ * factory, is applied here.
+ */
+export function hostServer(listener: RequestListener, options: FastifyServerOptions) {
+  const server = createServer(listener);
+  if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
+  return server;
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
 import { closeContext, createTestContext } from '../../shared/testing/context.js';
 import { claimSubdomain, createOwner } from '../../shared/testing/owners.js';
-import { buildApp } from '../api/app.js';
+import { buildApp } from '../app.js';
 import { createLinkCache } from './link-cache.js';
 
 let context: Context;

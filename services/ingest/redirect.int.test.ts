@@ -10,7 +10,7 @@ import { waitFor } from '../../shared/testing/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { buildApp } from '../api/app.js';
+import { buildApp } from '../app.js';
 import { startTestPlatform } from '../../shared/testing/platform.js';
 
 let context: Context;

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../services/api/app.js';
+import { buildApp } from '../../services/app.js';
 import type { Context } from '../context.js';
 import { closeContext, createTestContext } from '../testing/context.js';
 

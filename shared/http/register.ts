@@ -210,11 +210,22 @@ export function assertSameOrigin(request: FastifyRequest, publicUrl: string, { a
   }
 }
 
+/**
+ * What the registrar checks requests with. A process composes only what its routes use: routes with
+ * a rate bucket need the limiter and the anti-spam hooks, routes that take credentials the
+ * authenticator (health and metrics, served by every process, need neither).
+ */
 export interface RegistrarDeps {
-  limiter: RateLimiter;
-  authenticator: Authenticator;
-  abuse: AbuseHooks;
+  limiter?: RateLimiter;
+  authenticator?: Authenticator;
+  abuse?: AbuseHooks;
   publicUrl: string;
+}
+
+/** A part of the registrar's deps a route needs: its absence is a wiring mistake, refused at start-up rather than on a request. */
+function needed<T>(part: T | undefined, route: RouteDef, what: string): T {
+  if (part === undefined) throw new Error(`${route.method} ${route.path} needs ${what}, and the app registering it has none`);
+  return part;
 }
 
 /** Checks what the route's auth requires of the (possibly absent) principal. */
@@ -230,6 +241,10 @@ function authorize(route: RouteDef, principal: Principal | undefined): void {
 export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: RegistrarDeps): void {
   for (const route of routes) {
     const query = effectiveQuery(route);
+    const authenticator = route.auth.kind === 'none' ? undefined : needed(deps.authenticator, route, 'an authenticator');
+    const limits = route.bucket
+      ? { bucket: route.bucket, limiter: needed(deps.limiter, route, 'a rate limiter'), abuse: needed(deps.abuse, route, 'the anti-spam hooks') }
+      : undefined;
     app.route({
       method: route.method,
       url: fastifyPath(route.path),
@@ -239,25 +254,26 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         // still counted (per IP) before it is refused, so guessing tokens is rate-limited too.
         let principal: Principal | undefined;
         let authError: unknown;
-        if (route.auth.kind !== 'none') {
+        if (authenticator) {
           try {
-            const authenticated = deps.authenticator.authenticate(request);
+            const authenticated = authenticator.authenticate(request);
             principal = authenticated instanceof Promise ? await authenticated : authenticated;
           } catch (error) {
             authError = error;
           }
         }
-        if (route.bucket) {
+        if (limits) {
+          const { bucket, limiter, abuse } = limits;
           if (route.beforeLimit) await route.beforeLimit(request);
-          const admitted = deps.abuse.admit(request.ip, principal, identityOf(route.bucket, request, principal));
+          const admitted = abuse.admit(request.ip, principal, identityOf(bucket, request, principal));
           if (admitted) await admitted;
-          const key = route.rateKey ? route.rateKey(request) : rateKey(route.bucket, request, principal);
-          const checked = deps.limiter.check(route.bucket, key);
+          const key = route.rateKey ? route.rateKey(request) : rateKey(bucket, request, principal);
+          const checked = limiter.check(bucket, key);
           const decision = checked instanceof Promise ? await checked : checked;
           setRateLimitHeaders(reply, decision);
           if (!decision.allowed) {
-            await deps.abuse.limited(route.bucket, key, request.ip, principal, decision.resetSec);
-            throw retryLater('rate_limited', decision.resetSec, { bucket: route.bucket, limit: decision.limit });
+            await abuse.limited(bucket, key, request.ip, principal, decision.resetSec);
+            throw retryLater('rate_limited', decision.resetSec, { bucket, limit: decision.limit });
           }
         }
         if (authError) throw authError;

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../services/api/app.js';
+import { buildApp } from '../../services/app.js';
 import { deduplicatedBy, toClickHouseTime } from '../analytics/analytics.js';
 import type { Context } from '../context.js';
 import { closeContext, createTestContext } from '../testing/context.js';

@@ -8,7 +8,7 @@ import { freePort } from '../support/platform-process.js';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { buildApp } from '../../services/api/app.js';
+import { buildApp } from '../../services/app.js';
 import { DASHBOARD_DIR } from '../../services/api/dashboard/dashboard.js';
 import { startEnricher } from '../../services/enricher/enricher.js';
 import { startWorker } from '../../services/worker/worker.js';

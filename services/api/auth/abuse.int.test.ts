@@ -6,7 +6,7 @@ import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../s
 import { closeContext, createTestContext, testConfig, uniqueName } from '../../../shared/testing/context.js';
 import { waitFor } from '../../../shared/testing/wait.js';
 import { auditRepository } from '../audit/audit.repository.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 import { createAbuseGuard } from './abuse.js';
 
 let context: Context;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
 import { createAccount, loginCookie, TEST_PASSWORD } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext, testConfig, uniqueName } from '../../../shared/testing/context.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 
 let context: Context;
 let app: FastifyInstance;

@@ -10,7 +10,7 @@ import { TOPICS } from '../../../shared/visit-log/topics.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
 // The app first: its OpenAPI module extends zod before the enricher's modules create the beacon's
 // schemas (zod 4 gives each schema its methods when it is created), as services/platform.ts does.
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 import { startEnricher } from '../../enricher/enricher.js';
 
 /** Kafka consumer-group joins (the enricher's, each peek's and take's) take seconds: generous, bounded waits. */

@@ -6,7 +6,7 @@ import type { Context } from '../../../shared/context.js';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../../../shared/errors.js';
 import type { RouteDef } from '../../../shared/http/route.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '../../../shared/testing/context.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 
 let context: Context;
 let app: FastifyInstance;

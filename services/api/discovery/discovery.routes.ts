@@ -116,9 +116,60 @@ export interface DiscoveryDeps {
   routes: () => RouteDef[];
 }
 
-/** Discovery and health: index, health, status, OpenAPI, errors, languages, metrics. */
+/**
+ * Health and metrics: what every process answers, whatever its roles (load balancers probe each
+ * process, Prometheus scrapes each one). A process with the api role lists them among its discovery
+ * routes.
+ */
+export function probeRoutes(context: Context): [health: RouteDef, metrics: RouteDef] {
+  const { config, metrics } = context;
+  const health = defineRoute({
+    operationId: 'getHealth',
+    method: 'GET',
+    path: '/api/v1/health',
+    summary: 'Liveness plus a probe of each configured dependency with its latency',
+    description:
+      'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and visit log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and buffers visits. Any other dependency down, or a consumer failing its batches, answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
+    tags,
+    auth: { kind: 'none' },
+    bucket: null,
+    response: HealthSchema,
+    handler: async () => {
+      const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
+      const { down, critical, degraded } = assessHealth(config.roles, checks, consumers);
+      if (critical) {
+        throw new AppError('service_unavailable', { checks, down, degraded }, { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } });
+      }
+      return {
+        status: degraded.length > 0 ? ('degraded' as const) : ('ok' as const),
+        degraded,
+        version: VERSION,
+        uptime_s: Math.floor((Date.now() - context.startedAt.getTime()) / 1000),
+        roles: config.roles,
+        checks,
+        consumers,
+      };
+    },
+  });
+  const metricsRoute = defineRoute({
+    operationId: 'getMetrics',
+    method: 'GET',
+    path: '/metrics',
+    summary: 'Prometheus metrics: process defaults and the request-duration histogram by route and status',
+    tags,
+    auth: { kind: 'none' },
+    bucket: null,
+    response: z.string(),
+    raw: { contentType: 'text/plain; version=0.0.4; charset=utf-8', description: 'Prometheus text exposition format.' },
+    handler: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+  });
+  return [health, metricsRoute];
+}
+
+/** The API's discovery routes and the probes, in the order the index lists them: index, health, status, OpenAPI, errors, languages, metrics. */
 export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): RouteDef[] {
   const { config, metrics } = context;
+  const [health, metricsRoute] = probeRoutes(context);
   let openapi: string | undefined;
   return [
     defineRoute({
@@ -151,34 +202,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
         })),
       }),
     }),
-    defineRoute({
-      operationId: 'getHealth',
-      method: 'GET',
-      path: '/api/v1/health',
-      summary: 'Liveness plus a probe of each configured dependency with its latency',
-      description:
-        'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and visit log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and buffers visits. Any other dependency down, or a consumer failing its batches, answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
-      tags,
-      auth: { kind: 'none' },
-      bucket: null,
-      response: HealthSchema,
-      handler: async () => {
-        const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
-        const { down, critical, degraded } = assessHealth(config.roles, checks, consumers);
-        if (critical) {
-          throw new AppError('service_unavailable', { checks, down, degraded }, { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } });
-        }
-        return {
-          status: degraded.length > 0 ? ('degraded' as const) : ('ok' as const),
-          degraded,
-          version: VERSION,
-          uptime_s: Math.floor((Date.now() - context.startedAt.getTime()) / 1000),
-          roles: config.roles,
-          checks,
-          consumers,
-        };
-      },
-    }),
+    health,
     defineRoute({
       operationId: 'getStatus',
       method: 'GET',
@@ -290,17 +314,6 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
         default: DEFAULT_LOCALE,
       }),
     }),
-    defineRoute({
-      operationId: 'getMetrics',
-      method: 'GET',
-      path: '/metrics',
-      summary: 'Prometheus metrics: process defaults and the request-duration histogram by route and status',
-      tags,
-      auth: { kind: 'none' },
-      bucket: null,
-      response: z.string(),
-      raw: { contentType: 'text/plain; version=0.0.4; charset=utf-8', description: 'Prometheus text exposition format.' },
-      handler: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
-    }),
+    metricsRoute,
   ];
 }

@@ -14,7 +14,7 @@ import { closeContext, createTestContext } from '../../../shared/testing/context
 import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
 import { auditRepository } from '../audit/audit.repository.js';
 import { OWNER_VISIT_COLUMNS } from '../visits/visits.service.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 import { SLICE_ROWS, xlsxWorkbook } from './exports.service.js';
 
 type Json = Record<string, any>;

@@ -5,7 +5,7 @@ import type { Context } from '../../../shared/context.js';
 import { openGeoLookup } from '../../../shared/geo.js';
 import { closeContext, createTestContext } from '../../../shared/testing/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 
 // The v0 shapes are frozen: these snapshots pin them. A change here is a breaking change of v0.
 

@@ -12,7 +12,7 @@ import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/tes
 import { waitFor } from '../../../shared/testing/wait.js';
 import { TOPICS } from '../../../shared/visit-log/topics.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 
 // jsqr is CommonJS with `exports.default`: under NodeNext its function is the default's `default`.
 const jsQR = jsQRModule.default;

@@ -6,7 +6,7 @@ import type { Context } from '../../../shared/context.js';
 import { mintToken } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext } from '../../../shared/testing/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 
 type Json = Record<string, any>;
 

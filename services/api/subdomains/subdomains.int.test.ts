@@ -5,7 +5,7 @@ import { mintToken } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext } from '../../../shared/testing/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
 import { POLICY_DEFAULTS, POLICY_SWITCHES } from '../../../shared/policy/policy.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 
 let context: Context;
 let app: FastifyInstance;

@@ -4,7 +4,7 @@ import type { Context } from '../../../shared/context.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE, testConfig } from '../../../shared/testing/context.js';
 import { waitFor } from '../../../shared/testing/wait.js';
-import { buildApp, type App } from '../app.js';
+import { buildApp, type App } from '../../app.js';
 
 let context: Context;
 let built: App;

@@ -4,7 +4,7 @@ import type { Context } from '../../../shared/context.js';
 import { createAccount, loginCookie } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext } from '../../../shared/testing/context.js';
 import { waitFor } from '../../../shared/testing/wait.js';
-import { buildApp } from '../app.js';
+import { buildApp } from '../../app.js';
 
 // The accounts list staff see in the dashboard's staff page (GET /api/v1/users), on a real store.
 let context: Context;

@@ -1,0 +1,129 @@
+import type { RequestListener } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { Role } from '../shared/config.js';
+import type { Context } from '../shared/context.js';
+import { AppError } from '../shared/errors.js';
+import { toAppError, sendError } from '../shared/http/error-response.js';
+import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, responseObserver } from '../shared/http/fastify-base.js';
+import { accountRefusal, createRateLimiter } from '../shared/http/rate-limit.js';
+import { createMethodIndex, routeMissError, registerRoutes } from '../shared/http/register.js';
+import type { RouteDef } from '../shared/http/route.js';
+import { apiSecurityHeadersHook } from '../shared/http/security-headers.js';
+import { shortHostMatcher } from '../shared/links/hosts.js';
+import { createApi, type Api } from './api/app.js';
+import { createAbuseGuard, type AbuseGuard } from './api/auth/abuse.js';
+import { probeRoutes } from './api/discovery/discovery.routes.js';
+import { buildIngestApp, hostDispatcher, hostServer, type IngestApp } from './ingest/app.js';
+import { publicPages } from './public-page/public-page.js';
+
+export interface AppOptions {
+  /** Extra route declarations (tests use this to reach failure paths no public route has). */
+  extraRoutes?: RouteDef[];
+  /** Folder of the built dashboard (default dist/web; tests point at a fixture). */
+  dashboardDir?: string;
+}
+
+export interface App {
+  app: FastifyInstance;
+  /** Every route declaration this process serves: health and metrics, the API's with the api role, the beacon's with the ingest role. */
+  routes: RouteDef[];
+  /** The ingest edge (short hosts), when this process has the ingest role; `app`'s server routes to it by Host. */
+  ingest?: FastifyInstance;
+  /**
+   * With the ingest role, the request listener of `app`'s server (Host routing, then the edge's
+   * short-host listener or `app`): what a request over a socket meets first.
+   */
+  listener?: RequestListener;
+}
+
+/**
+ * Builds the HTTP app of a process without listening, from its roles: every process answers
+ * `/api/v1/health` and `/metrics`; the api role adds the API and the dashboard; the ingest role the
+ * edge (short hosts and the beacon), in front of the rest by Host. Roles without HTTP routes
+ * (enricher, worker) get nothing else: any other request is a 404 in the error envelope.
+ */
+export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
+  const { config, log, metrics } = context;
+  const errorOptions = errorOptionsOf(config);
+  const dependencyPorts = dependencyPortsOf(config);
+
+  /** What this process serves and documents, complete once the app is built (the API's index reads it at request time). */
+  let served: RouteDef[] = [];
+  const { api, ingest, abuse } = await composeRoles(context, { served: () => served, dashboardDir: options.dashboardDir });
+  let listener: RequestListener | undefined;
+  const app = Fastify({
+    ...baseFastifyOptions(context),
+    // With the ingest role, one server answers both: requests for a short host go to the edge app.
+    ...(ingest ? { serverFactory: (handler: RequestListener, serverOptions: FastifyServerOptions) => hostServer((listener = hostDispatcher(context, handler, ingest)), serverOptions) } : {}),
+  });
+  if (ingest) app.addHook('onClose', async () => ingest.app.close());
+  if (abuse) app.addHook('onClose', async () => abuse.close());
+
+  // Health and metrics in every process: the API lists them among its discovery routes; without it
+  // they are all this app serves.
+  const own = api ? api.routes : probeRoutes(context);
+  const extra = options.extraRoutes ?? [];
+  const routes = [...own, ...extra];
+  served = [...routes, ...(ingest?.routes ?? [])];
+
+  app.decorateRequest('locale', 'en');
+  app.addHook('onRequest', envelopeRequestHook({ contentLanguage: true }));
+  app.addHook('onResponse', responseObserver(context));
+  app.addHook('onSend', apiSecurityHeadersHook);
+
+  const allowedMethods = createMethodIndex(routes);
+  /** 405 with Allow when the path exists under other methods, else 404. */
+  const routeMiss = (request: FastifyRequest): AppError => routeMissError(allowedMethods, request.method, request.url.split('?')[0] ?? '/');
+
+  app.setErrorHandler(async (error, request, reply) => {
+    // A request that matched no route can fail in body parsing (QUERY without Content-Type) before
+    // the not-found handler runs: the route does not exist, so that is the answer.
+    if (!request.routeOptions.config.routeDef) return sendError(request, reply, routeMiss(request), errorOptions);
+    const { appError, unexpected } = toAppError(error, dependencyPorts);
+    if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
+    else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
+    else if (appError.cause && appError.status === 503) log.warn({ err: appError.cause, request_id: request.id, down: appError.details.down }, 'dependency unavailable');
+    else log.debug({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request refused');
+    if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef.bucket, { rules: config.rateLimits, metrics });
+    return sendError(request, reply, appError, errorOptions);
+  });
+
+  app.setNotFoundHandler(async (request, reply) => sendError(request, reply, routeMiss(request), errorOptions));
+
+  if (api) await api.register(app);
+  else registerRoutes(app, own, { publicUrl: config.publicUrl });
+  // Tests' extra routes are checked as the API's are, when the process has it.
+  registerRoutes(app, extra, api?.registrar ?? { publicUrl: config.publicUrl });
+
+  return { app, routes: served, ingest: ingest?.app, listener };
+}
+
+/**
+ * The edge and the API of a process, for the roles it has: they share one rate limiter and one
+ * anti-spam guard, so that an address counts once per bucket (the public pages and the API's
+ * discovery routes share the default one). Neither, and no limiter, for a process without them.
+ */
+async function composeRoles(
+  context: Context,
+  { served, dashboardDir }: { served: () => RouteDef[]; dashboardDir: string | undefined },
+): Promise<{ api?: Api; ingest?: IngestApp; abuse?: AbuseGuard }> {
+  const { config, log, metrics } = context;
+  const has = (role: Role) => config.roles.includes(role);
+  if (!has('api') && !has('ingest')) return {};
+  const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
+  const abuse = await createAbuseGuard(context);
+  // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
+  const pages = publicPages(context, limiter);
+  const ingest = has('ingest') ? await buildIngestApp(context, { limiter, abuse }, pages) : undefined;
+  if (!has('api')) return { ingest, abuse };
+  const shortHostOf = shortHostMatcher(config);
+  // With the ingest role, short hosts never reach the API (the server routes them by Host).
+  const shortHostRoot = ingest
+    ? undefined
+    : (request: FastifyRequest, reply: FastifyReply) => {
+        const subdomain = shortHostOf(request.hostname);
+        return subdomain ? pages.answer(request, reply, subdomain) : undefined;
+      };
+  const api = await createApi(context, { limiter, abuse, served, dashboardDir, shortHostRoot });
+  return { api, ingest, abuse };
+}
