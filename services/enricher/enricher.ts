@@ -4,7 +4,7 @@ import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { BatchControl, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import { createEventBus, type EventDraft, type EventType } from '../../shared/events/events.js';
 import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
-import type { WebhookRow } from '../../shared/webhooks/repository.js';
+import type { WebhookRow } from '../../shared/webhooks/webhooks.repository.js';
 import { enrich, type Enrichment } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';

@@ -1,8 +1,9 @@
 import { hash, randomBytes } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
 import type { DB } from '../../shared/db/schema.js';
 import { isoTimeAt } from '../../shared/time.js';
+import { visitorSaltsRepository } from './visitor-salts.repository.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */
 const SALT_DAYS = 2;
@@ -21,23 +22,19 @@ export function visitorHash(salt: string, ip: string, userAgent: string): string
 
 /** Daily salts shared by every enricher through Postgres (the first to ask creates the day's salt). */
 export function saltBook(db: Kysely<DB>) {
+  const salts = visitorSaltsRepository(db);
   const held = new Map<string, string>();
   return {
     async saltFor(day: string): Promise<string> {
       const known = held.get(day);
       if (known) return known;
-      await db
-        .insertInto('visitor_salts')
-        .values({ day, salt: randomBytes(32).toString('hex') })
-        .onConflict((oc) => oc.column('day').doNothing())
-        .execute();
-      const row = await db.selectFrom('visitor_salts').select('salt').where('day', '=', day).executeTakeFirstOrThrow();
+      const salt = await salts.saltOrInsert(day, randomBytes(32).toString('hex'));
       // A new day: forget salts past their time, in the store and here.
       const oldest = new Date(Date.parse(`${day}T00:00:00Z`) - (SALT_DAYS - 1) * 86_400_000).toISOString().slice(0, 10);
-      await db.deleteFrom('visitor_salts').where('day', '<', sql<string>`${oldest}::date`).execute();
-      held.set(day, row.salt);
+      await salts.deleteBefore(oldest);
+      held.set(day, salt);
       for (const old of [...held.keys()].sort().slice(0, -SALT_DAYS)) held.delete(old);
-      return row.salt;
+      return salt;
     },
   };
 }

@@ -6,7 +6,7 @@ import PDFDocument from 'pdfkit';
 import { selectRows } from '../../../shared/analytics/analytics.js';
 import type { Context } from '../../../shared/context.js';
 import { requireScope, type Principal } from '../../../shared/http/auth.js';
-import { auditRepository } from '../audit/audit.repository.js';
+import { auditRepository } from '../../../shared/audit/audit.repository.js';
 import { statsService, type Report, type StatsScope } from '../stats/stats.service.js';
 import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, visitConditions, type VisitFilters } from '../visits/visits.service.js';
 

@@ -5,9 +5,9 @@ import { canManage, requireScope, type Principal } from '../../../shared/http/au
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '../../../shared/time.js';
 import { isUuid } from '../../../shared/ids.js';
-import { linksRepository } from '../links/links.repository.js';
+import { linksRepository } from '../../../shared/links/links.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
-import { usersRepository } from '../users/users.repository.js';
+import { usersRepository } from '../../../shared/users/users.repository.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 /** Rollup buckets are quarter hours (every time zone's offset is a multiple of 15 minutes). */
