@@ -14,7 +14,8 @@
 import { performance } from 'node:perf_hooks';
 import { v7 as uuidv7 } from 'uuid';
 import { enrich } from '../services/enricher/enrich.js';
-import { encodeVisits, STORED_VISITS_QUERY, storedVisits } from '../services/enricher/visit-writer.js';
+import { STORED_VISITS_QUERY } from '../shared/analytics/visits.repository.js';
+import { encodeVisits, storedVisits } from '../services/enricher/visit-writer.js';
 import { selectRows, toClickHouseTime } from '../shared/analytics/analytics.js';
 import type { RawVisit } from '../shared/visits/raw-visit.js';
 import { runBench } from './lib/context.js';

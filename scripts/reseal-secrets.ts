@@ -10,7 +10,7 @@ import { createDatabase } from '../shared/db/database.js';
 import { migrateDatabase } from '../shared/db/migrate.js';
 import { createLogger } from '../shared/logger.js';
 import { loadSecretBox } from '../shared/secrets/keys.js';
-import { webhooksRepository } from '../shared/webhooks/repository.js';
+import { webhooksRepository } from '../shared/webhooks/webhooks.repository.js';
 import { sealWebhookSecrets } from '../shared/webhooks/secrets.js';
 
 let config: Config;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { usersRepository } from '../services/api/users/users.repository.js';
+import { usersRepository } from '../shared/users/users.repository.js';
 import { createDatabase } from '../shared/db/database.js';
 import { migrateDatabase } from '../shared/db/migrate.js';
 import { PROJECT_ROOT } from '../shared/paths.js';

@@ -1,4 +1,6 @@
-import { deduplicatedBy, toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
+import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
+import { beaconsRepository } from '../../shared/analytics/beacons.repository.js';
+import { visitsRepository } from '../../shared/analytics/visits.repository.js';
 import type { Context } from '../../shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '../../shared/tracker/beacon.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
@@ -64,38 +66,30 @@ function timeBounds(ids: string[]): { from: string; to: string } {
  * ReplacingMergeTree keeps the highest), with the same content whichever side wrote them.
  */
 export function beaconStore(analytics: Analytics) {
-  const { client } = analytics;
+  const beacons = beaconsRepository(analytics);
+  const visits = visitsRepository(analytics);
   return {
     async saveStates(states: BeaconState[]): Promise<void> {
       if (states.length === 0) return;
-      await client.insert({ table: 'visit_beacons', values: states, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(tokenOf(states)) });
+      await beacons.insertStates(states, tokenOf(states));
     },
     async statesOf(ids: string[]): Promise<BeaconState[]> {
       if (ids.length === 0) return [];
-      const result = await client.query({
-        query: 'SELECT * FROM visit_beacons FINAL WHERE visit_id IN {ids:Array(UUID)}',
-        query_params: { ids },
-        format: 'JSONEachRow',
-      });
-      return result.json<BeaconState>();
+      return beacons.statesOf(ids);
     },
     /** Merges each state into its stored visit, where the visit is there and not already newer; the count merged. */
     async mergeIntoVisits(states: BeaconState[]): Promise<number> {
       if (states.length === 0) return 0;
       const ids = states.map((state) => state.visit_id);
-      const result = await client.query({
-        query: 'SELECT * FROM visits FINAL WHERE visit_id IN {ids:Array(UUID)} AND ts BETWEEN {from:DateTime64(3)} AND {to:DateTime64(3)}',
-        query_params: { ids, ...timeBounds(ids) },
-        format: 'JSONEachRow',
-      });
-      const rows = await result.json<Record<string, unknown>>();
+      const { from, to } = timeBounds(ids);
+      const rows = await visits.rowsOf(ids, from, to);
       const byId = new Map(states.map((state) => [state.visit_id, state]));
       const merged = rows.flatMap((row) => {
         const state = byId.get(String(row.visit_id));
         return state && state.version > (row.version as number) ? [mergeBeacon(row, state)] : [];
       });
       if (merged.length > 0) {
-        await client.insert({ table: 'visits', values: merged, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(tokenOf(merged)) });
+        await visits.insertRows(merged, tokenOf(merged));
       }
       return merged.length;
     },

@@ -1,9 +1,10 @@
 import { LRUCache } from 'lru-cache';
+import { visitsRepository } from '../../shared/analytics/visits.repository.js';
 import type { Context } from '../../shared/context.js';
 import type { EventDraft } from '../../shared/events/events.js';
 import { publishLinkNotice, subscribeLinkNotices, toRedirectLink } from '../../shared/links/link-notices.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { linksRepository } from '../api/links/links.repository.js';
+import { linksRepository } from '../../shared/links/links.repository.js';
 
 /** What the limit check needs of a link: its limit, and whether it was already reached. */
 interface Limit {
@@ -22,6 +23,7 @@ const LIMIT_TTL_MS = 60_000;
  */
 export async function limitWatcher(context: Context) {
   const links = linksRepository(context.db.db);
+  const visitRows = visitsRepository(context.analytics);
   const limits = new LRUCache<string, Limit>({ max: 100_000, ttl: LIMIT_TTL_MS });
   const unsubscribe = await subscribeLinkNotices(context.cache, (notice) => {
     limits.set(notice.link.id, { maxVisits: notice.link.max_visits, reached: notice.link.limit_reached || notice.kind === 'delete' });
@@ -58,12 +60,7 @@ export async function limitWatcher(context: Context) {
         if (limit.maxVisits !== null && (!limit.reached || unannounced.has(linkId))) watched.push({ linkId, maxVisits: limit.maxVisits });
       }
       if (watched.length === 0) return [];
-      const result = await context.analytics.client.query({
-        query: `SELECT link_id, uniqExact(visit_id) AS visits FROM visits WHERE link_id IN {links:Array(String)} AND kind = 'visit' GROUP BY link_id`,
-        query_params: { links: watched.map((entry) => entry.linkId) },
-        format: 'JSONEachRow',
-      });
-      const counts = new Map((await result.json<{ link_id: string; visits: number }>()).map((row) => [row.link_id, Number(row.visits)]));
+      const counts = await visitRows.visitCounts(watched.map((entry) => entry.linkId));
       const events = [];
       for (const { linkId, maxVisits } of watched) {
         const visits = counts.get(linkId) ?? 0;

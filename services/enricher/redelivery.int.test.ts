@@ -11,7 +11,7 @@ import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
 import type { BatchControl, ConsumeOptions, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import { buildApp } from '../app.js';
 import { startEnricher } from './enricher.js';
-import { STORED_VISITS_QUERY } from './visit-writer.js';
+import { STORED_VISITS_QUERY } from '../../shared/analytics/visits.repository.js';
 
 /**
  * Exactly once into `visits` and the rollups (issue 24): a visit redelivered inside a batch composed

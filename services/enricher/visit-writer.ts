@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { deduplicatedBy, selectRows, toClickHouseTime, type Analytics, type EncodedInsert } from '../../shared/analytics/analytics.js';
+import { deduplicatedBy, toClickHouseTime, type Analytics, type EncodedInsert } from '../../shared/analytics/analytics.js';
+import { visitsRepository, type StoredVisit } from '../../shared/analytics/visits.repository.js';
 import type { RawVisit } from '../../shared/visits/raw-visit.js';
 import { nextTurn, SLICE } from '../../shared/turns.js';
 import type { Enrichment } from './enrich.js';
-
 
 /** Deduplication token of an insert: the hash of the keys that identify its rows. */
 export function batchToken(keys: Iterable<string>): string {
@@ -138,25 +138,8 @@ export async function encodeVisits(visits: RawVisit[], enrichmentOf: (visit: Raw
 /** Inserts one batch into `visits` (encodeVisits). */
 export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichmentOf: (visit: RawVisit, index: number) => Enrichment): Promise<void> {
   if (visits.length === 0) return;
-  await analytics.insertEncoded(await encodeVisits(visits, enrichmentOf));
+  await visitsRepository(analytics).insertBatch(await encodeVisits(visits, enrichmentOf));
 }
-
-/** What is stored of a visit that its events repeat: how it was judged (kind, bot, unique) and whose it is. */
-export interface StoredVisit {
-  visit_id: string;
-  kind: string;
-  is_bot: number;
-  bot_name: string;
-  is_unique: number;
-  owner_id: string;
-  /** The deduplication token of the insert that stored it ('' for rows stored before migration 0006). */
-  insert_token: string;
-}
-
-/** The query of storedVisits (exported for the test that a first delivery never sends it). */
-export const STORED_VISITS_QUERY = `SELECT visit_id, kind, is_bot, bot_name, is_unique, owner_id, insert_token FROM visits
-  WHERE ts BETWEEN {from:DateTime64(3, 'UTC')} AND {to:DateTime64(3, 'UTC')} AND visit_id IN {ids:Array(UUID)}
-  LIMIT 1 BY visit_id`;
 
 /**
  * The visits of a batch that `visits` already holds, by id, with how they were judged. A redelivered
@@ -174,14 +157,10 @@ export const STORED_VISITS_QUERY = `SELECT visit_id, kind, is_bot, bot_name, is_
 export async function storedVisits(analytics: Analytics, visits: RawVisit[]): Promise<Map<string, StoredVisit>> {
   if (visits.length === 0) return new Map();
   const { from, to } = timeRange(visits);
-  const rows = await selectRows<StoredVisit>(
-    analytics.client,
-    STORED_VISITS_QUERY,
-    {
-      from: toClickHouseTime(from),
-      to: toClickHouseTime(to),
-      ids: visits.map((visit) => visit.visit_id),
-    },
+  const rows = await visitsRepository(analytics).storedVisits(
+    visits.map((visit) => visit.visit_id),
+    from,
+    to,
   );
   return new Map(rows.map((row) => [row.visit_id, row]));
 }
@@ -197,11 +176,6 @@ function timeRange(visits: RawVisit[]): { from: number; to: number } {
   }
   return { from, to };
 }
-
-/** The rows `visits` holds of the inserts with these tokens, within the time range (a day of slack), as encodeVisits wrote them. */
-const BLOCK_ROWS_QUERY = (columns: string) => `SELECT ${columns} FROM visits
-  WHERE ts BETWEEN {from:DateTime64(3, 'UTC')} AND {to:DateTime64(3, 'UTC')} AND insert_token = {token:String}
-  LIMIT 1 BY visit_id`;
 
 /**
  * Inserts again, as they were and with their own tokens, the blocks that stored some visits of a
@@ -219,15 +193,11 @@ export async function reinsertStoredBlocks(analytics: Analytics, stored: Iterabl
   const columns = [...VISIT_ROW_COLUMNS] as [string, ...string[]];
   const { from, to } = timeRange(visits);
   const day = 86_400_000;
+  const repository = visitsRepository(analytics);
   for (const token of tokens) {
-    const result = await analytics.client.query({
-      query: BLOCK_ROWS_QUERY(columns.join(', ')),
-      query_params: { from: toClickHouseTime(from - day), to: toClickHouseTime(to + day), token },
-      format: 'JSONCompactEachRow',
-    });
-    const body = Buffer.from(await result.text());
+    const body = await repository.blockRows(columns, token, from - day, to + day);
     if (body.length === 0) continue;
-    await analytics.insertEncoded({ table: 'visits', columns, body, settings: deduplicatedBy(token) });
+    await repository.insertBatch({ table: 'visits', columns, body, settings: deduplicatedBy(token) });
   }
   return tokens.size;
 }

@@ -1,8 +1,10 @@
 import { hash, randomBytes } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
+import { visitsRepository } from '../../shared/analytics/visits.repository.js';
 import type { DB } from '../../shared/db/schema.js';
 import { isoTimeAt } from '../../shared/time.js';
+import { visitorSaltsRepository } from './visitor-salts.repository.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */
 const SALT_DAYS = 2;
@@ -21,23 +23,19 @@ export function visitorHash(salt: string, ip: string, userAgent: string): string
 
 /** Daily salts shared by every enricher through Postgres (the first to ask creates the day's salt). */
 export function saltBook(db: Kysely<DB>) {
+  const salts = visitorSaltsRepository(db);
   const held = new Map<string, string>();
   return {
     async saltFor(day: string): Promise<string> {
       const known = held.get(day);
       if (known) return known;
-      await db
-        .insertInto('visitor_salts')
-        .values({ day, salt: randomBytes(32).toString('hex') })
-        .onConflict((oc) => oc.column('day').doNothing())
-        .execute();
-      const row = await db.selectFrom('visitor_salts').select('salt').where('day', '=', day).executeTakeFirstOrThrow();
+      const salt = await salts.saltOrInsert(day, randomBytes(32).toString('hex'));
       // A new day: forget salts past their time, in the store and here.
       const oldest = new Date(Date.parse(`${day}T00:00:00Z`) - (SALT_DAYS - 1) * 86_400_000).toISOString().slice(0, 10);
-      await db.deleteFrom('visitor_salts').where('day', '<', sql<string>`${oldest}::date`).execute();
-      held.set(day, row.salt);
+      await salts.deleteBefore(oldest);
+      held.set(day, salt);
       for (const old of [...held.keys()].sort().slice(0, -SALT_DAYS)) held.delete(old);
-      return row.salt;
+      return salt;
     },
   };
 }
@@ -63,6 +61,7 @@ interface UniqueCandidate {
  * redelivered batch is judged exactly as the first time — and from then on answers from memory.
  */
 export function uniqueTracker(analytics: Analytics) {
+  const visits = visitsRepository(analytics);
   /** day → `link|hash` → visit_id of the first visit ('' when it is an earlier stored one). */
   const seen = new Map<string, Map<string, string>>();
   /** day → links whose visitors of the day are in `seen`. */
@@ -103,20 +102,12 @@ export function uniqueTracker(analytics: Analytics) {
       /** day → `link|hash` → earliest stored time of another visit, for the links just loaded. */
       const stored = new Map<string, Map<string, string>>();
       for (const [day, links] of toLoad) {
-        const result = await analytics.client.query({
-          query: `SELECT link_id, visitor_hash, toString(min(ts)) AS first_ts FROM visits
-                  WHERE subdomain IN {subdomains:Array(String)} AND link_id IN {links:Array(String)} AND toDate(ts) = {day:Date}
-                    AND visitor_hash != '' AND visit_id NOT IN {ids:Array(UUID)}
-                  GROUP BY link_id, visitor_hash`,
-          query_params: {
-            subdomains: [...new Set(candidates.filter((entry) => links.has(entry.linkId)).map((entry) => entry.subdomain))],
-            links: [...links],
-            day,
-            ids: candidates.map((entry) => entry.visitId),
-          },
-          format: 'JSONEachRow',
-        });
-        const rows = await result.json<{ link_id: string; visitor_hash: string; first_ts: string }>();
+        const rows = await visits.firstVisitorTimes(
+          day,
+          [...new Set(candidates.filter((entry) => links.has(entry.linkId)).map((entry) => entry.subdomain))],
+          [...links],
+          candidates.map((entry) => entry.visitId),
+        );
         stored.set(day, new Map(rows.map((row) => [`${row.link_id}|${row.visitor_hash}`, row.first_ts])));
       }
       /** day → `link|hash` → the first visit's id ('' when it is an earlier stored one), as judged here. */

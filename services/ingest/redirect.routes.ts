@@ -13,7 +13,7 @@ import { VISIT_PARAM } from '../../shared/tracker/beacon.js';
 import { classifyAttack } from '../../shared/visits/attack.js';
 import { visitText, type RawVisit } from '../../shared/visits/raw-visit.js';
 import { subdomainMatcher } from '../../shared/links/hosts.js';
-import { SLUG } from '../api/links/links.service.js';
+import { SLUG } from '../../shared/links/slugs.js';
 import type { RedirectLink } from '../../shared/links/link-notices.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';

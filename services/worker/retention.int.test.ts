@@ -8,7 +8,7 @@ import { closeContext, createTestContext, SERVICES_MODE } from '../../shared/tes
 import { createFreshDatabase, type FreshDatabase } from '../../shared/testing/fresh-database.js';
 import { waitFor } from '../../shared/testing/wait.js';
 import { insertWebhook } from '../../shared/testing/webhooks.js';
-import { webhooksRepository } from '../../shared/webhooks/repository.js';
+import { webhooksRepository } from '../../shared/webhooks/webhooks.repository.js';
 import { pruneExpired, retentionJob, startRetention } from './retention.js';
 
 // Retention of the webhook delivery log and the audit log: before it, both grew forever. The rows

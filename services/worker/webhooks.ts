@@ -6,7 +6,7 @@ import { createNotifier } from '../../shared/notifications.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '../../shared/webhooks/delivery.js';
-import { webhooksRepository, type WebhookRow } from '../../shared/webhooks/repository.js';
+import { webhooksRepository, type WebhookRow } from '../../shared/webhooks/webhooks.repository.js';
 import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
 
 /** The consumer group of the dispatcher on the `events` topic. */

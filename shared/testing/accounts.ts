@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Context } from '../context.js';
 import { hashPassword } from '../password.js';
 import { uniqueName } from './context.js';
-import { usersRepository } from '../../services/api/users/users.repository.js';
+import { usersRepository } from '../users/users.repository.js';
 
 export const TEST_PASSWORD = 'correct horse battery staple';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { EventType } from '../events/events.js';
 import { WEBHOOKS_VERSION_KEY } from '../webhooks/delivery.js';
-import { webhooksRepository } from '../webhooks/repository.js';
+import { webhooksRepository } from '../webhooks/webhooks.repository.js';
 import type { Context } from '../context.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from './accounts.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from '../context.js';
-import { webhooksRepository, type WebhookRow } from '../webhooks/repository.js';
+import { webhooksRepository, type WebhookRow } from '../webhooks/webhooks.repository.js';
 import { webhookSecrets } from '../webhooks/secrets.js';
 
 /**

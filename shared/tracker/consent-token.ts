@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT, decodeJwt, jwtVerify } from 'jose';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { platformSecretsRepository } from '../secrets/platform-secrets.repository.js';
 
 /** A recorded consent decision, as the token carries it. */
 export interface Consent {
@@ -20,13 +21,8 @@ const SECRET_NAME = 'tracker_consent_key';
  */
 export async function consentKey(db: Kysely<DB>, configured: string | undefined): Promise<Uint8Array> {
   if (configured) return new TextEncoder().encode(configured);
-  await db
-    .insertInto('platform_secrets')
-    .values({ name: SECRET_NAME, value: randomBytes(32).toString('base64url') })
-    .onConflict((oc) => oc.column('name').doNothing())
-    .execute();
-  const row = await db.selectFrom('platform_secrets').select('value').where('name', '=', SECRET_NAME).executeTakeFirstOrThrow();
-  return new TextEncoder().encode(row.value);
+  const value = await platformSecretsRepository(db).valueOrInsert(SECRET_NAME, randomBytes(32).toString('base64url'));
+  return new TextEncoder().encode(value);
 }
 
 export interface ConsentTokens {

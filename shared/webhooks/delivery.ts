@@ -3,7 +3,7 @@ import type { Context } from '../context.js';
 import { EVENT_TYPES } from '../events/events.js';
 import { VERSION } from '../version.js';
 import { GuardRefusal, checkTarget } from './guard.js';
-import { webhooksRepository, type DeliveryAttempt, type WebhookRow } from './repository.js';
+import { webhooksRepository, type DeliveryAttempt, type WebhookRow } from './webhooks.repository.js';
 import { webhookSecrets } from './secrets.js';
 import { postTo, type AttemptOutcome } from './send.js';
 import { signBody } from './signature.js';

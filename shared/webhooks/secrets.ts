@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets/secret-box.js';
-import { webhooksRepository, type WebhookRow } from './repository.js';
+import { webhooksRepository, type WebhookRow } from './webhooks.repository.js';
 
 /** Characters of a secret shown to recognise it (`whsec_` and six more). */
 export const SECRET_PREFIX_LENGTH = 12;

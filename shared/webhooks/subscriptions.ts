@@ -2,7 +2,7 @@ import type { Context } from '../context.js';
 import type { PlatformEvent } from '../events/events.js';
 import { isUuid } from '../ids.js';
 import { WEBHOOKS_VERSION_KEY } from './delivery.js';
-import { webhooksRepository, type WebhookRow } from './repository.js';
+import { webhooksRepository, type WebhookRow } from './webhooks.repository.js';
 
 /** How long a cached webhook record is used without reading the version key's change. */
 const CACHE_TTL_MS = 30_000;

@@ -5,7 +5,7 @@ import type { Context } from '../../../shared/context.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext, testConfig, uniqueName } from '../../../shared/testing/context.js';
 import { waitFor } from '../../../shared/testing/wait.js';
-import { auditRepository } from '../audit/audit.repository.js';
+import { auditRepository } from '../../../shared/audit/audit.repository.js';
 import { buildApp } from '../../app.js';
 import { createAbuseGuard } from './abuse.js';
 

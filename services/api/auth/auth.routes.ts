@@ -4,7 +4,7 @@ import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { assertSameOrigin } from '../../../shared/http/register.js';
 import { defineRoute, SCOPES, SESSION_COOKIE, type RouteDef } from '../../../shared/http/route.js';
-import { usersRepository } from '../users/users.repository.js';
+import { usersRepository } from '../../../shared/users/users.repository.js';
 import { UserSchema } from '../users/users.routes.js';
 import { toUserView } from '../users/users.view.js';
 import type { authService } from './auth.service.js';

@@ -12,8 +12,8 @@ import type { Context } from '../../../shared/context.js';
 import { mintToken } from '../../../shared/testing/accounts.js';
 import { closeContext, createTestContext } from '../../../shared/testing/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../../../shared/testing/owners.js';
-import { auditRepository } from '../audit/audit.repository.js';
-import { OWNER_VISIT_COLUMNS } from '../visits/visits.service.js';
+import { auditRepository } from '../../../shared/audit/audit.repository.js';
+import { OWNER_VISIT_COLUMNS } from '../../../shared/analytics/visits.repository.js';
 import { buildApp } from '../../app.js';
 import { SLICE_ROWS, xlsxWorkbook } from './exports.service.js';
 

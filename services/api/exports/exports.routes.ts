@@ -5,7 +5,7 @@ import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { LINK_ID } from '../../../shared/ids.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
-import { VISIT_KINDS } from '../visits/visits.service.js';
+import { VISIT_KINDS } from '../../../shared/analytics/visits.repository.js';
 import { EXPORT_FORMATS, exportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 

@@ -3,12 +3,12 @@ import { PassThrough, Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
-import { selectRows } from '../../../shared/analytics/analytics.js';
+import { exportsRepository } from '../../../shared/analytics/exports.repository.js';
+import { OWNER_VISIT_COLUMNS, type VisitFilters } from '../../../shared/analytics/visits.repository.js';
 import type { Context } from '../../../shared/context.js';
 import { requireScope, type Principal } from '../../../shared/http/auth.js';
-import { auditRepository } from '../audit/audit.repository.js';
+import { auditRepository } from '../../../shared/audit/audit.repository.js';
 import { statsService, type Report, type StatsScope } from '../stats/stats.service.js';
-import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, visitConditions, type VisitFilters } from '../visits/visits.service.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -38,22 +38,6 @@ const CONTENT_TYPES: Record<ExportFormat, string> = {
   xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   pdf: 'application/pdf',
 };
-
-const iso = (value: string) => `concat(replaceOne(toString(${value}), ' ', 'T'), 'Z')`;
-
-/**
- * A column as an export shows it, from the inner query's `_<column>`: times in ISO 8601, flags as
- * booleans, nulls empty in CSV. (An alias named like its column would shadow it in WHERE and
- * ORDER BY, hence the renamed inner columns.)
- */
-function selectExpression(column: string, format: 'CSV' | 'JSON'): string {
-  const inner = `_${column}`;
-  if (column === 'ts') return `${iso(inner)} AS ts`;
-  if (column === 'beacon_at') return `if(isNull(${inner}), ${format === 'CSV' ? "''" : 'NULL'}, ${iso(`assumeNotNull(${inner})`)}) AS beacon_at`;
-  if (FLAG_COLUMNS.has(column)) return `toBool(${inner}) AS ${column}`;
-  if ((column === 'latitude' || column === 'longitude') && format === 'CSV') return `ifNull(toString(${inner}), '') AS ${column}`;
-  return `${inner} AS ${column}`;
-}
 
 /**
  * Where a sheet's rows wait for the zip. exceljs (4.4) writes a sheet's XML into archiver's input
@@ -170,14 +154,9 @@ interface Scoped {
  * by ClickHouse and passed on as they come.
  */
 export function exportsService(context: Context) {
-  const { client } = context.analytics;
+  const visits = exportsRepository(context.analytics);
   const audits = auditRepository(context.db.db);
   const stats = statsService(context);
-
-  const whereOf = (scoped: Scoped) => {
-    const { where, params } = visitConditions(scoped.ownerId, scoped.filters);
-    return { where: where.join(' AND '), params };
-  };
 
   /**
    * Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first, and the rows stored in
@@ -185,12 +164,7 @@ export function exportsService(context: Context) {
    * merged yet counts once per version, so `rows` is an upper bound (exact once merged).
    */
   const planOf = async (scoped: Scoped): Promise<{ slices: [number, number][]; rows: number }> => {
-    const { where, params } = whereOf(scoped);
-    const minutes = await selectRows<{ m: number; n: number }>(
-      client,
-      `SELECT toUnixTimestamp(toStartOfMinute(ts)) AS m, count() AS n FROM visits WHERE ${where} GROUP BY m ORDER BY m`,
-      params,
-    );
+    const minutes = await visits.minuteCounts(scoped);
     const slices: [number, number][] = [];
     let start: number | undefined;
     let rows = 0;
@@ -209,38 +183,10 @@ export function exportsService(context: Context) {
     return { slices, rows: total };
   };
 
-  /** The query of one slice of rows (one row per visit: its newest version), columns as `kind` shows them. */
-  const sliceQuery = (scoped: Scoped, [from, to]: [number, number], kind: 'CSV' | 'JSON', columns: readonly string[]) => {
-    const { where, params } = whereOf(scoped);
-    const inner = [...new Set(['ts', 'visit_id', ...columns])].map((column) => `${column} AS _${column}`).join(', ');
-    return {
-      query:
-        `SELECT ${columns.map((column) => selectExpression(column, kind)).join(', ')} FROM (` +
-        `SELECT ${inner} FROM visits ` +
-        `WHERE ${where} AND ts >= fromUnixTimestamp64Milli({from:Int64}) AND ts < fromUnixTimestamp64Milli({to:Int64}) ` +
-        `ORDER BY ts, visit_id, version DESC LIMIT 1 BY visit_id) ORDER BY _ts, _visit_id`,
-      query_params: { ...params, from, to },
-    };
-  };
-
-  /** One slice of rows in a ClickHouse JSON format, as text. */
-  const sliceText = async (scoped: Scoped, slice: [number, number], format: 'JSONCompactEachRow', columns: readonly string[]) =>
-    (await client.query({ ...sliceQuery(scoped, slice, 'JSON', columns), format })).text();
-
-  /**
-   * One slice of rows as the bytes ClickHouse wrote in `format`, passed on as they come: decoding
-   * them into a string only to encode it again for the socket added almost half the query's time.
-   */
-  async function* sliceBytes(scoped: Scoped, slice: [number, number], format: 'CSV' | 'CSVWithNames' | 'JSONEachRow'): AsyncGenerator<Buffer> {
-    const { query, query_params } = sliceQuery(scoped, slice, format === 'JSONEachRow' ? 'JSON' : 'CSV', OWNER_VISIT_COLUMNS);
-    const { stream } = await client.exec({ query: `${query} FORMAT ${format}`, query_params });
-    for await (const chunk of stream) yield chunk as Buffer;
-  }
-
   /** The CSV export: a header row, then every slice as ClickHouse formats it. */
   async function* csvRows(scoped: Scoped, slices: [number, number][]): AsyncGenerator<Buffer | string> {
     if (slices.length === 0) yield `${OWNER_VISIT_COLUMNS.join(',')}\n`;
-    for (const [index, slice] of slices.entries()) yield* sliceBytes(scoped, slice, index === 0 ? 'CSVWithNames' : 'CSV');
+    for (const [index, slice] of slices.entries()) yield* visits.sliceBytes(scoped, slice, index === 0 ? 'CSVWithNames' : 'CSV');
   }
 
   /** The JSON export is one envelope: `data.visits` streamed, `meta` (with the count) at the end. */
@@ -248,7 +194,7 @@ export function exportsService(context: Context) {
     yield '{"ok":true,"data":{"visits":[';
     const items = new JsonArrayItems();
     for (const slice of slices) {
-      for await (const chunk of sliceBytes(scoped, slice, 'JSONEachRow')) yield items.of(chunk);
+      for await (const chunk of visits.sliceBytes(scoped, slice, 'JSONEachRow')) yield items.of(chunk);
     }
     const meta = { request_id: requestId, server_time_utc: new Date().toISOString(), took_ms: Math.round(performance.now() - started), count: items.count };
     yield `\n]},"meta":${JSON.stringify(meta)}}\n`;
@@ -257,7 +203,7 @@ export function exportsService(context: Context) {
   /** An XLSX export: the rows of every slice, parsed, pulled only as fast as the workbook takes them. */
   async function* xlsxBatches(scoped: Scoped, slices: [number, number][]): AsyncGenerator<unknown[][]> {
     for (const slice of slices) {
-      const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
+      const text = (await visits.sliceText(scoped, slice, 'JSONCompactEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
       if (text !== '') yield text.split('\n').map((line) => JSON.parse(line) as unknown[]);
     }
   }
@@ -299,7 +245,7 @@ export function exportsService(context: Context) {
       let listed = 0;
       for (const slice of (await planOf(scoped)).slices) {
         if (listed >= PDF_ROW_CAP) break;
-        const text = (await sliceText(scoped, slice, 'JSONCompactEachRow', columns)).trimEnd();
+        const text = (await visits.sliceText(scoped, slice, 'JSONCompactEachRow', columns)).trimEnd();
         if (text === '') continue;
         for (const line of text.split('\n')) {
           if (listed >= PDF_ROW_CAP) break;

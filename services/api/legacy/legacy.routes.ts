@@ -6,7 +6,8 @@ import type { Principal } from '../../../shared/http/auth.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { IP_ADDRESS } from '../../../shared/ip.js';
 import { statsService } from '../stats/stats.service.js';
-import { visitsService, type VisitFilters, type VisitKind } from '../visits/visits.service.js';
+import type { VisitFilters, VisitKind } from '../../../shared/analytics/visits.repository.js';
+import { visitsService } from '../visits/visits.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 /*

@@ -9,7 +9,8 @@ import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { assertNoBody } from '../../../shared/http/register.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
 import { LINK_ID } from '../../../shared/ids.js';
-import { linksService, REDIRECT_TYPES, RESERVED_SLUGS } from './links.service.js';
+import { RESERVED_SLUGS } from '../../../shared/links/slugs.js';
+import { linksService, REDIRECT_TYPES } from './links.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['links'];

@@ -4,17 +4,14 @@ import { AppError } from '../../../shared/errors.js';
 import { createEventBus } from '../../../shared/events/events.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
+import { RESERVED_SLUGS, SLUG } from '../../../shared/links/slugs.js';
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
-import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from './links.repository.js';
+import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from '../../../shared/links/links.repository.js';
 import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
 import { rule } from '../../../shared/i18n/index.js';
 
-/** Slugs: lower-case letters, digits, `_` and `-`, starting with a letter or digit, 1 to 64 characters. */
-export const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-/** Paths the short hosts serve themselves. */
-export const RESERVED_SLUGS = ['api', 'auth', 'tracker', 'metrics', 'health', 'static', 'assets', 'qr', 'robots', 'favicon'] as const;
 /** Generated slugs: 7 characters of [a-z0-9] (36^7 ≈ 7.8e10 values). */
 const GENERATED_SLUG_LENGTH = 7;
 const SLUG_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';

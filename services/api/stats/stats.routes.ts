@@ -2,11 +2,10 @@ import { z } from 'zod';
 import { dateTimeField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { BUCKET_SEC, DIMENSIONS } from '../../../shared/analytics/rollups.js';
 import {
-  BUCKET_SEC,
   DEFAULT_RANGE_DAYS,
   DEFAULT_TOP,
-  DIMENSIONS,
   GRANULARITIES,
   MAX_SERIES_POINTS,
   MAX_TOP,

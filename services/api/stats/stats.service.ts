@@ -1,17 +1,16 @@
 import type { Context } from '../../../shared/context.js';
-import { selectRows } from '../../../shared/analytics/analytics.js';
+import { BUCKET_SEC, DIMENSIONS, type Dimension } from '../../../shared/analytics/rollups.js';
+import { statsRepository, type Figures, type Range, type Target } from '../../../shared/analytics/stats.repository.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '../../../shared/time.js';
 import { isUuid } from '../../../shared/ids.js';
-import { linksRepository } from '../links/links.repository.js';
+import { linksRepository } from '../../../shared/links/links.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
-import { usersRepository } from '../users/users.repository.js';
+import { usersRepository } from '../../../shared/users/users.repository.js';
 import { rule } from '../../../shared/i18n/index.js';
 
-/** Rollup buckets are quarter hours (every time zone's offset is a multiple of 15 minutes). */
-export const BUCKET_SEC = 900;
 /** Without `since`, a report covers this many days before `until`. */
 export const DEFAULT_RANGE_DAYS = 30;
 /** Most points a time series may have (a range too long for its granularity answers 422). */
@@ -24,21 +23,6 @@ export const STATS_SCOPES = ['subdomain', 'link', 'user'] as const;
 export type StatsScope = (typeof STATS_SCOPES)[number];
 export const GRANULARITIES = ['hour', 'day'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
-
-/** The breakdowns, in the order a report lists them. `link` exists for subdomains and users. */
-export const DIMENSIONS = ['country', 'city', 'browser', 'os', 'device_type', 'referrer_host', 'utm_source', 'link'] as const;
-export type Dimension = (typeof DIMENSIONS)[number];
-
-/**
- * Merges the rollups' visitor sketches (clickhouse/migrations/0004_stats_visitors_sketch.sql):
- * `uniqCombined(12)` counts up to 256 distinct hashes exactly, then estimates with a HyperLogLog of
- * 4 096 cells (standard error about 1.6 %), a state of at most 3 KiB however many visitors. The
- * precision must be the one the columns were created with.
- */
-const VISITORS_MERGE_IF = 'uniqCombinedMergeIf(12)';
-
-/** Human visits: redirects and visits the beacon started; bots and attack attempts are counted beside them. */
-const HUMAN_KINDS = `('visit', 'beacon')`;
 
 export interface StatsQuery {
   since?: string;
@@ -64,22 +48,6 @@ export interface Report {
   totals: Totals;
   series: Point[];
   top: Partial<Record<Dimension, TopItem[]>>;
-}
-
-/** What a report reads: whose rows, which rollup scope, and for a link its place in `visits`. */
-export interface Target {
-  ownerId: string;
-  scope: StatsScope;
-  id: string;
-  subdomain?: string;
-}
-
-/** Applied bounds of a report, in whole buckets. */
-interface Range {
-  since: number;
-  until: number;
-  tz: string;
-  granularity: Granularity;
 }
 
 const floorBucket = (ms: number) => Math.floor(ms / 1000 / BUCKET_SEC) * BUCKET_SEC;
@@ -114,8 +82,6 @@ function isUtc(tz: string): boolean {
   return offset(0) === 'GMT' && offset(6) === 'GMT';
 }
 
-const periodStart = (granularity: Granularity) => (granularity === 'hour' ? 'toStartOfHour' : 'toStartOfDay');
-
 /**
  * Statistics of a subdomain, a link or a user, read from the rollups of ClickHouse
  * (clickhouse/migrations/0003_stats_rollups.sql, 0004_stats_visitors_sketch.sql); a link's
@@ -123,46 +89,11 @@ const periodStart = (granularity: Granularity) => (granularity === 'hour' ? 'toS
  * Public reports go through the policy module's view: hidden breakdowns are never queried.
  */
 export function statsService(context: Context) {
-  const { client } = context.analytics;
+  const analytics = statsRepository(context.analytics);
   const links = linksRepository(context.db.db);
   const users = usersRepository(context.db.db);
   const subdomains = subdomainsService(context);
 
-  const rows = <T>(query: string, params: Record<string, unknown>) => selectRows<T>(client, query, params);
-
-
-  /**
-   * The rows of a target in the rollups, over {owner}, {scope}, {id}: whole UTC days [d1, d2) from
-   * the daily table, the quarter hours of [since, d1) and [d2, until) from the quarter-hour one.
-   */
-  const seriesTarget = (target: Target) => `owner_id = {owner:String} AND scope = {scope:String}${target.scope === 'user' ? '' : ' AND scope_id = {id:String}'}`;
-  const edges = `((bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({d1:UInt32})) OR (bucket >= toDateTime({d2:UInt32}) AND bucket < toDateTime({until:UInt32})))`;
-  const days = `day >= toDate(toDateTime({d1:UInt32})) AND day < toDate(toDateTime({d2:UInt32}))`;
-  /** The whole UTC days inside a range (d1 = d2 = until when there are none). */
-  const splitOf = (range: Range) => {
-    const d1 = Math.ceil(range.since / 86_400) * 86_400;
-    const d2 = Math.floor(range.until / 86_400) * 86_400;
-    return d1 < d2 ? { d1, d2 } : { d1: range.until, d2: range.until };
-  };
-  const seriesParams = (target: Target, range: Range) => ({
-    owner: target.ownerId,
-    scope: target.scope === 'user' ? 'subdomain' : target.scope,
-    id: target.id,
-    since: range.since,
-    until: range.until,
-    tz: range.tz,
-    ...splitOf(range),
-  });
-  /** Kind, visits and visitor states of a target's range: quarter-hour edges and whole days, with the period start `t` of each row. */
-  const seriesRows = (target: Target, t: { quarter: string; day: string }) =>
-    `SELECT ${t.quarter} AS t, kind, visits, visitors FROM stats_series WHERE ${seriesTarget(target)} AND ${edges}
-     UNION ALL
-     SELECT ${t.day} AS t, kind, visits, visitors FROM stats_series_daily WHERE ${seriesTarget(target)} AND ${days}`;
-  // Aliases differ from the column names: `AS visits` would shadow the column inside the other aggregates.
-  const figures =
-    `toUInt64(sumIf(visits, kind IN ${HUMAN_KINDS})) AS human, toUInt64(${VISITORS_MERGE_IF}(visitors, kind IN ${HUMAN_KINDS})) AS distinct_visitors, ` +
-    `toUInt64(sumIf(visits, kind = 'bot')) AS bot_visits, toUInt64(sumIf(visits, kind = 'attack')) AS attack_visits`;
-  type Figures = { human: unknown; distinct_visitors: unknown; bot_visits: unknown; attack_visits: unknown };
   const totalsOf = (row: Figures | undefined): Totals => ({
     visits: Number(row?.human ?? 0),
     unique_visitors: Number(row?.distinct_visitors ?? 0),
@@ -171,8 +102,7 @@ export function statsService(context: Context) {
   });
 
   const totals = async (target: Target, range: Range): Promise<Totals> => {
-    const [row] = await rows<Figures>(`SELECT ${figures} FROM (${seriesRows(target, { quarter: '0', day: '0' })})`, seriesParams(target, range));
-    return totalsOf(row);
+    return totalsOf(await analytics.totals(target, range));
   };
 
   /**
@@ -182,22 +112,8 @@ export function statsService(context: Context) {
    * rollup for whole days; hours, and days elsewhere, sum quarter hours.
    */
   const seriesAndTotals = async (target: Target, range: Range): Promise<{ totals: Totals; series: Point[] }> => {
-    const start = periodStart(range.granularity);
     const daily = range.granularity === 'day' && isUtc(range.tz);
-    const params = daily ? seriesParams(target, range) : { ...seriesParams(target, range), d1: range.until, d2: range.until };
-    const [filled, periods] = await Promise.all([
-      rows<Figures & { t: number; whole: number }>(
-        `SELECT t, grouping(t) AS whole, ${figures}
-         FROM (${seriesRows(target, { quarter: `toUnixTimestamp(${start}(bucket, {tz:String}))`, day: "toUnixTimestamp(toDateTime(day, 'UTC'))" })})
-         GROUP BY ROLLUP(t)`,
-        params,
-      ),
-      rows<{ t: number }>(
-        `SELECT DISTINCT toUnixTimestamp(${start}(toDateTime(b, 'UTC'), {tz:String})) AS t
-         FROM (SELECT arrayJoin(range({since:UInt32}, {until:UInt32}, ${BUCKET_SEC})) AS b) ORDER BY t`,
-        { since: range.since, until: range.until, tz: range.tz },
-      ),
-    ]);
+    const [filled, periods] = await Promise.all([analytics.figuresByPeriod(target, range, daily), analytics.periods(range)]);
     const byPeriod = new Map(filled.filter((row) => Number(row.whole) === 0).map((row) => [Number(row.t), row]));
     return {
       totals: totalsOf(filled.find((row) => Number(row.whole) === 1)),
@@ -212,39 +128,7 @@ export function statsService(context: Context) {
    */
   const breakdowns = async (target: Target, range: Range, dims: readonly Dimension[], limit: number, whole: readonly Dimension[]) => {
     if (dims.length === 0) return new Map<Dimension, { value: string; visits: number }[]>();
-    // One query for both: a whole dimension is limited by (dim, value), which is one row each.
-    const limitBy = ` LIMIT ${limit} BY dim, if(dim IN {whole:Array(String)}, value, '')`;
-    const dimsTarget = `owner_id = {owner:String}${target.scope === 'subdomain' ? ' AND subdomain = {sub:String}' : ''} AND dim IN {dims:Array(String)}`;
-    const params = { owner: target.ownerId, sub: target.subdomain ?? target.id, link: target.id, dims, whole, since: range.since, until: range.until };
-    const found =
-      target.scope === 'link'
-        ? await rows<{ dim: Dimension; value: string; visits: number }>(
-            `SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, count() AS visits
-             FROM visits
-             ARRAY JOIN [
-               ('country', toString(country)),
-               ('city', if(city = '', '', concat(toString(country), '|', toString(city)))),
-               ('browser', toString(browser)),
-               ('os', toString(os)),
-               ('device_type', toString(device_type)),
-               ('referrer_host', toString(referrer_host)),
-               ('utm_source', toString(utm_source))
-             ] AS pair
-             WHERE subdomain = {sub:String} AND link_id = {link:String} AND owner_id = {owner:String} AND version = 0
-               AND kind IN ${HUMAN_KINDS} AND ts >= toDateTime64({since:UInt32}, 3) AND ts < toDateTime64({until:UInt32}, 3)
-               AND dim IN {dims:Array(String)}
-             GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
-            params,
-          )
-        : await rows<{ dim: Dimension; value: string; visits: number }>(
-            `SELECT dim, value, toUInt64(sum(count)) AS visits FROM (
-               SELECT dim, value, visits AS count FROM stats_dims WHERE ${dimsTarget} AND ${edges}
-               UNION ALL
-               SELECT dim, value, visits AS count FROM stats_dims_daily WHERE ${dimsTarget} AND ${days}
-             )
-             GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
-            { ...params, ...splitOf(range) },
-          );
+    const found = await analytics.breakdowns(target, range, dims, limit, whole);
     const byDim = new Map<Dimension, { value: string; visits: number }[]>(dims.map((dim) => [dim, []]));
     for (const row of found) byDim.get(row.dim)?.push({ value: row.value, visits: Number(row.visits) });
     return byDim;
@@ -365,6 +249,5 @@ export function statsService(context: Context) {
 
 /** The time zones reports offer (reportTimeZones), from ClickHouse's `system.time_zones`, read once. */
 export async function reportZonesOf(context: Context): Promise<[string, ...string[]]> {
-  const rows = await selectRows<{ time_zone: string }>(context.analytics.client, 'SELECT time_zone FROM system.time_zones', {});
-  return reportTimeZones(rows.map((row) => row.time_zone));
+  return reportTimeZones(await statsRepository(context.analytics).timeZones());
 }

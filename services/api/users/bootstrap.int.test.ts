@@ -5,7 +5,7 @@ import { verifyPassword } from '../../../shared/password.js';
 import { testConfig } from '../../../shared/testing/context.js';
 import { createFreshDatabase, type FreshDatabase } from '../../../shared/testing/fresh-database.js';
 import { bootstrapAdmin } from './bootstrap.js';
-import { usersRepository } from './users.repository.js';
+import { usersRepository } from '../../../shared/users/users.repository.js';
 
 let fresh: FreshDatabase | undefined;
 afterEach(async () => {

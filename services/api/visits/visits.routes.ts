@@ -5,7 +5,8 @@ import { cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../sh
 import { LINK_ID } from '../../../shared/ids.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { VISIT_CURSOR, VISIT_KINDS, visitsService } from './visits.service.js';
+import { VISIT_KINDS } from '../../../shared/analytics/visits.repository.js';
+import { VISIT_CURSOR, visitsService } from './visits.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['stats'];

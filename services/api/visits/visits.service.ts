@@ -1,4 +1,4 @@
-import { selectRows } from '../../../shared/analytics/analytics.js';
+import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, visitsRepository, type VisitFilters } from '../../../shared/analytics/visits.repository.js';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
@@ -6,57 +6,10 @@ import { collectionMeta, type Paging } from '../../../shared/http/pagination.js'
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 
-export const VISIT_KINDS = ['visit', 'bot', 'attack', 'beacon'] as const;
-export type VisitKind = (typeof VISIT_KINDS)[number];
-
-export interface VisitFilters {
-  subdomain?: string;
-  link_id?: string;
-  since?: string;
-  until?: string;
-  country?: string;
-  is_bot?: boolean;
-  kind?: VisitKind;
-  /** Internal (the legacy API): any of these kinds. */
-  kinds?: readonly VisitKind[];
-  /** Internal (the legacy API): the visits of one public IP; public lists only with stats_show_ip. */
-  ip?: string;
-}
-
 /** The filters a public list takes: the others would tell about hidden columns or ids. */
 const PUBLIC_FILTERS = new Set<keyof VisitFilters>(['subdomain', 'since', 'until', 'kind', 'kinds', 'ip']);
 
-/** Columns of a visit as its owner reads it (everything but the visitor hash and the row's bookkeeping). */
-export const OWNER_VISIT_COLUMNS = [
-  'visit_id', 'ts', 'kind', 'subdomain', 'link_id', 'slug', 'ip_public', 'ip_lan', 'country', 'region', 'city', 'latitude', 'longitude',
-  'asn', 'user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type', 'is_bot', 'bot_name', 'is_attack', 'attack_type',
-  'referrer', 'referrer_host', 'accept_language', 'query', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',
-  'is_unique', 'consent_analytics', 'consent_lan_ip', 'timezone', 'screen', 'network', 'capabilities', 'beacon_at',
-] as const;
-/** Columns stored as UInt8 0/1 that the API answers as booleans. */
-export const FLAG_COLUMNS: ReadonlySet<string> = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);
 const TIMES = new Set(['ts', 'beacon_at']);
-
-/** WHERE conditions over `visits` and their parameters, for a filter set (with the owner when given). */
-export function visitConditions(ownerId: string | undefined, filters: VisitFilters): { where: string[]; params: Record<string, unknown> } {
-  const where: string[] = [];
-  const params: Record<string, unknown> = {};
-  const add = (condition: string, name: string, value: unknown) => {
-    where.push(condition);
-    params[name] = value;
-  };
-  if (ownerId !== undefined) add('owner_id = {owner:String}', 'owner', ownerId);
-  if (filters.subdomain !== undefined) add('subdomain = {subdomain:String}', 'subdomain', filters.subdomain);
-  if (filters.link_id !== undefined) add('link_id = {link:String}', 'link', filters.link_id);
-  if (filters.since !== undefined) add('ts >= fromUnixTimestamp64Milli({since:Int64})', 'since', Date.parse(filters.since));
-  if (filters.until !== undefined) add('ts < fromUnixTimestamp64Milli({until:Int64})', 'until', Date.parse(filters.until));
-  if (filters.country !== undefined) add('country = {country:String}', 'country', filters.country.toUpperCase());
-  if (filters.is_bot !== undefined) add('is_bot = {bot:UInt8}', 'bot', filters.is_bot ? 1 : 0);
-  if (filters.kind !== undefined) add('kind = {kind:String}', 'kind', filters.kind);
-  if (filters.kinds !== undefined) add('kind IN {kinds:Array(String)}', 'kinds', filters.kinds);
-  if (filters.ip !== undefined) add('ip_public = {ip:String}', 'ip', filters.ip);
-  return { where, params };
-}
 
 /**
  * Cursors are opaque: the time (ms) and the 64-bit hash (hex) of the visit id of the last row, the key
@@ -89,68 +42,20 @@ function present(row: Record<string, unknown>, columns: readonly string[]): Reco
  * Visit lists read from ClickHouse `visits`, one row per visit (its newest version: a beacon's
  * signals merged in), newest first, keyset-paged on (time, hash of the visit id).
  */
-/** The windows a newest-first list is asked in before it is asked whole: an hour, a day, a week, five weeks. */
-const NEWEST_WINDOWS_MS = [3_600_000, 86_400_000, 7 * 86_400_000, 35 * 86_400_000];
-/** The first window starts a minute ahead of this node's clock (no row is ever cut above it: only a floor is set). */
-const CLOCK_SKEW_MS = 60_000;
-
 export function visitsService(context: Context) {
-  const { client } = context.analytics;
+  const visits = visitsRepository(context.analytics);
   const subdomains = subdomainsService(context);
-
-  const rows = (query: string, params: Record<string, unknown>) => selectRows<Record<string, unknown>>(client, query, params);
-
-  /**
-   * The newest `needed` rows of a list that ends at `top` (ms): asked first of the last hour before
-   * it, then the last day, week and five weeks, then without a bound. A list's newest rows are
-   * nearly always recent, and a bound on `ts` lets ClickHouse skip the older granules (the sort key
-   * is subdomain, link, ts) instead of sorting every visit of an owner or a subdomain; a bounded
-   * answer with `needed` rows is the unbounded answer, since every row it left out is older. A list
-   * with few recent rows pays a few cheap extra queries. `since` (ms) already bounds the list: no
-   * window reaches past it.
-   */
-  const newestRows = async (query: (floorCondition: string) => string, params: Record<string, unknown>, needed: number, top: number, since: number | undefined) => {
-    for (const window of NEWEST_WINDOWS_MS) {
-      const floor = top - window;
-      if (since !== undefined && floor <= since) break;
-      const found = await rows(query('AND ts > fromUnixTimestamp64Milli({window_floor:Int64})'), { ...params, window_floor: floor });
-      if (found.length >= needed) return found;
-    }
-    return rows(query(''), params);
-  };
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
   const ownerPage = async (ownerId: string, filters: VisitFilters, paging: Paging) => {
-    const { where, params } = visitConditions(ownerId, filters);
-    const base = where.length > 0 ? where.join(' AND ') : '1';
-    const paged = [...where];
     const after = paging.cursor ? decodeCursor(paging.cursor) : undefined;
-    if (after) {
-      paged.push('(ts, cityHash64(visit_id)) < (fromUnixTimestamp64Milli({after_ts:Int64}), {after_hash:UInt64})');
-      Object.assign(params, { after_ts: after.ts, after_hash: after.hash });
-    }
     const offset = paging.page !== undefined ? (paging.page - 1) * paging.limit : 0;
-    const top = Math.min(Date.now() + CLOCK_SKEW_MS, after ? after.ts + 1 : Infinity, filters.until ? Date.parse(filters.until) + 1 : Infinity);
-    const [found, [counted]] = await Promise.all([
-      newestRows(
-        (floor) => `SELECT ${OWNER_VISIT_COLUMNS.join(', ')}, toUnixTimestamp64Milli(ts) AS ts_ms, toString(cityHash64(visit_id)) AS h
-         FROM visits WHERE ${paged.length > 0 ? paged.join(' AND ') : '1'} ${floor}
-         ORDER BY ts DESC, cityHash64(visit_id) DESC, version DESC
-         LIMIT 1 BY visit_id
-         LIMIT {take:UInt32} OFFSET {skip:UInt32}`,
-        { ...params, take: paging.limit + 1, skip: offset },
-        // Enough: the page and one more row after it (the window then held the offset's rows too).
-        paging.limit + 1,
-        top,
-        filters.since ? Date.parse(filters.since) : undefined,
-      ),
-      // FINAL: one row per visit, whichever of its versions (first insert, beacon merges, redelivered copies) merges have kept.
-      rows(`SELECT count() AS total FROM visits FINAL WHERE ${base}`, params),
-    ]);
+    // The page and one more row: whether there is a next page.
+    const { rows: found, total } = await visits.ownerPage(ownerId, filters, { after, take: paging.limit + 1, skip: offset });
     const items = found.slice(0, paging.limit);
     const last = items.at(-1);
     const next = found.length > paging.limit && last ? encodeCursor(Number(last.ts_ms), String(last.h)) : null;
-    return { items: items.map((row) => present(row, OWNER_VISIT_COLUMNS)), meta: collectionMeta(items.length, Number(counted?.total ?? 0), paging, next) };
+    return { items: items.map((row) => present(row, OWNER_VISIT_COLUMNS)), meta: collectionMeta(items.length, total, paging, next) };
   };
 
   /**
@@ -163,19 +68,12 @@ export function visitsService(context: Context) {
     // Looking visits up by IP would tell hidden IPs apart: only where the policy shows them.
     if (filters.ip !== undefined && !view.details.ip) throw new AppError('forbidden', { reason: 'ips_not_public', subdomain: name });
     const published = Math.min(view.publishedBefore.getTime(), filters.until ? Date.parse(filters.until) : Infinity);
-    const { where, params } = visitConditions(ownerId, { subdomain: name, since: filters.since, kind: filters.kind, kinds: filters.kinds, ip: filters.ip });
-    where.push('ts <= fromUnixTimestamp64Milli({published:Int64})');
-    params.published = published;
-    const window = await newestRows(
-      (floor) => `SELECT ${view.visitColumns.join(', ')}, toUnixTimestamp64Milli(ts) AS ts_ms, toString(cityHash64(visit_id)) AS h
-       FROM visits WHERE ${where.join(' AND ')} ${floor}
-       ORDER BY ts DESC, cityHash64(visit_id) DESC, version DESC
-       LIMIT 1 BY cityHash64(visit_id)
-       LIMIT {max:UInt32}`,
-      { ...params, max: view.maxItems },
+    const window = await visits.publicWindow(
+      ownerId,
+      { subdomain: name, since: filters.since, kind: filters.kind, kinds: filters.kinds, ip: filters.ip },
+      view.visitColumns,
+      published,
       view.maxItems,
-      published + 1,
-      filters.since ? Date.parse(filters.since) : undefined,
     );
     let start = 0;
     if (paging.page !== undefined) start = (paging.page - 1) * paging.limit;

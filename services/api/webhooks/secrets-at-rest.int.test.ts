@@ -17,7 +17,7 @@ import { waitFor } from '../../../shared/testing/wait.js';
 import { insertWebhook } from '../../../shared/testing/webhooks.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
 import { createDeliverer, type DeliverableEvent } from '../../../shared/webhooks/delivery.js';
-import { webhooksRepository } from '../../../shared/webhooks/repository.js';
+import { webhooksRepository } from '../../../shared/webhooks/webhooks.repository.js';
 import { sealWebhookSecrets } from '../../../shared/webhooks/secrets.js';
 import { verifyDelivery } from '../../../shared/webhooks/signature.js';
 import { startWorker } from '../../worker/worker.js';

@@ -11,7 +11,7 @@ import type { listenerClient } from '../../../shared/testing/listener.js';
 import { createOwner, type TestOwner } from '../../../shared/testing/owners.js';
 import { startTestPlatform } from '../../../shared/testing/platform.js';
 import { waitFor } from '../../../shared/testing/wait.js';
-import { webhooksRepository } from '../../../shared/webhooks/repository.js';
+import { webhooksRepository } from '../../../shared/webhooks/webhooks.repository.js';
 import { verifyDelivery, verifySignature } from '../../../shared/webhooks/signature.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
 import { startEnricher } from '../../enricher/enricher.js';

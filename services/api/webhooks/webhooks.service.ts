@@ -6,9 +6,9 @@ import { canManage, type Principal } from '../../../shared/http/auth.js';
 import { seqPage, type Paging } from '../../../shared/http/pagination.js';
 import { GuardRefusal, checkSubscription } from '../../../shared/webhooks/guard.js';
 import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '../../../shared/webhooks/delivery.js';
-import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/repository.js';
+import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/webhooks.repository.js';
 import { webhookSecrets } from '../../../shared/webhooks/secrets.js';
-import { auditRepository } from '../audit/audit.repository.js';
+import { auditRepository } from '../../../shared/audit/audit.repository.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
 
 /** Webhooks one account may have. */

@@ -1,9 +1,9 @@
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
-import type { DB, LinksTable } from '../../../shared/db/schema.js';
-import { REDIRECT_LINK_COLUMNS } from '../../../shared/links/link-notices.js';
-import { PUBLIC_LINK_COLUMNS, type PublicLinkColumn } from '../../../shared/policy/policy.js';
-import { pageBySeq } from '../../../shared/db/paging.js';
-import type { SeqPageAt } from '../../../shared/http/pagination.js';
+import type { DB, LinksTable } from '../db/schema.js';
+import { REDIRECT_LINK_COLUMNS } from './link-notices.js';
+import { PUBLIC_LINK_COLUMNS, type PublicLinkColumn } from '../policy/policy.js';
+import { pageBySeq } from '../db/paging.js';
+import type { SeqPageAt } from '../http/pagination.js';
 
 export type LinkRow = Selectable<LinksTable>;
 

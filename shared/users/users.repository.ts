@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { DB } from '../../../shared/db/schema.js';
+import type { DB } from '../db/schema.js';
 
 export interface NewUser {
   email: string;
@@ -44,6 +44,11 @@ export function usersRepository(db: Kysely<DB>) {
     },
     async findById(id: string) {
       return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+    /** The e-mail address of an account (what a notification is mailed to), or undefined. */
+    async emailOf(id: string): Promise<string | undefined> {
+      const row = await db.selectFrom('users').select('email').where('id', '=', id).executeTakeFirst();
+      return row?.email;
     },
     async findByEmail(email: string) {
       return db

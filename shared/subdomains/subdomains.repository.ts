@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
-import type { DB, SubdomainsTable } from '../../../shared/db/schema.js';
+import type { DB, SubdomainsTable } from '../db/schema.js';
 
 export type SubdomainRow = Selectable<SubdomainsTable>;
 export type SubdomainChanges = Omit<Updateable<SubdomainsTable>, 'name' | 'owner_id' | 'created_at' | 'updated_at'>;

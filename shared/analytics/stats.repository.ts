@@ -1,0 +1,153 @@
+import { selectRows, type Analytics } from './analytics.js';
+import { BUCKET_SEC, type Dimension } from './rollups.js';
+
+/**
+ * Merges the rollups' visitor sketches (clickhouse/migrations/0004_stats_visitors_sketch.sql):
+ * `uniqCombined(12)` counts up to 256 distinct hashes exactly, then estimates with a HyperLogLog of
+ * 4 096 cells (standard error about 1.6 %), a state of at most 3 KiB however many visitors. The
+ * precision must be the one the columns were created with.
+ */
+const VISITORS_MERGE_IF = 'uniqCombinedMergeIf(12)';
+
+/** Human visits: redirects and visits the beacon started; bots and attack attempts are counted beside them. */
+const HUMAN_KINDS = `('visit', 'beacon')`;
+
+/** What a report reads: whose rows, which rollup scope, and for a link its place in `visits`. */
+export interface Target {
+  ownerId: string;
+  scope: 'subdomain' | 'link' | 'user';
+  id: string;
+  subdomain?: string;
+}
+
+/** Applied bounds of a report, in whole buckets. */
+export interface Range {
+  since: number;
+  until: number;
+  tz: string;
+  granularity: 'hour' | 'day';
+}
+
+const periodStart = (granularity: Range['granularity']) => (granularity === 'hour' ? 'toStartOfHour' : 'toStartOfDay');
+
+/**
+ * The rows of a target in the rollups, over {owner}, {scope}, {id}: whole UTC days [d1, d2) from
+ * the daily table, the quarter hours of [since, d1) and [d2, until) from the quarter-hour one.
+ */
+const seriesTarget = (target: Target) => `owner_id = {owner:String} AND scope = {scope:String}${target.scope === 'user' ? '' : ' AND scope_id = {id:String}'}`;
+const edges = `((bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({d1:UInt32})) OR (bucket >= toDateTime({d2:UInt32}) AND bucket < toDateTime({until:UInt32})))`;
+const days = `day >= toDate(toDateTime({d1:UInt32})) AND day < toDate(toDateTime({d2:UInt32}))`;
+/** The whole UTC days inside a range (d1 = d2 = until when there are none). */
+const splitOf = (range: Range) => {
+  const d1 = Math.ceil(range.since / 86_400) * 86_400;
+  const d2 = Math.floor(range.until / 86_400) * 86_400;
+  return d1 < d2 ? { d1, d2 } : { d1: range.until, d2: range.until };
+};
+const seriesParams = (target: Target, range: Range) => ({
+  owner: target.ownerId,
+  scope: target.scope === 'user' ? 'subdomain' : target.scope,
+  id: target.id,
+  since: range.since,
+  until: range.until,
+  tz: range.tz,
+  ...splitOf(range),
+});
+/** Kind, visits and visitor states of a target's range: quarter-hour edges and whole days, with the period start `t` of each row. */
+const seriesRows = (target: Target, t: { quarter: string; day: string }) =>
+  `SELECT ${t.quarter} AS t, kind, visits, visitors FROM stats_series WHERE ${seriesTarget(target)} AND ${edges}
+   UNION ALL
+   SELECT ${t.day} AS t, kind, visits, visitors FROM stats_series_daily WHERE ${seriesTarget(target)} AND ${days}`;
+// Aliases differ from the column names: `AS visits` would shadow the column inside the other aggregates.
+const figures =
+  `toUInt64(sumIf(visits, kind IN ${HUMAN_KINDS})) AS human, toUInt64(${VISITORS_MERGE_IF}(visitors, kind IN ${HUMAN_KINDS})) AS distinct_visitors, ` +
+  `toUInt64(sumIf(visits, kind = 'bot')) AS bot_visits, toUInt64(sumIf(visits, kind = 'attack')) AS attack_visits`;
+export type Figures = { human: unknown; distinct_visitors: unknown; bot_visits: unknown; attack_visits: unknown };
+
+/**
+ * The statistics queries: a subdomain's, a link's or a user's rows of the rollups
+ * (clickhouse/migrations/0003_stats_rollups.sql, 0004_stats_visitors_sketch.sql), a link's
+ * breakdowns from its rows of `visits`. The only place that reads the rollups.
+ */
+export function statsRepository(analytics: Analytics) {
+  const { client } = analytics;
+  const rows = <T>(query: string, params: Record<string, unknown>) => selectRows<T>(client, query, params);
+
+  return {
+    /** The figures of a target's range, summed over the whole range. */
+    async totals(target: Target, range: Range): Promise<Figures | undefined> {
+      const [row] = await rows<Figures>(`SELECT ${figures} FROM (${seriesRows(target, { quarter: '0', day: '0' })})`, seriesParams(target, range));
+      return row;
+    },
+
+    /**
+     * The figures of each period of the range that has rows, and their totals (`whole` = 1), from one
+     * read: ROLLUP merges the periods' visitor states into the totals row (`grouping(t)` = 1). With
+     * `daily`, whole UTC days come from the daily rollup; otherwise every period sums quarter hours.
+     */
+    async figuresByPeriod(target: Target, range: Range, daily: boolean) {
+      const start = periodStart(range.granularity);
+      const params = daily ? seriesParams(target, range) : { ...seriesParams(target, range), d1: range.until, d2: range.until };
+      return rows<Figures & { t: number; whole: number }>(
+        `SELECT t, grouping(t) AS whole, ${figures}
+         FROM (${seriesRows(target, { quarter: `toUnixTimestamp(${start}(bucket, {tz:String}))`, day: "toUnixTimestamp(toDateTime(day, 'UTC'))" })})
+         GROUP BY ROLLUP(t)`,
+        params,
+      );
+    },
+
+    /** The start (epoch seconds) of every period of the range in its time zone, empty ones too, in order. */
+    async periods(range: Range) {
+      const start = periodStart(range.granularity);
+      return rows<{ t: number }>(
+        `SELECT DISTINCT toUnixTimestamp(${start}(toDateTime(b, 'UTC'), {tz:String})) AS t
+         FROM (SELECT arrayJoin(range({since:UInt32}, {until:UInt32}, ${BUCKET_SEC})) AS b) ORDER BY t`,
+        { since: range.since, until: range.until, tz: range.tz },
+      );
+    },
+
+    /**
+     * Top values of each dimension, most visits first (ties by value), at most `limit` each but the
+     * `whole` dimensions, read whole. Subdomains and users read the `stats_dims` rollup, a link its own
+     * rows of `visits`.
+     */
+    async breakdowns(target: Target, range: Range, dims: readonly Dimension[], limit: number, whole: readonly Dimension[]) {
+      // One query for both: a whole dimension is limited by (dim, value), which is one row each.
+      const limitBy = ` LIMIT ${limit} BY dim, if(dim IN {whole:Array(String)}, value, '')`;
+      const dimsTarget = `owner_id = {owner:String}${target.scope === 'subdomain' ? ' AND subdomain = {sub:String}' : ''} AND dim IN {dims:Array(String)}`;
+      const params = { owner: target.ownerId, sub: target.subdomain ?? target.id, link: target.id, dims, whole, since: range.since, until: range.until };
+      return target.scope === 'link'
+        ? await rows<{ dim: Dimension; value: string; visits: number }>(
+            `SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, count() AS visits
+             FROM visits
+             ARRAY JOIN [
+               ('country', toString(country)),
+               ('city', if(city = '', '', concat(toString(country), '|', toString(city)))),
+               ('browser', toString(browser)),
+               ('os', toString(os)),
+               ('device_type', toString(device_type)),
+               ('referrer_host', toString(referrer_host)),
+               ('utm_source', toString(utm_source))
+             ] AS pair
+             WHERE subdomain = {sub:String} AND link_id = {link:String} AND owner_id = {owner:String} AND version = 0
+               AND kind IN ${HUMAN_KINDS} AND ts >= toDateTime64({since:UInt32}, 3) AND ts < toDateTime64({until:UInt32}, 3)
+               AND dim IN {dims:Array(String)}
+             GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
+            params,
+          )
+        : await rows<{ dim: Dimension; value: string; visits: number }>(
+            `SELECT dim, value, toUInt64(sum(count)) AS visits FROM (
+               SELECT dim, value, visits AS count FROM stats_dims WHERE ${dimsTarget} AND ${edges}
+               UNION ALL
+               SELECT dim, value, visits AS count FROM stats_dims_daily WHERE ${dimsTarget} AND ${days}
+             )
+             GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
+            { ...params, ...splitOf(range) },
+          );
+    },
+
+    /** The time zones ClickHouse knows (`system.time_zones`). */
+    async timeZones(): Promise<string[]> {
+      return (await rows<{ time_zone: string }>('SELECT time_zone FROM system.time_zones', {})).map((row) => row.time_zone);
+    },
+  };
+}
