@@ -1,7 +1,7 @@
 import { createServer, type RequestListener } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Context } from '../../shared/context.js';
-import { AppError } from '../../shared/errors.js';
+import { type AppError } from '../../shared/errors.js';
 import { toAppError, sendError } from '../../shared/http/error-response.js';
 import { accountRefusal, createRateLimiter } from '../../shared/http/rate-limit.js';
 import { apiSecurityHeadersHook } from '../../shared/http/security-headers.js';
