@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SOURCES := $(shell find services shared scripts \( -name '*.ts' -o -name '*.tsx' \) -not -name '*.test.ts' 2>/dev/null) package.json tsconfig.json tsconfig.build.json
 WEB_SOURCES := $(shell find web -type f -not -name '*.generated.*' 2>/dev/null)
 
-.PHONY: run test contract loadtest loadtest-short typecheck build install services services-down clean
+.PHONY: run test lint contract loadtest loadtest-short typecheck build install services services-down clean
 
 node_modules/.installed: package.json package-lock.json
 	# npm install, not npm ci: npm 11 writes lock files without other platforms' optional packages
@@ -27,14 +27,20 @@ build: dist/.built
 run: build
 	node dist/services/main.js
 
-## Build (the dashboard's browser tests need it), type-check, then run the whole test suite (embedded
-## defaults, or the services named by the environment). The browser tests need a headless Chromium:
-## installed from Debian when missing.
-test: build
+## Build (the dashboard's browser tests need it), lint, type-check, then run the whole test suite
+## (embedded defaults, or the services named by the environment). The browser tests need a headless
+## Chromium: installed from Debian when missing.
+test: build lint
 	bash scripts/ensure-chromium.sh
 	npx tsc -p tsconfig.json --noEmit
 	npx tsc -p tests/ui/tsconfig.json
 	npx vitest run
+
+## ESLint (typescript-eslint, type-aware: after the build, which generates the dashboard's API types),
+## then Prettier's check of the formatting (`npm run format` fixes it).
+lint: build
+	npx eslint .
+	npx prettier --check .
 
 ## Contract tests: a pinned Schemathesis against the platform's own OpenAPI document, every phase and
 ## check (scripts/contract.sh; docs/development.md, "Contract tests"). 0 failures or it fails.

@@ -58,7 +58,7 @@ await runBench({ RATE_LIMIT_API: '1000000000:60' }, async (context) => {
   const fetchJson = async (url: string) => {
     const response = await app.inject({ method: 'GET', url, headers: owner.auth });
     if (response.statusCode !== 200) throw new Error(`${url} answered ${response.statusCode}: ${response.body.slice(0, 300)}`);
-    return response.json() as { data: { links: unknown[] }; meta: { next_cursor: string | null; total: number } };
+    return response.json<{ data: { links: unknown[] }; meta: { next_cursor: string | null; total: number } }>();
   };
 
   // A cursor deep in the list: the one after walking 20 000 links (page size 200).

@@ -64,7 +64,7 @@ async function startReceiver(): Promise<{ url: string; stop(): void }> {
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
+  const [chunk] = (await once(child.stdout, 'data')) as [Buffer];
   return { url: `http://127.0.0.1:${chunk.toString().trim()}/hook`, stop: () => child.kill() };
 }
 

@@ -125,7 +125,7 @@ let passed = false;
 try {
   passed = await main(settings, platform);
 } catch (error) {
-  console.error(`\nload test failed: ${(error as Error).stack ?? error}`);
+  console.error(`\nload test failed: ${(error as Error).stack ?? String(error)}`);
   const output = platform.output().trim();
   if (output) console.error(`the platform's last lines:\n${output.split('\n').slice(-30).join('\n')}`);
 } finally {

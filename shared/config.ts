@@ -534,7 +534,7 @@ export function configTable(): { name: ConfigVar; fallback: string; doc: string 
         ? ''
         : Array.isArray(value)
           ? value.join(',')
-          : String(value === false ? '0' : value === true ? '1' : value);
+          : String(value === false ? '0' : value === true ? '1' : (value as string | number));
     return { name, fallback, doc: (CONFIG_VARS[name][1] as VarDoc).doc };
   });
 }

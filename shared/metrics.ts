@@ -283,6 +283,7 @@ export function histogramChildren<L extends string>(histogram: Histogram<L>): (l
     }
   };
   onCollect(histogram, fold);
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- the originals are called with .apply(this) below
   const { reset, remove } = histogram;
   histogram.reset = function (this: Histogram<L>) {
     fold();
@@ -291,7 +292,7 @@ export function histogramChildren<L extends string>(histogram: Histogram<L>): (l
   histogram.remove = function (this: Histogram<L>, ...labels: unknown[]) {
     fold();
     (remove as (...args: unknown[]) => void).apply(this, labels);
-  } as Histogram<L>['remove'];
+  };
   return (labels) => {
     const key = internals.sortedLabelNames.map((name) => `${name}:${labels[name as L]},`).join('');
     let child = children.get(key);

@@ -140,7 +140,7 @@ describe('every collection pages alike', () => {
       const url: string = `${path}?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
       const response = await app.inject({ method: 'GET', url, headers });
       expect(response.statusCode, response.body).toBe(200);
-      const { data, meta } = response.json() as { data: Record<string, { id?: string; name?: string }[]>; meta: { next_cursor: string | null; total: number } };
+      const { data, meta } = response.json<{ data: Record<string, { id?: string; name?: string }[]>; meta: { next_cursor: string | null; total: number } }>();
       expect(meta).toMatchObject({ limit: 2, count: data[key]!.length, has_more: meta.next_cursor !== null });
       seen.push(...data[key]!.map((item) => (item.id ?? item.name)!));
       cursor = meta.next_cursor;

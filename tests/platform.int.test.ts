@@ -32,8 +32,8 @@ function start(env: Record<string, string>): Started {
   children.push(child);
   let out = '';
   let err = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, stdout: () => out, stderr: () => err, exited };
 }
@@ -54,7 +54,7 @@ async function waitHealthy(port: number, process: Started, timeoutMs = 45_000): 
     if (process.child.exitCode !== null) throw new Error(`exited ${process.child.exitCode}: ${process.stderr()}`);
     try {
       const response = await fetch(`http://127.0.0.1:${port}/api/v1/health`);
-      if (response.status === 200) return response.json();
+      if (response.status === 200) return await response.json();
     } catch {
       // not listening yet
     }

@@ -35,7 +35,7 @@ describe('scripts/reseal-secrets.ts (key rotation without a restart)', () => {
     try {
       await migrateDatabase(database);
       const userId = (await usersRepository(database.db).insertIfAbsent({ email: 'reseal@example.test', passwordHash: 'x', role: 'user' }))!;
-      const { columns } = webhookSecrets(createSecretBox(parseKey(oldKey)!)).issue(id);
+      const { columns } = webhookSecrets(createSecretBox(parseKey(oldKey))).issue(id);
       before = columns.secret;
       await database.db.insertInto('webhooks').values({ id, owner_id: userId, url: 'https://receiver.example/hook', events: ['link.created'], ...columns }).execute();
     } finally {

@@ -54,7 +54,7 @@ export function cannon(
   return new Promise((resolve, reject) => {
     const cpuBefore = process.cpuUsage();
     const [command, ...prefixArgs] = [...corePinning(), process.execPath];
-    const child = spawn(command!, [...prefixArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, [...prefixArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

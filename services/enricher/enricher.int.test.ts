@@ -190,7 +190,7 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     expect(crawler).toMatchObject({ kind: 'bot', is_bot: 1, bot_name: 'google' });
     expect(injection).toMatchObject({ kind: 'attack', is_attack: 1, attack_type: 'sqli' });
     // Operational figures of the same work.
-    const metric = async (name: string) => (await context.metrics.registry.getSingleMetricAsString(name));
+    const metric = async (name: string) => (context.metrics.registry.getSingleMetricAsString(name));
     expect(await metric('visits_inserted_total')).toMatch(/^visits_inserted_total [1-9]\d*$/m);
     expect(await metric('visits_enriched_total')).toMatch(/visits_enriched_total\{kind="bot"\} [1-9]/);
     expect(await metric('visits_insert_batch_size')).toMatch(/visits_insert_batch_size_count [1-9]/);

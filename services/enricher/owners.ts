@@ -9,7 +9,7 @@ const OWNER_TTL_MS = 60_000;
 
 export interface SubdomainOwners {
   /** The owner of a claimed subdomain, or null. */
-  ownerOf(subdomain: string): Promise<string | null>;
+  ownerOf: (subdomain: string) => Promise<string | null>;
   /** The visits with their subdomain's owner filled in where the edge left it empty. */
   withOwners(visits: RawVisit[]): Promise<RawVisit[]>;
 }

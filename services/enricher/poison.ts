@@ -126,6 +126,7 @@ export async function isolatePoison<T>(messages: T[], failure: unknown, handle: 
         }
         poisons.push({ message: half[0]!, failure: own });
         if (++run >= runMax) {
+          // eslint-disable-next-line preserve-caught-error -- the cause is the message's own error, unwrapped from its StageFailure
           throw new Error(`${run} messages in a row failed alone (${own.message}): taken for a systemic fault, the batch is redelivered`, { cause: own.error });
         }
       }

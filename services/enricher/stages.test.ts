@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { orderedStages, StageFailure } from './stages.js';
+import { orderedStages, type StageFailure } from './stages.js';
 
 /** A promise with its resolve and reject, to play a step that ends when the test says. */
 function gate() {

@@ -74,7 +74,7 @@ export function uniqueTracker(analytics: Analytics) {
         seen.delete(old);
         loaded.delete(old);
       }
-      seen.set(day, (pairs = new Map()));
+      seen.set(day, (pairs = new Map<string, string>()));
       loaded.set(day, new Set());
     }
     return pairs;
@@ -115,7 +115,7 @@ export function uniqueTracker(analytics: Analytics) {
       const first = candidates.map((candidate) => {
         const pair = `${candidate.linkId}|${candidate.hash}`;
         let ofDay = judged.get(candidate.day);
-        if (!ofDay) judged.set(candidate.day, (ofDay = new Map()));
+        if (!ofDay) judged.set(candidate.day, (ofDay = new Map<string, string>()));
         const known = ofDay.get(pair) ?? seen.get(candidate.day)!.get(pair);
         if (known !== undefined) return known === candidate.visitId;
         const earlier = stored.get(candidate.day)?.get(pair);

@@ -98,8 +98,8 @@ describe('GET /{slug} on a short host', () => {
       const [a, b] = [visits.find((entry) => entry.user_agent === 'ids-own'), visits.find((entry) => entry.user_agent === 'ids-fresh')];
       return a && b ? [a, b] : false;
     }, 10_000);
-    expect(freshVisit!.visit_id).toBe(id);
-    expect(ownVisit!.visit_id).not.toBe('client-trace-0001');
+    expect(freshVisit.visit_id).toBe(id);
+    expect(ownVisit.visit_id).not.toBe('client-trace-0001');
     // A refusal handed on to the Fastify app keeps the id the listener gave it.
     const refused = await visit('/unknown-slug-ids', { headers: { 'x-request-id': 'client-trace-0002', accept: 'application/json' } });
     expect(refused.headers['x-request-id']).toBe('client-trace-0002');

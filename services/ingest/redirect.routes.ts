@@ -228,7 +228,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   app.addHook('preClose', async () => {
     closing = true;
   });
-  const fastify = app.routing.bind(app) as (request: IncomingMessage, response: ServerResponse) => void;
+  const fastify: (request: IncomingMessage, response: ServerResponse) => void = app.routing.bind(app);
 
   /** Hands a request the listener decided but does not answer on to Fastify, keeping its id. */
   const handOn = (request: DecidedRequest, response: ServerResponse, id: string, decided: Decided) => {

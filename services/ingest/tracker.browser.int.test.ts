@@ -121,7 +121,7 @@ describe('tracker.js in headless Chromium', () => {
       const Original = (globalThis as any).RTCPeerConnection;
       (globalThis as any).RTCPeerConnection = function (...args: unknown[]) {
         (globalThis as any).peerConnections += 1;
-        return new (Original as any)(...args);
+        return new (Original)(...args);
       };
     });
     await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }));

@@ -81,7 +81,7 @@ export interface TrackerDeps {
  * The beacon's endpoints on the ingest nodes: the script, consent and collect. Consent is checked
  * from the signed token alone (no database); nothing sent here can change a visit's `ip_public`.
  */
-export function trackerRoutes({ context, beacons, tokens }: TrackerDeps): RouteDef[] {
+export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
   const script = readFileSync(TRACKER_JS, 'utf8');
   const publish = (message: BeaconMessage) => {
     if (!beacons.enqueue(message)) throw new AppError('service_unavailable', { reason: 'the visit log is not taking messages; retry later' });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deduplicatedBy, toClickHouseTime } from '../../shared/analytics/analytics.js';
 import type { Context } from '../../shared/context.js';
 import type { listenerClient } from '../../shared/testing/listener.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { claimSubdomain, type TestOwner } from '../../shared/testing/owners.js';
 import { startTestPlatform } from '../../shared/testing/platform.js';
 import { closeContext } from '../../shared/testing/context.js';
 import type { FastifyInstance } from 'fastify';

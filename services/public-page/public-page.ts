@@ -54,12 +54,14 @@ export function publicPages(context: Context, limiter: RateLimiter) {
       const lang = (request.query as Record<string, unknown> | undefined)?.lang;
       const locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
       reply.headers(HEADERS).header('Content-Language', locale).header('X-Request-Id', request.id);
+      let page: string;
       try {
-        return reply.send(renderPublicPage(await gather(subdomain), locale, product));
+        page = renderPublicPage(await gather(subdomain), locale, product);
       } catch (error) {
         if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
         return reply.code(404).header('Cache-Control', 'no-store').send(renderUnknownSubdomain(subdomain, request.hostname, locale, product));
       }
+      return reply.send(page);
     },
   };
 }

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { ComponentChildren, JSX } from 'preact';
 import { renderToString } from 'preact-render-to-string';
-import { t as translate, type Locale, type MessageKey } from '../../shared/i18n/index.js';
+import { t as translate, type Locale } from '../../shared/i18n/index.js';
 import type { UiKey } from '../../shared/i18n/ui/index.js';
 
 /** The page payload of GET /api/v1/subdomains/{name}. */
@@ -76,7 +76,7 @@ const DIMENSIONS = ['link', 'country', 'city', 'referrer_host', 'utm_source', 'b
 const VISIT_COLUMNS = ['ts', 'kind', 'slug', 'ip_public', 'ip_lan', 'country', 'region', 'city', 'browser', 'os', 'device_type', 'referrer_host'] as const;
 
 /** The catalogue's messages of one locale (the page's keys are the user interface's). */
-const translatorOf = (locale: Locale): T => (key, params) => translate(locale, key as MessageKey, params);
+const translatorOf = (locale: Locale): T => (key, params) => translate(locale, key, params);
 
 /** A whole page as the answer's body. */
 const html = (body: JSX.Element) => `<!doctype html>${renderToString(body)}`;
@@ -199,7 +199,7 @@ function Breakdown({ dimension, rows, locale, t }: { dimension: (typeof DIMENSIO
   );
 }
 
-function cell(column: (typeof VISIT_COLUMNS)[number], value: unknown, locale: Locale, t: T): string {
+function cell(column: (typeof VISIT_COLUMNS)[number], value: string | number | null | undefined, locale: Locale, t: T): string {
   if (value === null || value === undefined || value === '') return '—';
   if (column === 'ts') return timeOf(locale).format(new Date(String(value)));
   if (column === 'kind') return ['visit', 'beacon', 'attack'].includes(String(value)) ? t(`public.kind.${String(value)}` as UiKey) : String(value);
@@ -224,7 +224,7 @@ function Visits({ rows, locale, t }: { rows: Record<string, unknown>[]; locale: 
           {rows.map((row) => (
             <tr>
               {columns.map((column) => (
-                <td>{cell(column, row[column], locale, t)}</td>
+                <td>{cell(column, row[column] as string | number | null | undefined, locale, t)}</td>
               ))}
             </tr>
           ))}

@@ -51,7 +51,7 @@ export async function createDatabase(config: Config['database']): Promise<Databa
           await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
           const result = await work({
             exec: async (script) => void (await client.query(script)),
-            query: async (text, params) => (await client.query(text, params)).rows,
+            query: async <R>(text: string, params?: unknown[]) => (await client.query(text, params)).rows as R[],
           });
           await client.query('COMMIT');
           return result;

@@ -43,6 +43,9 @@ export function toAppError(error: unknown, ports?: ReadonlyMap<number, Unavailab
         }),
         unexpected: false,
       };
+    default:
+      // Any other code is decided by its status below.
+      break;
   }
   if (status === 413) return { appError: new AppError('payload_too_large', {}, { cause: error }), unexpected: false };
   if (error instanceof SyntaxError || (status !== undefined && status >= 400 && status < 500)) {

@@ -1,7 +1,7 @@
 import { METHODS, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
-import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
 import { AppError } from '../errors.js';
@@ -58,7 +58,7 @@ export function baseFastifyOptions(context: Context): FastifyServerOptions {
   const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
   return {
-    loggerInstance: log as FastifyBaseLogger,
+    loggerInstance: log,
     // One access-log line per request is written by the response observer below.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     // No per-request child logger (a pino child per request is measurable on the redirect path):

@@ -11,6 +11,7 @@ export function textField(max: number) {
 }
 
 /** At least one visible character, and no NUL (the rule of every string, stated in the same pattern). */
+// eslint-disable-next-line no-control-regex -- NUL is the character refused
 export const NOT_BLANK = /^[^\u0000]*[^\s\u0000][^\u0000]*$/;
 
 /**
@@ -18,6 +19,7 @@ export const NOT_BLANK = /^[^\u0000]*[^\s\u0000][^\u0000]*$/;
  * `\ud800` escapes; they would be stored as U+FFFD). Refused in every string of a request
  * (shared/http/register.ts); the OpenAPI document states it as each free-text string's `pattern`.
  */
+// eslint-disable-next-line no-control-regex -- NUL is the character refused
 export const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');

@@ -62,7 +62,7 @@ describe(`rate limiter on @fastify/rate-limit (${SERVICES_MODE ? 'Redis store' :
   it('counts concurrent requests of one key exactly once each', async () => {
     const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '10:60' });
     const key = uniqueName('ip');
-    const decisions = await Promise.all(Array.from({ length: 15 }, () => limiter.check('redirect', key)));
+    const decisions = await Promise.all(Array.from({ length: 15 }, async () => limiter.check('redirect', key)));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     expect(decisions.map((d) => d.remaining).sort((a, b) => a - b)).toEqual([0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });

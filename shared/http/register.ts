@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AppError, retryLater } from '../errors.js';
+import { AppError, retryLater, type ErrorDetails } from '../errors.js';
 import { LANG_TAG, t, zodErrorMap, type Locale } from '../i18n/index.js';
 import { UNSTORABLE } from './fields.js';
 import { buildMeta, success } from './envelope.js';
@@ -51,7 +51,7 @@ const isMissing = (input: unknown, path: PropertyKey[]) => {
 function closestBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
   if (issue.code !== 'invalid_union' || !('errors' in issue) || issue.errors.length === 0) return [issue];
   const best = issue.errors.reduce((a, b) => (b.length < a.length ? b : a));
-  return best.flatMap((inner) => closestBranch({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue));
+  return best.flatMap((inner) => closestBranch({ ...inner, path: [...issue.path, ...inner.path] }));
 }
 
 type Checked<T> = { ok: true; data: T } | { ok: false; error: AppError };
@@ -134,7 +134,7 @@ export function validateRequest(
     if (first) throw first;
   }
   if (errors.length > 0) {
-    throw new AppError('validation_error', Object.assign({}, ...errors.map((error) => error.details)));
+    throw new AppError('validation_error', Object.assign({}, ...errors.map((error) => error.details)) as ErrorDetails);
   }
   return data;
 }
@@ -276,6 +276,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
             throw retryLater('rate_limited', decision.resetSec, { bucket, limit: decision.limit });
           }
         }
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the authenticator's own error, rethrown once the rate limit is counted
         if (authError) throw authError;
         authorize(route, principal);
         if (principal?.via === 'session' && UNSAFE_METHODS.has(request.method)) assertSameOrigin(request, deps.publicUrl);
@@ -293,7 +294,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         const result = await route.handler({
           params: params as never,
           query: parsedQuery as never,
-          body: body as never,
+          body: body,
           locale: request.locale,
           principal,
           request,

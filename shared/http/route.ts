@@ -120,7 +120,7 @@ export function defineRoute<
   B extends z.ZodType | undefined = undefined,
   R extends z.ZodType = z.ZodType,
 >(def: RouteDef<P, Q, B, R>): RouteDef {
-  return def as unknown as RouteDef;
+  return def;
 }
 
 /** The `{param}` path in Fastify's `:param` form. */

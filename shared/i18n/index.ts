@@ -12,10 +12,10 @@ type Messages = Record<MessageKey, string>;
 
 /** Supported locales with their catalogues, native names and zod rule messages. */
 export const LOCALES = {
-  en: { name: 'English', native: 'English', messages: { ...(en as Catalogue), ...UI_MESSAGES.en } as Messages, zod: z.locales.en },
-  de: { name: 'German', native: 'Deutsch', messages: { ...de, ...UI_MESSAGES.de } as Messages, zod: z.locales.de },
-  fr: { name: 'French', native: 'Français', messages: { ...fr, ...UI_MESSAGES.fr } as Messages, zod: z.locales.fr },
-  es: { name: 'Spanish', native: 'Español', messages: { ...es, ...UI_MESSAGES.es } as Messages, zod: z.locales.es },
+  en: { name: 'English', native: 'English', messages: { ...(en as Catalogue), ...UI_MESSAGES.en } satisfies Messages, zod: z.locales.en },
+  de: { name: 'German', native: 'Deutsch', messages: { ...de, ...UI_MESSAGES.de } satisfies Messages, zod: z.locales.de },
+  fr: { name: 'French', native: 'Français', messages: { ...fr, ...UI_MESSAGES.fr } satisfies Messages, zod: z.locales.fr },
+  es: { name: 'Spanish', native: 'Español', messages: { ...es, ...UI_MESSAGES.es } satisfies Messages, zod: z.locales.es },
 } as const;
 
 export type Locale = keyof typeof LOCALES;

@@ -46,7 +46,7 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics, pre
         async (job, token) => {
           const attempt = job.attemptsMade + 1;
           try {
-            await handler(job.data, { id: job.id ?? '', attempt, final: attempt >= definition.attempts });
+            await handler(job.data as Parameters<typeof handler>[0], { id: job.id ?? '', attempt, final: attempt >= definition.attempts });
           } catch (error) {
             if (!(error instanceof DeferJob)) throw error;
             // Run again later as the same attempt: moved to the delayed set, not failed.

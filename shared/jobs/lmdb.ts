@@ -125,7 +125,7 @@ export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsO
 
   const liveOf = (name: string) => {
     let jobs = live.get(name);
-    if (!jobs) live.set(name, (jobs = new Map()));
+    if (!jobs) live.set(name, (jobs = new Map<string, Live>()));
     return jobs;
   };
   const runningOf = (name: string) => {
@@ -151,7 +151,7 @@ export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsO
     return work;
   };
   /** Issues writes (one transaction) that no caller waits for; a failure is counted and logged, and ping reports it. */
-  const write = (operation: string, writes: () => void): Promise<void> => {
+  const write = (operation: string, writes: () => unknown): Promise<void> => {
     if (!writable) return Promise.resolve();
     try {
       return track(
@@ -441,18 +441,18 @@ export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsO
   return {
     kind: 'lmdb',
     async enqueue(definition, data, options = {}) {
-      definitions.set(definition.name, definition as JobDefinition<unknown>);
+      definitions.set(definition.name, definition);
       await add(definition.name, [{ id: options.jobId ?? randomUUID(), data, delayMs: options.delayMs }]);
     },
     async enqueueMany(definition, jobs) {
-      definitions.set(definition.name, definition as JobDefinition<unknown>);
+      definitions.set(definition.name, definition);
       await add(
         definition.name,
         jobs.map((job) => ({ id: job.jobId ?? randomUUID(), data: job.data })),
       );
     },
     async process(definition, handler) {
-      definitions.set(definition.name, definition as JobDefinition<unknown>);
+      definitions.set(definition.name, definition);
       const ours = handler as JobHandler<unknown>;
       handlers.set(definition.name, ours);
       pump(definition.name);
@@ -467,7 +467,7 @@ export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsO
       const name = definition.name;
       return chain(name, async () => {
         if (closed) throw new Error('the job runner is closed');
-        definitions.set(name, definition as JobDefinition<unknown>);
+        definitions.set(name, definition);
         const stored = schedules.get(name);
         let current = repeating.get(name);
         if (!current) repeating.set(name, (current = {}));

@@ -147,7 +147,7 @@ afterAll(async () => {
 const READER = '198.18.0.7';
 const get = async (url: string) => {
   const response = await app.inject({ method: 'GET', url, remoteAddress: READER });
-  return { status: response.statusCode, body: response.json() as Json, text: response.body };
+  return { status: response.statusCode, body: response.json<Json>(), text: response.body };
 };
 
 type Policy = Record<PolicySwitch, boolean> & { stats_publish_delay_sec: number; stats_max_items: number };
@@ -187,7 +187,7 @@ async function checkPublicReads(policy: Policy) {
     const report = stats.body.data;
     expect(Date.parse(report.range.until)).toBeLessThanOrEqual(published);
     expect(report.series.length).toBeLessThanOrEqual(max);
-    for (const [dimension, items] of Object.entries(report.top) as [string, Json[]][]) {
+    for (const [dimension, items] of Object.entries<Json[]>(report.top)) {
       expect(policy[DIMENSION_SWITCH[dimension]!], `stats top.${dimension} under ${label}`).toBe(true);
       expect(items.length).toBeLessThanOrEqual(max);
     }

@@ -5,7 +5,7 @@ import { uniqueName } from './context.js';
 export interface FreshDatabase {
   database: Database;
   /** Closes the database and, on a server, drops it. */
-  drop(): Promise<void>;
+  drop: () => Promise<void>;
 }
 
 /**

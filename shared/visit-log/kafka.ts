@@ -292,6 +292,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
         eachBatchAutoResolve: false,
         // Batches of different partitions at once; each partition's batches one after the other.
         partitionsConsumedConcurrently: Math.max(1, Math.floor(concurrency)),
+        // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs hands closures over its batch, not methods
         eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;

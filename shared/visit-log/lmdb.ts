@@ -206,8 +206,9 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       (value) => value,
       (error: unknown) => {
         metrics.visitLogWriteErrors.inc({ operation: what });
-        refused(error instanceof Error ? error : new Error(String(error)), what);
-        throw writeError;
+        const failure = error instanceof Error ? error : new Error(String(error));
+        refused(failure, what);
+        throw failure;
       },
     );
   };

@@ -625,11 +625,11 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts an
     const process_ = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'shared/testing/durable-log-child.ts'), mode, dir], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     let errors = '';
-    process_.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    process_.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
     const exited = new Promise<void>((resolve) => process_.on('exit', () => resolve()));
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`child ${mode} did not reach its point: ${output.slice(-300)} ${errors}`)), 30_000);
-      process_.stdout!.on('data', (chunk: Buffer) => {
+      process_.stdout.on('data', (chunk: Buffer) => {
         output += chunk.toString();
         if (until(output)) {
           clearTimeout(timer);

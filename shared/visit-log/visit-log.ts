@@ -37,7 +37,7 @@ export interface BatchControl {
    * Tells the group this consumer is alive (Kafka drops a member silent past its session timeout).
    * Kafka: throws when the group is rebalancing; let it propagate, the batch is redelivered.
    */
-  heartbeat(): Promise<void>;
+  heartbeat: () => Promise<void>;
   /** True once the consumer is stopping (Kafka: or the batch was dropped by a seek): give up, the batch is redelivered. */
   stopping(): boolean;
   /**

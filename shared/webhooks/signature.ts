@@ -42,7 +42,7 @@ export function verifyDelivery<T = unknown>(
   if (!verifySignature(secret, rawBody, signature)) return undefined;
   let body: { delivered_at?: unknown };
   try {
-    body = JSON.parse(rawBody.toString());
+    body = JSON.parse(rawBody.toString()) as { delivered_at?: unknown };
   } catch {
     return undefined;
   }

@@ -24,7 +24,7 @@ type Json = Record<string, any>;
 
 const api = async (path: string, who: TestOwner = owner) => {
   const response = await platform.app.inject({ method: 'GET', url: path, headers: who.auth });
-  return response.json() as Json;
+  return response.json<Json>();
 };
 
 /** A redirect as a browser would ask for it: Node's fetch cannot resolve `{sub}.localhost`, so the Host header names it. */
@@ -97,7 +97,7 @@ async function exported(page: Page): Promise<{ download: Download; body: Buffer;
   const saved = page.waitForEvent('download');
   await page.getByRole('button', { name: 'Export', exact: true }).click();
   const [response, download] = await Promise.all([answer, saved]);
-  return { download, body: await readFile((await download.path())!), contentType: response.headers()['content-type'] ?? '' };
+  return { download, body: await readFile(await download.path()), contentType: response.headers()['content-type'] ?? '' };
 }
 
 describe('exports page', () => {
@@ -107,7 +107,7 @@ describe('exports page', () => {
     const { download, body, contentType } = await exported(page);
     expect(contentType).toMatch(/^text\/csv/);
     expect(download.suggestedFilename()).toMatch(new RegExp(`^visits-subdomain-${sub}-\\d{8}\\.csv$`));
-    const records = parse(body, { columns: true }) as Record<string, string>[];
+    const records = parse<Record<string, string>>(body, { columns: true });
     const listed = (await api(`/api/v1/visits?subdomain=${sub}&limit=100`)).data.visits as Json[];
     expect(records.length).toBe(7);
     expect(records.map((record) => record.visit_id).sort()).toEqual(listed.map((visit) => visit.visit_id).sort());

@@ -378,7 +378,7 @@ describe('links page', () => {
     const dialog = page.getByRole('dialog', { name: `QR code of ${link.slug}` });
     await dialog.waitFor();
     const image = dialog.getByRole('img', { name: `QR code of ${link.short_url}` });
-    await page.waitForFunction((selector) => ((document.querySelector(selector) as HTMLImageElement | null)?.naturalWidth ?? 0) > 0, 'dialog img');
+    await page.waitForFunction((selector) => (document.querySelector<HTMLImageElement>(selector)?.naturalWidth ?? 0) > 0, 'dialog img');
     expect(await image.evaluate((element: HTMLImageElement) => element.naturalWidth)).toBeGreaterThan(0);
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'links-qr-desktop');

@@ -204,6 +204,7 @@ describe('visits page', () => {
     await page.locator('td.referrer').filter({ hasText: marker }).waitFor({ timeout: 5_000 });
     const took = Date.now() - started;
     expect(took).toBeLessThan(3_000);
+    // eslint-disable-next-line no-console -- how long the live view took, for the run's log
     console.info(`live visit shown after ${took} ms`);
     await page.getByRole('status').filter({ hasText: '1 new visit' }).waitFor();
     expect(await rows(page).first().textContent()).toContain(marker);

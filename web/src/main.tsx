@@ -4,7 +4,7 @@ import { render } from 'preact';
 import { ErrorBoundary, lazy, LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { setApiLanguage } from './api/client.js';
-import { I18nContext, initialLocale, rememberLocale, translator, useI18n, type UiLocale } from './app/i18n.js';
+import { I18nContext, initialLocale, rememberLocale, translator, type UiLocale } from './app/i18n.js';
 import { SessionProvider, useSession } from './app/session.js';
 import { Shell } from './app/shell.js';
 import { ErrorState, Loading } from './app/ui.js';

@@ -114,7 +114,7 @@ export async function createAbuseGuard(context: Context, options: { seenMax?: nu
         seenPairs -= itsIps.size;
         if (oldest === identity) ips = undefined;
       }
-      if (!ips) seen.set(identity, (ips = new Map()));
+      if (!ips) seen.set(identity, (ips = new Map<string, number>()));
       if (countedUntil === undefined) seenPairs++;
       ips.set(ip, now + spam.windowSec * 1000);
       return countIdentity(ip, identity);

@@ -23,7 +23,7 @@ export function createCaptcha(cache: Cache, secret: string | undefined): Captcha
   return {
     challenge: () => createChallenge({ hmacKey, maxNumber: MAX_NUMBER, expires: new Date(Date.now() + CHALLENGE_TTL_SEC * 1000) }),
     async verify(payload) {
-      let valid = false;
+      let valid: boolean;
       try {
         valid = await verifySolution(payload, hmacKey, true);
       } catch {

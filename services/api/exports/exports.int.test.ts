@@ -88,7 +88,7 @@ describe('GET /api/v1/export', () => {
     // The planned rows, for a progress display: the first visit's unmerged beacon version may count twice.
     expect(Number(response.headers['x-export-rows'])).toBeGreaterThanOrEqual(ROWS);
     expect(Number(response.headers['x-export-rows'])).toBeLessThanOrEqual(ROWS + 1);
-    const records = parse(response.body, { columns: true }) as Record<string, string>[];
+    const records = parse<Record<string, string>>(response.body, { columns: true });
     expect(Object.keys(records[0]!)).toEqual([...OWNER_VISIT_COLUMNS]);
     expect(records.length).toBe(ROWS);
     expect(new Set(records.map((record) => record.visit_id)).size).toBe(ROWS);

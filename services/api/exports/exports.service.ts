@@ -249,13 +249,13 @@ export function exportsService(context: Context) {
         if (text === '') continue;
         for (const line of text.split('\n')) {
           if (listed >= PDF_ROW_CAP) break;
-          doc.text((JSON.parse(line) as unknown[]).map((value) => String(value ?? '')).join(' | '), { width: chart.width, lineBreak: false, ellipsis: true });
+          doc.text((JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '')).join(' | '), { width: chart.width, lineBreak: false, ellipsis: true });
           listed += 1;
         }
       }
       doc.end();
     })().catch((error: unknown) => doc.destroy(error as Error));
-    return doc as unknown as Readable;
+    return doc;
   };
 
   /** Whose rows an export reads, after the ownership checks (the statistics' own), and what its figures cover. */

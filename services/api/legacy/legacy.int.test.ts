@@ -27,7 +27,7 @@ const FIXTURE = [
 
 const get = async (owner: TestOwner | undefined, url: string) => {
   const response = await app.inject({ method: 'GET', url, headers: owner?.auth ?? {} });
-  return { status: response.statusCode, body: response.json() as Json };
+  return { status: response.statusCode, body: response.json<Json>() };
 };
 const data = async (owner: TestOwner | undefined, url: string) => {
   const { status, body } = await get(owner, url);

@@ -207,7 +207,7 @@ export function linksRoutes(context: Context): RouteDef[] {
           redirect_type: redirectSchema.optional(),
           append_visit_id: appendVisitIdSchema.optional(),
         })
-        .refine((body) => Object.keys(body).length > 0, { message: rule('at_least_one_field') })
+        .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: LinkSchema,
       errors: ['not_found', 'not_owner', 'conflict'],

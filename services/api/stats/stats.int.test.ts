@@ -193,7 +193,7 @@ describe('GET /api/v1/stats/subdomain/{name}', () => {
 
   it('cuts each breakdown to `limit`', async () => {
     const data = await report(alice, `/api/v1/stats/subdomain/${sub}?${range}&limit=1`);
-    for (const items of Object.values(data.top) as Json[][]) expect(items.length).toBe(1);
+    for (const items of Object.values<Json[]>(data.top)) expect(items.length).toBe(1);
     expect(data.top.country).toEqual([{ value: 'FR', visits: 3 }]);
   });
 

@@ -135,7 +135,7 @@ export function subdomainsRoutes(context: Context): RouteDef[] {
       params: z.object({ name: z.string().max(63) }),
       body: z
         .strictObject({ title: titleSchema.nullable().optional(), ...PolicyPatchShape })
-        .refine((body) => Object.keys(body).length > 0, { message: rule('at_least_one_field') })
+        .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: SubdomainSchema,
       errors: ['not_found', 'not_owner'],

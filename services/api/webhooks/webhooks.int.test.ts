@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,7 +45,7 @@ const mails: string[] = [];
 
 /** What each path of the receiver answers. */
 const flaky = new Map<string, number>();
-function answer(path: string, res: import('node:http').ServerResponse) {
+function answer(path: string, res: ServerResponse) {
   if (path.startsWith('/ok')) return res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
   if (path.startsWith('/fail')) return res.writeHead(500).end('{"error":"down for maintenance"}');
   if (path.startsWith('/gone')) return res.writeHead(410).end('gone');

@@ -184,7 +184,7 @@ export function webhooksRoutes(context: Context): RouteDef[] {
           description: descriptionSchema.optional(),
           enabled: z.boolean().optional(),
         })
-        .refine((body) => Object.keys(body).length > 0, { message: rule('at_least_one_field') })
+        .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: WebhookSchema,
       errors: ['not_found', 'not_owner'],

@@ -51,7 +51,7 @@ export function translator(locale: UiLocale): Translate {
 export interface I18n {
   locale: UiLocale;
   t: Translate;
-  setLocale(locale: UiLocale): void;
+  setLocale: (locale: UiLocale) => void;
 }
 
 export const I18nContext = createContext<I18n>({ locale: 'en', t: translator('en'), setLocale: () => undefined });

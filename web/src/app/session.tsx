@@ -19,8 +19,8 @@ export type SessionState =
 export interface Session {
   session: SessionState;
   /** After a successful POST /auth/login: reads the account again. */
-  refresh(): Promise<void>;
-  signOut(): Promise<void>;
+  refresh: () => Promise<void>;
+  signOut: () => Promise<void>;
 }
 
 const SessionContext = createContext<Session>({ session: { state: 'loading' }, refresh: async () => undefined, signOut: async () => undefined });

@@ -41,14 +41,15 @@ function useUnread(path: string): number {
         // The count is a hint: a failed poll keeps the last one.
       }
     };
-    void poll();
-    const timer = setInterval(poll, 30_000);
+    const pollNow = () => void poll();
+    pollNow();
+    const timer = setInterval(pollNow, 30_000);
     // The notifications page marked some read: count again now, not at the next poll.
-    window.addEventListener('linktrack:notifications-changed', poll);
+    window.addEventListener('linktrack:notifications-changed', pollNow);
     return () => {
       stopped = true;
       clearInterval(timer);
-      window.removeEventListener('linktrack:notifications-changed', poll);
+      window.removeEventListener('linktrack:notifications-changed', pollNow);
     };
   }, [path]);
   return unread;
@@ -59,7 +60,7 @@ export function LanguagePicker() {
   return (
     <label class="language">
       <span class="visually-hidden">{t('nav.language')}</span>
-      <select value={locale} onChange={(event) => setLocale((event.currentTarget as HTMLSelectElement).value as UiLocale)} aria-label={t('nav.language')}>
+      <select value={locale} onChange={(event) => setLocale((event.currentTarget).value as UiLocale)} aria-label={t('nav.language')}>
         {LOCALES.map((option) => (
           <option key={option.code} value={option.code} lang={option.code}>
             {option.native}

@@ -30,7 +30,7 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unkn
       },
     );
     return () => controller.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // Not exhaustive on purpose: the caller's deps say when to load again.
   }, [...deps, round]);
   const reload = useCallback(() => setRound((value) => value + 1), []);
   return { ...loaded, reload };
@@ -132,6 +132,7 @@ export function CopyButton({ text, label }: { text: string; label?: string }) {
       area.className = 'visually-hidden';
       document.body.append(area);
       area.select();
+      // eslint-disable-next-line @typescript-eslint/no-deprecated -- the fallback where the Clipboard API is refused
       document.execCommand('copy');
       area.remove();
     }

@@ -65,7 +65,7 @@ export function AttacksPage() {
   const loaded = useLoad(
     async (signal) => {
       const { data, meta } = await call(api.GET('/api/v1/visits', { params: { query: { kind: 'attack', subdomain, limit, cursor } }, signal }));
-      return { attacks: data.visits as VisitRow[], meta: meta as { total?: number; next_cursor?: string | null } };
+      return { attacks: data.visits as VisitRow[], meta: meta };
     },
     [key, cursor],
   );

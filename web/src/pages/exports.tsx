@@ -161,7 +161,7 @@ export function ExportsPage() {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        chunks.push(value as Uint8Array<ArrayBuffer>);
+        chunks.push(value);
         bytes += value.byteLength;
         if (format === 'csv' || format === 'json') newlines += lines(value);
         // CSV: the header line is not a visit. JSON: each visit starts a line after the opening `[`.
@@ -329,7 +329,7 @@ function ExportStatus({ run }: { run: Run }) {
         {t('exports.received', { bytes: formatBytes(locale, run.bytes) })}
         {counted ? ' · ' : ''}
         {known
-          ? t('exports.rows_of', { rows: formatNumber(locale, Math.min(run.rows, run.total!)), total: formatNumber(locale, run.total!) })
+          ? t('exports.rows_of', { rows: formatNumber(locale, Math.min(run.rows, run.total!)), total: formatNumber(locale, run.total) })
           : counted
             ? t('exports.rows', { rows: formatNumber(locale, run.rows) })
             : ''}

@@ -176,7 +176,7 @@ function LinksTable() {
             aria-label={t('links.filters')}
             onSubmit={(event) => {
               event.preventDefault();
-              const form = event.currentTarget as HTMLFormElement;
+              const form = event.currentTarget;
               go({ q: q.trim(), tag: tag.trim(), subdomain: (form.elements.namedItem('subdomain') as HTMLSelectElement).value });
             }}
           >

@@ -102,7 +102,6 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
       chart.current = null;
     };
     // `shown` is applied to a live chart by toggle(); a new chart starts from it.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [series, tz, granularity, locale]);
 
   const toggle = (index: number) => {
@@ -129,7 +128,7 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
           : '\u00a0'}
       </p>
       <div class="chart-canvas" ref={holder} role="img" aria-label={label} />
-      <details class="chart-table" onToggle={(event) => setTableOpen((event.currentTarget as HTMLDetailsElement).open)}>
+      <details class="chart-table" onToggle={(event) => setTableOpen((event.currentTarget).open)}>
         <summary>{t('stats.chart_table')}</summary>
         {tableOpen ? (
           <div class="table-wrap">

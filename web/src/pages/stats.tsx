@@ -70,7 +70,7 @@ function zoneOffset(instant: number, tz: string): number {
       .formatToParts(new Date(instant))
       .map((part) => [part.type, Number(part.value)]),
   ) as Record<string, number>;
-  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day, parts.hour, parts.minute, parts.second);
   return wall - Math.floor(instant / 1000) * 1000;
 }
 
@@ -173,7 +173,7 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
 
   // An address without every setting gets them written in, so copying it shares exactly this report.
   useEffect(() => {
-    const current = new URLSearchParams(rawQuery as Record<string, string>).toString();
+    const current = new URLSearchParams(rawQuery).toString();
     if (current !== search) route(`${path}?${search}`, true);
   }, [search]);
 
@@ -259,7 +259,7 @@ function TargetPicker({ scope, id, targets, search }: { scope: Scope; id: string
       }}
     >
       <Field id="stats-target" label={t('stats.target')}>
-        <select id="stats-target" value={picked} onChange={(event) => setPicked((event.currentTarget as HTMLSelectElement).value)}>
+        <select id="stats-target" value={picked} onChange={(event) => setPicked((event.currentTarget).value)}>
           <option value="/stats">{t('stats.target_account')}</option>
           {!listed.has(current) ? <option value={current}>{scope === 'link' ? (link?.slug ?? id) : id}</option> : null}
           {subdomains.length > 0 ? (
@@ -345,7 +345,7 @@ function Pickers({ query, hourly, onChange }: { query: ReportQuery; hourly: bool
           <label class="picker-label" for="stats-tz">
             {t('stats.timezone')}
           </label>
-          <select id="stats-tz" value={query.tz} onChange={(event) => onChange({ ...query, tz: (event.currentTarget as HTMLSelectElement).value })}>
+          <select id="stats-tz" value={query.tz} onChange={(event) => onChange({ ...query, tz: (event.currentTarget).value })}>
             {zones.map((zone) => (
               <option key={zone} value={zone}>
                 {zone.replaceAll('_', ' ')}
@@ -389,7 +389,7 @@ function CustomRange({ query, onApply }: { query: ReportQuery; onApply: (query: 
       max={max}
       aria-invalid={errors[name] ? true : undefined}
       aria-describedby={errors[name] ? `stats-${name}-error` : undefined}
-      onInput={(event) => setDates({ ...dates, [name]: (event.currentTarget as HTMLInputElement).value })}
+      onInput={(event) => setDates({ ...dates, [name]: (event.currentTarget).value })}
     />
   );
   return (

@@ -241,12 +241,6 @@ function formatDelay(locale: UiLocale, t: Translate, seconds: number): string {
 const SECTION_SWITCHES: PolicySwitch[] = ['stats_public', 'stats_show_visits_list', 'stats_show_links', 'stats_show_owner'];
 const DETAIL_SWITCHES: PolicySwitch[] = ['stats_show_ip', 'stats_show_internal_ip', 'stats_show_geo', 'stats_show_ua', 'stats_show_referrer'];
 
-const policyOfSubdomain = (subdomain: Subdomain): Policy => {
-  const policy = { stats_publish_delay_sec: subdomain.stats_publish_delay_sec, stats_max_items: subdomain.stats_max_items } as Policy;
-  for (const name of POLICY_SWITCHES) policy[name] = subdomain[name];
-  return policy;
-};
-
 interface Draft {
   title: string;
   switches: Record<PolicySwitch, boolean>;

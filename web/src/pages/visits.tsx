@@ -358,7 +358,7 @@ export function VisitsPage() {
         if (!stopped && !(error instanceof DOMException && error.name === 'AbortError')) setLiveError(error instanceof Error ? error.message : String(error));
       } finally {
         running = false;
-        if (!stopped) timer = setTimeout(round, POLL_MS);
+        if (!stopped) timer = setTimeout(() => void round(), POLL_MS);
       }
     };
     // Hidden tabs do not poll; coming back asks at once.
@@ -367,7 +367,7 @@ export function VisitsPage() {
       clearTimeout(timer);
       void round();
     };
-    timer = setTimeout(round, POLL_MS);
+    timer = setTimeout(() => void round(), POLL_MS);
     document.addEventListener('visibilitychange', onVisibility);
     return () => {
       stopped = true;
