@@ -2,7 +2,7 @@ import type { RequestListener } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Role } from '../shared/config.js';
 import type { Context } from '../shared/context.js';
-import { AppError } from '../shared/errors.js';
+import { type AppError } from '../shared/errors.js';
 import { toAppError, sendError } from '../shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, responseObserver } from '../shared/http/fastify-base.js';
 import { accountRefusal, createRateLimiter } from '../shared/http/rate-limit.js';

@@ -116,7 +116,7 @@ export function statsRepository(analytics: Analytics) {
       const dimsTarget = `owner_id = {owner:String}${target.scope === 'subdomain' ? ' AND subdomain = {sub:String}' : ''} AND dim IN {dims:Array(String)}`;
       const params = { owner: target.ownerId, sub: target.subdomain ?? target.id, link: target.id, dims, whole, since: range.since, until: range.until };
       return target.scope === 'link'
-        ? await rows<{ dim: Dimension; value: string; visits: number }>(
+        ? rows<{ dim: Dimension; value: string; visits: number }>(
             `SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, count() AS visits
              FROM visits
              ARRAY JOIN [
@@ -134,7 +134,7 @@ export function statsRepository(analytics: Analytics) {
              GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
             params,
           )
-        : await rows<{ dim: Dimension; value: string; visits: number }>(
+        : rows<{ dim: Dimension; value: string; visits: number }>(
             `SELECT dim, value, toUInt64(sum(count)) AS visits FROM (
                SELECT dim, value, visits AS count FROM stats_dims WHERE ${dimsTarget} AND ${edges}
                UNION ALL

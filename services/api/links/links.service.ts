@@ -4,7 +4,7 @@ import { AppError } from '../../../shared/errors.js';
 import { createEventBus } from '../../../shared/events/events.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
-import { RESERVED_SLUGS, SLUG } from '../../../shared/links/slugs.js';
+import { RESERVED_SLUGS } from '../../../shared/links/slugs.js';
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
 import { subdomainsService } from '../subdomains/subdomains.service.js';
