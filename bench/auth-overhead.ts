@@ -121,7 +121,9 @@ await runBench({ RATE_LIMIT_API: '1000000000:60', RATE_LIMIT_DEFAULT: '100000000
       console.log(`\nround ${round}/${rounds}`);
       console.log(`  ${'route'.padEnd(7)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 11)}${pad('CPU µs/req', 13)}`);
       for (const row of rows) console.log(row);
-      console.log(`  authed/plain ${ratio.toFixed(3)}: cost ${percent(1 - ratio)} of throughput; server CPU per request +${percent(authedRun.cpuUs / plainRun.cpuUs - 1)}`);
+      console.log(
+        `  authed/plain ${ratio.toFixed(3)}: cost ${percent(1 - ratio)} of throughput; server CPU per request +${percent(authedRun.cpuUs / plainRun.cpuUs - 1)}`,
+      );
     }
 
     const plain = median(results.plain.map((run) => run.rps));
@@ -133,8 +135,12 @@ await runBench({ RATE_LIMIT_API: '1000000000:60', RATE_LIMIT_DEFAULT: '100000000
     const plainCpu = median(results.plain.map((run) => run.cpuUs));
     const authedCpu = median(results.authed.map((run) => run.cpuUs));
     console.log(`\nsummary (${mode})`);
-    console.log(`plain: ${plain.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.plain.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.plain.map((run) => run.p99)).toFixed(0)} ms`);
-    console.log(`authed: ${authed.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.authed.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.authed.map((run) => run.p99)).toFixed(0)} ms`);
+    console.log(
+      `plain: ${plain.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.plain.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.plain.map((run) => run.p99)).toFixed(0)} ms`,
+    );
+    console.log(
+      `authed: ${authed.toFixed(0)} req/s (median of ${rounds}), p50 ${median(results.authed.map((run) => run.p50)).toFixed(0)} ms, p99 ${median(results.authed.map((run) => run.p99)).toFixed(0)} ms`,
+    );
     console.log(`ratio authed/plain: ${ratio.toFixed(3)} (cost per round: ${perRoundCosts.map(percent).join(', ')}; median ${percent(median(perRoundCosts))})`);
     console.log(`best run of each route: cost ${percent(bestCost)} of throughput`);
     // Were the server CPU-bound, throughput would scale as 1 / CPU per request: cost = 1 - plain/authed.

@@ -33,7 +33,16 @@ if (![total, batch, runs].every(Number.isInteger) || total < 100_000 || batch < 
 await runBench({ LOG_LEVEL: 'silent' }, async (context) => {
   const links = Array.from({ length: 200 }, (_, i) => `l_bench${i}`);
   const seeding = performance.now();
-  await seedVisits(context, { total, mine: Math.floor(total * 0.6), days: 30, ownerId: 'bench-owner', subdomain: 'bench', hot: links[0]!, hotRows: Math.floor(total * 0.01), links });
+  await seedVisits(context, {
+    total,
+    mine: Math.floor(total * 0.6),
+    days: 30,
+    ownerId: 'bench-owner',
+    subdomain: 'bench',
+    hot: links[0]!,
+    hotRows: Math.floor(total * 0.01),
+    links,
+  });
   const RECENT = 1_000_000;
   for (let chunk = 0; chunk < 20; chunk++) {
     await context.analytics.client.command({
@@ -121,13 +130,15 @@ await runBench({ LOG_LEVEL: 'silent' }, async (context) => {
   // For scale: inserting a batch of as many new visits (encoded beforehand), rollup views included.
   const plain = (visit: RawVisit) => ({ ...enrich(visit, { lookup: () => undefined }), visitor_hash: 'h', is_unique: 0 as const });
   let round = 0;
-  const inserts = await Promise.all(Array.from({ length: runs + 1 }, () => {
-    round++;
-    return encodeVisits(
-      fresh.map((visit) => ({ ...visit, visit_id: uuidv7({ msecs: Date.parse(visit.ts) }), subdomain: `${visit.subdomain}-i${round}` })),
-      plain,
-    );
-  }));
+  const inserts = await Promise.all(
+    Array.from({ length: runs + 1 }, () => {
+      round++;
+      return encodeVisits(
+        fresh.map((visit) => ({ ...visit, visit_id: uuidv7({ msecs: Date.parse(visit.ts) }), subdomain: `${visit.subdomain}-i${round}` })),
+        plain,
+      );
+    }),
+  );
   let next = 0;
   report('insert of a batch (for scale)', await timed(() => context.analytics.insertEncoded(inserts[next++]!)));
   console.log(`cost of a batch handed over for the first time: 0 (redelivered=false sends no query)`);

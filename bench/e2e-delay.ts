@@ -28,7 +28,12 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', ENRICHER_BATCH_WAIT_MS: '
   const port = (app.server.address() as AddressInfo).port;
   const owner = await createOwner(context, app);
   const subdomain = await claimSubdomain(app, owner);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/landing', slug: 'delay' } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, target_url: 'https://example.com/landing', slug: 'delay' },
+  });
   if (created.statusCode !== 201) throw new Error(`link creation failed: ${created.body}`);
   const linkId = created.json().data.id as string;
   console.log(`mode: visit log ${context.visitLog.kind}, analytics ${context.analytics.kind}; ${await otherLoad()}`);
@@ -52,7 +57,9 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', ENRICHER_BATCH_WAIT_MS: '
   await app.close();
   // The load stops with requests in flight (one per connection at most): the edge may answer and
   // log them after autocannon stopped counting, so a few more rows than counted redirects is right.
-  console.log(`${run.total} redirects in ${seconds} s (${run.rps.toFixed(0)}/s, redirect p99 ${run.p99} ms); ${delays.n} rows of ${delays.distinct} distinct visits`);
+  console.log(
+    `${run.total} redirects in ${seconds} s (${run.rps.toFixed(0)}/s, redirect p99 ${run.p99} ms); ${delays.n} rows of ${delays.distinct} distinct visits`,
+  );
   console.log(`redirect → queryable row: p50 ${delays.p50} ms, p95 ${delays.p95} ms, p99 ${delays.p99} ms, max ${delays.max} ms`);
   console.log(`end-to-end delay p95 ${delays.p95} ms (target ≤ ${TARGET_P95_MS} ms): ${delays.p95 <= TARGET_P95_MS ? 'within target' : 'ABOVE target'}`);
 });

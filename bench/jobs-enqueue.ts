@@ -32,7 +32,17 @@ function delivery() {
       type: 'visit.new',
       occurred_at: new Date().toISOString(),
       subdomain: 'shop',
-      data: { link_id: randomUUID(), slug: 'spring-sale', url: 'https://example.com/spring?utm_source=newsletter', country: 'DE', device: 'mobile', browser: 'Firefox', os: 'Android', referrer: 'https://news.example.org/', bot: false },
+      data: {
+        link_id: randomUUID(),
+        slug: 'spring-sale',
+        url: 'https://example.com/spring?utm_source=newsletter',
+        country: 'DE',
+        device: 'mobile',
+        browser: 'Firefox',
+        os: 'Android',
+        referrer: 'https://news.example.org/',
+        bot: false,
+      },
     },
   };
 }

@@ -19,7 +19,6 @@ if (!Number.isInteger(total) || total < 1000 || !Number.isInteger(perShape) || p
   process.exit(1);
 }
 
-
 /** Inserts `count` links for the owner, spread over the subdomains, every tenth tagged `promo`. */
 async function seed(context: Context, owner: TestOwner, subdomains: string[], count: number) {
   const batch = 20_000;
@@ -91,7 +90,9 @@ await runBench({ RATE_LIMIT_API: '1000000000:60' }, async (context) => {
     );
   }
 
-  const plan = await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT * FROM links WHERE deleted_at IS NULL AND owner_id = ${owner.id}::uuid ORDER BY seq DESC LIMIT 51`.execute(context.db.db);
+  const plan = await sql<{
+    'QUERY PLAN': string;
+  }>`EXPLAIN SELECT * FROM links WHERE deleted_at IS NULL AND owner_id = ${owner.id}::uuid ORDER BY seq DESC LIMIT 51`.execute(context.db.db);
   console.log(`\nplan of the first page:\n${plan.rows.map((row) => `  ${row['QUERY PLAN']}`).join('\n')}`);
   // An unfiltered total is the sum of the subdomains' live_links counters (kept by triggers), not a count.
   const count = await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT coalesce(sum(live_links), 0) FROM subdomains WHERE owner_id = ${owner.id}::uuid`.execute(

@@ -63,7 +63,9 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   });
 
   if (context.config.visitLog.kind === 'lmdb' && total > context.config.visitLog.capacity) {
-    throw new Error(`the one-process visit log holds at most ${context.config.visitLog.capacity} unconsumed visits (VISIT_LOG_CAPACITY): a backlog of ${total} needs more`);
+    throw new Error(
+      `the one-process visit log holds at most ${context.config.visitLog.capacity} unconsumed visits (VISIT_LOG_CAPACITY): a backlog of ${total} needs more`,
+    );
   }
   const publishing = performance.now();
   for (let start = 0; start < total; start += 5_000) {
@@ -80,7 +82,10 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
 
   // The events the enricher raises leave the process: on Kafka to the broker; in process, a
   // consumer commits them untouched (the webhook worker's place), or the log would keep them all.
-  const eventsTaken = context.visitLog.kind === 'lmdb' ? await context.visitLog.consume({ groupId: 'bench-webhooks', topic: TOPICS.events, maxBatch: 5_000, handler: async () => undefined }) : undefined;
+  const eventsTaken =
+    context.visitLog.kind === 'lmdb'
+      ? await context.visitLog.consume({ groupId: 'bench-webhooks', topic: TOPICS.events, maxBatch: 5_000, handler: async () => undefined })
+      : undefined;
   const started = performance.now();
   const elu = performance.eventLoopUtilization();
   const cpuBefore = process.cpuUsage();
@@ -91,10 +96,14 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   const cpu = process.cpuUsage(cpuBefore);
   const rate = total / seconds;
   const batches = (await context.metrics.insertBatchSize.get()).values.find((value) => value.metricName === 'visits_insert_batch_size_count')?.value ?? 0;
-  console.log(`drained ${total} visits in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} visits/s (${batches} inserts, ${(total / Math.max(1, batches)).toFixed(0)} rows each; main thread busy ${(busy * 100).toFixed(0)} %)`);
+  console.log(
+    `drained ${total} visits in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} visits/s (${batches} inserts, ${(total / Math.max(1, batches)).toFixed(0)} rows each; main thread busy ${(busy * 100).toFixed(0)} %)`,
+  );
   // All of this process's threads (JavaScript, chDB's, zlib's, the GC's): what a visit costs in CPU.
   const cpuUs = (cpu.user + cpu.system) / total;
-  console.log(`process CPU per visit: ${cpuUs.toFixed(1)} µs, of which the main thread about ${((busy * seconds * 1e6) / total).toFixed(1)} µs (${cpus().length} cores: at most ${((cpus().length * 1e6) / cpuUs).toFixed(0)} visits/s at this cost)`);
+  console.log(
+    `process CPU per visit: ${cpuUs.toFixed(1)} µs, of which the main thread about ${((busy * seconds * 1e6) / total).toFixed(1)} µs (${cpus().length} cores: at most ${((cpus().length * 1e6) / cpuUs).toFixed(0)} visits/s at this cost)`,
+  );
 
   // End-to-end delay of single visits arriving one by one (batches fill for at most 500 ms).
   const delays: number[] = [];
@@ -103,11 +112,13 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
     const sent = performance.now();
     const value = visit(total + i);
     await context.visitLog.publish(TOPICS.visitsRaw, [{ key: value.link_id, value: JSON.stringify(value) }]);
-    await waitFor(async () => (await count()) !== before, 60_000, { intervalMs: 10, message: 'the single visit\'s row' });
+    await waitFor(async () => (await count()) !== before, 60_000, { intervalMs: 10, message: "the single visit's row" });
     delays.push(performance.now() - sent);
   }
   delays.sort((a, b) => a - b);
-  console.log(`publish → queryable row: p50 ${delays[10]!.toFixed(0)} ms, p95 ${delays[18]!.toFixed(0)} ms, max ${delays[19]!.toFixed(0)} ms (20 single visits)`);
+  console.log(
+    `publish → queryable row: p50 ${delays[10]!.toFixed(0)} ms, p95 ${delays[18]!.toFixed(0)} ms, max ${delays[19]!.toFixed(0)} ms (20 single visits)`,
+  );
   await enricher.stop();
   await eventsTaken?.stop();
 
@@ -119,7 +130,9 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   const inserts = [];
   for (let start = 0; start < total; start += batchSize) {
     const visits = Array.from({ length: Math.min(batchSize, total - start) }, (_, offset) => ({ ...visit(start + offset), subdomain: `${subdomain}-db` }));
-    inserts.push(await encodeVisits(visits, (raw) => ({ ...enrich(raw, geo), visitor_hash: visitorHash('bench', raw.ip_public, raw.user_agent), is_unique: 0 })));
+    inserts.push(
+      await encodeVisits(visits, (raw) => ({ ...enrich(raw, geo), visitor_hash: visitorHash('bench', raw.ip_public, raw.user_agent), is_unique: 0 })),
+    );
   }
   const storing = performance.now();
   const storingCpu = process.cpuUsage();

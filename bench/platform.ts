@@ -59,7 +59,11 @@ function threadsOf(pid: number): Map<string, number> {
     }
     // The event loop's thread is the process's own id; Node's other threads (V8's GC and compiler
     // helpers, libuv's pool) carry the process's name.
-    const named = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d:]+$/, '').replace(/\s+$/, '') || '?';
+    const named =
+      stat
+        .slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+        .replace(/[\d:]+$/, '')
+        .replace(/\s+$/, '') || '?';
     if (tid === String(pid)) {
       // The event loop's system time is mostly the kernel's loopback TCP: its socket writes carry
       // the answer through both ends' TCP stacks (a real network card takes part of that off).
@@ -207,7 +211,9 @@ async function measure(mode: 'embedded' | 'services', dataDir: string, databaseU
     // those too, but autocannon does not count them. Stored is what was counted, plus at most those.
     const inFlight = 2 * connections;
     if (stored.rows !== stored.rollups || stored.rows < answered || stored.rows > answered + inFlight) {
-      throw new Error(`answered ${answered} redirects (+ at most ${inFlight} in flight at the stops), stored ${stored.rows} rows and ${stored.rollups} in the rollups`);
+      throw new Error(
+        `answered ${answered} redirects (+ at most ${inFlight} in flight at the stops), stored ${stored.rows} rows and ${stored.rollups} in the rollups`,
+      );
     }
     const figures: Figures = {
       mode,
@@ -234,7 +240,10 @@ async function measure(mode: 'embedded' | 'services', dataDir: string, databaseU
   } finally {
     clearInterval(sampler);
     if (peakByPhase.size > 0) console.log(`${mode}: peak resident MB by phase: ${[...peakByPhase].map(([name, mb]) => `${name} ${mb.toFixed(0)}`).join(', ')}`);
-    if (peakOf.anon > 0) console.log(`${mode}: peak resident MB by kind (sampled every 200 ms): the process's own memory (RssAnon) ${peakOf.anon.toFixed(0)}, mapped files (RssFile: libchdb.so's code above all) ${peakOf.file.toFixed(0)}`);
+    if (peakOf.anon > 0)
+      console.log(
+        `${mode}: peak resident MB by kind (sampled every 200 ms): the process's own memory (RssAnon) ${peakOf.anon.toFixed(0)}, mapped files (RssFile: libchdb.so's code above all) ${peakOf.file.toFixed(0)}`,
+      );
   }
 }
 
@@ -244,12 +253,15 @@ async function waitStored(port: number, seeded: Awaited<ReturnType<typeof seed>>
   for (;;) {
     const stored = await storedCounts(port, seeded.token, seeded.linkId);
     if (stored.rows >= visits && stored.rollups >= visits) return;
-    if (performance.now() > deadline) throw new Error(`${visits} visits answered, ${stored.rows} stored (${stored.rollups} in the rollups) after ${timeoutMs / 1000} s`);
+    if (performance.now() > deadline)
+      throw new Error(`${visits} visits answered, ${stored.rows} stored (${stored.rollups} in the rollups) after ${timeoutMs / 1000} s`);
     await sleep(100);
   }
 }
 
-console.log(`node ${process.version}; ${seconds} s of redirects from ${connections} connections (autocannon, its own process), ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent`);
+console.log(
+  `node ${process.version}; ${seconds} s of redirects from ${connections} connections (autocannon, its own process), ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent`,
+);
 console.log(`before the runs: ${await otherLoad()}`);
 const modes: ('embedded' | 'services')[] = process.env.KAFKA_BROKERS ? ['embedded', 'services'] : ['embedded'];
 const results: Figures[] = [];
@@ -263,14 +275,19 @@ for (const mode of modes) {
   }
 }
 console.log(`after the runs: ${await otherLoad()}`);
-console.log(`\n${'mode'.padEnd(10)}${pad('visits', 9)}${pad('redirects/s', 13)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}${pad('drain s', 9)}${pad('CPU µs/visit', 14)}${pad('peak RSS MB', 13)}`);
+console.log(
+  `\n${'mode'.padEnd(10)}${pad('visits', 9)}${pad('redirects/s', 13)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}${pad('drain s', 9)}${pad('CPU µs/visit', 14)}${pad('peak RSS MB', 13)}`,
+);
 for (const r of results) {
   console.log(
     `${r.mode.padEnd(10)}${pad(String(r.answered), 9)}${pad(r.rps.toFixed(0), 13)}${pad(String(r.p50), 8)}${pad(String(r.p99), 8)}${pad(r.drainS.toFixed(1), 9)}${pad(r.cpuUs.toFixed(1), 14)}${pad(r.peakRssMb.toFixed(0), 13)}`,
   );
 }
 for (const r of results) console.log(`${r.mode}: ${r.inserts} inserts into visits, ${r.rowsPerInsert.toFixed(0)} rows each`);
-for (const r of results) console.log(`${r.mode}: memory at the load's end: ${r.memory.rssMb.toFixed(0)} MB resident, of which V8's heap ${r.memory.heapMb.toFixed(0)} MB and buffers ${r.memory.externalMb.toFixed(0)} MB`);
+for (const r of results)
+  console.log(
+    `${r.mode}: memory at the load's end: ${r.memory.rssMb.toFixed(0)} MB resident, of which V8's heap ${r.memory.heapMb.toFixed(0)} MB and buffers ${r.memory.externalMb.toFixed(0)} MB`,
+  );
 for (const r of results) console.log(`${r.mode}: CPU µs per visit by thread: ${r.threads.map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}`);
 for (const r of results) {
   const verdict = (ok: boolean) => (ok ? 'within target' : 'BELOW target');

@@ -14,7 +14,17 @@ const entry = join(import.meta.dirname, '..', 'dist', 'services', 'main.js');
 async function startOnce(dataDir: string, measureRss: boolean): Promise<{ healthyMs: number; rssMiB?: number }> {
   const started = performance.now();
   const child = spawn(process.execPath, [entry], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '' },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      KAFKA_BROKERS: '',
+      CLICKHOUSE_URL: '',
+    },
     stdio: 'ignore',
   });
   try {

@@ -44,7 +44,12 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
     });
     const links: string[] = [];
     for (let i = 0; i < 200; i++) {
-      const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: `p${i}`, target_url: `https://example.com/${i}` } });
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/v1/links',
+        headers: owner.auth,
+        payload: { subdomain, slug: `p${i}`, target_url: `https://example.com/${i}` },
+      });
       links.push(created.json().data.id);
     }
     const hot = links[0]!;
@@ -55,7 +60,9 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
     const started = performance.now();
     await seedVisits(context, { total, mine, days: DAYS, ownerId: owner.id, subdomain, hot, hotRows: exportRows, links });
     const seeded = (performance.now() - started) / 1000;
-    console.log(`seeded ${total} visits (${mine} in the measured subdomain, ${exportRows} on the exported link) in ${seeded.toFixed(0)} s, rollup views included`);
+    console.log(
+      `seeded ${total} visits (${mine} in the measured subdomain, ${exportRows} on the exported link) in ${seeded.toFixed(0)} s, rollup views included`,
+    );
 
     const timed = async (name: string, url: string, headers: Record<string, string>, target: number) => {
       const first = await app.inject({ method: 'GET', url, headers });
@@ -77,8 +84,15 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
     };
     console.log(`\nstats, ${perShape} requests each (app.inject, one at a time):`);
     const report = await timed('owner: subdomain, 30 days by day', `/api/v1/stats/subdomain/${subdomain}`, owner.auth, 100);
-    console.log(`  (the subdomain's 30 days: ${report.totals.visits} human visits, ${report.totals.bots} bots, ${report.totals.attacks} attacks, ${report.series.length} points)`);
-    await timed('owner: subdomain, 7 days by hour, tz Asia/Kolkata', `/api/v1/stats/subdomain/${subdomain}?granularity=hour&tz=Asia/Kolkata&since=${encodeURIComponent(new Date(Date.now() - 7 * 86_400_000).toISOString())}`, owner.auth, 0);
+    console.log(
+      `  (the subdomain's 30 days: ${report.totals.visits} human visits, ${report.totals.bots} bots, ${report.totals.attacks} attacks, ${report.series.length} points)`,
+    );
+    await timed(
+      'owner: subdomain, 7 days by hour, tz Asia/Kolkata',
+      `/api/v1/stats/subdomain/${subdomain}?granularity=hour&tz=Asia/Kolkata&since=${encodeURIComponent(new Date(Date.now() - 7 * 86_400_000).toISOString())}`,
+      owner.auth,
+      0,
+    );
     await timed('owner: user (all subdomains), 30 days', '/api/v1/stats/user/me', owner.auth, 0);
     await timed('owner: the exported link, 30 days', `/api/v1/stats/link/${hot}`, owner.auth, 0);
     await timed('public: subdomain, 30 days by day', `/api/v1/stats?subdomain=${subdomain}`, {}, 100);
@@ -110,7 +124,9 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
         `peak RSS growth ${mb(csv.peakGrowth)} MB (target ≤ 150: ${csv.peakGrowth <= 150 * 1024 * 1024 ? 'met' : 'MISSED'})`,
     );
     const json = await download('json');
-    console.log(`json  ${json.seconds.toFixed(1)} s, ${(exportRows / json.seconds).toFixed(0)} rows/s, ${mb(json.bytes)} MB, peak RSS growth ${mb(json.peakGrowth)} MB`);
+    console.log(
+      `json  ${json.seconds.toFixed(1)} s, ${(exportRows / json.seconds).toFixed(0)} rows/s, ${mb(json.bytes)} MB, peak RSS growth ${mb(json.peakGrowth)} MB`,
+    );
     const xlsx = await download('xlsx');
     console.log(
       `xlsx  ${xlsx.seconds.toFixed(1)} s, ${(exportRows / xlsx.seconds).toFixed(0)} rows/s, ${mb(xlsx.bytes)} MB, ` +

@@ -54,18 +54,49 @@ function gzipSize(pathname: string): number {
 }
 
 await runBench(
-  { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error', PUBLIC_URL: origin, BASE_DOMAIN: 'localhost', RATE_LIMIT_API: '100000000:60', RATE_LIMIT_DEFAULT: '100000000:60', RATE_LIMIT_AUTH: '100000:60' },
+  {
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
+    PUBLIC_URL: origin,
+    BASE_DOMAIN: 'localhost',
+    RATE_LIMIT_API: '100000000:60',
+    RATE_LIMIT_DEFAULT: '100000000:60',
+    RATE_LIMIT_AUTH: '100000:60',
+  },
   async (context) => {
     const { app } = await buildApp(context);
     await app.listen({ host: '127.0.0.1', port });
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--host-resolver-rules=MAP *.localhost 127.0.0.1'] });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--host-resolver-rules=MAP *.localhost 127.0.0.1',
+      ],
+    });
     try {
       const owner = await createOwner(context, app, 'staff');
-      const subdomain = await claimSubdomain(app, owner, { stats_public: true, stats_show_geo: true, stats_show_ua: true, stats_show_referrer: true, stats_show_links: true, stats_show_visits_list: true, stats_max_items: 12 });
+      const subdomain = await claimSubdomain(app, owner, {
+        stats_public: true,
+        stats_show_geo: true,
+        stats_show_ua: true,
+        stats_show_referrer: true,
+        stats_show_links: true,
+        stats_show_visits_list: true,
+        stats_max_items: 12,
+      });
       await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { title: 'Spring campaign' } });
       const links: string[] = [];
       for (let i = 0; i < 200; i++) {
-        const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: `p${i}`, target_url: `https://example.com/${i}` } });
+        const created = await app.inject({
+          method: 'POST',
+          url: '/api/v1/links',
+          headers: owner.auth,
+          payload: { subdomain, slug: `p${i}`, target_url: `https://example.com/${i}` },
+        });
         links.push(created.json().data.id);
       }
       const [name, value] = owner.cookie.split('=') as [string, string];
@@ -86,7 +117,10 @@ await runBench(
         });
         const t = performance.now();
         await page.goto(`${origin}${path}`);
-        await page.waitForFunction(() => document.querySelector('main h1') !== null && document.querySelector('.state-loading, .boot') === null, undefined, { polling: 'raf', timeout: 60_000 });
+        await page.waitForFunction(() => document.querySelector('main h1') !== null && document.querySelector('.state-loading, .boot') === null, undefined, {
+          polling: 'raf',
+          timeout: 60_000,
+        });
         const ms = performance.now() - t;
         await profile.close();
         return { ms, scriptBytes: [...scripts].reduce((sum, script) => sum + gzipSize(script), 0) };
@@ -103,7 +137,9 @@ await runBench(
           }
           times.sort((a, b) => a - b);
           best.set(path, times[0]!);
-          console.log(`  ${path.padEnd(34)} ${times[0]!.toFixed(0).padStart(5)} ms best  ${times.at(-1)!.toFixed(0).padStart(5)} ms worst   JS ${kb(scriptBytes).padStart(6)} KB gzip`);
+          console.log(
+            `  ${path.padEnd(34)} ${times[0]!.toFixed(0).padStart(5)} ms best  ${times.at(-1)!.toFixed(0).padStart(5)} ms worst   JS ${kb(scriptBytes).padStart(6)} KB gzip`,
+          );
           mostScript = Math.max(mostScript, scriptBytes);
         }
         return best;
@@ -113,7 +149,22 @@ await runBench(
       // Every page on an owner with a few thousand visits (a day's traffic of a small site).
       const warm = Math.min(total, 5_000);
       await seedVisits(context, { total: warm, mine: warm, days: 30, ownerId: owner.id, subdomain, hot: links[0]!, hotRows: Math.floor(warm / 10), links });
-      const pages = ['/', '/subdomains', `/subdomains/${subdomain}`, '/links', `/links/${links[0]}`, '/stats', `/stats/subdomain/${subdomain}`, '/visits', '/attacks', '/exports', '/tokens', '/webhooks', '/notifications', '/staff'];
+      const pages = [
+        '/',
+        '/subdomains',
+        `/subdomains/${subdomain}`,
+        '/links',
+        `/links/${links[0]}`,
+        '/stats',
+        `/stats/subdomain/${subdomain}`,
+        '/visits',
+        '/attacks',
+        '/exports',
+        '/tokens',
+        '/webhooks',
+        '/notifications',
+        '/staff',
+      ];
       console.log(`\ndashboard, first load of each page (fresh profile, signed in, ${warm} visits), best and worst of ${rounds}:`);
       const loads = await measure(pages);
       const slowest = Math.max(...loads.values());
@@ -125,8 +176,19 @@ await runBench(
       // Then the whole volume, and the pages that read it.
       const started = performance.now();
       const mine = Math.floor(total * 0.6);
-      await seedVisits(context, { total, mine, days: 30, ownerId: owner.id, subdomain, hot: links[0]!, hotRows: Math.min(100_000, Math.floor(mine / 10)), links });
-      console.log(`\nseeded ${total} visits more (${mine} in the measured subdomain) in ${((performance.now() - started) / 1000).toFixed(0)} s; first loads over them:`);
+      await seedVisits(context, {
+        total,
+        mine,
+        days: 30,
+        ownerId: owner.id,
+        subdomain,
+        hot: links[0]!,
+        hotRows: Math.min(100_000, Math.floor(mine / 10)),
+        links,
+      });
+      console.log(
+        `\nseeded ${total} visits more (${mine} in the measured subdomain) in ${((performance.now() - started) / 1000).toFixed(0)} s; first loads over them:`,
+      );
       const heavy = await measure([`/stats/subdomain/${subdomain}`, '/stats', '/', '/visits', '/attacks']);
       const statsBest = heavy.get(`/stats/subdomain/${subdomain}`)!;
       console.log(`dashboard statistics of the subdomain over ${total} visits: ${statsBest.toFixed(0)} ms (target ≤ 1500: ${verdict(statsBest <= 1500)})`);
@@ -143,7 +205,9 @@ await runBench(
           const profile = await signedInProfile(viewport);
           const page = await profile.newPage();
           await page.goto(path.startsWith('http') ? path : `${origin}${path}`);
-          await page.waitForFunction(() => document.querySelector('h1') !== null && document.querySelector('.state-loading, .boot') === null, undefined, { timeout: 60_000 });
+          await page.waitForFunction(() => document.querySelector('h1') !== null && document.querySelector('.state-loading, .boot') === null, undefined, {
+            timeout: 60_000,
+          });
           await page.waitForTimeout(300);
           await page.screenshot({ path: join(process.env.BENCH_SCREENSHOTS, `${file}.png`), fullPage: false });
           await profile.close();
@@ -155,12 +219,17 @@ await runBench(
       const fetchPublic = () =>
         new Promise<{ ms: number; body: string }>((resolve, reject) => {
           const t = performance.now();
-          const req = httpRequest({ host: '127.0.0.1', port, path: '/', headers: { host: `${subdomain}.localhost:${port}`, accept: 'text/html' } }, (response) => {
-            let body = '';
-            response.setEncoding('utf8');
-            response.on('data', (chunk: string) => (body += chunk));
-            response.on('end', () => (response.statusCode === 200 ? resolve({ ms: performance.now() - t, body }) : reject(new Error(`public page: ${response.statusCode}`))));
-          });
+          const req = httpRequest(
+            { host: '127.0.0.1', port, path: '/', headers: { host: `${subdomain}.localhost:${port}`, accept: 'text/html' } },
+            (response) => {
+              let body = '';
+              response.setEncoding('utf8');
+              response.on('data', (chunk: string) => (body += chunk));
+              response.on('end', () =>
+                response.statusCode === 200 ? resolve({ ms: performance.now() - t, body }) : reject(new Error(`public page: ${response.statusCode}`)),
+              );
+            },
+          );
           req.on('error', reject);
           req.end();
         });
@@ -169,8 +238,12 @@ await runBench(
       for (let i = 0; i < 20; i++) publicTimes.push((await fetchPublic()).ms);
       publicTimes.sort((a, b) => a - b);
       const scriptsOnPublic = (first.body.match(/<script/g) ?? []).length;
-      console.log(`\npublic page of the subdomain over ${total} visits: first ${first.ms.toFixed(0)} ms, then p50 ${quantile(publicTimes, 0.5).toFixed(0)} ms, p95 ${quantile(publicTimes, 0.95).toFixed(0)} ms (target ≤ 1500: ${verdict(quantile(publicTimes, 0.95) <= 1500)})`);
-      console.log(`public page: ${scriptsOnPublic} scripts, 0 KB JavaScript (target ≤ 40 KB: ${verdict(scriptsOnPublic === 0)}); HTML ${kb(gzipSync(first.body).length)} KB gzip`);
+      console.log(
+        `\npublic page of the subdomain over ${total} visits: first ${first.ms.toFixed(0)} ms, then p50 ${quantile(publicTimes, 0.5).toFixed(0)} ms, p95 ${quantile(publicTimes, 0.95).toFixed(0)} ms (target ≤ 1500: ${verdict(quantile(publicTimes, 0.95) <= 1500)})`,
+      );
+      console.log(
+        `public page: ${scriptsOnPublic} scripts, 0 KB JavaScript (target ≤ 40 KB: ${verdict(scriptsOnPublic === 0)}); HTML ${kb(gzipSync(first.body).length)} KB gzip`,
+      );
       const profile = await browser.newContext({ viewport: { width: 1280, height: 860 } });
       const page = await profile.newPage();
       const t = performance.now();

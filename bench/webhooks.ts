@@ -132,7 +132,9 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
   const receiver = await startReceiver();
   let worker: { stop(): Promise<void> } = await startWorker(context);
   try {
-    console.log(`mode: event bus ${context.visitLog.kind}, jobs ${context.jobs.kind}, database ${context.config.database.kind}; WEBHOOK_CONCURRENCY ${context.config.webhooks.concurrency}, per webhook ${context.config.webhooks.perWebhook}`);
+    console.log(
+      `mode: event bus ${context.visitLog.kind}, jobs ${context.jobs.kind}, database ${context.config.database.kind}; WEBHOOK_CONCURRENCY ${context.config.webhooks.concurrency}, per webhook ${context.config.webhooks.perWebhook}`,
+    );
 
     // Part 1: deliveries per second.
     const owner = await createAccount(context);
@@ -150,13 +152,21 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
     const rating = (await counterGrowth(context.metrics.webhookAttempts, expected, 'attempts')).rate();
     for (let start = 0; start < perEvent; start += 500) {
       const drafts = [];
-      for (let i = start; i < Math.min(perEvent, start + 500); i++) drafts.push({ type: 'visit.new' as const, ownerId: owner.id, subdomain: 'bench', data: visitData(i, 'bench') });
+      for (let i = start; i < Math.min(perEvent, start + 500); i++)
+        drafts.push({ type: 'visit.new' as const, ownerId: owner.id, subdomain: 'bench', data: visitData(i, 'bench') });
       await events.emitMany(drafts);
     }
     const { perSecond: rate, seconds } = await rating;
     await waitFor(async () => (await attemptsLogged(context, ids)) >= expected, 600_000, { intervalMs: 200, message: `${expected} attempts` });
-    const failed = await context.db.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('n')).where('webhook_id', 'in', ids).where('success', '=', false).executeTakeFirstOrThrow();
-    console.log(`deliveries: ${expected} to ${WEBHOOKS} webhooks, ${seconds.toFixed(2)} s from the first to the last: ${rate.toFixed(0)} deliveries/s from one process (${failed.n} failed; target ≥ 2000: ${rate >= 2000 ? 'within target' : 'BELOW target'})`);
+    const failed = await context.db.db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('webhook_id', 'in', ids)
+      .where('success', '=', false)
+      .executeTakeFirstOrThrow();
+    console.log(
+      `deliveries: ${expected} to ${WEBHOOKS} webhooks, ${seconds.toFixed(2)} s from the first to the last: ${rate.toFixed(0)} deliveries/s from one process (${failed.n} failed; target ≥ 2000: ${rate >= 2000 ? 'within target' : 'BELOW target'})`,
+    );
 
     // Part 2: the enricher, without and with a visit.new subscription on every link.
     const drain = async (ownerId: string) => {
@@ -212,7 +222,8 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
       // measures the enricher while the worker delivers that run's events, not an earlier backlog.
       const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
       let during = 0;
-      const caughtUp = () => waitFor(async () => (await attemptsLogged(context, [hook.id])) >= handed, 600_000, { intervalMs: 200, message: `${handed} deliveries (the backlog)` });
+      const caughtUp = () =>
+        waitFor(async () => (await attemptsLogged(context, [hook.id])) >= handed, 600_000, { intervalMs: 200, message: `${handed} deliveries (the backlog)` });
       await drain(quiet.id);
       for (let pair = 0; pair < pairs; pair++) {
         for (const subscribedRun of pair % 2 === 0 ? [false, true] : [true, false]) {
@@ -244,7 +255,10 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
       }
       console.log(`  loss per pair: ${losses.map((value) => `${value.toFixed(1)} %`).join(', ')}`);
       if (control) console.log(`  median of ${pairs} pairs: ${loss.toFixed(1)} % (both sides alike: what the measurement's noise alone makes of nothing)`);
-      else console.log(`  enricher throughput loss (median of ${pairs} pairs): ${loss.toFixed(1)} % (target ≤ 10 %): ${loss <= 10 ? 'within target' : 'ABOVE target'}`);
+      else
+        console.log(
+          `  enricher throughput loss (median of ${pairs} pairs): ${loss.toFixed(1)} % (target ≤ 10 %): ${loss <= 10 ? 'within target' : 'ABOVE target'}`,
+        );
     };
 
     const { visitLog: logConfig, database } = context.config;

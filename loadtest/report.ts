@@ -41,13 +41,21 @@ const rate = (value: number) => (value < 10 ? value.toFixed(1) : thousands(value
 
 /** The summary table: one row a scenario. */
 export function summaryTable(rows: { result: ScenarioResult; failures: string[]; count?: Count }[], settings: Settings): string {
-  const header = ['scenario'.padEnd(32), pad('requests', 10), pad('req/s', 9), pad('p50 ms', 8), pad('p99 ms', 8), pad('p99 ≤', 9), pad('errors', 7), '  thresholds', '  stored / answered'];
+  const header = [
+    'scenario'.padEnd(32),
+    pad('requests', 10),
+    pad('req/s', 9),
+    pad('p50 ms', 8),
+    pad('p99 ms', 8),
+    pad('p99 ≤', 9),
+    pad('errors', 7),
+    '  thresholds',
+    '  stored / answered',
+  ];
   const lines = [header.join('')];
   for (const { result, failures, count } of rows) {
     const errors = result.transportErrors + result.checks.failures;
-    const stored = count
-      ? `${thousands(count.stored.rows)} / ${thousands(count.answered)} ${countFailures(count).length === 0 ? 'equal' : 'DIFFER'}`
-      : '-';
+    const stored = count ? `${thousands(count.stored.rows)} / ${thousands(count.answered)} ${countFailures(count).length === 0 ? 'equal' : 'DIFFER'}` : '-';
     lines.push(
       [
         result.name.padEnd(32),

@@ -38,7 +38,11 @@ async function drain(base: string, scenarios: ScenarioResult[], deadlineS: numbe
   const ended = performance.now();
   const deadline = ended + deadlineS * 1000;
   const read = async () =>
-    new Map(await Promise.all(scenarios.map(async (result) => [result, { answered: result.visits!.answered, stored: await storedOf(base, result.visits!.where) }] as const)));
+    new Map(
+      await Promise.all(
+        scenarios.map(async (result) => [result, { answered: result.visits!.answered, stored: await storedOf(base, result.visits!.where) }] as const),
+      ),
+    );
   let counts = await read();
   const reached = () => [...counts.values()].every(({ answered, stored }) => stored.rows >= answered && stored.rollups >= answered);
   while (!reached()) {
@@ -50,7 +54,9 @@ async function drain(base: string, scenarios: ScenarioResult[], deadlineS: numbe
   for (;;) {
     await sleep(SETTLE_MS);
     const again = await read();
-    const same = [...again].every(([result, { stored }]) => stored.rows === counts.get(result)!.stored.rows && stored.rollups === counts.get(result)!.stored.rollups);
+    const same = [...again].every(
+      ([result, { stored }]) => stored.rows === counts.get(result)!.stored.rows && stored.rollups === counts.get(result)!.stored.rollups,
+    );
     counts = again;
     if (same || performance.now() > deadline) return { counts, drainS };
   }
@@ -70,20 +76,26 @@ async function main(settings: Settings, platform: Platform): Promise<boolean> {
   const seeded = await step(`seeding ${settings.owners} owners through the API`, () => seed(base, platform.admin, settings));
 
   const results: ScenarioResult[] = [];
-  results.push(await step(`redirects: ${seeded.redirectLinks.length} links on ${settings.owners} short hosts`, () => redirects(base, settings, seeded.redirectLinks)));
+  results.push(
+    await step(`redirects: ${seeded.redirectLinks.length} links on ${settings.owners} short hosts`, () => redirects(base, settings, seeded.redirectLinks)),
+  );
   results.push(await step('beacons: consent + collect', () => beacons(base, settings, { token: seeded.beaconOwner.token, subdomain: seeded.beaconSubdomain })));
   results.push(await step('API mix: links, stats, visit list', () => apiMix(base, settings, seeded.owners)));
-  results.push(
-    ...(await step('CSV exports while redirects run', () => exportWhileRedirecting(base, settings, seeded.exporter, seeded.exportLinks))),
-  );
+  results.push(...(await step('CSV exports while redirects run', () => exportWhileRedirecting(base, settings, seeded.exporter, seeded.exportLinks))));
 
   const counted = results.filter((result) => result.visits);
-  const { counts, drainS } = await step(`waiting for the pipeline to store every visit answered (at most ${settings.drainSeconds} s)`, () => drain(base, counted, settings.drainSeconds));
+  const { counts, drainS } = await step(`waiting for the pipeline to store every visit answered (at most ${settings.drainSeconds} s)`, () =>
+    drain(base, counted, settings.drainSeconds),
+  );
 
   const rows = results.map((result) => ({ result, failures: thresholdFailures(result, settings), count: counts.get(result) }));
   console.log(`\n${summaryTable(rows, settings)}\n`);
   for (const result of results) for (const note of result.notes) console.log(note);
-  console.log(drainS === undefined ? `not every visit was stored within ${settings.drainSeconds} s of the last load` : `every visit answered was stored ${drainS.toFixed(1)} s after the last load`);
+  console.log(
+    drainS === undefined
+      ? `not every visit was stored within ${settings.drainSeconds} s of the last load`
+      : `every visit answered was stored ${drainS.toFixed(1)} s after the last load`,
+  );
   // What the platform says it lost (the edge's buffer full, the visit log refusing): why a count differs.
   const dropped = await Promise.all(['visits_dropped_total', 'visit_log_dropped_total'].map(async (name) => `${name} ${await metricSum(base, name)}`));
   console.log(`the platform's own counters: ${dropped.join(', ')}`);
@@ -129,8 +141,12 @@ try {
   const output = platform.output().trim();
   if (output) console.error(`the platform's last lines:\n${output.split('\n').slice(-30).join('\n')}`);
 } finally {
-  const printed = platform.output().split('\n').filter((line) => line.trim() !== '');
-  if (printed.length > 0) console.log(`the platform printed ${printed.length} line${printed.length === 1 ? '' : 's'} (LOG_LEVEL=warn); the last: ${printed.at(-1)!.slice(0, 500)}`);
+  const printed = platform
+    .output()
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  if (printed.length > 0)
+    console.log(`the platform printed ${printed.length} line${printed.length === 1 ? '' : 's'} (LOG_LEVEL=warn); the last: ${printed.at(-1)!.slice(0, 500)}`);
   await platform.stop();
 }
 console.log(passed ? 'load test passed' : 'load test FAILED');

@@ -48,7 +48,10 @@ function expectStatus(answer: Answer, status: number, step: string): Answer {
 /** The session cookie of a sign-in. */
 async function signIn(call: ReturnType<typeof client>, credentials: { email: string; password: string }): Promise<string> {
   const login = expectStatus(await call('POST', '/auth/login', credentials), 200, `sign in as ${credentials.email}`);
-  return login.headers.getSetCookie().map((value) => value.split(';')[0]).join('; ');
+  return login.headers
+    .getSetCookie()
+    .map((value) => value.split(';')[0])
+    .join('; ');
 }
 
 export async function seed(base: string, admin: { email: string; password: string }, settings: Settings): Promise<Seeded> {
@@ -73,7 +76,11 @@ export async function seed(base: string, admin: { email: string; password: strin
   const redirectLinks: Link[] = [];
   for (let n = 1; n <= settings.owners; n++) {
     const credentials = { email: `loadtest-${run}-${n}@example.com`, password: randomBytes(18).toString('base64url') };
-    expectStatus(await call('POST', '/api/v1/users', { ...credentials, display_name: `Load test owner ${n}` }, { cookie: adminCookie }), 201, `create owner ${n}`);
+    expectStatus(
+      await call('POST', '/api/v1/users', { ...credentials, display_name: `Load test owner ${n}` }, { cookie: adminCookie }),
+      201,
+      `create owner ${n}`,
+    );
     const cookie = await signIn(call, credentials);
     const minted = expectStatus(await call('POST', '/api/v1/tokens', { name: `load test ${run}`, scopes: SCOPES }, { cookie }), 201, `token of owner ${n}`);
     const owner = { email: credentials.email, token: minted.json.data.token as string, subdomain: `lt-${run}-r${n}` };
@@ -84,6 +91,10 @@ export async function seed(base: string, admin: { email: string; password: strin
   const exportLinks = await makeLinks(exporter.token, `lt-${run}-x`);
   const beaconOwner = owners.at(-1)!;
   const beaconSubdomain = `lt-${run}-b`;
-  expectStatus(await call('POST', '/api/v1/subdomains', { name: beaconSubdomain }, { authorization: `Bearer ${beaconOwner.token}` }), 201, `claim ${beaconSubdomain}`);
+  expectStatus(
+    await call('POST', '/api/v1/subdomains', { name: beaconSubdomain }, { authorization: `Bearer ${beaconOwner.token}` }),
+    201,
+    `claim ${beaconSubdomain}`,
+  );
   return { owners, redirectLinks, exporter, exportLinks, beaconOwner, beaconSubdomain };
 }

@@ -53,7 +53,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     }
     if (url.protocol !== 'http:') throw new Error(`BASE_URL=${baseUrl}: must be http:// (a platform on this machine)`);
     if (!isLoopback(url.hostname)) throw new Error(`BASE_URL=${baseUrl}: the load test runs on loopback only (127.0.0.1, ::1 or localhost)`);
-    if (!env.ADMIN_EMAIL || !env.ADMIN_PASSWORD) throw new Error('with BASE_URL, ADMIN_EMAIL and ADMIN_PASSWORD name a staff account of that platform (it creates the owners)');
+    if (!env.ADMIN_EMAIL || !env.ADMIN_PASSWORD)
+      throw new Error('with BASE_URL, ADMIN_EMAIL and ADMIN_PASSWORD name a staff account of that platform (it creates the owners)');
   }
   return {
     baseUrl,

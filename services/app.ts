@@ -54,7 +54,12 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   const app = Fastify({
     ...baseFastifyOptions(context),
     // With the ingest role, one server answers both: requests for a short host go to the edge app.
-    ...(ingest ? { serverFactory: (handler: RequestListener, serverOptions: FastifyServerOptions) => hostServer((listener = hostDispatcher(context, handler, ingest)), serverOptions) } : {}),
+    ...(ingest
+      ? {
+          serverFactory: (handler: RequestListener, serverOptions: FastifyServerOptions) =>
+            hostServer((listener = hostDispatcher(context, handler, ingest)), serverOptions),
+        }
+      : {}),
   });
   if (ingest) app.addHook('onClose', async () => ingest.app.close());
   if (abuse) app.addHook('onClose', async () => abuse.close());
@@ -82,7 +87,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
     const { appError, unexpected } = toAppError(error, dependencyPorts);
     if (unexpected) log.error({ err: error, request_id: request.id }, 'unexpected failure');
     else if (appError.status === 500) log.error({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request failed');
-    else if (appError.cause && appError.status === 503) log.warn({ err: appError.cause, request_id: request.id, down: appError.details.down }, 'dependency unavailable');
+    else if (appError.cause && appError.status === 503)
+      log.warn({ err: appError.cause, request_id: request.id, down: appError.details.down }, 'dependency unavailable');
     else log.debug({ err: appError.cause ?? appError, request_id: request.id, code: appError.code }, 'request refused');
     if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef.bucket, { rules: config.rateLimits, metrics });
     return sendError(request, reply, appError, errorOptions);

@@ -125,7 +125,7 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
   try {
     platform = await startPlatform(config);
   } catch (error) {
-    process.stderr.write(`start-up failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+    process.stderr.write(`start-up failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exit(1);
   }
   const { context, url } = platform;

@@ -31,7 +31,12 @@ const shortHost = () => `${subdomain}.localhost:8080`;
 
 beforeAll(async () => {
   ({ context, app: everything, owner, subdomain } = await startTestPlatform());
-  const created = await everything.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/roles' } });
+  const created = await everything.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, target_url: 'https://example.com/roles' },
+  });
   expect(created.statusCode).toBe(201);
   slug = created.json().data.slug;
   for (const role of ROLES) {
@@ -94,7 +99,12 @@ describe('what only the api role answers', () => {
     for (const url of ['/api/v1/', '/api/v1/status', '/api/v1/openapi.json', '/api/v1/errors', '/api/v1/languages', '/api/rest.php/ip']) {
       expect(await statuses({ url, headers: { host: API_HOST } }), url).toEqual(only('api', 200));
     }
-    const login = { method: 'POST', url: '/auth/login', headers: { host: API_HOST }, payload: { email: 'nobody@example.com', password: 'not the password' } } as const;
+    const login = {
+      method: 'POST',
+      url: '/auth/login',
+      headers: { host: API_HOST },
+      payload: { email: 'nobody@example.com', password: 'not the password' },
+    } as const;
     expect(await statuses(login)).toEqual(only('api', 401));
   });
 
@@ -135,7 +145,14 @@ describe('what only the ingest role answers', () => {
 describe('a process composes only what its routes use', () => {
   it('without the api and ingest roles, a route that takes credentials or counts in a rate bucket is refused at start-up', async () => {
     const common = { tags: ['test'], summary: 'test', response: z.object({}), handler: async () => ({}) };
-    const scoped = defineRoute({ ...common, operationId: 'testScoped', method: 'GET', path: '/test/scoped', auth: { kind: 'scope', scope: 'links:read' }, bucket: null });
+    const scoped = defineRoute({
+      ...common,
+      operationId: 'testScoped',
+      method: 'GET',
+      path: '/test/scoped',
+      auth: { kind: 'scope', scope: 'links:read' },
+      bucket: null,
+    });
     const counted = defineRoute({ ...common, operationId: 'testCounted', method: 'GET', path: '/test/counted', auth: { kind: 'none' }, bucket: 'default' });
     const worker = { ...context, config: { ...context.config, roles: ['worker' as const] } };
     await expect(buildApp(worker, { extraRoutes: [scoped] })).rejects.toThrow('GET /test/scoped needs an authenticator');

@@ -113,12 +113,24 @@ describe('loadConfig', () => {
   });
 
   it.each([
-    [{ SECRETS_KEY: 'hunter2hunter2' }, /^invalid configuration: SECRETS_KEY must be 32 random bytes as base64 or 64 hex digits \(openssl rand -base64 32\) \(got a value\)$/],
+    [
+      { SECRETS_KEY: 'hunter2hunter2' },
+      /^invalid configuration: SECRETS_KEY must be 32 random bytes as base64 or 64 hex digits \(openssl rand -base64 32\) \(got a value\)$/,
+    ],
     [{ SECRETS_KEY: Buffer.alloc(16).toString('base64') }, /SECRETS_KEY must be 32 random bytes/],
-    [{ SECRETS_KEY_PREVIOUS: `${Buffer.alloc(32).toString('base64')},hunter2` }, /^invalid configuration: SECRETS_KEY_PREVIOUS must be a comma-separated list of keys; each must be 32 random bytes/],
-    [{ DATABASE_URL: 'postgres://u:p@db/x' }, /^invalid configuration: SECRETS_KEY must be set when DATABASE_URL is set and this process runs the api or worker role/],
+    [
+      { SECRETS_KEY_PREVIOUS: `${Buffer.alloc(32).toString('base64')},hunter2` },
+      /^invalid configuration: SECRETS_KEY_PREVIOUS must be a comma-separated list of keys; each must be 32 random bytes/,
+    ],
+    [
+      { DATABASE_URL: 'postgres://u:p@db/x' },
+      /^invalid configuration: SECRETS_KEY must be set when DATABASE_URL is set and this process runs the api or worker role/,
+    ],
     [{ DATABASE_URL: 'postgres://u:p@db/x', SERVICE_ROLES: 'worker' }, /SECRETS_KEY must be set when DATABASE_URL is set/],
-    [{ WEBHOOK_DELIVERY_RETENTION_DAYS: '-1' }, /^invalid configuration: WEBHOOK_DELIVERY_RETENTION_DAYS must be a whole number of days from 0 \(keep forever\) to 3650 \(got "-1"\)$/],
+    [
+      { WEBHOOK_DELIVERY_RETENTION_DAYS: '-1' },
+      /^invalid configuration: WEBHOOK_DELIVERY_RETENTION_DAYS must be a whole number of days from 0 \(keep forever\) to 3650 \(got "-1"\)$/,
+    ],
     [{ AUDIT_RETENTION_DAYS: '1.5' }, /AUDIT_RETENTION_DAYS must be a whole number of days/],
   ])('%o: secrets and retention settings stop start-up with one line, never echoing a key', (env, expected) => {
     const message = configErrorOf(env);
@@ -128,7 +140,11 @@ describe('loadConfig', () => {
   });
 
   it('lets a process running neither the api nor the worker role share a Postgres without SECRETS_KEY (it never reads a secret)', () => {
-    expect(loadConfig({ DATABASE_URL: 'postgres://u:p@db/x', SERVICE_ROLES: 'ingest,enricher' }).secrets).toEqual({ key: undefined, previous: [], keyFile: undefined });
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:p@db/x', SERVICE_ROLES: 'ingest,enricher' }).secrets).toEqual({
+      key: undefined,
+      previous: [],
+      keyFile: undefined,
+    });
   });
 
   it('reads all eight rate buckets from their settings', () => {
@@ -150,8 +166,6 @@ describe('configuration documentation', () => {
   });
 
   it('marks the service URLs and roles as what the production topology must set', () => {
-    expect(PRODUCTION_VARS).toEqual(
-      expect.arrayContaining(['DATABASE_URL', 'CLICKHOUSE_URL', 'KAFKA_BROKERS', 'REDIS_URL', 'SERVICE_ROLES', 'BASE_DOMAIN']),
-    );
+    expect(PRODUCTION_VARS).toEqual(expect.arrayContaining(['DATABASE_URL', 'CLICKHOUSE_URL', 'KAFKA_BROKERS', 'REDIS_URL', 'SERVICE_ROLES', 'BASE_DOMAIN']));
   });
 });

@@ -34,8 +34,7 @@ interface VarDoc {
 
 const emptyToUndefined = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
 const optionalString = <T extends z.ZodType>(schema: T) => z.preprocess(emptyToUndefined, schema.optional());
-const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
-  z.preprocess(emptyToUndefined, schema.prefault(fallback as never));
+const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) => z.preprocess(emptyToUndefined, schema.prefault(fallback as never));
 
 const port = z.coerce
   .number({ error: 'must be an integer from 1 to 65535' })
@@ -44,13 +43,16 @@ const port = z.coerce
   .max(65535, 'must be an integer from 1 to 65535');
 
 const urlWithScheme = (schemes: string[]) =>
-  z.string().refine((value) => {
-    try {
-      return schemes.includes(new URL(value).protocol.replace(/:$/, ''));
-    } catch {
-      return false;
-    }
-  }, `must be a URL with scheme ${schemes.join(' or ')}`);
+  z.string().refine(
+    (value) => {
+      try {
+        return schemes.includes(new URL(value).protocol.replace(/:$/, ''));
+      } catch {
+        return false;
+      }
+    },
+    `must be a URL with scheme ${schemes.join(' or ')}`,
+  );
 
 const rateRule = z
   .string()
@@ -75,7 +77,11 @@ const secretsKey = z.string().transform((value, ctx) => {
   return key;
 });
 const secretsKeys = z.string().transform((value, ctx) => {
-  const keys = value.split(',').map((entry) => entry.trim()).filter(Boolean).map(parseKey);
+  const keys = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map(parseKey);
   if (keys.some((key) => !key)) {
     ctx.addIssue({ code: 'custom', message: `must be a comma-separated list of keys; each ${KEY_RULE}` });
     return z.NEVER;
@@ -108,7 +114,10 @@ export const CONFIG_VARS = {
     withDefault(
       z
         .string()
-        .regex(/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a lower-case host name such as links.example.com'),
+        .regex(
+          /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/,
+          'must be a lower-case host name such as links.example.com',
+        ),
       'localhost',
     ),
     { doc: 'Domain under which subdomain hosts `{name}.{BASE_DOMAIN}` serve short links.', production: true },
@@ -123,7 +132,14 @@ export const CONFIG_VARS = {
     withDefault(
       z
         .string()
-        .transform((value) => [...new Set(value.split(',').map((role) => role.trim()).filter(Boolean))])
+        .transform((value) => [
+          ...new Set(
+            value
+              .split(',')
+              .map((role) => role.trim())
+              .filter(Boolean),
+          ),
+        ])
         .pipe(z.array(z.enum(ROLES, { error: `must list roles among ${ROLES.join(', ')}` })).min(1, 'must name at least one role')),
       ROLES.join(','),
     ),
@@ -131,7 +147,9 @@ export const CONFIG_VARS = {
   ],
   DATA_DIR: [
     withDefault(z.string().min(1), './data'),
-    { doc: 'Folder of the embedded stores (PGlite, chDB, the durable visit log and job queue on LMDB) when no server URL is set. One process at a time owns it.' },
+    {
+      doc: 'Folder of the embedded stores (PGlite, chDB, the durable visit log and job queue on LMDB) when no server URL is set. One process at a time owns it.',
+    },
   ],
   DATABASE_URL: [
     optionalString(urlWithScheme(['postgres', 'postgresql'])),
@@ -149,7 +167,10 @@ export const CONFIG_VARS = {
         .regex(/^[A-Za-z0-9.\-[\]:]+:\d+(?:,[A-Za-z0-9.\-[\]:]+:\d+)*$/, 'must be a comma-separated list of host:port')
         .transform((value) => value.split(',')),
     ),
-    { doc: 'Comma-separated Kafka brokers (`host:port`); without them the visit log is durable on LMDB under `DATA_DIR/log`, in this process.', production: true },
+    {
+      doc: 'Comma-separated Kafka brokers (`host:port`); without them the visit log is durable on LMDB under `DATA_DIR/log`, in this process.',
+      production: true,
+    },
   ],
   VISIT_LOG_COMMIT_MS: [
     withDefault(z.coerce.number().int().min(0).max(1000), 50),
@@ -176,16 +197,16 @@ export const CONFIG_VARS = {
   ],
   REDIS_URL: [
     optionalString(urlWithScheme(['redis', 'rediss'])),
-    { doc: 'Redis URL for BullMQ jobs, shared rate-limit counters and pub/sub; without it jobs are durable on LMDB under `DATA_DIR/jobs` and the other two are in-process.', production: true },
+    {
+      doc: 'Redis URL for BullMQ jobs, shared rate-limit counters and pub/sub; without it jobs are durable on LMDB under `DATA_DIR/jobs` and the other two are in-process.',
+      production: true,
+    },
   ],
   REDIS_PREFIX: [
     withDefault(z.string().regex(/^[A-Za-z0-9._-]{1,40}$/, 'must be 1 to 40 letters, digits, dot, underscore and hyphen'), 'lt'),
     { doc: 'Prefix of every Redis key and BullMQ queue (to share a Redis between environments).' },
   ],
-  ADMIN_EMAIL: [
-    optionalString(z.email('must be an e-mail address')),
-    { doc: 'E-mail of the staff admin created on first start when there is no user.' },
-  ],
+  ADMIN_EMAIL: [optionalString(z.email('must be an e-mail address')), { doc: 'E-mail of the staff admin created on first start when there is no user.' }],
   ADMIN_PASSWORD: [
     optionalString(z.string().min(12, 'must be at least 12 characters')),
     { doc: 'Password of that admin; without it a generated password is printed once.' },
@@ -194,21 +215,39 @@ export const CONFIG_VARS = {
     withDefault(
       z
         .string()
-        .transform((value) => value.split(',').map((entry) => entry.trim()).filter(Boolean))
+        .transform((value) =>
+          value
+            .split(',')
+            .map((entry) => entry.trim())
+            .filter(Boolean),
+        )
         .pipe(z.array(z.string().regex(cidr, 'must be comma-separated IP addresses or CIDR ranges'))),
       '',
     ),
     { doc: 'Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is trusted (default none).' },
   ],
   BODY_LIMIT: [
-    withDefault(z.coerce.number().int().min(1024, 'must be at least 1024 bytes').max(64 * 1024 * 1024, 'must be at most 67108864 bytes'), 1024 * 1024),
+    withDefault(
+      z.coerce
+        .number()
+        .int()
+        .min(1024, 'must be at least 1024 bytes')
+        .max(64 * 1024 * 1024, 'must be at most 67108864 bytes'),
+      1024 * 1024,
+    ),
     { doc: 'Largest accepted request body in bytes (413 `payload_too_large` above).' },
   ],
   LOG_LEVEL: [
-    withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be fatal, error, warn, info, debug, trace or silent' }), 'info'),
+    withDefault(
+      z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'must be fatal, error, warn, info, debug, trace or silent' }),
+      'info',
+    ),
     { doc: 'pino log level.' },
   ],
-  DEBUG: [withDefault(boolFlag, '0'), { doc: '`1` shows exception detail (message and stack) in 500 answers whatever NODE_ENV says; never set it where clients are not trusted.' }],
+  DEBUG: [
+    withDefault(boolFlag, '0'),
+    { doc: '`1` shows exception detail (message and stack) in 500 answers whatever NODE_ENV says; never set it where clients are not trusted.' },
+  ],
   SESSION_TTL: [
     withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(31_536_000, 'must be at most 31536000 seconds (a year)'), 1_209_600),
     { doc: 'Lifetime of a login session in seconds (default 14 days).' },
@@ -236,7 +275,7 @@ export const CONFIG_VARS = {
   ],
   TRACKER_SECRET: [
     optionalString(z.string().min(32, 'must be at least 32 characters')),
-    { doc: 'HMAC key of the beacon\'s consent tokens (default: generated once and kept in Postgres, shared by every node).' },
+    { doc: "HMAC key of the beacon's consent tokens (default: generated once and kept in Postgres, shared by every node)." },
   ],
   TRACKER_CONSENT_TTL: [
     withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(86_400, 'must be at most 86400 seconds'), 1800),
@@ -288,12 +327,20 @@ export const CONFIG_VARS = {
     withDefault(
       z
         .string()
-        .transform((value) => value.split(',').map((entry) => entry.trim().toLowerCase()).filter(Boolean))
+        .transform((value) =>
+          value
+            .split(',')
+            .map((entry) => entry.trim().toLowerCase())
+            .filter(Boolean),
+        )
         .pipe(
           z.array(
             z
               .string()
-              .regex(/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]+)(?:\/\d{1,3})?)$/, 'must be comma-separated host names, IP addresses or CIDR ranges'),
+              .regex(
+                /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]+)(?:\/\d{1,3})?)$/,
+                'must be comma-separated host names, IP addresses or CIDR ranges',
+              ),
           ),
         ),
       '',
@@ -304,19 +351,18 @@ export const CONFIG_VARS = {
   ],
   WEBHOOK_RETRY_BASE_MS: [
     withDefault(z.coerce.number().int().min(10, 'must be at least 10 ms').max(3_600_000, 'must be at most 3600000 ms'), 60_000),
-    { doc: 'Wait before the first retry of a failed webhook delivery; later retries wait 4, 16 and 64 times it (±20 % jitter). Default: 1, 4, 16 and 64 minutes.' },
+    {
+      doc: 'Wait before the first retry of a failed webhook delivery; later retries wait 4, 16 and 64 times it (±20 % jitter). Default: 1, 4, 16 and 64 minutes.',
+    },
   ],
   WEBHOOK_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100, 'must be at least 100 ms').max(15_000, 'must be at most 15000 ms'), 10_000),
     { doc: 'Longest a webhook delivery attempt may take (connect, send and answer); beyond it the attempt fails.' },
   ],
-  WEBHOOK_CONCURRENCY: [
-    withDefault(z.coerce.number().int().min(1).max(1000), 64),
-    { doc: 'Webhook deliveries one worker process makes at once.' },
-  ],
+  WEBHOOK_CONCURRENCY: [withDefault(z.coerce.number().int().min(1).max(1000), 64), { doc: 'Webhook deliveries one worker process makes at once.' }],
   WEBHOOK_CONCURRENCY_PER_WEBHOOK: [
     withDefault(z.coerce.number().int().min(1).max(1000), 8),
-    { doc: 'Deliveries to one webhook one worker process makes at once; a busy webhook waits for its own slots instead of taking everyone\'s.' },
+    { doc: "Deliveries to one webhook one worker process makes at once; a busy webhook waits for its own slots instead of taking everyone's." },
   ],
   WEBHOOK_QUEUE_HIGH_WATER: [
     withDefault(z.coerce.number().int().min(10, 'must be at least 10').max(1_000_000, 'must be at most 1000000'), 10_000),
@@ -327,32 +373,36 @@ export const CONFIG_VARS = {
   WORKER_NICE: [
     withDefault(z.coerce.number().int().min(0, 'must be from 0 to 19').max(19, 'must be from 0 to 19'), 19),
     {
-      doc:
-        'CPU scheduling priority (nice value) a process running the worker role alone lowers itself to; the default is the lowest: on a host shared with ingest or enricher processes, webhook deliveries and other jobs take the CPU those leave and catch up when it is free (a backlog waits in the events topic). 0 keeps the priority it was started with; a process running other roles too keeps it.',
+      doc: 'CPU scheduling priority (nice value) a process running the worker role alone lowers itself to; the default is the lowest: on a host shared with ingest or enricher processes, webhook deliveries and other jobs take the CPU those leave and catch up when it is free (a backlog waits in the events topic). 0 keeps the priority it was started with; a process running other roles too keeps it.',
     },
   ],
   SECRETS_KEY: [
     optionalString(secretsKey),
     {
-      doc:
-        'Key that encrypts webhook signing secrets in Postgres (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Required with `DATABASE_URL` for processes running the api or worker role (every such node needs the same key); without `DATABASE_URL` a key is generated on first start into `DATA_DIR/secrets.key` (mode 0600) and reused. docs/operations.md, "Secrets at rest and retention", tells how to rotate it.',
+      doc: 'Key that encrypts webhook signing secrets in Postgres (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Required with `DATABASE_URL` for processes running the api or worker role (every such node needs the same key); without `DATABASE_URL` a key is generated on first start into `DATA_DIR/secrets.key` (mode 0600) and reused. docs/operations.md, "Secrets at rest and retention", tells how to rotate it.',
     },
   ],
   SECRETS_KEY_PREVIOUS: [
     withDefault(secretsKeys, ''),
-    { doc: 'Comma-separated earlier values of SECRETS_KEY, used only to decrypt while the key rotates: at start the api and worker roles re-encrypt under SECRETS_KEY every secret sealed with one of them.' },
+    {
+      doc: 'Comma-separated earlier values of SECRETS_KEY, used only to decrypt while the key rotates: at start the api and worker roles re-encrypt under SECRETS_KEY every secret sealed with one of them.',
+    },
   ],
   WEBHOOK_DELIVERY_RETENTION_DAYS: [
     withDefault(retentionDays(3650), 30),
-    { doc: 'Days a webhook delivery-log row (`webhook_deliveries`) is kept; older rows are deleted by the worker\'s hourly retention job. 0 keeps them forever.' },
+    {
+      doc: "Days a webhook delivery-log row (`webhook_deliveries`) is kept; older rows are deleted by the worker's hourly retention job. 0 keeps them forever.",
+    },
   ],
   AUDIT_RETENTION_DAYS: [
     withDefault(retentionDays(36_500), 365),
-    { doc: 'Days an audit-log row (`audit_log`) is kept; older rows are deleted by the worker\'s hourly retention job. 0 keeps them forever.' },
+    { doc: "Days an audit-log row (`audit_log`) is kept; older rows are deleted by the worker's hourly retention job. 0 keeps them forever." },
   ],
   SMTP_URL: [
     optionalString(urlWithScheme(['smtp', 'smtps'])),
-    { doc: 'SMTP server for e-mail notifications (`smtp://user:password@host:587`, `smtps://…:465`); without it notifications are only shown in the dashboard.' },
+    {
+      doc: 'SMTP server for e-mail notifications (`smtp://user:password@host:587`, `smtps://…:465`); without it notifications are only shown in the dashboard.',
+    },
   ],
   SMTP_FROM: [optionalString(z.string().min(3).max(200)), { doc: 'Sender of notification e-mails (default `linktrack <noreply@{BASE_DOMAIN}>`).' }],
   SHUTDOWN_TIMEOUT_MS: [
@@ -391,7 +441,9 @@ export interface Config {
   dataDir: string;
   database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
   analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
-  visitLog: { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number; minFreeBytes: number } | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
+  visitLog:
+    | { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number; minFreeBytes: number }
+    | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
   /** Folder of the durable one-process job queue (without REDIS_URL). */
   jobs: { dir: string; minFreeBytes: number };
   redisUrl: string | undefined;
@@ -457,9 +509,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
         '(the same key on every node; generate one with: openssl rand -base64 32)',
     );
   }
-  const rateLimits = Object.fromEntries(
-    RATE_BUCKET_NAMES.map((bucket) => [bucket, env[RATE_BUCKETS[bucket].env]]),
-  ) as Record<RateBucket, RateRule>;
+  const rateLimits = Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [bucket, env[RATE_BUCKETS[bucket].env]])) as Record<RateBucket, RateRule>;
   const dataDir = env.DATA_DIR;
   const publicUrl = (env.PUBLIC_URL ?? `http://${env.BASE_DOMAIN}:${env.PORT}`).replace(/\/+$/, '');
   return {
@@ -472,13 +522,17 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     secureCookies: publicUrl.startsWith('https:'),
     roles: env.SERVICE_ROLES,
     dataDir,
-    database: env.DATABASE_URL
-      ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX }
-      : { kind: 'pglite', dir: `${dataDir}/pg` },
+    database: env.DATABASE_URL ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX } : { kind: 'pglite', dir: `${dataDir}/pg` },
     analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
     visitLog: env.KAFKA_BROKERS
       ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
-      : { kind: 'lmdb', dir: `${dataDir}/log`, commitDelayMs: env.VISIT_LOG_COMMIT_MS, capacity: env.VISIT_LOG_CAPACITY, minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576 },
+      : {
+          kind: 'lmdb',
+          dir: `${dataDir}/log`,
+          commitDelayMs: env.VISIT_LOG_COMMIT_MS,
+          capacity: env.VISIT_LOG_CAPACITY,
+          minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576,
+        },
     jobs: { dir: `${dataDir}/jobs`, minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576 },
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX,
@@ -518,9 +572,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
 }
 
 /** Names of the variables the production topology (docker-compose) must set for every role. */
-export const PRODUCTION_VARS = (Object.keys(CONFIG_VARS) as ConfigVar[]).filter(
-  (name) => (CONFIG_VARS[name][1] as VarDoc).production,
-);
+export const PRODUCTION_VARS = (Object.keys(CONFIG_VARS) as ConfigVar[]).filter((name) => (CONFIG_VARS[name][1] as VarDoc).production);
 
 /** One row per variable for the configuration table (docs/configuration.md): name, default, description. */
 export function configTable(): { name: ConfigVar; fallback: string; doc: string }[] {

@@ -54,8 +54,7 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const metrics = createMetrics();
   const db = await createDatabase(config.database);
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
-  const visitLog =
-    config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createDurableVisitLog(config.visitLog, log, metrics);
+  const visitLog = config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createDurableVisitLog(config.visitLog, log, metrics);
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, config.jobs);
   const cache = config.redisUrl
     ? createRedisCache(config.redisUrl, config.redisPrefix, (error) => {

@@ -7,7 +7,9 @@ export class DiskFullError extends Error {
     readonly freeBytes: number,
     readonly minFreeBytes: number,
   ) {
-    super(`the disk of ${dir} has ${Math.floor(freeBytes / 1_048_576)} MiB free, under the ${Math.floor(minFreeBytes / 1_048_576)} MiB DISK_MIN_FREE_MB keeps free: new messages are refused until there is room`);
+    super(
+      `the disk of ${dir} has ${Math.floor(freeBytes / 1_048_576)} MiB free, under the ${Math.floor(minFreeBytes / 1_048_576)} MiB DISK_MIN_FREE_MB keeps free: new messages are refused until there is room`,
+    );
     this.name = 'DiskFullError';
   }
 }

@@ -57,11 +57,15 @@ export function errorDocs(code: ErrorCode): string {
  */
 export function retryLater(code: 'rate_limited' | 'spam_detected', seconds: number, details: ErrorDetails = {}): AppError {
   const wait = Math.max(1, Math.ceil(seconds));
-  return new AppError(code, { ...details, retry_after: wait }, {
-    headers: { 'Retry-After': String(wait) },
-    messageKey: 'error.rate_limited.retry',
-    params: { seconds: wait },
-  });
+  return new AppError(
+    code,
+    { ...details, retry_after: wait },
+    {
+      headers: { 'Retry-After': String(wait) },
+      messageKey: 'error.rate_limited.retry',
+      params: { seconds: wait },
+    },
+  );
 }
 
 /** Returns true when the string is one of the catalogue's codes. */

@@ -39,7 +39,7 @@ describe('uuidv7At', () => {
 
 describe('uuidv7Derived', () => {
   const mask = Buffer.alloc(32, 0xa5);
-  it('takes the time given and the source UUID\'s random bits XOR the mask: stable, and a UUIDv7', () => {
+  it("takes the time given and the source UUID's random bits XOR the mask: stable, and a UUIDv7", () => {
     const source = uuidv7At(1_000);
     const at = Date.parse('2026-11-21T10:00:00.123Z');
     const id = uuidv7Derived(at, source, mask)!;

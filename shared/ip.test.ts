@@ -16,7 +16,8 @@ describe('IP ranges', () => {
 
   it('tells whether a range lies wholly inside one of the ranges (a minted token no wider than its minter)', () => {
     const outer = ['203.0.113.0/24', '2001:db8::/32'];
-    for (const inside of ['203.0.113.0/24', '203.0.113.128/25', '203.0.113.7', '2001:db8:1::/48', '2001:db8::1']) expect(rangeWithin(inside, outer), inside).toBe(true);
+    for (const inside of ['203.0.113.0/24', '203.0.113.128/25', '203.0.113.7', '2001:db8:1::/48', '2001:db8::1'])
+      expect(rangeWithin(inside, outer), inside).toBe(true);
     for (const outside of ['203.0.113.0/23', '203.0.112.0/24', '0.0.0.0/0', '2001:db8::/31', '::/0', '198.51.100.7', 'not a range']) {
       expect(rangeWithin(outside, outer), outside).toBe(false);
     }

@@ -16,7 +16,10 @@ export function normalizeRange(entry: string): string | undefined {
   const range = parseRange(entry.trim());
   if (!range) return undefined;
   const [address, bits] = range;
-  const network = address.kind() === 'ipv4' ? ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${bits}`) : ipaddr.IPv6.networkAddressFromCIDR(`${address.toString()}/${bits}`);
+  const network =
+    address.kind() === 'ipv4'
+      ? ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${bits}`)
+      : ipaddr.IPv6.networkAddressFromCIDR(`${address.toString()}/${bits}`);
   return `${network.toString()}/${bits}`;
 }
 

@@ -171,7 +171,7 @@ export function createMetrics(): Metrics {
     }),
     insertDuration: new Histogram({
       name: 'visits_insert_duration_seconds',
-      help: 'Duration of the enricher\'s ClickHouse inserts.',
+      help: "Duration of the enricher's ClickHouse inserts.",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),

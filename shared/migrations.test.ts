@@ -80,7 +80,15 @@ describe('pendingMigrations', () => {
   });
 
   it('ignores applied versions that have no file', () => {
-    expect(pendingMigrations([files[0]!], [{ version: '0001', checksum: 'sum-0001' }, { version: '0009', checksum: 'x' }])).toEqual([]);
+    expect(
+      pendingMigrations(
+        [files[0]!],
+        [
+          { version: '0001', checksum: 'sum-0001' },
+          { version: '0009', checksum: 'x' },
+        ],
+      ),
+    ).toEqual([]);
   });
 
   it('refuses with MigrationChecksumError naming the migration when an applied file changed', () => {

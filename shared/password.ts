@@ -1,9 +1,7 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) =>
-    scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))),
-  );
+  new Promise<Buffer>((resolve, reject) => scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))));
 
 /** scrypt cost: N = 2^15, r = 8 (32 MiB per hash), p = 1: memory-hard, ~50–100 ms on a server core. */
 const PARAMS = { N: 2 ** 15, r: 8, p: 1, keylen: 32 } as const;

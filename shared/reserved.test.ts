@@ -36,9 +36,7 @@ const quoted = (name: string): string => `['"\`]${name.replace(/[.*+?^${}()|[\]\
 
 /** Where a pattern matches in the live code: `path: line` for each. */
 function matchesIn(sources: { path: string; text: string }[], pattern: RegExp): string[] {
-  return sources.flatMap(({ path, text }) =>
-    text.split('\n').flatMap((line, index) => (pattern.test(line) ? [`${path}:${index + 1}: ${line.trim()}`] : [])),
-  );
+  return sources.flatMap(({ path, text }) => text.split('\n').flatMap((line, index) => (pattern.test(line) ? [`${path}:${index + 1}: ${line.trim()}`] : [])));
 }
 
 const sources = liveSources();

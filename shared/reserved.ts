@@ -77,9 +77,27 @@ export type ReservedRateBucket = keyof typeof RESERVED_RATE_BUCKETS;
  * in their swarm bucket; the contract tests leave them out for that reason (tag `swarm`).
  */
 export const RESERVED_ROUTES = [
-  { operationId: 'swarmAgentRecover', method: 'POST', path: '/agents/recover', summary: 'Agent recovery (swarm API; not implemented: 501)', bucket: 'swarm_register' },
-  { operationId: 'swarmAgentHeartbeat', method: 'POST', path: '/agents/heartbeat', summary: 'Agent heartbeat (swarm API; not implemented: 501)', bucket: 'swarm_write' },
-  { operationId: 'swarmKnowledgePost', method: 'POST', path: '/knowledge/post', summary: 'Post a knowledge item (swarm API; not implemented: 501)', bucket: 'swarm_write' },
+  {
+    operationId: 'swarmAgentRecover',
+    method: 'POST',
+    path: '/agents/recover',
+    summary: 'Agent recovery (swarm API; not implemented: 501)',
+    bucket: 'swarm_register',
+  },
+  {
+    operationId: 'swarmAgentHeartbeat',
+    method: 'POST',
+    path: '/agents/heartbeat',
+    summary: 'Agent heartbeat (swarm API; not implemented: 501)',
+    bucket: 'swarm_write',
+  },
+  {
+    operationId: 'swarmKnowledgePost',
+    method: 'POST',
+    path: '/knowledge/post',
+    summary: 'Post a knowledge item (swarm API; not implemented: 501)',
+    bucket: 'swarm_write',
+  },
 ] as const satisfies readonly { operationId: string; method: 'POST'; path: string; summary: string; bucket: RateBucket }[];
 
 /**

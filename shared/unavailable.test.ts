@@ -32,7 +32,9 @@ describe('unavailableDependency', () => {
   });
 
   it('names the cache for ioredis giving up, and looks through causes and aggregate errors', () => {
-    expect(unavailableDependency(Object.assign(new Error('Reached the max retries per request limit (which is 1).'), { name: 'MaxRetriesPerRequestError' }))).toBe('cache');
+    expect(
+      unavailableDependency(Object.assign(new Error('Reached the max retries per request limit (which is 1).'), { name: 'MaxRetriesPerRequestError' })),
+    ).toBe('cache');
     const refused = (port: number) => Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:${port}`), { code: 'ECONNREFUSED', port });
     expect(unavailableDependency(new AggregateError([refused(59094)], 'all brokers'), ports)).toBe('visit_log');
     expect(unavailableDependency(new Error('query failed', { cause: refused(8123) }), ports)).toBe('analytics');

@@ -16,7 +16,8 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EP
 const POSTGRES_UNAVAILABLE = /^(08...|57P0[123]|53300)$/;
 
 /** The messages of `pg` and `pg-pool` when the server went away or never answered. */
-const POSTGRES_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated unexpectedly)/;
+const POSTGRES_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated unexpectedly)/;
 
 /** ioredis, when Redis does not answer. */
 const REDIS_NAMES = new Set(['MaxRetriesPerRequestError']);

@@ -156,7 +156,12 @@ describe('every collection pages alike', () => {
     for (let i = 0; i < 3; i += 1) {
       await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: session, payload: { name: `t${i}`, scopes: ['links:read'] } });
       await claimSubdomain(app, someone);
-      await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: someone.auth, payload: { url: `https://hooks.invalid/${i}`, events: ['visit.new'] } });
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        headers: someone.auth,
+        payload: { url: `https://hooks.invalid/${i}`, events: ['visit.new'] },
+      });
     }
     for (const [path, key, headers] of [
       ['/api/v1/tokens', 'tokens', session],

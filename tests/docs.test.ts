@@ -6,7 +6,12 @@ import { CONFIG_DOC, END, START, renderConfigTable } from '../scripts/config-tab
 
 const read = (path: string): string => readFileSync(join(PROJECT_ROOT, path), 'utf8');
 const readme = read('README.md');
-const DOCS = ['README.md', ...readdirSync(join(PROJECT_ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(PROJECT_ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 function anchorOf(heading: string): string {

@@ -37,7 +37,18 @@ describe.skipIf(SERVICES_MODE)('the one-process platform killed under load, rest
       dirs.push(dataDir);
       const port = await freePort();
       // Bursts off: one load client is one visitor, and the count is what matters here.
-      const env = { ...EMBEDDED, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, RATE_LIMIT_REDIRECT: '100000000:60', RATE_LIMIT_API: '100000:60', BURST_MAX_VISITS: '100000' };
+      const env = {
+        ...EMBEDDED,
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        ADMIN_EMAIL: ADMIN.email,
+        ADMIN_PASSWORD: ADMIN.password,
+        RATE_LIMIT_REDIRECT: '100000000:60',
+        RATE_LIMIT_API: '100000:60',
+        BURST_MAX_VISITS: '100000',
+      };
       const first = startProcess(env);
       await waitHealthy(first);
       const { token, linkId, slug, host } = await seed(port);
@@ -70,7 +81,19 @@ describe.skipIf(SERVICES_MODE)('the one-process platform killed under load, rest
       // The shortest span before the kill whose answers are as many as the visits lost: the loss fits in it.
       let lossSpanMs = 0;
       while (lastMs(lossSpanMs) < lost) lossSpanMs++;
-      faultRow({ fault: `one process, ${signal} under load`, sent: answered, stored: settled.rows, rollups: settled.rollups, duplicates: settled.rollups - settled.rows, lost, loss_within_last_ms: lossSpanMs, publish_delay_p99_ms: delay.p99_ms, publish_delay_max_ms: delay.max_ms, window_ms: signal === 'SIGTERM' ? 0 : windowMs, recover_ms: recoverMs });
+      faultRow({
+        fault: `one process, ${signal} under load`,
+        sent: answered,
+        stored: settled.rows,
+        rollups: settled.rollups,
+        duplicates: settled.rollups - settled.rows,
+        lost,
+        loss_within_last_ms: lossSpanMs,
+        publish_delay_p99_ms: delay.p99_ms,
+        publish_delay_max_ms: delay.max_ms,
+        window_ms: signal === 'SIGTERM' ? 0 : windowMs,
+        recover_ms: recoverMs,
+      });
       // Exactly once: the rows and the rollups agree; nothing answered before the window is missing.
       expect(settled.rollups).toBe(settled.rows);
       // The window stays bounded even when the machine is saturated.

@@ -140,7 +140,13 @@ async function startPair(edgeOverrides: Record<string, string> = {}): Promise<Pa
   await waitHealthy(core);
   const seeded = await seed(core.port, { webhookUrl: receiver.url });
   // The edge starts after the link exists: its cache is warmed with it (the link stays cached when Postgres goes).
-  const edge = startProcess({ ...common, SERVICE_ROLES: 'ingest', DATA_DIR: tempDir('linktrack-faults-edge-'), PORT: String(await freePort()), ...edgeOverrides });
+  const edge = startProcess({
+    ...common,
+    SERVICE_ROLES: 'ingest',
+    DATA_DIR: tempDir('linktrack-faults-edge-'),
+    PORT: String(await freePort()),
+    ...edgeOverrides,
+  });
   await waitHealthy(edge);
   return { edge, core, coreEnv, seeded, receiver, path: `/${seeded.slug}` };
 }
@@ -148,11 +154,17 @@ async function startPair(edgeOverrides: Record<string, string> = {}): Promise<Pa
 /** Waits until every visit of the link is stored and announced, and checks N in = N out; the figures of the row. */
 async function expectEveryVisitOnce(pair: Pair, core: Started, sent: number, { lost = 0 } = {}) {
   const stored = await settledCounts(core.port, pair.seeded.token, pair.seeded.linkId, sent - lost, 120_000);
-  await waitFor(() => pair.receiver.visits.size >= stored.rows, 120_000, { intervalMs: 200, message: `visit.new for ${stored.rows} visits (got ${pair.receiver.visits.size})` });
+  await waitFor(() => pair.receiver.visits.size >= stored.rows, 120_000, {
+    intervalMs: 200,
+    message: `visit.new for ${stored.rows} visits (got ${pair.receiver.visits.size})`,
+  });
   await sleep(1_000);
   if (stored.rows !== sent - lost || stored.rollups !== stored.rows || pair.receiver.visits.size !== stored.rows) {
     // What the core said about redeliveries and failures: the first place to look when N in ≠ N out.
-    const said = core.output().split('\n').filter((line) => /redelivered|already stored|"level":50/.test(line));
+    const said = core
+      .output()
+      .split('\n')
+      .filter((line) => /redelivered|already stored|"level":50/.test(line));
     process.stdout.write(`N_IN_N_OUT ${JSON.stringify({ sent, lost, stored, webhooks: pair.receiver.visits.size, core: said.slice(-20) })}\n`);
   }
   expect(stored.rows).toBe(sent - lost);
@@ -190,7 +202,13 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     expect(Object.fromEntries(traffic.refused)).toEqual({});
     const row = await expectEveryVisitOnce(pair, core, traffic.answered.length);
     const deduplicated = await metricSum(core.port, 'visits_deduplicated_total');
-    faultRow({ fault: 'enricher (core process) SIGKILL mid-batch, restarted', ...row, redelivered_already_stored: deduplicated, recover_ms: Date.now() - killed, restart_ms: restartedMs });
+    faultRow({
+      fault: 'enricher (core process) SIGKILL mid-batch, restarted',
+      ...row,
+      redelivered_already_stored: deduplicated,
+      recover_ms: Date.now() - killed,
+      restart_ms: restartedMs,
+    });
     await pair.receiver.close();
   }, 300_000);
 
@@ -201,7 +219,9 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     await stopService('kafka');
     const stopped = Date.now();
     // While it lasts: the edge answers and says it is degraded (visits buffered); the core's enricher cannot work: 503.
-    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) > 500, 30_000, { message: 'visits buffered at the edge' });
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) > 500, 30_000, {
+      message: 'visits buffered at the edge',
+    });
     const edgeHealth = await health(pair.edge.port);
     expect(edgeHealth?.status).toBe(200);
     expect(edgeHealth?.json.data.status).toBe('degraded');
@@ -212,7 +232,9 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     await sleep(3_000);
     await startServices();
     const restarted = Date.now();
-    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) < 100, 60_000, { message: 'the edge buffer published' });
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) < 100, 60_000, {
+      message: 'the edge buffer published',
+    });
     const buffered = Date.now() - restarted;
     await sleep(1_000);
     await traffic.stop();
@@ -220,7 +242,13 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     expect(await metricSum(pair.edge.port, 'visits_dropped_total')).toBe(0);
     const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length);
     await waitHealthy(pair.edge);
-    faultRow({ fault: 'Kafka broker stopped and restarted under load', ...row, outage_ms: restarted - stopped, buffer_published_ms: buffered, recover_ms: Date.now() - restarted });
+    faultRow({
+      fault: 'Kafka broker stopped and restarted under load',
+      ...row,
+      outage_ms: restarted - stopped,
+      buffer_published_ms: buffered,
+      recover_ms: Date.now() - restarted,
+    });
     await pair.receiver.close();
   }, 300_000);
 
@@ -230,10 +258,14 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     await sleep(1_500);
     await stopService('kafka');
     const stopped = Date.now();
-    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_dropped_total', 'reason="buffer_full"')) > 500, 30_000, { message: 'the edge buffer full' });
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_dropped_total', 'reason="buffer_full"')) > 500, 30_000, {
+      message: 'the edge buffer full',
+    });
     await startServices();
     const restarted = Date.now();
-    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) < 100, 60_000, { message: 'the edge buffer published' });
+    await waitFor(async () => (await metricSum(pair.edge.port, 'visits_buffered', 'topic="visits.raw"')) < 100, 60_000, {
+      message: 'the edge buffer published',
+    });
     await sleep(1_000);
     await traffic.stop();
     expect(Object.fromEntries(traffic.refused)).toEqual({});
@@ -241,7 +273,13 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     expect(dropped).toBeGreaterThan(0);
     // Exactly the visits counted as dropped are missing: nothing else is lost, nothing is stored twice.
     const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length, { lost: dropped });
-    faultRow({ fault: 'Kafka down past the edge buffer (VISIT_BUFFER_SIZE=1000)', ...row, dropped_counted: dropped, outage_ms: restarted - stopped, recover_ms: Date.now() - restarted });
+    faultRow({
+      fault: 'Kafka down past the edge buffer (VISIT_BUFFER_SIZE=1000)',
+      ...row,
+      dropped_counted: dropped,
+      outage_ms: restarted - stopped,
+      recover_ms: Date.now() - restarted,
+    });
     await pair.receiver.close();
   }, 300_000);
 
@@ -255,7 +293,12 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     // The API answers while Redis is down: reads and a write.
     const listed = await call('GET', `/api/v1/links?subdomain=${pair.seeded.subdomain}`, undefined, bearer(pair.seeded));
     expect(listed.status).toBe(200);
-    const made = await call('POST', '/api/v1/links', { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-redis', slug: 'during-redis' }, bearer(pair.seeded));
+    const made = await call(
+      'POST',
+      '/api/v1/links',
+      { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-redis', slug: 'during-redis' },
+      bearer(pair.seeded),
+    );
     expect(made.status).toBe(201);
     const edgeHealth = await health(pair.edge.port);
     expect(edgeHealth?.status).toBe(200);
@@ -288,7 +331,12 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     expect(listed.json.error.code).toBe('service_unavailable');
     expect(listed.json.error.message).toContain('database');
     expect(listed.json.error.details.down).toEqual(['database']);
-    const made = await call('POST', '/api/v1/links', { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-pg', slug: 'during-pg' }, bearer(pair.seeded));
+    const made = await call(
+      'POST',
+      '/api/v1/links',
+      { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-pg', slug: 'during-pg' },
+      bearer(pair.seeded),
+    );
     expect(made.status).toBe(503);
     const coreHealth = await health(pair.core.port);
     expect(coreHealth?.status).toBe(503);
@@ -305,7 +353,12 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     // Nothing half-written: the link refused during the outage does not exist, and can be made now.
     const after = await call('GET', `/api/v1/links?subdomain=${pair.seeded.subdomain}`, undefined, bearer(pair.seeded));
     expect(after.json.data.links.map((link: { slug: string }) => link.slug)).toEqual(['load']);
-    const again = await call('POST', '/api/v1/links', { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-pg', slug: 'during-pg' }, bearer(pair.seeded));
+    const again = await call(
+      'POST',
+      '/api/v1/links',
+      { subdomain: pair.seeded.subdomain, target_url: 'https://example.com/during-pg', slug: 'during-pg' },
+      bearer(pair.seeded),
+    );
     expect(again.status).toBe(201);
     await sleep(1_000);
     await traffic.stop();

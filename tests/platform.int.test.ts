@@ -110,30 +110,37 @@ describe('the one-process platform', () => {
 
     // The restart reused the key and sealed the plaintext secret with it.
     expect(readFileSync(keyFile, 'utf8')).toBe(key);
-    const stored = await withStore(dataDir, async (db) => (await db.selectFrom('webhooks').select('secret').where('id', '=', webhookId).executeTakeFirstOrThrow()).secret);
+    const stored = await withStore(
+      dataDir,
+      async (db) => (await db.selectFrom('webhooks').select('secret').where('id', '=', webhookId).executeTakeFirstOrThrow()).secret,
+    );
     expect(stored).not.toContain('pppppppp');
     expect(stored.startsWith(`v1:${keyId(parseKey(key)!)}:`)).toBe(true);
   }, 120_000);
 
-  it.runIf(process.platform === 'linux')('a process of the worker role alone lowers every thread to WORKER_NICE', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-platform-'));
-    const port = await freePort();
-    const base = getPriority(0);
-    const nice = Math.min(19, base + 7);
-    const worker = start({ ...EMBEDDED, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', SERVICE_ROLES: 'worker', WORKER_NICE: String(nice) });
-    await waitHealthy(port, worker);
-    const pid = worker.child.pid!;
-    expect(getPriority(pid)).toBe(nice);
-    // Node's own threads (V8's helpers, libuv's pool) carry the process name; field 19 of their stat
-    // (counted from the name's closing parenthesis) is the thread's nice value. (chDB's engine names
-    // its threads and sets some priorities itself.)
-    const threads = readdirSync(`/proc/${pid}/task`)
-      .map((tid) => readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'))
-      .filter((stat) => stat.includes('(node)'))
-      .map((stat) => Number(stat.split(') ')[1]!.split(' ')[16]));
-    expect(threads.length).toBeGreaterThan(4);
-    expect(new Set(threads)).toEqual(new Set([nice]));
-    worker.child.kill('SIGTERM');
-    expect(await worker.exited).toBe(0);
-  }, 120_000);
+  it.runIf(process.platform === 'linux')(
+    'a process of the worker role alone lowers every thread to WORKER_NICE',
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-platform-'));
+      const port = await freePort();
+      const base = getPriority(0);
+      const nice = Math.min(19, base + 7);
+      const worker = start({ ...EMBEDDED, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', SERVICE_ROLES: 'worker', WORKER_NICE: String(nice) });
+      await waitHealthy(port, worker);
+      const pid = worker.child.pid!;
+      expect(getPriority(pid)).toBe(nice);
+      // Node's own threads (V8's helpers, libuv's pool) carry the process name; field 19 of their stat
+      // (counted from the name's closing parenthesis) is the thread's nice value. (chDB's engine names
+      // its threads and sets some priorities itself.)
+      const threads = readdirSync(`/proc/${pid}/task`)
+        .map((tid) => readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'))
+        .filter((stat) => stat.includes('(node)'))
+        .map((stat) => Number(stat.split(') ')[1]!.split(' ')[16]));
+      expect(threads.length).toBeGreaterThan(4);
+      expect(new Set(threads)).toEqual(new Set([nice]));
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+    },
+    120_000,
+  );
 });

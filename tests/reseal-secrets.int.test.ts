@@ -37,7 +37,10 @@ describe('scripts/reseal-secrets.ts (key rotation without a restart)', () => {
       const userId = (await usersRepository(database.db).insertIfAbsent({ email: 'reseal@example.test', passwordHash: 'x', role: 'user' }))!;
       const { columns } = webhookSecrets(createSecretBox(parseKey(oldKey))).issue(id);
       before = columns.secret;
-      await database.db.insertInto('webhooks').values({ id, owner_id: userId, url: 'https://receiver.example/hook', events: ['link.created'], ...columns }).execute();
+      await database.db
+        .insertInto('webhooks')
+        .values({ id, owner_id: userId, url: 'https://receiver.example/hook', events: ['link.created'], ...columns })
+        .execute();
     } finally {
       await database.close();
     }
@@ -53,7 +56,9 @@ describe('scripts/reseal-secrets.ts (key rotation without a restart)', () => {
     // A third key without the second: the secret is left as it is, and the exit status says so.
     const wrong = reseal(dataDir, { SECRETS_KEY: generateKey() });
     // The report is a line of its own; the error log line (pino, flushed asynchronously) may come before or after it.
-    expect(wrong.stdout).toMatch(/^webhook secrets: 0 re-encrypted under key .{8}; 1 not under it \(no configured key opens them: add the key they were sealed with to SECRETS_KEY_PREVIOUS\)$/m);
+    expect(wrong.stdout).toMatch(
+      /^webhook secrets: 0 re-encrypted under key .{8}; 1 not under it \(no configured key opens them: add the key they were sealed with to SECRETS_KEY_PREVIOUS\)$/m,
+    );
     expect(wrong.status).toBe(1);
 
     const check = await createDatabase({ kind: 'pglite', dir: join(dataDir, 'pg') });

@@ -37,9 +37,9 @@ const SCANNED = ['services', 'shared', 'scripts'];
  */
 const ALLOWED: Record<string, string> = {
   'shared/db/database.ts': 'the Postgres client: checks its connection (SELECT 1) and takes the migration lock',
-  'shared/db/migrate.ts': 'the Postgres migration runner: its bookkeeping table is the runner\'s own',
+  'shared/db/migrate.ts': "the Postgres migration runner: its bookkeeping table is the runner's own",
   'shared/analytics/analytics.ts': 'the ClickHouse client: selectRows and insertEncoded are the transport repositories call',
-  'shared/analytics/migrate.ts': 'the ClickHouse migration runner: its bookkeeping table is the runner\'s own',
+  'shared/analytics/migrate.ts': "the ClickHouse migration runner: its bookkeeping table is the runner's own",
 };
 
 /** Whether a file is outside the rule: tests, migrations, repositories, test support. */
@@ -69,11 +69,11 @@ describe('SQL lives only in repositories', () => {
       "await db.updateTable('links').set({ title }).execute();",
       "await db.deleteFrom('sessions').where('id', '=', id).execute();",
       'await sql`SELECT 1`.execute(db);',
-      "const day = sql<string>`${oldest}::date`;",
+      'const day = sql<string>`${oldest}::date`;',
       "const result = await client.query({ format: 'JSONEachRow', query_params });",
-      "await context.analytics.client.command({ query: statement });",
-      "const rows = await selectRows(client, text, {});",
-      "await analytics.insertEncoded(batch);",
+      'await context.analytics.client.command({ query: statement });',
+      'const rows = await selectRows(client, text, {});',
+      'await analytics.insertEncoded(batch);',
       'const QUERY = `SELECT visit_id FROM visits WHERE ts > {from:DateTime64(3)}`;',
       "run({ query: 'OPTIMIZE TABLE visits FINAL' });",
       "run({ query: 'SYSTEM FLUSH LOGS; SELECT 1' });",
@@ -83,11 +83,11 @@ describe('SQL lives only in repositories', () => {
 
   it('leaves alone what only looks like a query', () => {
     const harmless = [
-      "query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),",
+      'query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),',
       "const { query: signals } = validateRequest([{ part: 'query', schema: SignalsSchema, input: data }], locale);",
-      "// A past time expires the link now (its short URL answers 410; DELETE removes it instead).",
+      '// A past time expires the link now (its short URL answers 410; DELETE removes it instead).',
       "await audits.insert({ action: 'export', actorId: principal.userId });",
-      "const counts = await visitRows.visitCounts(linkIds);",
+      'const counts = await visitRows.visitCounts(linkIds);',
       '/** One forward-only migration file: `NNNN_name.sql`. */',
     ];
     for (const line of harmless) expect(queriesIn(line), line).toEqual([]);

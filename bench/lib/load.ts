@@ -72,7 +72,9 @@ export function cannon(
       const statuses = result.statusCodeStats ?? {};
       const unexpected = Object.keys(statuses).filter((status) => status !== expected);
       if (unexpected.length > 0 || !statuses[expected] || result.errors > 0 || result.timeouts > 0) {
-        return reject(new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts; status codes ${JSON.stringify(statuses)} (expected only ${expected})`));
+        return reject(
+          new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts; status codes ${JSON.stringify(statuses)} (expected only ${expected})`),
+        );
       }
       const total = result.requests.total;
       resolve({ rps: result.requests.average, cpuUs: (cpu.user + cpu.system) / total, p50: result.latency.p50, p99: result.latency.p99, total });

@@ -12,7 +12,10 @@ import { fromLoad, type ScenarioResult } from './result.js';
 
 export async function apiMix(base: string, settings: Settings, owners: Owner[]): Promise<ScenarioResult> {
   const checks = new Checks();
-  const ok = (name: string): LoadRequest['onResponse'] => (status, body) => checks.expect(`${name} answers 200 ok`, status === 200 && body.startsWith('{"ok":true'));
+  const ok =
+    (name: string): LoadRequest['onResponse'] =>
+    (status, body) =>
+      checks.expect(`${name} answers 200 ok`, status === 200 && body.startsWith('{"ok":true'));
   const requests = owners.flatMap((owner): LoadRequest[] => {
     const headers = { authorization: `Bearer ${owner.token}` };
     return [

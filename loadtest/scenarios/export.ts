@@ -55,18 +55,16 @@ async function pullExport(base: string, owner: Owner, checks: Checks): Promise<P
   return { ms: performance.now() - started, rows, bytes, announced: Number(response.headers.get('x-export-rows')) };
 }
 
-export async function exportWhileRedirecting(
-  base: string,
-  settings: Settings,
-  exporter: Owner,
-  links: Link[],
-): Promise<[ScenarioResult, ScenarioResult]> {
+export async function exportWhileRedirecting(base: string, settings: Settings, exporter: Owner, links: Link[]): Promise<[ScenarioResult, ScenarioResult]> {
   const redirectChecks = new Checks();
   const exportChecks = new Checks();
   let loading = true;
-  const load = runLoad(base, { connections: settings.connections, seconds: settings.seconds, rate: settings.rate, requests: redirectRequests(links, redirectChecks) }).finally(
-    () => (loading = false),
-  );
+  const load = runLoad(base, {
+    connections: settings.connections,
+    seconds: settings.seconds,
+    rate: settings.rate,
+    requests: redirectRequests(links, redirectChecks),
+  }).finally(() => (loading = false));
   const pulled: Pulled[] = [];
   const started = performance.now();
   // Exports back to back for as long as the redirects run (at least one).
@@ -95,6 +93,8 @@ export async function exportWhileRedirecting(
         ]
       : ['CSV export: none completed'],
   };
-  const redirectRow = fromLoad('redirects during the export', redirected, redirectChecks, 100, { visits: { answered: redirectsAnswered(redirected), where: storedWhere(links) } });
+  const redirectRow = fromLoad('redirects during the export', redirected, redirectChecks, 100, {
+    visits: { answered: redirectsAnswered(redirected), where: storedWhere(links) },
+  });
   return [redirectRow, exportRow];
 }

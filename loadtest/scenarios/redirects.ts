@@ -27,6 +27,11 @@ export function storedWhere(links: Link[]): StoredWhere[] {
 
 export async function redirects(base: string, settings: Settings, links: Link[]): Promise<ScenarioResult> {
   const checks = new Checks();
-  const load = await runLoad(base, { connections: settings.connections, seconds: settings.seconds, rate: settings.rate, requests: redirectRequests(links, checks) });
+  const load = await runLoad(base, {
+    connections: settings.connections,
+    seconds: settings.seconds,
+    rate: settings.rate,
+    requests: redirectRequests(links, checks),
+  });
   return fromLoad('redirects', load, checks, 50, { visits: { answered: redirectsAnswered(load), where: storedWhere(links) } });
 }

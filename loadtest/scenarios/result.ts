@@ -37,7 +37,13 @@ export function fromLoad(name: string, load: LoadResult, checks: Checks, p99Limi
     p99LimitMs,
     transportErrors: load.transportErrors,
     checks,
-    notes: [`${name}: statuses ${Object.entries(load.statuses).map(([status, count]) => `${status}×${count}`).join(', ') || 'none'}`],
+    notes: [
+      `${name}: statuses ${
+        Object.entries(load.statuses)
+          .map(([status, count]) => `${status}×${count}`)
+          .join(', ') || 'none'
+      }`,
+    ],
     ...extra,
   };
 }

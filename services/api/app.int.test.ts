@@ -148,11 +148,7 @@ describe('error codes this layer produces', () => {
   });
 
   it('an unknown body field answers 400 bad_request', async () => {
-    const body = expectFailure(
-      await app.inject({ method: 'POST', url: '/test/echo/abc?limit=5', payload: { name: 'x', admin: true } }),
-      400,
-      'bad_request',
-    );
+    const body = expectFailure(await app.inject({ method: 'POST', url: '/test/echo/abc?limit=5', payload: { name: 'x', admin: true } }), 400, 'bad_request');
     expect(body.error.details).toEqual({ unknown: ['admin'], in: 'body' });
   });
 
@@ -179,11 +175,7 @@ describe('error codes this layer produces', () => {
   it('a body over the limit answers 413 payload_too_large', async () => {
     const small = (await buildApp({ ...context, config: { ...context.config, bodyLimit: 1024 } }, { extraRoutes: probeRoutes })).app;
     try {
-      expectFailure(
-        await small.inject({ method: 'POST', url: '/test/echo/abc?limit=1', payload: { name: 'x'.repeat(5000) } }),
-        413,
-        'payload_too_large',
-      );
+      expectFailure(await small.inject({ method: 'POST', url: '/test/echo/abc?limit=1', payload: { name: 'x'.repeat(5000) } }), 413, 'payload_too_large');
     } finally {
       await small.close();
     }

@@ -133,7 +133,16 @@ export async function startBeaconConsumer(
           dead.push({ reason: `unknown subdomain: ${beacon.own_visit.subdomain}`, code: 'unknown_subdomain', message });
           continue;
         }
-        ownVisits.push({ ...beacon.own_visit, visit_id: beacon.visit_id, ts: beacon.ts, kind: 'beacon', owner_id: owner, link_id: '', slug: '', expects_beacon: false });
+        ownVisits.push({
+          ...beacon.own_visit,
+          visit_id: beacon.visit_id,
+          ts: beacon.ts,
+          kind: 'beacon',
+          owner_id: owner,
+          link_id: '',
+          slug: '',
+          expects_beacon: false,
+        });
       }
       beacons.push(beacon);
     }

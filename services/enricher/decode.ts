@@ -90,7 +90,12 @@ export async function deadLetter(context: Context, source: DlqSource, dead: Dead
  * Dead-letters the poison messages isolated from a failed batch (poison.ts): reason
  * `<stage> stage failed: <error>`, counted as `stage_failed`, each logged with its error.
  */
-export async function deadLetterPoisons(context: Context, source: DlqSource, poisons: Poison<LogMessage>[], extraHeaders: Record<string, string> = {}): Promise<void> {
+export async function deadLetterPoisons(
+  context: Context,
+  source: DlqSource,
+  poisons: Poison<LogMessage>[],
+  extraHeaders: Record<string, string> = {},
+): Promise<void> {
   if (poisons.length === 0) return;
   await deadLetter(
     context,
@@ -99,6 +104,9 @@ export async function deadLetterPoisons(context: Context, source: DlqSource, poi
     extraHeaders,
   );
   for (const { message, failure } of poisons) {
-    context.log.error({ key: message.key, stage: failure.stage, err: failure.error }, 'poison message: it failed its batch alone and went to the dead-letter topic');
+    context.log.error(
+      { key: message.key, stage: failure.stage, err: failure.error },
+      'poison message: it failed its batch alone and went to the dead-letter topic',
+    );
   }
 }

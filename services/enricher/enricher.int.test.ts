@@ -148,7 +148,17 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     const visitId = uuidv7();
     await publish('link-x', [{ visit_id: visitId, ts: '2025-06-02T00:00:00Z', owner_id: 'o', subdomain, ip_public: '198.51.100.1' }]);
     const [row] = await waitForVisits(subdomain, 1);
-    expect(row).toMatchObject({ visit_id: visitId, kind: 'bot', bot_name: 'no user agent', link_id: '', slug: '', user_agent: '', referrer: '', referrer_host: '', query: '' });
+    expect(row).toMatchObject({
+      visit_id: visitId,
+      kind: 'bot',
+      bot_name: 'no user agent',
+      link_id: '',
+      slug: '',
+      user_agent: '',
+      referrer: '',
+      referrer_host: '',
+      query: '',
+    });
   });
 
   it('derives the UTM fields from the query and referrer_host from the referrer', async () => {
@@ -186,11 +196,20 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
       rawVisit(subdomain, { ts: '2025-06-06T00:00:00.003Z', query: 'id=1%20UNION%20SELECT%20password%20FROM%20users' }),
     ]);
     const [person, crawler, injection] = await waitForVisits(subdomain, 3);
-    expect(person).toMatchObject({ kind: 'visit', country: 'GB', city: 'Bracknell', browser: 'Chrome', browser_version: '120', os: 'Windows', device_type: 'desktop', is_bot: 0 });
+    expect(person).toMatchObject({
+      kind: 'visit',
+      country: 'GB',
+      city: 'Bracknell',
+      browser: 'Chrome',
+      browser_version: '120',
+      os: 'Windows',
+      device_type: 'desktop',
+      is_bot: 0,
+    });
     expect(crawler).toMatchObject({ kind: 'bot', is_bot: 1, bot_name: 'google' });
     expect(injection).toMatchObject({ kind: 'attack', is_attack: 1, attack_type: 'sqli' });
     // Operational figures of the same work.
-    const metric = async (name: string) => (context.metrics.registry.getSingleMetricAsString(name));
+    const metric = async (name: string) => context.metrics.registry.getSingleMetricAsString(name);
     expect(await metric('visits_inserted_total')).toMatch(/^visits_inserted_total [1-9]\d*$/m);
     expect(await metric('visits_enriched_total')).toMatch(/visits_enriched_total\{kind="bot"\} [1-9]/);
     expect(await metric('visits_insert_batch_size')).toMatch(/visits_insert_batch_size_count [1-9]/);
@@ -232,7 +251,12 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     expect(dead[0]).toEqual({
       key,
       value: undecodable,
-      headers: { 'x-origin': 'edge-1', 'x-dlq-reason': 'undecodable JSON', 'x-dlq-source': 'visits.raw', 'x-dlq-at': expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) },
+      headers: {
+        'x-origin': 'edge-1',
+        'x-dlq-reason': 'undecodable JSON',
+        'x-dlq-source': 'visits.raw',
+        'x-dlq-at': expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      },
     });
     expect(Date.parse(dead[0]!.headers!['x-dlq-at']!)).toBeLessThanOrEqual(before);
     expect(dead[1]).toMatchObject({ key, value: invalid, headers: { 'x-origin': 'edge-2' } });

@@ -119,7 +119,7 @@ describe('decodeVisit', () => {
     expect(decode(text('C:\\\\users\\\\ud800')).kind).toBe('ok');
   });
 
-  it('dead-letters a visit whose time is outside DateTime64\'s range, which made the enricher fail its batch for ever', () => {
+  it("dead-letters a visit whose time is outside DateTime64's range, which made the enricher fail its batch for ever", () => {
     // Year 0000 is no Postgres date (the day's salt), and chDB stores it as another date; an offset can make year 10000.
     expect(reasonOf({ ...minimal, ts: '0000-01-01T00:00:00Z' })).toBe('invalid visit: ts: outside 1900-01-01T00:00:00Z … 2299-12-31T23:59:59.999Z');
     expect(reasonOf({ ...minimal, ts: '9999-12-31T23:30:00-01:00' })).toMatch(/^invalid visit: ts: outside /);
@@ -139,9 +139,10 @@ describe('decodeVisit', () => {
 
   it('keeps the reason within 500 characters', () => {
     const everythingWrong = Object.fromEntries(
-      ['visit_id', 'ts', 'kind', 'owner_id', 'subdomain', 'link_id', 'slug', 'ip_public', 'user_agent', 'referrer', 'accept_language', 'query'].map(
-        (field) => [field, 1],
-      ),
+      ['visit_id', 'ts', 'kind', 'owner_id', 'subdomain', 'link_id', 'slug', 'ip_public', 'user_agent', 'referrer', 'accept_language', 'query'].map((field) => [
+        field,
+        1,
+      ]),
     );
     const reason = reasonOf(everythingWrong);
     expect(reason.length).toBe(500);
@@ -256,27 +257,38 @@ describe('toVisitRow', () => {
 describe('encodeVisits', () => {
   const plain = (visit: RawVisit) => enrich(visit, { lookup: () => undefined });
 
-  it('writes one JSON array of the row values per line, in the columns\' order, with the batch token', async () => {
+  it("writes one JSON array of the row values per line, in the columns' order, with the batch token", async () => {
     const visits = [raw(), raw({ visit_id: '01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e60', referrer: 'https://a.example/', query: 'utm_source=x' })];
     const encoded = await encodeVisits(visits, plain);
     expect(encoded.table).toBe('visits');
     expect(encoded.columns).toEqual(Object.keys(toVisitRow(visits[0]!)));
-    expect(encoded.body.toString('utf8').split('\n').map((line) => JSON.parse(line))).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
+    expect(
+      encoded.body
+        .toString('utf8')
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
     expect(encoded.settings).toEqual((await encodeVisits([...visits], plain)).settings);
     expect(encoded.settings).not.toEqual((await encodeVisits([visits[0]!], plain)).settings);
   });
 
   it('keeps multi-byte text whole when rows outgrow the space first set aside (1 KiB per visit)', async () => {
-    const long = (n: number) => raw({
-      visit_id: `01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e${String(n).padStart(2, '0')}`,
-      user_agent: `${BROWSER} ${'é'.repeat(900)}`,
-      referrer: `https://exämple.test/${'😀'.repeat(500)}`,
-      query: `utm_campaign=${'日本'.repeat(1000)}`,
-    });
+    const long = (n: number) =>
+      raw({
+        visit_id: `01928f3c-7a6b-7c3d-9e4f-0a1b2c3d4e${String(n).padStart(2, '0')}`,
+        user_agent: `${BROWSER} ${'é'.repeat(900)}`,
+        referrer: `https://exämple.test/${'😀'.repeat(500)}`,
+        query: `utm_campaign=${'日本'.repeat(1000)}`,
+      });
     const visits = Array.from({ length: 5 }, (_, n) => long(n));
     const encoded = await encodeVisits(visits, plain);
     expect(encoded.body.length).toBeGreaterThan(5 * 1024);
-    expect(encoded.body.toString('utf8').split('\n').map((line) => JSON.parse(line))).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
+    expect(
+      encoded.body
+        .toString('utf8')
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual(visits.map((visit) => Object.values(toVisitRow(visit))));
   });
 
   it('refuses an empty batch', async () => {

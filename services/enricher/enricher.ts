@@ -106,7 +106,14 @@ async function deriveAll(
   // Remembered as judged, before the batch is stored: the next batch is judged against it while
   // this one is written. If the batch fails, the tracker forgets everything and asks ClickHouse again.
   const first = await uniques.firstOfDay(
-    humans.map(({ visit, enrichment, day }) => ({ visitId: visit.visit_id, subdomain: visit.subdomain, linkId: visit.link_id, hash: enrichment.visitor_hash!, day, ts: visit.ts })),
+    humans.map(({ visit, enrichment, day }) => ({
+      visitId: visit.visit_id,
+      subdomain: visit.subdomain,
+      linkId: visit.link_id,
+      hash: enrichment.visitor_hash!,
+      day,
+      ts: visit.ts,
+    })),
   );
   humans.forEach(({ enrichment }, index) => {
     if (first[index]) enrichment.is_unique = 1;
@@ -156,7 +163,13 @@ async function leaveOutStored(
 function eventsOf(visit: RawVisit, at: number, enrichment: Enrichment, burst: BurstEvent | undefined, wanted: (type: EventType) => boolean): EventDraft[] {
   if (!visit.owner_id) return [];
   const types: LiveEventType[] =
-    enrichment.kind === 'attack' || burst ? ['security.suspicious'] : enrichment.kind === 'visit' ? (enrichment.is_unique ? ['visit.new', 'visit.unique'] : ['visit.new']) : [];
+    enrichment.kind === 'attack' || burst
+      ? ['security.suspicious']
+      : enrichment.kind === 'visit'
+        ? enrichment.is_unique
+          ? ['visit.new', 'visit.unique']
+          : ['visit.new']
+        : [];
   const raised = types.filter(wanted);
   if (raised.length === 0) return [];
   const data = {
@@ -239,7 +252,10 @@ export async function startEnricher(context: Context): Promise<Consumer> {
         metrics.visitsDeduplicated.inc(fresh.skipped);
         // The inserts that stored them may have been cut before every rollup view counted them: inserted again as they were, views that have them drop them.
         const blocks = await reinsertStoredBlocks(analytics, fresh.stored, batch.visits);
-        context.log.info({ visits: visits.length, already_stored: fresh.skipped, blocks_inserted_again: blocks }, 'redelivered batch: visits already stored left out of the insert, their blocks inserted again for the views');
+        context.log.info(
+          { visits: visits.length, already_stored: fresh.skipped, blocks_inserted_again: blocks },
+          'redelivered batch: visits already stored left out of the insert, their blocks inserted again for the views',
+        );
       }
       ({ visits, enrichments } = fresh);
       if (visits.length === 0) return;

@@ -26,7 +26,12 @@ afterAll(async () => {
 
 /** A link with a limit, and as many people's visits of it stored as the limit allows. */
 async function linkAtItsLimit(maxVisits: number): Promise<{ linkId: string; visits: RawVisit[] }> {
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/', max_visits: maxVisits } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, target_url: 'https://example.com/', max_visits: maxVisits },
+  });
   const link = created.json().data as { id: string; slug: string };
   const visits: RawVisit[] = Array.from({ length: maxVisits }, (_, i) => ({
     visit_id: uuidv7(),

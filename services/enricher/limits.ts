@@ -80,7 +80,15 @@ export async function limitWatcher(context: Context) {
           ownerId: row.owner_id,
           subdomain: row.subdomain,
           origin: { key: row.id, at: row.limit_reached_at.getTime() },
-          data: { link_id: row.id, slug: row.slug, subdomain: row.subdomain, max_visits: maxVisits, visits, visit_id: last.visit_id, reached_at: row.limit_reached_at.toISOString() },
+          data: {
+            link_id: row.id,
+            slug: row.slug,
+            subdomain: row.subdomain,
+            max_visits: maxVisits,
+            visits,
+            visit_id: last.visit_id,
+            reached_at: row.limit_reached_at.toISOString(),
+          },
         });
       }
       return events;

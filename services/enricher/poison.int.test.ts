@@ -111,7 +111,10 @@ async function counts(subdomain: string) {
   return {
     final: await scalar('SELECT count() FROM visits FINAL WHERE subdomain = {subdomain:String}', params),
     rows_version_0: await scalar('SELECT count() FROM visits WHERE subdomain = {subdomain:String} AND version = 0', params),
-    stats_series: await scalar(`SELECT sum(visits) FROM stats_series WHERE owner_id = {owner:String} AND scope = 'subdomain' AND scope_id = {subdomain:String}`, params),
+    stats_series: await scalar(
+      `SELECT sum(visits) FROM stats_series WHERE owner_id = {owner:String} AND scope = 'subdomain' AND scope_id = {subdomain:String}`,
+      params,
+    ),
     stats_series_daily: await scalar(
       `SELECT sum(visits) FROM stats_series_daily WHERE owner_id = {owner:String} AND scope = 'subdomain' AND scope_id = {subdomain:String}`,
       params,
@@ -138,7 +141,9 @@ async function deadLetteredTotals(): Promise<Record<string, number>> {
 }
 
 const deltaOf = (before: Record<string, number>, after: Record<string, number>) =>
-  Object.fromEntries(Object.keys(after).flatMap((reason) => (after[reason]! - (before[reason] ?? 0) > 0 ? [[reason, after[reason]! - (before[reason] ?? 0)]] : [])));
+  Object.fromEntries(
+    Object.keys(after).flatMap((reason) => (after[reason]! - (before[reason] ?? 0) > 0 ? [[reason, after[reason]! - (before[reason] ?? 0)]] : [])),
+  );
 
 /** The enricher's consumer of visits.raw, as the health probe sees it. */
 async function enricherStatus() {
@@ -159,13 +164,20 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
     const totalsBefore = await deadLetteredTotals();
     const started = Date.now();
     // One publish: the poison and the undecodable message in the batch(es) of the valid visits.
-    await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(linkId, [...valid.slice(0, 12), poison!, '{"visit_id": undecodable', ...valid.slice(12), yearZero!]));
+    await context.visitLog.publish(
+      TOPICS.visitsRaw,
+      messagesOf(linkId, [...valid.slice(0, 12), poison!, '{"visit_id": undecodable', ...valid.slice(12), yearZero!]),
+    );
     // Published after the poison, on its partition (same key): stored only if the partition moves on.
     await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(linkId, later));
     const stored = [...valid, ...later];
-    await waitFor(async () => (await counts(subdomain)).final >= stored.length && deadLettersOf(linkId).length >= 3 && visitNewAbout(stored).length >= stored.length, DEADLINE_MS, {
-      message: 'every valid visit stored, the three dead letters published and the events raised',
-    });
+    await waitFor(
+      async () => (await counts(subdomain)).final >= stored.length && deadLettersOf(linkId).length >= 3 && visitNewAbout(stored).length >= stored.length,
+      DEADLINE_MS,
+      {
+        message: 'every valid visit stored, the three dead letters published and the events raised',
+      },
+    );
     const settledMs = Date.now() - started;
     await settle();
 
@@ -182,7 +194,10 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
     // Each dead letter unchanged, with its reason; the poison's names its stage and ClickHouse's error.
     expect(dead).toHaveLength(3);
     const byValue = new Map(dead.map((message) => [message.value, message.headers ?? {}]));
-    expect(byValue.get(JSON.stringify(poison))).toMatchObject({ 'x-dlq-stage': 'store', 'x-dlq-reason': expect.stringMatching(/^store stage failed: \w+: Code: 41\. DB::Exception: Cannot read DateTime/) });
+    expect(byValue.get(JSON.stringify(poison))).toMatchObject({
+      'x-dlq-stage': 'store',
+      'x-dlq-reason': expect.stringMatching(/^store stage failed: \w+: Code: 41\. DB::Exception: Cannot read DateTime/),
+    });
     expect(byValue.get('{"visit_id": undecodable')).toMatchObject({ 'x-dlq-reason': 'undecodable JSON' });
     expect(byValue.get(JSON.stringify(yearZero))).toMatchObject({ 'x-dlq-reason': expect.stringMatching(/^invalid visit: ts: outside 1900/) });
     expect(deltaOf(totalsBefore, await deadLetteredTotals())).toEqual({ stage_failed: 1, undecodable: 1, invalid: 1 });
@@ -230,9 +245,15 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
     poisonIds.add(poison.key);
     const started = Date.now();
     await context.visitLog.publish(TOPICS.trackerRaw, beacons);
-    await waitFor(async () => (await scalar('SELECT count() FROM visits FINAL WHERE subdomain = {subdomain:String} AND version > 0', { subdomain })) >= 11 && deadLettersOf(poison.key).length >= 1, DEADLINE_MS, {
-      message: 'the other visits stored with their consent, and the poison dead-lettered',
-    });
+    await waitFor(
+      async () =>
+        (await scalar('SELECT count() FROM visits FINAL WHERE subdomain = {subdomain:String} AND version > 0', { subdomain })) >= 11 &&
+        deadLettersOf(poison.key).length >= 1,
+      DEADLINE_MS,
+      {
+        message: 'the other visits stored with their consent, and the poison dead-lettered',
+      },
+    );
     const settledMs = Date.now() - started;
     await settle();
     const counted = await counts(subdomain);
@@ -242,6 +263,10 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
     expect(counted.final).toBe(11);
     expect(counted.stats_series).toBe(11);
     expect(deadLettersOf(poison.key)).toHaveLength(1);
-    expect(deadLettersOf(poison.key)[0]!.headers).toMatchObject({ 'x-dlq-topic': TOPICS.trackerRaw, 'x-dlq-stage': 'own_visit', 'x-dlq-reason': expect.stringMatching(/^own_visit stage failed: .*Code: 41\./) });
+    expect(deadLettersOf(poison.key)[0]!.headers).toMatchObject({
+      'x-dlq-topic': TOPICS.trackerRaw,
+      'x-dlq-stage': 'own_visit',
+      'x-dlq-reason': expect.stringMatching(/^own_visit stage failed: .*Code: 41\./),
+    });
   });
 });

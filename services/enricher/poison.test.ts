@@ -6,15 +6,20 @@ import { StageFailure } from './stages.js';
 const errorWith = (message: string, fields: Record<string, unknown>, kind: ErrorConstructor = Error) => Object.assign(new kind(message), fields);
 
 describe('causedByMessage', () => {
-  it('takes the errors code throws on data it cannot handle for a message\'s fault', () => {
-    for (const error of [new TypeError("Cannot read properties of undefined (reading 'x')"), new RangeError('Invalid time value'), new SyntaxError('Unexpected token'), new URIError('URI malformed')]) {
+  it("takes the errors code throws on data it cannot handle for a message's fault", () => {
+    for (const error of [
+      new TypeError("Cannot read properties of undefined (reading 'x')"),
+      new RangeError('Invalid time value'),
+      new SyntaxError('Unexpected token'),
+      new URIError('URI malformed'),
+    ]) {
       expect(causedByMessage(error)).toBe(true);
     }
   });
 
-  it('takes ClickHouse data errors for a message\'s fault, by code, however the client shapes them', () => {
+  it("takes ClickHouse data errors for a message's fault, by code, however the client shapes them", () => {
     // @clickhouse/client (server): code as text; chDB's rawInsert: clickhouseCode; any: the text's `Code: N.`
-    expect(causedByMessage(errorWith('Cannot parse input: expected \'"\'', { code: '27', type: 'CANNOT_PARSE_INPUT_ASSERTION_FAILED' }))).toBe(true);
+    expect(causedByMessage(errorWith("Cannot parse input: expected '\"'", { code: '27', type: 'CANNOT_PARSE_INPUT_ASSERTION_FAILED' }))).toBe(true);
     expect(causedByMessage(errorWith('Code: 41. DB::Exception: Cannot read DateTime', { code: 'CHDB_INSERT', clickhouseCode: 41 }))).toBe(true);
     expect(causedByMessage(new Error('Code: 376. DB::Exception: Cannot parse UUID from String'))).toBe(true);
     expect(causedByMessage(errorWith('Value out of range', { code: '321' }))).toBe(true);
@@ -27,7 +32,7 @@ describe('causedByMessage', () => {
     }
   });
 
-  it('takes Postgres data exceptions (SQLSTATE class 22) for a message\'s fault, and other Postgres errors for systemic', () => {
+  it("takes Postgres data exceptions (SQLSTATE class 22) for a message's fault, and other Postgres errors for systemic", () => {
     expect(causedByMessage(errorWith('date/time field value out of range: "0000-01-01"', { severity: 'ERROR', code: '22008' }))).toBe(true);
     expect(causedByMessage(errorWith('invalid byte sequence for encoding "UTF8": 0x00', { severity: 'ERROR', code: '22021' }))).toBe(true);
     expect(causedByMessage(errorWith('terminating connection due to administrator command', { severity: 'FATAL', code: '57P01' }))).toBe(false);
@@ -57,7 +62,9 @@ describe('causedByMessage', () => {
 
 describe('poisonReason', () => {
   it('names the stage and the error, on one line, within 500 characters', () => {
-    const reason = poisonReason(new StageFailure('store', errorWith(`Code: 41. DB::Exception: Cannot read DateTime\nRow 1: ${'x'.repeat(600)}`, { clickhouseCode: 41 })));
+    const reason = poisonReason(
+      new StageFailure('store', errorWith(`Code: 41. DB::Exception: Cannot read DateTime\nRow 1: ${'x'.repeat(600)}`, { clickhouseCode: 41 })),
+    );
     expect(reason).toBe('store stage failed: Error: Code: 41. DB::Exception: Cannot read DateTime');
     expect(poisonReason(new StageFailure('finish', new TypeError('y'.repeat(600))))).toHaveLength(500);
   });
@@ -101,7 +108,9 @@ describe('isolatePoison', () => {
 
   it('returns the message of a batch of one at once: it failed alone already', async () => {
     const { handle, parts } = handlerOf(new Set([0]));
-    expect(await isolatePoison([0], new StageFailure('prepare', new URIError('URI malformed')), handle)).toEqual([{ message: 0, failure: expect.objectContaining({ stage: 'prepare' }) }]);
+    expect(await isolatePoison([0], new StageFailure('prepare', new URIError('URI malformed')), handle)).toEqual([
+      { message: 0, failure: expect.objectContaining({ stage: 'prepare' }) },
+    ]);
     expect(parts).toEqual([]);
   });
 

@@ -121,7 +121,8 @@ async function ddl(query: string): Promise<void> {
 const control = (redelivered: boolean): BatchControl => ({ heartbeat: async () => undefined, stopping: () => false, redelivered });
 
 /** `count` people's visits of the owner's link. */
-const visitsOf = (subdomain: string, linkId: string, count: number, overrides: Record<string, unknown> = {}) => peopleVisits(owner.id, subdomain, linkId, count, overrides);
+const visitsOf = (subdomain: string, linkId: string, count: number, overrides: Record<string, unknown> = {}) =>
+  peopleVisits(owner.id, subdomain, linkId, count, overrides);
 
 /** Log messages of visits, keyed by link as the edge publishes them. */
 const messagesOf = (visits: Record<string, unknown>[]): LogMessage[] => visits.map((visit) => ({ key: String(visit.link_id), value: JSON.stringify(visit) }));
@@ -147,7 +148,10 @@ async function counts(subdomain: string) {
       `SELECT sum(visits) FROM stats_series_daily WHERE owner_id = {owner:String} AND scope = 'subdomain' AND scope_id = {subdomain:String}`,
       params,
     ),
-    stats_dims: await scalar(`SELECT sum(visits) FROM stats_dims WHERE owner_id = {owner:String} AND subdomain = {subdomain:String} AND dim = 'browser'`, params),
+    stats_dims: await scalar(
+      `SELECT sum(visits) FROM stats_dims WHERE owner_id = {owner:String} AND subdomain = {subdomain:String} AND dim = 'browser'`,
+      params,
+    ),
     stats_dims_daily: await scalar(
       `SELECT sum(visits) FROM stats_dims_daily WHERE owner_id = {owner:String} AND subdomain = {subdomain:String} AND dim = 'browser'`,
       params,
@@ -185,7 +189,10 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
     // The crash came after the insert, before the commit: the log hands six of those visits over
     // again, now in one batch with three it had not handed over yet (another token: ClickHouse's
     // insert deduplication does not see it).
-    const later = visitsOf(subdomain, linkId, 3, { ip_public: '192.0.2.77' }).map((visit, i) => ({ ...visit, ts: new Date(Date.now() - 60_000 + i).toISOString() }));
+    const later = visitsOf(subdomain, linkId, 3, { ip_public: '192.0.2.77' }).map((visit, i) => ({
+      ...visit,
+      ts: new Date(Date.now() - 60_000 + i).toISOString(),
+    }));
     const again = [...first.slice(4), ...later];
     await handlers.get(TOPICS.visitsRaw)!(messagesOf(again), control(true));
 
@@ -210,7 +217,10 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
     const held = uniqueName('visit_beacons_held').replace(/-/g, '_');
     // A real failure after the insert: the beacon merge that follows it finds no visit_beacons table.
     const first = visitsOf(subdomain, linkId, 8, { expects_beacon: true });
-    const more = visitsOf(subdomain, linkId, 4, { ip_public: '192.0.2.10' }).map((visit, i) => ({ ...visit, ts: new Date(Date.now() - 60_000 + i).toISOString() }));
+    const more = visitsOf(subdomain, linkId, 4, { ip_public: '192.0.2.10' }).map((visit, i) => ({
+      ...visit,
+      ts: new Date(Date.now() - 60_000 + i).toISOString(),
+    }));
     await renameTable('visit_beacons', held);
     try {
       await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(first));
@@ -247,7 +257,10 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
     // Redelivered with two visits more: the five stored are left out of the insert, and the block
     // that stored them goes in again, whole (all eight) and with its token: `visits` drops it, the
     // views that missed it count it.
-    const later = visitsOf(subdomain, linkId, 2, { ip_public: '192.0.2.33' }).map((visit, i) => ({ ...visit, ts: new Date(Date.now() - 60_000 + i).toISOString() }));
+    const later = visitsOf(subdomain, linkId, 2, { ip_public: '192.0.2.33' }).map((visit, i) => ({
+      ...visit,
+      ts: new Date(Date.now() - 60_000 + i).toISOString(),
+    }));
     await handlers.get(TOPICS.visitsRaw)!(messagesOf([...first.slice(3), ...later]), control(true));
     expect(await counts(subdomain)).toEqual(everywhere(10));
     expect((await deduplicatedTotal()) - dedupedBefore).toBe(5);
@@ -262,9 +275,13 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
     const first = [0, 1, 2, 3, 4].map(consent);
     await context.visitLog.publish(TOPICS.trackerRaw, first);
     // Stored, and merged with its own consent (a newer version of each visit).
-    await waitFor(async () => (await scalar('SELECT count() FROM visits WHERE subdomain = {subdomain:String} AND version > 0', { subdomain })) >= 5, DEADLINE_MS, {
-      message: 'the beacon-started visits and their merges',
-    });
+    await waitFor(
+      async () => (await scalar('SELECT count() FROM visits WHERE subdomain = {subdomain:String} AND version > 0', { subdomain })) >= 5,
+      DEADLINE_MS,
+      {
+        message: 'the beacon-started visits and their merges',
+      },
+    );
     const dedupedBefore = await deduplicatedTotal();
     await handlers.get(TOPICS.trackerRaw)!([...first.slice(2), consent(5)], control(true));
     const counted = await counts(subdomain);

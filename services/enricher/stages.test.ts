@@ -132,7 +132,7 @@ describe('orderedStages', () => {
     expect(stages).toEqual(['prepare', 'store', 'finish']);
   });
 
-  it('fails a batch whose recover rejects with the stage\'s own error, and the batch after it as before', async () => {
+  it("fails a batch whose recover rejects with the stage's own error, and the batch after it as before", async () => {
     const failures: unknown[] = [];
     const refused = new Error('connect ECONNREFUSED');
     const handle = orderedStages<number, number>({

@@ -27,7 +27,13 @@ function utm(query: string): Readonly<Utm> {
   if (!query.includes('utm_')) return NO_UTM;
   const params = new URLSearchParams(query);
   const field = (name: keyof Utm) => (params.get(name) ?? '').slice(0, 200);
-  return { utm_source: field('utm_source'), utm_medium: field('utm_medium'), utm_campaign: field('utm_campaign'), utm_term: field('utm_term'), utm_content: field('utm_content') };
+  return {
+    utm_source: field('utm_source'),
+    utm_medium: field('utm_medium'),
+    utm_campaign: field('utm_campaign'),
+    utm_term: field('utm_term'),
+    utm_content: field('utm_content'),
+  };
 }
 
 /** The host of a referrer URL, '' when there is none or it is not a URL. */
@@ -46,10 +52,40 @@ function hostOf(referrer: string): string {
  * `version` 0 among them (the rollups count version-0 rows). visit-writer.test.ts holds the two equal.
  */
 export const VISIT_ROW_COLUMNS = [
-  'visit_id', 'ts', 'kind', 'owner_id', 'subdomain', 'link_id', 'slug', 'ip_public', 'user_agent', 'referrer', 'referrer_host',
-  'accept_language', 'query', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'country', 'region', 'city',
-  'latitude', 'longitude', 'browser', 'browser_version', 'os', 'os_version', 'device_type', 'is_bot', 'bot_name', 'is_attack',
-  'attack_type', 'visitor_hash', 'is_unique',
+  'visit_id',
+  'ts',
+  'kind',
+  'owner_id',
+  'subdomain',
+  'link_id',
+  'slug',
+  'ip_public',
+  'user_agent',
+  'referrer',
+  'referrer_host',
+  'accept_language',
+  'query',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_term',
+  'utm_content',
+  'country',
+  'region',
+  'city',
+  'latitude',
+  'longitude',
+  'browser',
+  'browser_version',
+  'os',
+  'os_version',
+  'device_type',
+  'is_bot',
+  'bot_name',
+  'is_attack',
+  'attack_type',
+  'visitor_hash',
+  'is_unique',
 ] as const;
 
 /**

@@ -16,7 +16,10 @@ export function visitorSaltsRepository(db: Kysely<DB>) {
     },
     /** Deletes the salts of the days before `oldest` (`YYYY-MM-DD`). */
     async deleteBefore(oldest: string): Promise<void> {
-      await db.deleteFrom('visitor_salts').where('day', '<', sql<string>`${oldest}::date`).execute();
+      await db
+        .deleteFrom('visitor_salts')
+        .where('day', '<', sql<string>`${oldest}::date`)
+        .execute();
     },
   };
 }

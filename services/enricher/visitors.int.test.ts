@@ -56,7 +56,10 @@ const visit = (subdomain: string, fields: Record<string, unknown>) => ({
 });
 
 async function publish(key: string, values: Record<string, unknown>[]) {
-  await context.visitLog.publish(TOPICS.visitsRaw, values.map((value) => ({ key, value: JSON.stringify(value) })));
+  await context.visitLog.publish(
+    TOPICS.visitsRaw,
+    values.map((value) => ({ key, value: JSON.stringify(value) })),
+  );
 }
 
 async function rows(subdomain: string, count: number) {
@@ -221,7 +224,12 @@ describe('events of stored visits', () => {
     expect(hammer.map((entry) => kindOf.get(entry.visit_id))).toEqual([...Array(maxVisits).fill('visit'), ...Array(4).fill('bot')]);
     expect(kindOf.get(other.visit_id)).toBe('visit');
     const suspicious = await waitFor(() => events.find((event) => event.subdomain === subdomain && event.type === 'security.suspicious'), DEADLINE_MS);
-    expect(suspicious.data).toMatchObject({ reason: 'burst', visit_id: hammer[maxVisits]!.visit_id, kind: 'bot', burst: { visits: maxVisits + 1, window_sec: windowSec } });
+    expect(suspicious.data).toMatchObject({
+      reason: 'burst',
+      visit_id: hammer[maxVisits]!.visit_id,
+      kind: 'bot',
+      burst: { visits: maxVisits + 1, window_sec: windowSec },
+    });
     await waitFor(() => events.filter((event) => event.subdomain === subdomain && event.type === 'visit.new').length >= maxVisits + 1, DEADLINE_MS);
     await new Promise((resolve) => setTimeout(resolve, 200));
     const mine = events.filter((event) => event.subdomain === subdomain);

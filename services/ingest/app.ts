@@ -72,8 +72,10 @@ export async function buildIngestApp(context: Context, { limiter, abuse }: EdgeG
     if (!routeDef && !routeLabel) return sendError(localized(request), reply, routeMiss(request), errorOptions);
     const { appError, unexpected } = toAppError(error, dependencyPorts);
     if (unexpected || appError.status === 500) log.error({ err: error, request_id: request.id }, 'ingest request failed');
-    else if (appError.cause && appError.status === 503) log.warn({ err: appError.cause, request_id: request.id, down: appError.details.down }, 'dependency unavailable');
-    if (appError.status === 429) accountRefusal(reply, appError, request.routeOptions.config.routeDef?.bucket, { rules: config.rateLimits, metrics: context.metrics });
+    else if (appError.cause && appError.status === 503)
+      log.warn({ err: appError.cause, request_id: request.id, down: appError.details.down }, 'dependency unavailable');
+    if (appError.status === 429)
+      accountRefusal(reply, appError, request.routeOptions.config.routeDef?.bucket, { rules: config.rateLimits, metrics: context.metrics });
     return sendError(localized(request), reply, appError, errorOptions);
   });
   const tokens = consentTokens(key, config.tracker.consentTtlSec);

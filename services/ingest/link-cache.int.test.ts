@@ -14,7 +14,12 @@ beforeAll(async () => {
   const { app } = await buildApp(context);
   const owner = await createOwner(context, app);
   subdomain = await claimSubdomain(app, owner);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: 'kept', target_url: 'https://example.com/kept' } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, slug: 'kept', target_url: 'https://example.com/kept' },
+  });
   expect(created.statusCode).toBe(201);
   await app.close();
 });

@@ -47,7 +47,11 @@ async function redirects(slug: string, count: number, from: number) {
   for (let i = 0; i < count; i += 25) {
     const answers = await Promise.all(
       Array.from({ length: Math.min(25, count - i) }, (_, j) =>
-        ingest.inject({ method: 'GET', url: `/${slug}?n=${from + i + j}`, headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64)' } }),
+        ingest.inject({
+          method: 'GET',
+          url: `/${slug}?n=${from + i + j}`,
+          headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64)' },
+        }),
       ),
     );
     for (const answer of answers) expect(answer.statusCode).toBe(302);
@@ -64,12 +68,21 @@ describe('max_visits', () => {
       handler: async (messages) => void received.push(...messages.flatMap((message) => decodeEvents(message))),
     });
     try {
-      const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/', max_visits: 5 } });
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/v1/links',
+        headers: owner.auth,
+        payload: { subdomain, target_url: 'https://example.com/', max_visits: 5 },
+      });
       const link = created.json().data;
       await redirects(link.slug, 5, 0);
-      const reached = await waitFor(() => received.find((event) => event.type === 'link.limit_reached' && (event.data as { link_id: string }).link_id === link.id), DEADLINE_MS, {
-        message: 'link.limit_reached',
-      });
+      const reached = await waitFor(
+        () => received.find((event) => event.type === 'link.limit_reached' && (event.data as { link_id: string }).link_id === link.id),
+        DEADLINE_MS,
+        {
+          message: 'link.limit_reached',
+        },
+      );
       expect(reached.data).toMatchObject({ link_id: link.id, max_visits: 5, visits: 5 });
       const redirectOf = () => ingest.inject({ method: 'GET', url: `/${link.slug}`, headers: { host: `${subdomain}.localhost:8080` } });
       await waitFor(async () => (await redirectOf()).statusCode === 410, 1_000, { message: 'redirects stopped within a second' });
@@ -103,10 +116,14 @@ describe('redirects → visit log → enricher → ClickHouse', () => {
     await redirects(link.slug, 150, 150);
     enricher = await startEnricher(context);
     await redirects(link.slug, 100, 300);
-    const final = await waitFor(async () => {
-      const rows = await rowsOf(link.id);
-      return rows.total >= 400 && rows;
-    }, DEADLINE_MS, { message: '400 rows', intervalMs: 200 });
+    const final = await waitFor(
+      async () => {
+        const rows = await rowsOf(link.id);
+        return rows.total >= 400 && rows;
+      },
+      DEADLINE_MS,
+      { message: '400 rows', intervalMs: 200 },
+    );
     expect(final).toEqual({ total: 400, distinct: 400 });
   });
 });
@@ -116,11 +133,15 @@ describe('attack probes on a short host', () => {
     enricher ??= await startEnricher(context);
     const probe = await ingest.inject({ method: 'GET', url: '/.env', headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'probe/1.0' } });
     expect(probe.statusCode).toBe(404);
-    const listed = await waitFor(async () => {
-      const response = await app.inject({ method: 'GET', url: `/api/v1/visits?kind=attack&subdomain=${subdomain}`, headers: owner.auth });
-      expect(response.statusCode).toBe(200);
-      return (response.json().data.visits as Record<string, unknown>[]).find((visit) => visit.slug === '/.env');
-    }, DEADLINE_MS, { message: 'the probe in the owner\'s list', intervalMs: 100 });
+    const listed = await waitFor(
+      async () => {
+        const response = await app.inject({ method: 'GET', url: `/api/v1/visits?kind=attack&subdomain=${subdomain}`, headers: owner.auth });
+        expect(response.statusCode).toBe(200);
+        return (response.json().data.visits as Record<string, unknown>[]).find((visit) => visit.slug === '/.env');
+      },
+      DEADLINE_MS,
+      { message: "the probe in the owner's list", intervalMs: 100 },
+    );
     expect(listed).toMatchObject({ kind: 'attack', is_attack: true, subdomain, link_id: '', user_agent: 'probe/1.0' });
     expect(listed.attack_type).not.toBe('');
     // Without naming the subdomain too: the owner's own list holds it.

@@ -49,7 +49,10 @@ async function createLink(payload: Json, on = subdomain): Promise<Json> {
   return response.json().data;
 }
 
-const visit = (path: string, options: { host?: string; method?: 'GET' | 'HEAD'; headers?: Json; remoteAddress?: string; target?: Client | FastifyInstance } = {}) =>
+const visit = (
+  path: string,
+  options: { host?: string; method?: 'GET' | 'HEAD'; headers?: Json; remoteAddress?: string; target?: Client | FastifyInstance } = {},
+) =>
   (options.target ?? ingest).inject({
     method: options.method ?? 'GET',
     url: path,
@@ -80,10 +83,14 @@ describe('GET /{slug} on a short host', () => {
       expect(raw.statusCode, path).toBe(routed.statusCode);
       const errorOf = (response: typeof raw) => (response.body ? { ...response.json().error, request_id: undefined } : undefined);
       expect(errorOf(raw), path).toEqual(errorOf(routed));
-      const names = (response: typeof raw) => Object.keys(response.headers).filter((name) => !['date', 'connection', 'keep-alive'].includes(name)).sort();
+      const names = (response: typeof raw) =>
+        Object.keys(response.headers)
+          .filter((name) => !['date', 'connection', 'keep-alive'].includes(name))
+          .sort();
       expect(names(raw), path).toEqual(names(routed));
       // content-length is not compared: the envelope's took_ms and server time vary.
-      for (const name of ['location', 'cache-control', 'ratelimit-limit', 'content-type']) expect(raw.headers[name], `${path} ${name}`).toBe(routed.headers[name]);
+      for (const name of ['location', 'cache-control', 'ratelimit-limit', 'content-type'])
+        expect(raw.headers[name], `${path} ${name}`).toBe(routed.headers[name]);
     }
   });
 
@@ -160,7 +167,12 @@ describe('GET /{slug} on a short host', () => {
   // Guards issue 23: a short host answered other methods 404, as if the path did not exist.
   it('answers another method 405 with Allow: GET, HEAD, in the envelope, on a slug and on the root', async () => {
     const link = await createLink({ target_url: 'https://example.com/' });
-    for (const [method, path] of [['DELETE', `/${link.slug}`], ['POST', '/abc'], ['PUT', '/'], ['PATCH', '/no-such-slug?lang=de']] as const) {
+    for (const [method, path] of [
+      ['DELETE', `/${link.slug}`],
+      ['POST', '/abc'],
+      ['PUT', '/'],
+      ['PATCH', '/no-such-slug?lang=de'],
+    ] as const) {
       const answer = await ingest.inject({ method, url: path, headers: { host: `${subdomain}.localhost:8080` } });
       expect(answer.statusCode, `${method} ${path}`).toBe(405);
       expect(answer.headers.allow).toBe('GET, HEAD');
@@ -193,7 +205,11 @@ describe('GET /{slug} on a short host', () => {
       );
     // Idle connections are kept 72 s, as Fastify keeps those of the servers it creates: longer than
     // the 60 s idle timeout of common load balancers, which would otherwise reuse a closed one (502).
-    expect(await ask(`/${link.slug}`, `${subdomain}.localhost:${port}`)).toEqual({ status: 302, location: 'https://example.com/served', keepAlive: 'timeout=72' });
+    expect(await ask(`/${link.slug}`, `${subdomain}.localhost:${port}`)).toEqual({
+      status: 302,
+      location: 'https://example.com/served',
+      keepAlive: 'timeout=72',
+    });
     expect((await ask(`/${link.slug}`, `localhost:${port}`)).status).toBe(404);
     expect(await ask('/api/v1/health', `localhost:${port}`)).toMatchObject({ status: 200, keepAlive: 'timeout=72' });
     expect((await ask('/api/v1/health', `${subdomain}.localhost:${port}`)).status).toBe(404);
@@ -212,7 +228,9 @@ describe('the redirect cache follows link changes', () => {
 
       await app.inject({ method: 'PATCH', url: `/api/v1/links/${link.id}`, headers: owner.auth, payload: { target_url: 'https://example.com/v2' } });
       for (const target of [ingest, other]) {
-        await waitFor(async () => (await visit(`/${link.slug}`, { target })).headers.location === 'https://example.com/v2', 1_000, { message: 'update obeyed' });
+        await waitFor(async () => (await visit(`/${link.slug}`, { target })).headers.location === 'https://example.com/v2', 1_000, {
+          message: 'update obeyed',
+        });
       }
 
       const moved = `${link.slug}-moved`;
@@ -270,7 +288,10 @@ describe('the visit event', () => {
 
   it('ignores X-Forwarded-For from an untrusted peer: a client cannot set ip_public', async () => {
     const link = await createLink({ target_url: 'https://example.com/' });
-    await visit(`/${link.slug}`, { remoteAddress: '198.51.100.77', headers: { 'x-forwarded-for': '1.2.3.4', 'x-real-ip': '1.2.3.4', forwarded: 'for=1.2.3.4' } });
+    await visit(`/${link.slug}`, {
+      remoteAddress: '198.51.100.77',
+      headers: { 'x-forwarded-for': '1.2.3.4', 'x-real-ip': '1.2.3.4', forwarded: 'for=1.2.3.4' },
+    });
     const [event] = await waitFor(() => visitsOf(link.id).length === 1 && visitsOf(link.id), 10_000);
     expect(event!.ip_public).toBe('198.51.100.77');
   });
@@ -311,9 +332,17 @@ describe('the redirect bucket', () => {
     try {
       const name = await claimSubdomain(limitedApp, await createOwner(limited, limitedApp).then((o) => (owner2 = o)));
       const create = async () =>
-        (await limitedApp.inject({ method: 'POST', url: '/api/v1/links', headers: owner2!.auth, payload: { subdomain: name, target_url: 'https://example.com/' } })).json().data;
+        (
+          await limitedApp.inject({
+            method: 'POST',
+            url: '/api/v1/links',
+            headers: owner2!.auth,
+            payload: { subdomain: name, target_url: 'https://example.com/' },
+          })
+        ).json().data;
       const [first, second] = [await create(), await create()];
-      const hit = (slug: string, ip: string) => visit(`/${slug}`, { host: `${name}.localhost:8080`, remoteAddress: ip, target: listenerClient(limitedBuilt.listener!) });
+      const hit = (slug: string, ip: string) =>
+        visit(`/${slug}`, { host: `${name}.localhost:8080`, remoteAddress: ip, target: listenerClient(limitedBuilt.listener!) });
       const answers = [];
       for (let i = 0; i < 4; i++) answers.push(await hit(first.slug, '192.0.2.10'));
       expect(answers.map((answer) => answer.statusCode)).toEqual([302, 302, 302, 429]);

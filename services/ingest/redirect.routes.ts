@@ -59,8 +59,7 @@ interface ShortHostRequest {
 
 /** The answer decided for a short-host request: a redirect, or a refusal to render as an error page. */
 type RedirectOutcome =
-  | { kind: 'redirect'; status: number; location: string; rateLimit: RateDecision }
-  | { kind: 'refusal'; error: AppError; rateLimit?: RateDecision };
+  { kind: 'redirect'; status: number; location: string; rateLimit: RateDecision } | { kind: 'refusal'; error: AppError; rateLimit?: RateDecision };
 
 const ROUTE_LABEL = '/{slug}';
 /** Route label of a short host's root: its public page. */
@@ -119,12 +118,18 @@ function createRedirector(deps: ShortHostDeps) {
       return refusal(retryLater('rate_limited', decision.resetSec, { bucket: 'redirect', limit: decision.limit }), decision);
     }
     if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }), decision);
-    if (link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at) return refusal(new AppError('gone', { slug, reason: 'expired' }), decision);
+    if (link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at)
+      return refusal(new AppError('gone', { slug, reason: 'expired' }), decision);
     if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }), decision);
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();
-    return { kind: 'redirect', status: link.redirect_type, location: link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url, rateLimit: decision };
+    return {
+      kind: 'redirect',
+      status: link.redirect_type,
+      location: link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url,
+      rateLimit: decision,
+    };
   };
 
   const check = (asked: Asked, slug: string, link: RedirectLink | null) => {
@@ -271,7 +276,8 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
       } catch (error) {
         return handOn(request, response, asked.id, { failure: error });
       }
-      if (outcome instanceof Promise) outcome.then(
+      if (outcome instanceof Promise)
+        outcome.then(
           (decided) => answer(request, response, asked, started, decided),
           (failure: unknown) => handOn(request, response, asked.id, { failure }),
         );

@@ -42,7 +42,9 @@ beforeAll(async () => {
     const url = new URL(request.url ?? '/', 'http://site');
     const attributes = url.searchParams.get('own') ? ` data-subdomain="${subdomain}"` : '';
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    response.end(`<!doctype html><html><head><title>Landing</title></head><body><h1>Landing</h1><script src="${platformOrigin}/tracker.js"${attributes}></script></body></html>`);
+    response.end(
+      `<!doctype html><html><head><title>Landing</title></head><body><h1>Landing</h1><script src="${platformOrigin}/tracker.js"${attributes}></script></body></html>`,
+    );
   });
   await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
   siteOrigin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
@@ -61,13 +63,27 @@ type Json = Record<string, any>;
 
 /** A redirect through a link with append_visit_id; the visit id the target page receives. */
 async function redirectedVisitId(): Promise<string> {
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://shop.example/landing', append_visit_id: true } });
-  const answer = await ingest.inject({ method: 'GET', url: `/${created.json().data.slug}`, remoteAddress: '203.0.113.60', headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0 Safari/537.36' } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, target_url: 'https://shop.example/landing', append_visit_id: true },
+  });
+  const answer = await ingest.inject({
+    method: 'GET',
+    url: `/${created.json().data.slug}`,
+    remoteAddress: '203.0.113.60',
+    headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0 Safari/537.36' },
+  });
   return new URL(String(answer.headers.location)).searchParams.get('lt_visit')!;
 }
 
 async function visitRow(visitId: string): Promise<Json | undefined> {
-  const result = await context.analytics.client.query({ query: 'SELECT * FROM visits FINAL WHERE visit_id = {id:UUID}', query_params: { id: visitId }, format: 'JSONEachRow' });
+  const result = await context.analytics.client.query({
+    query: 'SELECT * FROM visits FINAL WHERE visit_id = {id:UUID}',
+    query_params: { id: visitId },
+    format: 'JSONEachRow',
+  });
   return (await result.json<Json>())[0];
 }
 
@@ -91,7 +107,7 @@ describe('tracker.js in headless Chromium', () => {
     await page.context().close();
   });
 
-  it('with analytics and LAN consent: attaches time zone, screen, capabilities and the WebRTC LAN address to the redirect\'s visit', async () => {
+  it("with analytics and LAN consent: attaches time zone, screen, capabilities and the WebRTC LAN address to the redirect's visit", async () => {
     const visitId = await redirectedVisitId();
     const { page, trackerRequests } = await openLanding(`lt_visit=${visitId}`);
     const recorded = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: true }));
@@ -101,10 +117,14 @@ describe('tracker.js in headless Chromium', () => {
     const sent = JSON.parse(collect.postData()!);
     expect(sent.lan_ip).toMatch(/\.local$|^(10|192\.168|172\.(1[6-9]|2\d|3[01]))\.|^f[cd]/);
     expect((await collect.response())!.status()).toBe(202);
-    const row = await waitFor(async () => {
-      const found = await visitRow(visitId);
-      return found?.consent_analytics === 1 && found.timezone !== '' && found;
-    }, DEADLINE_MS, { message: 'visit row with the beacon signals' });
+    const row = await waitFor(
+      async () => {
+        const found = await visitRow(visitId);
+        return found?.consent_analytics === 1 && found.timezone !== '' && found;
+      },
+      DEADLINE_MS,
+      { message: 'visit row with the beacon signals' },
+    );
     expect(row.ip_lan).toBe(sent.lan_ip);
     expect(row.consent_lan_ip).toBe(1);
     expect(row.screen).toMatch(/^\d+x\d+$/);
@@ -121,7 +141,7 @@ describe('tracker.js in headless Chromium', () => {
       const Original = (globalThis as any).RTCPeerConnection;
       (globalThis as any).RTCPeerConnection = function (...args: unknown[]) {
         (globalThis as any).peerConnections += 1;
-        return new (Original)(...args);
+        return new Original(...args);
       };
     });
     await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }));
@@ -141,7 +161,12 @@ describe('tracker.js in headless Chromium', () => {
     const { page, trackerRequests } = await openLanding(`lt_visit=${visitId}`);
     const recorded = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: false, lan_ip: true }));
     expect(recorded).toMatchObject({ analytics: false, lan_ip: false, token: null });
-    const refusedCollect = await page.evaluate(() => (globalThis as any).LinkTracker.collect().then(() => 'sent', (error: Error) => error.message));
+    const refusedCollect = await page.evaluate(() =>
+      (globalThis as any).LinkTracker.collect().then(
+        () => 'sent',
+        (error: Error) => error.message,
+      ),
+    );
     expect(refusedCollect).toBe('no consent recorded');
     await page.waitForTimeout(300);
     expect(trackerRequests.map((request) => new URL(request.url()).pathname)).toEqual(['/tracker/consent']);

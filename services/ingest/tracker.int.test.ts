@@ -133,7 +133,7 @@ describe('/tracker.js', () => {
   });
 });
 
-describe('consent and collect on a redirect\'s visit (append_visit_id)', () => {
+describe("consent and collect on a redirect's visit (append_visit_id)", () => {
   it('appends lt_visit (the visit id) to the target, before the fragment', async () => {
     const { visitId, location } = await redirectVisit();
     expect(location).toBe(`https://shop.example/landing?ref=mail&lt_visit=${visitId}#top`);
@@ -166,10 +166,14 @@ describe('consent and collect on a redirect\'s visit (append_visit_id)', () => {
     expect(collected.statusCode).toBe(202);
     expect(collected.json().data).toEqual({ visit_id: visitId, accepted: true });
 
-    const row = await waitFor(async () => {
-      const found = await visitRow(visitId);
-      return found?.timezone === 'Europe/Berlin' && found;
-    }, DEADLINE_MS, { message: 'merged visit row' });
+    const row = await waitFor(
+      async () => {
+        const found = await visitRow(visitId);
+        return found?.timezone === 'Europe/Berlin' && found;
+      },
+      DEADLINE_MS,
+      { message: 'merged visit row' },
+    );
     expect(row).toMatchObject({
       kind: 'visit',
       ip_public: '203.0.113.50',
@@ -242,7 +246,12 @@ describe('consent and collect on a redirect\'s visit (append_visit_id)', () => {
       .setAudience('linktrack-tracker')
       .setExpirationTime(Math.floor(Date.now() / 1000) - 5)
       .sign(key);
-    const valid = await new SignJWT({ a: 1, l: 0 }).setProtectedHeader({ alg: 'HS256' }).setSubject(visitId).setAudience('linktrack-tracker').setExpirationTime('5m').sign(key);
+    const valid = await new SignJWT({ a: 1, l: 0 })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(visitId)
+      .setAudience('linktrack-tracker')
+      .setExpirationTime('5m')
+      .sign(key);
     for (const token of [forged, expired, 'not-a-token', `${valid.slice(0, -2)}xx`]) {
       const response = await track('POST', '/tracker/collect', { ip: freshIp(), payload: { token, timezone: 'UTC' } });
       expect(response.statusCode, token.slice(0, 20)).toBe(403);
@@ -282,7 +291,11 @@ describe('a visit the beacon starts (data-subdomain, no redirect)', () => {
 
   it('dead-letters a consent for a subdomain that does not exist, refuses text storage cannot hold at the edge, and the rest flows', async () => {
     const dead: { value: string; headers?: Record<string, string> }[] = [];
-    const tap = await context.visitLog.consume({ groupId: uniqueName('tracker-dlq'), topic: TOPICS.visitsDlq, handler: async (messages) => void dead.push(...messages) });
+    const tap = await context.visitLog.consume({
+      groupId: uniqueName('tracker-dlq'),
+      topic: TOPICS.visitsDlq,
+      handler: async (messages) => void dead.push(...messages),
+    });
     try {
       const ghost = (await consent({ subdomain: 'no-such-subdomain-here', analytics: true, lan_ip: false })).json().data;
       // Valid JSON that storage cannot hold (a lone surrogate): refused at the edge, naming the field (the enricher's
@@ -316,7 +329,10 @@ describe('consent gating and ordering in the enricher', () => {
     expect(row).toMatchObject({ ip_lan: '', consent_lan_ip: 0, screen: '800x600' });
 
     await context.visitLog.publish(TOPICS.trackerRaw, [
-      { key: visitId, value: JSON.stringify({ type: 'collect', visit_id: visitId, ts: new Date(Date.now() + 1000).toISOString(), analytics: false, lan_ip: true, signals }) },
+      {
+        key: visitId,
+        value: JSON.stringify({ type: 'collect', visit_id: visitId, ts: new Date(Date.now() + 1000).toISOString(), analytics: false, lan_ip: true, signals }),
+      },
     ]);
     const withdrawn = await waitFor(async () => {
       const found = await visitRow(visitId);
@@ -380,7 +396,7 @@ describe('methods', () => {
 
 describe('languages', () => {
   // Guards issue 23: the beacon's answers followed Accept-Language only.
-  it('the beacon\'s errors follow ?lang= first, as the API does, then Accept-Language', async () => {
+  it("the beacon's errors follow ?lang= first, as the API does, then Accept-Language", async () => {
     const collect = await track('POST', '/tracker/collect?lang=de', { payload: {}, ip: freshIp(), headers: { 'accept-language': 'fr' } });
     expect(collect.statusCode).toBe(403);
     expect(collect.headers['content-language']).toBe('de');
@@ -424,7 +440,10 @@ describe('validation and the track bucket', () => {
     const publicLan = await track('POST', '/tracker/collect', { ip: freshIp(), payload: { token: recorded.token, lan_ip: '8.8.8.8' } });
     expect(publicLan.statusCode).toBe(422);
     expect(publicLan.json().error.details).toHaveProperty('lan_ip');
-    const mdns = await track('POST', '/tracker/collect', { ip: freshIp(), payload: { token: recorded.token, lan_ip: '1f0e6c2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b.local' } });
+    const mdns = await track('POST', '/tracker/collect', {
+      ip: freshIp(),
+      payload: { token: recorded.token, lan_ip: '1f0e6c2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b.local' },
+    });
     expect(mdns.statusCode).toBe(202);
     const malformed = await track('GET', `/tracker/collect?token=${recorded.token}&data=%7Bnope`, { ip: freshIp() });
     expect(malformed.statusCode).toBe(422);
@@ -444,7 +463,7 @@ describe('validation and the track bucket', () => {
 });
 
 describe('operational visibility', () => {
-  it('reports the enricher\'s consumers in the health probe, and their lag in the metrics', async () => {
+  it("reports the enricher's consumers in the health probe, and their lag in the metrics", async () => {
     const health = await app.inject({ method: 'GET', url: '/api/v1/health' });
     expect(health.statusCode).toBe(200);
     const consumers: Json[] = health.json().data.consumers;

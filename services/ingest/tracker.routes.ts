@@ -49,7 +49,7 @@ const ConsentBody = z.union([
     page: z
       .strictObject({ referrer: z.string().max(VISIT_TEXT_MAX.referrer).optional(), query: z.string().max(VISIT_TEXT_MAX.query).optional() })
       .optional()
-      .meta({ description: 'The page\'s referrer and query string (UTM parameters).' }),
+      .meta({ description: "The page's referrer and query string (UTM parameters)." }),
   }),
 ]);
 
@@ -134,8 +134,8 @@ export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
       path: '/tracker/consent',
       summary: 'Record a consent decision; with analytics consent, answer a short-lived consent token',
       description:
-        'The decision is recorded on the visit (refusals too). With `visit_id` the beacon attaches to a redirect\'s visit; with ' +
-        '`subdomain` it starts a visit of its own, whose `ip_public` is this request\'s address (from TRUST_PROXY peers only). The token ' +
+        "The decision is recorded on the visit (refusals too). With `visit_id` the beacon attaches to a redirect's visit; with " +
+        "`subdomain` it starts a visit of its own, whose `ip_public` is this request's address (from TRUST_PROXY peers only). The token " +
         '(TRACKER_CONSENT_TTL seconds) is checked by any ingest node without a database. CORS is open (`*`, no credentials); a ' +
         '`text/plain` body holding JSON is accepted so that browsers need no preflight. Rate bucket `track`, keyed by IP and visit id.',
       tags,
@@ -186,7 +186,7 @@ export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
       operationId: 'trackerCollectPost',
       method: 'POST',
       path: '/tracker/collect',
-      summary: 'Send the beacon\'s signals under a consent token (202)',
+      summary: "Send the beacon's signals under a consent token (202)",
       description:
         'Without a valid consent token (absent, forged, expired, or analytics refused) → 403 `forbidden`, nothing stored. A `lan_ip` ' +
         'without `lan_ip` consent is not stored (`meta.ignored`). `ip_public` cannot be sent: the visit keeps the address the platform saw.',

@@ -72,7 +72,10 @@ describe('visit producer (with a stub visit log that fails while the broker is "
   // The durable one-process log acknowledges a call at its next group commit (50 ms): 1 000 a call
   // capped the edge at 20 000 visits/s. Kafka acknowledges within milliseconds, and a record batch
   // must stay under the broker's message size limit.
-  for (const [kind, most] of [['lmdb', 10_000], ['kafka', 1_000]] as const) {
+  for (const [kind, most] of [
+    ['lmdb', 10_000],
+    ['kafka', 1_000],
+  ] as const) {
     it(`publishes what is buffered in calls of at most ${most} on ${kind}, in order`, async () => {
       const { log, published, calls, state } = flakyLog(kind);
       const producer = createVisitProducer(contextWith(log, 100_000));

@@ -34,11 +34,21 @@ export type BeaconProducer = LogProducer<BeaconMessage>;
 
 /** Visits for `visits.raw`, keyed by link id (the subdomain for visits of no link). */
 export const createVisitProducer = (context: Context): VisitProducer =>
-  createLogProducer(context, TOPICS.visitsRaw, (visit) => visit.link_id || visit.subdomain, (visit) => visit.kind);
+  createLogProducer(
+    context,
+    TOPICS.visitsRaw,
+    (visit) => visit.link_id || visit.subdomain,
+    (visit) => visit.kind,
+  );
 
 /** Beacon messages for `tracker.raw`, keyed by visit id (a visit's messages stay in order). */
 export const createBeaconProducer = (context: Context): BeaconProducer =>
-  createLogProducer(context, TOPICS.trackerRaw, (message) => message.visit_id, (message) => `beacon_${message.type}`);
+  createLogProducer(
+    context,
+    TOPICS.trackerRaw,
+    (message) => message.visit_id,
+    (message) => `beacon_${message.type}`,
+  );
 
 /**
  * The edge side of the visit log: visits are buffered in memory (VISIT_BUFFER_SIZE) and published

@@ -48,7 +48,12 @@ async function seed(subdomain: string, link: Json, count: number): Promise<void>
 async function setup(policy: Record<string, unknown>, { title, visits = 3 }: { title?: string; visits?: number } = {}) {
   const subdomain = await claimSubdomain(app, owner, policy);
   if (title) await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { title } });
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://target.example/secret-target', title: 'Spring sale', tags: ['hidden-tag'] } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, target_url: 'https://target.example/secret-target', title: 'Spring sale', tags: ['hidden-tag'] },
+  });
   const link = created.json().data;
   if (visits > 0) await seed(subdomain, link, visits);
   return { subdomain, link };
@@ -103,10 +108,30 @@ describe('public page of a subdomain', () => {
     expect(page.body).toContain('Spring sale');
     expect(page.body).toContain('Recent visits');
     // Geo, referrer, IP and owner are hidden: neither their values nor their headings appear.
-    for (const hidden of ['FR', 'Lyon', 'Countries', 'Cities', 'news.example', 'Referrers', '203.0.113.77', owner.email, ' · by ', 'secret-target', 'hidden-tag', link.id]) {
+    for (const hidden of [
+      'FR',
+      'Lyon',
+      'Countries',
+      'Cities',
+      'news.example',
+      'Referrers',
+      '203.0.113.77',
+      owner.email,
+      ' · by ',
+      'secret-target',
+      'hidden-tag',
+      link.id,
+    ]) {
       expect(page.body, hidden).not.toContain(hidden);
     }
-    const opened = await setup({ stats_public: true, stats_show_visits_list: true, stats_show_geo: true, stats_show_referrer: true, stats_show_ip: true, stats_show_owner: true });
+    const opened = await setup({
+      stats_public: true,
+      stats_show_visits_list: true,
+      stats_show_geo: true,
+      stats_show_referrer: true,
+      stats_show_ip: true,
+      stats_show_owner: true,
+    });
     const full = await open(opened.subdomain);
     for (const shown of ['Countries', 'FR', 'Lyon', 'news.example', '203.0.113.77']) expect(full.body, shown).toContain(shown);
     expect(full.body).not.toContain(owner.email);
@@ -119,16 +144,31 @@ describe('public page of a subdomain', () => {
     expect(page.body).toContain('Figures are published 3 days after the visits.');
     const capped = await setup({ stats_show_visits_list: true, stats_show_links: true, stats_max_items: 2 }, { visits: 5 });
     for (let index = 0; index < 3; index++) {
-      await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain: capped.subdomain, target_url: `https://target.example/${index}` } });
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/links',
+        headers: owner.auth,
+        payload: { subdomain: capped.subdomain, target_url: `https://target.example/${index}` },
+      });
     }
     const cappedPage = await open(capped.subdomain);
     expect(cappedPage.body.match(/<ul class="links">.*?<\/ul>/s)![0].match(/<li>/g)).toHaveLength(2);
-    expect(cappedPage.body.match(/<table class="visits">.*?<\/table>/s)![0].match(/<tbody>.*<\/tbody>/s)![0].match(/<tr>/g)).toHaveLength(2);
+    expect(
+      cappedPage.body
+        .match(/<table class="visits">.*?<\/table>/s)![0]
+        .match(/<tbody>.*<\/tbody>/s)![0]
+        .match(/<tr>/g),
+    ).toHaveLength(2);
   });
 
   it('renders what users typed as text', async () => {
     const { subdomain } = await setup({ stats_show_links: true }, { title: '<img src=x onerror=alert(1)>', visits: 0 });
-    await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://target.example/x', title: '"><script>alert(2)</script>' } });
+    await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: owner.auth,
+      payload: { subdomain, target_url: 'https://target.example/x', title: '"><script>alert(2)</script>' },
+    });
     const page = await open(subdomain);
     expect(page.body).not.toContain('<img src=x');
     expect(page.body).not.toContain('<script>');

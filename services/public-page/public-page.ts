@@ -59,7 +59,10 @@ export function publicPages(context: Context, limiter: RateLimiter) {
         page = renderPublicPage(await gather(subdomain), locale, product);
       } catch (error) {
         if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
-        return reply.code(404).header('Cache-Control', 'no-store').send(renderUnknownSubdomain(subdomain, request.hostname, locale, product));
+        return reply
+          .code(404)
+          .header('Cache-Control', 'no-store')
+          .send(renderUnknownSubdomain(subdomain, request.hostname, locale, product));
       }
       return reply.send(page);
     },

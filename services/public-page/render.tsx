@@ -76,7 +76,10 @@ const DIMENSIONS = ['link', 'country', 'city', 'referrer_host', 'utm_source', 'b
 const VISIT_COLUMNS = ['ts', 'kind', 'slug', 'ip_public', 'ip_lan', 'country', 'region', 'city', 'browser', 'os', 'device_type', 'referrer_host'] as const;
 
 /** The catalogue's messages of one locale (the page's keys are the user interface's). */
-const translatorOf = (locale: Locale): T => (key, params) => translate(locale, key, params);
+const translatorOf =
+  (locale: Locale): T =>
+  (key, params) =>
+    translate(locale, key, params);
 
 /** A whole page as the answer's body. */
 const html = (body: JSX.Element) => `<!doctype html>${renderToString(body)}`;
@@ -169,7 +172,17 @@ function Chart({ series, locale, t }: { series: PublicReport['series']; locale: 
   );
 }
 
-function Breakdown({ dimension, rows, locale, t }: { dimension: (typeof DIMENSIONS)[number]; rows: NonNullable<PublicReport['top'][string]>; locale: Locale; t: T }) {
+function Breakdown({
+  dimension,
+  rows,
+  locale,
+  t,
+}: {
+  dimension: (typeof DIMENSIONS)[number];
+  rows: NonNullable<PublicReport['top'][string]>;
+  locale: Locale;
+  t: T;
+}) {
   const max = Math.max(1, ...rows.map((row) => row.visits));
   const numbers = numberOf(locale);
   const label = (row: (typeof rows)[number]) => {

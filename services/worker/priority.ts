@@ -28,4 +28,3 @@ export function lowerPriority(nice: number): number {
   }
   return getPriority(0);
 }
-

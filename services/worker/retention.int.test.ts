@@ -59,7 +59,10 @@ async function deliveriesAged(context: Context, days: number[]): Promise<string[
       response_excerpt: null,
     })),
   );
-  const rows = await sql<{ seq: string; attempted_at: Date }>`SELECT seq, attempted_at FROM webhook_deliveries WHERE webhook_id = ${row.id} ORDER BY attempted_at DESC`.execute(context.db.db);
+  const rows = await sql<{
+    seq: string;
+    attempted_at: Date;
+  }>`SELECT seq, attempted_at FROM webhook_deliveries WHERE webhook_id = ${row.id} ORDER BY attempted_at DESC`.execute(context.db.db);
   return rows.rows.map((entry) => entry.seq);
 }
 
@@ -67,15 +70,25 @@ async function deliveriesAged(context: Context, days: number[]): Promise<string[
 async function auditAged(context: Context, days: number[]): Promise<string> {
   const action = `test.retention.${randomUUID()}`;
   for (const age of days) {
-    await sql`INSERT INTO audit_log (action, created_at) VALUES (${action}, ${new Date(Date.now() - age * DAY_MS).toISOString()}::timestamptz)`.execute(context.db.db);
+    await sql`INSERT INTO audit_log (action, created_at) VALUES (${action}, ${new Date(Date.now() - age * DAY_MS).toISOString()}::timestamptz)`.execute(
+      context.db.db,
+    );
   }
   return action;
 }
 
 const remainingDeliveries = async (context: Context, seqs: string[]) =>
-  (await sql<{ seq: string }>`SELECT seq FROM webhook_deliveries WHERE seq = ANY(${seqs}::bigint[]) ORDER BY attempted_at DESC`.execute(context.db.db)).rows.map((row) => row.seq);
+  (
+    await sql<{ seq: string }>`SELECT seq FROM webhook_deliveries WHERE seq = ANY(${seqs}::bigint[]) ORDER BY attempted_at DESC`.execute(context.db.db)
+  ).rows.map((row) => row.seq);
 const auditAges = async (context: Context, action: string) =>
-  (await sql<{ age: number }>`SELECT round(extract(epoch FROM now() - created_at) / 86400)::int AS age FROM audit_log WHERE action = ${action} ORDER BY created_at DESC`.execute(context.db.db)).rows.map((row) => row.age);
+  (
+    await sql<{
+      age: number;
+    }>`SELECT round(extract(epoch FROM now() - created_at) / 86400)::int AS age FROM audit_log WHERE action = ${action} ORDER BY created_at DESC`.execute(
+      context.db.db,
+    )
+  ).rows.map((row) => row.age);
 
 describe(`retention (${SERVICES_MODE ? 'BullMQ' : 'in process'})`, () => {
   it('running the job deletes delivery-log rows older than 30 days and audit rows older than 365 days (the defaults); newer ones stay', async () => {

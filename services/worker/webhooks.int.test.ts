@@ -130,7 +130,9 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
     expect(await dispatched()).toBe(dispatchedBefore);
     // The held batch was not committed: a dispatcher started later takes it.
     worker = await startWebhooks(context);
-    await waitFor(async () => (await lag()) === 0 && (await context.jobs.waiting(job)) === 0 && deliveryIds.length >= 85, DEADLINE_MS, { message: 'everything dispatched and sent' });
+    await waitFor(async () => (await lag()) === 0 && (await context.jobs.waiting(job)) === 0 && deliveryIds.length >= 85, DEADLINE_MS, {
+      message: 'everything dispatched and sent',
+    });
     await sleep(300);
     // 55 from the first test and these 30, each once.
     expect(deliveryIds).toHaveLength(85);

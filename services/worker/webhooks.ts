@@ -154,7 +154,15 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
         for (const webhook of subscribed.get(event.owner_id) ?? []) {
           if (!matches(webhook, event)) continue;
           const deliveryId = deliveryIdOf(webhook.id, event.id);
-          jobs.push({ jobId: deliveryId, data: { webhook_id: webhook.id, owner_id: webhook.owner_id, delivery_id: deliveryId, event: { id: event.id, type: event.type, occurred_at: event.occurred_at, subdomain: event.subdomain, data: event.data } } });
+          jobs.push({
+            jobId: deliveryId,
+            data: {
+              webhook_id: webhook.id,
+              owner_id: webhook.owner_id,
+              delivery_id: deliveryId,
+              event: { id: event.id, type: event.type, occurred_at: event.occurred_at, subdomain: event.subdomain, data: event.data },
+            },
+          });
         }
       }
       if (jobs.length === 0) return;

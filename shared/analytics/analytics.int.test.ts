@@ -16,7 +16,16 @@ afterAll(async () => {
   await closeContext(context);
 });
 
-const row = (subdomain: string) => ({ visit_id: uuidv7(), ts: '2026-11-21 10:00:00.000', kind: 'visit', owner_id: 'o', subdomain, link_id: 'l', slug: 's', ip_public: '203.0.113.1' });
+const row = (subdomain: string) => ({
+  visit_id: uuidv7(),
+  ts: '2026-11-21 10:00:00.000',
+  kind: 'visit',
+  owner_id: 'o',
+  subdomain,
+  link_id: 'l',
+  slug: 's',
+  ip_public: '203.0.113.1',
+});
 
 async function countOf(subdomain: string): Promise<number> {
   const result = await context.analytics.client.query({
@@ -31,7 +40,12 @@ describe('analytics inserts', () => {
   it('keeps a deduplication token to its own insert: later inserts without one are all stored', async () => {
     const subdomain = uniqueName('tokens');
     const { client } = context.analytics;
-    await client.insert({ table: 'visits', values: [row(subdomain)], format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: uniqueName('token') } });
+    await client.insert({
+      table: 'visits',
+      values: [row(subdomain)],
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: uniqueName('token') },
+    });
     await client.insert({ table: 'visits', values: [row(subdomain)], format: 'JSONEachRow' });
     await client.insert({ table: 'visits', values: [row(subdomain)], format: 'JSONEachRow' });
     expect(await countOf(subdomain)).toBe(3);
@@ -40,7 +54,12 @@ describe('analytics inserts', () => {
   it('keeps the token from an INSERT … SELECT sent as a command after a tokened insert', async () => {
     const subdomain = uniqueName('command');
     const { client } = context.analytics;
-    await client.insert({ table: 'visits', values: [row(subdomain)], format: 'JSONEachRow', clickhouse_settings: { insert_deduplication_token: uniqueName('token') } });
+    await client.insert({
+      table: 'visits',
+      values: [row(subdomain)],
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: uniqueName('token') },
+    });
     for (let i = 0; i < 2; i++) {
       await client.command({
         query: `INSERT INTO visits (visit_id, ts, kind, owner_id, subdomain, link_id, slug, ip_public)
@@ -65,7 +84,8 @@ describe('analytics inserts', () => {
   it('inserts rows encoded by the caller: its token drops a repeat and stays with that insert, a bad row stores nothing', async () => {
     const subdomain = uniqueName('encoded');
     const columns: [string, ...string[]] = ['visit_id', 'ts', 'kind', 'owner_id', 'subdomain', 'link_id', 'slug', 'ip_public'];
-    const encoded = (rows: Record<string, string>[]) => Buffer.from(rows.map((entry) => JSON.stringify(columns.map((column) => entry[column]))).join('\n'), 'utf8');
+    const encoded = (rows: Record<string, string>[]) =>
+      Buffer.from(rows.map((entry) => JSON.stringify(columns.map((column) => entry[column]))).join('\n'), 'utf8');
     const body = encoded([row(subdomain), row(subdomain)]);
     const token = uniqueName('token');
     await context.analytics.insertEncoded({ table: 'visits', columns, body, settings: deduplicatedBy(token) });
@@ -82,7 +102,7 @@ describe('analytics inserts', () => {
 });
 
 describe('analytics inserts to a ClickHouse server (a fake HTTP server stands in: none runs here)', () => {
-  it('posts encoded rows as the body of INSERT … FORMAT JSONCompactEachRow, with the insert\'s settings', async () => {
+  it("posts encoded rows as the body of INSERT … FORMAT JSONCompactEachRow, with the insert's settings", async () => {
     const received: { url: string; body: string }[] = [];
     const server = createServer((request, response) => {
       let body = '';

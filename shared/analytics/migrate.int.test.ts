@@ -34,10 +34,7 @@ async function applied(): Promise<{ version: string; name: string; checksum: str
 }
 
 async function tableExists(table: string): Promise<boolean> {
-  const found = await rows<{ n: number }>(
-    'SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = {table:String}',
-    { table },
-  );
+  const found = await rows<{ n: number }>('SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table });
   return Number(found[0]?.n) === 1;
 }
 
@@ -108,7 +105,7 @@ describe(`migrateAnalytics (${process.env.CLICKHOUSE_URL ? 'clickhouse' : 'chdb'
     });
     forget('9901', table);
     const original = readFileSync(join(CLICKHOUSE_MIGRATIONS, '0001_visits.sql'), 'utf8');
-    write({ '0001_visits.sql': original.replace('LowCardinality(String) DEFAULT \'\'', 'String DEFAULT \'\'') });
+    write({ '0001_visits.sql': original.replace("LowCardinality(String) DEFAULT ''", "String DEFAULT ''") });
     expect(() => pendingMigrations(readMigrations(dir), [])).not.toThrow();
     expect(() => pendingMigrations(readMigrations(dir), readMigrations(CLICKHOUSE_MIGRATIONS))).toThrow(MigrationChecksumError);
     const failure = migrateAnalytics(context.analytics, dir);
@@ -173,7 +170,11 @@ describe('0004_stats_visitors_sketch', () => {
     // A newer version of the first visit (a beacon's signals merged in) is the same visit. Inserted in
     // one block, it replaces version 0 at once (as a merge of parts would later): the refill must
     // still count the visit.
-    await context.analytics.client.insert({ table: 'visits', values: [first, visit('h2'), visit('h1'), { ...first, version: 1, timezone: 'Europe/Paris' }], format: 'JSONEachRow' });
+    await context.analytics.client.insert({
+      table: 'visits',
+      values: [first, visit('h2'), visit('h1'), { ...first, version: 1, timezone: 'Europe/Paris' }],
+      format: 'JSONEachRow',
+    });
     const figures = async (table: string) =>
       (
         await rows<{ visits: number; visitors: number }>(
@@ -257,7 +258,12 @@ describe('visits table', () => {
     expect(table!.engine).toBe('ReplacingMergeTree');
     expect(table!.engine_full).toMatch(/^ReplacingMergeTree\(version\)/);
     expect(table!.partition_key).toBe('toYYYYMM(ts)');
-    expect(table!.sorting_key.split(',').map((column) => column.trim()).slice(0, 2)).toEqual(['subdomain', 'link_id']);
+    expect(
+      table!.sorting_key
+        .split(',')
+        .map((column) => column.trim())
+        .slice(0, 2),
+    ).toEqual(['subdomain', 'link_id']);
   });
 
   const visit = (subdomain: string, visitId: string, extra: Record<string, unknown> = {}) => ({
@@ -297,10 +303,7 @@ describe('visits table', () => {
     await insert([visit(subdomain, visitId, { version: 2, city: 'newest' })]);
     await insert([visit(subdomain, visitId, { version: 1, city: 'older' })]);
     await insert([visit(subdomain, visitId, { version: 0, city: 'oldest' })]);
-    const final = await rows<{ city: string; version: number }>(
-      'SELECT city, version FROM visits FINAL WHERE subdomain = {subdomain:String}',
-      { subdomain },
-    );
+    const final = await rows<{ city: string; version: number }>('SELECT city, version FROM visits FINAL WHERE subdomain = {subdomain:String}', { subdomain });
     expect(final).toEqual([{ city: 'newest', version: 2 }]);
   });
 });

@@ -21,10 +21,47 @@ export interface VisitFilters {
 
 /** Columns of a visit as its owner reads it (everything but the visitor hash and the row's bookkeeping). */
 export const OWNER_VISIT_COLUMNS = [
-  'visit_id', 'ts', 'kind', 'subdomain', 'link_id', 'slug', 'ip_public', 'ip_lan', 'country', 'region', 'city', 'latitude', 'longitude',
-  'asn', 'user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type', 'is_bot', 'bot_name', 'is_attack', 'attack_type',
-  'referrer', 'referrer_host', 'accept_language', 'query', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',
-  'is_unique', 'consent_analytics', 'consent_lan_ip', 'timezone', 'screen', 'network', 'capabilities', 'beacon_at',
+  'visit_id',
+  'ts',
+  'kind',
+  'subdomain',
+  'link_id',
+  'slug',
+  'ip_public',
+  'ip_lan',
+  'country',
+  'region',
+  'city',
+  'latitude',
+  'longitude',
+  'asn',
+  'user_agent',
+  'browser',
+  'browser_version',
+  'os',
+  'os_version',
+  'device_type',
+  'is_bot',
+  'bot_name',
+  'is_attack',
+  'attack_type',
+  'referrer',
+  'referrer_host',
+  'accept_language',
+  'query',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_term',
+  'utm_content',
+  'is_unique',
+  'consent_analytics',
+  'consent_lan_ip',
+  'timezone',
+  'screen',
+  'network',
+  'capabilities',
+  'beacon_at',
 ] as const;
 /** Columns stored as UInt8 0/1 that the API answers as booleans. */
 export const FLAG_COLUMNS: ReadonlySet<string> = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);
@@ -101,7 +138,13 @@ export function visitsRepository(analytics: Analytics) {
    * with few recent rows pays a few cheap extra queries. `since` (ms) already bounds the list: no
    * window reaches past it.
    */
-  const newestRows = async (query: (floorCondition: string) => string, params: Record<string, unknown>, needed: number, top: number, since: number | undefined) => {
+  const newestRows = async (
+    query: (floorCondition: string) => string,
+    params: Record<string, unknown>,
+    needed: number,
+    top: number,
+    since: number | undefined,
+  ) => {
     for (const window of NEWEST_WINDOWS_MS) {
       const floor = top - window;
       if (since !== undefined && floor <= since) break;

@@ -25,7 +25,11 @@ export function auditRepository(db: Kysely<DB>) {
         .execute();
     },
     async list(filter: { action?: string; actorId?: string; limit?: number }) {
-      let query = db.selectFrom('audit_log').selectAll().orderBy('created_at', 'desc').limit(filter.limit ?? 100);
+      let query = db
+        .selectFrom('audit_log')
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .limit(filter.limit ?? 100);
       if (filter.action) query = query.where('action', '=', filter.action);
       if (filter.actorId) query = query.where('actor_id', '=', filter.actorId);
       return query.execute();
@@ -37,7 +41,9 @@ export function auditRepository(db: Kysely<DB>) {
     async deleteBefore(cutoff: Date, limit: number): Promise<number> {
       const result = await db
         .deleteFrom('audit_log')
-        .where('id', 'in', (eb) => eb.selectFrom('audit_log').select('id').where('created_at', '<', cutoff).orderBy('created_at').limit(limit).forUpdate().skipLocked())
+        .where('id', 'in', (eb) =>
+          eb.selectFrom('audit_log').select('id').where('created_at', '<', cutoff).orderBy('created_at').limit(limit).forUpdate().skipLocked(),
+        )
         .executeTakeFirst();
       return Number(result.numDeletedRows);
     },

@@ -166,7 +166,9 @@ describe(`cache (${SERVICES_MODE ? 'redis' : 'memory'})`, () => {
       const channel = uniqueName('again');
       const first: string[] = [];
       const second: string[] = [];
-      await (await context.cache.subscribe(channel, (message) => first.push(message)))();
+      await (
+        await context.cache.subscribe(channel, (message) => first.push(message))
+      )();
       const unsubscribe = await context.cache.subscribe(channel, (message) => second.push(message));
       try {
         await context.cache.publish(channel, 'back');

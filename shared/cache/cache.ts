@@ -167,7 +167,11 @@ export function createRedisCache(url: string, keyPrefix = 'lt', onFallback: (err
     increment: (key, windowSec) =>
       either(
         async () => {
-          const [[, count]] = (await redis.multi().incr(prefix + key).pexpire(prefix + key, windowSec * 1000, 'NX').exec()) as [[unknown, number]];
+          const [[, count]] = (await redis
+            .multi()
+            .incr(prefix + key)
+            .pexpire(prefix + key, windowSec * 1000, 'NX')
+            .exec()) as [[unknown, number]];
           return count;
         },
         () => local.increment(key, windowSec),
@@ -200,7 +204,12 @@ export function createRedisCache(url: string, keyPrefix = 'lt', onFallback: (err
     addToSet: (key, member, windowSec) =>
       either(
         async () => {
-          const results = (await redis.multi().sadd(prefix + key, member).pexpire(prefix + key, windowSec * 1000, 'NX').scard(prefix + key).exec()) as [unknown, unknown][];
+          const results = (await redis
+            .multi()
+            .sadd(prefix + key, member)
+            .pexpire(prefix + key, windowSec * 1000, 'NX')
+            .scard(prefix + key)
+            .exec()) as [unknown, unknown][];
           return Number(results[2]![1]);
         },
         () => local.addToSet(key, member, windowSec),

@@ -16,11 +16,7 @@ export async function migrateDatabase(database: Database, dir = POSTGRES_MIGRATI
     const pending = pendingMigrations(files, applied);
     for (const migration of pending) {
       await tx.exec(migration.sql);
-      await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
-        migration.version,
-        migration.name,
-        migration.checksum,
-      ]);
+      await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [migration.version, migration.name, migration.checksum]);
     }
     return pending.map((migration) => `${migration.version}_${migration.name}`);
   });

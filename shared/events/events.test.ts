@@ -19,7 +19,12 @@ async function published(emit: (bus: ReturnType<typeof createEventBus>) => Promi
   const bus = createEventBus({ visitLog, metrics, log });
   await emit(bus);
   const messages: LogMessage[] = [];
-  const consumer = await visitLog.consume({ groupId: 'events-test', topic: TOPICS.events, maxBatch: 10_000, handler: async (batch) => void messages.push(...batch) });
+  const consumer = await visitLog.consume({
+    groupId: 'events-test',
+    topic: TOPICS.events,
+    maxBatch: 10_000,
+    handler: async (batch) => void messages.push(...batch),
+  });
   await new Promise((resolve) => setTimeout(resolve, 50));
   await consumer.stop();
   await visitLog.close();

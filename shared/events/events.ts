@@ -83,8 +83,9 @@ export function decodeEvents(message: LogMessage): PlatformEvent[] {
   } catch {
     return [];
   }
-  return (Array.isArray(value) ? value : [value]).filter((event: Partial<PlatformEvent> | null): event is PlatformEvent =>
-    typeof event === 'object' && event !== null && typeof event.id === 'string' && (EVENT_TYPES as readonly string[]).includes(event.type as string),
+  return (Array.isArray(value) ? value : [value]).filter(
+    (event: Partial<PlatformEvent> | null): event is PlatformEvent =>
+      typeof event === 'object' && event !== null && typeof event.id === 'string' && (EVENT_TYPES as readonly string[]).includes(event.type as string),
   );
 }
 
@@ -143,7 +144,12 @@ async function toMessages(drafts: EventDraft[], occurredAt: string): Promise<Log
   for (const [ownerId, owned] of byOwner) {
     for (let start = 0; start < owned.length; start += EVENTS_PER_MESSAGE) {
       if (messages.length > 0) await nextTurn();
-      messages.push(toMessage(ownerId, owned.slice(start, start + EVENTS_PER_MESSAGE).map((draft) => newEvent(draft, occurredAt))));
+      messages.push(
+        toMessage(
+          ownerId,
+          owned.slice(start, start + EVENTS_PER_MESSAGE).map((draft) => newEvent(draft, occurredAt)),
+        ),
+      );
     }
   }
   return messages;

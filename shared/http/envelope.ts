@@ -49,7 +49,8 @@ export function failureSchema(codes: readonly ErrorCode[] = ERROR_CODES) {
       code: z.enum(codes as [ErrorCode, ...ErrorCode[]]).meta({ description: 'Stable machine code; see GET /api/v1/errors.' }),
       message: z.string().meta({ description: 'Localised text (see ?lang= and Accept-Language).' }),
       details: z.record(z.string(), z.unknown()).meta({
-        description: 'Extra data. For validation_error it maps each field to its rule; missing_parameter lists `missing`; bad_request lists `unknown` parameters.',
+        description:
+          'Extra data. For validation_error it maps each field to its rule; missing_parameter lists `missing`; bad_request lists `unknown` parameters.',
       }),
       request_id: z.string(),
       docs: z.string().meta({ description: 'Path of the error reference for this code.' }),

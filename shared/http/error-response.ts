@@ -18,11 +18,15 @@ export function toAppError(error: unknown, ports?: ReadonlyMap<number, Unavailab
   const dependency = unavailableDependency(error, ports);
   if (dependency) {
     return {
-      appError: new AppError('service_unavailable', { down: [dependency] }, {
-        messageKey: 'error.service_unavailable.dependency',
-        params: { names: dependency },
-        cause: error,
-      }),
+      appError: new AppError(
+        'service_unavailable',
+        { down: [dependency] },
+        {
+          messageKey: 'error.service_unavailable.dependency',
+          params: { names: dependency },
+          cause: error,
+        },
+      ),
       unexpected: false,
     };
   }
@@ -33,14 +37,21 @@ export function toAppError(error: unknown, ports?: ReadonlyMap<number, Unavailab
       return { appError: new AppError('payload_too_large', {}, { cause: error }), unexpected: false };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return { appError: new AppError('bad_request', { body: 'malformed JSON' }, { messageKey: 'error.bad_request.malformed_json', cause: error }), unexpected: false };
+      return {
+        appError: new AppError('bad_request', { body: 'malformed JSON' }, { messageKey: 'error.bad_request.malformed_json', cause: error }),
+        unexpected: false,
+      };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return {
-        appError: new AppError('bad_request', { content_type: 'unsupported' }, {
-          messageKey: 'error.bad_request.unsupported_media_type',
-          params: { type: String((error as { message?: string }).message?.match(/: (.*)$/)?.[1] ?? 'unknown') },
-          cause: error,
-        }),
+        appError: new AppError(
+          'bad_request',
+          { content_type: 'unsupported' },
+          {
+            messageKey: 'error.bad_request.unsupported_media_type',
+            params: { type: String((error as { message?: string }).message?.match(/: (.*)$/)?.[1] ?? 'unknown') },
+            cause: error,
+          },
+        ),
         unexpected: false,
       };
     default:
@@ -61,8 +72,7 @@ export function prefersHtml(request: FastifyRequest): boolean {
   return new Negotiator({ headers: { accept } }).mediaType(['application/json', 'text/html']) === 'text/html';
 }
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
 /** The error page's one stylesheet, inline: admitted by its hash, the page has no other source. */
 const ERROR_PAGE_CSS =
@@ -86,9 +96,7 @@ export function renderErrorPage(options: {
 }): string {
   const { status, code, message, requestId, locale } = options;
   const title = t(locale, 'page.title', { status });
-  const detail = options.exception
-    ? `<section><h2>${escapeHtml(t(locale, 'page.detail'))}</h2><pre>${escapeHtml(options.exception)}</pre></section>`
-    : '';
+  const detail = options.exception ? `<section><h2>${escapeHtml(t(locale, 'page.detail'))}</h2><pre>${escapeHtml(options.exception)}</pre></section>` : '';
   return `<!doctype html>
 <html lang="${locale}">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex">
@@ -113,12 +121,7 @@ ${detail}
  * Writes the failure response: the envelope, or the HTML page for browsers. Exception detail
  * only when `showDetail` (DEBUG=1 or NODE_ENV=development, never by default).
  */
-export function sendError(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  error: AppError,
-  options: { showDetail: boolean; homeUrl: string },
-): FastifyReply {
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError, options: { showDetail: boolean; homeUrl: string }): FastifyReply {
   const locale = request.locale;
   const message = t(locale, error.messageKey ?? `error.${error.code}`, error.params);
   const cause = error.cause;

@@ -34,9 +34,7 @@ function rawExchange(bytes: string): Promise<{ status: number; headers: Record<s
       const text = Buffer.concat(chunks).toString('utf8');
       const [head = '', body = ''] = text.split('\r\n\r\n', 2);
       const [statusLine = '', ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(
-        lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
-      );
+      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
       resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
     });
     socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));

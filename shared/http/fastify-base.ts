@@ -90,7 +90,10 @@ function clientFailure(error: ClientError): { status: number; error: AppError } 
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return { status: 408, error: new AppError('bad_request', { request: 'timeout' }, { messageKey: 'error.bad_request.timeout' }) };
     default:
-      return { status: 400, error: new AppError('bad_request', { request: 'malformed', ...(error.code?.startsWith('HPE_') ? { parse_error: error.code } : {}) }) };
+      return {
+        status: 400,
+        error: new AppError('bad_request', { request: 'malformed', ...(error.code?.startsWith('HPE_') ? { parse_error: error.code } : {}) }),
+      };
   }
 }
 
@@ -125,7 +128,16 @@ export function clientErrorHandler(context: Context) {
     }
     socket.destroySoon();
     const method = Buffer.isBuffer(error.rawPacket) ? (error.rawPacket.toString('latin1', 0, 16).split(' ', 1)[0] ?? '') : '';
-    record({ id, method: METHODS.includes(method) ? method : 'UNKNOWN', url: '', route: 'client_error', status, tookMs: 0, ip: socket.remoteAddress, userAgent: undefined });
+    record({
+      id,
+      method: METHODS.includes(method) ? method : 'UNKNOWN',
+      url: '',
+      route: 'client_error',
+      status,
+      tookMs: 0,
+      ip: socket.remoteAddress,
+      userAgent: undefined,
+    });
   };
 }
 
@@ -211,7 +223,8 @@ function createRecorder(context: Context): Recorder {
     found.duration.observe(tookMs / 1000);
     found.answered.inc();
     // The line is not even built when the level is off (every redirect passes here).
-    if (log.isLevelEnabled('info')) log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
+    if (log.isLevelEnabled('info'))
+      log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
   };
 }
 

@@ -10,7 +10,7 @@ import { STORABLE_TEXT_PATTERN } from './fields.js';
 extendZodWithOpenApi(z);
 
 const RATE_HEADERS = {
-  'RateLimit-Limit': { description: 'Requests allowed in the window of this route\'s bucket.', schema: { type: 'integer' as const } },
+  'RateLimit-Limit': { description: "Requests allowed in the window of this route's bucket.", schema: { type: 'integer' as const } },
   'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' as const } },
   'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' as const } },
   'X-RateLimit-Limit': { description: 'Same as RateLimit-Limit.', schema: { type: 'integer' as const } },
@@ -54,7 +54,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
     type: 'apiKey',
     in: 'cookie',
     name: SESSION_COOKIE,
-    description: 'Session from POST /auth/login. Writes with it must come from the platform\'s own origin (Origin or Referer), or answer 403 `forbidden`.',
+    description: "Session from POST /auth/login. Writes with it must come from the platform's own origin (Origin or Referer), or answer 403 `forbidden`.",
   });
   const Failure = registry.register('FailureEnvelope', failureSchema());
 
@@ -122,7 +122,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
         'Every JSON response uses the envelope `{ok, data|error, meta}`; this document itself is the one exception and is served raw. ' +
         'Every operation accepts `?lang=` (en, de, fr, es) to localise messages. Unknown query parameters answer 400 `bad_request`. ' +
         'Authentication: `Authorization: Bearer <token>` or the session cookie; no credentials → 401 `unauthorized`; unknown, malformed, ' +
-        'revoked or expired token → 401 `invalid_token`; a scope the caller lacks or an IP outside the token\'s allowlist → 403 `forbidden`. ' +
+        "revoked or expired token → 401 `invalid_token`; a scope the caller lacks or an IP outside the token's allowlist → 403 `forbidden`. " +
         'Rate limits: fixed windows per bucket (see GET /api/v1/status); `RateLimit-Reset` is seconds left, `X-RateLimit-Reset` the Unix time ' +
         'of the reset in seconds; 429 carries `Retry-After`. Buckets are keyed as follows: `api` by token, else IP; `auth` by IP and e-mail; ' +
         'the others by IP. Identities caught sharding limits (SPAM_* settings) get 429 `spam_detected` for a cooldown.',
@@ -146,8 +146,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       { name: 'links', description: 'Short links: create (idempotent with client_id), list, read, update, soft delete, duplicate, QR code.' },
       {
         name: 'tracker',
-        description:
-          'The consent-gated browser beacon, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
+        description: 'The consent-gated browser beacon, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
       },
       {
         name: 'stats',
@@ -158,7 +157,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
         name: 'legacy',
         description:
           'The frozen v0 API under /api/rest.php/ (deprecated; security fixes only): the same bearer tokens (stats:read), or `?subdomain=` ' +
-          'for public data under that subdomain\'s policy. New integrations use /api/v1/.',
+          "for public data under that subdomain's policy. New integrations use /api/v1/.",
       },
       {
         name: 'webhooks',
@@ -166,7 +165,10 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
           'Signed deliveries of platform events to your receivers (subdomain:write): subscriptions, secrets, the test button and the log of every attempt. ' +
           'Verify `X-Svc-Signature` in constant time over the raw body, refuse a `delivered_at` older than 5 minutes, and deduplicate on `X-Svc-Delivery`.',
       },
-      { name: 'notifications', description: 'What the platform tells an account owner (a webhook disabled after failing deliveries); e-mailed too when SMTP_URL is set.' },
+      {
+        name: 'notifications',
+        description: 'What the platform tells an account owner (a webhook disabled after failing deliveries); e-mailed too when SMTP_URL is set.',
+      },
       { name: 'swarm', description: 'Named routes of the swarm API; registered, not implemented (501).' },
     ],
   });
@@ -176,7 +178,13 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
     const { name, component } = route.jsonQuery;
     operation.parameters = operation.parameters?.map((parameter) =>
       parameter.name === name && parameter.in === 'query'
-        ? { name, in: 'query', required: false, description: parameter.description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${component}` } } } }
+        ? {
+            name,
+            in: 'query',
+            required: false,
+            description: parameter.description,
+            content: { 'application/json': { schema: { $ref: `#/components/schemas/${component}` } } },
+          }
         : parameter,
     );
   }

@@ -8,7 +8,7 @@ const DEFAULT_PAGE_SIZE = 50;
 /** How collections page, for OpenAPI descriptions. */
 export const PAGINATION_NOTE =
   'Collections sit under `data.<name>`; `meta` carries `count` (items in this page), `total` (items matching), `limit`, ' +
-  '`cursor` (this page\'s), `next_cursor` and `has_more`. Ask for the next page with `?cursor=<next_cursor>`: a walk covers ' +
+  "`cursor` (this page's), `next_cursor` and `has_more`. Ask for the next page with `?cursor=<next_cursor>`: a walk covers " +
   'the items that existed when it started exactly once, newest first, whatever is created meanwhile. `?page=<n>` (1-based, ' +
   'with `limit`) addresses pages by number for human tables, and adds `meta.page`; with `page`, a `cursor` is ignored. Cursors are ' +
   'opaque, but every value of the documented pattern is a position: a cursor past the end gives an empty page, never an error.';
@@ -77,7 +77,11 @@ export function seqPageAt(paging: Paging): SeqPageAt {
  * A page of rows keyed by `seq` and the spec's meta: `list` is asked for one row more than the page
  * (to know whether another follows) from where the page starts, `count` for the total.
  */
-export async function seqPage<Row extends { seq: string }>(paging: Paging, list: (limit: number, at: SeqPageAt) => Promise<Row[]>, count: () => Promise<number>) {
+export async function seqPage<Row extends { seq: string }>(
+  paging: Paging,
+  list: (limit: number, at: SeqPageAt) => Promise<Row[]>,
+  count: () => Promise<number>,
+) {
   const [rows, total] = await Promise.all([list(paging.limit + 1, seqPageAt(paging)), count()]);
   const items = rows.slice(0, paging.limit);
   return { items, meta: seqPageMeta(items, total, rows.length > paging.limit, paging) };
@@ -154,5 +158,10 @@ export function pageByTime<T extends { id: string; created_at: string }>(all: T[
 /** One page of a collection read whole, in name order (NAME_CURSOR), and its meta. */
 export function pageByName<T extends { name: string }>(all: T[], paging: Paging) {
   const sorted = [...all].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return pageOfSorted(sorted, paging, (item, cursor) => item.name > cursor.slice('n1.'.length), (item) => `n1.${item.name}`);
+  return pageOfSorted(
+    sorted,
+    paging,
+    (item, cursor) => item.name > cursor.slice('n1.'.length),
+    (item) => `n1.${item.name}`,
+  );
 }

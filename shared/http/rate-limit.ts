@@ -56,7 +56,9 @@ export function createRateLimiter(deps: { cache: Cache; rules: Record<RateBucket
     RATE_BUCKET_NAMES.map((bucket) => [bucket, redis ? new RedisStore(false, false, redis, `lt:rl:${bucket}:`) : new LocalStore(false, false, MEMORY_KEYS)]),
   ) as Record<RateBucket, Store>;
   // While Redis is not connected, each bucket counts in this process (no request waits for a reconnect).
-  const own = redis ? (Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [bucket, new LocalStore(false, false, MEMORY_KEYS)])) as Record<RateBucket, Store>) : shared;
+  const own = redis
+    ? (Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [bucket, new LocalStore(false, false, MEMORY_KEYS)])) as Record<RateBucket, Store>)
+    : shared;
   const storeOf = (bucket: RateBucket): Store => (deps.cache.connected() ? shared[bucket] : own[bucket]);
 
   const decide = (rule: RateRule, counted: Counted): RateDecision => ({
@@ -143,5 +145,10 @@ export function accountRefusal(
   deps.metrics.rateLimited.inc({ bucket: bucket ?? 'none' });
   if (!bucket) return;
   const retryAfter = Number(error.details.retry_after);
-  setRateLimitHeaders(reply, { allowed: false, limit: deps.rules[bucket].limit, remaining: 0, resetSec: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : deps.rules[bucket].windowSec });
+  setRateLimitHeaders(reply, {
+    allowed: false,
+    limit: deps.rules[bucket].limit,
+    remaining: 0,
+    resetSec: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : deps.rules[bucket].windowSec,
+  });
 }

@@ -89,9 +89,7 @@ function checkPart<T extends z.ZodType>(schema: T, input: unknown, part: Part, l
   const result = schema.safeParse(input, { error: zodErrorMap(locale) });
   if (result.success) return { ok: true, data: result.data };
   const issues = result.error.issues.flatMap(closestBranch);
-  const unknown = issues.flatMap((issue) =>
-    issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key].join('.')) : [],
-  );
+  const unknown = issues.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key].join('.')) : []));
   if (unknown.length > 0) {
     return {
       ok: false,
@@ -117,10 +115,7 @@ const missingError = (missing: string[], part: Part) =>
  * Validates params, query and body together so one answer names every problem. The most basic
  * problem wins: an unknown parameter, then a missing one, then invalid values (all fields merged).
  */
-export function validateRequest(
-  parts: { part: Part; schema: z.ZodType | undefined; input: unknown }[],
-  locale: Locale,
-): Record<Part, unknown> {
+export function validateRequest(parts: { part: Part; schema: z.ZodType | undefined; input: unknown }[], locale: Locale): Record<Part, unknown> {
   const data: Record<Part, unknown> = { params: {}, query: {}, body: undefined };
   const errors: AppError[] = [];
   for (const { part, schema, input } of parts) {
@@ -280,7 +275,11 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         if (authError) throw authError;
         authorize(route, principal);
         if (principal?.via === 'session' && UNSAFE_METHODS.has(request.method)) assertSameOrigin(request, deps.publicUrl);
-        const { params, query: parsedQuery, body } = validateRequest(
+        const {
+          params,
+          query: parsedQuery,
+          body,
+        } = validateRequest(
           [
             { part: 'params', schema: route.params, input: request.params },
             { part: 'query', schema: query, input: request.query ?? {} },
@@ -344,10 +343,14 @@ export function createMethodIndex(routes: RouteDef[]): (path: string) => string[
 export function routeMissError(allowedMethods: (path: string) => string[], method: string, path: string): AppError {
   const allow = allowedMethods(path);
   return allow.length > 0
-    ? new AppError('method_not_allowed', { method, allow }, {
-        headers: { Allow: allow.join(', ') },
-        messageKey: 'error.method_not_allowed.allowed',
-        params: { method, allow: allow.join(', ') },
-      })
+    ? new AppError(
+        'method_not_allowed',
+        { method, allow },
+        {
+          headers: { Allow: allow.join(', ') },
+          messageKey: 'error.method_not_allowed.allowed',
+          params: { method, allow: allow.join(', ') },
+        },
+      )
     : new AppError('not_found', { path: path.slice(0, 200) });
 }

@@ -22,12 +22,7 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * holding a scope (`scope`; a session holds every scope of its user's role); or only a session
  * (`session`).
  */
-export type RouteAuth =
-  | { kind: 'none' }
-  | { kind: 'optional' }
-  | { kind: 'account' }
-  | { kind: 'scope'; scope: Scope }
-  | { kind: 'session' };
+export type RouteAuth = { kind: 'none' } | { kind: 'optional' } | { kind: 'account' } | { kind: 'scope'; scope: Scope } | { kind: 'session' };
 
 /** Scopes a session grants: every scope for staff, all but `admin` for users. */
 export function sessionScopes(role: 'staff' | 'user'): Scope[] {

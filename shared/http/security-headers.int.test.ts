@@ -54,8 +54,13 @@ describe('API answers', () => {
     expectApiHeaders(await get('/tracker/collect?v=1'));
   });
 
-  it('a redirect carries them, written by the short hosts\' listener as by the edge app', async () => {
-    const created = await platform.app.inject({ method: 'POST', url: '/api/v1/links', headers: platform.owner.auth, payload: { subdomain: platform.subdomain, target_url: 'https://example.com/' } });
+  it("a redirect carries them, written by the short hosts' listener as by the edge app", async () => {
+    const created = await platform.app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: platform.owner.auth,
+      payload: { subdomain: platform.subdomain, target_url: 'https://example.com/' },
+    });
     const redirect = await get(`/${created.json().data.slug}`, { host: `${platform.subdomain}.localhost:8080` });
     expect(redirect.statusCode).toBe(302);
     expectApiHeaders(redirect);

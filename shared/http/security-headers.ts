@@ -3,7 +3,15 @@
  * pages). Scripts and styles come only from the platform itself, never inline and never from a
  * CDN; `styleHashes` admits the one inline stylesheet of a server-rendered page by its SHA-256.
  */
-export function htmlSecurityHeaders({ frameAncestors, styleHashes = [], scripts = true }: { frameAncestors: string; styleHashes?: string[]; scripts?: boolean }): Record<string, string> {
+export function htmlSecurityHeaders({
+  frameAncestors,
+  styleHashes = [],
+  scripts = true,
+}: {
+  frameAncestors: string;
+  styleHashes?: string[];
+  scripts?: boolean;
+}): Record<string, string> {
   const csp = [
     "default-src 'none'",
     scripts ? "script-src 'self'" : "script-src 'none'",

@@ -86,6 +86,8 @@ describe('validation rules', () => {
 
   it('tells rules with slots apart from the exact ones', () => {
     expect(translateRule('de', rule('url_unresolved', { host: 'x.example' }))).toBe('Host x.example lässt sich nicht auflösen');
-    expect(translateRule('de', rule('url_unresolved_because', { host: 'x.example', reason: 'ENOTFOUND' }))).toBe('Host x.example lässt sich nicht auflösen (ENOTFOUND)');
+    expect(translateRule('de', rule('url_unresolved_because', { host: 'x.example', reason: 'ENOTFOUND' }))).toBe(
+      'Host x.example lässt sich nicht auflösen (ENOTFOUND)',
+    );
   });
 });

@@ -85,11 +85,15 @@ export function createBullmqJobs(url: string, log: Logger, metrics: Metrics, pre
       // The scheduler's id is the kind's name: every process upserts the same one. Its jobs take the
       // kind's attempts and backoff; their ids are the scheduler's own (one job per period).
       const { removeOnComplete, removeOnFail, attempts, backoff } = jobOptions(definition);
-      await queueFor(definition.name).upsertJobScheduler(definition.name, { every: everyMs }, {
-        name: definition.name,
-        data,
-        opts: { removeOnComplete, removeOnFail, attempts, backoff },
-      });
+      await queueFor(definition.name).upsertJobScheduler(
+        definition.name,
+        { every: everyMs },
+        {
+          name: definition.name,
+          data,
+          opts: { removeOnComplete, removeOnFail, attempts, backoff },
+        },
+      );
     },
     async stopRepeating(definition) {
       await queueFor(definition.name).removeJobScheduler(definition.name);

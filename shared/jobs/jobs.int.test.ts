@@ -64,9 +64,7 @@ afterAll(async () => {
 /** jobs_processed_total of one job kind, by outcome. */
 async function outcomes(job: string): Promise<Record<string, number>> {
   const metric = await context.metrics.jobsProcessed.get();
-  return Object.fromEntries(
-    metric.values.filter((value) => value.labels.job === job).map((value) => [String(value.labels.outcome), value.value]),
-  );
+  return Object.fromEntries(metric.values.filter((value) => value.labels.job === job).map((value) => [String(value.labels.outcome), value.value]));
 }
 
 interface Attempt extends JobContext {
@@ -260,7 +258,10 @@ for (const runner of RUNNERS) {
         seen.push(data.n);
       });
       const prefix = uniqueName('bulk-id');
-      await runner.jobs().enqueueMany(job, Array.from({ length: 20 }, (_, n) => ({ data: { n }, jobId: `${prefix}-${n}` })));
+      await runner.jobs().enqueueMany(
+        job,
+        Array.from({ length: 20 }, (_, n) => ({ data: { n }, jobId: `${prefix}-${n}` })),
+      );
       await runner.jobs().enqueueMany(job, [{ data: { n: 100 }, jobId: `${prefix}-3` }, { data: { n: 21 } }]);
       await waitFor(() => seen.length >= 21, DEADLINE_MS, { message: 'all jobs' });
       await sleep(100);

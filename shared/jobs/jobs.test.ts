@@ -37,7 +37,7 @@ describe('backoffDelay', () => {
     }
   });
 
-  it('grows by the definition\'s factor when it has one (webhooks: 4)', () => {
+  it("grows by the definition's factor when it has one (webhooks: 4)", () => {
     vi.spyOn(Math, 'random').mockReturnValue(0.5);
     expect([2, 3, 4, 5].map((next) => backoffDelay({ backoffMs: 60_000, backoffFactor: 4 }, next))).toEqual([60_000, 240_000, 960_000, 3_840_000]);
   });

@@ -228,7 +228,7 @@ describe('the LMDB job runner across restarts', () => {
     expect(counts['finish-order']).toBe(counts.finished);
   });
 
-  it('keeps a schedule\'s time across a restart: the restarted process does not run it early', async () => {
+  it("keeps a schedule's time across a restart: the restarted process does not run it early", async () => {
     const dir = folder();
     const everyMs = 1_500;
     const job = defineJob<{ label: string }>({ name: uniqueName('repeat'), attempts: 1, backoffMs: 20, concurrency: 1 });
@@ -314,7 +314,12 @@ describe('the LMDB job runner refusing what it cannot keep', () => {
     const metrics = createMetrics();
     const jobs = openRunner(dir, metrics);
     await expect(jobs.enqueue(job, { n: 1n }, { jobId: 'big' })).rejects.toThrow(TypeError);
-    await expect(jobs.enqueueMany(job, [{ data: { n: 1 }, jobId: 'fine' }, { data: { n: 2n }, jobId: 'big' }])).rejects.toThrow(TypeError);
+    await expect(
+      jobs.enqueueMany(job, [
+        { data: { n: 1 }, jobId: 'fine' },
+        { data: { n: 2n }, jobId: 'big' },
+      ]),
+    ).rejects.toThrow(TypeError);
     await expect(jobs.ping()).resolves.toBeUndefined();
     expect((await metrics.jobsStoreFailures.get()).values).toEqual([]);
     // Nothing of the refused calls was kept: their ids are free.
@@ -389,9 +394,7 @@ describe('the LMDB job runner after a process is killed (SIGKILL)', () => {
 async function entries(dir: string): Promise<Record<string, number>> {
   const db = open({ path: dir, maxDbs: 8, readOnly: true });
   try {
-    return Object.fromEntries(
-      ['states', 'payloads', 'finished', 'expiries', 'finish-order'].map((name) => [name, db.openDB({ name }).getKeysCount()]),
-    );
+    return Object.fromEntries(['states', 'payloads', 'finished', 'expiries', 'finish-order'].map((name) => [name, db.openDB({ name }).getKeysCount()]));
   } finally {
     await db.close();
   }

@@ -186,10 +186,13 @@ export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsO
       pump(job.name);
       return;
     }
-    job.timer = setTimeout(() => {
-      job.timer = undefined;
-      if (!closed) arm(job);
-    }, Math.min(wait, MAX_TIMER_MS));
+    job.timer = setTimeout(
+      () => {
+        job.timer = undefined;
+        if (!closed) arm(job);
+      },
+      Math.min(wait, MAX_TIMER_MS),
+    );
   };
 
   const remember = (name: string, id: string, outcome: Outcome, previous: FinishedId | undefined) => {
@@ -408,10 +411,13 @@ export function createLmdbJobs(log: Logger, metrics: Metrics, options: LmdbJobsO
     const current = repeating.get(name);
     const schedule = schedules.get(name);
     if (!current || !schedule || closed) return;
-    current.timer = setTimeout(() => {
-      current.timer = undefined;
-      void chain(name, () => tick(name)).catch((error: unknown) => log.error({ err: error, job: name }, 'repeated job not enqueued'));
-    }, Math.min(Math.max(0, schedule.nextAt - Date.now()), MAX_TIMER_MS));
+    current.timer = setTimeout(
+      () => {
+        current.timer = undefined;
+        void chain(name, () => tick(name)).catch((error: unknown) => log.error({ err: error, job: name }, 'repeated job not enqueued'));
+      },
+      Math.min(Math.max(0, schedule.nextAt - Date.now()), MAX_TIMER_MS),
+    );
     current.timer.unref();
   };
   /** Enqueues the due run of a schedule (its id names its due time: a crash before the time moved on does not double it). */

@@ -191,7 +191,10 @@ export function linksRepository(db: Kysely<DB>) {
         if (filter.subdomain !== undefined) query = query.where('name', '=', filter.subdomain);
         return Number((await query.executeTakeFirstOrThrow()).n);
       }
-      const row = await filtered(db.selectFrom('links').select((eb) => eb.fn.countAll<string>().as('n')), filter).executeTakeFirstOrThrow();
+      const row = await filtered(
+        db.selectFrom('links').select((eb) => eb.fn.countAll<string>().as('n')),
+        filter,
+      ).executeTakeFirstOrThrow();
       return Number(row.n);
     },
   };

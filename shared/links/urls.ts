@@ -29,8 +29,12 @@ export function shortUrl(config: { publicUrl: string; baseDomain: string }, subd
  * this machine (`localhost`, loopback and unspecified addresses, whatever the port).
  */
 export function isPlatformHost(host: string, config: { publicUrl: string; baseDomain: string }): boolean {
-  const name = host.toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
-  if (name === config.baseDomain || name.endsWith(`.${config.baseDomain}`) || name === publicUrlOf(config.publicUrl).hostname.replace(/^\[(.*)\]$/, '$1')) return true;
+  const name = host
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/^\[(.*)\]$/, '$1');
+  if (name === config.baseDomain || name.endsWith(`.${config.baseDomain}`) || name === publicUrlOf(config.publicUrl).hostname.replace(/^\[(.*)\]$/, '$1'))
+    return true;
   if (name === 'localhost' || name.endsWith('.localhost')) return true;
   if (!ipaddr.isValid(name)) return false;
   const range = ipaddr.process(name).range();
@@ -39,9 +43,11 @@ export function isPlatformHost(host: string, config: { publicUrl: string; baseDo
 
 const URL_PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0)';
 /** A host label that does not start with `xn--` (punycode), in any case, without lookarounds. */
-const LABEL = '(?:[A-WYZa-wyz0-9-][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-z0-9-]*)?|[xX][nN](?:[A-Za-z0-9][A-Za-z0-9-]*)?|[xX][nN]-(?:[A-Za-z0-9][A-Za-z0-9-]*)?)';
+const LABEL =
+  '(?:[A-WYZa-wyz0-9-][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-z0-9-]*)?|[xX][nN](?:[A-Za-z0-9][A-Za-z0-9-]*)?|[xX][nN]-(?:[A-Za-z0-9][A-Za-z0-9-]*)?)';
 /** The same, starting with a letter (the last label: one of digits would be read as an IPv4 number). */
-const LAST_LABEL = '(?:[A-WYZa-wyz][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-z0-9-]*)?|[xX][nN](?:[A-Za-z0-9][A-Za-z0-9-]*)?|[xX][nN]-(?:[A-Za-z0-9][A-Za-z0-9-]*)?)';
+const LAST_LABEL =
+  '(?:[A-WYZa-wyz][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-z0-9-]*)?|[xX][nN](?:[A-Za-z0-9][A-Za-z0-9-]*)?|[xX][nN]-(?:[A-Za-z0-9][A-Za-z0-9-]*)?)';
 
 /**
  * An http(s) URL as the API takes it, as one pattern without lookarounds (stated as is in the OpenAPI

@@ -205,7 +205,10 @@ async function checkPublicReads(policy: Policy) {
     expect(items.length).toBeLessThanOrEqual(max);
     expect(visits.body.meta.total).toBeLessThanOrEqual(max);
     fieldsAllowed(items, VISIT_FIELDS, 'visits');
-    oldEnough(items.map((item) => item.ts), 'visits');
+    oldEnough(
+      items.map((item) => item.ts),
+      'visits',
+    );
   }
 
   // Subdomain page payload and the public link list.
@@ -217,7 +220,10 @@ async function checkPublicReads(policy: Policy) {
   expect('owner' in payload, label).toBe(policy.stats_show_owner);
   if (payload.links) {
     expect(payload.links.length).toBeLessThanOrEqual(max);
-    oldEnough(payload.links.map((link: Json) => link.created_at), 'page links');
+    oldEnough(
+      payload.links.map((link: Json) => link.created_at),
+      'page links',
+    );
   }
   const links = await get(`/api/v1/links?subdomain=${sub}&limit=200`);
   if (!policy.stats_show_links) expect(links.status, label).toBe(403);
@@ -226,7 +232,10 @@ async function checkPublicReads(policy: Policy) {
     const items: Json[] = links.body.data.links;
     expect(items.length).toBeLessThanOrEqual(max);
     for (const item of items) expect(Object.keys(item).sort()).toEqual(['created_at', 'short_url', 'slug', 'title']);
-    oldEnough(items.map((item) => item.created_at), 'links');
+    oldEnough(
+      items.map((item) => item.created_at),
+      'links',
+    );
   }
 
   // Legacy v0.
@@ -240,7 +249,10 @@ async function checkPublicReads(policy: Policy) {
     const items: Json[] = legacy.body.data.visits;
     expect(items.length).toBeLessThanOrEqual(max);
     fieldsAllowed(items, LEGACY_FIELDS, `legacy ${path}`);
-    oldEnough(items.map((item) => item.time), `legacy ${path}`);
+    oldEnough(
+      items.map((item) => item.time),
+      `legacy ${path}`,
+    );
   }
   const byIp = await get(`/api/rest.php/ip/203.0.113.77?subdomain=${sub}`);
   if (!policy.stats_show_visits_list || !policy.stats_show_ip) expect(byIp.status, label).toBe(403);
@@ -248,7 +260,10 @@ async function checkPublicReads(policy: Policy) {
     noSecrets(byIp.text, 'legacy ip');
     expect(byIp.body.data.visits.length).toBeLessThanOrEqual(max);
     expect(byIp.body.data.total).toBeLessThanOrEqual(max);
-    oldEnough(byIp.body.data.visits.map((item: Json) => item.time), 'legacy ip');
+    oldEnough(
+      byIp.body.data.visits.map((item: Json) => item.time),
+      'legacy ip',
+    );
   }
   const counters = await get(`/api/rest.php/stats?subdomain=${sub}`);
   if (!policy.stats_public) expect(counters.status, label).toBe(403);

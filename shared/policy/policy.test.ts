@@ -11,8 +11,17 @@ describe('policy defaults', () => {
   it('has exactly the eleven fields of the spec', () => {
     expect(Object.keys(PolicySchema.shape).sort()).toEqual(
       [
-        'stats_public', 'stats_show_visits_list', 'stats_show_ip', 'stats_show_internal_ip', 'stats_show_geo', 'stats_show_ua',
-        'stats_show_referrer', 'stats_show_links', 'stats_show_owner', 'stats_publish_delay_sec', 'stats_max_items',
+        'stats_public',
+        'stats_show_visits_list',
+        'stats_show_ip',
+        'stats_show_internal_ip',
+        'stats_show_geo',
+        'stats_show_ua',
+        'stats_show_referrer',
+        'stats_show_links',
+        'stats_show_owner',
+        'stats_publish_delay_sec',
+        'stats_max_items',
       ].sort(),
     );
   });

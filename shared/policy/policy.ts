@@ -17,8 +17,9 @@ const SWITCH_DOCS: Record<PolicySwitch, string> = {
   stats_show_geo: 'Public visit rows and aggregates carry geolocation (country, region, city).',
   stats_show_ua: 'Public visit rows and aggregates carry the user agent (browser, OS, device).',
   stats_show_referrer: 'Public visit rows and aggregates carry the referrer.',
-  stats_show_links: "The subdomain's links are listed publicly (page payload and GET /api/v1/links?subdomain=), public visit rows carry the link's slug and public statistics break visits down by link.",
-  stats_show_owner: "The public page names the owner (display name only, never the e-mail).",
+  stats_show_links:
+    "The subdomain's links are listed publicly (page payload and GET /api/v1/links?subdomain=), public visit rows carry the link's slug and public statistics break visits down by link.",
+  stats_show_owner: 'The public page names the owner (display name only, never the e-mail).',
 };
 
 const switchSchema = (name: PolicySwitch) => z.boolean().meta({ description: `${SWITCH_DOCS[name]} Default false.` });

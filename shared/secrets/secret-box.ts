@@ -71,8 +71,7 @@ export function createSecretBox(current: Buffer | undefined, previous: Buffer[] 
     if (!keys.has(id)) keys.set(id, key);
   }
   const currentKeyId = current ? keyId(current) : undefined;
-  const noKey = () =>
-    new SecretsError('this process has no secrets key: set SECRETS_KEY (the api and worker roles need it to read and write webhook secrets)');
+  const noKey = () => new SecretsError('this process has no secrets key: set SECRETS_KEY (the api and worker roles need it to read and write webhook secrets)');
   const aad = (id: string, purpose: string) => Buffer.from(`${VERSION}:${id}:${purpose}`, 'utf8');
 
   return {

@@ -46,7 +46,11 @@ export async function claimSubdomain(app: FastifyInstance, owner: TestOwner, pol
  * events only for owners with a subscribed webhook). Its receiver is never called: the tests that
  * use it read the `events` topic and run no webhook dispatcher.
  */
-export async function subscribeToVisitEvents(context: Context, ownerId: string, events: EventType[] = ['visit.new', 'visit.unique', 'security.suspicious']): Promise<void> {
+export async function subscribeToVisitEvents(
+  context: Context,
+  ownerId: string,
+  events: EventType[] = ['visit.new', 'visit.unique', 'security.suspicious'],
+): Promise<void> {
   await webhooksRepository(context.db.db).insert({
     id: randomUUID(),
     owner_id: ownerId,

@@ -30,7 +30,13 @@ export function rawVisit(subdomain: string, overrides: Record<string, unknown> =
  * `count` people's visits of an owner's link (slug `go`), each of its own visitor (`net`.1, .2, …),
  * a second apart within the last hour; `overrides` apply to every one.
  */
-export function peopleVisits(ownerId: string, subdomain: string, linkId: string, count: number, { net = '198.51.100', ...overrides }: Record<string, unknown> & { net?: string } = {}) {
+export function peopleVisits(
+  ownerId: string,
+  subdomain: string,
+  linkId: string,
+  count: number,
+  { net = '198.51.100', ...overrides }: Record<string, unknown> & { net?: string } = {},
+) {
   const start = Date.now() - 30 * 60_000;
   return Array.from({ length: count }, (_, i) => {
     const ts = start + i * 1000 + Math.floor(Math.random() * 1000);
@@ -72,7 +78,12 @@ export function consentMessage(subdomain: string, i: number): LogMessage {
 /** Claims a subdomain for the owner and makes one link on it (slug `go`). */
 export async function subdomainWithLink(app: FastifyInstance, owner: TestOwner): Promise<{ subdomain: string; linkId: string }> {
   const subdomain = await claimSubdomain(app, owner);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: 'go', target_url: 'https://example.com/' } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, slug: 'go', target_url: 'https://example.com/' },
+  });
   if (created.statusCode !== 201) throw new Error(created.body);
   return { subdomain, linkId: created.json().data.id };
 }

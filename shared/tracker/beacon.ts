@@ -127,7 +127,7 @@ export interface BeaconState {
 export function beaconStateOf(message: BeaconMessage): BeaconState {
   const analytics = message.analytics;
   const lanIp = analytics && message.lan_ip;
-  const signals = analytics && message.type === 'collect' ? message.signals ?? {} : {};
+  const signals = analytics && message.type === 'collect' ? (message.signals ?? {}) : {};
   const { width, height, ...screenRest } = signals.screen ?? { width: 0, height: 0 };
   const capabilities = { ...signals.capabilities, ...screenRest };
   return {
@@ -135,7 +135,7 @@ export function beaconStateOf(message: BeaconMessage): BeaconState {
     received_at: toClickHouseTime(message.ts),
     consent_analytics: analytics ? 1 : 0,
     consent_lan_ip: lanIp ? 1 : 0,
-    ip_lan: lanIp ? signals.lan_ip ?? '' : '',
+    ip_lan: lanIp ? (signals.lan_ip ?? '') : '',
     timezone: signals.timezone ?? '',
     screen: signals.screen ? `${width}x${height}` : '',
     network: signals.network ? JSON.stringify(signals.network) : '',

@@ -12,7 +12,10 @@ export interface NewUser {
 export function usersRepository(db: Kysely<DB>) {
   return {
     async count(): Promise<number> {
-      const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow();
       return Number(row.n);
     },
     /** Inserts the user unless the e-mail (case-insensitive) exists; returns the id, or undefined if it existed. */
@@ -37,7 +40,12 @@ export function usersRepository(db: Kysely<DB>) {
      * cursor) or at an offset (page numbers).
      */
     async listPage(limit: number, at: { afterId?: string } | { offset: number }) {
-      let query = db.selectFrom('users').select(['id', 'email', 'role', 'display_name', 'created_at']).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+      let query = db
+        .selectFrom('users')
+        .select(['id', 'email', 'role', 'display_name', 'created_at'])
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit);
       if ('offset' in at) query = query.offset(at.offset);
       else if (at.afterId) query = query.where(sql<boolean>`(created_at, id) < (select u.created_at, u.id from users u where u.id = ${at.afterId})`);
       return query.execute();

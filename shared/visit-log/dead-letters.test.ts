@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { dlqReplaysOf, dlqSourceOf, ownHeaders, replayHeaders } from './dead-letters.js';
 
 describe('dead-letter headers', () => {
-  it('tells the source topic: x-dlq-source, else the beacons\' x-dlq-topic, else visits.raw; null for a topic dead letters do not come from', () => {
+  it("tells the source topic: x-dlq-source, else the beacons' x-dlq-topic, else visits.raw; null for a topic dead letters do not come from", () => {
     expect(dlqSourceOf({ 'x-dlq-source': 'tracker.raw' })).toBe('tracker.raw');
     expect(dlqSourceOf({ 'x-dlq-topic': 'tracker.raw' })).toBe('tracker.raw');
     expect(dlqSourceOf({ 'x-dlq-reason': 'undecodable JSON' })).toBe('visits.raw');

@@ -83,12 +83,14 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
     requestTimeout: 10_000,
     retry: { retries: 5, initialRetryTime: 200 },
     logLevel: logLevel.WARN,
-    logCreator: () => ({ namespace, level, log: entry }) => {
-      const { message, ...rest } = entry;
-      const child = log.child({ component: 'kafka', namespace });
-      if (level === logLevel.ERROR) child.error(rest, message);
-      else if (level === logLevel.WARN) child.warn(rest, message);
-    },
+    logCreator:
+      () =>
+      ({ namespace, level, log: entry }) => {
+        const { message, ...rest } = entry;
+        const child = log.child({ component: 'kafka', namespace });
+        if (level === logLevel.ERROR) child.error(rest, message);
+        else if (level === logLevel.WARN) child.warn(rest, message);
+      },
   });
   const name = (topic: Topic) => options.topicPrefix + topic;
   let producer: Producer | undefined;
@@ -365,7 +367,10 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
           // kafkajs skips a commit silently when its runner is not running: what the broker holds says whether it happened.
           const after = new Map((await positionsOf(topic, fullGroup)).map(({ partition, committed }) => [partition, committed]));
           const missed = commits.filter(({ partition, offset }) => (after.get(partition) ?? -1) < Number(offset));
-          if (missed.length > 0) throw new Error(`group ${fullGroup} could not commit partitions ${missed.map(({ partition }) => partition).join(', ')}: their messages will be taken again`);
+          if (missed.length > 0)
+            throw new Error(
+              `group ${fullGroup} could not commit partitions ${missed.map(({ partition }) => partition).join(', ')}: their messages will be taken again`,
+            );
           return page.messages;
         } finally {
           await consumer.disconnect();
@@ -373,9 +378,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
       });
     },
     async consumers() {
-      return Promise.all(
-        [...consumers.values()].map(async (status) => ({ ...status, lag: await sampleLag(status) })),
-      );
+      return Promise.all([...consumers.values()].map(async (status) => ({ ...status, lag: await sampleLag(status) })));
     },
     async ping() {
       const client = await getAdmin();

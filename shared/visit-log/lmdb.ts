@@ -146,7 +146,17 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
   const floorsDb: Database<number, string> = env.openDB({ name: 'floors' });
 
   const topics = new Map<Topic, TopicLog>();
-  for (const topic of TOPIC_NAMES) topics.set(topic, { segments: [], end: floorsDb.get(topic) ?? 0, durable: 0, groups: new Map(), active: new Map(), handed: new Map(), reserved: new Map(), wake: new Set() });
+  for (const topic of TOPIC_NAMES)
+    topics.set(topic, {
+      segments: [],
+      end: floorsDb.get(topic) ?? 0,
+      durable: 0,
+      groups: new Map(),
+      active: new Map(),
+      handed: new Map(),
+      reserved: new Map(),
+      wake: new Set(),
+    });
   for (const { key } of messagesDb.getRange()) {
     const [topic, start, count] = key;
     const entry = topics.get(topic as Topic);
@@ -217,7 +227,10 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
     writeError = error;
     if (Date.now() - lastErrorLog > 10_000) {
       lastErrorLog = Date.now();
-      log.error({ err: error, operation: what, dir: options.dir }, 'the durable visit log cannot write: messages are refused (the edge buffers them, then counts drops)');
+      log.error(
+        { err: error, operation: what, dir: options.dir },
+        'the durable visit log cannot write: messages are refused (the edge buffers them, then counts drops)',
+      );
     }
   }
 
@@ -274,7 +287,8 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
     };
   };
   /** Messages as consumers get them. */
-  const asLogMessage = (key: string, value: string, headers: Record<string, string> | undefined): LogMessage => (headers ? { key, value, headers } : { key, value });
+  const asLogMessage = (key: string, value: string, headers: Record<string, string> | undefined): LogMessage =>
+    headers ? { key, value, headers } : { key, value };
   /** Messages as inspection gets them, with their offsets (the log keeps no time: `timestamp` null; partition 0, the one a topic has here). */
   const withOffset = (key: string, value: string, headers: Record<string, string> | undefined, offset: number): StoredLogMessage => ({
     key,

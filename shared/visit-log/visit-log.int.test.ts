@@ -92,7 +92,10 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const key = `${run}-link`;
     const received: LogMessage[] = [];
     await consume(uniqueName('group'), run, (mine) => void received.push(...mine));
-    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 10).map((n) => message(key, n, { 'x-n': String(n), 'x-run': run })));
+    await context.visitLog.publish(
+      TOPICS.visitsRaw,
+      range(0, 10).map((n) => message(key, n, { 'x-n': String(n), 'x-run': run })),
+    );
     for (const n of range(10, 15)) await context.visitLog.publish(TOPICS.visitsRaw, [message(key, n, { 'x-n': String(n), 'x-run': run })]);
     await waitFor(() => received.length >= 15, DEADLINE_MS, { message: '15 messages' });
     expect(received).toEqual(range(0, 15).map((n) => message(key, n, { 'x-n': String(n), 'x-run': run })));
@@ -113,7 +116,10 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const key = `${run}-link`;
     let failedBatch: LogMessage[] | undefined;
     const delivered: LogMessage[] = [];
-    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 20).map((n) => message(key, n)));
+    await context.visitLog.publish(
+      TOPICS.visitsRaw,
+      range(0, 20).map((n) => message(key, n)),
+    );
     await consume(uniqueName('group'), run, (mine) => {
       if (!failedBatch) {
         failedBatch = mine;
@@ -149,12 +155,18 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
       },
     });
     consumers.push(consumer);
-    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 5).map((n) => message(key, n)));
+    await context.visitLog.publish(
+      TOPICS.visitsRaw,
+      range(0, 5).map((n) => message(key, n)),
+    );
     await waitFor(() => seen.length >= 2, DEADLINE_MS, { message: 'the failed batch redelivered' });
     // The batch handed over again is flagged (its first delivery may be flagged too on Kafka: the
     // first batch after joining the group).
     expect(seen[1]).toEqual({ numbers: range(0, 5), redelivered: true });
-    await context.visitLog.publish(TOPICS.visitsRaw, range(5, 8).map((n) => message(key, n)));
+    await context.visitLog.publish(
+      TOPICS.visitsRaw,
+      range(5, 8).map((n) => message(key, n)),
+    );
     await waitFor(() => seen.length >= 3, DEADLINE_MS, { message: 'the next batch' });
     expect(seen[2]).toEqual({ numbers: range(5, 8), redelivered: false });
     expect(seen).toHaveLength(3);
@@ -185,11 +197,17 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const groupId = uniqueName('group');
     const before: LogMessage[] = [];
     const after: LogMessage[] = [];
-    await context.visitLog.publish(TOPICS.visitsRaw, range(0, 5).map((n) => message(key, n)));
+    await context.visitLog.publish(
+      TOPICS.visitsRaw,
+      range(0, 5).map((n) => message(key, n)),
+    );
     const consumer = await consume(groupId, run, (mine) => void before.push(...mine));
     await waitFor(() => before.length >= 5, DEADLINE_MS, { message: 'the first five messages' });
     await stop(consumer);
-    await context.visitLog.publish(TOPICS.visitsRaw, range(5, 10).map((n) => message(key, n)));
+    await context.visitLog.publish(
+      TOPICS.visitsRaw,
+      range(5, 10).map((n) => message(key, n)),
+    );
     await consume(groupId, run, (mine) => void after.push(...mine));
     await waitFor(() => after.length >= 5, DEADLINE_MS, { message: 'the next five messages' });
     expect(numbers(before)).toEqual(range(0, 5));
@@ -219,7 +237,10 @@ describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb
   });
   function isolatedLog(): VisitLog {
     const config = testConfig();
-    const log = config.visitLog.kind === 'kafka' ? createKafkaVisitLog({ ...config.visitLog, topicPrefix: `${uniqueName('t')}.` }, silent, createMetrics()) : durableLog(createMetrics(), 1_000);
+    const log =
+      config.visitLog.kind === 'kafka'
+        ? createKafkaVisitLog({ ...config.visitLog, topicPrefix: `${uniqueName('t')}.` }, silent, createMetrics())
+        : durableLog(createMetrics(), 1_000);
     logs.push(log);
     return log;
   }
@@ -238,7 +259,12 @@ describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb
     const page = await log.peek({ topic: TOPICS.visitsDlq, groupId: 'inspected', limit: 10 });
     expect(numbers(page.messages)).toEqual(range(0, 5));
     expect(page).toMatchObject({ more: false, pending: 5 });
-    expect(page.messages[2]).toMatchObject({ key: expect.stringMatching(/-2$/), headers: { 'x-n': '2' }, partition: expect.any(Number), offset: expect.any(Number) });
+    expect(page.messages[2]).toMatchObject({
+      key: expect.stringMatching(/-2$/),
+      headers: { 'x-n': '2' },
+      partition: expect.any(Number),
+      offset: expect.any(Number),
+    });
     expect(new Set(stored(page.messages)).size).toBe(5);
     if (SERVICES_MODE) for (const { timestamp } of page.messages) expect(Date.parse(timestamp!)).toBeGreaterThan(Date.now() - 60_000);
     else expect(page.messages.every(({ timestamp }) => timestamp === null)).toBe(true);
@@ -276,7 +302,9 @@ describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb
   it('takes the oldest uncommitted messages, commits the group past them once the handler resolved, and takes nothing when its handler throws', async () => {
     const log = isolatedLog();
     await publishNumbered(log, 5);
-    await expect(log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 2 }, async () => Promise.reject(new Error('republish failed')))).rejects.toThrow('republish failed');
+    await expect(log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 2 }, async () => Promise.reject(new Error('republish failed')))).rejects.toThrow(
+      'republish failed',
+    );
     expect((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 10 })).pending).toBe(5);
     const handed: number[] = [];
     const taken = await log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 3 }, async (messages) => void handed.push(...numbers(messages)));
@@ -295,7 +323,9 @@ describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb
   it('runs takes of one group in one process one after the other: no message is handed over twice', async () => {
     const log = isolatedLog();
     await publishNumbered(log, 4);
-    const takes = await Promise.all([1, 2].map(() => log.take({ topic: TOPICS.visitsDlq, groupId: 'racing', limit: 2 }, async (messages) => void numbers(messages))));
+    const takes = await Promise.all(
+      [1, 2].map(() => log.take({ topic: TOPICS.visitsDlq, groupId: 'racing', limit: 2 }, async (messages) => void numbers(messages))),
+    );
     expect(takes.map(numbers)).toEqual([
       [0, 1],
       [2, 3],
@@ -306,7 +336,10 @@ describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb
 describe.skipIf(SERVICES_MODE)('durable one-process visit log inspection', () => {
   it('keeps what a take committed across a close and reopen', async () => {
     const log = durableLog(createMetrics(), 1_000);
-    await log.publish(TOPICS.visitsDlq, range(0, 4).map((n) => message('k', n)));
+    await log.publish(
+      TOPICS.visitsDlq,
+      range(0, 4).map((n) => message('k', n)),
+    );
     await log.take({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 3 }, async () => undefined);
     await log.close();
     const reopened = durableLog(createMetrics(), 1_000, 500, log.dir);
@@ -323,7 +356,9 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log inspection', () =>
     const log = durableLog();
     const consumer = await log.consume({ groupId: 'running', topic: TOPICS.visitsDlq, handler: async () => undefined });
     try {
-      await expect(log.take({ topic: TOPICS.visitsDlq, groupId: 'running', limit: 1 }, async () => undefined)).rejects.toThrow(/has a consumer in this process/);
+      await expect(log.take({ topic: TOPICS.visitsDlq, groupId: 'running', limit: 1 }, async () => undefined)).rejects.toThrow(
+        /has a consumer in this process/,
+      );
     } finally {
       await consumer.stop();
       await log.close();
@@ -536,7 +571,10 @@ describe('durable one-process visit log batching by size or time', () => {
     });
     try {
       const started = Date.now();
-      await log.publish(TOPICS.visitsRaw, Array.from({ length: 12 }, (_, i) => message(i)));
+      await log.publish(
+        TOPICS.visitsRaw,
+        Array.from({ length: 12 }, (_, i) => message(i)),
+      );
       await waitFor(() => batches.length === 2, 2_000);
       expect(batches).toEqual([5, 5]);
       expect(Date.now() - started).toBeLessThan(1_000);
@@ -555,8 +593,17 @@ describe('durable one-process visit log with concurrency', () => {
   async function inPairs(handler: (batch: number[]) => Promise<void>, test: (lag: () => Promise<number | null>) => Promise<void>) {
     const log = durableLog(createMetrics(), 100, 10);
     try {
-      await log.publish(TOPICS.visitsRaw, [1, 2, 3, 4, 5, 6].map((n) => message('k', n)));
-      const consumer = await log.consume({ groupId: 'pairs', topic: TOPICS.visitsRaw, maxBatch: 2, concurrency: 2, handler: (messages) => handler(numbers(messages)) });
+      await log.publish(
+        TOPICS.visitsRaw,
+        [1, 2, 3, 4, 5, 6].map((n) => message('k', n)),
+      );
+      const consumer = await log.consume({
+        groupId: 'pairs',
+        topic: TOPICS.visitsRaw,
+        maxBatch: 2,
+        concurrency: 2,
+        handler: (messages) => handler(numbers(messages)),
+      });
       await test(async () => (await log.consumers())[0]!.lag);
       await consumer.stop();
     } finally {
@@ -597,12 +644,19 @@ describe('durable one-process visit log with concurrency', () => {
         // The second batch is handed over while the first is held; the third waits for a free place.
         await waitFor(() => started.length === 2, 5_000, { message: 'the second batch handed over' });
         await new Promise((resolve) => setTimeout(resolve, 50));
-        expect(started).toEqual([[1, 2], [3, 4]]);
+        expect(started).toEqual([
+          [1, 2],
+          [3, 4],
+        ]);
         // Nothing is committed while the oldest batch is held, though the second is done.
         expect(await lag()).toBe(6);
         releaseFirst();
         await waitFor(async () => (await lag()) === 0, 5_000, { message: 'everything committed' });
-        expect(started).toEqual([[1, 2], [3, 4], [5, 6]]);
+        expect(started).toEqual([
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ]);
       },
     );
   });
@@ -622,7 +676,10 @@ describe('durable one-process visit log with concurrency', () => {
 describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts and crashes', () => {
   /** Runs shared/testing/durable-log-child.ts; `until` sees its output and says when to SIGKILL it. */
   async function child(mode: 'publish' | 'consume', dir: string, until: (output: string) => boolean): Promise<string> {
-    const process_ = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'shared/testing/durable-log-child.ts'), mode, dir], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const process_ = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'shared/testing/durable-log-child.ts'), mode, dir], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     let errors = '';
     process_.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
@@ -650,7 +707,12 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts an
   async function readAll(dir: string): Promise<number[]> {
     const log = durableLog(createMetrics(), 1_000_000, 500, dir);
     const seen: number[] = [];
-    const consumer = await log.consume({ groupId: uniqueName('reader'), topic: TOPICS.visitsRaw, maxBatch: 10_000, handler: async (messages) => void seen.push(...messages.map((m) => Number(m.value))) });
+    const consumer = await log.consume({
+      groupId: uniqueName('reader'),
+      topic: TOPICS.visitsRaw,
+      maxBatch: 10_000,
+      handler: async (messages) => void seen.push(...messages.map((m) => Number(m.value))),
+    });
     const total = (await log.consumers())[0]!.lag ?? 0;
     await waitFor(() => seen.length >= total, 10_000, { message: 'the stored messages' });
     await consumer.stop();
@@ -671,7 +733,10 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts an
   it('after a crash mid-batch, redelivers from the committed offset and flags the batches that may have been handed over before', async () => {
     const dir = freshDir();
     const log = durableLog(createMetrics(), 1_000, 500, dir);
-    await log.publish(TOPICS.visitsRaw, range(0, 40).map((n) => ({ key: 'k', value: String(n) })));
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(0, 40).map((n) => ({ key: 'k', value: String(n) })),
+    );
     await log.close();
     // Batches 0–4 and 5–9 are handled, 10–14 hangs: the crash leaves 0–4 committed at most.
     const before = await child('consume', dir, (text) => text.includes('batch 10 14'));
@@ -701,7 +766,10 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts an
     for (let n = 0; n < 50; n++) await log.publish(TOPICS.visitsRaw, [message('k', n)]);
     await waitFor(() => first.length === 50, 5_000, { message: 'the first 50' });
     await consumer.stop();
-    await log.publish(TOPICS.visitsRaw, range(50, 60).map((n) => message('k', n)));
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(50, 60).map((n) => message('k', n)),
+    );
     await log.close();
     const reopened = durableLog(createMetrics(), 10_000, 500, log.dir);
     const second: number[] = [];
@@ -711,7 +779,11 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts an
     // Consumed segments are deleted: a new group finds nothing older than what group g still needs.
     await waitFor(async () => (await reopened.consumers())[0]!.lag === 0, 5_000);
     const late: number[] = [];
-    const lateConsumer = await reopened.consume({ groupId: 'late', topic: TOPICS.visitsRaw, handler: async (messages) => void late.push(...numbers(messages)) });
+    const lateConsumer = await reopened.consume({
+      groupId: 'late',
+      topic: TOPICS.visitsRaw,
+      handler: async (messages) => void late.push(...numbers(messages)),
+    });
     await reopened.publish(TOPICS.visitsRaw, [message('k', 60)]);
     await waitFor(() => late.length > 0 && second.length === 11, 5_000);
     expect(late).toEqual([60]);
@@ -738,7 +810,11 @@ describe.skipIf(SERVICES_MODE || !mountable)('durable one-process visit log on a
     const disk = smallDisk(16)!;
     expect(disk).toBeDefined();
     const metrics = createMetrics();
-    const log = createDurableVisitLog({ dir: join(disk, 'log'), commitDelayMs: 1, capacity: 1_000_000, minFreeBytes: 8 * 1_048_576, retryDelayMs: 10 }, silent, metrics);
+    const log = createDurableVisitLog(
+      { dir: join(disk, 'log'), commitDelayMs: 1, capacity: 1_000_000, minFreeBytes: 8 * 1_048_576, retryDelayMs: 10 },
+      silent,
+      metrics,
+    );
     const received: number[] = [];
     try {
       const consumer = await log.consume({ groupId: 'g', topic: TOPICS.visitsRaw, handler: async (messages) => void received.push(...numbers(messages)) });

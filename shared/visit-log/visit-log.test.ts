@@ -42,13 +42,15 @@ describe('keyedQueue', () => {
   it('runs calls of one key one after the other, a failure included, and calls of other keys meanwhile', async () => {
     const queue = keyedQueue();
     const events: string[] = [];
-    const step = (name: string, ms: number, fail = false) => async () => {
-      events.push(`${name} start`);
-      await new Promise((resolve) => setTimeout(resolve, ms));
-      events.push(`${name} end`);
-      if (fail) throw new Error(name);
-      return name;
-    };
+    const step =
+      (name: string, ms: number, fail = false) =>
+      async () => {
+        events.push(`${name} start`);
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        events.push(`${name} end`);
+        if (fail) throw new Error(name);
+        return name;
+      };
     const results = await Promise.allSettled([queue('a', step('a1', 20, true)), queue('a', step('a2', 1)), queue('b', step('b1', 5))]);
     expect(results.map((result) => result.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
     expect(events.indexOf('a2 start')).toBeGreaterThan(events.indexOf('a1 end'));

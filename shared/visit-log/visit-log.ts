@@ -166,7 +166,11 @@ export function keyedQueue() {
  * (then partition), each partition's messages kept in offset order, so that a page is a prefix of
  * every partition and the next page starts right after it. Also where each partition's next page starts.
  */
-export function mergePartitions(partitions: Map<number, StoredLogMessage[]>, limit: number, start: LogPositions): { messages: StoredLogMessage[]; next: LogPositions } {
+export function mergePartitions(
+  partitions: Map<number, StoredLogMessage[]>,
+  limit: number,
+  start: LogPositions,
+): { messages: StoredLogMessage[]; next: LogPositions } {
   const heads = new Map<number, number>([...partitions.keys()].map((partition) => [partition, 0]));
   const messages: StoredLogMessage[] = [];
   const next: LogPositions = { ...start };

@@ -148,7 +148,12 @@ export function createDeliverer(context: Context) {
         outcome = await postTo(await checkTarget(webhook.url, { allowlist }), body, headers, timeoutMs);
       } catch (error) {
         if (!(error instanceof GuardRefusal)) throw error;
-        outcome = { statusCode: null, latencyMs: Math.round(performance.now() - started), error: `refused by the SSRF guard: URL ${error.message}`, excerpt: null };
+        outcome = {
+          statusCode: null,
+          latencyMs: Math.round(performance.now() - started),
+          error: `refused by the SSRF guard: URL ${error.message}`,
+          excerpt: null,
+        };
       } finally {
         sent();
       }

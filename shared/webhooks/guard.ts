@@ -11,14 +11,13 @@ import { rule } from '../i18n/index.js';
  */
 
 /** Ports a receiver may listen on: 80, 443 and the unprivileged range, minus the Fetch standard's bad ports. */
-export const ALLOWED_PORTS_NOTE = '80, 443 and 1024–65535 except the Fetch standard\'s bad ports';
+export const ALLOWED_PORTS_NOTE = "80, 443 and 1024–65535 except the Fetch standard's bad ports";
 
 /** The Fetch standard's bad ports (https://fetch.spec.whatwg.org/#port-blocking), as of 2026. */
 export const BAD_PORTS: ReadonlySet<number> = new Set([
-  0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113,
-  115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556,
-  563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667,
-  6668, 6669, 6679, 6697, 10080,
+  0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137,
+  139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049,
+  3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
 ]);
 
 /** Cloud metadata endpoints: refused even when the allow-list would admit them. */
@@ -128,7 +127,10 @@ function checkUrlSyntax(text: string): { url: URL; host: string; port: number } 
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new GuardRefusal(rule('url_scheme'));
   if (url.username || url.password) throw new GuardRefusal(rule('url_credentials'));
   // The WHATWG parser already turned decimal, octal, hex and shortened IPv4 forms into dotted quads.
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  const host = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.$/, '');
   if (host === '') throw new GuardRefusal(rule('url_host'));
   const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   if (BAD_PORTS.has(port) || (port !== 80 && port !== 443 && port < 1024)) throw new GuardRefusal(rule('url_port', { port, allowed: ALLOWED_PORTS_NOTE }));

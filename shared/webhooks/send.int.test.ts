@@ -39,7 +39,7 @@ const target = (path: string, allowlisted: boolean, at = port): CheckedTarget =>
 const post = (path: string, allowlisted: boolean, at?: number) => postTo(target(path, allowlisted, at), '{}', { 'content-type': 'application/json' }, 2_000);
 
 describe('postTo', () => {
-  it('keeps the first EXCERPT_CHARS characters of a public receiver\'s answer, and its redirect target', async () => {
+  it("keeps the first EXCERPT_CHARS characters of a public receiver's answer, and its redirect target", async () => {
     const huge = await post('/huge', false);
     expect(huge).toMatchObject({ statusCode: 200, error: null });
     expect(huge.excerpt).toBe('é'.repeat(EXCERPT_CHARS));

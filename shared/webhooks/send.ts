@@ -37,7 +37,8 @@ const agents = {
 export function postTo(target: CheckedTarget, body: string, headers: Record<string, string>, timeoutMs: number): Promise<AttemptOutcome> {
   const started = performance.now();
   const pinned: LookupFunction = (_host, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
     else callback(null, target.address, target.family);
   };
   return new Promise((resolve) => {

@@ -61,8 +61,16 @@ export function webhooksRepository(db: Kysely<DB>) {
     async countByOwner(ownerId: string): Promise<number> {
       return countOf(db.selectFrom('webhooks').where('owner_id', '=', ownerId));
     },
-    async update(id: string, changes: Partial<Pick<WebhookRow, 'url' | 'events' | 'subdomain' | 'description' | 'secret' | 'secret_prefix'>>): Promise<WebhookRow | undefined> {
-      return db.updateTable('webhooks').set({ ...changes, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirst();
+    async update(
+      id: string,
+      changes: Partial<Pick<WebhookRow, 'url' | 'events' | 'subdomain' | 'description' | 'secret' | 'secret_prefix'>>,
+    ): Promise<WebhookRow | undefined> {
+      return db
+        .updateTable('webhooks')
+        .set({ ...changes, updated_at: new Date() })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
     },
     async enable(id: string): Promise<WebhookRow | undefined> {
       return db
@@ -162,12 +170,23 @@ export function webhooksRepository(db: Kysely<DB>) {
       return countOf(query);
     },
     async markNotificationRead(userId: string, id: string): Promise<NotificationRow | undefined> {
-      await db.updateTable('notifications').set({ read_at: new Date() }).where('id', '=', id).where('user_id', '=', userId).where('read_at', 'is', null).execute();
+      await db
+        .updateTable('notifications')
+        .set({ read_at: new Date() })
+        .where('id', '=', id)
+        .where('user_id', '=', userId)
+        .where('read_at', 'is', null)
+        .execute();
       return db.selectFrom('notifications').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
     },
     /** Marks every unread notification of an account read; returns how many were unread. */
     async markAllNotificationsRead(userId: string): Promise<number> {
-      const result = await db.updateTable('notifications').set({ read_at: new Date() }).where('user_id', '=', userId).where('read_at', 'is', null).executeTakeFirst();
+      const result = await db
+        .updateTable('notifications')
+        .set({ read_at: new Date() })
+        .where('user_id', '=', userId)
+        .where('read_at', 'is', null)
+        .executeTakeFirst();
       return Number(result.numUpdatedRows);
     },
   };

@@ -117,7 +117,10 @@ export async function waitHealthy(started: Started, { timeoutMs = 60_000, degrad
     if (started.child.exitCode !== null) throw new Error(`exited ${started.child.exitCode}: ${started.output().slice(-3_000)}`);
     const answer = await health(started.port);
     if (answer?.status === 200 && (degraded || answer.json.data.status === 'ok')) return;
-    if (Date.now() > deadline) throw new Error(`no healthy process on port ${started.port} within ${timeoutMs} ms (last: ${answer?.status} ${JSON.stringify(answer?.json)}): ${started.output().slice(-3_000)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `no healthy process on port ${started.port} within ${timeoutMs} ms (last: ${answer?.status} ${JSON.stringify(answer?.json)}): ${started.output().slice(-3_000)}`,
+      );
     await sleep(200);
   }
 }
@@ -139,7 +142,10 @@ export async function seed(port: number, { webhookUrl }: { webhookUrl?: string }
   const call = client(port);
   const login = await call('POST', '/auth/login', ADMIN);
   if (login.status !== 200) throw new Error(`login: ${login.status} ${JSON.stringify(login.json)}`);
-  const cookie = login.headers.getSetCookie().map((value) => value.split(';')[0]).join('; ');
+  const cookie = login.headers
+    .getSetCookie()
+    .map((value) => value.split(';')[0])
+    .join('; ');
   const minted = await call('POST', '/api/v1/tokens', { name: 'faults', scopes: ['links:read', 'links:write', 'stats:read', 'subdomain:write'] }, { cookie });
   if (minted.status !== 201) throw new Error(`token: ${minted.status} ${JSON.stringify(minted.json)}`);
   const token = minted.json.data.token as string;
@@ -217,20 +223,28 @@ export async function storedCounts(port: number, token: string, linkId: string):
 }
 
 /** The same for a link or a subdomain of the token's owner, on a process's port or a base URL. */
-export async function storedIn(target: number | string, token: string, filter: { link_id: string } | { subdomain: string }): Promise<{ rollups: number; rows: number }> {
+export async function storedIn(
+  target: number | string,
+  token: string,
+  filter: { link_id: string } | { subdomain: string },
+): Promise<{ rollups: number; rows: number }> {
   const call = client(target);
   const auth = { authorization: `Bearer ${token}` };
   const [scope, id] = 'link_id' in filter ? ['link', filter.link_id] : ['subdomain', filter.subdomain];
   const report = await call('GET', `/api/v1/stats/${scope}/${id}?since=2020-01-01T00:00:00Z`, undefined, auth);
   const list = await call('GET', `/api/v1/visits?${new URLSearchParams({ ...filter, limit: '1' })}`, undefined, auth);
-  if (report.status !== 200 || list.status !== 200) throw new Error(`stats ${report.status} ${JSON.stringify(report.json)}, visits ${list.status} ${JSON.stringify(list.json)}`);
+  if (report.status !== 200 || list.status !== 200)
+    throw new Error(`stats ${report.status} ${JSON.stringify(report.json)}, visits ${list.status} ${JSON.stringify(list.json)}`);
   const totals = report.json.data.totals as { visits: number; bots: number };
   return { rollups: totals.visits + totals.bots, rows: list.json.meta.total as number };
 }
 
 /** Waits until at least `atLeast` visits are stored, then until two reads 1.5 s apart agree; the settled counts. */
 export async function settledCounts(port: number, token: string, linkId: string, atLeast: number, timeoutMs = 90_000) {
-  await waitFor(async () => (await storedCounts(port, token, linkId)).rows >= atLeast, timeoutMs, { intervalMs: 200, message: `at least ${atLeast} visits stored` });
+  await waitFor(async () => (await storedCounts(port, token, linkId)).rows >= atLeast, timeoutMs, {
+    intervalMs: 200,
+    message: `at least ${atLeast} visits stored`,
+  });
   let settled = await storedCounts(port, token, linkId);
   for (;;) {
     await sleep(1_500);

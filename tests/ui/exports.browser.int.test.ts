@@ -30,10 +30,13 @@ const api = async (path: string, who: TestOwner = owner) => {
 /** A redirect as a browser would ask for it: Node's fetch cannot resolve `{sub}.localhost`, so the Host header names it. */
 const visit = (path: string, userAgent: string) =>
   new Promise<number>((resolve, reject) => {
-    const call = request({ host: '127.0.0.1', port: platform.port, path, headers: { host: `${sub}.localhost:${platform.port}`, 'user-agent': userAgent } }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
+    const call = request(
+      { host: '127.0.0.1', port: platform.port, path, headers: { host: `${sub}.localhost:${platform.port}`, 'user-agent': userAgent } },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
     call.on('error', reject);
     call.end();
   });
@@ -43,11 +46,25 @@ beforeAll(async () => {
   owner = await createOwner(platform.context, platform.app);
   sub = await claimSubdomain(platform.app, owner);
   const makeLink = async (slug: string) =>
-    (await platform.app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain: sub, slug, target_url: `https://example.com/${slug}` } })).json().data.id as string;
+    (
+      await platform.app.inject({
+        method: 'POST',
+        url: '/api/v1/links',
+        headers: owner.auth,
+        payload: { subdomain: sub, slug, target_url: `https://example.com/${slug}` },
+      })
+    ).json().data.id as string;
   promoId = await makeLink('promo');
   await makeLink('other');
-  const agents = ['Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0', 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'];
-  const statuses = await Promise.all([...Array.from({ length: 5 }, (_, i) => visit('/promo', agents[i % 2]!)), visit('/other', agents[0]!), visit('/other', agents[1]!)]);
+  const agents = [
+    'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
+    'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+  ];
+  const statuses = await Promise.all([
+    ...Array.from({ length: 5 }, (_, i) => visit('/promo', agents[i % 2]!)),
+    visit('/other', agents[0]!),
+    visit('/other', agents[1]!),
+  ]);
   expect(statuses.every((status) => status >= 300 && status < 400)).toBe(true);
   // The enricher writes them behind: wait until the API lists all seven.
   for (let attempt = 0; attempt < 100; attempt++) {
@@ -73,7 +90,12 @@ beforeAll(async () => {
     visitor_hash: `v${i % 5000}`,
   }));
   for (let from = 0; from < rows.length; from += 10_000) {
-    await platform.context.analytics.client.insert({ table: 'visits', values: rows.slice(from, from + 10_000), format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`ui-export-${bulk}-${from}`) });
+    await platform.context.analytics.client.insert({
+      table: 'visits',
+      values: rows.slice(from, from + 10_000),
+      format: 'JSONEachRow',
+      clickhouse_settings: deduplicatedBy(`ui-export-${bulk}-${from}`),
+    });
   }
 }, 120_000);
 
@@ -195,7 +217,10 @@ describe('exports page', () => {
     const cancel = page.getByRole('button', { name: 'Cancel export' });
     await cancel.waitFor();
     // In flight: the file's first bytes have arrived, the rest has not.
-    await page.locator('.export-progress').filter({ hasText: /[1-9][\d.,]* (bytes|kB|MB) received/ }).waitFor();
+    await page
+      .locator('.export-progress')
+      .filter({ hasText: /[1-9][\d.,]* (bytes|kB|MB) received/ })
+      .waitFor();
     await screenshot(page, 'exports-progress-desktop');
     await cancel.click();
     await page.getByText('Export cancelled. Nothing was saved.').waitFor();

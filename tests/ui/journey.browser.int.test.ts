@@ -42,13 +42,18 @@ beforeAll(async () => {
   await once(receiver, 'listening');
   receiverOrigin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   landing = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html lang="en"><title>Landing</title><h1>Welcome to the landing page</h1></html>');
+    response
+      .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      .end('<!doctype html><html lang="en"><title>Landing</title><h1>Welcome to the landing page</h1></html>');
   });
   landing.listen(0, '127.0.0.1');
   await once(landing, 'listening');
   target = `http://landing.test:${(landing.address() as AddressInfo).port}/welcome`;
   platform = await startUiPlatform({ WEBHOOK_ALLOWLIST: '127.0.0.1', TRUST_PROXY: '127.0.0.1/32' });
-  visitorBrowser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--host-resolver-rules=MAP *.localhost 127.0.0.1, MAP landing.test 127.0.0.1'] });
+  visitorBrowser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--host-resolver-rules=MAP *.localhost 127.0.0.1, MAP landing.test 127.0.0.1'],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -96,14 +101,22 @@ describe('a new owner, end to end in the browser', () => {
 
     // The visit appears in the dashboard's visit list and in the totals.
     await page.getByRole('navigation', { name: 'Main navigation' }).getByRole('link', { name: 'Visits' }).click();
-    await page.getByRole('row').filter({ hasText: `/${slug}` }).first().waitFor({ timeout: 15_000 });
+    await page
+      .getByRole('row')
+      .filter({ hasText: `/${slug}` })
+      .first()
+      .waitFor({ timeout: 15_000 });
     await page.getByRole('navigation', { name: 'Main navigation' }).getByRole('link', { name: 'Overview' }).click();
     const card = page.locator('li.card').filter({ hasText: subdomain });
-    await waitFor(async () => {
-      await page.reload();
-      await card.waitFor();
-      return (await card.locator('dd').first().textContent())?.trim() === '1';
-    }, 15_000, { message: 'the overview counts the visit', intervalMs: 500 });
+    await waitFor(
+      async () => {
+        await page.reload();
+        await card.waitFor();
+        return (await card.locator('dd').first().textContent())?.trim() === '1';
+      },
+      15_000,
+      { message: 'the overview counts the visit', intervalMs: 500 },
+    );
     // The owner sees where it came from.
     await page.goto(`/stats/subdomain/${subdomain}`);
     await page.getByText('United Kingdom').first().waitFor();
@@ -165,14 +178,21 @@ describe('a new owner, end to end in the browser', () => {
     await page.getByRole('checkbox', { name: /^visit\.new / }).check();
     await page.getByRole('button', { name: 'Create webhook' }).click();
     await page.locator('.secret').waitFor();
-    await page.getByRole('link', { name: `${receiverOrigin}/hook` }).first().click();
+    await page
+      .getByRole('link', { name: `${receiverOrigin}/hook` })
+      .first()
+      .click();
     await page.getByRole('button', { name: 'Send test' }).click();
     await waitFor(() => hooks.find((hook) => hook.path === '/hook' && hook.body.includes('"webhook.test"')), 10_000, { message: 'the receiver gets the test' });
-    await waitFor(async () => {
-      await page.reload();
-      await page.getByRole('button', { name: 'Send test' }).waitFor();
-      return (await page.getByRole('row').filter({ hasText: 'webhook.test' }).filter({ hasText: '200' }).count()) > 0;
-    }, 15_000, { message: 'the delivery log shows the test', intervalMs: 500 });
+    await waitFor(
+      async () => {
+        await page.reload();
+        await page.getByRole('button', { name: 'Send test' }).waitFor();
+        return (await page.getByRole('row').filter({ hasText: 'webhook.test' }).filter({ hasText: '200' }).count()) > 0;
+      },
+      15_000,
+      { message: 'the delivery log shows the test', intervalMs: 500 },
+    );
 
     // Export CSV, and compare its rows with the API's visit list.
     await page.goto('/exports');

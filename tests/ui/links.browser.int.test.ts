@@ -315,7 +315,14 @@ describe('links page', () => {
     await page.getByRole('status').filter({ hasText: 'Changes saved.' }).waitFor();
     await page.getByRole('heading', { level: 1, name: 'After' }).waitFor();
     const response = await platform.app.inject({ method: 'GET', url: `/api/v1/links/${link.id}`, headers: owner.auth });
-    expect(response.json().data).toMatchObject({ slug: newSlug, title: 'After', max_visits: null, expires_at: null, tags: ['one', 'two'], target_url: 'https://example.com/edit-me' });
+    expect(response.json().data).toMatchObject({
+      slug: newSlug,
+      title: 'After',
+      max_visits: null,
+      expires_at: null,
+      tags: ['one', 'two'],
+      target_url: 'https://example.com/edit-me',
+    });
     // Saving again without a change sends nothing.
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('Nothing changed, nothing to save.').waitFor();
@@ -331,7 +338,9 @@ describe('links page', () => {
     const link = await createLink(owner, { subdomain, target_url: target, title: 'Original', tags: ['c'], max_visits: 9 });
     const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto(`/links?q=${encodeURIComponent(target)}`);
-    await row(page, link.slug).getByRole('button', { name: /^Clone/ }).click();
+    await row(page, link.slug)
+      .getByRole('button', { name: /^Clone/ })
+      .click();
     await page.getByRole('status').filter({ hasText: 'Copy created:' }).waitFor();
     await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 2);
     const copies = await listLinks(owner, { q: target });
@@ -340,7 +349,9 @@ describe('links page', () => {
     expect(copy).toMatchObject({ title: 'Original', tags: ['c'], max_visits: 9, target_url: target });
     expect(copy.slug).not.toBe(link.slug);
     // Delete: cancel first, then confirm.
-    await row(page, copy.slug).getByRole('button', { name: /^Delete/ }).click();
+    await row(page, copy.slug)
+      .getByRole('button', { name: /^Delete/ })
+      .click();
     const dialog = page.getByRole('dialog', { name: 'Delete this link?' });
     await dialog.waitFor();
     expect(await dialog.textContent()).toContain(copy.short_url);
@@ -348,9 +359,14 @@ describe('links page', () => {
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'hidden' });
     expect(await listLinks(owner, { q: target })).toHaveLength(2);
-    await row(page, copy.slug).getByRole('button', { name: /^Delete/ }).click();
+    await row(page, copy.slug)
+      .getByRole('button', { name: /^Delete/ })
+      .click();
     await dialog.getByRole('button', { name: 'Delete' }).click();
-    await page.getByRole('status').filter({ hasText: `Deleted ${copy.short_url}` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Deleted ${copy.short_url}` })
+      .waitFor();
     await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
     const gone = await platform.app.inject({ method: 'GET', url: `/api/v1/links/${copy.id}`, headers: owner.auth });
     expect(gone.statusCode).toBe(404);
@@ -370,9 +386,14 @@ describe('links page', () => {
     const link = await createLink(owner, { subdomain, target_url: 'https://example.com/qr', slug: unique('qr-') });
     const { page, problems, browserContext } = await ownerPage(owner);
     await page.goto(`/links?q=${link.slug}`);
-    await row(page, link.slug).getByRole('button', { name: `Copy: ${link.short_url}` }).click();
+    await row(page, link.slug)
+      .getByRole('button', { name: `Copy: ${link.short_url}` })
+      .click();
     // Its accessible name follows its visible text.
-    await row(page, link.slug).getByRole('button', { name: `Copied: ${link.short_url}` }).filter({ hasText: 'Copied' }).waitFor();
+    await row(page, link.slug)
+      .getByRole('button', { name: `Copied: ${link.short_url}` })
+      .filter({ hasText: 'Copied' })
+      .waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link.short_url);
     await row(page, link.slug).getByRole('button', { name: /^QR/ }).click();
     const dialog = page.getByRole('dialog', { name: `QR code of ${link.slug}` });
@@ -422,7 +443,12 @@ describe('links page', () => {
 
   it('fits a phone: the table scrolls inside its frame, nothing wider than the screen', async () => {
     const { owner, subdomain } = await newOwner();
-    await createLink(owner, { subdomain, target_url: 'https://example.com/pricing?utm_source=newsletter&utm_campaign=spring', title: 'Pricing, spring newsletter', tags: ['newsletter', 'spring'] });
+    await createLink(owner, {
+      subdomain,
+      target_url: 'https://example.com/pricing?utm_source=newsletter&utm_campaign=spring',
+      title: 'Pricing, spring newsletter',
+      tags: ['newsletter', 'spring'],
+    });
     await createLink(owner, { subdomain, target_url: 'https://example.org/docs/getting-started', slug: 'docs', max_visits: 100, redirect_type: 301 });
     const link = await createLink(owner, { subdomain, target_url: `https://example.com/${'long-path/'.repeat(20)}`, title: 'Phone', tags: ['phone'] });
     const { page, problems, browserContext } = await ownerPage(owner, { viewport: 'phone' });

@@ -21,10 +21,13 @@ const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.co
 /** A request to the short host as a visitor's browser sends it (Node's resolver does not know *.localhost: the Host header names it). */
 function visit(path: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const sent = request({ host: '127.0.0.1', port: platform.port, path, method: 'GET', headers: { host: `${sub}.localhost:${platform.port}`, accept: 'text/html', ...headers } }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.statusCode ?? 0));
-    });
+    const sent = request(
+      { host: '127.0.0.1', port: platform.port, path, method: 'GET', headers: { host: `${sub}.localhost:${platform.port}`, accept: 'text/html', ...headers } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
     sent.on('error', reject);
     sent.end();
   });
@@ -42,7 +45,12 @@ beforeAll(async () => {
   [alice, bob] = await Promise.all([createOwner(platform.context, platform.app), createOwner(platform.context, platform.app)]);
   sub = await claimSubdomain(platform.app, alice);
   for (const slug of ['alpha', 'beta'] as const) {
-    const created = await platform.app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: sub, slug, target_url: 'https://example.com/' } });
+    const created = await platform.app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: alice.auth,
+      payload: { subdomain: sub, slug, target_url: 'https://example.com/' },
+    });
     if (created.statusCode !== 201) throw new Error(created.body);
     links[slug] = created.json().data.id;
   }

@@ -27,14 +27,26 @@ const label = (prefix: string) => `${prefix}${Math.random().toString(36).slice(2
 async function publicPayload(subdomain: string) {
   const response = await fetch(`${platform.origin}/api/v1/subdomains/${subdomain}`);
   expect(response.status).toBe(200);
-  return (await response.json()).data as { title: string | null; public: Record<string, boolean | number>; links?: { slug: string; short_url: string }[]; owner?: { display_name: string | null } };
+  return (await response.json()).data as {
+    title: string | null;
+    public: Record<string, boolean | number>;
+    links?: { slug: string; short_url: string }[];
+    owner?: { display_name: string | null };
+  };
 }
 
 /** The preview's public summary as the page shows it (each row's data-key and its state). */
 async function previewSummary(page: Page): Promise<Record<string, boolean | number>> {
-  return page.locator('[data-testid="preview"] [data-key]').evaluateAll((rows) =>
-    Object.fromEntries(rows.map((row) => [row.getAttribute('data-key'), row.hasAttribute('data-value') ? Number(row.getAttribute('data-value')) : row.getAttribute('data-public') === 'true'])),
-  );
+  return page
+    .locator('[data-testid="preview"] [data-key]')
+    .evaluateAll((rows) =>
+      Object.fromEntries(
+        rows.map((row) => [
+          row.getAttribute('data-key'),
+          row.hasAttribute('data-value') ? Number(row.getAttribute('data-value')) : row.getAttribute('data-public') === 'true',
+        ]),
+      ),
+    );
 }
 
 const nameError = (page: Page) => page.locator('#claim-name-error');
@@ -43,7 +55,9 @@ describe('subdomains page', () => {
   it('claims a subdomain through the form, saying a reserved name and a taken one on the name field', async () => {
     const someoneElse = await createOwner(platform.context, platform.app);
     const taken = label('taken');
-    expect((await platform.app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: someoneElse.auth, payload: { name: taken } })).statusCode).toBe(201);
+    expect((await platform.app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: someoneElse.auth, payload: { name: taken } })).statusCode).toBe(
+      201,
+    );
 
     const { page, problems, browserContext } = await openPage(platform);
     await signIn(page, owner.email);
@@ -71,7 +85,10 @@ describe('subdomains page', () => {
     await nameInput.fill(name);
     await page.getByLabel('Title (optional)').fill('First title');
     await page.getByRole('button', { name: 'Claim' }).click();
-    await page.getByRole('status').filter({ hasText: `${name} is yours.` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `${name} is yours.` })
+      .waitFor();
     expect(await nameError(page).count()).toBe(0);
     expect(await nameInput.inputValue()).toBe('');
 
@@ -89,7 +106,14 @@ describe('subdomains page', () => {
 
     // A link, so the public payload has one to list once the policy shows links.
     const created = await page.evaluate(
-      async (subdomain) => (await fetch('/api/v1/links', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ subdomain, target_url: 'https://example.com/private-target', title: 'Spring sale' }) })).status,
+      async (subdomain) =>
+        (
+          await fetch('/api/v1/links', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ subdomain, target_url: 'https://example.com/private-target', title: 'Spring sale' }),
+          })
+        ).status,
       name,
     );
     expect(created).toBe(201);
@@ -106,7 +130,10 @@ describe('subdomains page', () => {
     const { page, problems, browserContext } = await openPage(platform);
     await signIn(page, owner.email);
     await page.goto('/subdomains');
-    await page.getByRole('link', { name: `Settings of ${name}` }).first().click();
+    await page
+      .getByRole('link', { name: `Settings of ${name}` })
+      .first()
+      .click();
     await page.waitForURL(new RegExp(`/subdomains/${name}$`));
     await page.getByRole('heading', { name: `Subdomain ${name}` }).waitFor();
 
@@ -128,7 +155,19 @@ describe('subdomains page', () => {
 
     // The preview follows the unsaved draft; the server still serves the private policy.
     const draft = await previewSummary(page);
-    expect(draft).toMatchObject({ stats: true, visits_list: false, links: true, owner: true, ip: false, internal_ip: false, geo: true, ua: false, referrer: true, publish_delay_sec: 7200, max_items: 5 });
+    expect(draft).toMatchObject({
+      stats: true,
+      visits_list: false,
+      links: true,
+      owner: true,
+      ip: false,
+      internal_ip: false,
+      geo: true,
+      ua: false,
+      referrer: true,
+      publish_delay_sec: 7200,
+      max_items: 5,
+    });
     expect(await page.getByTestId('preview').getByText(title, { exact: true }).count()).toBe(1);
     expect(await page.getByTestId('preview').getByText('2 hours').count()).toBe(1);
     expect(await page.getByTestId('preview').getByText('country, city, referrer, UTM source, link').count()).toBe(1);
@@ -165,7 +204,15 @@ describe('subdomains page', () => {
     await page.reload();
     await page.getByRole('heading', { name: `Subdomain ${name}` }).waitFor();
     expect(await page.getByLabel('Title', { exact: true }).inputValue()).toBe(title);
-    for (const [field, on] of [['Public statistics', true], ['Public visit list', false], ['Location', true], ['Referrer', true], ['Visitor IP address', false], ['Links', true], ['Owner', true]] as const) {
+    for (const [field, on] of [
+      ['Public statistics', true],
+      ['Public visit list', false],
+      ['Location', true],
+      ['Referrer', true],
+      ['Visitor IP address', false],
+      ['Links', true],
+      ['Owner', true],
+    ] as const) {
       expect(await page.getByLabel(field, { exact: true }).isChecked(), field).toBe(on);
     }
     expect(await page.getByLabel('Publish delay', { exact: true }).inputValue()).toBe('2');
@@ -211,7 +258,8 @@ describe('subdomains page', () => {
 
   it('says the 50-subdomain limit on the name field when another client took the last place meanwhile, then disables claiming', async () => {
     const full = await createOwner(platform.context, platform.app);
-    const claim = async (subdomain: string) => (await platform.app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: full.auth, payload: { name: subdomain } })).statusCode;
+    const claim = async (subdomain: string) =>
+      (await platform.app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: full.auth, payload: { name: subdomain } })).statusCode;
     for (let index = 0; index < 49; index++) expect(await claim(label('bulk'))).toBe(201);
     const { page, problems, browserContext } = await openPage(platform);
     await signIn(page, full.email);

@@ -22,7 +22,6 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOTS_DIR = join(PROJECT_ROOT, 'screenshots');
 export { TEST_PASSWORD };
 
-
 export interface UiPlatform {
   context: Context;
   app: FastifyInstance;
@@ -104,7 +103,10 @@ export interface OpenedPage {
 }
 
 /** A fresh browser profile and page (English, UTC unless told), recording CSP refusals and page errors. */
-export async function openPage(platform: UiPlatform, options: { viewport?: keyof typeof VIEWPORTS; locale?: string; timezoneId?: string; javaScriptEnabled?: boolean; userAgent?: string } = {}): Promise<OpenedPage> {
+export async function openPage(
+  platform: UiPlatform,
+  options: { viewport?: keyof typeof VIEWPORTS; locale?: string; timezoneId?: string; javaScriptEnabled?: boolean; userAgent?: string } = {},
+): Promise<OpenedPage> {
   const browserContext = await platform.browser.newContext({
     baseURL: platform.origin,
     viewport: VIEWPORTS[options.viewport ?? 'desktop'],
@@ -151,9 +153,23 @@ export interface AxeViolation {
 export async function seriousA11yViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(
+            context: Document,
+            options: unknown,
+          ): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }>;
+        };
+      }
+    ).axe;
     const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, nodes: violation.nodes.map((node) => JSON.stringify(node.target)) }));
+    return result.violations.map((violation) => ({
+      id: violation.id,
+      impact: violation.impact,
+      help: violation.help,
+      nodes: violation.nodes.map((node) => JSON.stringify(node.target)),
+    }));
   });
   return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
 }

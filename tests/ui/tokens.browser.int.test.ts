@@ -96,7 +96,11 @@ describe('API tokens page', () => {
     await dialog.getByRole('button', { name: 'Revoke', exact: true }).click();
     await page.getByText('Token “nightly report” revoked.').waitFor();
     await rowOf(page, 'nightly report').getByText('revoked', { exact: true }).waitFor();
-    expect(await rowOf(page, 'nightly report').getByRole('button', { name: /Revoke/ }).count()).toBe(0);
+    expect(
+      await rowOf(page, 'nightly report')
+        .getByRole('button', { name: /Revoke/ })
+        .count(),
+    ).toBe(0);
     const refused = await meWith(token);
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_token');

@@ -24,10 +24,13 @@ const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefo
 /** A request to a short host over a socket (Node's fetch cannot resolve `*.localhost`); its status. */
 function hit(path: string, headers: Record<string, string> = {}, name = subdomain): Promise<number> {
   return new Promise((resolve, reject) => {
-    const outgoing = request({ host: '127.0.0.1', port: platform.port, path, method: 'GET', headers: { host: `${name}.localhost:${platform.port}`, ...headers } }, (response) => {
-      response.resume();
-      resolve(response.statusCode!);
-    });
+    const outgoing = request(
+      { host: '127.0.0.1', port: platform.port, path, method: 'GET', headers: { host: `${name}.localhost:${platform.port}`, ...headers } },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode!);
+      },
+    );
     outgoing.on('error', reject);
     outgoing.end();
   });
@@ -41,7 +44,8 @@ async function apiVisits(query: string): Promise<Record<string, any>[]> {
 }
 
 /** Waits until the API lists `count` visits for the query. */
-const stored = (query: string, count: number) => waitFor(async () => (await apiVisits(query)).length >= count, 20_000, { message: `${count} visits for ${query}`, intervalMs: 100 });
+const stored = (query: string, count: number) =>
+  waitFor(async () => (await apiVisits(query)).length >= count, 20_000, { message: `${count} visits for ${query}`, intervalMs: 100 });
 
 async function signedIn() {
   const opened = await openPage(platform);
@@ -61,7 +65,12 @@ beforeAll(async () => {
   owner = await createOwner(platform.context, platform.app);
   subdomain = await claimSubdomain(platform.app, owner);
   probed = await claimSubdomain(platform.app, owner);
-  const created = await platform.app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug: 'promo', target_url: 'https://example.com/' } });
+  const created = await platform.app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, slug: 'promo', target_url: 'https://example.com/' },
+  });
   expect(created.statusCode).toBe(201);
   slug = created.json().data.slug;
   expect(await hit(`/${slug}`, { 'user-agent': SCRIPT_UA, referer: XSS_REFERRER })).toBe(302);

@@ -36,8 +36,7 @@ describe('anti-spam', () => {
   it('an IP cycling through SPAM_IDENTITIES_PER_IP login e-mails is answered 429 spam_detected for the cooldown', async () => {
     const app = await appWith({ spam: { windowSec: 600, tokensPerAccount: 3, identitiesPerIp: 3, cooldownSec: 120 } });
     const ip = address();
-    const login = (email: string, from = ip) =>
-      app.inject({ method: 'POST', url: '/auth/login', payload: { email, password: 'guess' }, remoteAddress: from });
+    const login = (email: string, from = ip) => app.inject({ method: 'POST', url: '/auth/login', payload: { email, password: 'guess' }, remoteAddress: from });
     for (let n = 0; n < 2; n++) expect((await login(`${uniqueName('stuff')}@example.test`)).statusCode).toBe(401);
     // The third distinct identity trips the rule; from then on the IP is refused, whatever it asks.
     const third = await login(`${uniqueName('stuff')}@example.test`);
@@ -87,19 +86,22 @@ describe('anti-spam', () => {
 
 describe('the spam_detected 429', () => {
   // Guards issue 23: it had Retry-After only, and was not counted in rate_limited_total.
-  it('carries the rate-limit headers of the route\'s bucket and is counted under that bucket', async () => {
+  it("carries the rate-limit headers of the route's bucket and is counted under that bucket", async () => {
     const app = await appWith({ spam: { windowSec: 600, tokensPerAccount: 3, identitiesPerIp: 2, cooldownSec: 120 } });
-    const counted = async (bucket: string) =>
-      (await context.metrics.rateLimited.get()).values.find((value) => value.labels.bucket === bucket)?.value ?? 0;
+    const counted = async (bucket: string) => (await context.metrics.rateLimited.get()).values.find((value) => value.labels.bucket === bucket)?.value ?? 0;
     const ip = address();
-    const login = () => app.inject({ method: 'POST', url: '/auth/login', payload: { email: `${uniqueName('shard')}@example.test`, password: 'guess' }, remoteAddress: ip });
+    const login = () =>
+      app.inject({ method: 'POST', url: '/auth/login', payload: { email: `${uniqueName('shard')}@example.test`, password: 'guess' }, remoteAddress: ip });
     for (let n = 0; n < 2; n++) await login();
     const [authBefore, defaultBefore] = [await counted('auth'), await counted('default')];
     const refused = await login();
     expect(refused.json().error.code).toBe('spam_detected');
     const status = await app.inject({ url: '/api/v1/status', remoteAddress: ip });
     expect(status.json().error.code).toBe('spam_detected');
-    for (const [answer, bucket] of [[refused, 'auth'], [status, 'default']] as const) {
+    for (const [answer, bucket] of [
+      [refused, 'auth'],
+      [status, 'default'],
+    ] as const) {
       const limit = String(context.config.rateLimits[bucket].limit);
       expect(answer.headers['ratelimit-limit']).toBe(limit);
       expect(answer.headers['x-ratelimit-limit']).toBe(limit);

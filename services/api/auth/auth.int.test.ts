@@ -54,7 +54,12 @@ describe('login', () => {
     const built = (await buildApp({ ...context, config: testConfig({ PUBLIC_URL: publicUrl, NODE_ENV: nodeEnv, BRUTEFORCE_MAX_ATTEMPTS: '3' }) })).app;
     try {
       const account = await createAccount(context);
-      const response = await built.inject({ method: 'POST', url: '/auth/login', payload: { email: account.email, password: TEST_PASSWORD }, remoteAddress: clientIp() });
+      const response = await built.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: { email: account.email, password: TEST_PASSWORD },
+        remoteAddress: clientIp(),
+      });
       expect(response.statusCode).toBe(200);
       const cookie = response.cookies.find((entry) => entry.name === 'lt_session')!;
       expect(Boolean(cookie.secure)).toBe(secure);
@@ -144,8 +149,7 @@ describe('login', () => {
 
   // Guards issue 23: the lockout's 429 had Retry-After only and was counted as bucket="undefined".
   it('the lockout 429 carries the rate-limit headers and is counted under the auth bucket', async () => {
-    const counted = async (bucket: string) =>
-      (await context.metrics.rateLimited.get()).values.find((value) => value.labels.bucket === bucket)?.value ?? 0;
+    const counted = async (bucket: string) => (await context.metrics.rateLimited.get()).values.find((value) => value.labels.bucket === bucket)?.value ?? 0;
     const before = await counted('auth');
     const account = await createAccount(context);
     for (let attempt = 0; attempt < 3; attempt++) await login(account.email, 'wrong', clientIp());
@@ -227,7 +231,9 @@ describe('login', () => {
 
   it('refuses a malformed body with the usual codes', async () => {
     expect((await app.inject({ method: 'POST', url: '/auth/login', payload: { email: 'a@b.c' } })).json().error.code).toBe('missing_parameter');
-    expect((await app.inject({ method: 'POST', url: '/auth/login', payload: { email: 'a@b.c', password: 'x', remember: true } })).json().error.code).toBe('bad_request');
+    expect((await app.inject({ method: 'POST', url: '/auth/login', payload: { email: 'a@b.c', password: 'x', remember: true } })).json().error.code).toBe(
+      'bad_request',
+    );
   });
 });
 
@@ -289,7 +295,12 @@ describe('POST /api/v1/users', () => {
     const created = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: body });
     expect(created.statusCode).toBe(201);
     expect(created.json().data).toMatchObject({ email: body.email, role: 'user' });
-    const again = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { ...body, email: body.email.toUpperCase() } });
+    const again = await app.inject({
+      method: 'POST',
+      url: '/api/v1/users',
+      headers: { cookie, origin },
+      payload: { ...body, email: body.email.toUpperCase() },
+    });
     expect(again.statusCode).toBe(409);
     expect(again.json().error.code).toBe('conflict');
     expect((await login(body.email, body.password, clientIp())).statusCode).toBe(200);
@@ -308,17 +319,32 @@ describe('POST /api/v1/users', () => {
 describe('CAPTCHA after repeated failures (ENABLE_CAPTCHA)', () => {
   it('requires a solved, unused proof-of-work challenge once an e-mail has failed CAPTCHA_AFTER times', async () => {
     const { solveChallenge } = await import('altcha-lib');
-    const config = { ...context.config, captcha: { enabled: true, after: 2, secret: undefined }, bruteforce: { ...context.config.bruteforce, maxAttempts: 10 } };
+    const config = {
+      ...context.config,
+      captcha: { enabled: true, after: 2, secret: undefined },
+      bruteforce: { ...context.config.bruteforce, maxAttempts: 10 },
+    };
     const guarded = (await buildApp({ ...context, config })).app;
     const solve = async (challenge: { challenge: string; salt: string; algorithm: string; maxnumber?: number; signature: string }) => {
       const solution = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
-      const payload = { algorithm: challenge.algorithm, challenge: challenge.challenge, number: solution!.number, salt: challenge.salt, signature: challenge.signature };
+      const payload = {
+        algorithm: challenge.algorithm,
+        challenge: challenge.challenge,
+        number: solution!.number,
+        salt: challenge.salt,
+        signature: challenge.signature,
+      };
       return Buffer.from(JSON.stringify(payload)).toString('base64');
     };
     try {
       const account = await createAccount(context);
       const attempt = (password: string, captcha?: string) =>
-        guarded.inject({ method: 'POST', url: '/auth/login', payload: { email: account.email, password, ...(captcha ? { captcha } : {}) }, remoteAddress: clientIp() });
+        guarded.inject({
+          method: 'POST',
+          url: '/auth/login',
+          payload: { email: account.email, password, ...(captcha ? { captcha } : {}) },
+          remoteAddress: clientIp(),
+        });
       expect((await attempt('wrong')).statusCode).toBe(401);
       expect((await attempt('wrong')).statusCode).toBe(401);
       const required = await attempt(TEST_PASSWORD);

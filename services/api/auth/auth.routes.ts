@@ -31,7 +31,7 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
       description:
         'The auth bucket (RATE_LIMIT_AUTH) counts per IP and e-mail. BRUTEFORCE_MAX_ATTEMPTS failures for one e-mail within ' +
         'BRUTEFORCE_WINDOW seconds lock it for BRUTEFORCE_LOCKOUT seconds (429 `rate_limited`, `details.reason` `account_locked`, with ' +
-        'Retry-After and the auth bucket\'s rate-limit headers, nothing remaining until then; the lock wins over the ' +
+        "Retry-After and the auth bucket's rate-limit headers, nothing remaining until then; the lock wins over the " +
         'counter); a successful login clears the count. Each attempt is taken atomically before its password is checked, so at most ' +
         'BRUTEFORCE_MAX_ATTEMPTS passwords are checked per e-mail and window whatever the concurrency; the others answer as locked. Wrong e-mail and wrong password answer the same 401, in the same time. ' +
         'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures for an e-mail the answer is 403 `forbidden` with ' +

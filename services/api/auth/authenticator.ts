@@ -64,7 +64,6 @@ export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'a
     return { userId: token.user_id, email: token.email, role: token.role, via: 'token', scopes, tokenId: token.id, identity: `token:${token.id}` };
   };
 
-
   const flush = async () => {
     const pending = [...lastUse];
     lastUse.clear();

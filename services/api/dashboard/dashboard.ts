@@ -45,7 +45,9 @@ export async function registerDashboard(
       return reply
         .code(503)
         .headers({ ...HTML_HEADERS, 'Cache-Control': 'no-store' })
-        .send('<!doctype html><meta charset="utf-8"><title>Dashboard not built</title><p>The dashboard is not built: run <code>make build</code> (or <code>make run</code>).</p>');
+        .send(
+          '<!doctype html><meta charset="utf-8"><title>Dashboard not built</title><p>The dashboard is not built: run <code>make build</code> (or <code>make run</code>).</p>',
+        );
     }
     return reply.headers(HTML_HEADERS).send(html);
   };

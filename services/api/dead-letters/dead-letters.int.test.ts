@@ -49,10 +49,10 @@ const deadLetter = (key: string, value: string, reason = 'invalid visit: test', 
   headers: { ...own, 'x-dlq-reason': reason, 'x-dlq-source': source, 'x-dlq-at': new Date().toISOString() },
 });
 
-
 describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 120_000 }, () => {
   const p = platform();
-  const list = async (query = '', token = p.staff) => p.app.inject({ method: 'GET', url: `/api/v1/admin/dead-letters${query}`, headers: { authorization: `Bearer ${token}` } });
+  const list = async (query = '', token = p.staff) =>
+    p.app.inject({ method: 'GET', url: `/api/v1/admin/dead-letters${query}`, headers: { authorization: `Bearer ${token}` } });
   const items = async (query = '') => (await list(query)).json().data.dead_letters as DeadLetterView[];
 
   it('lists what the enricher dead-lettered, with its source topic, place, reason, time, key and text', async () => {
@@ -65,10 +65,14 @@ describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`,
       { key, value: invalid },
     ]);
     await p.context.visitLog.publish(TOPICS.trackerRaw, [{ key, value: 'not a beacon' }]);
-    const ours = await waitFor(async () => {
-      const found = (await items()).filter((item) => item.key === key);
-      return found.length === 3 ? found : undefined;
-    }, DEADLINE_MS, { message: 'three dead letters listed', intervalMs: 200 });
+    const ours = await waitFor(
+      async () => {
+        const found = (await items()).filter((item) => item.key === key);
+        return found.length === 3 ? found : undefined;
+      },
+      DEADLINE_MS,
+      { message: 'three dead letters listed', intervalMs: 200 },
+    );
 
     const fromVisits = ours.filter((item) => item.source_topic === 'visits.raw');
     expect(fromVisits.map((item) => item.message)).toEqual([undecodable, invalid]);
@@ -147,8 +151,17 @@ describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`,
     const replay = await p.app.inject({ method: 'POST', url: '/api/v1/admin/dead-letters/replay', headers: { authorization: `Bearer ${p.staff}` } });
     expect(replay.statusCode, replay.body).toBe(200);
     expect(replay.json().data.replayed).toBeGreaterThanOrEqual(1);
-    const back = await waitFor(async () => (await items('?limit=200')).find((item) => item.key === key), DEADLINE_MS, { message: 'the dead letter back', intervalMs: 200 });
-    expect(back).toMatchObject({ reason: 'undecodable JSON', source_topic: 'visits.raw', message: '{"still": "poison"', headers: { 'x-origin': 'edge-9' }, replays: 1 });
+    const back = await waitFor(async () => (await items('?limit=200')).find((item) => item.key === key), DEADLINE_MS, {
+      message: 'the dead letter back',
+      intervalMs: 200,
+    });
+    expect(back).toMatchObject({
+      reason: 'undecodable JSON',
+      source_topic: 'visits.raw',
+      message: '{"still": "poison"',
+      headers: { 'x-origin': 'edge-9' },
+      replays: 1,
+    });
     expect(back.id).not.toBe(before.id);
   });
 
@@ -231,10 +244,14 @@ describe(`POST /api/v1/admin/dead-letters/replay (${SERVICES_MODE ? 'kafka' : 'l
       await p.context.visitLog.publish(TOPICS.visitsDlq, [deadLetter(`${subdomain}-link`, JSON.stringify(visit), 'invalid visit: a rule since relaxed')]);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    const listed = await waitFor(async () => {
-      const page = await list();
-      return page.meta.total === 2 ? page : undefined;
-    }, DEADLINE_MS, { message: 'two pending dead letters' });
+    const listed = await waitFor(
+      async () => {
+        const page = await list();
+        return page.meta.total === 2 ? page : undefined;
+      },
+      DEADLINE_MS,
+      { message: 'two pending dead letters' },
+    );
     expect(listed.data.dead_letters.map((item: DeadLetterView) => JSON.parse(item.message).visit_id)).toEqual(visits.map((visit) => visit.visit_id));
 
     const one = await replay('?limit=1');
@@ -248,10 +265,14 @@ describe(`POST /api/v1/admin/dead-letters/replay (${SERVICES_MODE ? 'kafka' : 'l
 
     const rest = await replay();
     expect(rest.json().data).toEqual({ replayed: 1, skipped: 0, pending: 0 });
-    const stored = await waitFor(async () => {
-      const rows = await storedVisits(subdomain);
-      return rows.length === 2 ? rows : undefined;
-    }, DEADLINE_MS, { message: 'both replayed visits stored', intervalMs: 200 });
+    const stored = await waitFor(
+      async () => {
+        const rows = await storedVisits(subdomain);
+        return rows.length === 2 ? rows : undefined;
+      },
+      DEADLINE_MS,
+      { message: 'both replayed visits stored', intervalMs: 200 },
+    );
     expect(stored.map((row) => row.visit_id)).toEqual(visits.map((visit) => visit.visit_id));
 
     const empty = await list();

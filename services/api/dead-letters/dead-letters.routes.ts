@@ -16,15 +16,20 @@ export const DeadLetterSchema = z
       .meta({ description: 'Where it sits in `visits.dlq`: `<partition>-<offset>`.' }),
     partition: z.number().int().min(0),
     offset: z.number().int().min(0),
-    source_topic: z
-      .enum(DLQ_SOURCES)
-      .nullable()
-      .meta({ description: 'The topic it came from and a replay republishes it to (`x-dlq-source`); null when its header names no such topic (a replay passes it over).' }),
+    source_topic: z.enum(DLQ_SOURCES).nullable().meta({
+      description:
+        'The topic it came from and a replay republishes it to (`x-dlq-source`); null when its header names no such topic (a replay passes it over).',
+    }),
     reason: z.string().nullable().meta({ description: 'Why it was dead-lettered (`x-dlq-reason`), e.g. `undecodable JSON` or `invalid visit: visit_id: …`.' }),
-    dead_lettered_at: z.iso.datetime().nullable().meta({ description: 'When it was dead-lettered (`x-dlq-at`; else, on Kafka, the record time); null when unknown.' }),
+    dead_lettered_at: z.iso
+      .datetime()
+      .nullable()
+      .meta({ description: 'When it was dead-lettered (`x-dlq-at`; else, on Kafka, the record time); null when unknown.' }),
     key: z.string().meta({ description: 'The message key (the link id for visits).' }),
-    message: z.string().meta({ description: 'The message text as it was published (NUL and unpaired surrogates shown as U+FFFD; a replay sends the original).' }),
-    headers: z.record(z.string(), z.string()).meta({ description: 'The message\'s own headers (the `x-dlq-*` ones are left out).' }),
+    message: z
+      .string()
+      .meta({ description: 'The message text as it was published (NUL and unpaired surrogates shown as U+FFFD; a replay sends the original).' }),
+    headers: z.record(z.string(), z.string()).meta({ description: "The message's own headers (the `x-dlq-*` ones are left out)." }),
     replays: z.number().int().min(0).meta({ description: 'How many times it was replayed before and came back (`x-dlq-replays`).' }),
   })
   .meta({ id: 'DeadLetter' });
@@ -55,7 +60,7 @@ export function deadLettersRoutes(context: Context): RouteDef[] {
         'replay; on Kafka the partitions are merged by record time), so that new dead letters never shift a walk: `data.dead_letters`, ' +
         'and `meta` with `count`, `total` (every pending dead letter), `limit`, `cursor`, `next_cursor` and `has_more`. Ask for the next ' +
         'page with `?cursor=<next_cursor>`. Every value of the cursor pattern is a position: one past the end gives an empty page. ' +
-        'Retention bounds the topic (VISIT_LOG_CAPACITY embedded, the topic\'s retention on Kafka): the oldest dead letters can go unreplayed.',
+        "Retention bounds the topic (VISIT_LOG_CAPACITY embedded, the topic's retention on Kafka): the oldest dead letters can go unreplayed.",
       tags,
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',

@@ -46,7 +46,6 @@ export interface DeadLetterView {
   replays: number;
 }
 
-
 /** An instant as ISO 8601 UTC (years 1970 to 9999), or null for anything else. */
 function instant(text: string | undefined): string | null {
   if (text === undefined) return null;
@@ -82,7 +81,11 @@ export function deadLettersService(context: Context) {
   const unavailable = (error: unknown, what: string, details: Record<string, unknown> = {}) => {
     if (error instanceof AppError) return error;
     log.warn({ err: error, ...details }, `dead letters: ${what} failed`);
-    return new AppError('service_unavailable', { reason: `the visit log could not ${what}`, ...details }, { messageKey: 'error.service_unavailable.dependency', params: { names: 'visit_log' }, cause: error });
+    return new AppError(
+      'service_unavailable',
+      { reason: `the visit log could not ${what}`, ...details },
+      { messageKey: 'error.service_unavailable.dependency', params: { names: 'visit_log' }, cause: error },
+    );
   };
 
   return {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEAD_LETTER_CURSOR, decodeCursor, encodeCursor, toView } from './dead-letters.service.js';
 
 describe('dead-letter cursors', () => {
-  it('carry each partition\'s next offset, and every value of the pattern decodes to positions', () => {
+  it("carry each partition's next offset, and every value of the pattern decodes to positions", () => {
     const cursor = encodeCursor({ 0: 12, 3: 0, 5: 99 });
     expect(cursor).toBe('d1.0-12.3-0.5-99');
     expect(cursor).toMatch(DEAD_LETTER_CURSOR);

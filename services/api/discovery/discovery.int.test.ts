@@ -161,7 +161,14 @@ describe('GET /api/v1/openapi.json', () => {
         expect(operation.responses['429'].headers['Retry-After']).toBeDefined();
         const documented = [operation.responses['429'], route.response ? operation.responses[String(route.status ?? 200)] : undefined];
         for (const response of documented.filter(Boolean)) {
-          for (const header of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
+          for (const header of [
+            'RateLimit-Limit',
+            'RateLimit-Remaining',
+            'RateLimit-Reset',
+            'X-RateLimit-Limit',
+            'X-RateLimit-Remaining',
+            'X-RateLimit-Reset',
+          ]) {
             expect(response.headers[header], `${route.operationId} ${header}`).toBeDefined();
           }
         }

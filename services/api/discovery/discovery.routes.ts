@@ -25,7 +25,8 @@ const CheckSchema = z.object({
 const HealthSchema = z
   .object({
     status: z.enum(['ok', 'degraded']).meta({
-      description: '`ok`: every dependency answers and every consumer keeps up. `degraded`: a dependency that no role of this process needs to do its work is down, or a consumer is failing its batches (they are redelivered); `degraded` says what and what it means.',
+      description:
+        '`ok`: every dependency answers and every consumer keeps up. `degraded`: a dependency that no role of this process needs to do its work is down, or a consumer is failing its batches (they are redelivered); `degraded` says what and what it means.',
     }),
     version: z.string(),
     uptime_s: z.number().int().min(0),
@@ -43,9 +44,10 @@ const HealthSchema = z
         }),
       )
       .meta({ description: 'The visit-log consumers of this process (enricher role: visits.raw and tracker.raw); empty for other roles.' }),
-    degraded: z
-      .array(z.object({ component: z.string(), effect: z.string() }))
-      .meta({ description: 'What is degraded while a fault lasts: each dependency down and each failing consumer, with what it means for redirects, the API and the pipeline. Empty when `status` is `ok`.' }),
+    degraded: z.array(z.object({ component: z.string(), effect: z.string() })).meta({
+      description:
+        'What is degraded while a fault lasts: each dependency down and each failing consumer, with what it means for redirects, the API and the pipeline. Empty when `status` is `ok`.',
+    }),
   })
   .meta({ id: 'Health' });
 
@@ -74,10 +76,17 @@ const StatusSchema = z
     }),
     limits: z.object({
       body_limit_bytes: z.number().int(),
-      rate_limits: z.object(Object.fromEntries(RATE_BUCKET_NAMES.map((name) => [name, RateRuleSchema])) as Record<(typeof RATE_BUCKET_NAMES)[number], typeof RateRuleSchema>),
+      rate_limits: z.object(
+        Object.fromEntries(RATE_BUCKET_NAMES.map((name) => [name, RateRuleSchema])) as Record<(typeof RATE_BUCKET_NAMES)[number], typeof RateRuleSchema>,
+      ),
       bruteforce: z.object({ max_attempts: z.number().int(), window_sec: z.number().int(), lockout_sec: z.number().int() }),
       captcha_after_failures: z.number().int(),
-      spam: z.object({ window_sec: z.number().int(), tokens_per_account: z.number().int(), identities_per_ip: z.number().int(), cooldown_sec: z.number().int() }),
+      spam: z.object({
+        window_sec: z.number().int(),
+        tokens_per_account: z.number().int(),
+        identities_per_ip: z.number().int(),
+        cooldown_sec: z.number().int(),
+      }),
       session_ttl_sec: z.number().int(),
     }),
     counters: z.object({
@@ -138,7 +147,11 @@ export function probeRoutes(context: Context): [health: RouteDef, metrics: Route
       const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
       const { down, critical, degraded } = assessHealth(config.roles, checks, consumers);
       if (critical) {
-        throw new AppError('service_unavailable', { checks, down, degraded }, { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } });
+        throw new AppError(
+          'service_unavailable',
+          { checks, down, degraded },
+          { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } },
+        );
       }
       return {
         status: degraded.length > 0 ? ('degraded' as const) : ('ok' as const),

@@ -72,9 +72,11 @@ export const CRITICAL_DEPENDENCIES: Record<Role, readonly Dependency[]> = {
 
 /** What a dependency being down means for the platform while it lasts (health's `degraded[].effect`). */
 const EFFECTS: Record<Dependency, string> = {
-  database: 'API requests answer 503 service_unavailable; redirects of links in the edge cache keep answering; the enricher and the webhook worker wait (nothing is consumed, nothing lost)',
+  database:
+    'API requests answer 503 service_unavailable; redirects of links in the edge cache keep answering; the enricher and the webhook worker wait (nothing is consumed, nothing lost)',
   analytics: 'statistics, visit lists and exports answer 503; visits wait in the visit log and are stored once it is back',
-  visit_log: 'redirects keep answering; visits wait in the edge buffer (VISIT_BUFFER_SIZE) and are published once it is back; past the buffer, visits are counted in visits_dropped_total',
+  visit_log:
+    'redirects keep answering; visits wait in the edge buffer (VISIT_BUFFER_SIZE) and are published once it is back; past the buffer, visits are counted in visits_dropped_total',
   jobs: 'webhook deliveries wait: their events stay in the events topic until jobs can be queued again',
   cache: 'rate limits count per process and fail open; link-change notices to other nodes wait (their link caches expire on their own)',
 };
@@ -85,7 +87,11 @@ export interface Degradation {
 }
 
 /** The degradations the checks and the consumers show, and whether a role of this process cannot work. */
-export function assessHealth(roles: readonly Role[], checks: Record<Dependency, Check>, consumers: ConsumerStatus[]): { down: Dependency[]; critical: boolean; degraded: Degradation[] } {
+export function assessHealth(
+  roles: readonly Role[],
+  checks: Record<Dependency, Check>,
+  consumers: ConsumerStatus[],
+): { down: Dependency[]; critical: boolean; degraded: Degradation[] } {
   const down = DEPENDENCIES.filter((name) => checks[name].status === 'down');
   const critical = down.some((name) => roles.some((role) => CRITICAL_DEPENDENCIES[role].includes(name)));
   const degraded: Degradation[] = down.map((name) => ({ component: name, effect: EFFECTS[name] }));

@@ -42,7 +42,14 @@ beforeAll(async () => {
   ({ app } = await buildApp(context));
   [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
   sub = await claimSubdomain(app, alice);
-  link = (await app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: sub, slug: 'promo', target_url: 'https://example.com/' } })).json().data;
+  link = (
+    await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: alice.auth,
+      payload: { subdomain: sub, slug: 'promo', target_url: 'https://example.com/' },
+    })
+  ).json().data;
   const rows = Array.from({ length: ROWS }, (_, i) => ({
     visit_id: v7({ msecs: base + i * SECOND }),
     ts: toClickHouseTime(base + i * SECOND),
@@ -63,7 +70,12 @@ beforeAll(async () => {
   }));
   firstId = rows[0]!.visit_id;
   for (let start = 0; start < rows.length; start += 10_000) {
-    await context.analytics.client.insert({ table: 'visits', values: rows.slice(start, start + 10_000), format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`export-${sub}-${start}`) });
+    await context.analytics.client.insert({
+      table: 'visits',
+      values: rows.slice(start, start + 10_000),
+      format: 'JSONEachRow',
+      clickhouse_settings: deduplicatedBy(`export-${sub}-${start}`),
+    });
   }
   // The beacon's signals for the first visit, merged in as a newer version: exported once, with them.
   await context.analytics.client.insert({
@@ -237,7 +249,10 @@ describe('xlsxWorkbook', () => {
     async function* rows() {
       for (let batch = 0; batch < batches; batch++) {
         pulled.count += 1;
-        yield Array.from({ length: 1_000 }, (_, i) => [batch * 1_000 + i, ...Array.from({ length: WIDTH - 1 }, (_, column) => `${column}:${randomBytes(60).toString('hex')}`)]);
+        yield Array.from({ length: 1_000 }, (_, i) => [
+          batch * 1_000 + i,
+          ...Array.from({ length: WIDTH - 1 }, (_, column) => `${column}:${randomBytes(60).toString('hex')}`),
+        ]);
       }
     }
     return { rows: rows(), pulled };

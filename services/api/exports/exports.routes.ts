@@ -31,7 +31,7 @@ export function exportsRoutes(context: Context): RouteDef[] {
         `Streamed with \`Content-Disposition: attachment\` (the file name is \`visits-<subdomain|link|user>-<name, link id or all>-<yyyymmdd>.<format>\`, ASCII letters, digits, \`.\`, \`_\` and \`-\` only): rows are read in time slices of about ${SLICE_ROWS}, so memory stays flat whatever ` +
         'the size. `csv`: a header row, then one row per visit. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the ' +
         `end. \`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next. \`pdf\`: a report of the period (the filters' ` +
-        'subdomain, link or all the caller\'s subdomains): totals, a chart of visits over time, top breakdowns, then the first ' +
+        "subdomain, link or all the caller's subdomains): totals, a chart of visits over time, top breakdowns, then the first " +
         `${PDF_ROW_CAP} visits. CSV, JSON and XLSX answers carry \`X-Export-Rows\`: the rows the export is planned to hold, counted before ` +
         'the first byte (a visit whose versions are not merged yet counts once per version, so an upper bound): for a progress display, as a ' +
         "streamed answer has no Content-Length. Every export is recorded in the audit log. Another owner's subdomain or link answers 403 `not_owner`.",
@@ -44,8 +44,14 @@ export function exportsRoutes(context: Context): RouteDef[] {
         link_id: z.string().regex(LINK_ID, rule('link_id')).optional().meta({ example: 'l_3q2-Xb9PzR1c_aKm' }),
         since: dateTimeField().optional(),
         until: dateTimeField().optional(),
-        country: z.string().regex(/^[A-Za-z]{2}$/, rule('country_code')).optional(),
-        is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+        country: z
+          .string()
+          .regex(/^[A-Za-z]{2}$/, rule('country_code'))
+          .optional(),
+        is_bot: z
+          .enum(['true', 'false'])
+          .transform((value) => value === 'true')
+          .optional(),
         kind: z.enum(VISIT_KINDS).optional(),
       }),
       response: z.string().meta({ description: 'The file.' }),

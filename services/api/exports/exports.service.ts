@@ -213,7 +213,11 @@ export function exportsService(context: Context) {
     const doc = new PDFDocument({ size: 'A4', margin: 48, info: { Title: `Visits report: ${label}` } });
     (async () => {
       doc.fontSize(18).text(`Visits report: ${label}`);
-      doc.moveDown(0.3).fontSize(10).fillColor('#555').text(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
+      doc
+        .moveDown(0.3)
+        .fontSize(10)
+        .fillColor('#555')
+        .text(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
       doc.moveDown().fillColor('#000').fontSize(12);
       const { totals } = report;
       doc.text(`Visits: ${totals.visits}    Unique visitors: ${totals.unique_visitors}    Bots: ${totals.bots}    Attack attempts: ${totals.attacks}`);
@@ -235,7 +239,9 @@ export function exportsService(context: Context) {
       doc.fontSize(9);
       for (const [dimension, items] of Object.entries(report.top)) {
         if (!items || items.length === 0) continue;
-        const shown = items.map((item) => `${dimension === 'link' ? (item.slug ?? item.value) : item.value || '(none)'}${item.country ? ` (${item.country})` : ''}: ${item.visits}`);
+        const shown = items.map(
+          (item) => `${dimension === 'link' ? (item.slug ?? item.value) : item.value || '(none)'}${item.country ? ` (${item.country})` : ''}: ${item.visits}`,
+        );
         doc.moveDown(0.3).text(`${dimension}: ${shown.join(', ')}`, { width: chart.width });
       }
       doc.addPage().fontSize(12).text(`Visits (oldest first, at most ${PDF_ROW_CAP}; the CSV, JSON and XLSX exports hold them all)`);
@@ -249,7 +255,11 @@ export function exportsService(context: Context) {
         if (text === '') continue;
         for (const line of text.split('\n')) {
           if (listed >= PDF_ROW_CAP) break;
-          doc.text((JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '')).join(' | '), { width: chart.width, lineBreak: false, ellipsis: true });
+          doc.text((JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '')).join(' | '), {
+            width: chart.width,
+            lineBreak: false,
+            ellipsis: true,
+          });
           listed += 1;
         }
       }
@@ -284,7 +294,13 @@ export function exportsService(context: Context) {
       requireScope(principal, 'stats:read');
       const scoped = await scopedOf(principal, filters);
       const started = performance.now();
-      await audits.insert({ action: 'export', actorId: principal.userId, target: `${scoped.scope}:${scoped.scopeId}`, ip: request.ip, details: { format, filters } });
+      await audits.insert({
+        action: 'export',
+        actorId: principal.userId,
+        target: `${scoped.scope}:${scoped.scopeId}`,
+        ip: request.ip,
+        details: { format, filters },
+      });
       const stamp = new Date().toISOString().slice(0, 10).replaceAll('-', '');
       const filename = `visits-${scoped.scope}-${scoped.scope === 'user' ? 'all' : scoped.scopeId}-${stamp}.${format}`;
       let body: Readable;

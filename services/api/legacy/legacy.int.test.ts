@@ -19,10 +19,54 @@ let sub: string;
 
 /** Fixed times and ids, so that the snapshots hold from run to run. */
 const FIXTURE = [
-  { id: '019c3a1e-0000-7000-8000-000000000001', at: '2026-01-15T10:00:00.000Z', kind: 'visit', ip: '203.0.113.10', country: 'FR', city: 'Paris', browser: 'Firefox', os: 'Linux', referrer: 'https://news.example/a', visitor: 'v1' },
-  { id: '019c3a1e-0000-7000-8000-000000000002', at: '2026-01-15T10:05:00.000Z', kind: 'bot', ip: '198.51.100.20', country: 'US', city: '', browser: '', os: '', referrer: '', visitor: 'v2' },
-  { id: '019c3a1e-0000-7000-8000-000000000003', at: '2026-01-15T10:10:00.000Z', kind: 'attack', ip: '198.51.100.21', country: '', city: '', browser: '', os: '', referrer: '', visitor: 'v3' },
-  { id: '019c3a1e-0000-7000-8000-000000000004', at: '2026-01-15T10:15:00.000Z', kind: 'visit', ip: '203.0.113.10', country: 'DE', city: 'Berlin', browser: 'Chrome', os: 'Windows', referrer: '', visitor: 'v4' },
+  {
+    id: '019c3a1e-0000-7000-8000-000000000001',
+    at: '2026-01-15T10:00:00.000Z',
+    kind: 'visit',
+    ip: '203.0.113.10',
+    country: 'FR',
+    city: 'Paris',
+    browser: 'Firefox',
+    os: 'Linux',
+    referrer: 'https://news.example/a',
+    visitor: 'v1',
+  },
+  {
+    id: '019c3a1e-0000-7000-8000-000000000002',
+    at: '2026-01-15T10:05:00.000Z',
+    kind: 'bot',
+    ip: '198.51.100.20',
+    country: 'US',
+    city: '',
+    browser: '',
+    os: '',
+    referrer: '',
+    visitor: 'v2',
+  },
+  {
+    id: '019c3a1e-0000-7000-8000-000000000003',
+    at: '2026-01-15T10:10:00.000Z',
+    kind: 'attack',
+    ip: '198.51.100.21',
+    country: '',
+    city: '',
+    browser: '',
+    os: '',
+    referrer: '',
+    visitor: 'v3',
+  },
+  {
+    id: '019c3a1e-0000-7000-8000-000000000004',
+    at: '2026-01-15T10:15:00.000Z',
+    kind: 'visit',
+    ip: '203.0.113.10',
+    country: 'DE',
+    city: 'Berlin',
+    browser: 'Chrome',
+    os: 'Windows',
+    referrer: '',
+    visitor: 'v4',
+  },
 ] as const;
 
 const get = async (owner: TestOwner | undefined, url: string) => {
@@ -45,7 +89,12 @@ beforeAll(async () => {
   ({ app } = await buildApp(context));
   [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
   sub = await claimSubdomain(app, alice);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: sub, slug: 'promo', target_url: 'https://example.com/' } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: alice.auth,
+    payload: { subdomain: sub, slug: 'promo', target_url: 'https://example.com/' },
+  });
   const link = created.json().data;
   const rows = FIXTURE.map((visit) => ({
     visit_id: visit.id,
@@ -191,7 +240,14 @@ describe('legacy v0 API (owner, bearer token)', () => {
     const response = await app.inject({ method: 'GET', url: '/api/rest.php/ip', headers: { 'user-agent': 'legacy-client/1.0' }, remoteAddress: '81.2.69.142' });
     // Where the address is comes from the GeoLite2 database shipped in the package; the shape is frozen.
     const geo = (await openGeoLookup()).lookup('81.2.69.142')!;
-    expect(response.json().data).toEqual({ ip: '81.2.69.142', ip_version: 4, user_agent: 'legacy-client/1.0', country: geo.country, region: geo.region, city: geo.city });
+    expect(response.json().data).toEqual({
+      ip: '81.2.69.142',
+      ip_version: 4,
+      user_agent: 'legacy-client/1.0',
+      country: geo.country,
+      region: geo.region,
+      city: geo.city,
+    });
     expect(geo.country).toBe('GB');
     const v6 = await app.inject({ method: 'GET', url: '/api/rest.php/ip', remoteAddress: '2001:db8::1' });
     expect(v6.json().data).toMatchObject({ ip: '2001:db8::1', ip_version: 6, country: '', user_agent: 'lightMyRequest' });
@@ -230,7 +286,14 @@ describe('legacy v0 API (public, ?subdomain=)', () => {
   });
 
   it('serves the public shapes under the policy', async () => {
-    await setPolicy({ stats_public: true, stats_show_visits_list: true, stats_show_geo: true, stats_show_ip: false, stats_show_links: true, stats_publish_delay_sec: 0 });
+    await setPolicy({
+      stats_public: true,
+      stats_show_visits_list: true,
+      stats_show_geo: true,
+      stats_show_ip: false,
+      stats_show_links: true,
+      stats_publish_delay_sec: 0,
+    });
     expect(await data(undefined, `/api/rest.php/visits?subdomain=${sub}`)).toMatchInlineSnapshot(`
       {
         "visits": [

@@ -17,7 +17,7 @@ import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['legacy'];
 const LEGACY_NOTE =
-  'Frozen (v0): security fixes only; use /api/v1/. With a bearer token (stats:read): the token owner\'s data, of all their subdomains or of ' +
+  "Frozen (v0): security fixes only; use /api/v1/. With a bearer token (stats:read): the token owner's data, of all their subdomains or of " +
   "`subdomain`; another owner's `subdomain`, or no credentials with `subdomain`: its public data under its privacy policy (403 otherwise).";
 
 /** A visit in v0: `id` for owners only; the public gets `time`, `kind` and what the policy shows. */
@@ -98,7 +98,7 @@ export function legacyRoutes(context: Context): RouteDef[] {
       method: 'GET',
       path: '/api/rest.php/ip',
       summary: 'The current visitor as the server sees it (v0)',
-      description: 'The caller\'s address (the socket peer, or X-Forwarded-For from a TRUST_PROXY peer), its version, user agent and location. Frozen (v0).',
+      description: "The caller's address (the socket peer, or X-Forwarded-For from a TRUST_PROXY peer), its version, user agent and location. Frozen (v0).",
       tags,
       deprecated: true,
       auth: { kind: 'none' },

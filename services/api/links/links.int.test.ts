@@ -234,7 +234,7 @@ describe('idempotent create with client_id', () => {
 });
 
 // Guards issue 23: the rules named by schemas and services were English whatever the language asked.
-describe('validation rules in the caller\'s language', () => {
+describe("validation rules in the caller's language", () => {
   it('schema rules, a service rule of a conflict and the shared cursor rule follow ?lang=', async () => {
     const slug = await create(alice, { subdomain: aliceSub, target_url: 'https://example.com/', slug: '-bad' }, '?lang=fr');
     expect(slug.statusCode).toBe(422);
@@ -264,7 +264,13 @@ describe('GET, PATCH, DELETE /api/v1/links/{id} and duplicate', () => {
   });
 
   it('updates the fields it is given, clears with null, and keeps the rest', async () => {
-    const link = await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/', title: 'Old', max_visits: 5, expires_at: '2099-01-01T00:00:00Z' });
+    const link = await createLink(alice, {
+      subdomain: aliceSub,
+      target_url: 'https://example.com/',
+      title: 'Old',
+      max_visits: 5,
+      expires_at: '2099-01-01T00:00:00Z',
+    });
     const slug = `new-${Math.random().toString(36).slice(2, 8)}`;
     const response = await app.inject({
       method: 'PATCH',
@@ -274,7 +280,15 @@ describe('GET, PATCH, DELETE /api/v1/links/{id} and duplicate', () => {
     });
     expect(response.statusCode).toBe(200);
     const updated = response.json().data;
-    expect(updated).toMatchObject({ slug, target_url: 'https://example.org/new', title: null, max_visits: null, redirect_type: 301, tags: ['b'], expires_at: '2099-01-01T00:00:00.000Z' });
+    expect(updated).toMatchObject({
+      slug,
+      target_url: 'https://example.org/new',
+      title: null,
+      max_visits: null,
+      redirect_type: 301,
+      tags: ['b'],
+      expires_at: '2099-01-01T00:00:00.000Z',
+    });
     expect(updated.short_url).toBe(`http://${aliceSub}.localhost:8080/${slug}`);
     expect(Date.parse(updated.updated_at)).toBeGreaterThanOrEqual(Date.parse(link.updated_at));
     expect((await get(alice, `/api/v1/links/${link.id}`)).json().data).toEqual(updated);
@@ -330,23 +344,49 @@ describe('GET, PATCH, DELETE /api/v1/links/{id} and duplicate', () => {
   });
 
   it('duplicates a link under a new slug', async () => {
-    const link = await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/dup', title: 'Dup', tags: ['t'], max_visits: 9, redirect_type: 307, client_id: uniqueName('d') });
+    const link = await createLink(alice, {
+      subdomain: aliceSub,
+      target_url: 'https://example.com/dup',
+      title: 'Dup',
+      tags: ['t'],
+      max_visits: 9,
+      redirect_type: 307,
+      client_id: uniqueName('d'),
+    });
     const response = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: alice.auth });
     expect(response.statusCode).toBe(201);
     const copy = response.json().data;
     expect(copy.id).not.toBe(link.id);
     expect(copy.slug).not.toBe(link.slug);
-    expect(copy).toMatchObject({ subdomain: aliceSub, target_url: link.target_url, title: 'Dup', tags: ['t'], max_visits: 9, redirect_type: 307, client_id: null });
+    expect(copy).toMatchObject({
+      subdomain: aliceSub,
+      target_url: link.target_url,
+      title: 'Dup',
+      tags: ['t'],
+      max_visits: 9,
+      redirect_type: 307,
+      client_id: null,
+    });
   });
 
   // Guards issue 23: a body (say, a slug for the copy) was silently ignored.
   it('duplicate takes no body: fields are refused with 400 bad_request naming them, and nothing is copied', async () => {
     const link = await createLink(alice, { subdomain: aliceSub, target_url: 'https://example.com/nobody' });
     const before = (await get(alice, `/api/v1/links?subdomain=${aliceSub}&limit=100`)).json().data.links.length;
-    const refused = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: alice.auth, payload: { slug: 'my-copy', title: 'x' } });
+    const refused = await app.inject({
+      method: 'POST',
+      url: `/api/v1/links/${link.id}/duplicate`,
+      headers: alice.auth,
+      payload: { slug: 'my-copy', title: 'x' },
+    });
     expect(refused.statusCode).toBe(400);
     expect(refused.json().error).toMatchObject({ code: 'bad_request', details: { unknown: ['slug', 'title'], in: 'body' } });
-    const text = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: { ...alice.auth, 'content-type': 'text/plain' }, payload: 'copy please' });
+    const text = await app.inject({
+      method: 'POST',
+      url: `/api/v1/links/${link.id}/duplicate`,
+      headers: { ...alice.auth, 'content-type': 'text/plain' },
+      payload: 'copy please',
+    });
     expect(text.statusCode).toBe(400);
     const array = await app.inject({ method: 'POST', url: `/api/v1/links/${link.id}/duplicate`, headers: alice.auth, payload: [1] });
     expect(array.statusCode).toBe(400);
@@ -445,7 +485,10 @@ describe('GET /api/v1/links (owner)', () => {
     const titles = async (query: string) => {
       const response = await get(owner, `/api/v1/links?${query}`);
       expect(response.statusCode).toBe(200);
-      return response.json().data.links.map((link: Json) => link.title).sort();
+      return response
+        .json()
+        .data.links.map((link: Json) => link.title)
+        .sort();
     };
     expect(await titles(`subdomain=${one}`)).toEqual(['Post', 'Summer 100%_off']);
     expect(await titles('q=SHOP.example')).toEqual(['Summer 100%_off', 'Winter']);
@@ -607,7 +650,13 @@ describe('link-change notices and link.created', () => {
         return found.length === 4 && found;
       }, 5_000);
       expect(mine.map((notice) => notice.kind)).toEqual(['upsert', 'upsert', 'upsert', 'delete']);
-      expect(mine[0]!.link).toMatchObject({ subdomain: aliceSub, slug: link.slug, target_url: 'https://example.com/n', redirect_type: 302, owner_id: alice.id });
+      expect(mine[0]!.link).toMatchObject({
+        subdomain: aliceSub,
+        slug: link.slug,
+        target_url: 'https://example.com/n',
+        redirect_type: 302,
+        owner_id: alice.id,
+      });
       expect(mine[1]!.previous).toEqual({ subdomain: aliceSub, slug: link.slug });
       expect(mine[1]!.link.slug).toBe(`moved-${link.slug}`);
       expect(mine[2]!.link.max_visits).toBe(3);

@@ -28,21 +28,26 @@ const slugSchema = z
   });
 /** The target URL rule (the pattern is the whole syntax; the platform's own hosts are refused by the service). */
 const targetSchema = z
-    .string()
-    .max(MAX_TARGET_URL_LENGTH - 1)
-    .regex(HTTP_URL, rule('http_url'))
-    .meta({
-      description:
-        `Absolute http or https URL of at most ${MAX_TARGET_URL_LENGTH - 1} characters, stored normalised (lower-case scheme and host, default ` +
-        'port dropped, a `/` path when none). The pattern is the whole rule: an ASCII host name (internationalised names, Unicode or ' +
-        '`xn--`, are refused as lookalike risks) or an IPv4 address, URL-safe characters only (percent-encode the others), no ' +
-        'credentials. The platform\'s own hosts (its base domain and subdomains, its API host, localhost, loopback) are 403 `forbidden` ' +
-        '(`details.reason` `target_is_platform`): a short link to a short link loops or launders a target.',
-      example: 'https://example.com/landing?utm_source=newsletter',
-    });
+  .string()
+  .max(MAX_TARGET_URL_LENGTH - 1)
+  .regex(HTTP_URL, rule('http_url'))
+  .meta({
+    description:
+      `Absolute http or https URL of at most ${MAX_TARGET_URL_LENGTH - 1} characters, stored normalised (lower-case scheme and host, default ` +
+      'port dropped, a `/` path when none). The pattern is the whole rule: an ASCII host name (internationalised names, Unicode or ' +
+      '`xn--`, are refused as lookalike risks) or an IPv4 address, URL-safe characters only (percent-encode the others), no ' +
+      "credentials. The platform's own hosts (its base domain and subdomains, its API host, localhost, loopback) are 403 `forbidden` " +
+      '(`details.reason` `target_is_platform`): a short link to a short link loops or launders a target.',
+    example: 'https://example.com/landing?utm_source=newsletter',
+  });
 const titleSchema = textField(200);
 const tagsSchema = z
-  .array(z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/, rule('tag')))
+  .array(
+    z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/, rule('tag')),
+  )
   .max(20)
   .meta({ description: 'Up to 20 tags, compared in lower case (stored lower-cased, duplicates removed).' });
 const expiresSchema = dateTimeField().meta({ description: 'ISO 8601. Past it the link stops redirecting (state `expired`).' });
@@ -97,9 +102,9 @@ export function linksRoutes(context: Context): RouteDef[] {
       path: '/api/v1/links',
       summary: "List links: the caller's (links:read), or a subdomain's public links without credentials",
       description:
-        'With credentials: the caller\'s live links (links:read), newest first, filtered by `subdomain`, ' +
+        "With credentials: the caller's live links (links:read), newest first, filtered by `subdomain`, " +
         '`q` (substring of slug, title or target, case-insensitive), `tag` and `since` (created at or after). ' +
-        'Another owner\'s `subdomain` answers its public list, or 403 `not_owner` when its policy hides links. ' +
+        "Another owner's `subdomain` answers its public list, or 403 `not_owner` when its policy hides links. " +
         'Without credentials, `subdomain` is required and the answer is its public list: only when its policy has stats_show_links ' +
         '(else 403 `forbidden`), only links neither deleted nor expired and older than stats_publish_delay_sec, at most its stats_max_items ' +
         'newest, as PublicLink objects; the public list takes no q, tag or since (422). ' +
@@ -137,7 +142,7 @@ export function linksRoutes(context: Context): RouteDef[] {
       description:
         '`client_id` makes the create idempotent per owner: a replay answers 200 with the original object and `meta.code` ' +
         '`duplicate_client_id`; the same client_id with a different body answers 409 `conflict`. A slug taken by a live link of the ' +
-        'subdomain answers 409 `conflict`. The subdomain must be the caller\'s (403 `not_owner`).',
+        "subdomain answers 409 `conflict`. The subdomain must be the caller's (403 `not_owner`).",
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -191,7 +196,8 @@ export function linksRoutes(context: Context): RouteDef[] {
       method: 'PATCH',
       path: '/api/v1/links/{id}',
       summary: 'Update a link',
-      description: 'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id; `null` clears title, expires_at and max_visits.',
+      description:
+        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id; `null` clears title, expires_at and max_visits.',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -271,7 +277,8 @@ export function linksRoutes(context: Context): RouteDef[] {
       handler: async ({ principal, params, query, request, reply }) => {
         const { url, slug } = await service.shortUrlOf(principal!, params.id);
         const format =
-          query.format ?? (new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['image/svg+xml', 'image/png']) === 'image/png' ? 'png' : 'svg');
+          query.format ??
+          (new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['image/svg+xml', 'image/png']) === 'image/png' ? 'png' : 'svg');
         const options = { width: query.size, margin: query.margin, errorCorrectionLevel: query.ecc };
         reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
         reply.header('Vary', 'Accept');

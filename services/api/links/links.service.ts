@@ -73,7 +73,6 @@ function generateSlug(): string {
   return slug;
 }
 
-
 /** Link ids: `l_` and 16 base64url characters (96 random bits), opaque and not sequential. */
 function newLinkId(): string {
   return `l_${randomBytes(12).toString('base64url')}`;
@@ -118,13 +117,7 @@ export function linksService(context: Context) {
     max_visits: row.max_visits,
     redirect_type: row.redirect_type,
     append_visit_id: row.append_visit_id,
-    state: row.deleted_at
-      ? 'deleted'
-      : row.expires_at && row.expires_at.getTime() <= now
-        ? 'expired'
-        : row.limit_reached_at
-          ? 'limit_reached'
-          : 'active',
+    state: row.deleted_at ? 'deleted' : row.expires_at && row.expires_at.getTime() <= now ? 'expired' : row.limit_reached_at ? 'limit_reached' : 'active',
     limit_reached_at: row.limit_reached_at?.toISOString() ?? null,
     client_id: row.client_id,
     created_at: row.created_at.toISOString(),
@@ -176,7 +169,11 @@ export function linksService(context: Context) {
 
   /** Page of rows → views + the spec's meta. */
   const paged = async <V>(filter: LinkFilter, paging: Paging, view: (row: LinkRow) => V) => {
-    const page = await seqPage(paging, (limit, at) => links.page(filter, at, limit), () => links.count(filter));
+    const page = await seqPage(
+      paging,
+      (limit, at) => links.page(filter, at, limit),
+      () => links.count(filter),
+    );
     return { items: page.items.map(view), meta: page.meta };
   };
 
@@ -296,11 +293,7 @@ export function linksService(context: Context) {
      * manages it (links:read needed), else its public list when the policy shows links, else 403
      * not_owner.
      */
-    async list(
-      principal: Principal,
-      filters: { subdomain?: string; q?: string; tag?: string; since?: string },
-      paging: Paging,
-    ) {
+    async list(principal: Principal, filters: { subdomain?: string; q?: string; tag?: string; since?: string }, paging: Paging) {
       const filter: LinkFilter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
       if (filters.subdomain !== undefined) {
         const { ownerId, view } = await subdomains.policyView(filters.subdomain);

@@ -45,10 +45,45 @@ interface FixtureVisit {
  * signals merged in) and counts nothing.
  */
 const FIXTURE: FixtureVisit[] = [
-  { offset: 5 * 60_000, kind: 'visit', link: 'A', country: 'FR', city: 'Paris', browser: 'Chrome', os: 'Windows', device_type: 'desktop', referrer_host: 'google.com', utm_source: 'newsletter', visitor: 'h1' },
+  {
+    offset: 5 * 60_000,
+    kind: 'visit',
+    link: 'A',
+    country: 'FR',
+    city: 'Paris',
+    browser: 'Chrome',
+    os: 'Windows',
+    device_type: 'desktop',
+    referrer_host: 'google.com',
+    utm_source: 'newsletter',
+    visitor: 'h1',
+  },
   { offset: 20 * 60_000, kind: 'visit', link: 'A', country: 'FR', city: 'Paris', browser: 'Firefox', os: 'Linux', device_type: 'desktop', visitor: 'h2' },
-  { offset: 70 * 60_000, kind: 'visit', link: 'A', country: 'DE', city: 'Berlin', browser: 'Chrome', os: 'Android', device_type: 'mobile', referrer_host: 't.co', visitor: 'h1' },
-  { offset: DAY, kind: 'visit', link: 'B', country: 'FR', city: 'Lyon', browser: 'Safari', os: 'iOS', device_type: 'mobile', referrer_host: 'google.com', utm_source: 'newsletter', visitor: 'h3' },
+  {
+    offset: 70 * 60_000,
+    kind: 'visit',
+    link: 'A',
+    country: 'DE',
+    city: 'Berlin',
+    browser: 'Chrome',
+    os: 'Android',
+    device_type: 'mobile',
+    referrer_host: 't.co',
+    visitor: 'h1',
+  },
+  {
+    offset: DAY,
+    kind: 'visit',
+    link: 'B',
+    country: 'FR',
+    city: 'Lyon',
+    browser: 'Safari',
+    os: 'iOS',
+    device_type: 'mobile',
+    referrer_host: 'google.com',
+    utm_source: 'newsletter',
+    visitor: 'h3',
+  },
   { offset: DAY + 10 * 60_000, kind: 'bot', link: 'B', country: 'US', browser: 'curl', visitor: 'h4' },
   { offset: 2 * HOUR, kind: 'attack', visitor: 'h5' },
   { offset: DAY + 2 * HOUR, kind: 'beacon', link: 'B', country: 'GB', city: 'London', browser: 'Chrome', os: 'macOS', device_type: 'desktop', visitor: 'h3' },
@@ -90,7 +125,12 @@ async function report(owner: TestOwner | undefined, url: string): Promise<Json> 
 }
 
 async function createLink(owner: TestOwner, subdomain: string, slug: string): Promise<Json> {
-  const response = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug, target_url: 'https://example.com/' } });
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, slug, target_url: 'https://example.com/' },
+  });
   if (response.statusCode !== 201) throw new Error(response.body);
   return response.json().data;
 }
@@ -104,7 +144,12 @@ beforeAll(async () => {
   const rows = await insertFixture(alice, sub, { A: linkA, B: linkB }, FIXTURE, `stats-fixture-${sub}`);
   // #8: a newer version of #1 (the beacon merge writes one): the same visit, counted once.
   const merged = { ...rows[0]!, version: 2, browser: 'Chrome' };
-  await context.analytics.client.insert({ table: 'visits', values: [merged], format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`stats-merge-${sub}`) });
+  await context.analytics.client.insert({
+    table: 'visits',
+    values: [merged],
+    format: 'JSONEachRow',
+    clickhouse_settings: deduplicatedBy(`stats-merge-${sub}`),
+  });
 });
 
 afterAll(async () => {

@@ -3,15 +3,7 @@ import { dateTimeField } from '../../../shared/http/fields.js';
 import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { BUCKET_SEC, DIMENSIONS } from '../../../shared/analytics/rollups.js';
-import {
-  DEFAULT_RANGE_DAYS,
-  DEFAULT_TOP,
-  GRANULARITIES,
-  MAX_SERIES_POINTS,
-  MAX_TOP,
-  STATS_SCOPES,
-  statsService,
-} from './stats.service.js';
+import { DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, statsService } from './stats.service.js';
 
 const tags = ['stats'];
 
@@ -46,16 +38,23 @@ const ReportSchema = z
   .object({
     scope: z.enum(STATS_SCOPES),
     id: z.string(),
-    range: z.object({
-      since: z.iso.datetime(),
-      until: z.iso.datetime(),
-      tz: z.string(),
-      granularity: z.enum(GRANULARITIES),
-    }).meta({ description: 'The bounds applied: since rounded down, until rounded up (owners) or down (public) to a quarter hour.' }),
+    range: z
+      .object({
+        since: z.iso.datetime(),
+        until: z.iso.datetime(),
+        tz: z.string(),
+        granularity: z.enum(GRANULARITIES),
+      })
+      .meta({ description: 'The bounds applied: since rounded down, until rounded up (owners) or down (public) to a quarter hour.' }),
     totals: TotalsSchema,
     series: z.array(PointSchema).meta({ description: 'One point per period of the range, empty periods at zero, oldest first.' }),
     top: z
-      .object(Object.fromEntries(DIMENSIONS.map((dim) => [dim, z.array(TopItemSchema).optional()])) as Record<(typeof DIMENSIONS)[number], z.ZodOptional<z.ZodArray<typeof TopItemSchema>>>)
+      .object(
+        Object.fromEntries(DIMENSIONS.map((dim) => [dim, z.array(TopItemSchema).optional()])) as Record<
+          (typeof DIMENSIONS)[number],
+          z.ZodOptional<z.ZodArray<typeof TopItemSchema>>
+        >,
+      )
       .meta({ description: 'Top values of human visits per dimension, most visits first, at most `limit` each.' }),
   })
   .meta({ id: 'StatsReport' });
@@ -87,8 +86,8 @@ export function statsRoutes(context: Context, zones: [string, ...string[]]): Rou
       path: '/api/v1/stats/{scope}/{id}',
       summary: 'Report of a subdomain, a link or a user: totals, time series and top breakdowns (stats:read)',
       description:
-        '`{scope}` `subdomain` (id: its name), `link` (id: the link id, deleted links included) or `user` (id: the caller\'s user id or `me`; ' +
-        'staff with the admin scope may name any user). Another owner\'s object answers 403 `not_owner`. Bots and attack attempts are ' +
+        "`{scope}` `subdomain` (id: its name), `link` (id: the link id, deleted links included) or `user` (id: the caller's user id or `me`; " +
+        "staff with the admin scope may name any user). Another owner's object answers 403 `not_owner`. Bots and attack attempts are " +
         'excluded from the human figures and reported beside them. ' +
         RANGE_NOTE,
       tags,

@@ -78,7 +78,9 @@ function rangeOf(query: StatsQuery, publishedBefore?: Date): Range {
 /** True for a zone whose offset is always zero (UTC days are its days). */
 function isUtc(tz: string): boolean {
   const offset = (month: number) =>
-    new Intl.DateTimeFormat('en', { timeZone: tz, timeZoneName: 'longOffset' }).formatToParts(Date.UTC(2026, month, 1)).find((part) => part.type === 'timeZoneName')?.value;
+    new Intl.DateTimeFormat('en', { timeZone: tz, timeZoneName: 'longOffset' })
+      .formatToParts(Date.UTC(2026, month, 1))
+      .find((part) => part.type === 'timeZoneName')?.value;
   return offset(0) === 'GMT' && offset(6) === 'GMT';
 }
 
@@ -150,7 +152,10 @@ export function statsService(context: Context) {
           const now = Date.now();
           top.link = items
             .map(({ value, visits }) => ({ row: rowsById.get(value), visits }))
-            .filter(({ row }) => row && row.deleted_at === null && row.created_at <= publicLinks.before && (row.expires_at === null || row.expires_at.getTime() > now))
+            .filter(
+              ({ row }) =>
+                row && row.deleted_at === null && row.created_at <= publicLinks.before && (row.expires_at === null || row.expires_at.getTime() > now),
+            )
             .slice(0, publicLinks.max)
             .map(({ row, visits }) => ({ value: row!.slug, slug: row!.slug, visits }));
         } else {

@@ -70,17 +70,21 @@ describe('POST /api/v1/subdomains', () => {
 
   // Guards issue 23's lookalike subdomains: punycode labels were accepted, so `xn--pypal-4ve`
   // (which browsers show as a paypal lookalike) could be claimed.
-  it.each(['xn--pypal-4ve', 'xn--80ak6aa92e', 'xn--abc', 'zz--abc'])('refuses %s: a punycode label or the IDNA reserved form (-- in positions 3-4)', async (name) => {
-    const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } });
-    expect(response.statusCode).toBe(422);
-    expect(response.json().error.code).toBe('validation_error');
-    expect(response.json().error.details.name).toMatch(/punycode/);
-  });
+  it.each(['xn--pypal-4ve', 'xn--80ak6aa92e', 'xn--abc', 'zz--abc'])(
+    'refuses %s: a punycode label or the IDNA reserved form (-- in positions 3-4)',
+    async (name) => {
+      const response = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: alice.auth, payload: { name } });
+      expect(response.statusCode).toBe(422);
+      expect(response.json().error.code).toBe('validation_error');
+      expect(response.json().error.details.name).toMatch(/punycode/);
+    },
+  );
 
   it('says the same in the OpenAPI document: its patterns refuse punycode and admit plain labels', async () => {
     const document = (await app.inject({ url: '/api/v1/openapi.json' })).json();
     const body = document.paths['/api/v1/subdomains'].post.requestBody.content['application/json'].schema;
-    const resolve = (schema: Record<string, any>): Record<string, any> => (schema.$ref ? resolve(document.components.schemas[schema.$ref.split('/').pop()]) : schema);
+    const resolve = (schema: Record<string, any>): Record<string, any> =>
+      schema.$ref ? resolve(document.components.schemas[schema.$ref.split('/').pop()]) : schema;
     const name = resolve(resolve(body).properties.name);
     const patterns: string[] = [name.pattern, ...(name.allOf ?? []).map((part: { pattern?: string }) => part.pattern)].filter(Boolean);
     expect(patterns.length).toBeGreaterThan(0);
@@ -138,13 +142,28 @@ describe('GET /api/v1/subdomains', () => {
 describe('GET /api/v1/subdomains/{name}/settings', () => {
   it('answers the owner, by token or session, with the title, policy and live links count, as the list does', async () => {
     const name = await claimSubdomain(app, alice, { title: 'Settings', stats_show_geo: true, stats_max_items: 7 });
-    const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: name, target_url: 'https://example.com/s' } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: alice.auth,
+      payload: { subdomain: name, target_url: 'https://example.com/s' },
+    });
     expect(created.statusCode).toBe(201);
     const byToken = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings`, headers: alice.auth });
     expect(byToken.statusCode).toBe(200);
-    const listed = (await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: alice.auth })).json().data.subdomains.find((s: { name: string }) => s.name === name);
+    const listed = (await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: alice.auth }))
+      .json()
+      .data.subdomains.find((s: { name: string }) => s.name === name);
     expect(byToken.json().data).toEqual(listed);
-    expect(byToken.json().data).toMatchObject({ name, title: 'Settings', owner_id: alice.id, links_count: 1, stats_show_geo: true, stats_public: false, stats_max_items: 7 });
+    expect(byToken.json().data).toMatchObject({
+      name,
+      title: 'Settings',
+      owner_id: alice.id,
+      links_count: 1,
+      stats_show_geo: true,
+      stats_public: false,
+      stats_max_items: 7,
+    });
     const bySession = await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings`, headers: { cookie: alice.cookie } });
     expect(bySession.json().data).toEqual(byToken.json().data);
   });
@@ -181,7 +200,14 @@ describe('PATCH /api/v1/subdomains/{name}', () => {
       payload: { stats_public: true, stats_show_geo: true, stats_publish_delay_sec: 3600, stats_max_items: 10, title: 'Shop' },
     });
     expect(first.statusCode).toBe(200);
-    expect(first.json().data).toMatchObject({ stats_public: true, stats_show_geo: true, stats_show_ip: false, stats_publish_delay_sec: 3600, stats_max_items: 10, title: 'Shop' });
+    expect(first.json().data).toMatchObject({
+      stats_public: true,
+      stats_show_geo: true,
+      stats_show_ip: false,
+      stats_publish_delay_sec: 3600,
+      stats_max_items: 10,
+      title: 'Shop',
+    });
     const second = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: alice.auth, payload: { stats_show_ip: true } });
     expect(second.json().data).toMatchObject({ stats_public: true, stats_show_geo: true, stats_show_ip: true, stats_max_items: 10 });
   });

@@ -56,7 +56,10 @@ const PublicPageSchema = z
         max_items: z.number().int(),
       })
       .meta({ description: 'Which statistics and visit details the policy makes public.' }),
-    links: z.array(PublicLinkSchema).optional().meta({ description: 'Only when stats_show_links: the newest live links, at most stats_max_items. Absent otherwise.' }),
+    links: z
+      .array(PublicLinkSchema)
+      .optional()
+      .meta({ description: 'Only when stats_show_links: the newest live links, at most stats_max_items. Absent otherwise.' }),
     owner: z
       .object({ display_name: z.string().nullable() })
       .optional()

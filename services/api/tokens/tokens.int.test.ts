@@ -88,13 +88,23 @@ describe('POST /api/v1/tokens', () => {
 
   it('refuses the admin scope to non-staff, and grants it to staff', async () => {
     const user = await owner();
-    const refused = await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: { cookie: user.cookie, origin }, payload: { name: 'x', scopes: ['admin'] } });
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/api/v1/tokens',
+      headers: { cookie: user.cookie, origin },
+      payload: { name: 'x', scopes: ['admin'] },
+    });
     expect(refused.statusCode).toBe(403);
     expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'admin_scope_is_for_staff' } });
     const staff = await owner('staff');
     const { token } = await mintToken(app, staff.cookie, origin, { name: 'admin', scopes: ['admin'] });
     // An admin token can create users.
-    const created = await app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(token), payload: { email: `made-${Date.now()}@example.test`, password: 'a long enough password' } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/users',
+      headers: bearer(token),
+      payload: { email: `made-${Date.now()}@example.test`, password: 'a long enough password' },
+    });
     expect(created.statusCode).toBe(201);
   });
 
@@ -103,7 +113,12 @@ describe('POST /api/v1/tokens', () => {
     const { token } = await mintToken(app, cookie, origin, { name: 'narrow', scopes: ['links:read', 'stats:read'] });
     const narrower = await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload: { name: 'n', scopes: ['links:read'] } });
     expect(narrower.statusCode).toBe(201);
-    const wider = await app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload: { name: 'w', scopes: ['links:read', 'links:write'] } });
+    const wider = await app.inject({
+      method: 'POST',
+      url: '/api/v1/tokens',
+      headers: bearer(token),
+      payload: { name: 'w', scopes: ['links:read', 'links:write'] },
+    });
     expect(wider.statusCode).toBe(403);
     expect(wider.json().error.details).toEqual({ reason: 'scopes_not_held', scopes: ['links:write'] });
   });
@@ -169,7 +184,13 @@ describe('what a token may do with tokens', () => {
     const { cookie } = await owner();
     const { token } = await mintToken(app, cookie, origin, { name: 'fenced', scopes: ['links:read'], ip_allowlist: ['203.0.113.0/24', '2001:db8::/32'] });
     const from = (payload: Record<string, unknown>) =>
-      app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload: { name: 'n', scopes: ['links:read'], ...payload }, remoteAddress: '203.0.113.5' });
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/tokens',
+        headers: bearer(token),
+        payload: { name: 'n', scopes: ['links:read'], ...payload },
+        remoteAddress: '203.0.113.5',
+      });
     const anywhere = await from({});
     expect(anywhere.statusCode).toBe(403);
     expect(anywhere.json().error.details).toEqual({ reason: 'ip_allowlist_required', allowed_ranges: ['203.0.113.0/24', '2001:db8::/32'] });
@@ -252,7 +273,12 @@ describe('authentication rules', () => {
     const { token, id } = await mintToken(app, cookie, origin, { name: 'read', scopes: ['links:read'] });
     const me = (await app.inject({ url: '/api/v1/me', headers: bearer(token) })).json().data;
     expect(me).toMatchObject({ id: userId, authenticated_via: 'token', token_id: id, scopes: ['links:read'] });
-    const refused = await app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(token), payload: { email: 'x@example.test', password: 'a long enough password' } });
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/api/v1/users',
+      headers: bearer(token),
+      payload: { email: 'x@example.test', password: 'a long enough password' },
+    });
     expect(refused.statusCode).toBe(403);
     expect(refused.json().error.details).toEqual({ reason: 'missing_scope', required_scope: 'admin' });
   });
@@ -289,7 +315,8 @@ describe('authentication rules', () => {
     const { cookie } = await owner();
     const { token } = await mintToken(app, cookie, origin, { name: 'fenced', scopes: ['links:read'], ip_allowlist: ['203.0.113.0/24', '2001:db8::/32'] });
     const from = (remoteAddress: string) => app.inject({ url: '/api/v1/me', headers: bearer(token), remoteAddress });
-    for (const allowed of ['203.0.113.9', '::ffff:203.0.113.10', '2001:db8::1', '2001:db8:ffff::2']) expect((await from(allowed)).statusCode, allowed).toBe(200);
+    for (const allowed of ['203.0.113.9', '::ffff:203.0.113.10', '2001:db8::1', '2001:db8:ffff::2'])
+      expect((await from(allowed)).statusCode, allowed).toBe(200);
     for (const refused of ['198.51.100.1', '2001:db9::1', '::1']) {
       const response = await from(refused);
       expect(response.statusCode, refused).toBe(403);

@@ -31,7 +31,9 @@ const NewTokenSchema = z.strictObject({
     .array(z.string().max(64).regex(IP_RANGE, rule('ip_or_cidr')))
     .max(50)
     .optional(),
-  expires_at: dateTimeField().optional().meta({ description: 'ISO 8601; without it the token does not expire; a time already past creates the token expired (state `expired`).' }),
+  expires_at: dateTimeField()
+    .optional()
+    .meta({ description: 'ISO 8601; without it the token does not expire; a time already past creates the token expired (state `expired`).' }),
 });
 
 /** API token endpoints: a session manages its account's tokens; what a bearer token may do is in each description. */
@@ -48,7 +50,7 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
         'and to staff (`admin_scope_is_for_staff`). A token minting a token also bounds its expiry and allowlist: when the minting ' +
         'token expires, `expires_at` is required and no later than its expiry (`expiry_required`, `expiry_beyond_token`, with ' +
         '`max_expires_at`); when it has an IP allowlist, `ip_allowlist` is required, non-empty, and each of its ranges must lie inside ' +
-        'one of the minting token\'s ranges (`ip_allowlist_required`, `ip_allowlist_beyond_token` listing the ranges outside, with ' +
+        "one of the minting token's ranges (`ip_allowlist_required`, `ip_allowlist_beyond_token` listing the ranges outside, with " +
         '`allowed_ranges`). At most 100 active tokens per account.',
       tags,
       auth: { kind: 'account' },
@@ -68,7 +70,7 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       summary: "List the caller's API tokens (never their secrets)",
       description:
         'Needs a session, or a token holding `admin` (staff): a token with any other scopes is refused with 403 `forbidden` ' +
-        '(`details.reason` `missing_scope`, `required_scope` `admin`), so a narrow token cannot survey the account\'s other credentials. ' +
+        "(`details.reason` `missing_scope`, `required_scope` `admin`), so a narrow token cannot survey the account's other credentials. " +
         PAGINATION_NOTE,
       tags,
       auth: { kind: 'account' },

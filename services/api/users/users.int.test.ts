@@ -30,7 +30,12 @@ describe('GET /api/v1/users', () => {
     const cookie = await loginCookie(app, staff.email, undefined, clientIp());
     const created: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const answer = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { email: `listed-${i}-${Date.now()}@example.test`, password: 'a long enough password', display_name: `Listed ${i}` } });
+      const answer = await app.inject({
+        method: 'POST',
+        url: '/api/v1/users',
+        headers: { cookie, origin },
+        payload: { email: `listed-${i}-${Date.now()}@example.test`, password: 'a long enough password', display_name: `Listed ${i}` },
+      });
       expect(answer.statusCode, answer.body).toBe(201);
       created.push(answer.json().data.id);
     }
@@ -43,7 +48,13 @@ describe('GET /api/v1/users', () => {
     expect(total).toBeGreaterThanOrEqual(4);
     const ours = (users: { id: string }[]) => users.map((user) => user.id).filter((id) => created.includes(id));
     expect(ours(first.data.users)).toEqual([...created].reverse());
-    expect(first.data.users.find((user: { id: string }) => user.id === created[2])).toEqual({ id: created[2], email: expect.stringContaining('listed-2-'), role: 'user', display_name: 'Listed 2', created_at: expect.any(String) });
+    expect(first.data.users.find((user: { id: string }) => user.id === created[2])).toEqual({
+      id: created[2],
+      email: expect.stringContaining('listed-2-'),
+      role: 'user',
+      display_name: 'Listed 2',
+      created_at: expect.any(String),
+    });
     expect(JSON.stringify(first)).not.toMatch(/password|scrypt/);
 
     // A cursor walk sees every account that existed when it started, once each, newest first.
@@ -59,12 +70,17 @@ describe('GET /api/v1/users', () => {
     expect(new Set(walked.map((user) => user.id)).size).toBe(walked.length);
     expect(walked.length).toBeGreaterThanOrEqual(total);
     expect(ours(walked)).toEqual([...created].reverse());
-    for (let index = 1; index < walked.length; index++) expect(Date.parse(walked[index - 1]!.created_at)).toBeGreaterThanOrEqual(Date.parse(walked[index]!.created_at));
+    for (let index = 1; index < walked.length; index++)
+      expect(Date.parse(walked[index - 1]!.created_at)).toBeGreaterThanOrEqual(Date.parse(walked[index]!.created_at));
     // Page numbers address the same order: page 2 of one-account pages is the second of a two-account page.
-    await waitFor(async () => {
-      const [two, second] = await Promise.all([list('?limit=2'), list('?limit=1&page=2')]);
-      return two.data.users[1]?.id !== undefined && two.data.users[1].id === second.data.users[0]?.id;
-    }, 10_000, { message: 'page 2 of one-account pages matches', intervalMs: 50 });
+    await waitFor(
+      async () => {
+        const [two, second] = await Promise.all([list('?limit=2'), list('?limit=1&page=2')]);
+        return two.data.users[1]?.id !== undefined && two.data.users[1].id === second.data.users[0]?.id;
+      },
+      10_000,
+      { message: 'page 2 of one-account pages matches', intervalMs: 50 },
+    );
     const bogus = await app.inject({ method: 'GET', url: '/api/v1/users?cursor=bm9wZQ', headers: { cookie } });
     expect(bogus.statusCode).toBe(422);
     expect(bogus.json().error.details).toMatchObject({ cursor: expect.any(String) });

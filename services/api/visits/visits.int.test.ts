@@ -93,7 +93,12 @@ beforeAll(async () => {
   ({ app } = await buildApp(context));
   [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
   sub = await claimSubdomain(app, alice);
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: alice.auth, payload: { subdomain: sub, slug: 'promo', target_url: 'https://example.com/' } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: alice.auth,
+    payload: { subdomain: sub, slug: 'promo', target_url: 'https://example.com/' },
+  });
   link = created.json().data;
   // Seven visits, ten minutes apart: #2 a bot from the US, #4 an attack attempt (no link), #6 from Germany.
   const rows = Array.from({ length: 7 }, (_, i) =>
@@ -120,7 +125,16 @@ describe('GET /api/v1/visits (owner)', () => {
     expect(visits.map((visit) => visit.visit_id)).toEqual(ids);
     expect(meta).toMatchObject({ count: 7, total: 7, limit: 50, cursor: null, next_cursor: null, has_more: false });
     const newest = visits[0]!;
-    expect(newest).toMatchObject({ kind: 'visit', subdomain: sub, link_id: link.id, slug: 'promo', ip_public: '203.0.113.9', country: 'DE', is_bot: false, browser: 'Firefox' });
+    expect(newest).toMatchObject({
+      kind: 'visit',
+      subdomain: sub,
+      link_id: link.id,
+      slug: 'promo',
+      ip_public: '203.0.113.9',
+      country: 'DE',
+      is_bot: false,
+      browser: 'Firefox',
+    });
     expect(newest.ts).toBe(new Date(base + 60 * MINUTE).toISOString());
     expect(newest).not.toHaveProperty('visitor_hash');
     const merged = visits[1]!;
@@ -169,7 +183,10 @@ describe('GET /api/v1/visits (owner)', () => {
     const both = await get(alice, `/api/v1/visits?subdomain=${sub}&cursor=v2.1.0000000000000000&page=1`);
     expect(both.statusCode).toBe(200);
     expect(both.json().meta.page).toBe(1);
-    const reversed = await get(alice, `/api/v1/visits?since=${encodeURIComponent(new Date(base + HOUR).toISOString())}&until=${encodeURIComponent(new Date(base).toISOString())}`);
+    const reversed = await get(
+      alice,
+      `/api/v1/visits?since=${encodeURIComponent(new Date(base + HOUR).toISOString())}&until=${encodeURIComponent(new Date(base).toISOString())}`,
+    );
     expect(reversed.statusCode).toBe(200);
     expect(reversed.json().data.visits).toEqual([]);
     const unknown = await get(alice, '/api/v1/visits?colour=red');

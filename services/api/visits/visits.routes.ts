@@ -17,7 +17,9 @@ export const VisitSchema = z
   .object({
     visit_id: z.uuid().meta({ description: 'UUIDv7 assigned by the redirect (or the beacon for a visit it started).' }),
     ts: z.iso.datetime(),
-    kind: z.enum(VISIT_KINDS).meta({ description: 'visit (a redirect), beacon (a visit the beacon started), bot, or attack (an attack attempt answered 404).' }),
+    kind: z
+      .enum(VISIT_KINDS)
+      .meta({ description: 'visit (a redirect), beacon (a visit the beacon started), bot, or attack (an attack attempt answered 404).' }),
     subdomain: text,
     link_id: text.meta({ description: 'Empty for an attack attempt or a visit the beacon started.' }),
     slug: text,
@@ -99,7 +101,7 @@ export function visitsRoutes(context: Context): RouteDef[] {
       summary: "List visits: the caller's (stats:read), or a subdomain's public list without credentials",
       description:
         "With credentials: the caller's visits (stats:read), newest first, filtered by `subdomain`, `link_id`, `since` (at or after), " +
-        '`until` (before), `country` (ISO code), `is_bot` and `kind`; a visit appears once, with the beacon\'s signals when they came. ' +
+        "`until` (before), `country` (ISO code), `is_bot` and `kind`; a visit appears once, with the beacon's signals when they came. " +
         "Another owner's `subdomain` answers its public list, or 403 `not_owner` when its policy hides it. Without credentials, " +
         '`subdomain` is required and the answer is its public list: only when its policy has stats_show_visits_list (else 403 ' +
         '`forbidden`), only visits older than stats_publish_delay_sec, at most its stats_max_items newest (`meta.total` counts that ' +
@@ -114,8 +116,14 @@ export function visitsRoutes(context: Context): RouteDef[] {
         link_id: z.string().regex(LINK_ID, rule('link_id')).optional(),
         since: dateTimeField().optional(),
         until: dateTimeField().optional(),
-        country: z.string().regex(/^[A-Za-z]{2}$/, rule('country_code')).optional(),
-        is_bot: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+        country: z
+          .string()
+          .regex(/^[A-Za-z]{2}$/, rule('country_code'))
+          .optional(),
+        is_bot: z
+          .enum(['true', 'false'])
+          .transform((value) => value === 'true')
+          .optional(),
         kind: z.enum(VISIT_KINDS).optional(),
         ...pagingQuery,
         cursor: cursorParam(VISIT_CURSOR),

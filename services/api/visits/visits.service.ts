@@ -64,7 +64,12 @@ export function visitsService(context: Context) {
    */
   const publicPage = async (name: string, ownerId: string, view: PublicView, filters: VisitFilters, paging: Paging) => {
     const refused = (Object.keys(filters) as (keyof VisitFilters)[]).filter((key) => filters[key] !== undefined && !PUBLIC_FILTERS.has(key));
-    if (refused.length > 0) throw new AppError('bad_request', { unknown: refused, in: 'query' }, { messageKey: 'error.bad_request.unknown_parameter', params: { names: refused.join(', ') } });
+    if (refused.length > 0)
+      throw new AppError(
+        'bad_request',
+        { unknown: refused, in: 'query' },
+        { messageKey: 'error.bad_request.unknown_parameter', params: { names: refused.join(', ') } },
+      );
     // Looking visits up by IP would tell hidden IPs apart: only where the policy shows them.
     if (filters.ip !== undefined && !view.details.ip) throw new AppError('forbidden', { reason: 'ips_not_public', subdomain: name });
     const published = Math.min(view.publishedBefore.getTime(), filters.until ? Date.parse(filters.until) : Infinity);

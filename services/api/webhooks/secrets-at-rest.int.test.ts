@@ -71,7 +71,13 @@ const arrivedAt = (path: string) => received.filter((entry) => entry.path === pa
 const verifies = (secret: string, entry: Received) => verifyDelivery(secret, entry.raw, entry.headers['x-svc-signature'] as string) !== undefined;
 /** The webhook's row as Postgres holds it, every column as text. */
 const storedRow = async (database: Context['db'], id: string) =>
-  (await sql<{ row: string; secret: string; secret_prefix: string }>`SELECT row_to_json(w)::text AS row, secret, secret_prefix FROM webhooks w WHERE id = ${id}`.execute(database.db)).rows[0]!;
+  (
+    await sql<{
+      row: string;
+      secret: string;
+      secret_prefix: string;
+    }>`SELECT row_to_json(w)::text AS row, secret, secret_prefix FROM webhooks w WHERE id = ${id}`.execute(database.db)
+  ).rows[0]!;
 
 /** The part of a secret that is random (after `whsec_`): no run of 8 of its characters may be in the row. */
 const expectNoTraceOf = (row: string, secret: string) => {
@@ -82,7 +88,12 @@ const expectNoTraceOf = (row: string, secret: string) => {
 
 describe('webhook secrets at rest', () => {
   it('the stored column never holds the plaintext secret, at creation or at rotation (the row read with SQL)', async () => {
-    const created = await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: owner.auth, payload: { url: `${base}/ok`, events: ['link.created'] } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/webhooks',
+      headers: owner.auth,
+      payload: { url: `${base}/ok`, events: ['link.created'] },
+    });
     expect(created.statusCode, created.body).toBe(201);
     const { id, secret, secret_prefix } = created.json().data as { id: string; secret: string; secret_prefix: string };
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
@@ -109,12 +120,22 @@ describe('webhook secrets at rest', () => {
 
   it('a delivery verifies with the secret shown at creation: the test button, and an event through the worker', async () => {
     const path = uniquePath('/ok/shown');
-    const created = await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: owner.auth, payload: { url: `${base}${path}`, events: ['link.created'], subdomain } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/webhooks',
+      headers: owner.auth,
+      payload: { url: `${base}${path}`, events: ['link.created'], subdomain },
+    });
     expect(created.statusCode, created.body).toBe(201);
     const { id, secret } = created.json().data as { id: string; secret: string };
     const tested = await app.inject({ method: 'POST', url: `/api/v1/webhooks/${id}/test`, headers: owner.auth });
     expect(tested.json().data).toMatchObject({ success: true, status_code: 200 });
-    const link = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/sealed' } });
+    const link = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: owner.auth,
+      payload: { subdomain, target_url: 'https://example.com/sealed' },
+    });
     expect(link.statusCode, link.body).toBe(201);
     const deliveries = await waitFor(() => arrivedAt(path).length === 2 && arrivedAt(path), DEADLINE_MS, { message: 'the test and the link.created delivery' });
     expect(deliveries.map((entry) => entry.headers['x-svc-event']).sort()).toEqual(['link.created', 'webhook.test']);

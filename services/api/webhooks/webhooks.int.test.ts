@@ -115,11 +115,17 @@ const createWebhook = async (payload: Record<string, unknown>, who: TestOwner = 
   return created.json().data as { id: string; secret: string; enabled: boolean; url: string };
 };
 const webhookOf = async (id: string) => (await app.inject({ method: 'GET', url: `/api/v1/webhooks/${id}`, headers: owner.auth })).json().data;
-const deliveriesOf = async (id: string, query = '') => (await app.inject({ method: 'GET', url: `/api/v1/webhooks/${id}/deliveries${query}`, headers: owner.auth })).json();
+const deliveriesOf = async (id: string, query = '') =>
+  (await app.inject({ method: 'GET', url: `/api/v1/webhooks/${id}/deliveries${query}`, headers: owner.auth })).json();
 const arrivedAt = (path: string) => received.filter((entry) => entry.path === path);
 const uniquePath = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
 const createLink = async (slug?: string) => {
-  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, slug, target_url: 'https://example.com/landing' } });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: owner.auth,
+    payload: { subdomain, slug, target_url: 'https://example.com/landing' },
+  });
   expect(created.statusCode, created.body).toBe(201);
   return created.json().data as { id: string; slug: string };
 };
@@ -216,7 +222,11 @@ describe('webhook deliveries', () => {
     expect(delivery).toBeDefined();
     const { headers, raw } = delivery!;
     expect(verifySignature(webhook.secret, raw, headers['x-svc-signature'] as string)).toBe(true);
-    const body = verifyDelivery<{ ok: boolean; data: Record<string, unknown>; meta: Record<string, unknown> }>(webhook.secret, raw, headers['x-svc-signature'] as string)!;
+    const body = verifyDelivery<{ ok: boolean; data: Record<string, unknown>; meta: Record<string, unknown> }>(
+      webhook.secret,
+      raw,
+      headers['x-svc-signature'] as string,
+    )!;
     expect(body).toBeDefined();
     expect(Object.keys(body)).toEqual(['ok', 'data', 'meta', 'event', 'delivered_at']);
     expect(body).toMatchObject({ ok: true, event: 'webhook.test', data: { webhook_id: webhook.id, url: webhook.url } });
@@ -235,8 +245,11 @@ describe('webhook deliveries', () => {
   // Guards issue 23's "internal responses readable by tenants": the receiver here (127.0.0.1) is
   // internal and admitted only by WEBHOOK_ALLOWLIST, so any tenant could read an internal service's
   // answers through the test button and the delivery log. Status and timing stay; the body does not.
-  it("never shows a tenant the body of a receiver admitted only by WEBHOOK_ALLOWLIST, in the test answer or the delivery log", async () => {
-    for (const [prefix, status] of [['/ok/internal', 200], ['/fail/internal', 500]] as const) {
+  it('never shows a tenant the body of a receiver admitted only by WEBHOOK_ALLOWLIST, in the test answer or the delivery log', async () => {
+    for (const [prefix, status] of [
+      ['/ok/internal', 200],
+      ['/fail/internal', 500],
+    ] as const) {
       const webhook = await createWebhook({ url: `${base}${uniquePath(prefix)}`, events: ['link.created'] });
       const tested = await app.inject({ method: 'POST', url: `/api/v1/webhooks/${webhook.id}/test`, headers: owner.auth });
       expect(tested.statusCode, tested.body).toBe(200);
@@ -269,7 +282,12 @@ describe('webhook deliveries', () => {
     const path = uniquePath('/ok/visits');
     const elsewhere = uniquePath('/ok/elsewhere');
     const webhook = await createWebhook({ url: `${base}${path}`, events: ['visit.new'], subdomain });
-    const other = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: owner.auth, payload: { name: `w${Math.random().toString(36).slice(2, 10)}` } });
+    const other = await app.inject({
+      method: 'POST',
+      url: '/api/v1/subdomains',
+      headers: owner.auth,
+      payload: { name: `w${Math.random().toString(36).slice(2, 10)}` },
+    });
     await createWebhook({ url: `${base}${elsewhere}`, events: ['visit.new'], subdomain: other.json().data.name });
     const link = await createLink();
     const redirected = await ingest.inject({
@@ -295,7 +313,12 @@ describe('webhook deliveries', () => {
   it("turns an attack probe on a short host (GET /.env) into a security.suspicious delivery to the subdomain owner's webhook", async () => {
     const path = uniquePath('/ok/suspicious');
     const webhook = await createWebhook({ url: `${base}${path}`, events: ['security.suspicious'], subdomain });
-    const probe = await ingest.inject({ method: 'GET', url: '/.env', headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'probe/1.0' }, remoteAddress: '203.0.113.66' });
+    const probe = await ingest.inject({
+      method: 'GET',
+      url: '/.env',
+      headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'probe/1.0' },
+      remoteAddress: '203.0.113.66',
+    });
     expect(probe.statusCode).toBe(404);
     const [delivery] = await waitFor(() => arrivedAt(path).length > 0 && arrivedAt(path), DEADLINE_MS, { message: 'security.suspicious delivery' });
     const body = verifyDelivery<{ data: Record<string, unknown> }>(webhook.secret, delivery!.raw, delivery!.headers['x-svc-signature'] as string)!;
@@ -306,40 +329,44 @@ describe('webhook deliveries', () => {
     expect(delivery!.headers['x-svc-event']).toBe('security.suspicious');
   });
 
-  it('retries a failing receiver with growing gaps, then disables the webhook after the fifth failure and notifies the owner (dashboard and e-mail)', { timeout: 90_000 }, async () => {
-    const path = uniquePath('/fail');
-    const webhook = await createWebhook({ url: `${base}${path}`, events: ['link.created'] });
-    await createLink();
-    await waitFor(async () => (await webhookOf(webhook.id)).enabled === false, DEADLINE_MS, { message: 'webhook disabled' });
-    const attempts = arrivedAt(path);
-    expect(attempts).toHaveLength(5);
-    expect(attempts.map((entry) => Number(entry.headers['x-svc-attempt']))).toEqual([1, 2, 3, 4, 5]);
-    expect(new Set(attempts.map((entry) => entry.headers['x-svc-delivery'])).size).toBe(1);
-    const gaps = attempts.slice(1).map((entry, index) => entry.at - attempts[index]!.at);
-    // Each wait is at least its schedule's (50·4^n ms, less 20 % jitter) and longer than the one before
-    // (BullMQ adds its own scheduling delay, so no upper bound is asserted).
-    gaps.forEach((gap, n) => expect(gap, `gaps ${gaps.join(', ')}`).toBeGreaterThanOrEqual(50 * 4 ** n * 0.8 - 5));
-    for (let i = 1; i < gaps.length; i++) expect(gaps[i]!, `gaps ${gaps.join(', ')}`).toBeGreaterThan(gaps[i - 1]!);
-    // Every attempt is its own signed body, with its own delivered_at.
-    expect(new Set(attempts.map((entry) => JSON.parse(entry.raw).delivered_at)).size).toBe(5);
+  it(
+    'retries a failing receiver with growing gaps, then disables the webhook after the fifth failure and notifies the owner (dashboard and e-mail)',
+    { timeout: 90_000 },
+    async () => {
+      const path = uniquePath('/fail');
+      const webhook = await createWebhook({ url: `${base}${path}`, events: ['link.created'] });
+      await createLink();
+      await waitFor(async () => (await webhookOf(webhook.id)).enabled === false, DEADLINE_MS, { message: 'webhook disabled' });
+      const attempts = arrivedAt(path);
+      expect(attempts).toHaveLength(5);
+      expect(attempts.map((entry) => Number(entry.headers['x-svc-attempt']))).toEqual([1, 2, 3, 4, 5]);
+      expect(new Set(attempts.map((entry) => entry.headers['x-svc-delivery'])).size).toBe(1);
+      const gaps = attempts.slice(1).map((entry, index) => entry.at - attempts[index]!.at);
+      // Each wait is at least its schedule's (50·4^n ms, less 20 % jitter) and longer than the one before
+      // (BullMQ adds its own scheduling delay, so no upper bound is asserted).
+      gaps.forEach((gap, n) => expect(gap, `gaps ${gaps.join(', ')}`).toBeGreaterThanOrEqual(50 * 4 ** n * 0.8 - 5));
+      for (let i = 1; i < gaps.length; i++) expect(gaps[i]!, `gaps ${gaps.join(', ')}`).toBeGreaterThan(gaps[i - 1]!);
+      // Every attempt is its own signed body, with its own delivered_at.
+      expect(new Set(attempts.map((entry) => JSON.parse(entry.raw).delivered_at)).size).toBe(5);
 
-    const disabled = await webhookOf(webhook.id);
-    expect(disabled).toMatchObject({ enabled: false, disabled_at: expect.any(String), disabled_reason: expect.stringContaining('5 attempts') });
-    const log = await deliveriesOf(webhook.id);
-    expect(log.data.deliveries.map((entry: { attempt: number }) => entry.attempt)).toEqual([5, 4, 3, 2, 1]);
-    expect(log.data.deliveries[0]).toMatchObject({ success: false, status_code: 500, error: 'HTTP 500', response_excerpt: null });
+      const disabled = await webhookOf(webhook.id);
+      expect(disabled).toMatchObject({ enabled: false, disabled_at: expect.any(String), disabled_reason: expect.stringContaining('5 attempts') });
+      const log = await deliveriesOf(webhook.id);
+      expect(log.data.deliveries.map((entry: { attempt: number }) => entry.attempt)).toEqual([5, 4, 3, 2, 1]);
+      expect(log.data.deliveries[0]).toMatchObject({ success: false, status_code: 500, error: 'HTTP 500', response_excerpt: null });
 
-    const notices = (await app.inject({ method: 'GET', url: '/api/v1/notifications', headers: owner.auth })).json().data.notifications;
-    const notice = notices.find((entry: { data: { webhook_id: string } }) => entry.data.webhook_id === webhook.id);
-    expect(notice).toMatchObject({ kind: 'webhook.disabled', read_at: null });
-    await waitFor(() => mails.some((mail) => mail.includes(webhook.url) && mail.includes(owner.email)), 10_000, { message: 'notification e-mail' });
-    const read = await app.inject({ method: 'POST', url: `/api/v1/notifications/${notice.id}/read`, headers: owner.auth });
-    expect(read.json().data.read_at).toEqual(expect.any(String));
+      const notices = (await app.inject({ method: 'GET', url: '/api/v1/notifications', headers: owner.auth })).json().data.notifications;
+      const notice = notices.find((entry: { data: { webhook_id: string } }) => entry.data.webhook_id === webhook.id);
+      expect(notice).toMatchObject({ kind: 'webhook.disabled', read_at: null });
+      await waitFor(() => mails.some((mail) => mail.includes(webhook.url) && mail.includes(owner.email)), 10_000, { message: 'notification e-mail' });
+      const read = await app.inject({ method: 'POST', url: `/api/v1/notifications/${notice.id}/read`, headers: owner.auth });
+      expect(read.json().data.read_at).toEqual(expect.any(String));
 
-    // Enabled again: the next event is delivered afresh.
-    const enabled = await app.inject({ method: 'POST', url: `/api/v1/webhooks/${webhook.id}/enable`, headers: owner.auth });
-    expect(enabled.json().data).toMatchObject({ enabled: true, disabled_at: null, disabled_reason: null });
-  });
+      // Enabled again: the next event is delivered afresh.
+      const enabled = await app.inject({ method: 'POST', url: `/api/v1/webhooks/${webhook.id}/enable`, headers: owner.auth });
+      expect(enabled.json().data).toMatchObject({ enabled: true, disabled_at: null, disabled_reason: null });
+    },
+  );
 
   it('disables a webhook at once when the receiver answers 410 Gone', async () => {
     const path = uniquePath('/gone');
@@ -437,7 +464,8 @@ describe('notifications', () => {
     const reader = await createOwner(context, app);
     const stranger = await createOwner(context, app);
     const store = webhooksRepository(context.db.db);
-    const notify = (who: TestOwner, title: string) => store.insertNotification({ user_id: who.id, kind: 'webhook.disabled', title, body: 'a body', data: { webhook_id: randomUUID() } });
+    const notify = (who: TestOwner, title: string) =>
+      store.insertNotification({ user_id: who.id, kind: 'webhook.disabled', title, body: 'a body', data: { webhook_id: randomUUID() } });
     const first = await notify(reader, 'first');
     await notify(reader, 'second');
     await notify(reader, 'third');

@@ -22,7 +22,7 @@ const urlSchema = z
       'Receiver URL, http or https, without credentials, an ASCII host name or IPv4 address, URL-safe characters (the pattern). Checked by the SSRF guard here and at every attempt: every address the host resolves to must be ' +
       `public (loopback, private, link-local, CGNAT, unique-local, multicast, reserved, unspecified and cloud metadata addresses are refused, also in IPv4-mapped and NAT64 forms); ports ${ALLOWED_PORTS_NOTE}. ` +
       'WEBHOOK_ALLOWLIST admits named internal hosts and ranges. A refusal is 403 `forbidden` (`details.reason` `destination_not_allowed`, ' +
-      'the guard\'s reason in `details.url`). A host name that does not resolve yet is accepted: each delivery resolves it again.',
+      "the guard's reason in `details.url`). A host name that does not resolve yet is accepted: each delivery resolves it again.",
     example: 'https://hooks.example.com/linktrack',
   });
 /** Names as the description lists them: in backquotes, comma-separated. */
@@ -50,7 +50,9 @@ const WebhookSchema = z
     events: z.array(z.string()),
     subdomain: z.string().nullable(),
     description: z.string().nullable(),
-    secret_prefix: z.string().meta({ description: 'The first 12 characters of the secret, to recognise it; the secret itself is shown only at creation and rotation.' }),
+    secret_prefix: z
+      .string()
+      .meta({ description: 'The first 12 characters of the secret, to recognise it; the secret itself is shown only at creation and rotation.' }),
     enabled: z.boolean(),
     disabled_at: z.iso.datetime().nullable(),
     disabled_reason: z.string().nullable().meta({
@@ -71,20 +73,29 @@ const attemptFields = {
   event_id: z.uuid(),
   attempt: z.number().int().meta({ description: '1 to 5.' }),
   attempted_at: z.iso.datetime(),
-  status_code: z.number().int().nullable().meta({ description: 'The receiver\'s HTTP status; null when none came (refused by the guard, timed out, unreachable).' }),
+  status_code: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: "The receiver's HTTP status; null when none came (refused by the guard, timed out, unreachable)." }),
   latency_ms: z.number().int(),
   success: z.boolean().meta({ description: 'Only a 2xx is a success; a redirect is not followed and is a failure.' }),
   error: z.string().nullable().meta({
     description:
       'Why the attempt failed; null on success. For a receiver admitted only by WEBHOOK_ALLOWLIST (internal) it names no redirect target and a connection error by its code only.',
   }),
-  response_excerpt: z.string().nullable().meta({
-    description:
-      'The first 1024 characters of the response body (at most 64 KiB are read). Always null for a receiver admitted only by WEBHOOK_ALLOWLIST ' +
-      '(a host or address that is internal): what an internal service answers is not shown to tenants; its status and latency are.',
-  }),
+  response_excerpt: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        'The first 1024 characters of the response body (at most 64 KiB are read). Always null for a receiver admitted only by WEBHOOK_ALLOWLIST ' +
+        '(a host or address that is internal): what an internal service answers is not shown to tenants; its status and latency are.',
+    }),
 };
-const DeliverySchema = z.object({ id: z.string().meta({ description: 'Position in the log (newer attempts have larger ids).' }), ...attemptFields }).meta({ id: 'WebhookDelivery' });
+const DeliverySchema = z
+  .object({ id: z.string().meta({ description: 'Position in the log (newer attempts have larger ids).' }), ...attemptFields })
+  .meta({ id: 'WebhookDelivery' });
 const TestDeliverySchema = z.object(attemptFields).meta({ id: 'WebhookTestDelivery' });
 
 const NotificationSchema = z
@@ -171,7 +182,8 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       method: 'PATCH',
       path: '/api/v1/webhooks/{id}',
       summary: 'Update a webhook',
-      description: 'Any of url (guarded again), events, subdomain, description, enabled. `enabled: false` pauses it (reason "disabled by its owner"); `true` is the same as POST …/enable.',
+      description:
+        'Any of url (guarded again), events, subdomain, description, enabled. `enabled: false` pauses it (reason "disabled by its owner"); `true` is the same as POST …/enable.',
       tags,
       auth,
       bucket: 'api',
@@ -239,7 +251,7 @@ export function webhooksRoutes(context: Context): RouteDef[] {
       description:
         'Sent whatever the subscription, enabled or not, signed like any delivery; one attempt, logged in the delivery log, never retried, and its failure ' +
         '(410 included) does not disable the webhook. For a receiver admitted only by WEBHOOK_ALLOWLIST (internal) the answer carries its status and ' +
-        'latency but no `response_excerpt` (null): an internal service\'s answers are not for tenants to read.',
+        "latency but no `response_excerpt` (null): an internal service's answers are not for tenants to read.",
       tags,
       auth,
       bucket: 'api',

@@ -111,7 +111,11 @@ export function webhooksService(context: Context) {
       return (await checkSubscription(url, { allowlist: context.config.webhooks.allowlist })).toString();
     } catch (error) {
       if (error instanceof GuardRefusal) {
-        throw new AppError('forbidden', { reason: 'destination_not_allowed', url: error.message }, { messageKey: 'error.forbidden.destination_not_allowed', params: { reason: error.message } });
+        throw new AppError(
+          'forbidden',
+          { reason: 'destination_not_allowed', url: error.message },
+          { messageKey: 'error.forbidden.destination_not_allowed', params: { reason: error.message } },
+        );
       }
       throw error;
     }
@@ -221,7 +225,11 @@ export function webhooksService(context: Context) {
     },
     async deliveries(principal: Principal, id: string, paging: Paging) {
       const row = await managed(principal, id);
-      const page = await seqPage(paging, (limit, at) => webhooks.listAttempts(row.id, limit, at), () => webhooks.countAttempts(row.id));
+      const page = await seqPage(
+        paging,
+        (limit, at) => webhooks.listAttempts(row.id, limit, at),
+        () => webhooks.countAttempts(row.id),
+      );
       return { deliveries: page.items.map(toDeliveryView), meta: page.meta };
     },
     async notifications(principal: Principal, paging: Paging & { unread?: boolean }) {
@@ -229,7 +237,11 @@ export function webhooksService(context: Context) {
       const counted = webhooks.countNotifications(principal.userId, true);
       // The unread count is the filtered list's total too: counted once.
       const [page, unread] = await Promise.all([
-        seqPage(paging, (limit, at) => webhooks.listNotifications(principal.userId, limit, at, unreadOnly), () => (unreadOnly ? counted : webhooks.countNotifications(principal.userId))),
+        seqPage(
+          paging,
+          (limit, at) => webhooks.listNotifications(principal.userId, limit, at, unreadOnly),
+          () => (unreadOnly ? counted : webhooks.countNotifications(principal.userId)),
+        ),
         counted,
       ]);
       return { notifications: page.items.map(toNotificationView), meta: { ...page.meta, unread } };

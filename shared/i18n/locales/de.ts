@@ -39,7 +39,8 @@ export const de: Catalogue = {
   'error.missing_parameter.named': 'Erforderlicher Parameter fehlt: {names}.',
   'error.method_not_allowed.allowed': 'Die Methode {method} ist hier nicht erlaubt. Erlaubt: {allow}.',
   'error.forbidden.captcha_required': 'Zum Anmelden muss ein CAPTCHA gelöst werden: details.challenge lösen und als captcha senden.',
-  'error.forbidden.consent_required': 'Keine erfasste Einwilligung: ein Einwilligungs-Token von POST /tracker/consent senden (Analyse erlaubt, nicht abgelaufen).',
+  'error.forbidden.consent_required':
+    'Keine erfasste Einwilligung: ein Einwilligungs-Token von POST /tracker/consent senden (Analyse erlaubt, nicht abgelaufen).',
   'error.forbidden.destination_not_allowed': 'Zustellungen an diese URL sind nicht erlaubt: {reason}.',
   'error.unauthorized.invalid_credentials': 'E-Mail-Adresse oder Passwort ist falsch.',
   'error.rate_limited.retry': 'Zu viele Anfragen. Versuchen Sie es in {seconds} Sekunden erneut.',
@@ -64,7 +65,8 @@ export const de: Catalogue = {
   'rule.slug': 'muss aus 1 bis 64 Buchstaben, Ziffern, _ oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
   'rule.tag': 'muss aus 1 bis 32 Buchstaben, Ziffern, _, ., : oder - bestehen',
   'rule.owner_filters_only': 'Filter gelten nur für die Liste des Inhabers; eine öffentliche Liste nimmt subdomain und Blättern',
-  'rule.dns_label': 'muss ein DNS-Label sein: 3 bis 63 Kleinbuchstaben, Ziffern oder Bindestriche, nicht mit einem Bindestrich am Anfang oder Ende, kein Punycode',
+  'rule.dns_label':
+    'muss ein DNS-Label sein: 3 bis 63 Kleinbuchstaben, Ziffern oder Bindestriche, nicht mit einem Bindestrich am Anfang oder Ende, kein Punycode',
   'rule.ip_address': 'muss eine IPv4- oder IPv6-Adresse sein',
   'rule.ip_or_cidr': 'muss eine IPv4- oder IPv6-Adresse oder ein CIDR-Bereich sein',
   'rule.url_absolute': 'muss eine absolute http- oder https-URL sein',

@@ -39,7 +39,8 @@ export const es: Catalogue = {
   'error.missing_parameter.named': 'Falta el parámetro obligatorio: {names}.',
   'error.method_not_allowed.allowed': 'El método {method} no está permitido aquí. Permitidos: {allow}.',
   'error.forbidden.captcha_required': 'Hay que resolver un CAPTCHA para iniciar sesión: resuelva details.challenge y envíelo como captcha.',
-  'error.forbidden.consent_required': 'No hay consentimiento registrado: envíe un token de consentimiento de POST /tracker/consent (analítica aceptada, no caducado).',
+  'error.forbidden.consent_required':
+    'No hay consentimiento registrado: envíe un token de consentimiento de POST /tracker/consent (analítica aceptada, no caducado).',
   'error.forbidden.destination_not_allowed': 'No se permiten entregas a esta URL: {reason}.',
   'error.unauthorized.invalid_credentials': 'El correo electrónico o la contraseña no son correctos.',
   'error.rate_limited.retry': 'Demasiadas solicitudes. Inténtelo de nuevo en {seconds} segundos.',

@@ -4,7 +4,8 @@ import { uiMessages } from './define.js';
 export const attacks = uiMessages({
   en: {
     'attacks.title': 'Attacks',
-    'attacks.intro': 'Requests to your subdomains that looked like attacks (scanners, path traversal, SQL injection, cross-site scripting). They were answered 404 and never reached a link.',
+    'attacks.intro':
+      'Requests to your subdomains that looked like attacks (scanners, path traversal, SQL injection, cross-site scripting). They were answered 404 and never reached a link.',
     'attacks.filters': 'Filter attacks',
     'attacks.refresh': 'Refresh',
     'attacks.table': 'Attack attempts, newest first',
@@ -24,7 +25,8 @@ export const attacks = uiMessages({
   },
   de: {
     'attacks.title': 'Angriffe',
-    'attacks.intro': 'Anfragen an Ihre Subdomains, die wie Angriffe aussahen (Scanner, Pfad-Traversal, SQL-Injection, Cross-Site-Scripting). Sie wurden mit 404 beantwortet und erreichten nie einen Link.',
+    'attacks.intro':
+      'Anfragen an Ihre Subdomains, die wie Angriffe aussahen (Scanner, Pfad-Traversal, SQL-Injection, Cross-Site-Scripting). Sie wurden mit 404 beantwortet und erreichten nie einen Link.',
     'attacks.filters': 'Angriffe filtern',
     'attacks.refresh': 'Aktualisieren',
     'attacks.table': 'Angriffsversuche, neueste zuerst',
@@ -44,7 +46,8 @@ export const attacks = uiMessages({
   },
   fr: {
     'attacks.title': 'Attaques',
-    'attacks.intro': 'Requêtes vers vos sous-domaines qui ressemblaient à des attaques (scanners, traversée de répertoires, injection SQL, cross-site scripting). Elles ont reçu une réponse 404 et n’ont jamais atteint de lien.',
+    'attacks.intro':
+      'Requêtes vers vos sous-domaines qui ressemblaient à des attaques (scanners, traversée de répertoires, injection SQL, cross-site scripting). Elles ont reçu une réponse 404 et n’ont jamais atteint de lien.',
     'attacks.filters': 'Filtrer les attaques',
     'attacks.refresh': 'Actualiser',
     'attacks.table': 'Tentatives d’attaque, les plus récentes d’abord',
@@ -64,7 +67,8 @@ export const attacks = uiMessages({
   },
   es: {
     'attacks.title': 'Ataques',
-    'attacks.intro': 'Solicitudes a tus subdominios que parecían ataques (escáneres, recorrido de directorios, inyección SQL, cross-site scripting). Se respondieron con 404 y nunca llegaron a un enlace.',
+    'attacks.intro':
+      'Solicitudes a tus subdominios que parecían ataques (escáneres, recorrido de directorios, inyección SQL, cross-site scripting). Se respondieron con 404 y nunca llegaron a un enlace.',
     'attacks.filters': 'Filtrar ataques',
     'attacks.refresh': 'Actualizar',
     'attacks.table': 'Intentos de ataque, los más recientes primero',

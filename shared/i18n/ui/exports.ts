@@ -89,7 +89,8 @@ export const exportsPage = uiMessages({
   fr: {
     'exports.range_backwards': 'Le premier jour est postérieur au dernier jour.',
     'exports.title': 'Exports',
-    'exports.intro': 'Téléchargez vos visites dans un fichier : toutes les colonnes, des plus anciennes aux plus récentes, pour la période et les filtres choisis.',
+    'exports.intro':
+      'Téléchargez vos visites dans un fichier : toutes les colonnes, des plus anciennes aux plus récentes, pour la période et les filtres choisis.',
     'exports.format': 'Format',
     'exports.format_csv': 'CSV (tableurs, scripts)',
     'exports.format_json': 'JSON (un seul document)',
@@ -116,7 +117,8 @@ export const exportsPage = uiMessages({
     'exports.humans_only': 'Sans robots',
     'exports.start': 'Exporter',
     'exports.direct': 'Enregistrer directement',
-    'exports.direct_hint': 'Pour les très gros exports : le navigateur écrit le fichier directement sur le disque et affiche la progression dans ses téléchargements.',
+    'exports.direct_hint':
+      'Pour les très gros exports : le navigateur écrit le fichier directement sur le disque et affiche la progression dans ses téléchargements.',
     'exports.progress': 'Progression de l’export',
     'exports.running': 'Export en cours…',
     'exports.received': '{bytes} reçus',

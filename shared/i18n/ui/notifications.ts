@@ -17,8 +17,10 @@ export const notifications = uiMessages({
     'notifications.empty': 'No notifications. The platform tells you here when something needs you, such as a webhook it had to disable.',
     'notifications.empty_unread': 'Nothing unread.',
     'notifications.webhook_disabled': 'A webhook was disabled',
-    'notifications.webhook_disabled_body': 'Your webhook {url} was disabled: {reason}. Nothing is sent to it until you enable it again; its delivery log shows every attempt.',
-    'notifications.webhook_disabled_body_plain': 'Your webhook {url} was disabled. Nothing is sent to it until you enable it again; its delivery log shows every attempt.',
+    'notifications.webhook_disabled_body':
+      'Your webhook {url} was disabled: {reason}. Nothing is sent to it until you enable it again; its delivery log shows every attempt.',
+    'notifications.webhook_disabled_body_plain':
+      'Your webhook {url} was disabled. Nothing is sent to it until you enable it again; its delivery log shows every attempt.',
     'notifications.open_webhook': 'Open the webhook',
   },
   de: {
@@ -36,8 +38,10 @@ export const notifications = uiMessages({
     'notifications.empty': 'Keine Benachrichtigungen. Die Plattform meldet sich hier, wenn etwas Sie braucht, etwa ein Webhook, den sie deaktivieren musste.',
     'notifications.empty_unread': 'Nichts Ungelesenes.',
     'notifications.webhook_disabled': 'Ein Webhook wurde deaktiviert',
-    'notifications.webhook_disabled_body': 'Ihr Webhook {url} wurde deaktiviert: {reason}. Bis Sie ihn wieder aktivieren, wird nichts an ihn gesendet; sein Zustellprotokoll zeigt jeden Versuch.',
-    'notifications.webhook_disabled_body_plain': 'Ihr Webhook {url} wurde deaktiviert. Bis Sie ihn wieder aktivieren, wird nichts an ihn gesendet; sein Zustellprotokoll zeigt jeden Versuch.',
+    'notifications.webhook_disabled_body':
+      'Ihr Webhook {url} wurde deaktiviert: {reason}. Bis Sie ihn wieder aktivieren, wird nichts an ihn gesendet; sein Zustellprotokoll zeigt jeden Versuch.',
+    'notifications.webhook_disabled_body_plain':
+      'Ihr Webhook {url} wurde deaktiviert. Bis Sie ihn wieder aktivieren, wird nichts an ihn gesendet; sein Zustellprotokoll zeigt jeden Versuch.',
     'notifications.open_webhook': 'Webhook öffnen',
   },
   fr: {
@@ -52,11 +56,14 @@ export const notifications = uiMessages({
     'notifications.marking': 'Marquage…',
     'notifications.marked_all': '{count} marquées comme lues.',
     'notifications.emailed': 'aussi envoyée par e-mail',
-    'notifications.empty': 'Aucune notification. La plateforme vous prévient ici quand quelque chose demande votre attention, par exemple un webhook qu’elle a dû désactiver.',
+    'notifications.empty':
+      'Aucune notification. La plateforme vous prévient ici quand quelque chose demande votre attention, par exemple un webhook qu’elle a dû désactiver.',
     'notifications.empty_unread': 'Rien de non lu.',
     'notifications.webhook_disabled': 'Un webhook a été désactivé',
-    'notifications.webhook_disabled_body': 'Votre webhook {url} a été désactivé : {reason}. Rien ne lui est envoyé tant que vous ne le réactivez pas ; son journal des livraisons montre chaque tentative.',
-    'notifications.webhook_disabled_body_plain': 'Votre webhook {url} a été désactivé. Rien ne lui est envoyé tant que vous ne le réactivez pas ; son journal des livraisons montre chaque tentative.',
+    'notifications.webhook_disabled_body':
+      'Votre webhook {url} a été désactivé : {reason}. Rien ne lui est envoyé tant que vous ne le réactivez pas ; son journal des livraisons montre chaque tentative.',
+    'notifications.webhook_disabled_body_plain':
+      'Votre webhook {url} a été désactivé. Rien ne lui est envoyé tant que vous ne le réactivez pas ; son journal des livraisons montre chaque tentative.',
     'notifications.open_webhook': 'Ouvrir le webhook',
   },
   es: {
@@ -74,8 +81,10 @@ export const notifications = uiMessages({
     'notifications.empty': 'No hay notificaciones. La plataforma te avisa aquí cuando algo te necesita, por ejemplo un webhook que tuvo que desactivar.',
     'notifications.empty_unread': 'Nada sin leer.',
     'notifications.webhook_disabled': 'Se desactivó un webhook',
-    'notifications.webhook_disabled_body': 'Tu webhook {url} se desactivó: {reason}. No se le envía nada hasta que lo vuelvas a activar; su registro de entregas muestra cada intento.',
-    'notifications.webhook_disabled_body_plain': 'Tu webhook {url} se desactivó. No se le envía nada hasta que lo vuelvas a activar; su registro de entregas muestra cada intento.',
+    'notifications.webhook_disabled_body':
+      'Tu webhook {url} se desactivó: {reason}. No se le envía nada hasta que lo vuelvas a activar; su registro de entregas muestra cada intento.',
+    'notifications.webhook_disabled_body_plain':
+      'Tu webhook {url} se desactivó. No se le envía nada hasta que lo vuelvas a activar; su registro de entregas muestra cada intento.',
     'notifications.open_webhook': 'Abrir el webhook',
   },
 });

@@ -21,7 +21,8 @@ export const staff = uiMessages({
   },
   de: {
     'staff.title': 'Mitarbeitende',
-    'staff.intro': 'Legen Sie Konten für neue Inhaberinnen und Inhaber oder Mitarbeitende an. Teilen Sie ihnen das Passwort auf sicherem Weg mit; sie melden sich mit ihrer E-Mail-Adresse an.',
+    'staff.intro':
+      'Legen Sie Konten für neue Inhaberinnen und Inhaber oder Mitarbeitende an. Teilen Sie ihnen das Passwort auf sicherem Weg mit; sie melden sich mit ihrer E-Mail-Adresse an.',
     'staff.create': 'Neues Konto',
     'staff.create_submit': 'Konto anlegen',
     'staff.created': 'Konto {email} angelegt. Es kann sich jetzt anmelden.',
@@ -38,7 +39,8 @@ export const staff = uiMessages({
   },
   fr: {
     'staff.title': 'Équipe',
-    'staff.intro': 'Créez des comptes pour de nouveaux propriétaires ou membres de l’équipe. Communiquez-leur leur mot de passe par un canal sûr ; ils se connectent avec leur adresse e-mail.',
+    'staff.intro':
+      'Créez des comptes pour de nouveaux propriétaires ou membres de l’équipe. Communiquez-leur leur mot de passe par un canal sûr ; ils se connectent avec leur adresse e-mail.',
     'staff.create': 'Nouveau compte',
     'staff.create_submit': 'Créer le compte',
     'staff.created': 'Compte {email} créé. Il peut se connecter dès maintenant.',
@@ -55,7 +57,8 @@ export const staff = uiMessages({
   },
   es: {
     'staff.title': 'Personal',
-    'staff.intro': 'Crea cuentas para nuevos propietarios o miembros del personal. Comunícales la contraseña por un canal seguro; inician sesión con su dirección de correo.',
+    'staff.intro':
+      'Crea cuentas para nuevos propietarios o miembros del personal. Comunícales la contraseña por un canal seguro; inician sesión con su dirección de correo.',
     'staff.create': 'Nueva cuenta',
     'staff.create_submit': 'Crear cuenta',
     'staff.created': 'Cuenta {email} creada. Ya puede iniciar sesión.',

@@ -39,8 +39,10 @@ export const stats = uiMessages({
     'stats.bots': 'Bots',
     'stats.attacks': 'Attacks',
     'stats.chart': 'Visits over time',
-    'stats.chart_label_hour': 'Chart of visits per hour from {since} to {until} ({tz}): humans, unique visitors, bots and attacks. The table below has the same figures.',
-    'stats.chart_label_day': 'Chart of visits per day from {since} to {until} ({tz}): humans, unique visitors, bots and attacks. The table below has the same figures.',
+    'stats.chart_label_hour':
+      'Chart of visits per hour from {since} to {until} ({tz}): humans, unique visitors, bots and attacks. The table below has the same figures.',
+    'stats.chart_label_day':
+      'Chart of visits per day from {since} to {until} ({tz}): humans, unique visitors, bots and attacks. The table below has the same figures.',
     'stats.legend': 'Series shown in the chart',
     'stats.chart_table': 'Show the figures as a table',
     'stats.when': 'Start of period',
@@ -115,8 +117,10 @@ export const stats = uiMessages({
     'stats.bots': 'Bots',
     'stats.attacks': 'Angriffe',
     'stats.chart': 'Besuche im Zeitverlauf',
-    'stats.chart_label_hour': 'Diagramm der Besuche pro Stunde von {since} bis {until} ({tz}): Menschen, eindeutige Besucher, Bots und Angriffe. Die Tabelle darunter enthält dieselben Zahlen.',
-    'stats.chart_label_day': 'Diagramm der Besuche pro Tag von {since} bis {until} ({tz}): Menschen, eindeutige Besucher, Bots und Angriffe. Die Tabelle darunter enthält dieselben Zahlen.',
+    'stats.chart_label_hour':
+      'Diagramm der Besuche pro Stunde von {since} bis {until} ({tz}): Menschen, eindeutige Besucher, Bots und Angriffe. Die Tabelle darunter enthält dieselben Zahlen.',
+    'stats.chart_label_day':
+      'Diagramm der Besuche pro Tag von {since} bis {until} ({tz}): Menschen, eindeutige Besucher, Bots und Angriffe. Die Tabelle darunter enthält dieselben Zahlen.',
     'stats.legend': 'Im Diagramm gezeigte Reihen',
     'stats.chart_table': 'Zahlen als Tabelle zeigen',
     'stats.when': 'Beginn des Abschnitts',
@@ -155,7 +159,8 @@ export const stats = uiMessages({
     'stats.use_daily': 'Tägliche Werte zeigen',
   },
   fr: {
-    'stats.too_many_points': 'Les chiffres horaires couvrent au plus 2000 points (environ 83 jours) : raccourcissez la période ou passez aux chiffres journaliers.',
+    'stats.too_many_points':
+      'Les chiffres horaires couvrent au plus 2000 points (environ 83 jours) : raccourcissez la période ou passez aux chiffres journaliers.',
     'stats.title': 'Statistiques',
     'stats.title_account': 'Statistiques de tout le compte',
     'stats.title_subdomain': 'Statistiques de {name}',
@@ -191,8 +196,10 @@ export const stats = uiMessages({
     'stats.bots': 'Robots',
     'stats.attacks': 'Attaques',
     'stats.chart': 'Visites au fil du temps',
-    'stats.chart_label_hour': 'Graphique des visites par heure du {since} au {until} ({tz}) : humains, visiteurs uniques, robots et attaques. Le tableau ci-dessous donne les mêmes chiffres.',
-    'stats.chart_label_day': 'Graphique des visites par jour du {since} au {until} ({tz}) : humains, visiteurs uniques, robots et attaques. Le tableau ci-dessous donne les mêmes chiffres.',
+    'stats.chart_label_hour':
+      'Graphique des visites par heure du {since} au {until} ({tz}) : humains, visiteurs uniques, robots et attaques. Le tableau ci-dessous donne les mêmes chiffres.',
+    'stats.chart_label_day':
+      'Graphique des visites par jour du {since} au {until} ({tz}) : humains, visiteurs uniques, robots et attaques. Le tableau ci-dessous donne les mêmes chiffres.',
     'stats.legend': 'Séries affichées dans le graphique',
     'stats.chart_table': 'Afficher les chiffres sous forme de tableau',
     'stats.when': 'Début de la période',
@@ -267,8 +274,10 @@ export const stats = uiMessages({
     'stats.bots': 'Bots',
     'stats.attacks': 'Ataques',
     'stats.chart': 'Visitas a lo largo del tiempo',
-    'stats.chart_label_hour': 'Gráfico de visitas por hora del {since} al {until} ({tz}): personas, visitantes únicos, bots y ataques. La tabla de abajo tiene las mismas cifras.',
-    'stats.chart_label_day': 'Gráfico de visitas por día del {since} al {until} ({tz}): personas, visitantes únicos, bots y ataques. La tabla de abajo tiene las mismas cifras.',
+    'stats.chart_label_hour':
+      'Gráfico de visitas por hora del {since} al {until} ({tz}): personas, visitantes únicos, bots y ataques. La tabla de abajo tiene las mismas cifras.',
+    'stats.chart_label_day':
+      'Gráfico de visitas por día del {since} al {until} ({tz}): personas, visitantes únicos, bots y ataques. La tabla de abajo tiene las mismas cifras.',
     'stats.legend': 'Series mostradas en el gráfico',
     'stats.chart_table': 'Mostrar las cifras como tabla',
     'stats.when': 'Inicio del periodo',

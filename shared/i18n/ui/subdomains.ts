@@ -4,7 +4,8 @@ import { uiMessages } from './define.js';
 export const subdomains = uiMessages({
   en: {
     'subdomains.title': 'Subdomains',
-    'subdomains.intro': 'Each subdomain is a host for your short links with its own public page. Its privacy policy decides what anyone may see; everything stays private until you open it.',
+    'subdomains.intro':
+      'Each subdomain is a host for your short links with its own public page. Its privacy policy decides what anyone may see; everything stays private until you open it.',
     'subdomains.claim.heading': 'Claim a subdomain',
     'subdomains.claim.name': 'Name',
     'subdomains.claim.name_hint': '3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen. At most {max} per account.',
@@ -65,7 +66,8 @@ export const subdomains = uiMessages({
     'subdomains.field.stats_show_referrer': 'Referrer',
     'subdomains.help.stats_show_referrer': 'Where visitors came from (referrer and UTM source) in public visits and breakdowns.',
     'subdomains.field.stats_show_links': 'Links',
-    'subdomains.help.stats_show_links': 'The public page lists your newest links (slug, short URL, title, date; never the target), and public statistics break visits down by link.',
+    'subdomains.help.stats_show_links':
+      'The public page lists your newest links (slug, short URL, title, date; never the target), and public statistics break visits down by link.',
     'subdomains.field.stats_show_owner': 'Owner',
     'subdomains.help.stats_show_owner': 'The public page names you by your display name, never by your e-mail.',
     'subdomains.field.stats_publish_delay_sec': 'Publish delay',
@@ -123,7 +125,8 @@ export const subdomains = uiMessages({
   },
   de: {
     'subdomains.title': 'Subdomains',
-    'subdomains.intro': 'Jede Subdomain ist ein Host für Ihre Kurzlinks mit einer eigenen öffentlichen Seite. Ihre Datenschutzrichtlinie entscheidet, was alle sehen dürfen; alles bleibt privat, bis Sie es öffnen.',
+    'subdomains.intro':
+      'Jede Subdomain ist ein Host für Ihre Kurzlinks mit einer eigenen öffentlichen Seite. Ihre Datenschutzrichtlinie entscheidet, was alle sehen dürfen; alles bleibt privat, bis Sie es öffnen.',
     'subdomains.claim.heading': 'Subdomain reservieren',
     'subdomains.claim.name': 'Name',
     'subdomains.claim.name_hint': '3 bis 63 Kleinbuchstaben, Ziffern oder Bindestriche, ohne Bindestrich am Anfang oder Ende. Höchstens {max} pro Konto.',
@@ -137,7 +140,8 @@ export const subdomains = uiMessages({
     'subdomains.error.taken': 'Dieser Name ist bereits vergeben. Wählen Sie einen anderen.',
     'subdomains.error.limit': 'Sie haben bereits {max} Subdomains, das Maximum für ein Konto.',
     'subdomains.error.invalid': 'Verwenden Sie 3 bis 63 Kleinbuchstaben, Ziffern oder Bindestriche, ohne Bindestrich am Anfang oder Ende.',
-    'subdomains.error.punycode': 'Punycode-Namen (xn--…) und andere Namen mit zwei Bindestrichen an Position 3 und 4 sind nicht erlaubt: Sie können andere Namen nachahmen.',
+    'subdomains.error.punycode':
+      'Punycode-Namen (xn--…) und andere Namen mit zwei Bindestrichen an Position 3 und 4 sind nicht erlaubt: Sie können andere Namen nachahmen.',
     'subdomains.error.title': 'Höchstens 200 Zeichen.',
     'subdomains.error.delay': 'Zwischen 0 Sekunden und 30 Tagen, in ganzen Sekunden.',
     'subdomains.error.max_items': 'Eine ganze Zahl von 1 bis 1000.',
@@ -184,7 +188,8 @@ export const subdomains = uiMessages({
     'subdomains.field.stats_show_referrer': 'Verweisende Seite',
     'subdomains.help.stats_show_referrer': 'Woher die Besucher kamen (Referrer und UTM-Quelle) in öffentlichen Besuchen und Aufschlüsselungen.',
     'subdomains.field.stats_show_links': 'Kurzlinks',
-    'subdomains.help.stats_show_links': 'Die öffentliche Seite listet Ihre neuesten Links (Slug, Kurz-URL, Titel, Datum; nie das Ziel), und öffentliche Statistiken schlüsseln Besuche nach Link auf.',
+    'subdomains.help.stats_show_links':
+      'Die öffentliche Seite listet Ihre neuesten Links (Slug, Kurz-URL, Titel, Datum; nie das Ziel), und öffentliche Statistiken schlüsseln Besuche nach Link auf.',
     'subdomains.field.stats_show_owner': 'Inhaber',
     'subdomains.help.stats_show_owner': 'Die öffentliche Seite nennt Sie mit Ihrem Anzeigenamen, nie mit Ihrer E-Mail-Adresse.',
     'subdomains.field.stats_publish_delay_sec': 'Veröffentlichungsverzögerung',
@@ -242,7 +247,8 @@ export const subdomains = uiMessages({
   },
   fr: {
     'subdomains.title': 'Sous-domaines',
-    'subdomains.intro': 'Chaque sous-domaine héberge vos liens courts et possède sa propre page publique. Sa politique de confidentialité décide de ce que chacun peut voir ; tout reste privé tant que vous ne l’ouvrez pas.',
+    'subdomains.intro':
+      'Chaque sous-domaine héberge vos liens courts et possède sa propre page publique. Sa politique de confidentialité décide de ce que chacun peut voir ; tout reste privé tant que vous ne l’ouvrez pas.',
     'subdomains.claim.heading': 'Réserver un sous-domaine',
     'subdomains.claim.name': 'Nom',
     'subdomains.claim.name_hint': 'De 3 à 63 lettres minuscules, chiffres ou tirets, sans tiret au début ni à la fin. Au plus {max} par compte.',
@@ -256,7 +262,8 @@ export const subdomains = uiMessages({
     'subdomains.error.taken': 'Ce nom est déjà pris. Choisissez-en un autre.',
     'subdomains.error.limit': 'Vous avez déjà {max} sous-domaines, le maximum pour un compte.',
     'subdomains.error.invalid': 'Utilisez de 3 à 63 lettres minuscules, chiffres ou tirets, sans tiret au début ni à la fin.',
-    'subdomains.error.punycode': 'Les noms punycode (xn--…) et les autres noms avec deux tirets en 3e et 4e position ne sont pas acceptés : ils peuvent imiter d’autres noms.',
+    'subdomains.error.punycode':
+      'Les noms punycode (xn--…) et les autres noms avec deux tirets en 3e et 4e position ne sont pas acceptés : ils peuvent imiter d’autres noms.',
     'subdomains.error.title': 'Au plus 200 caractères.',
     'subdomains.error.delay': 'Entre 0 seconde et 30 jours, en secondes entières.',
     'subdomains.error.max_items': 'Un nombre entier de 1 à 1000.',
@@ -303,7 +310,8 @@ export const subdomains = uiMessages({
     'subdomains.field.stats_show_referrer': 'Site référent',
     'subdomains.help.stats_show_referrer': 'D’où viennent les visiteurs (référent et source UTM) dans les visites et répartitions publiques.',
     'subdomains.field.stats_show_links': 'Liens courts',
-    'subdomains.help.stats_show_links': 'La page publique liste vos liens les plus récents (slug, URL courte, titre, date ; jamais la cible), et les statistiques publiques répartissent les visites par lien.',
+    'subdomains.help.stats_show_links':
+      'La page publique liste vos liens les plus récents (slug, URL courte, titre, date ; jamais la cible), et les statistiques publiques répartissent les visites par lien.',
     'subdomains.field.stats_show_owner': 'Propriétaire',
     'subdomains.help.stats_show_owner': 'La page publique vous nomme par votre nom d’affichage, jamais par votre e-mail.',
     'subdomains.field.stats_publish_delay_sec': 'Délai de publication',
@@ -361,7 +369,8 @@ export const subdomains = uiMessages({
   },
   es: {
     'subdomains.title': 'Subdominios',
-    'subdomains.intro': 'Cada subdominio aloja tus enlaces cortos y tiene su propia página pública. Su política de privacidad decide qué puede ver cualquiera; todo es privado hasta que lo abras.',
+    'subdomains.intro':
+      'Cada subdominio aloja tus enlaces cortos y tiene su propia página pública. Su política de privacidad decide qué puede ver cualquiera; todo es privado hasta que lo abras.',
     'subdomains.claim.heading': 'Reservar un subdominio',
     'subdomains.claim.name': 'Nombre',
     'subdomains.claim.name_hint': 'De 3 a 63 letras minúsculas, dígitos o guiones, sin guion al principio ni al final. Como máximo {max} por cuenta.',
@@ -375,7 +384,8 @@ export const subdomains = uiMessages({
     'subdomains.error.taken': 'Este nombre ya está ocupado. Elige otro.',
     'subdomains.error.limit': 'Ya tienes {max} subdominios, el máximo para una cuenta.',
     'subdomains.error.invalid': 'Usa de 3 a 63 letras minúsculas, dígitos o guiones, sin guion al principio ni al final.',
-    'subdomains.error.punycode': 'No se aceptan nombres punycode (xn--…) ni otros nombres con dos guiones en las posiciones 3 y 4: pueden imitar otros nombres.',
+    'subdomains.error.punycode':
+      'No se aceptan nombres punycode (xn--…) ni otros nombres con dos guiones en las posiciones 3 y 4: pueden imitar otros nombres.',
     'subdomains.error.title': 'Como máximo 200 caracteres.',
     'subdomains.error.delay': 'Entre 0 segundos y 30 días, en segundos enteros.',
     'subdomains.error.max_items': 'Un número entero de 1 a 1000.',
@@ -422,7 +432,8 @@ export const subdomains = uiMessages({
     'subdomains.field.stats_show_referrer': 'Sitio de referencia',
     'subdomains.help.stats_show_referrer': 'De dónde llegaron los visitantes (referente y fuente UTM) en las visitas y desgloses públicos.',
     'subdomains.field.stats_show_links': 'Enlaces cortos',
-    'subdomains.help.stats_show_links': 'La página pública lista tus enlaces más recientes (slug, URL corta, título, fecha; nunca el destino), y las estadísticas públicas desglosan las visitas por enlace.',
+    'subdomains.help.stats_show_links':
+      'La página pública lista tus enlaces más recientes (slug, URL corta, título, fecha; nunca el destino), y las estadísticas públicas desglosan las visitas por enlace.',
     'subdomains.field.stats_show_owner': 'Propietario',
     'subdomains.help.stats_show_owner': 'La página pública te nombra por tu nombre visible, nunca por tu correo electrónico.',
     'subdomains.field.stats_publish_delay_sec': 'Retraso de publicación',

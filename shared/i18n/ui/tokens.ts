@@ -99,7 +99,8 @@ export const tokens = uiMessages({
   fr: {
     'tokens.expires_past': 'doit être dans le futur',
     'tokens.title': 'Jetons d’API',
-    'tokens.intro': 'Les jetons permettent à des scripts et à d’autres services d’utiliser l’API en votre nom : envoyez-en un dans l’en-tête « Authorization: Bearer <jeton> ».',
+    'tokens.intro':
+      'Les jetons permettent à des scripts et à d’autres services d’utiliser l’API en votre nom : envoyez-en un dans l’en-tête « Authorization: Bearer <jeton> ».',
     'tokens.create_heading': 'Nouveau jeton',
     'tokens.name': 'Nom',
     'tokens.name_hint': 'Ce qui l’utilise, par ex. « rapport nocturne ».',

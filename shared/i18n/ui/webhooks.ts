@@ -4,7 +4,8 @@ import { uiMessages } from './define.js';
 export const webhooks = uiMessages({
   en: {
     'webhooks.title': 'Webhooks',
-    'webhooks.intro': 'A webhook sends the events you pick to your server as signed HTTP POST requests. Verify each with the secret: the X-Svc-Signature header is the HMAC-SHA256 of the body.',
+    'webhooks.intro':
+      'A webhook sends the events you pick to your server as signed HTTP POST requests. Verify each with the secret: the X-Svc-Signature header is the HMAC-SHA256 of the body.',
     'webhooks.create': 'New webhook',
     'webhooks.create_submit': 'Create webhook',
     'webhooks.created': 'Webhook for {url} created.',
@@ -39,7 +40,8 @@ export const webhooks = uiMessages({
     'webhooks.secret_rotated': 'The new signing secret, shown this once: copy it now. The old one no longer signs anything.',
     'webhooks.rotate': 'Rotate secret',
     'webhooks.rotate_title': 'Rotate the signing secret?',
-    'webhooks.rotate_confirm': 'A new secret signs every delivery from now on, retries included; the current one stops at once. Your receiver must switch to the new secret.',
+    'webhooks.rotate_confirm':
+      'A new secret signs every delivery from now on, retries included; the current one stops at once. Your receiver must switch to the new secret.',
     'webhooks.delete_title': 'Delete this webhook?',
     'webhooks.test': 'Send test',
     'webhooks.testing': 'Sending…',
@@ -50,7 +52,8 @@ export const webhooks = uiMessages({
     'webhooks.enabling': 'Enabling…',
     'webhooks.disabled_since': 'Disabled since {time}.',
     'webhooks.disabled_reason': 'Why: {reason}',
-    'webhooks.enable_hint': 'Nothing is sent while it is disabled, and events of that time are not sent later. Fix the receiver (the delivery log shows its answers), then enable it.',
+    'webhooks.enable_hint':
+      'Nothing is sent while it is disabled, and events of that time are not sent later. Fix the receiver (the delivery log shows its answers), then enable it.',
     'webhooks.settings': 'Settings',
     'webhooks.log': 'Delivery log',
     'webhooks.log_refresh': 'Refresh',
@@ -69,7 +72,8 @@ export const webhooks = uiMessages({
   },
   de: {
     'webhooks.title': 'Webhooks',
-    'webhooks.intro': 'Ein Webhook sendet die gewählten Ereignisse als signierte HTTP-POST-Anfragen an Ihren Server. Prüfen Sie jede mit dem Geheimnis: Der Header X-Svc-Signature ist der HMAC-SHA256 des Inhalts.',
+    'webhooks.intro':
+      'Ein Webhook sendet die gewählten Ereignisse als signierte HTTP-POST-Anfragen an Ihren Server. Prüfen Sie jede mit dem Geheimnis: Der Header X-Svc-Signature ist der HMAC-SHA256 des Inhalts.',
     'webhooks.create': 'Neuer Webhook',
     'webhooks.create_submit': 'Webhook anlegen',
     'webhooks.created': 'Webhook für {url} angelegt.',
@@ -104,7 +108,8 @@ export const webhooks = uiMessages({
     'webhooks.secret_rotated': 'Das neue Signaturgeheimnis, nur dieses eine Mal angezeigt: Kopieren Sie es jetzt. Das alte signiert nichts mehr.',
     'webhooks.rotate': 'Geheimnis erneuern',
     'webhooks.rotate_title': 'Signaturgeheimnis erneuern?',
-    'webhooks.rotate_confirm': 'Ab jetzt signiert ein neues Geheimnis jede Zustellung, auch Wiederholungen; das bisherige gilt sofort nicht mehr. Ihr Empfänger muss auf das neue umstellen.',
+    'webhooks.rotate_confirm':
+      'Ab jetzt signiert ein neues Geheimnis jede Zustellung, auch Wiederholungen; das bisherige gilt sofort nicht mehr. Ihr Empfänger muss auf das neue umstellen.',
     'webhooks.delete_title': 'Diesen Webhook löschen?',
     'webhooks.test': 'Test senden',
     'webhooks.testing': 'Wird gesendet …',
@@ -115,7 +120,8 @@ export const webhooks = uiMessages({
     'webhooks.enabling': 'Wird aktiviert …',
     'webhooks.disabled_since': 'Deaktiviert seit {time}.',
     'webhooks.disabled_reason': 'Grund: {reason}',
-    'webhooks.enable_hint': 'Solange er deaktiviert ist, wird nichts gesendet, und Ereignisse dieser Zeit werden auch später nicht gesendet. Beheben Sie den Fehler beim Empfänger (das Zustellprotokoll zeigt seine Antworten) und aktivieren Sie ihn dann.',
+    'webhooks.enable_hint':
+      'Solange er deaktiviert ist, wird nichts gesendet, und Ereignisse dieser Zeit werden auch später nicht gesendet. Beheben Sie den Fehler beim Empfänger (das Zustellprotokoll zeigt seine Antworten) und aktivieren Sie ihn dann.',
     'webhooks.settings': 'Einstellungen',
     'webhooks.log': 'Zustellprotokoll',
     'webhooks.log_refresh': 'Aktualisieren',
@@ -134,7 +140,8 @@ export const webhooks = uiMessages({
   },
   fr: {
     'webhooks.title': 'Webhooks',
-    'webhooks.intro': 'Un webhook envoie les événements choisis à votre serveur sous forme de requêtes HTTP POST signées. Vérifiez chacune avec le secret : l’en-tête X-Svc-Signature est le HMAC-SHA256 du corps.',
+    'webhooks.intro':
+      'Un webhook envoie les événements choisis à votre serveur sous forme de requêtes HTTP POST signées. Vérifiez chacune avec le secret : l’en-tête X-Svc-Signature est le HMAC-SHA256 du corps.',
     'webhooks.create': 'Nouveau webhook',
     'webhooks.create_submit': 'Créer le webhook',
     'webhooks.created': 'Webhook pour {url} créé.',
@@ -169,7 +176,8 @@ export const webhooks = uiMessages({
     'webhooks.secret_rotated': 'Le nouveau secret de signature, affiché cette seule fois : copiez-le maintenant. L’ancien ne signe plus rien.',
     'webhooks.rotate': 'Renouveler le secret',
     'webhooks.rotate_title': 'Renouveler le secret de signature ?',
-    'webhooks.rotate_confirm': 'Un nouveau secret signe désormais chaque livraison, nouvelles tentatives comprises ; l’actuel cesse aussitôt. Votre destinataire doit passer au nouveau secret.',
+    'webhooks.rotate_confirm':
+      'Un nouveau secret signe désormais chaque livraison, nouvelles tentatives comprises ; l’actuel cesse aussitôt. Votre destinataire doit passer au nouveau secret.',
     'webhooks.delete_title': 'Supprimer ce webhook ?',
     'webhooks.test': 'Envoyer un test',
     'webhooks.testing': 'Envoi…',
@@ -180,7 +188,8 @@ export const webhooks = uiMessages({
     'webhooks.enabling': 'Réactivation…',
     'webhooks.disabled_since': 'Désactivé depuis le {time}.',
     'webhooks.disabled_reason': 'Raison : {reason}',
-    'webhooks.enable_hint': 'Rien n’est envoyé tant qu’il est désactivé, et les événements de cette période ne seront pas envoyés plus tard. Corrigez le destinataire (le journal des livraisons montre ses réponses), puis réactivez-le.',
+    'webhooks.enable_hint':
+      'Rien n’est envoyé tant qu’il est désactivé, et les événements de cette période ne seront pas envoyés plus tard. Corrigez le destinataire (le journal des livraisons montre ses réponses), puis réactivez-le.',
     'webhooks.settings': 'Réglages',
     'webhooks.log': 'Journal des livraisons',
     'webhooks.log_refresh': 'Actualiser',
@@ -199,7 +208,8 @@ export const webhooks = uiMessages({
   },
   es: {
     'webhooks.title': 'Webhooks',
-    'webhooks.intro': 'Un webhook envía los eventos que elijas a tu servidor como peticiones HTTP POST firmadas. Verifica cada una con el secreto: la cabecera X-Svc-Signature es el HMAC-SHA256 del cuerpo.',
+    'webhooks.intro':
+      'Un webhook envía los eventos que elijas a tu servidor como peticiones HTTP POST firmadas. Verifica cada una con el secreto: la cabecera X-Svc-Signature es el HMAC-SHA256 del cuerpo.',
     'webhooks.create': 'Nuevo webhook',
     'webhooks.create_submit': 'Crear webhook',
     'webhooks.created': 'Webhook para {url} creado.',
@@ -234,7 +244,8 @@ export const webhooks = uiMessages({
     'webhooks.secret_rotated': 'El nuevo secreto de firma, que se muestra solo esta vez: cópialo ahora. El anterior ya no firma nada.',
     'webhooks.rotate': 'Renovar el secreto',
     'webhooks.rotate_title': '¿Renovar el secreto de firma?',
-    'webhooks.rotate_confirm': 'Un nuevo secreto firma desde ahora cada entrega, reintentos incluidos; el actual deja de valer al instante. Tu receptor debe pasar al nuevo secreto.',
+    'webhooks.rotate_confirm':
+      'Un nuevo secreto firma desde ahora cada entrega, reintentos incluidos; el actual deja de valer al instante. Tu receptor debe pasar al nuevo secreto.',
     'webhooks.delete_title': '¿Eliminar este webhook?',
     'webhooks.test': 'Enviar prueba',
     'webhooks.testing': 'Enviando…',
@@ -245,7 +256,8 @@ export const webhooks = uiMessages({
     'webhooks.enabling': 'Activando…',
     'webhooks.disabled_since': 'Desactivado desde el {time}.',
     'webhooks.disabled_reason': 'Motivo: {reason}',
-    'webhooks.enable_hint': 'Mientras está desactivado no se envía nada, y los eventos de ese periodo no se enviarán después. Corrige el receptor (el registro de entregas muestra sus respuestas) y luego actívalo.',
+    'webhooks.enable_hint':
+      'Mientras está desactivado no se envía nada, y los eventos de ese periodo no se enviarán después. Corrige el receptor (el registro de entregas muestra sus respuestas) y luego actívalo.',
     'webhooks.settings': 'Ajustes',
     'webhooks.log': 'Registro de entregas',
     'webhooks.log_refresh': 'Actualizar',

@@ -11,10 +11,7 @@ async function fetchMe() {
 }
 
 export type SessionState =
-  | { state: 'loading' }
-  | { state: 'signed-out'; reason?: 'expired' | 'signed-out' }
-  | { state: 'signed-in'; me: Me }
-  | { state: 'error'; error: Error };
+  { state: 'loading' } | { state: 'signed-out'; reason?: 'expired' | 'signed-out' } | { state: 'signed-in'; me: Me } | { state: 'error'; error: Error };
 
 export interface Session {
   session: SessionState;

@@ -60,7 +60,7 @@ export function LanguagePicker() {
   return (
     <label class="language">
       <span class="visually-hidden">{t('nav.language')}</span>
-      <select value={locale} onChange={(event) => setLocale((event.currentTarget).value as UiLocale)} aria-label={t('nav.language')}>
+      <select value={locale} onChange={(event) => setLocale(event.currentTarget.value as UiLocale)} aria-label={t('nav.language')}>
         {LOCALES.map((option) => (
           <option key={option.code} value={option.code} lang={option.code}>
             {option.native}

@@ -147,7 +147,19 @@ export function CopyButton({ text, label }: { text: string; label?: string }) {
 }
 
 /** Paging buttons: previous and next (a cursor-paged list uses MetaPager with useCursorPages). */
-export function CursorPager({ hasPrevious, hasNext, onPrevious, onNext, total }: { hasPrevious: boolean; hasNext: boolean; onPrevious: () => void; onNext: () => void; total?: number }) {
+export function CursorPager({
+  hasPrevious,
+  hasNext,
+  onPrevious,
+  onNext,
+  total,
+}: {
+  hasPrevious: boolean;
+  hasNext: boolean;
+  onPrevious: () => void;
+  onNext: () => void;
+  total?: number;
+}) {
   const { t, locale } = useI18n();
   return (
     <nav class="pager" aria-label={t('table.pagination')}>
@@ -234,7 +246,17 @@ export function Modal({ open, onClose, labelledBy, children }: { open: boolean; 
 }
 
 /** A table of values with proportional bars (top countries, browsers, …). */
-export function BarTable({ caption, rows, valueLabel, nameLabel }: { caption: string; nameLabel: string; valueLabel: string; rows: { name: string; value: number }[] }) {
+export function BarTable({
+  caption,
+  rows,
+  valueLabel,
+  nameLabel,
+}: {
+  caption: string;
+  nameLabel: string;
+  valueLabel: string;
+  rows: { name: string; value: number }[];
+}) {
   const { locale, t } = useI18n();
   const max = Math.max(1, ...rows.map((row) => row.value));
   return (

@@ -6,7 +6,18 @@ import { api, call } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { Async, Empty, Field, MetaPager, PageHeader, useCursorPages, useLoad } from '../app/ui.js';
-import { Addresses, attackTypeLabel, DEFAULT_PAGE_SIZE, pageSizeOf, SubdomainSelect, urlWith, useQueryKey, UserAgent, useSubdomainNames, type VisitRow } from './visits-parts.js';
+import {
+  Addresses,
+  attackTypeLabel,
+  DEFAULT_PAGE_SIZE,
+  pageSizeOf,
+  SubdomainSelect,
+  urlWith,
+  useQueryKey,
+  UserAgent,
+  useSubdomainNames,
+  type VisitRow,
+} from './visits-parts.js';
 
 function AttackTable({ attacks }: { attacks: VisitRow[] }) {
   const { t, locale } = useI18n();

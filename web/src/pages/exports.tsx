@@ -73,7 +73,12 @@ function formatBytes(locale: string, bytes: number): string {
     unit += 1;
   }
   // Bytes spelled out ("0 bytes"; the short form says "0 byte"), the larger units abbreviated.
-  return new Intl.NumberFormat(locale, { style: 'unit', unit: units[unit], unitDisplay: unit === 0 ? 'long' : 'short', maximumFractionDigits: unit === 0 ? 0 : 1 }).format(value);
+  return new Intl.NumberFormat(locale, {
+    style: 'unit',
+    unit: units[unit],
+    unitDisplay: unit === 0 ? 'long' : 'short',
+    maximumFractionDigits: unit === 0 ? 0 : 1,
+  }).format(value);
 }
 
 type Run =
@@ -121,7 +126,8 @@ export function ExportsPage() {
 
   const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
   const links = useLoad(
-    async (signal) => (form.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: form.subdomain, limit: 100 } }, signal }))).links : []),
+    async (signal) =>
+      form.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: form.subdomain, limit: 100 } }, signal }))).links : [],
     [form.subdomain],
   );
 
@@ -129,7 +135,8 @@ export function ExportsPage() {
   useEffect(() => () => controller.current?.abort(), []);
   useEffect(() => () => (run.state === 'done' ? URL.revokeObjectURL(run.url) : undefined), [run]);
 
-  const set = <K extends keyof Form>(key: K, value: Form[K]) => setForm((current) => ({ ...current, [key]: value, ...(key === 'subdomain' ? { linkId: '' } : {}) }));
+  const set = <K extends keyof Form>(key: K, value: Form[K]) =>
+    setForm((current) => ({ ...current, [key]: value, ...(key === 'subdomain' ? { linkId: '' } : {}) }));
   const query = queryOf(form, locale);
 
   const start = async (event: Event) => {
@@ -209,7 +216,14 @@ export function ExportsPage() {
                 <div class="export-formats">
                   {FORMATS.map((format) => (
                     <label key={format} class="checkbox">
-                      <input type="radio" name="export-format" value={format} checked={form.format === format} onChange={() => set('format', format)} disabled={running} />
+                      <input
+                        type="radio"
+                        name="export-format"
+                        value={format}
+                        checked={form.format === format}
+                        onChange={() => set('format', format)}
+                        disabled={running}
+                      />
                       <span>{t(`exports.format_${format}` as UiKey)}</span>
                     </label>
                   ))}
@@ -227,7 +241,12 @@ export function ExportsPage() {
                   </select>
                 </Field>
                 <Field id="export-link" label={t('exports.link')} error={links.state === 'error' ? links.error.message : undefined}>
-                  <select id="export-link" value={form.linkId} onChange={(event) => set('linkId', event.currentTarget.value)} disabled={running || !form.subdomain}>
+                  <select
+                    id="export-link"
+                    value={form.linkId}
+                    onChange={(event) => set('linkId', event.currentTarget.value)}
+                    disabled={running || !form.subdomain}
+                  >
                     <option value="">{links.state === 'loading' && form.subdomain ? t('exports.links_loading') : t('exports.all_links')}</option>
                     {form.linkId && !linkOptions.some((link) => link.id === form.linkId) ? <option value={form.linkId}>{form.linkId}</option> : null}
                     {linkOptions.map((link) => (
@@ -238,8 +257,20 @@ export function ExportsPage() {
                     ))}
                   </select>
                 </Field>
-                <Field id="export-since" label={t('exports.since')} hint={t('exports.range_hint', { zone: viewerTimeZone() })} error={fieldError(failed, 'since')}>
-                  <input id="export-since" type="date" value={form.since} onInput={(event) => set('since', event.currentTarget.value)} disabled={running} aria-describedby={`export-since-hint${fieldError(failed, 'since') ? ' export-since-error' : ''}`} />
+                <Field
+                  id="export-since"
+                  label={t('exports.since')}
+                  hint={t('exports.range_hint', { zone: viewerTimeZone() })}
+                  error={fieldError(failed, 'since')}
+                >
+                  <input
+                    id="export-since"
+                    type="date"
+                    value={form.since}
+                    onInput={(event) => set('since', event.currentTarget.value)}
+                    disabled={running}
+                    aria-describedby={`export-since-hint${fieldError(failed, 'since') ? ' export-since-error' : ''}`}
+                  />
                 </Field>
                 <Field id="export-until" label={t('exports.until')} error={fieldError(failed, 'until')}>
                   <input id="export-until" type="date" value={form.until} onInput={(event) => set('until', event.currentTarget.value)} disabled={running} />
@@ -307,7 +338,8 @@ function ExportStatus({ run }: { run: Run }) {
   if (run.state === 'idle') return null;
   if (run.state === 'cancelled') return <Notice kind="info">{t('exports.cancelled')}</Notice>;
   // A refusal (403) gets the forbidden wording; a refused filter (422) is shown on its field too, so a line says it.
-  if (run.state === 'failed') return run.error instanceof ApiError && run.error.status === 403 ? <ErrorState error={run.error} /> : <Notice kind="error">{run.error.message}</Notice>;
+  if (run.state === 'failed')
+    return run.error instanceof ApiError && run.error.status === 403 ? <ErrorState error={run.error} /> : <Notice kind="error">{run.error.message}</Notice>;
   if (run.state === 'done') {
     return (
       <Notice kind="ok">
@@ -324,7 +356,11 @@ function ExportStatus({ run }: { run: Run }) {
   return (
     <div class="export-progress" role="status" aria-live="polite">
       <p>{t('exports.running')}</p>
-      {known ? <progress max={run.total} value={Math.min(run.rows, run.total!)} aria-label={t('exports.progress')} /> : <progress aria-label={t('exports.progress')} />}
+      {known ? (
+        <progress max={run.total} value={Math.min(run.rows, run.total!)} aria-label={t('exports.progress')} />
+      ) : (
+        <progress aria-label={t('exports.progress')} />
+      )}
       <p class="muted">
         {t('exports.received', { bytes: formatBytes(locale, run.bytes) })}
         {counted ? ' · ' : ''}

@@ -108,7 +108,9 @@ function LinkView({ link, onSaved }: { link: Link; onSaved: (link: Link) => void
             <dt>{t('links.col.state')}</dt>
             <dd>
               <LinkState state={link.state} />
-              {link.limit_reached_at ? <span class="muted"> {t('links.limit_reached_at', { date: formatDateTime(locale, link.limit_reached_at) })}</span> : null}
+              {link.limit_reached_at ? (
+                <span class="muted"> {t('links.limit_reached_at', { date: formatDateTime(locale, link.limit_reached_at) })}</span>
+              ) : null}
             </dd>
             <dt>{t('links.col.tags')}</dt>
             <dd>
@@ -134,7 +136,13 @@ function LinkView({ link, onSaved }: { link: Link; onSaved: (link: Link) => void
         </section>
       </div>
       <EditLinkForm link={link} onSaved={onSaved} />
-      <DeleteDialog link={confirming ? link : undefined} busy={deleteBusy} error={deleteError} onCancel={() => setConfirming(false)} onConfirm={() => void remove()} />
+      <DeleteDialog
+        link={confirming ? link : undefined}
+        busy={deleteBusy}
+        error={deleteError}
+        onCancel={() => setConfirming(false)}
+        onConfirm={() => void remove()}
+      />
     </>
   );
 }

@@ -134,12 +134,30 @@ function LinkFields({
           </Field>
         ) : null}
         <Field id={id('target_url')} label={t('links.field.target')} hint={t('links.field.target_hint')} error={errors.target_url}>
-          <input id={id('target_url')} type="url" inputMode="url" autocomplete="url" required value={draft.target_url} onInput={text('target_url')} {...aria('target_url', true)} />
+          <input
+            id={id('target_url')}
+            type="url"
+            inputMode="url"
+            autocomplete="url"
+            required
+            value={draft.target_url}
+            onInput={text('target_url')}
+            {...aria('target_url', true)}
+          />
         </Field>
       </div>
       <div class="form-grid">
         <Field id={id('slug')} label={t('links.field.slug')} hint={t('links.field.slug_hint')} error={errors.slug}>
-          <input id={id('slug')} type="text" autocomplete="off" spellcheck={false} maxLength={64} value={draft.slug} onInput={text('slug')} {...aria('slug', true)} />
+          <input
+            id={id('slug')}
+            type="text"
+            autocomplete="off"
+            spellcheck={false}
+            maxLength={64}
+            value={draft.slug}
+            onInput={text('slug')}
+            {...aria('slug', true)}
+          />
         </Field>
         <Field id={id('title')} label={t('links.field.title')} error={errors.title}>
           <input id={id('title')} type="text" maxLength={200} value={draft.title} onInput={text('title')} {...aria('title')} />
@@ -150,7 +168,16 @@ function LinkFields({
       </div>
       <div class="form-grid">
         <Field id={id('max_visits')} label={t('links.field.max_visits')} hint={t('links.field.max_visits_hint')} error={errors.max_visits}>
-          <input id={id('max_visits')} type="number" min={1} step={1} inputMode="numeric" value={draft.max_visits} onInput={text('max_visits')} {...aria('max_visits', true)} />
+          <input
+            id={id('max_visits')}
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            value={draft.max_visits}
+            onInput={text('max_visits')}
+            {...aria('max_visits', true)}
+          />
         </Field>
         <Field id={id('expires_at')} label={t('links.field.expires')} hint={t('links.field.expires_hint')} error={errors.expires_at}>
           <input id={id('expires_at')} type="datetime-local" value={draft.expires_at} onInput={text('expires_at')} {...aria('expires_at', true)} />
@@ -188,10 +215,10 @@ function LinkFields({
 function FormError({ error }: { error: unknown }) {
   const { t } = useI18n();
   if (!error) return null;
-  if (error instanceof ApiError && error.code === 'conflict' && typeof error.details.client_id === 'string') return <Notice kind="error">{t('links.client_id_conflict')}</Notice>;
+  if (error instanceof ApiError && error.code === 'conflict' && typeof error.details.client_id === 'string')
+    return <Notice kind="error">{t('links.client_id_conflict')}</Notice>;
   return <Notice kind="error">{error instanceof Error ? error.message : String(error)}</Notice>;
 }
-
 
 /**
  * One write at a time: `run` sends it unless one is pending, keeps the API's refusal for the fields,
@@ -233,7 +260,17 @@ export function CreateLinkForm({
 }) {
   const { t } = useI18n();
   const start = initialSubdomain && subdomains.some((subdomain) => subdomain.name === initialSubdomain) ? initialSubdomain : subdomains[0]!.name;
-  const [draft, setDraft] = useState<Draft>({ subdomain: start, target_url: '', slug: '', title: '', tags: '', max_visits: '', expires_at: '', redirect_type: '302', append_visit_id: false });
+  const [draft, setDraft] = useState<Draft>({
+    subdomain: start,
+    target_url: '',
+    slug: '',
+    title: '',
+    tags: '',
+    max_visits: '',
+    expires_at: '',
+    redirect_type: '302',
+    append_visit_id: false,
+  });
   // One key for this form until a link is made: a second submit (double click, retry) replays it.
   const clientId = useRef<string | undefined>(undefined);
   clientId.current ??= crypto.randomUUID();
@@ -266,7 +303,13 @@ export function CreateLinkForm({
   return (
     <form class="card" id="link-create" ref={form} onSubmit={submit} noValidate aria-labelledby="link-create-heading">
       <h2 id="link-create-heading">{t('links.create_title')}</h2>
-      <LinkFields draft={draft} set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))} errors={errors} prefix="link-new" subdomains={subdomains} />
+      <LinkFields
+        draft={draft}
+        set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))}
+        errors={errors}
+        prefix="link-new"
+        subdomains={subdomains}
+      />
       <FormError error={error} />
       <div class="form-actions">
         <button type="submit" class="button-primary" disabled={busy}>

@@ -75,7 +75,19 @@ export function QrCode({ link }: { link: Link }) {
 }
 
 /** Asks before a link is deleted; the action's error stays in the dialog. */
-export function DeleteDialog({ link, busy, error, onCancel, onConfirm }: { link: Link | undefined; busy: boolean; error?: string; onCancel: () => void; onConfirm: () => void }) {
+export function DeleteDialog({
+  link,
+  busy,
+  error,
+  onCancel,
+  onConfirm,
+}: {
+  link: Link | undefined;
+  busy: boolean;
+  error?: string;
+  onCancel: () => void;
+  onConfirm: () => void;
+}) {
   const { t } = useI18n();
   return (
     <Modal open={link !== undefined} onClose={onCancel} labelledBy="link-delete-title">

@@ -78,7 +78,15 @@ function LinksTable() {
     (signal) =>
       call(
         api.GET('/api/v1/links', {
-          params: { query: { subdomain: filters.subdomain || undefined, q: filters.q.trim() || undefined, tag: filters.tag.trim() || undefined, page: filters.page, limit: filters.limit } },
+          params: {
+            query: {
+              subdomain: filters.subdomain || undefined,
+              q: filters.q.trim() || undefined,
+              tag: filters.tag.trim() || undefined,
+              page: filters.page,
+              limit: filters.limit,
+            },
+          },
           signal,
         }),
         // The page and size this answer is for: the rows on screen stay those of the last answer
@@ -182,7 +190,12 @@ function LinksTable() {
           >
             <div class="field">
               <label for="links-filter-subdomain">{t('links.field.subdomain')}</label>
-              <select id="links-filter-subdomain" name="subdomain" value={filters.subdomain} onChange={(event) => go({ subdomain: event.currentTarget.value, q: q.trim(), tag: tag.trim() })}>
+              <select
+                id="links-filter-subdomain"
+                name="subdomain"
+                value={filters.subdomain}
+                onChange={(event) => go({ subdomain: event.currentTarget.value, q: q.trim(), tag: tag.trim() })}
+              >
                 <option value="">{t('links.all_subdomains')}</option>
                 {subdomains.data.subdomains.map((subdomain) => (
                   <option key={subdomain.name} value={subdomain.name}>
@@ -220,7 +233,9 @@ function LinksTable() {
                     <table class="links-table">
                       <caption>
                         {t('links.caption')}
-                        {pages !== undefined ? <span class="muted"> · {t('links.page_of', { page: formatNumber(locale, shownPage), pages: formatNumber(locale, pages) })}</span> : null}
+                        {pages !== undefined ? (
+                          <span class="muted"> · {t('links.page_of', { page: formatNumber(locale, shownPage), pages: formatNumber(locale, pages) })}</span>
+                        ) : null}
                       </caption>
                       <thead>
                         <tr>

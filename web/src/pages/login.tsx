@@ -22,7 +22,15 @@ interface Challenge {
 async function solve(challenge: Challenge): Promise<string> {
   const solution = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
   if (!solution) throw new Error('no solution');
-  return btoa(JSON.stringify({ algorithm: challenge.algorithm, challenge: challenge.challenge, number: solution.number, salt: challenge.salt, signature: challenge.signature }));
+  return btoa(
+    JSON.stringify({
+      algorithm: challenge.algorithm,
+      challenge: challenge.challenge,
+      number: solution.number,
+      salt: challenge.salt,
+      signature: challenge.signature,
+    }),
+  );
 }
 
 export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
@@ -116,7 +124,14 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
           </div>
           <div class="field">
             <label for="login-password">{t('login.password')}</label>
-            <input id="login-password" type="password" autocomplete="current-password" required value={password} onInput={(event) => setPassword(event.currentTarget.value)} />
+            <input
+              id="login-password"
+              type="password"
+              autocomplete="current-password"
+              required
+              value={password}
+              onInput={(event) => setPassword(event.currentTarget.value)}
+            />
           </div>
           {lockedUntil !== undefined ? (
             <Notice kind="error">

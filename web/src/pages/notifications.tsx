@@ -30,15 +30,21 @@ function NotificationText({ notification }: { notification: Notification }) {
   if (notification.kind === 'webhook.disabled' && url) {
     return (
       <>
-        <h2 class="notification-title" id={`notification-${notification.id}`}>{t('notifications.webhook_disabled')}</h2>
-        <p class="notification-body">{reason ? t('notifications.webhook_disabled_body', { url, reason }) : t('notifications.webhook_disabled_body_plain', { url })}</p>
+        <h2 class="notification-title" id={`notification-${notification.id}`}>
+          {t('notifications.webhook_disabled')}
+        </h2>
+        <p class="notification-body">
+          {reason ? t('notifications.webhook_disabled_body', { url, reason }) : t('notifications.webhook_disabled_body_plain', { url })}
+        </p>
         {webhookId ? <a href={`/webhooks/${encodeURIComponent(webhookId)}`}>{t('notifications.open_webhook')}</a> : null}
       </>
     );
   }
   return (
     <>
-      <h2 class="notification-title" id={`notification-${notification.id}`}>{notification.title}</h2>
+      <h2 class="notification-title" id={`notification-${notification.id}`}>
+        {notification.title}
+      </h2>
       <p class="notification-body">{notification.body}</p>
     </>
   );
@@ -50,7 +56,13 @@ export function NotificationsPage() {
   const pages = useCursorPages();
   const { cursor } = pages;
   const loaded = useLoad(
-    (signal) => call(api.GET('/api/v1/notifications', { params: { query: { limit: PAGE_SIZE, ...(unreadOnly ? { unread: 'true' as const } : {}), ...(cursor ? { cursor } : {}) } }, signal })),
+    (signal) =>
+      call(
+        api.GET('/api/v1/notifications', {
+          params: { query: { limit: PAGE_SIZE, ...(unreadOnly ? { unread: 'true' as const } : {}), ...(cursor ? { cursor } : {}) } },
+          signal,
+        }),
+      ),
     [unreadOnly, cursor],
   );
   const [busy, setBusy] = useState<string>();
@@ -128,7 +140,13 @@ export function NotificationsPage() {
                     <NotificationText notification={notification} />
                     {notification.read_at ? null : (
                       <div class="form-actions">
-                        <button type="button" class="button-small" onClick={() => markRead(notification.id)} disabled={busy !== undefined} aria-describedby={`notification-${notification.id}`}>
+                        <button
+                          type="button"
+                          class="button-small"
+                          onClick={() => markRead(notification.id)}
+                          disabled={busy !== undefined}
+                          aria-describedby={`notification-${notification.id}`}
+                        >
                           {busy === notification.id ? t('notifications.marking') : t('notifications.mark_read')}
                         </button>
                       </div>

@@ -11,7 +11,9 @@ const RANGES = [7, 30] as const;
 
 async function report(scope: 'subdomain' | 'user', id: string, days: number, signal: AbortSignal): Promise<Report> {
   const since = new Date(Date.now() - days * 86_400_000).toISOString();
-  return load(api.GET('/api/v1/stats/{scope}/{id}', { params: { path: { scope, id }, query: { since, granularity: 'day', tz: viewerTimeZone(), limit: 1 } }, signal }));
+  return load(
+    api.GET('/api/v1/stats/{scope}/{id}', { params: { path: { scope, id }, query: { since, granularity: 'day', tz: viewerTimeZone(), limit: 1 } }, signal }),
+  );
 }
 
 function Totals({ totals }: { totals: Report['totals'] }) {

@@ -45,7 +45,12 @@ function CreateAccount({ onCreated }: { onCreated: (user: User) => void }) {
     try {
       const user = await load(
         api.POST('/api/v1/users', {
-          body: { email: draft.email.trim(), password: draft.password, role: draft.role, ...(draft.displayName.trim() ? { display_name: draft.displayName.trim() } : {}) },
+          body: {
+            email: draft.email.trim(),
+            password: draft.password,
+            role: draft.role,
+            ...(draft.displayName.trim() ? { display_name: draft.displayName.trim() } : {}),
+          },
         }),
       );
       setCreated(user);
@@ -59,14 +64,24 @@ function CreateAccount({ onCreated }: { onCreated: (user: User) => void }) {
   };
   const fields = ['email', 'password', 'role', 'display_name'];
   const general = error !== undefined && !fields.some((field) => errorOf(error, field) !== undefined);
-  const described = (id: string, field: string, hint = false) => [hint ? `${id}-hint` : '', errorOf(error, field) ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
+  const described = (id: string, field: string, hint = false) =>
+    [hint ? `${id}-hint` : '', errorOf(error, field) ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
   return (
     <section class="card" aria-labelledby="staff-create">
       <h2 id="staff-create">{t('staff.create')}</h2>
       <form onSubmit={submit} noValidate>
         <div class="form-grid">
           <Field id="staff-email" label={t('staff.email')} error={errorOf(error, 'email')}>
-            <input id="staff-email" type="email" autocomplete="off" required value={draft.email} aria-invalid={errorOf(error, 'email') ? true : undefined} aria-describedby={described('staff-email', 'email')} onInput={(event) => set({ email: event.currentTarget.value })} />
+            <input
+              id="staff-email"
+              type="email"
+              autocomplete="off"
+              required
+              value={draft.email}
+              aria-invalid={errorOf(error, 'email') ? true : undefined}
+              aria-describedby={described('staff-email', 'email')}
+              onInput={(event) => set({ email: event.currentTarget.value })}
+            />
           </Field>
           <Field id="staff-password" label={t('staff.password')} hint={t('staff.password_hint', { min: MIN_PASSWORD })} error={errorOf(error, 'password')}>
             <input
@@ -82,10 +97,22 @@ function CreateAccount({ onCreated }: { onCreated: (user: User) => void }) {
             />
           </Field>
           <Field id="staff-display-name" label={`${t('staff.display_name')} (${t('field.optional')})`} error={errorOf(error, 'display_name')}>
-            <input id="staff-display-name" type="text" maxLength={100} value={draft.displayName} aria-describedby={described('staff-display-name', 'display_name')} onInput={(event) => set({ displayName: event.currentTarget.value })} />
+            <input
+              id="staff-display-name"
+              type="text"
+              maxLength={100}
+              value={draft.displayName}
+              aria-describedby={described('staff-display-name', 'display_name')}
+              onInput={(event) => set({ displayName: event.currentTarget.value })}
+            />
           </Field>
           <Field id="staff-role" label={t('staff.role')} hint={t('staff.role_hint')} error={errorOf(error, 'role')}>
-            <select id="staff-role" value={draft.role} aria-describedby={described('staff-role', 'role', true)} onChange={(event) => set({ role: event.currentTarget.value as Role })}>
+            <select
+              id="staff-role"
+              value={draft.role}
+              aria-describedby={described('staff-role', 'role', true)}
+              onChange={(event) => set({ role: event.currentTarget.value as Role })}
+            >
               <option value="user">{t('staff.role_user')}</option>
               <option value="staff">{t('staff.role_staff')}</option>
             </select>
@@ -109,7 +136,10 @@ type Listing = ReturnType<typeof useListing>;
 function useListing(round: number) {
   const pages = useCursorPages();
   const { cursor } = pages;
-  const loaded = useLoad((signal) => call(api.GET('/api/v1/users', { params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })), [cursor, round]);
+  const loaded = useLoad(
+    (signal) => call(api.GET('/api/v1/users', { params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })),
+    [cursor, round],
+  );
   return { loaded, pages };
 }
 

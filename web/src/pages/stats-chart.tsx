@@ -22,16 +22,25 @@ export const SERIES: { key: keyof Omit<Point, 't'>; label: UiKey; color: string;
 
 /** A period's start as the viewer reads it, in the report's zone. */
 export function periodFormat(locale: string, tz: string, granularity: Granularity): Intl.DateTimeFormat {
-  return new Intl.DateTimeFormat(locale, granularity === 'hour' ? { timeZone: tz, dateStyle: 'medium', timeStyle: 'short' } : { timeZone: tz, dateStyle: 'medium' });
+  return new Intl.DateTimeFormat(
+    locale,
+    granularity === 'hour' ? { timeZone: tz, dateStyle: 'medium', timeStyle: 'short' } : { timeZone: tz, dateStyle: 'medium' },
+  );
 }
 
 /** Month and weekday names in the page's language, for uPlot's axis labels. */
 function dateNames(locale: string): uPlot.DateNames {
-  const names = (options: Intl.DateTimeFormatOptions, dates: Date[]) => dates.map((date) => new Intl.DateTimeFormat(locale, { ...options, timeZone: 'UTC' }).format(date));
+  const names = (options: Intl.DateTimeFormatOptions, dates: Date[]) =>
+    dates.map((date) => new Intl.DateTimeFormat(locale, { ...options, timeZone: 'UTC' }).format(date));
   const months = Array.from({ length: 12 }, (_, month) => new Date(Date.UTC(2026, month, 15)));
   // 2026-01-04 is a Sunday: uPlot's weekday names start on Sunday.
   const days = Array.from({ length: 7 }, (_, day) => new Date(Date.UTC(2026, 0, 4 + day)));
-  return { MMMM: names({ month: 'long' }, months), MMM: names({ month: 'short' }, months), WWWW: names({ weekday: 'long' }, days), WWW: names({ weekday: 'short' }, days) };
+  return {
+    MMMM: names({ month: 'long' }, months),
+    MMM: names({ month: 'short' }, months),
+    WWWW: names({ weekday: 'long' }, days),
+    WWW: names({ weekday: 'short' }, days),
+  };
 }
 
 const DAY_INCRS = [1, 2, 3, 7, 14, 28, 56, 91, 182, 364].map((days) => days * 86_400);
@@ -70,9 +79,13 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
         axes: [
           // Daily figures get ticks on whole days only (in the report's zone, through tzDate).
           { ...axis, space: 60, ...(granularity === 'day' ? { incrs: DAY_INCRS } : {}) },
-          { ...axis, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7], values: (_self, splits) => splits.map((value) => numbers.format(value)),
+          {
+            ...axis,
+            incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7],
+            values: (_self, splits) => splits.map((value) => numbers.format(value)),
             // Wide enough for the longest label drawn (about 7 px a character at this font), so 1,200,000 is not cut.
-            size: (_self, values) => Math.max(40, 16 + 7.5 * Math.max(0, ...(values ?? []).map((value) => String(value).length))) },
+            size: (_self, values) => Math.max(40, 16 + 7.5 * Math.max(0, ...(values ?? []).map((value) => String(value).length))),
+          },
         ],
         series: [
           {},
@@ -128,7 +141,7 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
           : '\u00a0'}
       </p>
       <div class="chart-canvas" ref={holder} role="img" aria-label={label} />
-      <details class="chart-table" onToggle={(event) => setTableOpen((event.currentTarget).open)}>
+      <details class="chart-table" onToggle={(event) => setTableOpen(event.currentTarget.open)}>
         <summary>{t('stats.chart_table')}</summary>
         {tableOpen ? (
           <div class="table-wrap">

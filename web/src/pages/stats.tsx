@@ -66,7 +66,16 @@ function toSearch(query: ReportQuery): string {
 /** How far `tz` is ahead of UTC at an instant, in ms. */
 function zoneOffset(instant: number, tz: string): number {
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    new Intl.DateTimeFormat('en-US', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
       .formatToParts(new Date(instant))
       .map((part) => [part.type, Number(part.value)]),
   ) as Record<string, number>;
@@ -159,7 +168,8 @@ async function loadTargets(scope: Scope, id: string, signal: AbortSignal): Promi
   const subdomain = scope === 'subdomain' ? id : (link?.subdomain ?? null);
   const owned = subdomains.subdomains.map((row) => row.name);
   // Only an owned subdomain's links: another owner's would answer its public list (no ids).
-  const listed = subdomain && owned.includes(subdomain) ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain, limit: 200 } }, signal }))).links : [];
+  const listed =
+    subdomain && owned.includes(subdomain) ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain, limit: 200 } }, signal }))).links : [];
   const links = listed.filter((row): row is Link => 'id' in row);
   return { subdomains: owned, link, subdomain, links };
 }
@@ -177,27 +187,37 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
     if (current !== search) route(`${path}?${search}`, true);
   }, [search]);
 
-  const loaded = useLoad(async (signal) => {
-    const { since, until } = bounds(query);
-    // The API keeps the last 2 000 points of a longer series; the page says so rather than show a cut chart.
-    if (query.granularity === 'hour' && !hourlyAllowed(query)) {
-      throw new ApiError(422, { code: 'validation_error', message: t('stats.too_many_points'), details: { granularity: t('stats.too_many_points') } });
-    }
-    const report = await load(
-      api.GET('/api/v1/stats/{scope}/{id}', {
-        params: {
-          path: { scope, id },
-          query: { since: new Date(since).toISOString(), until: new Date(until).toISOString(), granularity: query.granularity, tz: reportZone(query.tz), limit: 10 },
-        },
-        signal,
-      }),
-    );
-    return { search, report };
-  }, [scope, id, search]);
+  const loaded = useLoad(
+    async (signal) => {
+      const { since, until } = bounds(query);
+      // The API keeps the last 2 000 points of a longer series; the page says so rather than show a cut chart.
+      if (query.granularity === 'hour' && !hourlyAllowed(query)) {
+        throw new ApiError(422, { code: 'validation_error', message: t('stats.too_many_points'), details: { granularity: t('stats.too_many_points') } });
+      }
+      const report = await load(
+        api.GET('/api/v1/stats/{scope}/{id}', {
+          params: {
+            path: { scope, id },
+            query: {
+              since: new Date(since).toISOString(),
+              until: new Date(until).toISOString(),
+              granularity: query.granularity,
+              tz: reportZone(query.tz),
+              limit: 10,
+            },
+          },
+          signal,
+        }),
+      );
+      return { search, report };
+    },
+    [scope, id, search],
+  );
   const targets = useLoad((signal) => loadTargets(scope, id, signal), [scope, id]);
 
   const linkName = targets.state === 'ready' ? (targets.data.link?.slug ?? id) : id;
-  const title = scope === 'user' ? t('stats.title_account') : scope === 'subdomain' ? t('stats.title_subdomain', { name: id }) : t('stats.title_link', { name: linkName });
+  const title =
+    scope === 'user' ? t('stats.title_account') : scope === 'subdomain' ? t('stats.title_subdomain', { name: id }) : t('stats.title_link', { name: linkName });
   const updating = loaded.state === 'ready' && loaded.data.search !== search;
   const hourly = hourlyAllowed(query);
 
@@ -219,7 +239,11 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
             {({ report }) => (
               <>
                 <p class="stats-applied muted">
-                  {t('stats.applied', { since: periodFormat(locale, report.range.tz, 'hour').format(new Date(report.range.since)), until: periodFormat(locale, report.range.tz, 'hour').format(new Date(report.range.until)), tz: report.range.tz })}
+                  {t('stats.applied', {
+                    since: periodFormat(locale, report.range.tz, 'hour').format(new Date(report.range.since)),
+                    until: periodFormat(locale, report.range.tz, 'hour').format(new Date(report.range.until)),
+                    tz: report.range.tz,
+                  })}
                   {updating ? (
                     <span class="stats-updating" role="status">
                       <span class="spinner" aria-hidden="true" />
@@ -259,7 +283,7 @@ function TargetPicker({ scope, id, targets, search }: { scope: Scope; id: string
       }}
     >
       <Field id="stats-target" label={t('stats.target')}>
-        <select id="stats-target" value={picked} onChange={(event) => setPicked((event.currentTarget).value)}>
+        <select id="stats-target" value={picked} onChange={(event) => setPicked(event.currentTarget.value)}>
           <option value="/stats">{t('stats.target_account')}</option>
           {!listed.has(current) ? <option value={current}>{scope === 'link' ? (link?.slug ?? id) : id}</option> : null}
           {subdomains.length > 0 ? (
@@ -345,7 +369,7 @@ function Pickers({ query, hourly, onChange }: { query: ReportQuery; hourly: bool
           <label class="picker-label" for="stats-tz">
             {t('stats.timezone')}
           </label>
-          <select id="stats-tz" value={query.tz} onChange={(event) => onChange({ ...query, tz: (event.currentTarget).value })}>
+          <select id="stats-tz" value={query.tz} onChange={(event) => onChange({ ...query, tz: event.currentTarget.value })}>
             {zones.map((zone) => (
               <option key={zone} value={zone}>
                 {zone.replaceAll('_', ' ')}
@@ -389,7 +413,7 @@ function CustomRange({ query, onApply }: { query: ReportQuery; onApply: (query: 
       max={max}
       aria-invalid={errors[name] ? true : undefined}
       aria-describedby={errors[name] ? `stats-${name}-error` : undefined}
-      onInput={(event) => setDates({ ...dates, [name]: (event.currentTarget).value })}
+      onInput={(event) => setDates({ ...dates, [name]: event.currentTarget.value })}
     />
   );
   return (

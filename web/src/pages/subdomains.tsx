@@ -145,7 +145,9 @@ function SubdomainCard({ subdomain }: { subdomain: Subdomain }) {
             {name}
           </a>
         </h3>
-        <span class={`pill ${subdomain.stats_public ? 'pill-on' : 'pill-off'}`}>{subdomain.stats_public ? t('subdomains.list.public') : t('subdomains.list.private')}</span>
+        <span class={`pill ${subdomain.stats_public ? 'pill-on' : 'pill-off'}`}>
+          {subdomain.stats_public ? t('subdomains.list.public') : t('subdomains.list.private')}
+        </span>
       </div>
       <p class={subdomain.title ? 'subdomain-title' : 'subdomain-title muted'}>{subdomain.title ?? t('subdomains.list.no_title')}</p>
       <dl class="subdomain-facts">
@@ -306,7 +308,14 @@ function SwitchBox({ name, checked, onChange }: { name: PolicySwitch; checked: b
   const id = `policy-${name}`;
   return (
     <div class="checkbox">
-      <input id={id} type="checkbox" name={name} checked={checked} aria-describedby={`${id}-help`} onChange={(event) => onChange(event.currentTarget.checked)} />
+      <input
+        id={id}
+        type="checkbox"
+        name={name}
+        checked={checked}
+        aria-describedby={`${id}-help`}
+        onChange={(event) => onChange(event.currentTarget.checked)}
+      />
       <div>
         <label for={id}>{t(`subdomains.field.${name}` as UiKey)}</label>
         <small class="checkbox-help muted" id={`${id}-help`}>
@@ -332,7 +341,8 @@ function SettingsForm({ initial }: { initial: Subdomain }) {
   const changes = useMemo(() => changesOf(saved, draft), [saved, draft]);
   const changed = Object.keys(changes).length;
   const error = result?.kind === 'error' ? result.error : undefined;
-  const titleError = read.title !== null && read.title.length > TITLE_MAX ? t('subdomains.error.title') : fieldError(error, 'title') ? t('subdomains.error.title') : undefined;
+  const titleError =
+    read.title !== null && read.title.length > TITLE_MAX ? t('subdomains.error.title') : fieldError(error, 'title') ? t('subdomains.error.title') : undefined;
   const delayError = read.delay === undefined || fieldError(error, 'stats_publish_delay_sec') ? t('subdomains.error.delay') : undefined;
   const maxItemsError = read.maxItems === undefined || fieldError(error, 'stats_max_items') ? t('subdomains.error.max_items') : undefined;
   const invalid = Boolean(titleError || read.delay === undefined || read.maxItems === undefined);
@@ -397,18 +407,33 @@ function SettingsForm({ initial }: { initial: Subdomain }) {
           <fieldset>
             <legend>{t('subdomains.settings.group_sections')}</legend>
             {SECTION_SWITCHES.map((field) => (
-              <SwitchBox key={field} name={field} checked={draft.switches[field]} onChange={(value) => update({ switches: { ...draft.switches, [field]: value } })} />
+              <SwitchBox
+                key={field}
+                name={field}
+                checked={draft.switches[field]}
+                onChange={(value) => update({ switches: { ...draft.switches, [field]: value } })}
+              />
             ))}
           </fieldset>
           <fieldset>
             <legend>{t('subdomains.settings.group_details')}</legend>
             {DETAIL_SWITCHES.map((field) => (
-              <SwitchBox key={field} name={field} checked={draft.switches[field]} onChange={(value) => update({ switches: { ...draft.switches, [field]: value } })} />
+              <SwitchBox
+                key={field}
+                name={field}
+                checked={draft.switches[field]}
+                onChange={(value) => update({ switches: { ...draft.switches, [field]: value } })}
+              />
             ))}
           </fieldset>
           <fieldset>
             <legend>{t('subdomains.settings.group_limits')}</legend>
-            <Field id="settings-delay" label={t('subdomains.field.stats_publish_delay_sec')} hint={t('subdomains.help.stats_publish_delay_sec')} error={delayError}>
+            <Field
+              id="settings-delay"
+              label={t('subdomains.field.stats_publish_delay_sec')}
+              hint={t('subdomains.help.stats_publish_delay_sec')}
+              error={delayError}
+            >
               <div class="delay-input">
                 <input
                   id="settings-delay"
@@ -541,7 +566,11 @@ function PublicPreview({ name, title, summary, breakdowns }: { name: string; tit
         </div>
         <div>
           <dt>{t('subdomains.preview.breakdowns')}</dt>
-          <dd>{summary.stats && breakdowns.length > 0 ? breakdowns.map((key) => t(`subdomains.breakdown.${key}` as UiKey)).join(', ') : t('subdomains.preview.breakdowns_none')}</dd>
+          <dd>
+            {summary.stats && breakdowns.length > 0
+              ? breakdowns.map((key) => t(`subdomains.breakdown.${key}` as UiKey)).join(', ')
+              : t('subdomains.preview.breakdowns_none')}
+          </dd>
         </div>
       </dl>
     </div>
@@ -561,7 +590,11 @@ function ServedPayload({ served, preview }: { served: Loaded<PublicPage> & { rel
       {served.state === 'error' ? <ErrorState error={served.error} retry={served.reload} /> : null}
       {served.state === 'ready' ? (
         <>
-          <p class={sameSummary(served.data.public, preview) ? 'notice notice-ok' : 'notice'} data-testid="served-match" data-match={String(sameSummary(served.data.public, preview))}>
+          <p
+            class={sameSummary(served.data.public, preview) ? 'notice notice-ok' : 'notice'}
+            data-testid="served-match"
+            data-match={String(sameSummary(served.data.public, preview))}
+          >
             {sameSummary(served.data.public, preview) ? t('subdomains.served.matches') : t('subdomains.served.differs')}
           </p>
           <dl class="preview-list">

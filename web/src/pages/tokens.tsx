@@ -69,7 +69,9 @@ function CreateToken({ onCreated }: { onCreated: () => void }) {
         throw new ApiError(422, { code: 'validation_error', message: t('tokens.expires_past'), details: { expires_at: t('tokens.expires_past') } });
       }
       const token = await load(
-        api.POST('/api/v1/tokens', { body: { name, scopes, ...(lines.length > 0 ? { ip_allowlist: lines } : {}), ...(expiresAt ? { expires_at: expiresAt } : {}) } }),
+        api.POST('/api/v1/tokens', {
+          body: { name, scopes, ...(lines.length > 0 ? { ip_allowlist: lines } : {}), ...(expiresAt ? { expires_at: expiresAt } : {}) },
+        }),
       );
       setCreated(token);
       setName('');
@@ -110,17 +112,42 @@ function CreateToken({ onCreated }: { onCreated: () => void }) {
       <form onSubmit={submit}>
         <div class="form-grid">
           <Field id="token-name" label={t('tokens.name')} hint={t('tokens.name_hint')} error={fieldError(error, 'name')}>
-            <input id="token-name" type="text" required maxLength={100} value={name} onInput={(event) => setName(event.currentTarget.value)} aria-describedby="token-name-hint" />
+            <input
+              id="token-name"
+              type="text"
+              required
+              maxLength={100}
+              value={name}
+              onInput={(event) => setName(event.currentTarget.value)}
+              aria-describedby="token-name-hint"
+            />
           </Field>
-          <Field id="token-expires" label={t('tokens.expires')} hint={t('tokens.expires_hint', { zone: viewerTimeZone() })} error={fieldError(error, 'expires_at')}>
-            <input id="token-expires" type="date" value={expires} onInput={(event) => setExpires(event.currentTarget.value)} aria-describedby="token-expires-hint" />
+          <Field
+            id="token-expires"
+            label={t('tokens.expires')}
+            hint={t('tokens.expires_hint', { zone: viewerTimeZone() })}
+            error={fieldError(error, 'expires_at')}
+          >
+            <input
+              id="token-expires"
+              type="date"
+              value={expires}
+              onInput={(event) => setExpires(event.currentTarget.value)}
+              aria-describedby="token-expires-hint"
+            />
           </Field>
         </div>
         <fieldset class={scopesError ? 'field-invalid' : undefined} aria-describedby={scopesError ? 'token-scopes-error' : undefined}>
           <legend>{t('tokens.scopes')}</legend>
           {offered.map((scope) => (
             <label key={scope} class="checkbox">
-              <input type="checkbox" name="scopes" value={scope} checked={scopes.includes(scope)} onChange={(event) => toggle(scope, event.currentTarget.checked)} />
+              <input
+                type="checkbox"
+                name="scopes"
+                value={scope}
+                checked={scopes.includes(scope)}
+                onChange={(event) => toggle(scope, event.currentTarget.checked)}
+              />
               <span>{t(scopeKey(scope))}</span>
             </label>
           ))}
@@ -277,7 +304,12 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
               </td>
               <td>
                 {token.state === 'active' ? (
-                  <button type="button" class="button-small button-danger" onClick={() => onRevoke(token)} aria-label={t('tokens.revoke_named', { name: token.name })}>
+                  <button
+                    type="button"
+                    class="button-small button-danger"
+                    onClick={() => onRevoke(token)}
+                    aria-label={t('tokens.revoke_named', { name: token.name })}
+                  >
                     {t('tokens.revoke')}
                   </button>
                 ) : null}

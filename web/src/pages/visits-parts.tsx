@@ -52,7 +52,10 @@ export function isoOfLocalInput(value: string): string | undefined {
 
 /** The caller's subdomains, for the subdomain filter (the filter still works while they load or if they fail). */
 export function useSubdomainNames(): string[] {
-  const loaded = useLoad(async (signal) => (await load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal }))).subdomains.map((subdomain) => subdomain.name), []);
+  const loaded = useLoad(
+    async (signal) => (await load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal }))).subdomains.map((subdomain) => subdomain.name),
+    [],
+  );
   return loaded.state === 'ready' ? loaded.data : [];
 }
 

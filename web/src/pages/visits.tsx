@@ -107,7 +107,8 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
     setDraft(draftOf(filters));
   }, [JSON.stringify(filters)]);
   const links = useLoad(
-    async (signal) => (draft.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: draft.subdomain, limit: 200 } }, signal }))).links : []),
+    async (signal) =>
+      draft.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: draft.subdomain, limit: 200 } }, signal }))).links : [],
     [draft.subdomain],
   );
   const linkOptions = links.state === 'ready' ? links.data.flatMap((link) => ('id' in link ? [{ id: link.id, slug: link.slug }] : [])) : [];
@@ -147,10 +148,21 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
   return (
     <form class="filters visit-filters" aria-label={t('visits.filters')} onSubmit={submit}>
       <Field id="visits-subdomain" label={t('visits.filter.subdomain')}>
-        <SubdomainSelect id="visits-subdomain" value={draft.subdomain} names={names} onChange={(value) => setDraft((previous) => ({ ...previous, subdomain: value, link_id: '' }))} />
+        <SubdomainSelect
+          id="visits-subdomain"
+          value={draft.subdomain}
+          names={names}
+          onChange={(value) => setDraft((previous) => ({ ...previous, subdomain: value, link_id: '' }))}
+        />
       </Field>
       <Field id="visits-link" label={t('visits.filter.link')} hint={draft.subdomain ? undefined : t('visits.filter.link_hint')}>
-        <select id="visits-link" value={draft.link_id} onChange={set('link_id')} disabled={!draft.subdomain && !draft.link_id} aria-describedby={draft.subdomain ? undefined : 'visits-link-hint'}>
+        <select
+          id="visits-link"
+          value={draft.link_id}
+          onChange={set('link_id')}
+          disabled={!draft.subdomain && !draft.link_id}
+          aria-describedby={draft.subdomain ? undefined : 'visits-link-hint'}
+        >
           <option value="">{t('visits.filter.any_link')}</option>
           {linkOptions.map((link) => (
             <option key={link.id} value={link.id}>
@@ -198,10 +210,24 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
         </select>
       </Field>
       <Field id="visits-since" label={t('visits.filter.since')} error={errorOf('since')}>
-        <input id="visits-since" type="datetime-local" value={draft.since} onInput={set('since')} aria-invalid={errorOf('since') ? true : undefined} aria-describedby={errorOf('since') ? 'visits-since-error' : undefined} />
+        <input
+          id="visits-since"
+          type="datetime-local"
+          value={draft.since}
+          onInput={set('since')}
+          aria-invalid={errorOf('since') ? true : undefined}
+          aria-describedby={errorOf('since') ? 'visits-since-error' : undefined}
+        />
       </Field>
       <Field id="visits-until" label={t('visits.filter.until')} error={errorOf('until')}>
-        <input id="visits-until" type="datetime-local" value={draft.until} onInput={set('until')} aria-invalid={errorOf('until') ? true : undefined} aria-describedby={errorOf('until') ? 'visits-until-error' : undefined} />
+        <input
+          id="visits-until"
+          type="datetime-local"
+          value={draft.until}
+          onInput={set('until')}
+          aria-invalid={errorOf('until') ? true : undefined}
+          aria-describedby={errorOf('until') ? 'visits-until-error' : undefined}
+        />
       </Field>
       <div class="form-actions">
         <button type="submit" class="button-primary">
@@ -263,7 +289,15 @@ function VisitTable({ visits, fresh }: { visits: VisitRow[]; fresh: Set<string> 
                   <span class={`kind kind-${visit.kind}`}>{t(`visits.kind.${visit.kind}` as UiKey)}</span>
                   {visit.kind === 'attack' ? <span class="cell-line muted">{attackTypeLabel(t, visit.attack_type)}</span> : null}
                 </td>
-                <td>{visit.is_bot === undefined ? '—' : visit.is_bot ? (visit.bot_name ? t('visits.bot_named', { name: visit.bot_name }) : t('visits.bot_yes')) : t('visits.bot_no')}</td>
+                <td>
+                  {visit.is_bot === undefined
+                    ? '—'
+                    : visit.is_bot
+                      ? visit.bot_name
+                        ? t('visits.bot_named', { name: visit.bot_name })
+                        : t('visits.bot_yes')
+                      : t('visits.bot_no')}
+                </td>
                 <td>{place || '—'}</td>
                 <td>
                   {client.length > 0
@@ -320,7 +354,12 @@ export function VisitsPage() {
   loadedRef.current = loaded.state === 'ready' ? loaded.data : undefined;
 
   // Live on the first page of an open-ended list of the owner's own visits (public lists carry no visit ids).
-  const liveable = loaded.state === 'ready' && loaded.data.asked === asked && cursor === undefined && !filters.until && loaded.data.visits.every((visit) => visit.visit_id !== undefined);
+  const liveable =
+    loaded.state === 'ready' &&
+    loaded.data.asked === asked &&
+    cursor === undefined &&
+    !filters.until &&
+    loaded.data.visits.every((visit) => visit.visit_id !== undefined);
   const live = liveable && !paused;
   useEffect(() => {
     if (!live) return;
@@ -412,7 +451,11 @@ export function VisitsPage() {
             <VisitTable visits={shown} fresh={fresh} />
           )}
           {shown.length > 0 || pages.hasPrevious ? (
-            <MetaPager pages={pages} meta={loaded.data.meta} total={loaded.data.meta.total === undefined ? undefined : loaded.data.meta.total + arrived.length} />
+            <MetaPager
+              pages={pages}
+              meta={loaded.data.meta}
+              total={loaded.data.meta.total === undefined ? undefined : loaded.data.meta.total + arrived.length}
+            />
           ) : null}
         </>
       ) : null}

@@ -7,7 +7,21 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, call, load, type paths, type Schemas } from '../api/client.js';
 import { formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
-import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, MetaPager, Notice, PageHeader, useCursorPages, useLoad, useModalDialog } from '../app/ui.js';
+import {
+  Async,
+  CopyButton,
+  Empty,
+  ErrorState,
+  Field,
+  fieldError,
+  Loading,
+  MetaPager,
+  Notice,
+  PageHeader,
+  useCursorPages,
+  useLoad,
+  useModalDialog,
+} from '../app/ui.js';
 import './webhooks.css';
 
 type Webhook = Schemas['Webhook'];
@@ -57,7 +71,10 @@ function errorOf(error: unknown, field: string): string | undefined {
 }
 
 /** Whether an error belongs to one of the form's fields (shown there) rather than above the form. */
-const onAField = (error: unknown, fields: string[]) => fields.some((field) => errorOf(error, field) !== undefined || (error instanceof ApiError && Object.keys(error.details).some((key) => key.startsWith(`${field}.`))));
+const onAField = (error: unknown, fields: string[]) =>
+  fields.some(
+    (field) => errorOf(error, field) !== undefined || (error instanceof ApiError && Object.keys(error.details).some((key) => key.startsWith(`${field}.`))),
+  );
 
 interface Settings {
   url: string;
@@ -67,7 +84,19 @@ interface Settings {
 }
 
 /** The form of a webhook's settings, for creating one and for editing one. */
-function SettingsForm({ initial, submitLabel, busyLabel, onSubmit, idPrefix }: { initial: Settings; submitLabel: string; busyLabel: string; idPrefix: string; onSubmit: (settings: Settings) => Promise<void> }) {
+function SettingsForm({
+  initial,
+  submitLabel,
+  busyLabel,
+  onSubmit,
+  idPrefix,
+}: {
+  initial: Settings;
+  submitLabel: string;
+  busyLabel: string;
+  idPrefix: string;
+  onSubmit: (settings: Settings) => Promise<void>;
+}) {
   const { t } = useI18n();
   const [settings, setSettings] = useState<Settings>(initial);
   const [busy, setBusy] = useState(false);
@@ -88,7 +117,8 @@ function SettingsForm({ initial, submitLabel, busyLabel, onSubmit, idPrefix }: {
       setBusy(false);
     }
   };
-  const eventsError = errorOf(error, 'events') ?? (error instanceof ApiError ? Object.entries(error.details).find(([key]) => key.startsWith('events.'))?.[1] : undefined);
+  const eventsError =
+    errorOf(error, 'events') ?? (error instanceof ApiError ? Object.entries(error.details).find(([key]) => key.startsWith('events.'))?.[1] : undefined);
   return (
     <form onSubmit={submit} noValidate>
       <Field id={`${idPrefix}-url`} label={t('webhooks.url')} hint={t('webhooks.url_hint')} error={errorOf(error, 'url')}>
@@ -108,7 +138,12 @@ function SettingsForm({ initial, submitLabel, busyLabel, onSubmit, idPrefix }: {
         <legend>{t('webhooks.events')}</legend>
         {EVENTS.map((entry) => (
           <div class="checkbox" key={entry.name}>
-            <input id={`${idPrefix}-event-${entry.name}`} type="checkbox" checked={settings.events.includes(entry.name)} onChange={(event) => toggle(entry.name, event.currentTarget.checked)} />
+            <input
+              id={`${idPrefix}-event-${entry.name}`}
+              type="checkbox"
+              checked={settings.events.includes(entry.name)}
+              onChange={(event) => toggle(entry.name, event.currentTarget.checked)}
+            />
             <label for={`${idPrefix}-event-${entry.name}`}>
               <code>{entry.name}</code> — {t(EVENT_LABELS[entry.name])}
               {entry.emitted ? null : <span class="webhook-not-emitted"> {t('webhooks.not_emitted')}</span>}
@@ -123,7 +158,12 @@ function SettingsForm({ initial, submitLabel, busyLabel, onSubmit, idPrefix }: {
       </fieldset>
       <div class="form-grid">
         <Field id={`${idPrefix}-subdomain`} label={t('webhooks.subdomain')} hint={t('webhooks.subdomain_hint')} error={errorOf(error, 'subdomain')}>
-          <select id={`${idPrefix}-subdomain`} value={settings.subdomain} aria-describedby={`${idPrefix}-subdomain-hint`} onChange={(event) => set({ subdomain: event.currentTarget.value })}>
+          <select
+            id={`${idPrefix}-subdomain`}
+            value={settings.subdomain}
+            aria-describedby={`${idPrefix}-subdomain-hint`}
+            onChange={(event) => set({ subdomain: event.currentTarget.value })}
+          >
             <option value="">{t('webhooks.all_subdomains')}</option>
             {subdomains.state === 'ready'
               ? subdomains.data.subdomains.map((subdomain) => (
@@ -132,14 +172,24 @@ function SettingsForm({ initial, submitLabel, busyLabel, onSubmit, idPrefix }: {
                   </option>
                 ))
               : null}
-            {settings.subdomain && subdomains.state === 'ready' && !subdomains.data.subdomains.some((subdomain) => subdomain.name === settings.subdomain) ? <option value={settings.subdomain}>{settings.subdomain}</option> : null}
+            {settings.subdomain && subdomains.state === 'ready' && !subdomains.data.subdomains.some((subdomain) => subdomain.name === settings.subdomain) ? (
+              <option value={settings.subdomain}>{settings.subdomain}</option>
+            ) : null}
           </select>
         </Field>
         <Field id={`${idPrefix}-description`} label={`${t('webhooks.description')} (${t('field.optional')})`} error={errorOf(error, 'description')}>
-          <input id={`${idPrefix}-description`} type="text" maxLength={500} value={settings.description} onInput={(event) => set({ description: event.currentTarget.value })} />
+          <input
+            id={`${idPrefix}-description`}
+            type="text"
+            maxLength={500}
+            value={settings.description}
+            onInput={(event) => set({ description: event.currentTarget.value })}
+          />
         </Field>
       </div>
-      {error && !onAField(error, ['url', 'events', 'subdomain', 'description']) ? <Notice kind="error">{error instanceof Error ? error.message : String(error)}</Notice> : null}
+      {error && !onAField(error, ['url', 'events', 'subdomain', 'description']) ? (
+        <Notice kind="error">{error instanceof Error ? error.message : String(error)}</Notice>
+      ) : null}
       <div class="form-actions">
         <button type="submit" class="button-primary" disabled={busy}>
           {busy ? busyLabel : submitLabel}
@@ -256,7 +306,14 @@ function WebhookList() {
           </section>
           <section class="card" aria-labelledby="webhooks-create">
             <h2 id="webhooks-create">{t('webhooks.create')}</h2>
-            <SettingsForm key={formKey} idPrefix="new-webhook" initial={{ url: '', events: ['visit.new'], subdomain: '', description: '' }} submitLabel={t('webhooks.create_submit')} busyLabel={t('action.saving')} onSubmit={create} />
+            <SettingsForm
+              key={formKey}
+              idPrefix="new-webhook"
+              initial={{ url: '', events: ['visit.new'], subdomain: '', description: '' }}
+              submitLabel={t('webhooks.create_submit')}
+              busyLabel={t('action.saving')}
+              onSubmit={create}
+            />
           </section>
         </>
       )}
@@ -265,7 +322,29 @@ function WebhookList() {
 }
 
 /** A modal confirmation (`<dialog>.showModal()` traps the focus and closes on Escape). */
-function ConfirmDialog({ id, open, title, message, confirmLabel, danger, busy, error, onConfirm, onClose }: { id: string; open: boolean; title: string; message: string; confirmLabel: string; danger?: boolean; busy: boolean; error?: string; onConfirm: () => void; onClose: () => void }) {
+function ConfirmDialog({
+  id,
+  open,
+  title,
+  message,
+  confirmLabel,
+  danger,
+  busy,
+  error,
+  onConfirm,
+  onClose,
+}: {
+  id: string;
+  open: boolean;
+  title: string;
+  message: string;
+  confirmLabel: string;
+  danger?: boolean;
+  busy: boolean;
+  error?: string;
+  onConfirm: () => void;
+  onClose: () => void;
+}) {
   const { t } = useI18n();
   const dialog = useModalDialog(open);
   return (
@@ -318,7 +397,16 @@ function DeliveryLog({ webhookId, round }: { webhookId: string; round: number })
   // A new attempt (the test button) shows on the first page: go back there.
   const pages = useCursorPages([round]);
   const { cursor } = pages;
-  const loaded = useLoad((signal) => call(api.GET('/api/v1/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: LOG_PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })), [webhookId, cursor, round]);
+  const loaded = useLoad(
+    (signal) =>
+      call(
+        api.GET('/api/v1/webhooks/{id}/deliveries', {
+          params: { path: { id: webhookId }, query: { limit: LOG_PAGE_SIZE, ...(cursor ? { cursor } : {}) } },
+          signal,
+        }),
+      ),
+    [webhookId, cursor, round],
+  );
   return (
     <section aria-labelledby="delivery-log">
       <div class="section-header">
@@ -364,7 +452,11 @@ function DeliveryLog({ webhookId, round }: { webhookId: string; round: number })
                         <td class="num">{t('webhooks.ms', { ms: formatNumber(locale, delivery.latency_ms) })}</td>
                         <td class="num">{delivery.attempt}</td>
                         <td class="wrap">
-                          {delivery.success ? <span class="status status-ok">{t('webhooks.log_success')}</span> : <span class="status status-off">{t('webhooks.log_failure')}</span>}
+                          {delivery.success ? (
+                            <span class="status status-ok">{t('webhooks.log_success')}</span>
+                          ) : (
+                            <span class="status status-off">{t('webhooks.log_failure')}</span>
+                          )}
                           {delivery.error ? <div class="muted">{delivery.error}</div> : null}
                         </td>
                         <td class="wrap">
