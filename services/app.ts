@@ -10,7 +10,7 @@ import { createMethodIndex, routeMissError, registerRoutes } from '../shared/htt
 import type { RouteDef } from '../shared/http/route.js';
 import { apiSecurityHeadersHook } from '../shared/http/security-headers.js';
 import { shortHostMatcher } from '../shared/links/hosts.js';
-import { createApi, type Api } from './api/app.js';
+import { createApi, readServices, type Api } from './api/app.js';
 import { createAbuseGuard, type AbuseGuard } from './api/auth/abuse.js';
 import { probeRoutes } from './api/discovery/discovery.routes.js';
 import { buildIngestApp, hostDispatcher, hostServer, type IngestApp } from './ingest/app.js';
@@ -119,7 +119,9 @@ async function composeRoles(
   const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
   const abuse = await createAbuseGuard(context);
   // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
-  const pages = publicPages(context, limiter);
+  // The read services once: the public pages and the API's endpoints share them.
+  const services = readServices(context);
+  const pages = publicPages({ config, ...services }, limiter);
   const ingest = has('ingest') ? await buildIngestApp(context, { limiter, abuse }, pages) : undefined;
   if (!has('api')) return { ingest, abuse };
   const shortHostOf = shortHostMatcher(config);
@@ -130,6 +132,6 @@ async function composeRoles(
         const subdomain = shortHostOf(request.hostname);
         return subdomain ? pages.answer(request, reply, subdomain) : undefined;
       };
-  const api = await createApi(context, { limiter, abuse, served, dashboardDir, shortHostRoot });
+  const api = await createApi(context, { services, limiter, abuse, served, dashboardDir, shortHostRoot });
   return { api, ingest, abuse };
 }

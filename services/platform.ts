@@ -81,7 +81,7 @@ export async function startPlatform(config: Config): Promise<Platform> {
  * was drained and what is left (on disk, consumed at the next start). Kafka keeps what it holds for
  * the other members of the groups: nothing to wait for there.
  */
-async function drainLog(context: Context, deadline: number): Promise<void> {
+async function drainLog(context: Pick<Context, 'visitLog' | 'log'>, deadline: number): Promise<void> {
   const { visitLog, log } = context;
   if (visitLog.kind !== 'lmdb') return;
   const lag = async () => (await visitLog.consumers()).reduce((sum, consumer) => sum + (consumer.lag ?? 0), 0);

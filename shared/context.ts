@@ -28,12 +28,15 @@ export interface Context {
   startedAt: Date;
 }
 
+/** The clients of the external stores, each with its `kind` and `ping` (what /health reports). */
+export type Clients = Pick<Context, 'db' | 'analytics' | 'visitLog' | 'jobs' | 'cache'>;
+
 /** The dependencies /health probes, by name. */
 export const DEPENDENCIES = ['database', 'analytics', 'visit_log', 'jobs', 'cache'] as const;
 export type Dependency = (typeof DEPENDENCIES)[number];
 
 /** Describes which implementation backs each dependency (for /health and /status). */
-export function dependencyKinds(context: Context): Record<Dependency, string> {
+export function dependencyKinds(context: Clients): Record<Dependency, string> {
   return {
     database: context.db.kind,
     analytics: context.analytics.kind,

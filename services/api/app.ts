@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import type { Context } from '../../shared/context.js';
+import { createEventBus } from '../../shared/events/events.js';
 import type { RateLimiter } from '../../shared/http/rate-limit.js';
 import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.js';
 import type { RouteDef } from '../../shared/http/route.js';
@@ -14,18 +15,39 @@ import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
 import { usersRoutes } from './users/users.routes.js';
 import { deadLettersRoutes } from './dead-letters/dead-letters.routes.js';
+import { deadLettersService } from './dead-letters/dead-letters.service.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
+import { subdomainsService, type SubdomainsService } from './subdomains/subdomains.service.js';
 import { linksRoutes } from './links/links.routes.js';
+import { linksService } from './links/links.service.js';
 import { statsRoutes } from './stats/stats.routes.js';
-import { reportZonesOf } from './stats/stats.service.js';
+import { reportZonesOf, statsService, type StatsService } from './stats/stats.service.js';
 import { visitsRoutes } from './visits/visits.routes.js';
+import { visitsService, type VisitsService } from './visits/visits.service.js';
 import { legacyRoutes } from './legacy/legacy.routes.js';
 import { exportsRoutes } from './exports/exports.routes.js';
+import { exportsService } from './exports/exports.service.js';
 import { reservedRoutes } from './reserved/reserved.routes.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
+import { webhooksService } from './webhooks/webhooks.service.js';
 import { registerDashboard, type ShortHostRoot } from './dashboard/dashboard.js';
 
+/** The read services the API and the subdomains' public pages share (the pages go through the very services the endpoints use). */
+export interface ReadServices {
+  subdomains: SubdomainsService;
+  stats: StatsService;
+  visits: VisitsService;
+}
+
+/** Builds the shared read services once per process, from the database, ClickHouse and the config. */
+export function readServices(context: Pick<Context, 'db' | 'analytics' | 'config'>): ReadServices {
+  const subdomains = subdomainsService(context);
+  return { subdomains, stats: statsService({ ...context, subdomains }), visits: visitsService({ ...context, subdomains }) };
+}
+
 export interface ApiDeps {
+  /** The read services, shared with the public pages. */
+  services: ReadServices;
   /** The process's rate limiter and anti-spam guard (shared with the edge when the process has both roles). */
   limiter: RateLimiter;
   abuse: AbuseGuard;
@@ -48,26 +70,29 @@ export interface Api {
 }
 
 /** The api role: the `/api/v1` routes, the legacy v0 API, sign-in under `/auth`, the owner dashboard. */
-export async function createApi(context: Context, { limiter, abuse, served, dashboardDir, shortHostRoot }: ApiDeps): Promise<Api> {
+export async function createApi(context: Context, { services, limiter, abuse, served, dashboardDir, shortHostRoot }: ApiDeps): Promise<Api> {
   const { config, log } = context;
   // A start-up read: the time zones reports offer (ClickHouse).
   const zones = await reportZonesOf(context);
   const authenticator = createAuthenticator(context, abuse);
   const captcha = createCaptcha(context.cache, config.captcha.secret);
   const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
+  // Each service once: those others use (subdomains, stats, visits) are handed to them.
+  const { subdomains, stats, visits } = services;
+  const links = linksService({ ...context, subdomains, events: createEventBus(context) });
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served }),
     ...authRoutes(context, authService(context, captcha, abuse), captcha),
     ...usersRoutes(context),
-    ...deadLettersRoutes(context),
+    ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(context)),
-    ...subdomainsRoutes(context),
-    ...linksRoutes(context),
-    ...statsRoutes(context, zones),
-    ...visitsRoutes(context),
-    ...legacyRoutes(context),
-    ...exportsRoutes(context),
-    ...webhooksRoutes(context),
+    ...subdomainsRoutes(subdomains),
+    ...linksRoutes(links),
+    ...statsRoutes(stats, zones),
+    ...visitsRoutes(visits),
+    ...legacyRoutes({ visits, stats }),
+    ...exportsRoutes(exportsService({ ...context, stats })),
+    ...webhooksRoutes(webhooksService({ ...context, subdomains })),
     ...reservedRoutes(),
   ];
   return {

@@ -107,7 +107,7 @@ export function beaconStore(analytics: Analytics) {
  * batch that a message makes fail is handled in parts, and that message dead-lettered (poison.ts).
  */
 export async function startBeaconConsumer(
-  context: Context,
+  context: Pick<Context, 'visitLog' | 'metrics' | 'log' | 'config'>,
   store: ReturnType<typeof beaconStore>,
   /** Enriches and stores beacon-started visits; `redelivered` (BatchControl): those already stored are left out. */
   enrichVisits: (visits: RawVisit[], redelivered: boolean) => Promise<void>,

@@ -59,12 +59,15 @@ export function decodeMessage<T>(schema: z.ZodType<T>, what: string, message: Lo
   return { kind: 'ok', value: parsed.data };
 }
 
+/** What dead-lettering uses: the log it publishes to, the metrics it counts in, the logger. */
+export type DeadLetterDeps = Pick<Context, 'visitLog' | 'metrics' | 'log'>;
+
 /**
  * Sends messages of `source` to `visits.dlq` unchanged, with their headers and `x-dlq-reason`,
  * `x-dlq-source` (where a replay republishes them) and `x-dlq-at` (and any extra headers), counts
  * them by code and logs the first reason. Awaited before the batch commits: nothing is lost.
  */
-export async function deadLetter(context: Context, source: DlqSource, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
+export async function deadLetter(context: DeadLetterDeps, source: DlqSource, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
   if (dead.length === 0) return;
   const at = new Date().toISOString();
   await context.visitLog.publish(
@@ -91,7 +94,7 @@ export async function deadLetter(context: Context, source: DlqSource, dead: Dead
  * `<stage> stage failed: <error>`, counted as `stage_failed`, each logged with its error.
  */
 export async function deadLetterPoisons(
-  context: Context,
+  context: DeadLetterDeps,
   source: DlqSource,
   poisons: Poison<LogMessage>[],
   extraHeaders: Record<string, string> = {},

@@ -4,6 +4,7 @@ import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { BatchControl, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '../../shared/events/events.js';
 import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
+import { webhooksRepository } from '../../shared/webhooks/webhooks.repository.js';
 import type { WebhookRow } from '../../shared/webhooks/webhooks.repository.js';
 import { enrich, type Enrichment } from './enrich.js';
 import { limitWatcher } from './limits.js';
@@ -224,7 +225,7 @@ async function eventFilter(subscriptions: ReturnType<typeof webhookCache>, visit
  * committed) only after both writes succeeded; a failure redelivers the whole batch, unless a
  * message caused it: that message is isolated and dead-lettered, the rest stored (poison.ts).
  */
-export async function startEnricher(context: Context): Promise<Consumer> {
+export async function startEnricher(context: Pick<Context, 'db' | 'analytics' | 'visitLog' | 'cache' | 'config' | 'log' | 'metrics'>): Promise<Consumer> {
   const { visitLog, analytics, metrics } = context;
   const geo = await openGeoLookup();
   const salts = saltBook(context.db.db);
@@ -234,7 +235,7 @@ export async function startEnricher(context: Context): Promise<Consumer> {
   const beacons = beaconStore(analytics);
   const bursts = burstDetector(context.config.burst);
   const owners = subdomainOwners(context);
-  const subscriptions = webhookCache(context);
+  const subscriptions = webhookCache({ webhooks: webhooksRepository(context.db.db), cache: context.cache });
 
   /** Enriches visits (and remembers their uniques, see deriveAll). */
   const prepare = (visits: RawVisit[], redelivered: boolean) => deriveAll(visits, redelivered, geo, salts, uniques, bursts);

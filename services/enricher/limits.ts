@@ -21,7 +21,7 @@ const LIMIT_TTL_MS = 60_000;
  * link in Postgres (once: the first enricher to mark it wins), announces the change to every
  * ingest node (the link stops redirecting) and raises `link.limit_reached`.
  */
-export async function limitWatcher(context: Context) {
+export async function limitWatcher(context: Pick<Context, 'db' | 'analytics' | 'cache' | 'log' | 'metrics'>) {
   const links = linksRepository(context.db.db);
   const visitRows = visitsRepository(context.analytics);
   const limits = new LRUCache<string, Limit>({ max: 100_000, ttl: LIMIT_TTL_MS });

@@ -19,8 +19,8 @@ export interface SubdomainOwners {
  * probes come with any host name). The enricher's side of what the edge leaves out: the edge
  * knows a link's owner, not a subdomain's, and does no I/O on a request to find it.
  */
-export function subdomainOwners(context: Context): SubdomainOwners {
-  const subdomains = subdomainsRepository(context.db.db);
+export function subdomainOwners({ db }: Pick<Context, 'db'>): SubdomainOwners {
+  const subdomains = subdomainsRepository(db.db);
   const owners = new LRUCache<string, { owner: string | null }>({ max: 50_000, ttl: OWNER_TTL_MS });
   const ownerOf = async (subdomain: string): Promise<string | null> => {
     let held = owners.get(subdomain);

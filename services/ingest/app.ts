@@ -45,7 +45,11 @@ export interface EdgeGuards {
  * parsing, no locale negotiation (done only for the error pages), no API hooks — because every
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
-export async function buildIngestApp(context: Context, { limiter, abuse }: EdgeGuards, publicPages: PublicPages): Promise<IngestApp> {
+export async function buildIngestApp(
+  context: Pick<Context, 'db' | 'config' | 'cache' | 'visitLog' | 'metrics' | 'log'>,
+  { limiter, abuse }: EdgeGuards,
+  publicPages: PublicPages,
+): Promise<IngestApp> {
   const { config, log } = context;
   // No route of the edge takes credentials: its registrar has no authenticator.
   const registrar = { limiter, abuse, publicUrl: config.publicUrl };
@@ -79,7 +83,7 @@ export async function buildIngestApp(context: Context, { limiter, abuse }: EdgeG
     return sendError(localized(request), reply, appError, errorOptions);
   });
   const tokens = consentTokens(key, config.tracker.consentTtlSec);
-  const routes = trackerRoutes({ context, beacons, tokens });
+  const routes = trackerRoutes({ beacons, tokens });
   const trackerMethods = createMethodIndex(routes);
   const shortHostOf = shortHostMatcher(config);
   /** The methods a path is served under: the beacon's declared ones on its paths, GET and HEAD on any path of a short host. */
@@ -117,8 +121,8 @@ export async function buildIngestApp(context: Context, { limiter, abuse }: EdgeG
  * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to `other`, the
  * process's app of health, metrics and (with the api role) the API.
  */
-export function hostDispatcher(context: Context, other: RequestListener, ingest: IngestApp): RequestListener {
-  const shortHostOf = shortHostMatcher(context.config);
+export function hostDispatcher({ config }: Pick<Context, 'config'>, other: RequestListener, ingest: IngestApp): RequestListener {
+  const shortHostOf = shortHostMatcher(config);
   const { shortHosts } = ingest;
   return (request, response) => {
     if (request.url && TRACKER_PATH.test(request.url)) return shortHosts.fastify(request, response);

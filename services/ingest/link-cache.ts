@@ -35,7 +35,7 @@ const keyOf = (subdomain: string, slug: string) => `${subdomain}/${slug}`;
  * re-read in the background, which bounds how long a missed notice (a Redis reconnect) can matter.
  */
 export async function createLinkCache(
-  context: Context,
+  context: Pick<Context, 'db' | 'config' | 'cache' | 'metrics' | 'log'>,
   /** How long an entry is fresh, and how long after a failed re-read it is tried again (tests shorten them). */
   { freshMs = FRESH_MS, refreshRetryMs = REFRESH_RETRY_MS }: { freshMs?: number; refreshRetryMs?: number } = {},
 ): Promise<LinkCache> {

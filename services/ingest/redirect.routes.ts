@@ -20,7 +20,8 @@ import type { VisitProducer } from './visit-producer.js';
 import type { PublicPages } from '../public-page/public-page.js';
 
 export interface ShortHostDeps {
-  context: Context;
+  /** The config, and the metrics and logger the redirects and their access-log lines go to. */
+  context: Pick<Context, 'config' | 'metrics' | 'log'>;
   links: LinkCache;
   visits: VisitProducer;
   limiter: RateLimiter;

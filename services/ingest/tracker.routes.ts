@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { Context } from '../../shared/context.js';
 import { uuidv7At } from '../../shared/ids.js';
 import { AppError } from '../../shared/errors.js';
 import { validateRequest } from '../../shared/http/register.js';
@@ -72,7 +71,6 @@ const tokenField = z
   .meta({ description: 'The consent token from POST /tracker/consent. Without a valid one: 403 `forbidden`, nothing stored.' });
 
 export interface TrackerDeps {
-  context: Context;
   beacons: BeaconProducer;
   tokens: ConsentTokens;
 }

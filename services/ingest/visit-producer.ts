@@ -29,11 +29,14 @@ export interface LogProducer<T> {
   close(deadlineMs?: number): Promise<void>;
 }
 
+/** What the edge's producers use: the log they publish to, its buffer settings, the metrics and logger. */
+export type LogProducerDeps = Pick<Context, 'visitLog' | 'config' | 'metrics' | 'log'>;
+
 export type VisitProducer = LogProducer<RawVisit>;
 export type BeaconProducer = LogProducer<BeaconMessage>;
 
 /** Visits for `visits.raw`, keyed by link id (the subdomain for visits of no link). */
-export const createVisitProducer = (context: Context): VisitProducer =>
+export const createVisitProducer = (context: LogProducerDeps): VisitProducer =>
   createLogProducer(
     context,
     TOPICS.visitsRaw,
@@ -42,7 +45,7 @@ export const createVisitProducer = (context: Context): VisitProducer =>
   );
 
 /** Beacon messages for `tracker.raw`, keyed by visit id (a visit's messages stay in order). */
-export const createBeaconProducer = (context: Context): BeaconProducer =>
+export const createBeaconProducer = (context: LogProducerDeps): BeaconProducer =>
   createLogProducer(
     context,
     TOPICS.trackerRaw,
@@ -57,7 +60,7 @@ export const createBeaconProducer = (context: Context): BeaconProducer =>
  * holds; past its size, visits are counted in visits_dropped_total{reason="buffer_full"}, never
  * dropped silently.
  */
-function createLogProducer<T>(context: Context, topic: Topic, keyOf: (item: T) => string, kindOf: (item: T) => string): LogProducer<T> {
+function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (item: T) => string, kindOf: (item: T) => string): LogProducer<T> {
   const { metrics, log, visitLog, config } = context;
   // Items are keyed and serialised when published, not when enqueued: the answer to the visitor does not wait for it.
   const buffer: T[] = [];

@@ -4,9 +4,7 @@ import { AppError, retryLater } from '../../shared/errors.js';
 import { negotiateLocale } from '../../shared/i18n/index.js';
 import { setRateLimitHeaders, type RateLimiter } from '../../shared/http/rate-limit.js';
 import { htmlSecurityHeaders } from '../../shared/http/security-headers.js';
-import { statsService } from '../api/stats/stats.service.js';
-import { subdomainsService } from '../api/subdomains/subdomains.service.js';
-import { visitsService } from '../api/visits/visits.service.js';
+import type { ReadServices } from '../api/app.js';
 import { PUBLIC_PAGE_DAYS, PUBLIC_PAGE_STYLE_HASH, renderPublicPage, renderUnknownSubdomain, type PublicPageData, type PublicReport } from './render.js';
 
 /** Most visits the page lists (fewer when the policy's stats_max_items says so). */
@@ -28,11 +26,7 @@ const HEADERS = {
  * policy module, with its publish delay and item cap), rendered as HTML. Counted in the default
  * (web) rate bucket per IP, since it reads ClickHouse.
  */
-export function publicPages(context: Context, limiter: RateLimiter) {
-  const { config } = context;
-  const subdomains = subdomainsService(context);
-  const stats = statsService(context);
-  const visits = visitsService(context);
+export function publicPages({ config, subdomains, stats, visits }: Pick<Context, 'config'> & ReadServices, limiter: RateLimiter) {
   const product = { name: 'linktrack', url: new URL(config.publicUrl).origin };
 
   const gather = async (name: string): Promise<PublicPageData> => {

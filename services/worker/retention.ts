@@ -34,7 +34,7 @@ export interface PruneOptions {
  * `maxBatches` per table; `stopping` ends it between two batches.
  */
 export async function pruneExpired(
-  context: Context,
+  context: Pick<Context, 'config' | 'db'>,
   { now = new Date(), batch = RETENTION_BATCH, maxBatches = RETENTION_MAX_BATCHES, stopping = (): boolean => false }: PruneOptions = {},
 ): Promise<PruneReport> {
   const { webhookDeliveriesDays, auditDays } = context.config.retention;
@@ -57,12 +57,15 @@ export async function pruneExpired(
   };
 }
 
+/** What the retention job uses: its settings, the database it prunes, the job runner, the logger. */
+export type RetentionDeps = Pick<Context, 'config' | 'db' | 'jobs' | 'log'>;
+
 /**
  * The retention side of the worker role: processes the retention job and declares its hourly
  * schedule (one schedule for all workers on BullMQ; embedded, the process's own, kept with its time
  * in the job runner's folder). With both retentions 0 the schedule is removed.
  */
-export async function startRetention(context: Context): Promise<Consumer> {
+export async function startRetention(context: RetentionDeps): Promise<Consumer> {
   const { webhookDeliveriesDays, auditDays } = context.config.retention;
   if (webhookDeliveriesDays === 0 && auditDays === 0) {
     await context.jobs.stopRepeating(retentionJob);

@@ -6,6 +6,7 @@ import { createNotifier } from '../../shared/notifications.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '../../shared/webhooks/delivery.js';
+import { usersRepository } from '../../shared/users/users.repository.js';
 import { webhooksRepository, type WebhookRow } from '../../shared/webhooks/webhooks.repository.js';
 import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
 
@@ -21,8 +22,8 @@ export interface DeliveryJob {
 }
 
 /** The delivery job kind with the configured policy: 5 attempts, waits base·4^(n-2) with jitter. */
-export function deliveryJob(context: Context): JobDefinition<DeliveryJob> {
-  const { retryBaseMs, concurrency } = context.config.webhooks;
+export function deliveryJob({ config }: Pick<Context, 'config'>): JobDefinition<DeliveryJob> {
+  const { retryBaseMs, concurrency } = config.webhooks;
   // Finished deliveries' ids deduplicate an event the dispatcher is handed again (a batch redelivered
   // seconds later); 100 000 bound what Redis keeps for a busy platform.
   return defineJob<DeliveryJob>({
@@ -78,6 +79,9 @@ function slotsPerKey(limit: number) {
   };
 }
 
+/** What the webhook side of the worker uses: every client but ClickHouse, for the dispatcher, the deliveries and the owners' notices. */
+export type WebhooksWorkerDeps = Pick<Context, 'db' | 'cache' | 'config' | 'secrets' | 'metrics' | 'log' | 'jobs' | 'visitLog'>;
+
 /**
  * The webhook side of the worker role:
  * - the dispatcher consumes the `events` topic and enqueues one delivery job per event and
@@ -88,20 +92,22 @@ function slotsPerKey(limit: number) {
  * The dispatcher enqueues only while fewer than WEBHOOK_QUEUE_HIGH_WATER deliveries are ready to
  * run: a backlog stays in the events topic, which is made to hold one, not in Redis.
  */
-export async function startWebhooks(context: Context): Promise<Consumer> {
+export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consumer> {
+  const { config, log, metrics, jobs, visitLog } = context;
+  // One repository of webhooks for the cache, the deliverer (attempt log), the notifier and disabling.
   const repository = webhooksRepository(context.db.db);
-  const cache = webhookCache(context);
-  const deliverer = createDeliverer(context);
-  const notifier = createNotifier(context);
+  const cache = webhookCache({ webhooks: repository, cache: context.cache });
+  const deliverer = createDeliverer({ webhooks: repository, secrets: context.secrets, config, metrics });
+  const notifier = createNotifier({ webhooks: repository, users: usersRepository(context.db.db), config, log });
   const job = deliveryJob(context);
-  const slots = slotsPerKey(context.config.webhooks.perWebhook);
-  const { queueHighWater } = context.config.webhooks;
+  const slots = slotsPerKey(config.webhooks.perWebhook);
+  const { queueHighWater } = config.webhooks;
 
   const disable = async (webhook: WebhookRow, reason: string, data: Record<string, unknown>) => {
     const disabled = await repository.disable(webhook.id, reason);
     if (!disabled) return; // another attempt disabled it first and notified
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
-    context.log.warn({ webhook_id: webhook.id, reason }, 'webhook disabled');
+    log.warn({ webhook_id: webhook.id, reason }, 'webhook disabled');
     await notifier.notify({
       userId: webhook.owner_id,
       kind: 'webhook.disabled',
@@ -113,7 +119,7 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
     });
   };
 
-  const processor = await context.jobs.process(job, async (delivery, { attempt, final }) => {
+  const processor = await jobs.process(job, async (delivery, { attempt, final }) => {
     const webhook = await cache.get(delivery.webhook_id, delivery.owner_id);
     // Deleted, or disabled meanwhile: nothing more is sent (not an attempt).
     if (!webhook || !webhook.enabled) return;
@@ -134,7 +140,7 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
     throw new Error(`webhook delivery attempt ${attempt} failed: ${outcome.error}`);
   });
 
-  const consumer = await context.visitLog.consume({
+  const consumer = await visitLog.consume({
     groupId: WEBHOOK_DISPATCH_GROUP,
     topic: TOPICS.events,
     maxBatch: 500,
@@ -149,12 +155,12 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
       // An owner's events travel under its key: their owners were looked up with the keys.
       const owners = [...new Set(events.map((event) => event.owner_id))];
       const subscribed = owners.every((owner) => withWebhooks.has(owner)) ? withWebhooks : await cache.enabledOf(owners);
-      const jobs: { data: DeliveryJob; jobId: string }[] = [];
+      const queued: { data: DeliveryJob; jobId: string }[] = [];
       for (const event of events) {
         for (const webhook of subscribed.get(event.owner_id) ?? []) {
           if (!matches(webhook, event)) continue;
           const deliveryId = deliveryIdOf(webhook.id, event.id);
-          jobs.push({
+          queued.push({
             jobId: deliveryId,
             data: {
               webhook_id: webhook.id,
@@ -165,17 +171,17 @@ export async function startWebhooks(context: Context): Promise<Consumer> {
           });
         }
       }
-      if (jobs.length === 0) return;
+      if (queued.length === 0) return;
       // Room first: while the workers have WEBHOOK_QUEUE_HIGH_WATER deliveries waiting, the events
       // stay in the topic (this batch is not committed), heartbeating the group meanwhile.
-      while ((await context.jobs.waiting(job)) >= queueHighWater) {
+      while ((await jobs.waiting(job)) >= queueHighWater) {
         if (batch.stopping()) throw new Error('stopping while the delivery queue is full: the batch is left for redelivery');
         await batch.heartbeat();
         await sleep(QUEUE_POLL_MS);
       }
       // Enqueued before the batch is committed: a failure redelivers it, and the job ids dedupe.
-      await context.jobs.enqueueMany(job, jobs);
-      for (const entry of jobs) context.metrics.webhookDispatched.inc({ event: entry.data.event.type });
+      await jobs.enqueueMany(job, queued);
+      for (const entry of queued) metrics.webhookDispatched.inc({ event: entry.data.event.type });
     },
   });
 

@@ -1,14 +1,13 @@
-import type { Context } from '../../shared/context.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
-import { startRetention } from './retention.js';
-import { startWebhooks } from './webhooks.js';
+import { startRetention, type RetentionDeps } from './retention.js';
+import { startWebhooks, type WebhooksWorkerDeps } from './webhooks.js';
 
 /**
  * The worker role: background jobs (BullMQ workers in production, the durable one-process runner on LMDB embedded).
  * Webhook delivery, fed by the dispatcher on the `events` topic, and the hourly retention job that
  * prunes the webhook delivery log and the audit log.
  */
-export async function startWorker(context: Context): Promise<Consumer> {
+export async function startWorker(context: WebhooksWorkerDeps & RetentionDeps): Promise<Consumer> {
   const webhooks = await startWebhooks(context);
   let retention: Consumer;
   try {

@@ -54,7 +54,7 @@ export function dependencyPortsOf(config: Context['config']) {
 }
 
 /** The Fastify options every HTTP app of the platform shares (the API and the ingest edge). */
-export function baseFastifyOptions(context: Context): FastifyServerOptions {
+export function baseFastifyOptions(context: Pick<Context, 'config' | 'log' | 'metrics'>): FastifyServerOptions {
   const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
   return {
@@ -103,7 +103,7 @@ function clientFailure(error: ClientError): { status: number; error: AppError } 
  * request, its Accept-Language included, was read), and the connection closes. Like every answer
  * it is counted and has its access-log line.
  */
-export function clientErrorHandler(context: Context) {
+export function clientErrorHandler(context: RecorderDeps) {
   const record = requestRecorder(context);
   return (error: ClientError, socket: Socket): void => {
     // A reset connection has no one to answer.
@@ -193,7 +193,9 @@ export interface AnsweredRequest {
 }
 
 type Recorder = (answered: AnsweredRequest) => void;
-const recorders = new WeakMap<Context, Recorder>();
+/** What a recorder writes to. Pass the process's context itself: its recorder is found by identity. */
+export type RecorderDeps = Pick<Context, 'metrics' | 'log'>;
+const recorders = new WeakMap<RecorderDeps, Recorder>();
 
 /**
  * Records an answered request: the request duration histogram, the status-class counter and the
@@ -201,13 +203,13 @@ const recorders = new WeakMap<Context, Recorder>();
  * set so a request does not hash its labels again; every app of a process shares its context's
  * one recorder (and so those caches).
  */
-export function requestRecorder(context: Context): Recorder {
+export function requestRecorder(context: RecorderDeps): Recorder {
   let recorder = recorders.get(context);
   if (!recorder) recorders.set(context, (recorder = createRecorder(context)));
   return recorder;
 }
 
-function createRecorder(context: Context): Recorder {
+function createRecorder(context: RecorderDeps): Recorder {
   const { metrics, log } = context;
   /** Per method, route and status: its duration histogram and its status-class counter (found once). */
   const series = new Map<string, { duration: { observe(seconds: number): void }; answered: { inc(): void } }>();
@@ -229,7 +231,7 @@ function createRecorder(context: Context): Recorder {
 }
 
 /** The onResponse hook of every Fastify app: records the request (requestRecorder). */
-export function responseObserver(context: Context) {
+export function responseObserver(context: RecorderDeps) {
   const record = requestRecorder(context);
   return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const { routeDef, routeLabel } = request.routeOptions.config;

@@ -8,6 +8,8 @@ export interface NewUser {
   displayName?: string;
 }
 
+export type UsersRepository = ReturnType<typeof usersRepository>;
+
 /** SQL for users: the only place that queries the users table. */
 export function usersRepository(db: Kysely<DB>) {
   return {

@@ -3,7 +3,7 @@ import type { Context } from '../context.js';
 import { EVENT_TYPES } from '../events/events.js';
 import { VERSION } from '../version.js';
 import { GuardRefusal, checkTarget } from './guard.js';
-import { webhooksRepository, type DeliveryAttempt, type WebhookRow } from './webhooks.repository.js';
+import type { DeliveryAttempt, WebhookRow, WebhooksRepository } from './webhooks.repository.js';
 import { webhookSecrets } from './secrets.js';
 import { postTo, type AttemptOutcome } from './send.js';
 import { signBody } from './signature.js';
@@ -98,18 +98,21 @@ function groupCommit<T>(write: (items: T[]) => Promise<void>, windowMs = 10, max
   };
 }
 
+/** What a deliverer uses: the webhooks' repository (the attempt log), the secrets' keys, the webhook settings, the metrics. */
+export type DelivererDeps = { webhooks: WebhooksRepository } & Pick<Context, 'secrets' | 'config' | 'metrics'>;
+
 /**
  * Makes delivery attempts: guard (at each attempt: the name may resolve elsewhere now), sign,
  * POST to the checked address, and log the attempt. Used by the worker for events and by the API
  * for the test button. The secret is opened for each attempt only: caches of webhook records hold
  * it sealed.
  */
-export function createDeliverer(context: Context) {
-  const repository = webhooksRepository(context.db.db);
-  const secrets = webhookSecrets(context.secrets);
-  const { allowlist, timeoutMs } = context.config.webhooks;
+export function createDeliverer(deps: DelivererDeps) {
+  const { webhooks: repository, config, metrics } = deps;
+  const secrets = webhookSecrets(deps.secrets);
+  const { allowlist, timeoutMs } = config.webhooks;
   const record = groupCommit((rows: DeliveryAttempt[]) => repository.insertAttempts(rows));
-  const userAgent = `linktrack-webhooks/${VERSION} (+${context.config.publicUrl}/docs)`;
+  const userAgent = `linktrack-webhooks/${VERSION} (+${config.publicUrl}/docs)`;
 
   return {
     /**
@@ -171,7 +174,7 @@ export function createDeliverer(context: Context) {
         response_excerpt: outcome.excerpt,
       };
       await record(row);
-      context.metrics.webhookAttempts.inc({ outcome: row.success ? 'success' : outcome.statusCode === null ? 'no_response' : 'http_error' });
+      metrics.webhookAttempts.inc({ outcome: row.success ? 'success' : outcome.statusCode === null ? 'no_response' : 'http_error' });
       return row;
     },
   };

@@ -2,7 +2,7 @@ import type { Context } from '../context.js';
 import type { PlatformEvent } from '../events/events.js';
 import { isUuid } from '../ids.js';
 import { WEBHOOKS_VERSION_KEY } from './delivery.js';
-import { webhooksRepository, type WebhookRow } from './webhooks.repository.js';
+import type { WebhookRow, WebhooksRepository } from './webhooks.repository.js';
 
 /** How long a cached webhook record is used without reading the version key's change. */
 const CACHE_TTL_MS = 30_000;
@@ -12,8 +12,7 @@ const CACHE_TTL_MS = 30_000;
  * of events and per delivery; the enricher per batch of visits, to raise visit events only for
  * owners with a webhook subscribed to them.
  */
-export function webhookCache(context: Pick<Context, 'db' | 'cache'>) {
-  const repository = webhooksRepository(context.db.db);
+export function webhookCache({ webhooks: repository, cache }: { webhooks: WebhooksRepository } & Pick<Context, 'cache'>) {
   const byOwner = new Map<string, { rows: WebhookRow[]; version: number; at: number }>();
   // Deliveries that start while a read of the version is on its way share it: at thousands of
   // deliveries a second, one Redis GET each was a round trip and a command per delivery. Here, not
@@ -22,7 +21,7 @@ export function webhookCache(context: Pick<Context, 'db' | 'cache'>) {
   let reading: Promise<number> | undefined;
   const version = (): number | Promise<number> => {
     if (reading) return reading;
-    const value = context.cache.read(WEBHOOKS_VERSION_KEY);
+    const value = cache.read(WEBHOOKS_VERSION_KEY);
     if (typeof value === 'number') return value;
     reading = value.finally(() => (reading = undefined));
     return reading;

@@ -31,6 +31,8 @@ async function countOf(query: SelectQueryBuilder<DB, 'webhooks' | 'webhook_deliv
   return Number(row.n);
 }
 
+export type WebhooksRepository = ReturnType<typeof webhooksRepository>;
+
 /** SQL for webhooks, their delivery log and notifications: the only place that queries them. */
 export function webhooksRepository(db: Kysely<DB>) {
   return {

@@ -34,7 +34,10 @@ const SEEN_MAX = 200_000;
 /** How often cooled-down flags are dropped, so that the check builds no key once none is left. */
 const FLAG_SWEEP_MS = 10_000;
 
-export async function createAbuseGuard(context: Context, options: { seenMax?: number } = {}): Promise<AbuseGuard> {
+export async function createAbuseGuard(
+  context: Pick<Context, 'db' | 'config' | 'cache' | 'log' | 'metrics'>,
+  options: { seenMax?: number } = {},
+): Promise<AbuseGuard> {
   const seenMax = Math.max(1, options.seenMax ?? SEEN_MAX);
   const { spam } = context.config;
   const audits = auditRepository(context.db.db);

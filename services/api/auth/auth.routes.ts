@@ -13,14 +13,14 @@ import type { Captcha } from './captcha.js';
 const tags = ['auth'];
 
 /** Login, logout and the current account. */
-export function authRoutes(context: Context, service: ReturnType<typeof authService>, captcha: Captcha): RouteDef[] {
-  const users = usersRepository(context.db.db);
+export function authRoutes({ db, config }: Pick<Context, 'db' | 'config'>, service: ReturnType<typeof authService>, captcha: Captcha): RouteDef[] {
+  const users = usersRepository(db.db);
   const cookieOptions = {
     path: '/',
     httpOnly: true,
     sameSite: 'lax' as const,
     // Follows PUBLIC_URL's scheme: a browser drops a Secure cookie set over plain http (make run on localhost).
-    secure: context.config.secureCookies,
+    secure: config.secureCookies,
   };
   return [
     defineRoute({
@@ -58,7 +58,7 @@ export function authRoutes(context: Context, service: ReturnType<typeof authServ
       handler: async ({ body, request, reply }) => {
         // A cross-site login form must not sign a victim into the attacker's account (login CSRF);
         // scripts without Origin or Referer headers may still log in.
-        assertSameOrigin(request, context.config.publicUrl, { allowMissing: true });
+        assertSameOrigin(request, config.publicUrl, { allowMissing: true });
         const result = await service.login(body, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
         reply.setCookie(SESSION_COOKIE, result.secret, { ...cookieOptions, expires: result.expiresAt });
         return { user: result.user, session: { expires_at: result.expiresAt.toISOString() } };

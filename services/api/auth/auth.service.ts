@@ -28,7 +28,7 @@ export interface LoginResult {
  * a wrong e-mail costs the same password check as a wrong password, so neither the answer, its
  * timing nor a lockout tells which accounts exist.
  */
-export function authService(context: Context, captcha: Captcha, abuse: Pick<AbuseGuard, 'audit'>) {
+export function authService(context: Pick<Context, 'db' | 'config' | 'cache' | 'log'>, captcha: Captcha, abuse: Pick<AbuseGuard, 'audit'>) {
   const users = usersRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
   const { bruteforce } = context.config;

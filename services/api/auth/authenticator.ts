@@ -43,7 +43,7 @@ export interface TokenAuthenticator extends Authenticator {
  * the next request on every node; expiry and allowlist are checked on every request. Token use is
  * recorded write-behind.
  */
-export function createAuthenticator(context: Context, abuse: Pick<AbuseGuard, 'audit'>): TokenAuthenticator {
+export function createAuthenticator(context: Pick<Context, 'db' | 'cache' | 'log'>, abuse: Pick<AbuseGuard, 'audit'>): TokenAuthenticator {
   const tokens = tokensRepository(context.db.db);
   const sessions = sessionsRepository(context.db.db);
   /** A token as authentication needs it, its principal built once. */

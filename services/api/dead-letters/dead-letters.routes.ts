@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import type { Context } from '../../../shared/context.js';
 import { collectionMeta, cursorParam, pagingQuery } from '../../../shared/http/pagination.js';
 import { assertNoBody } from '../../../shared/http/register.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { DLQ_SOURCES } from '../../../shared/visit-log/dead-letters.js';
-import { DEAD_LETTER_CURSOR, deadLettersService, REPLAY_CHUNK } from './dead-letters.service.js';
+import { DEAD_LETTER_CURSOR, type DeadLettersService, REPLAY_CHUNK } from './dead-letters.service.js';
 
 const tags = ['admin'];
 
@@ -45,8 +44,7 @@ const ReplayResultSchema = z
 const STAFF = '(staff only: a staff session, or a token with the admin scope)';
 
 /** The dead-letter topic for staff: inspect the pending dead letters and replay them. */
-export function deadLettersRoutes(context: Context): RouteDef[] {
-  const service = deadLettersService(context);
+export function deadLettersRoutes(service: DeadLettersService): RouteDef[] {
   return [
     defineRoute({
       operationId: 'listDeadLetters',

@@ -69,12 +69,13 @@ export function toView(message: StoredLogMessage): DeadLetterView {
   };
 }
 
+export type DeadLettersService = ReturnType<typeof deadLettersService>;
+
 /**
  * The dead-letter topic for staff: the pending dead letters (those after the `dlq-replay` group's
  * committed position), read without moving it, and their replay to the topics they came from.
  */
-export function deadLettersService(context: Context) {
-  const { visitLog, log } = context;
+export function deadLettersService({ visitLog, log }: Pick<Context, 'visitLog' | 'log'>) {
   const pendingPosition = { topic: TOPICS.visitsDlq, groupId: DLQ_REPLAY_GROUP } as const;
 
   /** A failure of the visit log, as the 503 it is (logged: the answer names no cause). */

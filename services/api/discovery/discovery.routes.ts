@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RATE_BUCKETS, RATE_BUCKET_NAMES } from '../../../shared/config.js';
-import { DEPENDENCIES, dependencyKinds, type Context } from '../../../shared/context.js';
+import { DEPENDENCIES, dependencyKinds, type Clients, type Context } from '../../../shared/context.js';
 import { metricTotal } from '../../../shared/metrics.js';
 import { AppError, ERROR_CATALOGUE, ERROR_CODES, errorDocs } from '../../../shared/errors.js';
 import { buildOpenApiDocument } from '../../../shared/http/openapi.js';
@@ -118,8 +118,11 @@ const IndexSchema = z
   })
   .meta({ id: 'ApiIndex' });
 
+/** What health and metrics read: the clients they probe, the config, the metrics, the start time. */
+export type ProbeDeps = Clients & Pick<Context, 'config' | 'metrics' | 'startedAt'>;
+
 export interface DiscoveryDeps {
-  context: Context;
+  context: ProbeDeps;
   limiter: RateLimiter;
   /** All routes of the app, read at request time (the list is complete once the app is built). */
   routes: () => RouteDef[];
@@ -130,7 +133,7 @@ export interface DiscoveryDeps {
  * process, Prometheus scrapes each one). A process with the api role lists them among its discovery
  * routes.
  */
-export function probeRoutes(context: Context): [health: RouteDef, metrics: RouteDef] {
+export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: RouteDef] {
   const { config, metrics } = context;
   const health = defineRoute({
     operationId: 'getHealth',

@@ -1,5 +1,5 @@
 import type { Role } from '../../../shared/config.js';
-import { DEPENDENCIES, dependencyKinds, type Context, type Dependency } from '../../../shared/context.js';
+import { DEPENDENCIES, dependencyKinds, type Clients, type Context, type Dependency } from '../../../shared/context.js';
 import type { ConsumerStatus } from '../../../shared/visit-log/visit-log.js';
 
 export interface Check {
@@ -39,12 +39,12 @@ async function probe(name: Dependency, ping: () => Promise<void>, kind: string):
 }
 
 /** The visit-log consumers of this process (the enricher role's), bounded in time like the probes. */
-export async function consumerReport(context: Context): Promise<ConsumerStatus[]> {
-  return withinProbeTime(context.visitLog.consumers(), 'consumer report timed out').catch(() => []);
+export async function consumerReport({ visitLog }: Pick<Context, 'visitLog'>): Promise<ConsumerStatus[]> {
+  return withinProbeTime(visitLog.consumers(), 'consumer report timed out').catch(() => []);
 }
 
 /** Probes every dependency of the context in parallel, each bounded in time. */
-export async function probeDependencies(context: Context): Promise<Record<Dependency, Check>> {
+export async function probeDependencies(context: Clients): Promise<Record<Dependency, Check>> {
   const kinds = dependencyKinds(context);
   const pings: Record<Dependency, () => Promise<void>> = {
     database: () => context.db.ping(),

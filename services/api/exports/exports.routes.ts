@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { dateTimeField } from '../../../shared/http/fields.js';
 import { successSchema } from '../../../shared/http/envelope.js';
-import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { LINK_ID } from '../../../shared/ids.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import { VISIT_KINDS } from '../../../shared/analytics/visits.repository.js';
-import { EXPORT_FORMATS, exportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
+import { EXPORT_FORMATS, type ExportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 /**
@@ -17,8 +16,7 @@ import { rule } from '../../../shared/i18n/index.js';
 const attachment = (filename: string) => `attachment; filename="${filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`;
 
 /** Exports of an owner's visits: CSV, JSON, XLSX, PDF, streamed. */
-export function exportsRoutes(context: Context): RouteDef[] {
-  const service = exportsService(context);
+export function exportsRoutes(service: ExportsService): RouteDef[] {
   return [
     defineRoute({
       operationId: 'exportVisits',

@@ -8,7 +8,7 @@ import { OWNER_VISIT_COLUMNS, type VisitFilters } from '../../../shared/analytic
 import type { Context } from '../../../shared/context.js';
 import { requireScope, type Principal } from '../../../shared/http/auth.js';
 import { auditRepository } from '../../../shared/audit/audit.repository.js';
-import { statsService, type Report, type StatsScope } from '../stats/stats.service.js';
+import type { Report, StatsScope, StatsService } from '../stats/stats.service.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -147,16 +147,17 @@ interface Scoped {
   scopeId: string;
 }
 
+export type ExportsService = ReturnType<typeof exportsService>;
+
 /**
  * Exports of an owner's visits (stats:read): complete (no policy filtering), audited, streamed.
  * Rows are read oldest first in time slices of about SLICE_ROWS (planned from a per-minute count),
  * so memory stays flat whatever the size in both storage modes; CSV and JSON slices are formatted
  * by ClickHouse and passed on as they come.
  */
-export function exportsService(context: Context) {
-  const visits = exportsRepository(context.analytics);
-  const audits = auditRepository(context.db.db);
-  const stats = statsService(context);
+export function exportsService({ analytics, db, stats }: Pick<Context, 'analytics' | 'db'> & { stats: StatsService }) {
+  const visits = exportsRepository(analytics);
+  const audits = auditRepository(db.db);
 
   /**
    * Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first, and the rows stored in

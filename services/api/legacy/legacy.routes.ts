@@ -1,13 +1,12 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import type { Context } from '../../../shared/context.js';
 import { openGeoLookup } from '../../../shared/geo.js';
 import type { Principal } from '../../../shared/http/auth.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { IP_ADDRESS } from '../../../shared/ip.js';
-import { statsService } from '../stats/stats.service.js';
+import type { StatsService } from '../stats/stats.service.js';
 import type { VisitFilters, VisitKind } from '../../../shared/analytics/visits.repository.js';
-import { visitsService } from '../visits/visits.service.js';
+import type { VisitsService } from '../visits/visits.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 /*
@@ -67,10 +66,7 @@ const listQuery = z.object({
 const VisitsData = z.object({ visits: z.array(LegacyVisitSchema) });
 
 /** The v0 API under /api/rest.php/. */
-export function legacyRoutes(context: Context): RouteDef[] {
-  const visits = visitsService(context);
-  const stats = statsService(context);
-
+export function legacyRoutes({ visits, stats }: { visits: VisitsService; stats: StatsService }): RouteDef[] {
   const recent = async (principal: Principal | undefined, query: { subdomain?: string; limit: number }, filters: VisitFilters) => {
     const result = await visits.list(principal, { ...filters, subdomain: query.subdomain }, { limit: query.limit });
     return { items: result.items.map(legacyVisit), total: result.meta.total };

@@ -2,7 +2,6 @@ import Negotiator from 'negotiator';
 import QRCode from 'qrcode';
 import { z } from 'zod';
 import { dateTimeField, textField } from '../../../shared/http/fields.js';
-import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
 import { PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
@@ -10,7 +9,7 @@ import { assertNoBody } from '../../../shared/http/register.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
 import { LINK_ID } from '../../../shared/ids.js';
 import { RESERVED_SLUGS } from '../../../shared/links/slugs.js';
-import { linksService, REDIRECT_TYPES } from './links.service.js';
+import { type LinksService, REDIRECT_TYPES } from './links.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['links'];
@@ -93,8 +92,7 @@ export const PublicLinkSchema = z
 const idParams = z.object({ id: z.string().regex(LINK_ID, rule('link_id')) });
 
 /** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
-export function linksRoutes(context: Context): RouteDef[] {
-  const service = linksService(context);
+export function linksRoutes(service: LinksService): RouteDef[] {
   return [
     defineRoute({
       operationId: 'listLinks',

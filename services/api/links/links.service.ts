@@ -1,13 +1,13 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Context } from '../../../shared/context.js';
 import { AppError } from '../../../shared/errors.js';
-import { createEventBus } from '../../../shared/events/events.js';
+import type { EventBus } from '../../../shared/events/events.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
 import { RESERVED_SLUGS } from '../../../shared/links/slugs.js';
 import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
-import { subdomainsService } from '../subdomains/subdomains.service.js';
+import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from '../../../shared/links/links.repository.js';
 import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
 import { rule } from '../../../shared/i18n/index.js';
@@ -99,11 +99,17 @@ function assertNoOwnerFilters(filters: { q?: string; tag?: string; since?: strin
   }
 }
 
-export function linksService(context: Context) {
-  const links = linksRepository(context.db.db);
-  const subdomains = subdomainsService(context);
-  const events = createEventBus(context);
-  const { config } = context;
+/** What the links service uses: the database, the config, the cache (link notices to the edge), the event bus and the subdomains service. */
+export interface LinksDeps extends Pick<Context, 'db' | 'config' | 'cache' | 'log' | 'metrics'> {
+  subdomains: SubdomainsService;
+  events: EventBus;
+}
+
+export type LinksService = ReturnType<typeof linksService>;
+
+export function linksService(deps: LinksDeps) {
+  const { config, subdomains, events } = deps;
+  const links = linksRepository(deps.db.db);
 
   const toView = (row: LinkRow, now = Date.now()): LinkView => ({
     id: row.id,
@@ -147,7 +153,7 @@ export function linksService(context: Context) {
   };
 
   const announceCreated = async (row: LinkRow) => {
-    await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row) });
+    await publishLinkNotice(deps, { kind: 'upsert', link: toRedirectLink(row) });
     await events.emit('link.created', { ownerId: row.owner_id, subdomain: row.subdomain }, toView(row));
   };
 
@@ -248,7 +254,7 @@ export function linksService(context: Context) {
       if (row === 'slug_taken') throw new AppError('conflict', { slug: rule('taken_in_subdomain') });
       if (!row) throw new AppError('not_found', { link: id });
       const moved = row.slug !== before.slug ? { previous: { subdomain: before.subdomain, slug: before.slug } } : {};
-      await publishLinkNotice(context, { kind: 'upsert', link: toRedirectLink(row), ...moved });
+      await publishLinkNotice(deps, { kind: 'upsert', link: toRedirectLink(row), ...moved });
       return toView(row);
     },
 
@@ -257,7 +263,7 @@ export function linksService(context: Context) {
       await managed(principal, id);
       const row = await links.softDelete(id);
       if (!row) throw new AppError('not_found', { link: id });
-      await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
+      await publishLinkNotice(deps, { kind: 'delete', link: toRedirectLink(row) });
       return toView(row);
     },
 

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { dateTimeField } from '../../../shared/http/fields.js';
-import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { BUCKET_SEC, DIMENSIONS } from '../../../shared/analytics/rollups.js';
-import { DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, statsService } from './stats.service.js';
+import { DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
 
 const tags = ['stats'];
 
@@ -76,9 +75,8 @@ const reportQueryOf = (zones: [string, ...string[]]) => ({
 });
 
 /** Statistics: an owner's reports (subdomain, link, user) and a subdomain's public report. */
-export function statsRoutes(context: Context, zones: [string, ...string[]]): RouteDef[] {
+export function statsRoutes(service: StatsService, zones: [string, ...string[]]): RouteDef[] {
   const reportQuery = reportQueryOf(zones);
-  const service = statsService(context);
   return [
     defineRoute({
       operationId: 'getStats',

@@ -7,7 +7,7 @@ import type { PublicView } from '../../../shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '../../../shared/time.js';
 import { isUuid } from '../../../shared/ids.js';
 import { linksRepository } from '../../../shared/links/links.repository.js';
-import { subdomainsService } from '../subdomains/subdomains.service.js';
+import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 import { usersRepository } from '../../../shared/users/users.repository.js';
 import { rule } from '../../../shared/i18n/index.js';
 
@@ -90,11 +90,10 @@ function isUtc(tz: string): boolean {
  * breakdowns from its rows of `visits`.
  * Public reports go through the policy module's view: hidden breakdowns are never queried.
  */
-export function statsService(context: Context) {
-  const analytics = statsRepository(context.analytics);
-  const links = linksRepository(context.db.db);
-  const users = usersRepository(context.db.db);
-  const subdomains = subdomainsService(context);
+export function statsService({ analytics: client, db, subdomains }: Pick<Context, 'analytics' | 'db'> & { subdomains: SubdomainsService }) {
+  const analytics = statsRepository(client);
+  const links = linksRepository(db.db);
+  const users = usersRepository(db.db);
 
   const totalsOf = (row: Figures | undefined): Totals => ({
     visits: Number(row?.human ?? 0),
@@ -252,7 +251,9 @@ export function statsService(context: Context) {
   };
 }
 
+export type StatsService = ReturnType<typeof statsService>;
+
 /** The time zones reports offer (reportTimeZones), from ClickHouse's `system.time_zones`, read once. */
-export async function reportZonesOf(context: Context): Promise<[string, ...string[]]> {
-  return reportTimeZones(await statsRepository(context.analytics).timeZones());
+export async function reportZonesOf({ analytics }: Pick<Context, 'analytics'>): Promise<[string, ...string[]]> {
+  return reportTimeZones(await statsRepository(analytics).timeZones());
 }

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { cursorParam, NAME_CURSOR, pageByName, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { textField } from '../../../shared/http/fields.js';
-import type { Context } from '../../../shared/context.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '../../../shared/policy/policy.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
-import { MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, subdomainsService } from './subdomains.service.js';
+import { MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, type SubdomainsService } from './subdomains.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['subdomains'];
@@ -68,8 +67,7 @@ const PublicPageSchema = z
   .meta({ id: 'PublicPage' });
 
 /** Subdomain endpoints: claim, list one's own, set the policy, and the public page payload. */
-export function subdomainsRoutes(context: Context): RouteDef[] {
-  const service = subdomainsService(context);
+export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
   return [
     defineRoute({
       operationId: 'claimSubdomain',

@@ -93,10 +93,12 @@ export interface PublicPage {
   owner?: { display_name: string | null };
 }
 
-export function subdomainsService(context: Context) {
-  const subdomains = subdomainsRepository(context.db.db);
-  const links = linksRepository(context.db.db);
-  const { config } = context;
+export type SubdomainsService = ReturnType<typeof subdomainsService>;
+
+/** Subdomains: claims, policies and public pages (the database, and the config for short URLs). */
+export function subdomainsService({ db, config }: Pick<Context, 'db' | 'config'>) {
+  const subdomains = subdomainsRepository(db.db);
+  const links = linksRepository(db.db);
   const origin = (name: string) => shortUrl(config, name, '');
 
   const toView = (row: SubdomainRow): SubdomainView => ({

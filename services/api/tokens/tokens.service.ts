@@ -71,8 +71,8 @@ function assertMayManageTokens(principal: Principal): void {
 }
 
 /** Token rules: minting no wider than the caller, listing and revoking one's own (see assertMayManageTokens). */
-export function tokensService(context: Context) {
-  const tokens = tokensRepository(context.db.db);
+export function tokensService({ db, cache }: Pick<Context, 'db' | 'cache'>) {
+  const tokens = tokensRepository(db.db);
 
   /** Refuses a token minted by a token when it would outlive its minter or be usable from further. */
   const assertNoWiderThanMinter = async (principal: Principal, expiresAt: Date | null, ipAllowlist: readonly string[]): Promise<void> => {
@@ -132,7 +132,7 @@ export function tokensService(context: Context) {
       if (!canManage(principal, row.user_id)) throw new AppError('not_owner');
       const revoked = (await tokens.revoke(id))!;
       // Voids every node's cached token records before the answer leaves: the next request re-reads.
-      await context.cache.bump(TOKENS_VERSION_KEY);
+      await cache.bump(TOKENS_VERSION_KEY);
       return toTokenView(revoked);
     },
   };

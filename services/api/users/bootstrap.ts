@@ -13,7 +13,7 @@ export interface BootstrapResult {
  * On first start with no users, creates the staff admin from ADMIN_EMAIL/ADMIN_PASSWORD, or with a
  * generated password. Safe when several nodes start at once: the unique e-mail index decides.
  */
-export async function bootstrapAdmin(context: Context): Promise<BootstrapResult> {
+export async function bootstrapAdmin(context: Pick<Context, 'db' | 'config'>): Promise<BootstrapResult> {
   const users = usersRepository(context.db.db);
   if ((await users.count()) > 0) return { created: false };
   const email = context.config.admin.email ?? `admin@${context.config.baseDomain}`;

@@ -24,8 +24,8 @@ const encodeCursor = (id: string) => `u1.${id}`;
 const USER_CURSOR = /^u1\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Accounts: staff create users (so that tests and scripts can set up several owners) and list them. */
-export function usersRoutes(context: Context): RouteDef[] {
-  const users = usersRepository(context.db.db);
+export function usersRoutes({ db }: Pick<Context, 'db'>): RouteDef[] {
+  const users = usersRepository(db.db);
   return [
     defineRoute({
       operationId: 'listUsers',

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { dateTimeField } from '../../../shared/http/fields.js';
-import type { Context } from '../../../shared/context.js';
 import { cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
 import { LINK_ID } from '../../../shared/ids.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
 import { VISIT_KINDS } from '../../../shared/analytics/visits.repository.js';
-import { VISIT_CURSOR, visitsService } from './visits.service.js';
+import { VISIT_CURSOR, type VisitsService } from './visits.service.js';
 import { rule } from '../../../shared/i18n/index.js';
 
 const tags = ['stats'];
@@ -91,8 +90,7 @@ export const PublicVisitSchema = VisitSchema.pick({
   });
 
 /** The visit list: an owner's visits, or a subdomain's public list. */
-export function visitsRoutes(context: Context): RouteDef[] {
-  const service = visitsService(context);
+export function visitsRoutes(service: VisitsService): RouteDef[] {
   return [
     defineRoute({
       operationId: 'listVisits',

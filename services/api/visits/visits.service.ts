@@ -4,7 +4,7 @@ import { AppError } from '../../../shared/errors.js';
 import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
 import { collectionMeta, type Paging } from '../../../shared/http/pagination.js';
 import type { PublicView } from '../../../shared/policy/policy.js';
-import { subdomainsService } from '../subdomains/subdomains.service.js';
+import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** The filters a public list takes: the others would tell about hidden columns or ids. */
 const PUBLIC_FILTERS = new Set<keyof VisitFilters>(['subdomain', 'since', 'until', 'kind', 'kinds', 'ip']);
@@ -42,9 +42,10 @@ function present(row: Record<string, unknown>, columns: readonly string[]): Reco
  * Visit lists read from ClickHouse `visits`, one row per visit (its newest version: a beacon's
  * signals merged in), newest first, keyset-paged on (time, hash of the visit id).
  */
-export function visitsService(context: Context) {
-  const visits = visitsRepository(context.analytics);
-  const subdomains = subdomainsService(context);
+export type VisitsService = ReturnType<typeof visitsService>;
+
+export function visitsService({ analytics, subdomains }: Pick<Context, 'analytics'> & { subdomains: SubdomainsService }) {
+  const visits = visitsRepository(analytics);
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
   const ownerPage = async (ownerId: string, filters: VisitFilters, paging: Paging) => {

@@ -149,10 +149,12 @@ describe('sealing at start and rotating the key (a database of their own)', () =
   const keyB = randomBytes(32);
   /** The context as a process configured with these keys sees it, on the fresh database. */
   const as = (box: SecretBox): Context => ({ ...context, db: fresh.database, secrets: box });
+  /** A deliverer as such a process builds it, logging its attempts on the fresh database. */
+  const delivererAs = (box: SecretBox) => createDeliverer({ ...as(box), webhooks: webhooksRepository(fresh.database.db) });
   const event = (): DeliverableEvent => ({ id: randomUUID(), type: 'webhook.test', occurred_at: new Date().toISOString(), subdomain: null, data: { n: 1 } });
   /** One attempt as a process with `box` makes it (the worker's and the test button's path); the delivery that arrived. */
   const deliverWith = async (box: SecretBox, row: { id: string; url: string; secret: string }) => {
-    const outcome = await createDeliverer(as(box)).attempt(row, event(), randomUUID(), 1);
+    const outcome = await delivererAs(box).attempt(row, event(), randomUUID(), 1);
     expect(outcome.success, outcome.error ?? '').toBe(true);
     return arrivedAt(new URL(row.url).pathname).at(-1)!;
   };
@@ -179,7 +181,7 @@ describe('sealing at start and rotating the key (a database of their own)', () =
       .values({ id, owner_id: account.id, url, events: ['link.created'], secret, secret_prefix: secret.slice(0, 12) })
       .execute();
     // Never signed with the plaintext as it is: refused until sealed.
-    await expect(createDeliverer(as(box)).attempt({ id, url, secret }, event(), randomUUID(), 1)).rejects.toThrow(/is not sealed/);
+    await expect(delivererAs(box).attempt({ id, url, secret }, event(), randomUUID(), 1)).rejects.toThrow(/is not sealed/);
 
     const log = context.log;
     expect(await sealWebhookSecrets(fresh.database.db, box, log)).toEqual({ sealed: 1, failed: 0 });
@@ -225,7 +227,7 @@ describe('sealing at start and rotating the key (a database of their own)', () =
     const { row } = await insertWebhook(as(right), { owner_id: account.id, url: `${base}${path}`, events: ['link.created'] });
     const wrong = createSecretBox(randomBytes(32));
 
-    const attempt = createDeliverer(as(wrong)).attempt(await rowOf(row.id), event(), randomUUID(), 1);
+    const attempt = delivererAs(wrong).attempt(await rowOf(row.id), event(), randomUUID(), 1);
     await expect(attempt).rejects.toThrow(SecretsError);
     await expect(attempt).rejects.toThrow(
       `the stored value of webhook:${row.id} was sealed with key ${keyId(keyA)}, which this process does not have (SECRETS_KEY is key ${wrong.currentKeyId}): add the key it was sealed with to SECRETS_KEY_PREVIOUS`,

@@ -9,7 +9,7 @@ import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '../../
 import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/webhooks.repository.js';
 import { webhookSecrets } from '../../../shared/webhooks/secrets.js';
 import { auditRepository } from '../../../shared/audit/audit.repository.js';
-import { subdomainsService } from '../subdomains/subdomains.service.js';
+import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** Webhooks one account may have. */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 25;
@@ -93,13 +93,16 @@ export interface WebhookChanges extends Partial<NewWebhookInput> {
   enabled?: boolean;
 }
 
+export type WebhooksService = ReturnType<typeof webhooksService>;
+
 /** Webhook rules: the owner's subscriptions, their secrets, the test button and the delivery log. */
-export function webhooksService(context: Context) {
-  const webhooks = webhooksRepository(context.db.db);
-  const subdomains = subdomainsService(context);
-  const audits = auditRepository(context.db.db);
-  const deliverer = createDeliverer(context);
-  const secrets = webhookSecrets(context.secrets);
+export function webhooksService(deps: Pick<Context, 'db' | 'config' | 'cache' | 'secrets' | 'metrics'> & { subdomains: SubdomainsService }) {
+  const { config, cache, subdomains } = deps;
+  const webhooks = webhooksRepository(deps.db.db);
+  const audits = auditRepository(deps.db.db);
+  // The test button's attempts are logged through the same repository.
+  const deliverer = createDeliverer({ webhooks, secrets: deps.secrets, config, metrics: deps.metrics });
+  const secrets = webhookSecrets(deps.secrets);
 
   /**
    * The URL after the SSRF guard. A refusal is 403 `forbidden` (reason `destination_not_allowed`,
@@ -108,7 +111,7 @@ export function webhooksService(context: Context) {
    */
   const guarded = async (url: string): Promise<string> => {
     try {
-      return (await checkSubscription(url, { allowlist: context.config.webhooks.allowlist })).toString();
+      return (await checkSubscription(url, { allowlist: config.webhooks.allowlist })).toString();
     } catch (error) {
       if (error instanceof GuardRefusal) {
         throw new AppError(
@@ -137,7 +140,7 @@ export function webhooksService(context: Context) {
   };
 
   /** Every change is seen by the dispatchers and deliverers of every node before the answer leaves. */
-  const changed = () => context.cache.bump(WEBHOOKS_VERSION_KEY);
+  const changed = () => cache.bump(WEBHOOKS_VERSION_KEY);
 
   const audit = (principal: Principal, action: string, webhookId: string, ip: string, details: Record<string, unknown> = {}) =>
     audits.insert({ action, actorId: principal.userId, target: webhookId, ip, details });
