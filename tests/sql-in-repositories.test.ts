@@ -44,13 +44,7 @@ const ALLOWED: Record<string, string> = {
 
 /** Whether a file is outside the rule: tests, migrations, repositories, test support. */
 function exempt(path: string): boolean {
-  return (
-    /\.test\.tsx?$/.test(path) ||
-    /(^|\/)([a-z0-9-]+\.)?repository\.ts$/.test(path) ||
-    /(^|\/)migrations\//.test(path) ||
-    path.startsWith('shared/testing/') ||
-    path in ALLOWED
-  );
+  return /\.test\.tsx?$/.test(path) || /(^|\/)([a-z0-9-]+\.)?repository\.ts$/.test(path) || /(^|\/)migrations\//.test(path) || path in ALLOWED;
 }
 
 function sourceFiles(dir: string): string[] {
