@@ -53,6 +53,43 @@ function reachable(graph: ImportGraph, start: string): Set<string> {
   return seen;
 }
 
+/**
+ * The import cycles among the modules `within` selects: each strongly connected component of more
+ * than one module (or a module importing itself), its paths sorted (Tarjan's algorithm).
+ */
+function importCycles(graph: ImportGraph, within: (path: string) => boolean): string[][] {
+  const index = new Map<string, number>();
+  const lowLink = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (path: string): void => {
+    index.set(path, index.size);
+    lowLink.set(path, index.get(path)!);
+    stack.push(path);
+    onStack.add(path);
+    for (const target of (graph.get(path) ?? []).filter(within)) {
+      if (!index.has(target)) {
+        visit(target);
+        lowLink.set(path, Math.min(lowLink.get(path)!, lowLink.get(target)!));
+      } else if (onStack.has(target)) {
+        lowLink.set(path, Math.min(lowLink.get(path)!, index.get(target)!));
+      }
+    }
+    if (lowLink.get(path) !== index.get(path)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== path);
+    if (component.length > 1 || (graph.get(path) ?? []).includes(path)) cycles.push(component.sort());
+  };
+  for (const path of [...graph.keys()].filter(within).sort()) if (!index.has(path)) visit(path);
+  return cycles.sort((a, b) => a[0]!.localeCompare(b[0]!));
+}
+
 const isTest = (path: string): boolean => /\.test\.tsx?$/.test(path);
 
 /** The project's TypeScript sources under the given folders, by project path. */
@@ -126,5 +163,37 @@ describe('shared/ imports no service code', () => {
     const graph = importGraph(sources, (path) => sources.has(path) || existsSync(join(PROJECT_ROOT, path)));
     expect(graph.get('shared/jobs/jobs.int.test.ts')).toContain('tests/support/context.ts');
     expect(boundaryBreaches(graph)).toEqual([]);
+  });
+});
+
+describe('shared/ has no import cycle', () => {
+  const inShared = (path: string): boolean => path.startsWith('shared/');
+
+  it('finds a planted cycle, a type-only one and a longer one included, and leaves a chain alone', () => {
+    const planted = new Map([
+      ['shared/http/auth.ts', "import type { Scope } from './route.js';"],
+      ['shared/http/route.ts', "import type { Principal } from './auth.js';\nimport { RESERVED } from '../reserved.js';"],
+      ['shared/reserved.ts', "import type { RateBucket } from './config.js';"],
+      ['shared/config.ts', "import { loadSecrets } from './secrets/load.js';"],
+      ['shared/secrets/load.ts', "import type { Config } from '../config.js';\nimport { SECRET } from './key.js';"],
+      ['shared/secrets/key.ts', "import { ids } from '../ids.js';"],
+      ['shared/ids.ts', ''],
+      ['shared/self.ts', "export { x } from './self.js';"],
+      ['services/a.ts', "import { b } from './b.js';"],
+      ['services/b.ts', "import { a } from './a.js';"],
+    ]);
+    expect(importCycles(importGraph(planted), inShared)).toEqual([
+      ['shared/config.ts', 'shared/secrets/load.ts'],
+      ['shared/http/auth.ts', 'shared/http/route.ts'],
+      ['shared/self.ts'],
+    ]);
+    expect(importCycles(importGraph(planted), (path) => path.startsWith('services/'))).toEqual([['services/a.ts', 'services/b.ts']]);
+  });
+
+  it('no module of shared/ imports itself through any chain of imports, type-only ones included', () => {
+    const sources = projectSources(['shared']);
+    const graph = importGraph(sources, (path) => sources.has(path) || existsSync(join(PROJECT_ROOT, path)));
+    expect(graph.get('shared/http/route.ts')).toContain('shared/http/auth.ts');
+    expect(importCycles(graph, inShared)).toEqual([]);
   });
 });
