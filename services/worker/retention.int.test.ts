@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { migrateDatabase } from '../../shared/db/migrate.js';
+import { migrateDatabase } from '../../shared/migrations/postgres.js';
 import { createAccount } from '../../tests/support/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '../../tests/support/context.js';
 import { createFreshDatabase, type FreshDatabase } from '../../tests/support/fresh-database.js';

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
-import { migrateDatabase } from '../../../shared/db/migrate.js';
+import { migrateDatabase } from '../../../shared/migrations/postgres.js';
 import { SecretsError, createSecretBox, keyId, type SecretBox } from '../../../shared/secrets/secret-box.js';
 import { createAccount } from '../../../tests/support/accounts.js';
 import { closeContext } from '../../../tests/support/context.js';
