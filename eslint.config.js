@@ -78,7 +78,7 @@ export default defineConfig(
   {
     // Tests and their harnesses (test helpers, benchmarks, the load test) read the platform's
     // answers as untyped JSON (`response.json()`) and check them: `any` there is not a hazard.
-    files: ['**/*.test.ts', 'tests/**', 'shared/testing/**', 'bench/**', 'loadtest/**'],
+    files: ['**/*.test.ts', 'tests/**', 'bench/**', 'loadtest/**'],
     rules: {
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

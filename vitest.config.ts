@@ -9,7 +9,7 @@ export default defineConfig({
     testTimeout: 30_000,
     // The browser suites start and stop the whole platform and a Chromium: slow on a loaded 2-core machine.
     hookTimeout: 120_000,
-    globalSetup: ['shared/testing/global-setup.ts'],
+    globalSetup: ['tests/support/global-setup.ts'],
     reporters: process.env.CI ? ['default', ['json', { outputFile: process.env.VITEST_JSON ?? '.ci/results.json' }]] : ['default'],
   },
 });

@@ -31,7 +31,7 @@
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../services/app.js';
 import { defineRoute } from '../shared/http/route.js';
-import { createAccount, loginCookie, mintToken } from '../shared/testing/accounts.js';
+import { createAccount, loginCookie, mintToken } from '../tests/support/accounts.js';
 import { runBench } from './lib/context.js';
 import { bestRps, cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 

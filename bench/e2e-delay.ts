@@ -8,8 +8,8 @@
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../services/app.js';
 import { startEnricher } from '../services/enricher/enricher.js';
-import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
-import { waitFor } from '../shared/testing/wait.js';
+import { claimSubdomain, createOwner } from '../tests/support/owners.js';
+import { waitFor } from '../tests/support/wait.js';
 import { runBench } from './lib/context.js';
 import { cannon, otherLoad } from './lib/load.js';
 

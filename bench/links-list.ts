@@ -10,7 +10,7 @@ import type { Context } from '../shared/context.js';
 import { buildApp } from '../services/app.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../shared/testing/owners.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../tests/support/owners.js';
 
 const total = Number(process.argv[2] ?? 100_000);
 const perShape = Number(process.argv[3] ?? 200);

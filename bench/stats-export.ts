@@ -14,7 +14,7 @@
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../services/app.js';
-import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
+import { claimSubdomain, createOwner } from '../tests/support/owners.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';
 import { seedVisits } from './lib/seed-visits.js';

@@ -20,7 +20,7 @@ import { request as httpRequest } from 'node:http';
 import { chromium } from 'playwright-core';
 import { buildApp } from '../services/app.js';
 import { DASHBOARD_DIR } from '../services/api/dashboard/dashboard.js';
-import { claimSubdomain, createOwner } from '../shared/testing/owners.js';
+import { claimSubdomain, createOwner } from '../tests/support/owners.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';
 import { seedVisits } from './lib/seed-visits.js';

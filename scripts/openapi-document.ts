@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { buildApp } from '../services/app.js';
 import { loadConfig } from '../shared/config.js';
 import { closeContext, createContext } from '../shared/context.js';
-import { migrateDatabase } from '../shared/db/migrate.js';
+import { migrateDatabase } from '../shared/migrations/postgres.js';
 
 const output = process.argv[2];
 if (!output) {

@@ -7,7 +7,7 @@
 //   tsx scripts/reseal-secrets.ts            (in the image: node dist/scripts/reseal-secrets.js)
 import { ConfigError, loadConfig, type Config } from '../shared/config.js';
 import { createDatabase } from '../shared/db/database.js';
-import { migrateDatabase } from '../shared/db/migrate.js';
+import { migrateDatabase } from '../shared/migrations/postgres.js';
 import { createLogger } from '../shared/logger.js';
 import { loadSecretBox } from '../shared/secrets/keys.js';
 import { webhooksRepository } from '../shared/webhooks/webhooks.repository.js';

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import { migrateAnalytics } from '../shared/analytics/migrate.js';
+import { migrateAnalytics } from '../shared/migrations/clickhouse.js';
 import { ConfigError, loadConfig, type Config, type Role } from '../shared/config.js';
 import { closeContext, createContext, type Context } from '../shared/context.js';
-import { migrateDatabase } from '../shared/db/migrate.js';
+import { migrateDatabase } from '../shared/migrations/postgres.js';
 import type { Consumer } from '../shared/visit-log/visit-log.js';
 import { WEBHOOKS_VERSION_KEY } from '../shared/webhooks/delivery.js';
 import { sealWebhookSecrets } from '../shared/webhooks/secrets.js';

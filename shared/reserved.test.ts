@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { RATE_BUCKETS } from './config.js';
 import { AppError, ERROR_CATALOGUE, ERROR_CODES, type LiveErrorCode } from './errors.js';
 import { EVENT_TYPES, LIVE_EVENT_TYPES, type EventBus } from './events/events.js';
-import { SCOPES } from './http/route.js';
+import { SCOPES } from './http/scopes.js';
 import { PROJECT_ROOT } from './paths.js';
 import { RESERVED_ERRORS, RESERVED_EVENT_TYPES, RESERVED_RATE_BUCKETS, RESERVED_ROUTES, RESERVED_SCOPES } from './reserved.js';
 
 /** The reserved module itself and the files that compose its lists into the live catalogues. */
-const COMPOSERS = new Set(['shared/reserved.ts', 'shared/errors.ts', 'shared/events/events.ts', 'shared/config.ts', 'shared/http/route.ts']);
+const COMPOSERS = new Set(['shared/reserved.ts', 'shared/errors.ts', 'shared/events/events.ts', 'shared/config.ts', 'shared/http/scopes.ts']);
 
 /**
  * The live code: every TypeScript source of services/ and shared/ but tests, the composers and the

@@ -5,14 +5,14 @@
  * contract shares with ours. Each entry says which line of the contract requires it and what,
  * today, is true of it. The live catalogues compose these lists: the error catalogue
  * (`shared/errors.ts`), the event types (`shared/events/events.ts`), the rate buckets
- * (`shared/config.ts`), the token scopes (`shared/http/route.ts`) and the 501 routes
+ * (`shared/config.ts`), the token scopes (`shared/http/scopes.ts`) and the 501 routes
  * (`services/api/reserved/reserved.routes.ts`). `shared/reserved.test.ts` checks that no live code
  * raises, emits, requires or applies any of it, so the list stays true: when a feature starts
  * using an entry, move the entry into its live catalogue.
  *
- * This module imports nothing at run time: the catalogues that compose it load it first.
+ * This module imports nothing, types included: the catalogues that compose it load it first, and
+ * its routes name their buckets from its own reserved list.
  */
-import type { RateBucket } from './config.js';
 
 /**
  * Error codes of the contract's error table ("Errors") that nothing raises. They stay in the
@@ -98,7 +98,7 @@ export const RESERVED_ROUTES = [
     summary: 'Post a knowledge item (swarm API; not implemented: 501)',
     bucket: 'swarm_write',
   },
-] as const satisfies readonly { operationId: string; method: 'POST'; path: string; summary: string; bucket: RateBucket }[];
+] as const satisfies readonly { operationId: string; method: 'POST'; path: string; summary: string; bucket: ReservedRateBucket }[];
 
 /**
  * Token scopes of the contract ("API token": scopes) that no route requires. A token may be

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { Context } from '../shared/context.js';
 import { selectRows } from '../shared/analytics/analytics.js';
-import { closeContext } from '../shared/testing/context.js';
-import type { listenerClient } from '../shared/testing/listener.js';
-import type { TestOwner } from '../shared/testing/owners.js';
-import { startTestPlatform } from '../shared/testing/platform.js';
+import { closeContext } from './support/context.js';
+import type { listenerClient } from './support/listener.js';
+import type { TestOwner } from './support/owners.js';
+import { startTestPlatform } from './support/platform.js';
 
 /**
  * The defects Schemathesis and the security probe of issue 23 found from outside, each asked as a
@@ -70,7 +70,7 @@ describe('what storage cannot hold is refused at the edge, naming the field', ()
 
 /** A staff token with the admin scope (the stats of another user need it). */
 async function startStaffToken() {
-  const { createOwner } = await import('../shared/testing/owners.js');
+  const { createOwner } = await import('./support/owners.js');
   const staff = await createOwner(context, app, 'staff');
   const minted = await app.inject({
     method: 'POST',
@@ -150,7 +150,7 @@ describe('every collection pages alike', () => {
   }
 
   it('tokens, webhooks and subdomains take limit and cursor and give the cursor meta (they refused limit before)', async () => {
-    const { createOwner, claimSubdomain } = await import('../shared/testing/owners.js');
+    const { createOwner, claimSubdomain } = await import('./support/owners.js');
     const someone = await createOwner(context, app);
     const session = { cookie: someone.cookie, origin: new URL(context.config.publicUrl).origin };
     for (let i = 0; i < 3; i += 1) {

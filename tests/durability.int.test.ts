@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SERVICES_MODE } from '../shared/testing/context.js';
+import { SERVICES_MODE } from './support/context.js';
 import { ADMIN, faultRow, freePort, killAll, load, publishDelay, seed, settledCounts, startProcess, waitHealthy } from './support/platform-process.js';
 
 const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '' };

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { usersRepository } from '../shared/users/users.repository.js';
 import { createDatabase } from '../shared/db/database.js';
-import { migrateDatabase } from '../shared/db/migrate.js';
+import { migrateDatabase } from '../shared/migrations/postgres.js';
 import { PROJECT_ROOT } from '../shared/paths.js';
 import { createSecretBox, generateKey, keyId, parseKey } from '../shared/secrets/secret-box.js';
 import { webhookSecrets } from '../shared/webhooks/secrets.js';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { loadConfig } from '../../shared/config.js';
 import type { Context } from '../../shared/context.js';
 import { defineRoute } from '../../shared/http/route.js';
-import { closeContext, createTestContext, testConfig } from '../../shared/testing/context.js';
+import { closeContext, createTestContext, testConfig } from '../../tests/support/context.js';
 import { buildApp } from '../app.js';
 
 /** Routes that exist only in tests, to reach failure paths no public route has. */

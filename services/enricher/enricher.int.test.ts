@@ -1,9 +1,9 @@
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../shared/context.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../shared/testing/context.js';
-import { rawVisit } from '../../shared/testing/visits.js';
-import { waitFor } from '../../shared/testing/wait.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../tests/support/context.js';
+import { rawVisit } from '../../tests/support/visits.js';
+import { waitFor } from '../../tests/support/wait.js';
 import { TOPICS } from '../../shared/visit-log/topics.js';
 import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
 import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readMigrations } from '../migrations.js';
+import { readMigrations } from '../migrations/runner.js';
 import { CLICKHOUSE_MIGRATIONS, PROJECT_ROOT } from '../paths.js';
 import { DIMENSIONS } from './rollups.js';
 

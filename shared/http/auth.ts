@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
-import type { Scope } from './route.js';
+import type { Scope } from './scopes.js';
 
 /** Who is calling: a user through a session cookie or an API token, with the scopes that grants. */
 export interface Principal {

@@ -4,15 +4,11 @@ import type { z } from 'zod';
 import type { RateBucket } from '../config.js';
 import type { ErrorCode, LiveErrorCode } from '../errors.js';
 import type { Locale } from '../i18n/index.js';
-import { RESERVED_SCOPES } from '../reserved.js';
 import type { Principal } from './auth.js';
+import type { Scope } from './scopes.js';
 
 /** Name of the session cookie set by POST /auth/login. */
 export const SESSION_COOKIE = 'lt_session';
-
-/** Token scopes of the spec, in its order; `team:read` is reserved (`reserved.ts`): no route requires it. */
-export const SCOPES = ['links:read', 'links:write', 'stats:read', 'subdomain:write', ...RESERVED_SCOPES, 'admin'] as const;
-export type Scope = (typeof SCOPES)[number];
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -23,11 +19,6 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * (`session`).
  */
 export type RouteAuth = { kind: 'none' } | { kind: 'optional' } | { kind: 'account' } | { kind: 'scope'; scope: Scope } | { kind: 'session' };
-
-/** Scopes a session grants: every scope for staff, all but `admin` for users. */
-export function sessionScopes(role: 'staff' | 'user'): Scope[] {
-  return role === 'staff' ? [...SCOPES] : SCOPES.filter((scope) => scope !== 'admin');
-}
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
 import { createMetrics } from '../metrics.js';
-import { closeContext, createTestContext, SERVICES_MODE, testConfig, uniqueName } from '../testing/context.js';
-import { waitFor } from '../testing/wait.js';
+import { closeContext, createTestContext, SERVICES_MODE, testConfig, uniqueName } from '../../tests/support/context.js';
+import { waitFor } from '../../tests/support/wait.js';
 import { createLogger } from '../logger.js';
 import { PROJECT_ROOT } from '../paths.js';
 import { createKafkaVisitLog } from './kafka.js';
@@ -674,9 +674,9 @@ describe('durable one-process visit log with concurrency', () => {
 });
 
 describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts and crashes', () => {
-  /** Runs shared/testing/durable-log-child.ts; `until` sees its output and says when to SIGKILL it. */
+  /** Runs tests/support/durable-log-child.ts; `until` sees its output and says when to SIGKILL it. */
   async function child(mode: 'publish' | 'consume', dir: string, until: (output: string) => boolean): Promise<string> {
-    const process_ = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'shared/testing/durable-log-child.ts'), mode, dir], {
+    const process_ = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'tests/support/durable-log-child.ts'), mode, dir], {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

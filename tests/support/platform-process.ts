@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROJECT_ROOT } from '../../shared/paths.js';
-import { waitFor } from '../../shared/testing/wait.js';
+import { waitFor } from './wait.js';
 
 /** The first-start admin of every process these suites start. */
 export const ADMIN = { email: 'durability@example.com', password: 'durability test password' };

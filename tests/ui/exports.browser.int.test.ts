@@ -6,7 +6,7 @@ import type { Download, Page } from 'playwright-core';
 import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deduplicatedBy, toClickHouseTime } from '../../shared/analytics/analytics.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The exports page in a real browser: visits made by real redirects, exported as a stream in the

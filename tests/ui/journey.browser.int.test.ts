@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { parse } from 'csv-parse/sync';
 import { chromium, type Browser, type Request, type Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../shared/testing/wait.js';
+import { waitFor } from '../support/wait.js';
 import { CHROMIUM, newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The end-to-end flow, as one person does it in one browser: sign in, claim a subdomain,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
 
 // The links page in a real browser: the table with its filters and pages, creating (one link per

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
 import { openPage as openBrowserPage, screenshot, SCREENSHOTS_DIR, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The statistics page in a real browser, over visits made through the platform's own edge and

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOwner } from '../../shared/testing/owners.js';
+import { createOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The subdomains page in a real browser: claiming one through the form (refusals said on the

@@ -14,8 +14,8 @@ import { startEnricher } from '../../services/enricher/enricher.js';
 import { startWorker } from '../../services/worker/worker.js';
 import type { Context } from '../../shared/context.js';
 import { PROJECT_ROOT } from '../../shared/paths.js';
-import { createAccount, TEST_PASSWORD } from '../../shared/testing/accounts.js';
-import { closeContext, createTestContext } from '../../shared/testing/context.js';
+import { createAccount, TEST_PASSWORD } from '../support/accounts.js';
+import { closeContext, createTestContext } from '../support/context.js';
 import type { Consumer } from '../../shared/visit-log/visit-log.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
-import { waitFor } from '../../shared/testing/wait.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
+import { waitFor } from '../support/wait.js';
 import { openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, VIEWPORTS, type UiPlatform } from './support.js';
 
 // The visits and attacks pages in a real browser against the whole platform: visits made over

@@ -4,8 +4,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSubdomain, createOwner, type TestOwner } from '../../shared/testing/owners.js';
-import { waitFor } from '../../shared/testing/wait.js';
+import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
+import { waitFor } from '../support/wait.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // Webhooks and notifications in a real browser against the whole platform, with a real receiver:

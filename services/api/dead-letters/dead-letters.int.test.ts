@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie, mintToken } from '../../../shared/testing/accounts.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../../shared/testing/context.js';
-import { rawVisit } from '../../../shared/testing/visits.js';
+import { createAccount, loginCookie, mintToken } from '../../../tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../../tests/support/context.js';
+import { rawVisit } from '../../../tests/support/visits.js';
 import type { DeadLetterView } from './dead-letters.service.js';
-import { waitFor } from '../../../shared/testing/wait.js';
+import { waitFor } from '../../../tests/support/wait.js';
 import { TOPICS } from '../../../shared/visit-log/topics.js';
 import type { Consumer } from '../../../shared/visit-log/visit-log.js';
 // The app first: its OpenAPI module extends zod before the enricher's modules create the beacon's

@@ -5,7 +5,7 @@ import { RATE_BUCKET_NAMES, loadConfig } from '../../../shared/config.js';
 import type { Context } from '../../../shared/context.js';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../../../shared/errors.js';
 import type { RouteDef } from '../../../shared/http/route.js';
-import { closeContext, createTestContext, SERVICES_MODE } from '../../../shared/testing/context.js';
+import { closeContext, createTestContext, SERVICES_MODE } from '../../../tests/support/context.js';
 import { buildApp } from '../../app.js';
 
 let context: Context;

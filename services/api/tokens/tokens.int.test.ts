@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../shared/testing/accounts.js';
-import { closeContext, createTestContext, SERVICES_MODE, testConfig } from '../../../shared/testing/context.js';
-import { waitFor } from '../../../shared/testing/wait.js';
+import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE, testConfig } from '../../../tests/support/context.js';
+import { waitFor } from '../../../tests/support/wait.js';
 import { buildApp, type App } from '../../app.js';
 
 let context: Context;

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
-import { migrateDatabase } from '../../../shared/db/migrate.js';
+import { migrateDatabase } from '../../../shared/migrations/postgres.js';
 import { verifyPassword } from '../../../shared/password.js';
-import { testConfig } from '../../../shared/testing/context.js';
-import { createFreshDatabase, type FreshDatabase } from '../../../shared/testing/fresh-database.js';
+import { testConfig } from '../../../tests/support/context.js';
+import { createFreshDatabase, type FreshDatabase } from '../../../tests/support/fresh-database.js';
 import { bootstrapAdmin } from './bootstrap.js';
 import { usersRepository } from '../../../shared/users/users.repository.js';
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie } from '../../../shared/testing/accounts.js';
-import { closeContext, createTestContext } from '../../../shared/testing/context.js';
-import { waitFor } from '../../../shared/testing/wait.js';
+import { createAccount, loginCookie } from '../../../tests/support/accounts.js';
+import { closeContext, createTestContext } from '../../../tests/support/context.js';
+import { waitFor } from '../../../tests/support/wait.js';
 import { buildApp } from '../../app.js';
 
 // The accounts list staff see in the dashboard's staff page (GET /api/v1/users), on a real store.

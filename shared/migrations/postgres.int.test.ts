@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MigrationChecksumError, readMigrations } from '../migrations.js';
+import { MigrationChecksumError, readMigrations } from './runner.js';
 import { POSTGRES_MIGRATIONS } from '../paths.js';
-import { SERVICES_MODE } from '../testing/context.js';
-import { createFreshDatabase } from '../testing/fresh-database.js';
-import type { Database } from './database.js';
-import { migrateDatabase } from './migrate.js';
+import { SERVICES_MODE } from '../../tests/support/context.js';
+import { createFreshDatabase } from '../../tests/support/fresh-database.js';
+import type { Database } from '../db/database.js';
+import { migrateDatabase } from './postgres.js';
 
 /** Cleanups of the current test (fresh databases, temp dirs), run after it whatever its outcome. */
 const cleanups: (() => Promise<void>)[] = [];

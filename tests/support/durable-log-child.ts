@@ -1,13 +1,13 @@
 // A child process for the durable visit log's crash tests (shared/visit-log/visit-log.int.test.ts),
 // killed with SIGKILL by the test at a point of its choosing:
-//   node --import tsx shared/testing/durable-log-child.ts publish <dir>   publishes message n = 0, 1, 2 … one per call,
+//   node --import tsx tests/support/durable-log-child.ts publish <dir>   publishes message n = 0, 1, 2 … one per call,
 //                                                                         printing "published <n>" once each publish resolved
-//   node --import tsx shared/testing/durable-log-child.ts consume <dir>   consumes visits.raw in batches of 5, printing
+//   node --import tsx tests/support/durable-log-child.ts consume <dir>   consumes visits.raw in batches of 5, printing
 //                                                                         "batch <first> <last> <redelivered>"; the third batch never finishes
-import { createLogger } from '../logger.js';
-import { createMetrics } from '../metrics.js';
-import { createDurableVisitLog } from '../visit-log/lmdb.js';
-import { TOPICS } from '../visit-log/topics.js';
+import { createLogger } from '../../shared/logger.js';
+import { createMetrics } from '../../shared/metrics.js';
+import { createDurableVisitLog } from '../../shared/visit-log/lmdb.js';
+import { TOPICS } from '../../shared/visit-log/topics.js';
 
 const [mode, dir] = process.argv.slice(2);
 if ((mode !== 'publish' && mode !== 'consume') || !dir) throw new Error('usage: durable-log-child.ts publish|consume <dir>');

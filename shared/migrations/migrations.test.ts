@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { splitStatements } from './analytics/migrate.js';
-import { MigrationChecksumError, pendingMigrations, type MigrationFile } from './migrations.js';
-import { CLICKHOUSE_MIGRATIONS } from './paths.js';
+import { splitStatements } from './clickhouse.js';
+import { MigrationChecksumError, pendingMigrations, type MigrationFile } from './runner.js';
+import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
 
 describe('splitStatements', () => {
   it('splits a script at each semicolon that ends a line and trims the statements', () => {

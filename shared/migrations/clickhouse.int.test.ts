@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
-import { MigrationChecksumError, pendingMigrations, readMigrations } from '../migrations.js';
+import { MigrationChecksumError, pendingMigrations, readMigrations } from './runner.js';
 import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
-import { closeContext, createTestContext, uniqueName } from '../testing/context.js';
-import { migrateAnalytics } from './migrate.js';
+import { closeContext, createTestContext, uniqueName } from '../../tests/support/context.js';
+import { migrateAnalytics } from './clickhouse.js';
 
 let context: Context;
 const cleanups: (() => Promise<void>)[] = [];

@@ -1,0 +1,50 @@
+import type { Analytics } from '../analytics/analytics.js';
+import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
+import { runMigrations, type MigrationSession } from './runner.js';
+
+/** Splits a ClickHouse migration into statements (one per `;` at a line end, a trailing comment allowed); the HTTP interface takes one at a time. */
+export function splitStatements(script: string): string[] {
+  return script
+    .split(/;[ \t]*(?:--[^\n]*)?$/m)
+    .map((statement) => statement.replace(/^\s*--.*$/gm, '').trim())
+    .filter(Boolean);
+}
+
+/** The ClickHouse side of a migration run: statements one at a time, the record after them. */
+function clickhouseSession({ client }: Analytics): MigrationSession {
+  return {
+    async createTable() {
+      await client.command({
+        query: `CREATE TABLE IF NOT EXISTS schema_migrations (
+      version String,
+      name String,
+      checksum String,
+      applied_at DateTime64(3, 'UTC') DEFAULT now64(3)
+    ) ENGINE = ReplacingMergeTree(applied_at) ORDER BY version`,
+      });
+    },
+    async applied() {
+      const result = await client.query({ query: 'SELECT version, checksum FROM schema_migrations FINAL', format: 'JSONEachRow' });
+      return result.json<{ version: string; checksum: string }>();
+    },
+    async apply(migration) {
+      for (const statement of splitStatements(migration.sql)) await client.command({ query: statement });
+    },
+    async record(migration) {
+      await client.insert({
+        table: 'schema_migrations',
+        values: [{ version: migration.version, name: migration.name, checksum: migration.checksum }],
+        format: 'JSONEachRow',
+      });
+    },
+  };
+}
+
+/**
+ * Applies pending `clickhouse/migrations`. Statements are idempotent (IF NOT EXISTS), so two
+ * nodes starting at once at worst both run them; the record is written after success. ClickHouse
+ * has no transaction to lock, so a run is guarded by nothing more.
+ */
+export async function migrateAnalytics(analytics: Analytics, dir = CLICKHOUSE_MIGRATIONS): Promise<string[]> {
+  return runMigrations({ exclusive: (run) => run(clickhouseSession(analytics)) }, dir);
+}
