@@ -1,12 +1,8 @@
 import { z } from 'zod';
-import { dateTimeField } from '../../../shared/http/fields.js';
 import { successSchema } from '../../../shared/http/envelope.js';
 import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { LINK_ID } from '../../../shared/ids.js';
-import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
-import { VISIT_KINDS } from '../../../shared/analytics/visits.repository.js';
+import { VISIT_FILTER_QUERY } from '../visits/visits.routes.js';
 import { EXPORT_FORMATS, type ExportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
-import { rule } from '../../../shared/i18n/index.js';
 
 /**
  * `Content-Disposition` of a download. The name is made of checked ids already; reducing it to
@@ -38,19 +34,8 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
       bucket: 'api',
       query: z.object({
         format: z.enum(EXPORT_FORMATS),
-        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).optional(),
-        link_id: z.string().regex(LINK_ID, rule('link_id')).optional().meta({ example: 'l_3q2-Xb9PzR1c_aKm' }),
-        since: dateTimeField().optional(),
-        until: dateTimeField().optional(),
-        country: z
-          .string()
-          .regex(/^[A-Za-z]{2}$/, rule('country_code'))
-          .optional(),
-        is_bot: z
-          .enum(['true', 'false'])
-          .transform((value) => value === 'true')
-          .optional(),
-        kind: z.enum(VISIT_KINDS).optional(),
+        ...VISIT_FILTER_QUERY,
+        link_id: VISIT_FILTER_QUERY.link_id.meta({ example: 'l_3q2-Xb9PzR1c_aKm' }),
       }),
       response: z.string().meta({ description: 'The file.' }),
       raw: {

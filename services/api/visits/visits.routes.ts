@@ -89,6 +89,23 @@ export const PublicVisitSchema = VisitSchema.pick({
       'referrer_host (stats_show_referrer) and slug (stats_show_links). Never the visit id, the link id or the owner.',
   });
 
+/** The filters of a visit list, the same for the list and its exports (GET /api/v1/exports). */
+export const VISIT_FILTER_QUERY = {
+  subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).optional(),
+  link_id: z.string().regex(LINK_ID, rule('link_id')).optional(),
+  since: dateTimeField().optional(),
+  until: dateTimeField().optional(),
+  country: z
+    .string()
+    .regex(/^[A-Za-z]{2}$/, rule('country_code'))
+    .optional(),
+  is_bot: z
+    .enum(['true', 'false'])
+    .transform((value) => value === 'true')
+    .optional(),
+  kind: z.enum(VISIT_KINDS).optional(),
+};
+
 /** The visit list: an owner's visits, or a subdomain's public list. */
 export function visitsRoutes(service: VisitsService): RouteDef[] {
   return [
@@ -110,19 +127,7 @@ export function visitsRoutes(service: VisitsService): RouteDef[] {
       auth: { kind: 'optional' },
       bucket: 'api',
       query: z.object({
-        subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).optional(),
-        link_id: z.string().regex(LINK_ID, rule('link_id')).optional(),
-        since: dateTimeField().optional(),
-        until: dateTimeField().optional(),
-        country: z
-          .string()
-          .regex(/^[A-Za-z]{2}$/, rule('country_code'))
-          .optional(),
-        is_bot: z
-          .enum(['true', 'false'])
-          .transform((value) => value === 'true')
-          .optional(),
-        kind: z.enum(VISIT_KINDS).optional(),
+        ...VISIT_FILTER_QUERY,
         ...pagingQuery,
         cursor: cursorParam(VISIT_CURSOR),
       }),
