@@ -155,6 +155,12 @@ async function leaveOutStored(
   return { visits, enrichments, skipped: batch.visits.length - visits.length, stored: stored.values() };
 }
 
+/** The types of events a visit can raise, by what it is (eventsOf). */
+const SUSPICIOUS: readonly LiveEventType[] = ['security.suspicious'];
+const NEW: readonly LiveEventType[] = ['visit.new'];
+const NEW_UNIQUE: readonly LiveEventType[] = ['visit.new', 'visit.unique'];
+const NONE: readonly LiveEventType[] = [];
+
 /**
  * The events a stored visit raises: visit.new (and visit.unique) for people, security.suspicious
  * for attacks (`reason: "attack"`) and for the visit that starts a burst (`reason: "burst"`, with
@@ -162,15 +168,7 @@ async function leaveOutStored(
  * them) are built.
  */
 function eventsOf(visit: RawVisit, at: number, enrichment: Enrichment, burst: BurstEvent | undefined, wanted: (type: EventType) => boolean): EventDraft[] {
-  if (!visit.owner_id) return [];
-  const types: LiveEventType[] =
-    enrichment.kind === 'attack' || burst
-      ? ['security.suspicious']
-      : enrichment.kind === 'visit'
-        ? enrichment.is_unique
-          ? ['visit.new', 'visit.unique']
-          : ['visit.new']
-        : [];
+  const types = enrichment.kind === 'attack' || burst ? SUSPICIOUS : enrichment.kind === 'visit' ? (enrichment.is_unique ? NEW_UNIQUE : NEW) : NONE;
   const raised = types.filter(wanted);
   if (raised.length === 0) return [];
   const data = {
@@ -206,14 +204,17 @@ function eventsOf(visit: RawVisit, at: number, enrichment: Enrichment, burst: Bu
  * dropped. A webhook receives the events of visits stored after it is created (every change of a
  * webhook bumps the cache's version on every node).
  */
-async function eventFilter(subscriptions: ReturnType<typeof webhookCache>, visits: RawVisit[]): Promise<(visit: RawVisit) => (type: EventType) => boolean> {
+async function eventFilter(
+  subscriptions: ReturnType<typeof webhookCache>,
+  visits: RawVisit[],
+): Promise<(visit: RawVisit) => ((type: EventType) => boolean) | undefined> {
   const owners = new Set<string>();
   for (const visit of visits) if (visit.owner_id) owners.add(visit.owner_id);
   const subscribed = owners.size > 0 ? await subscriptions.enabledOf([...owners]) : new Map<string, WebhookRow[]>();
-  const none = () => false;
+  // undefined: the visit's owner has no enabled webhook, and the visit raises nothing.
   return (visit) => {
     const webhooks = subscribed.get(visit.owner_id);
-    if (!webhooks || webhooks.length === 0) return none;
+    if (!webhooks || webhooks.length === 0) return undefined;
     return (type) => webhooks.some((webhook) => matches(webhook, { type, subdomain: visit.subdomain }));
   };
 }
@@ -298,7 +299,9 @@ export async function startEnricher(context: Pick<Context, 'db' | 'analytics' | 
       for (let index = 0; index < visits.length; index++) {
         if (index % SLICE === SLICE - 1) await nextTurn();
         const visit = visits[index]!;
-        for (const draft of eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index), wantedOf(visit))) drafts.push(draft);
+        const wanted = wantedOf(visit);
+        if (!wanted) continue;
+        for (const draft of eventsOf(visit, times[index]!, enrichments[index]!, burstsStarted.get(index), wanted)) drafts.push(draft);
       }
       await events.emitMany([...drafts, ...limitEvents]);
       limits.announced(limitEvents);
