@@ -13,11 +13,12 @@ node_modules/.installed: package.json package-lock.json
 
 install: node_modules/.installed
 
-# The server (tsc), then the dashboard (scripts/build-web.sh: its API types generated from the
+# The server (tsc, then dist/package.json: the `#shared/…` imports mapped to the compiled files), then the dashboard (scripts/build-web.sh: its API types generated from the
 # server's own OpenAPI document, a type-check against them, the Vite build into dist/web).
 dist/.built: node_modules/.installed $(SOURCES) $(WEB_SOURCES)
 	rm -rf dist
 	npx tsc -p tsconfig.build.json
+	npx tsx scripts/dist-package.ts dist
 	bash scripts/build-web.sh
 	@touch $@
 

@@ -73,6 +73,12 @@ export default defineConfig(
       // Off: `async` without `await` is how this code implements Promise-returning interfaces
       // (handlers, repositories, fakes) and turns a synchronous throw into a rejection.
       '@typescript-eslint/require-await': 'off',
+      // Across folders, an import names its place from the root through package.json's "imports"
+      // (#shared/…, #services/…, #tests/…, #bench/…, #scripts/…), not by climbing: `../` once, at most.
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./){2,}', message: 'Import through #shared/, #services/, #tests/, #bench/ or #scripts/ (package.json "imports").' }] },
+      ],
     },
   },
   {

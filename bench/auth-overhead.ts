@@ -29,9 +29,9 @@
 // Under tsx every request also pays for tsx's transform (esbuild's __name helpers, about 9 µs per request
 // here), which dilutes the ratio: the built JS (`node dist/...`) shows a somewhat higher cost.
 import type { AddressInfo } from 'node:net';
-import { buildApp } from '../services/app.js';
-import { defineRoute } from '../shared/http/route.js';
-import { createAccount, loginCookie, mintToken } from '../tests/support/accounts.js';
+import { buildApp } from '#services/app.js';
+import { defineRoute } from '#shared/http/route.js';
+import { createAccount, loginCookie, mintToken } from '#tests/support/accounts.js';
 import { runBench } from './lib/context.js';
 import { bestRps, cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 

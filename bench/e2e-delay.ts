@@ -6,10 +6,10 @@
 // its redirect time (`ts`, taken at the edge) and its insert time (`inserted_at`, ClickHouse's clock
 // on this machine): their difference is the delay of that visit, read for every visit. Target: p95 ≤ 2 s.
 import type { AddressInfo } from 'node:net';
-import { buildApp } from '../services/app.js';
-import { startEnricher } from '../services/enricher/enricher.js';
-import { claimSubdomain, createOwner } from '../tests/support/owners.js';
-import { waitFor } from '../tests/support/wait.js';
+import { buildApp } from '#services/app.js';
+import { startEnricher } from '#services/enricher/enricher.js';
+import { claimSubdomain, createOwner } from '#tests/support/owners.js';
+import { waitFor } from '#tests/support/wait.js';
 import { runBench } from './lib/context.js';
 import { cannon, otherLoad } from './lib/load.js';
 

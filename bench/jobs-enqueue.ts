@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { createLogger } from '../shared/logger.js';
-import { createMetrics } from '../shared/metrics.js';
-import { defineJob, type Jobs } from '../shared/jobs/jobs.js';
-import { createLmdbJobs } from '../shared/jobs/lmdb.js';
+import { createLogger } from '#shared/logger.js';
+import { createMetrics } from '#shared/metrics.js';
+import { defineJob, type Jobs } from '#shared/jobs/jobs.js';
+import { createLmdbJobs } from '#shared/jobs/lmdb.js';
 
 const total = Number(process.argv[2] ?? 20_000);
 const BATCH = 500;

@@ -6,11 +6,11 @@
 // The links are bulk-inserted with SQL (generate_series), not through the API: the benchmark measures
 // reads. The plan of the first page is printed (EXPLAIN) to show which index answers it.
 import { sql } from 'kysely';
-import type { Context } from '../shared/context.js';
-import { buildApp } from '../services/app.js';
+import type { Context } from '#shared/context.js';
+import { buildApp } from '#services/app.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../tests/support/owners.js';
+import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 
 const total = Number(process.argv[2] ?? 100_000);
 const perShape = Number(process.argv[3] ?? 200);

@@ -10,16 +10,16 @@
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { v7 as uuidv7 } from 'uuid';
-import { startEnricher } from '../services/enricher/enricher.js';
-import { enrich } from '../services/enricher/enrich.js';
-import { encodeVisits } from '../services/enricher/visit-writer.js';
-import { visitorHash } from '../services/enricher/visitors.js';
-import { openGeoLookup } from '../shared/geo.js';
-import { uniqueName } from '../tests/support/context.js';
-import { waitFor } from '../tests/support/wait.js';
+import { startEnricher } from '#services/enricher/enricher.js';
+import { enrich } from '#services/enricher/enrich.js';
+import { encodeVisits } from '#services/enricher/visit-writer.js';
+import { visitorHash } from '#services/enricher/visitors.js';
+import { openGeoLookup } from '#shared/geo.js';
+import { uniqueName } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
 import { runBench } from './lib/context.js';
-import { TOPICS } from '../shared/visit-log/topics.js';
-import type { RawVisit } from '../shared/visits/raw-visit.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
 
 const total = Number(process.argv[2] ?? 100_000);
 const TARGET = 50_000;

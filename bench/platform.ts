@@ -18,9 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PROJECT_ROOT } from '../shared/paths.js';
-import { serverDatabase } from '../tests/support/fresh-database.js';
-import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '../tests/support/platform-process.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
+import { serverDatabase } from '#tests/support/fresh-database.js';
+import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '#tests/support/platform-process.js';
 import { cannon, otherLoad, pad } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 20);

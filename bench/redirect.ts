@@ -17,11 +17,11 @@
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-import { buildApp } from '../services/app.js';
+import { buildApp } from '#services/app.js';
 import { runBench } from './lib/context.js';
-import { metricTotal } from '../shared/metrics.js';
-import { TOPICS } from '../shared/visit-log/topics.js';
-import { claimSubdomain, createOwner } from '../tests/support/owners.js';
+import { metricTotal } from '#shared/metrics.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import { claimSubdomain, createOwner } from '#tests/support/owners.js';
 import { bestRps, cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 3);

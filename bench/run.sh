@@ -11,4 +11,5 @@ shift
 [ -d node_modules ] || npm install --no-audit --no-fund --loglevel=error
 rm -rf dist-bench
 npx tsc -p tsconfig.bench.json
+npx tsx scripts/dist-package.ts dist-bench
 exec node "dist-bench/bench/$name.js" "$@"

@@ -13,8 +13,8 @@
 // sampled every 20 ms (chDB is in this process: its memory counts).
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { buildApp } from '../services/app.js';
-import { claimSubdomain, createOwner } from '../tests/support/owners.js';
+import { buildApp } from '#services/app.js';
+import { claimSubdomain, createOwner } from '#tests/support/owners.js';
 import { runBench } from './lib/context.js';
 import { quantile } from './lib/load.js';
 import { seedVisits } from './lib/seed-visits.js';

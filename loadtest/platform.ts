@@ -5,8 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../shared/paths.js';
-import { client, freePort, killAll, startProcess, waitHealthy, type Started } from '../tests/support/platform-process.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
+import { client, freePort, killAll, startProcess, waitHealthy, type Started } from '#tests/support/platform-process.js';
 import type { Settings } from './settings.js';
 
 export interface Platform {

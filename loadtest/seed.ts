@@ -2,7 +2,7 @@
 // the owners (POST /api/v1/users); each signs in, makes an API token, claims subdomains and makes
 // links with it. Names carry a run id, so runs against one BASE_URL do not collide.
 import { randomBytes } from 'node:crypto';
-import { client, type Answer } from '../tests/support/platform-process.js';
+import { client, type Answer } from '#tests/support/platform-process.js';
 import type { Settings } from './settings.js';
 
 export interface Owner {

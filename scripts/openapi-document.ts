@@ -9,10 +9,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildApp } from '../services/app.js';
-import { loadConfig } from '../shared/config.js';
-import { closeContext, createContext } from '../shared/context.js';
-import { migrateDatabase } from '../shared/migrations/postgres.js';
+import { buildApp } from '#services/app.js';
+import { loadConfig } from '#shared/config.js';
+import { closeContext, createContext } from '#shared/context.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
 
 const output = process.argv[2];
 if (!output) {

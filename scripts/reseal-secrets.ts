@@ -5,13 +5,13 @@
 // DATA_DIR on the embedded stores while the platform is stopped). Exits 1 when a secret is left.
 //
 //   tsx scripts/reseal-secrets.ts            (in the image: node dist/scripts/reseal-secrets.js)
-import { ConfigError, loadConfig, type Config } from '../shared/config.js';
-import { createDatabase } from '../shared/db/database.js';
-import { migrateDatabase } from '../shared/migrations/postgres.js';
-import { createLogger } from '../shared/logger.js';
-import { loadSecretBox } from '../shared/secrets/keys.js';
-import { webhooksRepository } from '../shared/webhooks/webhooks.repository.js';
-import { sealWebhookSecrets } from '../shared/webhooks/secrets.js';
+import { ConfigError, loadConfig, type Config } from '#shared/config.js';
+import { createDatabase } from '#shared/db/database.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
+import { createLogger } from '#shared/logger.js';
+import { loadSecretBox } from '#shared/secrets/keys.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
 
 let config: Config;
 try {

@@ -2,13 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { InjectOptions } from 'light-my-request';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ROLES, type Role } from '../shared/config.js';
-import type { Context } from '../shared/context.js';
-import { defineRoute } from '../shared/http/route.js';
-import { closeContext } from '../tests/support/context.js';
-import { listenerClient } from '../tests/support/listener.js';
-import type { TestOwner } from '../tests/support/owners.js';
-import { startTestPlatform } from '../tests/support/platform.js';
+import { ROLES, type Role } from '#shared/config.js';
+import type { Context } from '#shared/context.js';
+import { defineRoute } from '#shared/http/route.js';
+import { closeContext } from '#tests/support/context.js';
+import { listenerClient } from '#tests/support/listener.js';
+import type { TestOwner } from '#tests/support/owners.js';
+import { startTestPlatform } from '#tests/support/platform.js';
 import { buildApp, type App } from './app.js';
 
 // Each role alone, as `SERVICE_ROLES=<role>` starts it: the HTTP app of a process of that one role,

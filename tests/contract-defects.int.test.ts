@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import type { Context } from '../shared/context.js';
-import { selectRows } from '../shared/analytics/analytics.js';
+import type { Context } from '#shared/context.js';
+import { selectRows } from '#shared/analytics/analytics.js';
 import { closeContext } from './support/context.js';
 import type { listenerClient } from './support/listener.js';
 import type { TestOwner } from './support/owners.js';

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CONFIG_VARS, PRODUCTION_VARS, ROLES } from '../shared/config.js';
-import { PROJECT_ROOT } from '../shared/paths.js';
+import { CONFIG_VARS, PRODUCTION_VARS, ROLES } from '#shared/config.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
 
 const compose = parse(readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
   services: Record<string, { environment?: Record<string, unknown>; command?: string[] }>;

@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../shared/paths.js';
-import { CONFIG_DOC, END, START, renderConfigTable } from '../scripts/config-table.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
+import { CONFIG_DOC, END, START, renderConfigTable } from '#scripts/config-table.js';
 
 const read = (path: string): string => readFileSync(join(PROJECT_ROOT, path), 'utf8');
 const readme = read('README.md');

@@ -1,8 +1,8 @@
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../services/app.js';
-import type { Context } from '../shared/context.js';
+import { buildApp } from '#services/app.js';
+import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext } from './support/context.js';
 
 // What a client meets over a real socket before Fastify sees its request: Node's own answers.

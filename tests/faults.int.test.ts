@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../shared/paths.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
 import { SERVICES_MODE } from './support/context.js';
 import { waitFor } from './support/wait.js';
 import {

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, posix, relative, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../shared/paths.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
 
 /**
  * Who may import whom, read from the sources (every `import … from`, `export … from`, side-effect
@@ -19,10 +19,14 @@ function specifiersIn(source: string): string[] {
   return patterns.flatMap((pattern) => [...source.matchAll(pattern)].map((match) => match[1]!));
 }
 
-/** The project file a relative specifier names (`./x.js` is `./x.ts` or `./x.tsx` on disk), or undefined for a package. */
+/**
+ * The project file a specifier names, or undefined for a package: relative (`./x.js` is `./x.ts` or
+ * `./x.tsx` on disk) or through package.json's `imports` (`#shared/x.js` is `shared/x.ts`).
+ */
 function resolve(from: string, specifier: string, exists: (path: string) => boolean): string | undefined {
-  if (!specifier.startsWith('.')) return undefined;
-  const target = posix.normalize(posix.join(posix.dirname(from), specifier));
+  const alias = /^#(shared|services|tests|bench|scripts)\//.exec(specifier);
+  if (!specifier.startsWith('.') && !alias) return undefined;
+  const target = alias ? specifier.slice(1) : posix.normalize(posix.join(posix.dirname(from), specifier));
   const candidates = [target, target.replace(/\.js$/, '.ts'), target.replace(/\.js$/, '.tsx'), `${target}.ts`, `${target}/index.ts`];
   return candidates.find(exists) ?? target;
 }
@@ -143,15 +147,20 @@ describe('shared/ imports no service code', () => {
       ['shared/http/route.ts', "import { buildApp } from '../../services/app.js';"],
       ['shared/jobs/jobs.int.test.ts', "import { startTestPlatform } from '../../tests/support/platform.js';"],
       ['shared/ids.ts', "import { waitFor } from '../tests/support/wait.js';"],
+      ['shared/time.ts', "import { waitFor } from '#tests/support/wait.js';"],
+      ['shared/paths.ts', "import { startEnricher } from '#services/enricher/enricher.js';"],
+      ['services/enricher/enricher.ts', ''],
       ['tests/support/platform.ts', "import { buildApp } from '../../services/app.js';"],
       ['tests/support/wait.ts', "import { setTimeout } from 'node:timers/promises';"],
-      ['services/app.ts', "import { SCOPES } from '../shared/http/scopes.js';"],
+      ['services/app.ts', "import { SCOPES } from '#shared/http/scopes.js';"],
       ['shared/http/scopes.ts', ''],
     ]);
     expect(boundaryBreaches(importGraph(planted))).toEqual([
       'shared/http/route.ts imports services/app.ts',
       'shared/ids.ts (live code) imports tests/support/wait.ts',
       'shared/jobs/jobs.int.test.ts reaches services/app.ts through its imports',
+      'shared/paths.ts imports services/enricher/enricher.ts',
+      'shared/time.ts (live code) imports tests/support/wait.ts',
     ]);
   });
 

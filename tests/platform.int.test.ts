@@ -3,9 +3,9 @@ import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createDatabase, type Database } from '../shared/db/database.js';
-import { PROJECT_ROOT } from '../shared/paths.js';
-import { keyId, parseKey } from '../shared/secrets/secret-box.js';
+import { createDatabase, type Database } from '#shared/db/database.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
+import { keyId, parseKey } from '#shared/secrets/secret-box.js';
 import { freePort } from './support/platform-process.js';
 
 /** The process as `make run` starts it, from source; embedded whatever the suite's mode. */

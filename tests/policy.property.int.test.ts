@@ -3,12 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../services/app.js';
-import { deduplicatedBy, toClickHouseTime } from '../shared/analytics/analytics.js';
-import type { Context } from '../shared/context.js';
+import { buildApp } from '#services/app.js';
+import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js';
+import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext } from './support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from './support/owners.js';
-import { POLICY_SWITCHES, type PolicySwitch } from '../shared/policy/policy.js';
+import { POLICY_SWITCHES, type PolicySwitch } from '#shared/policy/policy.js';
 
 /*
  * Every public read, under every combination of the nine switches (2^9), with publish delays and

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { usersRepository } from '../shared/users/users.repository.js';
-import { createDatabase } from '../shared/db/database.js';
-import { migrateDatabase } from '../shared/migrations/postgres.js';
-import { PROJECT_ROOT } from '../shared/paths.js';
-import { createSecretBox, generateKey, keyId, parseKey } from '../shared/secrets/secret-box.js';
-import { webhookSecrets } from '../shared/webhooks/secrets.js';
+import { usersRepository } from '#shared/users/users.repository.js';
+import { createDatabase } from '#shared/db/database.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
+import { createSecretBox, generateKey, keyId, parseKey } from '#shared/secrets/secret-box.js';
+import { webhookSecrets } from '#shared/webhooks/secrets.js';
 
 /** The script as an operator runs it, on the embedded stores of `dataDir` (the platform stopped). */
 function reseal(dataDir: string, env: Record<string, string>) {

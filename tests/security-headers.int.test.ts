@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform } from './support/platform.js';
-import { htmlSecurityHeaders } from '../shared/http/security-headers.js';
+import { htmlSecurityHeaders } from '#shared/http/security-headers.js';
 
 // Guards issue 23: API answers and HTML error pages carried no nosniff, framing or CSP header.
 

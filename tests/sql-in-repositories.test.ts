@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../shared/paths.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
 
 /**
  * SQL lives only in repositories (`*.repository.ts`): a Postgres query (kysely's builder or its `sql`

@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
-import type { Context } from '../../shared/context.js';
-import { closeContext, createTestContext } from '../../tests/support/context.js';
+import type { Context } from '#shared/context.js';
+import { closeContext, createTestContext } from '#tests/support/context.js';
 
 /**
  * Closes a benchmark's context and removes this process's chDB folder. The engine is shared by the

@@ -1,4 +1,4 @@
-import type { Context } from '../../shared/context.js';
+import type { Context } from '#shared/context.js';
 
 export interface SeedPlan {
   /** Visits in all. */

@@ -1,7 +1,7 @@
 // The browser beacon as tracker.js drives it on a page with `data-subdomain`: a consent (which
 // starts a visit of its own, kind `beacon`), then the signals under the consent token. One page
 // view in ten refuses analytics: no token, and its collect must answer 403.
-import { BROWSER_UA } from '../../tests/support/platform-process.js';
+import { BROWSER_UA } from '#tests/support/platform-process.js';
 import { Checks, runLoad } from '../load.js';
 import type { Settings } from '../settings.js';
 import { fromLoad, headerOf, type ScenarioResult, type StoredWhere } from './result.js';

@@ -1,7 +1,7 @@
 // An owner pulls CSV exports of all their visits, one after another, while redirects load a
 // subdomain of theirs: the export streams from ClickHouse as the enricher writes into it.
-import { quantile } from '../../bench/lib/load.js';
-import { client } from '../../tests/support/platform-process.js';
+import { quantile } from '#bench/lib/load.js';
+import { client } from '#tests/support/platform-process.js';
 import { Checks, runLoad } from '../load.js';
 import type { Link, Owner } from '../seed.js';
 import type { Settings } from '../settings.js';

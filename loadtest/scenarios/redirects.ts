@@ -1,6 +1,6 @@
 // Redirects on short hosts: each connection asks the links in turn, with the link's short host as
 // the Host header and a browser's user agent (people's visits, as the edge and the enricher see them).
-import { BROWSER_UA } from '../../tests/support/platform-process.js';
+import { BROWSER_UA } from '#tests/support/platform-process.js';
 import { Checks, runLoad, type LoadRequest } from '../load.js';
 import type { Link } from '../seed.js';
 import type { Settings } from '../settings.js';

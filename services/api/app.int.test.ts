@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { loadConfig } from '../../shared/config.js';
-import type { Context } from '../../shared/context.js';
-import { defineRoute } from '../../shared/http/route.js';
-import { closeContext, createTestContext, testConfig } from '../../tests/support/context.js';
+import { loadConfig } from '#shared/config.js';
+import type { Context } from '#shared/context.js';
+import { defineRoute } from '#shared/http/route.js';
+import { closeContext, createTestContext, testConfig } from '#tests/support/context.js';
 import { buildApp } from '../app.js';
 
 /** Routes that exist only in tests, to reach failure paths no public route has. */

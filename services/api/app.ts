@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
-import type { Context } from '../../shared/context.js';
-import { createEventBus } from '../../shared/events/events.js';
-import type { RateLimiter } from '../../shared/http/rate-limit.js';
-import { registerRoutes, type RegistrarDeps } from '../../shared/http/register.js';
-import type { RouteDef } from '../../shared/http/route.js';
+import type { Context } from '#shared/context.js';
+import { createEventBus } from '#shared/events/events.js';
+import type { RateLimiter } from '#shared/http/rate-limit.js';
+import { registerRoutes, type RegistrarDeps } from '#shared/http/register.js';
+import type { RouteDef } from '#shared/http/route.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
 import { createAuthenticator } from './auth/authenticator.js';

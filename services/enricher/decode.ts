@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import type { Context } from '../../shared/context.js';
-import { DLQ_HEADERS, type DlqSource } from '../../shared/visit-log/dead-letters.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { LogMessage } from '../../shared/visit-log/visit-log.js';
+import type { Context } from '#shared/context.js';
+import { DLQ_HEADERS, type DlqSource } from '#shared/visit-log/dead-letters.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { LogMessage } from '#shared/visit-log/visit-log.js';
 import { poisonReason, type Poison } from './poison.js';
 
 /** A message for the dead-letter topic, with the reason it goes there. */

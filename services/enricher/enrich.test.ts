@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 import maxmind from 'maxmind';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { botOf, enrich, parseUserAgent } from './enrich.js';
-import { openGeoLookup, type GeoLookup } from '../../shared/geo.js';
+import { openGeoLookup, type GeoLookup } from '#shared/geo.js';
 
 let geo: GeoLookup;
 beforeAll(async () => {

@@ -1,9 +1,9 @@
 import { isbotMatch } from 'isbot';
 import { LRUCache } from 'lru-cache';
 import { UAParser } from 'ua-parser-js';
-import { classifyAttack, type AttackType } from '../../shared/visits/attack.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import type { GeoLookup } from '../../shared/geo.js';
+import { classifyAttack, type AttackType } from '#shared/visits/attack.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
+import type { GeoLookup } from '#shared/geo.js';
 
 /** What the enricher derives from a raw visit: pure functions of the visit (and the geo database). */
 export interface Enrichment {

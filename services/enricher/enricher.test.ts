@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { decodeVisit } from './enricher.js';
 import { enrich } from './enrich.js';
 import { encodeVisits, toVisitRow as visitRowOf, VISIT_ROW_COLUMNS } from './visit-writer.js';

@@ -1,16 +1,16 @@
-import type { Context } from '../../shared/context.js';
-import { RawVisitSchema, type RawVisit } from '../../shared/visits/raw-visit.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { BatchControl, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
-import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '../../shared/events/events.js';
-import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
-import { webhooksRepository } from '../../shared/webhooks/webhooks.repository.js';
-import type { WebhookRow } from '../../shared/webhooks/webhooks.repository.js';
+import type { Context } from '#shared/context.js';
+import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { BatchControl, Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
+import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '#shared/events/events.js';
+import { matches, webhookCache } from '#shared/webhooks/subscriptions.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
 import { enrich, type Enrichment } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
-import { openGeoLookup } from '../../shared/geo.js';
-import type { StoredVisit } from '../../shared/analytics/visits.repository.js';
+import { openGeoLookup } from '#shared/geo.js';
+import type { StoredVisit } from '#shared/analytics/visits.repository.js';
 import { insertVisits, reinsertStoredBlocks, storedVisits } from './visit-writer.js';
 import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacons.js';
@@ -18,7 +18,7 @@ import { burstDetector } from './bursts.js';
 import { orderedStages } from './stages.js';
 import { isolatePoison } from './poison.js';
 import { subdomainOwners } from './owners.js';
-import { nextTurn, SLICE } from '../../shared/turns.js';
+import { nextTurn, SLICE } from '#shared/turns.js';
 
 /** The burst part of a security.suspicious event: the visitor's visits within the window. */
 type BurstEvent = { visits: number; window_sec: number };

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { closeContext } from '../../tests/support/context.js';
-import type { TestOwner } from '../../tests/support/owners.js';
-import { startTestPlatform } from '../../tests/support/platform.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import type { Context } from '#shared/context.js';
+import { closeContext } from '#tests/support/context.js';
+import type { TestOwner } from '#tests/support/owners.js';
+import { startTestPlatform } from '#tests/support/platform.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { enrich } from './enrich.js';
 import { limitWatcher } from './limits.js';
 import { insertVisits } from './visit-writer.js';

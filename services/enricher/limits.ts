@@ -1,10 +1,10 @@
 import { LRUCache } from 'lru-cache';
-import { visitsRepository } from '../../shared/analytics/visits.repository.js';
-import type { Context } from '../../shared/context.js';
-import type { EventDraft } from '../../shared/events/events.js';
-import { publishLinkNotice, subscribeLinkNotices, toRedirectLink } from '../../shared/links/link-notices.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { linksRepository } from '../../shared/links/links.repository.js';
+import { visitsRepository } from '#shared/analytics/visits.repository.js';
+import type { Context } from '#shared/context.js';
+import type { EventDraft } from '#shared/events/events.js';
+import { publishLinkNotice, subscribeLinkNotices, toRedirectLink } from '#shared/links/link-notices.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
+import { linksRepository } from '#shared/links/links.repository.js';
 
 /** What the limit check needs of a link: its limit, and whether it was already reached. */
 interface Limit {

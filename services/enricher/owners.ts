@@ -1,8 +1,8 @@
 import { LRUCache } from 'lru-cache';
-import type { Context } from '../../shared/context.js';
-import { SUBDOMAIN_LABEL } from '../../shared/links/hosts.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { subdomainsRepository } from '../../shared/subdomains/subdomains.repository.js';
+import type { Context } from '#shared/context.js';
+import { SUBDOMAIN_LABEL } from '#shared/links/hosts.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
+import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
 
 /** How long a subdomain's owner (or its absence) is remembered: a released name changes hands rarely. */
 const OWNER_TTL_MS = 60_000;

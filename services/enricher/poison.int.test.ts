@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Analytics } from '../../shared/analytics/analytics.js';
-import type { Context } from '../../shared/context.js';
-import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../tests/support/context.js';
-import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '../../tests/support/owners.js';
-import { consentMessage, peopleVisits, subdomainWithLink } from '../../tests/support/visits.js';
-import { waitFor } from '../../tests/support/wait.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
+import type { Analytics } from '#shared/analytics/analytics.js';
+import type { Context } from '#shared/context.js';
+import { decodeEvents, type PlatformEvent } from '#shared/events/events.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
+import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '#tests/support/owners.js';
+import { consentMessage, peopleVisits, subdomainWithLink } from '#tests/support/visits.js';
+import { waitFor } from '#tests/support/wait.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
 import { buildApp } from '../app.js';
 import { startEnricher } from './enricher.js';
 

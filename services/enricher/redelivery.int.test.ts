@@ -1,17 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { Context } from '../../shared/context.js';
-import { decodeEvents, eventId, type PlatformEvent } from '../../shared/events/events.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../tests/support/context.js';
-import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '../../tests/support/owners.js';
-import { consentMessage, peopleVisits, subdomainWithLink } from '../../tests/support/visits.js';
-import { waitFor } from '../../tests/support/wait.js';
-import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
-import type { BatchControl, ConsumeOptions, Consumer, LogMessage } from '../../shared/visit-log/visit-log.js';
+import type { Context } from '#shared/context.js';
+import { decodeEvents, eventId, type PlatformEvent } from '#shared/events/events.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
+import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '#tests/support/owners.js';
+import { consentMessage, peopleVisits, subdomainWithLink } from '#tests/support/visits.js';
+import { waitFor } from '#tests/support/wait.js';
+import { TOPICS, type Topic } from '#shared/visit-log/topics.js';
+import type { BatchControl, ConsumeOptions, Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
 import { buildApp } from '../app.js';
 import { startEnricher } from './enricher.js';
-import { STORED_VISITS_QUERY } from '../../shared/analytics/visits.repository.js';
+import { STORED_VISITS_QUERY } from '#shared/analytics/visits.repository.js';
 
 /**
  * Exactly once into `visits` and the rollups (issue 24): a visit redelivered inside a batch composed

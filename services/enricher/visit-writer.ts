@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { deduplicatedBy, toClickHouseTime, type Analytics, type EncodedInsert } from '../../shared/analytics/analytics.js';
-import { visitsRepository, type StoredVisit } from '../../shared/analytics/visits.repository.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { nextTurn, SLICE } from '../../shared/turns.js';
+import { deduplicatedBy, toClickHouseTime, type Analytics, type EncodedInsert } from '#shared/analytics/analytics.js';
+import { visitsRepository, type StoredVisit } from '#shared/analytics/visits.repository.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
+import { nextTurn, SLICE } from '#shared/turns.js';
 import type { Enrichment } from './enrich.js';
 
 /** Deduplication token of an insert: the hash of the keys that identify its rows. */

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { DB } from '../../shared/db/schema.js';
+import type { DB } from '#shared/db/schema.js';
 
 /** SQL for visitor_salts: the daily salts of the visitor hash, shared by every enricher. */
 export function visitorSaltsRepository(db: Kysely<DB>) {

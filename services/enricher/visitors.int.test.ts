@@ -1,14 +1,14 @@
 import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
-import { createAccount } from '../../tests/support/accounts.js';
-import { closeContext, createTestContext, uniqueName } from '../../tests/support/context.js';
-import { subscribeToVisitEvents } from '../../tests/support/owners.js';
-import { waitFor } from '../../tests/support/wait.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { Consumer } from '../../shared/visit-log/visit-log.js';
+import type { Context } from '#shared/context.js';
+import { decodeEvents, type PlatformEvent } from '#shared/events/events.js';
+import { createAccount } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, uniqueName } from '#tests/support/context.js';
+import { subscribeToVisitEvents } from '#tests/support/owners.js';
+import { waitFor } from '#tests/support/wait.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
 import { startEnricher } from './enricher.js';
 import { saltBook, visitorHash } from './visitors.js';
 

@@ -1,9 +1,9 @@
 import { hash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { toClickHouseTime, type Analytics } from '../../shared/analytics/analytics.js';
-import { visitsRepository } from '../../shared/analytics/visits.repository.js';
-import type { DB } from '../../shared/db/schema.js';
-import { isoTimeAt } from '../../shared/time.js';
+import { toClickHouseTime, type Analytics } from '#shared/analytics/analytics.js';
+import { visitsRepository } from '#shared/analytics/visits.repository.js';
+import type { DB } from '#shared/db/schema.js';
+import { isoTimeAt } from '#shared/time.js';
 import { visitorSaltsRepository } from './visitor-salts.repository.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */

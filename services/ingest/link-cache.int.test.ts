@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { closeContext, createTestContext } from '../../tests/support/context.js';
-import { claimSubdomain, createOwner } from '../../tests/support/owners.js';
+import type { Context } from '#shared/context.js';
+import { closeContext, createTestContext } from '#tests/support/context.js';
+import { claimSubdomain, createOwner } from '#tests/support/owners.js';
 import { buildApp } from '../app.js';
 import { createLinkCache } from './link-cache.js';
 

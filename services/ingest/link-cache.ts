@@ -1,8 +1,8 @@
 import { LRUCache } from 'lru-cache';
-import type { Context } from '../../shared/context.js';
-import { counterChildren } from '../../shared/metrics.js';
-import { subscribeLinkNotices, toRedirectLink, type LinkNotice, type RedirectLink } from '../../shared/links/link-notices.js';
-import { linksRepository } from '../../shared/links/links.repository.js';
+import type { Context } from '#shared/context.js';
+import { counterChildren } from '#shared/metrics.js';
+import { subscribeLinkNotices, toRedirectLink, type LinkNotice, type RedirectLink } from '#shared/links/link-notices.js';
+import { linksRepository } from '#shared/links/links.repository.js';
 
 /** How long an entry is served without a notice before it is re-read (in the background, stale meanwhile). */
 const FRESH_MS = 60_000;

@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { decodeEvents, type PlatformEvent } from '../../shared/events/events.js';
-import { closeContext, uniqueName } from '../../tests/support/context.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { TestOwner } from '../../tests/support/owners.js';
-import { waitFor } from '../../tests/support/wait.js';
-import type { Consumer } from '../../shared/visit-log/visit-log.js';
+import type { Context } from '#shared/context.js';
+import { decodeEvents, type PlatformEvent } from '#shared/events/events.js';
+import { closeContext, uniqueName } from '#tests/support/context.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { TestOwner } from '#tests/support/owners.js';
+import { waitFor } from '#tests/support/wait.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
 import { startEnricher } from '../enricher/enricher.js';
-import type { listenerClient } from '../../tests/support/listener.js';
-import { startTestPlatform } from '../../tests/support/platform.js';
+import type { listenerClient } from '#tests/support/listener.js';
+import { startTestPlatform } from '#tests/support/platform.js';
 
 // End to end: redirects at the edge → visit log (in-process, or Kafka in the services run) →
 // enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.

@@ -4,14 +4,14 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { closeContext } from '../../tests/support/context.js';
-import type { TestOwner } from '../../tests/support/owners.js';
-import { waitFor } from '../../tests/support/wait.js';
-import type { Consumer } from '../../shared/visit-log/visit-log.js';
+import type { Context } from '#shared/context.js';
+import { closeContext } from '#tests/support/context.js';
+import type { TestOwner } from '#tests/support/owners.js';
+import { waitFor } from '#tests/support/wait.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
 import { startEnricher } from '../enricher/enricher.js';
-import type { listenerClient } from '../../tests/support/listener.js';
-import { startTestPlatform } from '../../tests/support/platform.js';
+import type { listenerClient } from '#tests/support/listener.js';
+import { startTestPlatform } from '#tests/support/platform.js';
 
 // The beacon script in a real browser: Debian's headless Chromium driven by playwright-core, a
 // target page served from another origin (CORS for real), the platform listening on loopback,

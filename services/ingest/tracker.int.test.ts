@@ -2,19 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import { SignJWT } from 'jose';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { closeContext, uniqueName } from '../../tests/support/context.js';
-import type { TestOwner } from '../../tests/support/owners.js';
-import { waitFor } from '../../tests/support/wait.js';
-import { consentKey } from '../../shared/tracker/consent-token.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { Consumer } from '../../shared/visit-log/visit-log.js';
-import type { BeaconMessage } from '../../shared/tracker/beacon.js';
+import type { Context } from '#shared/context.js';
+import { closeContext, uniqueName } from '#tests/support/context.js';
+import type { TestOwner } from '#tests/support/owners.js';
+import { waitFor } from '#tests/support/wait.js';
+import { consentKey } from '#shared/tracker/consent-token.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
+import type { BeaconMessage } from '#shared/tracker/beacon.js';
 import { beaconStore } from '../enricher/beacons.js';
 import { startEnricher } from '../enricher/enricher.js';
-import { toClickHouseTime } from '../../shared/analytics/analytics.js';
-import type { listenerClient } from '../../tests/support/listener.js';
-import { startTestPlatform } from '../../tests/support/platform.js';
+import { toClickHouseTime } from '#shared/analytics/analytics.js';
+import type { listenerClient } from '#tests/support/listener.js';
+import { startTestPlatform } from '#tests/support/platform.js';
 
 // The beacon end to end: ingest edge (/tracker/*) → tracker.raw (in-process, or Kafka in the services
 // run) → enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.

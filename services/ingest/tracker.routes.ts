@@ -1,17 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { uuidv7At } from '../../shared/ids.js';
-import { AppError } from '../../shared/errors.js';
-import { validateRequest } from '../../shared/http/register.js';
-import { defineRoute, type RouteDef } from '../../shared/http/route.js';
-import { PROJECT_ROOT } from '../../shared/paths.js';
-import { BEACON_ATTACH_WINDOW_MS, SignalsSchema, uuidv7Time, type BeaconMessage, type Signals } from '../../shared/tracker/beacon.js';
-import { visitIdOfToken, type ConsentTokens } from '../../shared/tracker/consent-token.js';
-import { SUBDOMAIN_LABEL } from '../../shared/links/hosts.js';
-import { VISIT_TEXT_MAX, visitText } from '../../shared/visits/raw-visit.js';
+import { uuidv7At } from '#shared/ids.js';
+import { AppError } from '#shared/errors.js';
+import { validateRequest } from '#shared/http/register.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
+import { BEACON_ATTACH_WINDOW_MS, SignalsSchema, uuidv7Time, type BeaconMessage, type Signals } from '#shared/tracker/beacon.js';
+import { visitIdOfToken, type ConsentTokens } from '#shared/tracker/consent-token.js';
+import { SUBDOMAIN_LABEL } from '#shared/links/hosts.js';
+import { VISIT_TEXT_MAX, visitText } from '#shared/visits/raw-visit.js';
 import type { BeaconProducer } from './visit-producer.js';
-import { rule } from '../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 /** The beacon script, read once: plain JavaScript without dependencies. */
 const TRACKER_JS = join(PROJECT_ROOT, 'public', 'tracker.js');

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { createLogger } from '../../shared/logger.js';
-import { createMetrics } from '../../shared/metrics.js';
-import { testConfig } from '../../tests/support/context.js';
-import { waitFor } from '../../tests/support/wait.js';
-import type { LogMessage, VisitLog } from '../../shared/visit-log/visit-log.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
+import type { Context } from '#shared/context.js';
+import { createLogger } from '#shared/logger.js';
+import { createMetrics } from '#shared/metrics.js';
+import { testConfig } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
+import type { LogMessage, VisitLog } from '#shared/visit-log/visit-log.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { createVisitProducer } from './visit-producer.js';
 
 /** A visit log stub (a broker outage cannot be staged in-process): fails while `down` is set. */

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Context } from '../../shared/context.js';
-import { counterChildren, onCollect } from '../../shared/metrics.js';
-import type { BeaconMessage } from '../../shared/tracker/beacon.js';
-import type { RawVisit } from '../../shared/visits/raw-visit.js';
-import { TOPICS, type Topic } from '../../shared/visit-log/topics.js';
-import type { LogMessage } from '../../shared/visit-log/visit-log.js';
+import type { Context } from '#shared/context.js';
+import { counterChildren, onCollect } from '#shared/metrics.js';
+import type { BeaconMessage } from '#shared/tracker/beacon.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
+import { TOPICS, type Topic } from '#shared/visit-log/topics.js';
+import type { LogMessage } from '#shared/visit-log/visit-log.js';
 
 /**
  * Visits per publish call; one call is in flight at a time. On Kafka a send is acknowledged within

@@ -1,11 +1,11 @@
 import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deduplicatedBy, toClickHouseTime } from '../../shared/analytics/analytics.js';
-import type { Context } from '../../shared/context.js';
-import type { listenerClient } from '../../tests/support/listener.js';
-import { claimSubdomain, type TestOwner } from '../../tests/support/owners.js';
-import { startTestPlatform } from '../../tests/support/platform.js';
-import { closeContext } from '../../tests/support/context.js';
+import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js';
+import type { Context } from '#shared/context.js';
+import type { listenerClient } from '#tests/support/listener.js';
+import { claimSubdomain, type TestOwner } from '#tests/support/owners.js';
+import { startTestPlatform } from '#tests/support/platform.js';
+import { closeContext } from '#tests/support/context.js';
 import type { FastifyInstance } from 'fastify';
 
 // The public page of a subdomain (`GET /` on `{name}.{BASE_DOMAIN}`), through the server's own

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Context } from '../../shared/context.js';
-import { AppError, retryLater } from '../../shared/errors.js';
-import { negotiateLocale } from '../../shared/i18n/index.js';
-import { setRateLimitHeaders, type RateLimiter } from '../../shared/http/rate-limit.js';
-import { htmlSecurityHeaders } from '../../shared/http/security-headers.js';
+import type { Context } from '#shared/context.js';
+import { AppError, retryLater } from '#shared/errors.js';
+import { negotiateLocale } from '#shared/i18n/index.js';
+import { setRateLimitHeaders, type RateLimiter } from '#shared/http/rate-limit.js';
+import { htmlSecurityHeaders } from '#shared/http/security-headers.js';
 import type { ReadServices } from '../api/app.js';
 import { PUBLIC_PAGE_DAYS, PUBLIC_PAGE_STYLE_HASH, renderPublicPage, renderUnknownSubdomain, type PublicPageData, type PublicReport } from './render.js';
 

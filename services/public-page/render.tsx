@@ -5,8 +5,8 @@
 import { createHash } from 'node:crypto';
 import type { ComponentChildren, JSX } from 'preact';
 import { renderToString } from 'preact-render-to-string';
-import { t as translate, type Locale } from '../../shared/i18n/index.js';
-import type { UiKey } from '../../shared/i18n/ui/index.js';
+import { t as translate, type Locale } from '#shared/i18n/index.js';
+import type { UiKey } from '#shared/i18n/ui/index.js';
 
 /** The page payload of GET /api/v1/subdomains/{name}. */
 export interface PublicPagePayload {

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { migrateDatabase } from '../../shared/migrations/postgres.js';
-import { createAccount } from '../../tests/support/accounts.js';
-import { closeContext, createTestContext, SERVICES_MODE } from '../../tests/support/context.js';
-import { createFreshDatabase, type FreshDatabase } from '../../tests/support/fresh-database.js';
-import { waitFor } from '../../tests/support/wait.js';
-import { insertWebhook } from '../../tests/support/webhooks.js';
-import { webhooksRepository } from '../../shared/webhooks/webhooks.repository.js';
+import type { Context } from '#shared/context.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
+import { createAccount } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
+import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
+import { waitFor } from '#tests/support/wait.js';
+import { insertWebhook } from '#tests/support/webhooks.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { pruneExpired, retentionJob, startRetention } from './retention.js';
 
 // Retention of the webhook delivery log and the audit log: before it, both grew forever. The rows

@@ -1,8 +1,8 @@
-import type { Context } from '../../shared/context.js';
-import { defineJob } from '../../shared/jobs/jobs.js';
-import type { Consumer } from '../../shared/visit-log/visit-log.js';
-import { webhooksRepository } from '../../shared/webhooks/webhooks.repository.js';
-import { auditRepository } from '../../shared/audit/audit.repository.js';
+import type { Context } from '#shared/context.js';
+import { defineJob } from '#shared/jobs/jobs.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { auditRepository } from '#shared/audit/audit.repository.js';
 
 /** How often the retention job runs (at the worker's start, then every hour). */
 export const RETENTION_EVERY_MS = 3_600_000;

@@ -3,16 +3,16 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../shared/context.js';
-import { createEventBus } from '../../shared/events/events.js';
-import { metricTotal } from '../../shared/metrics.js';
-import { createAccount } from '../../tests/support/accounts.js';
-import { closeContext, createTestContext, SERVICES_MODE } from '../../tests/support/context.js';
-import { waitFor } from '../../tests/support/wait.js';
-import { insertWebhook } from '../../tests/support/webhooks.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { Consumer } from '../../shared/visit-log/visit-log.js';
-import { WEBHOOKS_VERSION_KEY } from '../../shared/webhooks/delivery.js';
+import type { Context } from '#shared/context.js';
+import { createEventBus } from '#shared/events/events.js';
+import { metricTotal } from '#shared/metrics.js';
+import { createAccount } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
+import { insertWebhook } from '#tests/support/webhooks.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
 import { WEBHOOK_DISPATCH_GROUP, deliveryJob, startWebhooks } from './webhooks.js';
 
 // The dispatcher's backpressure, with a real local receiver that holds its answers until told: the

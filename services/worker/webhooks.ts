@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Context } from '../../shared/context.js';
-import { decodeEvents } from '../../shared/events/events.js';
-import { DeferJob, defineJob, type JobDefinition } from '../../shared/jobs/jobs.js';
-import { createNotifier } from '../../shared/notifications.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
-import type { Consumer } from '../../shared/visit-log/visit-log.js';
-import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '../../shared/webhooks/delivery.js';
-import { usersRepository } from '../../shared/users/users.repository.js';
-import { webhooksRepository, type WebhookRow } from '../../shared/webhooks/webhooks.repository.js';
-import { matches, webhookCache } from '../../shared/webhooks/subscriptions.js';
+import type { Context } from '#shared/context.js';
+import { decodeEvents } from '#shared/events/events.js';
+import { DeferJob, defineJob, type JobDefinition } from '#shared/jobs/jobs.js';
+import { createNotifier } from '#shared/notifications.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '#shared/webhooks/delivery.js';
+import { usersRepository } from '#shared/users/users.repository.js';
+import { webhooksRepository, type WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import { matches, webhookCache } from '#shared/webhooks/subscriptions.js';
 
 /** The consumer group of the dispatcher on the `events` topic. */
 export const WEBHOOK_DISPATCH_GROUP = 'webhook-dispatch';

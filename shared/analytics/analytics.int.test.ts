@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
 import { createAnalytics, deduplicatedBy } from './analytics.js';
-import { closeContext, createTestContext, uniqueName } from '../../tests/support/context.js';
+import { closeContext, createTestContext, uniqueName } from '#tests/support/context.js';
 
 let context: Context;
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
 import { createRedisCache } from './cache.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../tests/support/context.js';
-import { waitFor } from '../../tests/support/wait.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
 
 let context: Context;
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisCache } from '../cache/cache.js';
 import { loadConfig } from '../config.js';
 import type { Context } from '../context.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../tests/support/context.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
 import { createRateLimiter, rateLimitHeaderList, setRateLimitHeaders, type RateLimiter } from './rate-limit.js';
 
 let context: Context;

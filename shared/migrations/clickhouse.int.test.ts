@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
 import { MigrationChecksumError, pendingMigrations, readMigrations } from './runner.js';
 import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
-import { closeContext, createTestContext, uniqueName } from '../../tests/support/context.js';
+import { closeContext, createTestContext, uniqueName } from '#tests/support/context.js';
 import { migrateAnalytics } from './clickhouse.js';
 
 let context: Context;

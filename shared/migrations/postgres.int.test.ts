@@ -5,8 +5,8 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MigrationChecksumError, readMigrations } from './runner.js';
 import { POSTGRES_MIGRATIONS } from '../paths.js';
-import { SERVICES_MODE } from '../../tests/support/context.js';
-import { createFreshDatabase } from '../../tests/support/fresh-database.js';
+import { SERVICES_MODE } from '#tests/support/context.js';
+import { createFreshDatabase } from '#tests/support/fresh-database.js';
 import type { Database } from '../db/database.js';
 import { migrateDatabase } from './postgres.js';
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { Context } from '../../shared/context.js';
-import { hashPassword } from '../../shared/password.js';
+import type { Context } from '#shared/context.js';
+import { hashPassword } from '#shared/password.js';
 import { uniqueName } from './context.js';
-import { usersRepository } from '../../shared/users/users.repository.js';
+import { usersRepository } from '#shared/users/users.repository.js';
 
 export const TEST_PASSWORD = 'correct horse battery staple';
 

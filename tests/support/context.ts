@@ -1,11 +1,11 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAnalytics, type Analytics } from '../../shared/analytics/analytics.js';
-import { migrateAnalytics } from '../../shared/migrations/clickhouse.js';
-import { loadConfig, type Config } from '../../shared/config.js';
-import { closeContext, createContext, type Context } from '../../shared/context.js';
-import { migrateDatabase } from '../../shared/migrations/postgres.js';
+import { createAnalytics, type Analytics } from '#shared/analytics/analytics.js';
+import { migrateAnalytics } from '#shared/migrations/clickhouse.js';
+import { loadConfig, type Config } from '#shared/config.js';
+import { closeContext, createContext, type Context } from '#shared/context.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
 
 /** True when the suite runs against real services (DATABASE_URL, REDIS_URL, KAFKA_BROKERS set by .ci/run). */
 export const SERVICES_MODE = Boolean(process.env.DATABASE_URL || process.env.REDIS_URL || process.env.KAFKA_BROKERS);

@@ -4,10 +4,10 @@
 //                                                                         printing "published <n>" once each publish resolved
 //   node --import tsx tests/support/durable-log-child.ts consume <dir>   consumes visits.raw in batches of 5, printing
 //                                                                         "batch <first> <last> <redelivered>"; the third batch never finishes
-import { createLogger } from '../../shared/logger.js';
-import { createMetrics } from '../../shared/metrics.js';
-import { createDurableVisitLog } from '../../shared/visit-log/lmdb.js';
-import { TOPICS } from '../../shared/visit-log/topics.js';
+import { createLogger } from '#shared/logger.js';
+import { createMetrics } from '#shared/metrics.js';
+import { createDurableVisitLog } from '#shared/visit-log/lmdb.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
 
 const [mode, dir] = process.argv.slice(2);
 if ((mode !== 'publish' && mode !== 'consume') || !dir) throw new Error('usage: durable-log-child.ts publish|consume <dir>');

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { createDatabase, type Database } from '../../shared/db/database.js';
+import { createDatabase, type Database } from '#shared/db/database.js';
 import { uniqueName } from './context.js';
 
 export interface FreshDatabase {

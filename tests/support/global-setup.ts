@@ -1,7 +1,7 @@
-import { migrateAnalytics } from '../../shared/migrations/clickhouse.js';
-import { createAnalytics } from '../../shared/analytics/analytics.js';
-import { createDatabase } from '../../shared/db/database.js';
-import { migrateDatabase } from '../../shared/migrations/postgres.js';
+import { migrateAnalytics } from '#shared/migrations/clickhouse.js';
+import { createAnalytics } from '#shared/analytics/analytics.js';
+import { createDatabase } from '#shared/db/database.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
 import { readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

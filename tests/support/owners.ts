@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { EventType } from '../../shared/events/events.js';
-import { WEBHOOKS_VERSION_KEY } from '../../shared/webhooks/delivery.js';
-import { webhooksRepository } from '../../shared/webhooks/webhooks.repository.js';
-import type { Context } from '../../shared/context.js';
+import type { EventType } from '#shared/events/events.js';
+import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import type { Context } from '#shared/context.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from './accounts.js';
 
 /** An account signed in over HTTP, with a bearer token holding every scope of a user. */

@@ -6,7 +6,7 @@ import { createServer as createHttpServer, Agent, request, type Server } from 'n
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PROJECT_ROOT } from '../../shared/paths.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
 import { waitFor } from './wait.js';
 
 /** The first-start admin of every process these suites start. */

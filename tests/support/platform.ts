@@ -1,4 +1,4 @@
-import { buildApp } from '../../services/app.js';
+import { buildApp } from '#services/app.js';
 import { createTestContext } from './context.js';
 import { listenerClient } from './listener.js';
 import { claimSubdomain, createOwner } from './owners.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Context } from '../../shared/context.js';
-import { webhooksRepository, type WebhookRow } from '../../shared/webhooks/webhooks.repository.js';
-import { webhookSecrets } from '../../shared/webhooks/secrets.js';
+import type { Context } from '#shared/context.js';
+import { webhooksRepository, type WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import { webhookSecrets } from '#shared/webhooks/secrets.js';
 
 /**
  * Inserts a webhook straight in the store (no HTTP, no SSRF guard), its secret sealed with the

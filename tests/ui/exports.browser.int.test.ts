@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Download, Page } from 'playwright-core';
 import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deduplicatedBy, toClickHouseTime } from '../../shared/analytics/analytics.js';
+import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 

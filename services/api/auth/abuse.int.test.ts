@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../../shared/config.js';
-import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext, testConfig, uniqueName } from '../../../tests/support/context.js';
-import { waitFor } from '../../../tests/support/wait.js';
-import { auditRepository } from '../../../shared/audit/audit.repository.js';
-import { buildApp } from '../../app.js';
+import type { Config } from '#shared/config.js';
+import type { Context } from '#shared/context.js';
+import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, testConfig, uniqueName } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
+import { auditRepository } from '#shared/audit/audit.repository.js';
+import { buildApp } from '#services/app.js';
 import { createAbuseGuard } from './abuse.js';
 
 let context: Context;

@@ -1,7 +1,7 @@
-import type { Context } from '../../../shared/context.js';
-import { retryLater, type AppError } from '../../../shared/errors.js';
-import type { AbuseHooks, Principal } from '../../../shared/http/auth.js';
-import { auditRepository, type AuditEntry } from '../../../shared/audit/audit.repository.js';
+import type { Context } from '#shared/context.js';
+import { retryLater, type AppError } from '#shared/errors.js';
+import type { AbuseHooks, Principal } from '#shared/http/auth.js';
+import { auditRepository, type AuditEntry } from '#shared/audit/audit.repository.js';
 
 /**
  * Anti-spam: the audit trail of abuse signals and the detection of limits sharded across

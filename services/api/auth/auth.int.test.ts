@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie, TEST_PASSWORD } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext, testConfig, uniqueName } from '../../../tests/support/context.js';
-import { buildApp } from '../../app.js';
+import type { Context } from '#shared/context.js';
+import { createAccount, loginCookie, TEST_PASSWORD } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, testConfig, uniqueName } from '#tests/support/context.js';
+import { buildApp } from '#services/app.js';
 
 let context: Context;
 let app: FastifyInstance;

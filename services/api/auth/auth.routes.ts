@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { textField } from '../../../shared/http/fields.js';
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { assertSameOrigin } from '../../../shared/http/register.js';
-import { defineRoute, SESSION_COOKIE, type RouteDef } from '../../../shared/http/route.js';
-import { SCOPES } from '../../../shared/http/scopes.js';
-import { usersRepository } from '../../../shared/users/users.repository.js';
+import { textField } from '#shared/http/fields.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import { assertSameOrigin } from '#shared/http/register.js';
+import { defineRoute, SESSION_COOKIE, type RouteDef } from '#shared/http/route.js';
+import { SCOPES } from '#shared/http/scopes.js';
+import { usersRepository } from '#shared/users/users.repository.js';
 import { UserSchema } from '../users/users.routes.js';
 import { toUserView } from '../users/users.view.js';
 import type { authService } from './auth.service.js';

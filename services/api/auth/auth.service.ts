@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Context } from '../../../shared/context.js';
-import { AppError, retryLater } from '../../../shared/errors.js';
-import { hashPassword, verifyPassword } from '../../../shared/password.js';
-import { usersRepository } from '../../../shared/users/users.repository.js';
+import type { Context } from '#shared/context.js';
+import { AppError, retryLater } from '#shared/errors.js';
+import { hashPassword, verifyPassword } from '#shared/password.js';
+import { usersRepository } from '#shared/users/users.repository.js';
 import { toUserView, type UserView } from '../users/users.view.js';
 import { secretHash } from './authenticator.js';
 import type { AbuseGuard } from './abuse.js';

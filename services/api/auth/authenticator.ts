@@ -1,12 +1,12 @@
 import type {} from '@fastify/cookie';
 import { hash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import type { Authenticator, Principal } from '../../../shared/http/auth.js';
-import { SESSION_COOKIE } from '../../../shared/http/route.js';
-import { SCOPES, sessionScopes, type Scope } from '../../../shared/http/scopes.js';
-import { ipInRanges } from '../../../shared/ip.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import type { Authenticator, Principal } from '#shared/http/auth.js';
+import { SESSION_COOKIE } from '#shared/http/route.js';
+import { SCOPES, sessionScopes, type Scope } from '#shared/http/scopes.js';
+import { ipInRanges } from '#shared/ip.js';
 import { tokensRepository, type TokenWithUser } from '../tokens/tokens.repository.js';
 import type { AbuseGuard } from './abuse.js';
 import { sessionsRepository } from './sessions.repository.js';

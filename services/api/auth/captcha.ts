@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createChallenge, verifySolution } from 'altcha-lib';
 import type { Challenge } from 'altcha-lib/types';
-import type { Cache } from '../../../shared/cache/cache.js';
+import type { Cache } from '#shared/cache/cache.js';
 
 /** Proof-of-work size: about 0.2–1 s of a browser's time, trivial for the server to check. */
 const MAX_NUMBER = 100_000;

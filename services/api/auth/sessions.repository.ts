@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../../shared/db/schema.js';
+import type { DB } from '#shared/db/schema.js';
 
 /** SQL for sessions: the only place that queries the sessions table. */
 export function sessionsRepository(db: Kysely<DB>) {

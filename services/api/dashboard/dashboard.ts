@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { htmlSecurityHeaders } from '../../../shared/http/security-headers.js';
-import { PROJECT_ROOT } from '../../../shared/paths.js';
-import { DASHBOARD_PAGES } from '../../../shared/ui/dashboard-pages.js';
+import { htmlSecurityHeaders } from '#shared/http/security-headers.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
+import { DASHBOARD_PAGES } from '#shared/ui/dashboard-pages.js';
 
 /** Where `make build` (scripts/build-web.sh) puts the dashboard. */
 export const DASHBOARD_DIR = join(PROJECT_ROOT, 'dist', 'web');

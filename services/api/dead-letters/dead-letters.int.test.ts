@@ -1,17 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie, mintToken } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../../tests/support/context.js';
-import { rawVisit } from '../../../tests/support/visits.js';
+import type { Context } from '#shared/context.js';
+import { createAccount, loginCookie, mintToken } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
+import { rawVisit } from '#tests/support/visits.js';
 import type { DeadLetterView } from './dead-letters.service.js';
-import { waitFor } from '../../../tests/support/wait.js';
-import { TOPICS } from '../../../shared/visit-log/topics.js';
-import type { Consumer } from '../../../shared/visit-log/visit-log.js';
+import { waitFor } from '#tests/support/wait.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
 // The app first: its OpenAPI module extends zod before the enricher's modules create the beacon's
 // schemas (zod 4 gives each schema its methods when it is created), as services/platform.ts does.
-import { buildApp } from '../../app.js';
-import { startEnricher } from '../../enricher/enricher.js';
+import { buildApp } from '#services/app.js';
+import { startEnricher } from '#services/enricher/enricher.js';
 
 /** Kafka consumer-group joins (the enricher's, each peek's and take's) take seconds: generous, bounded waits. */
 const DEADLINE_MS = 45_000;

@@ -1,9 +1,9 @@
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { withoutUnstorable as shown } from '../../../shared/http/fields.js';
-import { DLQ_HEADERS, DLQ_REPLAY_GROUP, dlqReplaysOf, dlqSourceOf, ownHeaders, replayHeaders, type DlqSource } from '../../../shared/visit-log/dead-letters.js';
-import { TOPICS } from '../../../shared/visit-log/topics.js';
-import type { LogMessage, LogPositions, StoredLogMessage } from '../../../shared/visit-log/visit-log.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import { withoutUnstorable as shown } from '#shared/http/fields.js';
+import { DLQ_HEADERS, DLQ_REPLAY_GROUP, dlqReplaysOf, dlqSourceOf, ownHeaders, replayHeaders, type DlqSource } from '#shared/visit-log/dead-letters.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { LogMessage, LogPositions, StoredLogMessage } from '#shared/visit-log/visit-log.js';
 
 /** Dead letters republished per take of the replay group (on Kafka, each take joins the group once). */
 export const REPLAY_CHUNK = 500;

@@ -1,12 +1,12 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RATE_BUCKET_NAMES, loadConfig } from '../../../shared/config.js';
-import type { Context } from '../../../shared/context.js';
-import { ERROR_CATALOGUE, ERROR_CODES } from '../../../shared/errors.js';
-import type { RouteDef } from '../../../shared/http/route.js';
-import { closeContext, createTestContext, SERVICES_MODE } from '../../../tests/support/context.js';
-import { buildApp } from '../../app.js';
+import { RATE_BUCKET_NAMES, loadConfig } from '#shared/config.js';
+import type { Context } from '#shared/context.js';
+import { ERROR_CATALOGUE, ERROR_CODES } from '#shared/errors.js';
+import type { RouteDef } from '#shared/http/route.js';
+import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
+import { buildApp } from '#services/app.js';
 
 let context: Context;
 let app: FastifyInstance;

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { RATE_BUCKETS, RATE_BUCKET_NAMES } from '../../../shared/config.js';
-import { DEPENDENCIES, dependencyKinds, type Clients, type Context } from '../../../shared/context.js';
-import { metricTotal } from '../../../shared/metrics.js';
-import { AppError, ERROR_CATALOGUE, ERROR_CODES, errorDocs } from '../../../shared/errors.js';
-import { buildOpenApiDocument } from '../../../shared/http/openapi.js';
-import type { RateLimiter } from '../../../shared/http/rate-limit.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { DEFAULT_LOCALE, LOCALES, LOCALE_CODES, t } from '../../../shared/i18n/index.js';
-import { VERSION } from '../../../shared/version.js';
+import { RATE_BUCKETS, RATE_BUCKET_NAMES } from '#shared/config.js';
+import { DEPENDENCIES, dependencyKinds, type Clients, type Context } from '#shared/context.js';
+import { metricTotal } from '#shared/metrics.js';
+import { AppError, ERROR_CATALOGUE, ERROR_CODES, errorDocs } from '#shared/errors.js';
+import { buildOpenApiDocument } from '#shared/http/openapi.js';
+import type { RateLimiter } from '#shared/http/rate-limit.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { DEFAULT_LOCALE, LOCALES, LOCALE_CODES, t } from '#shared/i18n/index.js';
+import { VERSION } from '#shared/version.js';
 import { assessHealth, consumerReport, probeDependencies } from './health.js';
 
 const tags = ['discovery'];

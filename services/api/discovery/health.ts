@@ -1,6 +1,6 @@
-import type { Role } from '../../../shared/config.js';
-import { DEPENDENCIES, dependencyKinds, type Clients, type Context, type Dependency } from '../../../shared/context.js';
-import type { ConsumerStatus } from '../../../shared/visit-log/visit-log.js';
+import type { Role } from '#shared/config.js';
+import { DEPENDENCIES, dependencyKinds, type Clients, type Context, type Dependency } from '#shared/context.js';
+import type { ConsumerStatus } from '#shared/visit-log/visit-log.js';
 
 export interface Check {
   status: 'ok' | 'down';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { successSchema } from '../../../shared/http/envelope.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
+import { successSchema } from '#shared/http/envelope.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { VISIT_FILTER_QUERY } from '../visits/visits.routes.js';
 import { EXPORT_FORMATS, type ExportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
 

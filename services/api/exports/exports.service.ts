@@ -3,11 +3,11 @@ import { PassThrough, Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
-import { exportsRepository } from '../../../shared/analytics/exports.repository.js';
-import { OWNER_VISIT_COLUMNS, type VisitFilters } from '../../../shared/analytics/visits.repository.js';
-import type { Context } from '../../../shared/context.js';
-import { requireScope, type Principal } from '../../../shared/http/auth.js';
-import { auditRepository } from '../../../shared/audit/audit.repository.js';
+import { exportsRepository } from '#shared/analytics/exports.repository.js';
+import { OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits.repository.js';
+import type { Context } from '#shared/context.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
+import { auditRepository } from '#shared/audit/audit.repository.js';
 import type { Report, StatsScope, StatsService } from '../stats/stats.service.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;

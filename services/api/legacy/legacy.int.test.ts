@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deduplicatedBy, toClickHouseTime } from '../../../shared/analytics/analytics.js';
-import type { Context } from '../../../shared/context.js';
-import { openGeoLookup } from '../../../shared/geo.js';
-import { closeContext, createTestContext } from '../../../tests/support/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../../tests/support/owners.js';
-import { buildApp } from '../../app.js';
+import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js';
+import type { Context } from '#shared/context.js';
+import { openGeoLookup } from '#shared/geo.js';
+import { closeContext, createTestContext } from '#tests/support/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { buildApp } from '#services/app.js';
 
 // The v0 shapes are frozen: these snapshots pin them. A change here is a breaking change of v0.
 

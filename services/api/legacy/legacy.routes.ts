@@ -1,13 +1,13 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { openGeoLookup } from '../../../shared/geo.js';
-import type { Principal } from '../../../shared/http/auth.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { IP_ADDRESS } from '../../../shared/ip.js';
+import { openGeoLookup } from '#shared/geo.js';
+import type { Principal } from '#shared/http/auth.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { IP_ADDRESS } from '#shared/ip.js';
 import type { StatsService } from '../stats/stats.service.js';
-import type { VisitFilters, VisitKind } from '../../../shared/analytics/visits.repository.js';
+import type { VisitFilters, VisitKind } from '#shared/analytics/visits.repository.js';
 import type { VisitsService } from '../visits/visits.service.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 /*
  * The legacy v0 API, frozen: these shapes are defined once, here, and pinned by snapshot tests

@@ -3,16 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { decodeEvents, type PlatformEvent } from '../../../shared/events/events.js';
-import { subscribeLinkNotices, type LinkNotice } from '../../../shared/links/link-notices.js';
-import { mintToken } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '../../../tests/support/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../../tests/support/owners.js';
-import { waitFor } from '../../../tests/support/wait.js';
-import { TOPICS } from '../../../shared/visit-log/topics.js';
-import type { Consumer } from '../../../shared/visit-log/visit-log.js';
-import { buildApp } from '../../app.js';
+import type { Context } from '#shared/context.js';
+import { decodeEvents, type PlatformEvent } from '#shared/events/events.js';
+import { subscribeLinkNotices, type LinkNotice } from '#shared/links/link-notices.js';
+import { mintToken } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { waitFor } from '#tests/support/wait.js';
+import { TOPICS } from '#shared/visit-log/topics.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { buildApp } from '#services/app.js';
 
 // jsqr is CommonJS with `exports.default`: under NodeNext its function is the default's `default`.
 const jsQR = jsQRModule.default;

@@ -1,16 +1,16 @@
 import Negotiator from 'negotiator';
 import QRCode from 'qrcode';
 import { z } from 'zod';
-import { dateTimeField, textField } from '../../../shared/http/fields.js';
-import { AppError } from '../../../shared/errors.js';
-import { PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { assertNoBody } from '../../../shared/http/register.js';
-import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '../../../shared/links/urls.js';
-import { LINK_ID } from '../../../shared/ids.js';
-import { RESERVED_SLUGS } from '../../../shared/links/slugs.js';
+import { dateTimeField, textField } from '#shared/http/fields.js';
+import { AppError } from '#shared/errors.js';
+import { PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { assertNoBody } from '#shared/http/register.js';
+import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '#shared/links/urls.js';
+import { LINK_ID } from '#shared/ids.js';
+import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { type LinksService, REDIRECT_TYPES } from './links.service.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 const tags = ['links'];
 

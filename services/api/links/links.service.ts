@@ -1,16 +1,16 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import type { EventBus } from '../../../shared/events/events.js';
-import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
-import { publishLinkNotice, toRedirectLink } from '../../../shared/links/link-notices.js';
-import { RESERVED_SLUGS } from '../../../shared/links/slugs.js';
-import { checkTargetUrl, shortUrl } from '../../../shared/links/urls.js';
-import type { PublicView } from '../../../shared/policy/policy.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import type { EventBus } from '#shared/events/events.js';
+import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { publishLinkNotice, toRedirectLink } from '#shared/links/link-notices.js';
+import { RESERVED_SLUGS } from '#shared/links/slugs.js';
+import { checkTargetUrl, shortUrl } from '#shared/links/urls.js';
+import type { PublicView } from '#shared/policy/policy.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
-import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from '../../../shared/links/links.repository.js';
-import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '../../../shared/http/pagination.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from '#shared/links/links.repository.js';
+import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '#shared/http/pagination.js';
+import { rule } from '#shared/i18n/index.js';
 
 /** Generated slugs: 7 characters of [a-z0-9] (36^7 ≈ 7.8e10 values). */
 const GENERATED_SLUG_LENGTH = 7;

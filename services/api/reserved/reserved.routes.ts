@@ -1,6 +1,6 @@
-import { AppError } from '../../../shared/errors.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { RESERVED_ROUTES } from '../../../shared/reserved.js';
+import { AppError } from '#shared/errors.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { RESERVED_ROUTES } from '#shared/reserved.js';
 
 const notImplemented = async (): Promise<never> => {
   throw new AppError('not_implemented');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { dateTimeField } from '../../../shared/http/fields.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { BUCKET_SEC, DIMENSIONS } from '../../../shared/analytics/rollups.js';
+import { dateTimeField } from '#shared/http/fields.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { BUCKET_SEC, DIMENSIONS } from '#shared/analytics/rollups.js';
 import { DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
 
 const tags = ['stats'];

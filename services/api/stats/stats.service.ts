@@ -1,15 +1,15 @@
-import type { Context } from '../../../shared/context.js';
-import { BUCKET_SEC, DIMENSIONS, type Dimension } from '../../../shared/analytics/rollups.js';
-import { statsRepository, type Figures, type Range, type Target } from '../../../shared/analytics/stats.repository.js';
-import { AppError } from '../../../shared/errors.js';
-import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
-import type { PublicView } from '../../../shared/policy/policy.js';
-import { isTimeZone, reportTimeZones } from '../../../shared/time.js';
-import { isUuid } from '../../../shared/ids.js';
-import { linksRepository } from '../../../shared/links/links.repository.js';
+import type { Context } from '#shared/context.js';
+import { BUCKET_SEC, DIMENSIONS, type Dimension } from '#shared/analytics/rollups.js';
+import { statsRepository, type Figures, type Range, type Target } from '#shared/analytics/stats.repository.js';
+import { AppError } from '#shared/errors.js';
+import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import type { PublicView } from '#shared/policy/policy.js';
+import { isTimeZone, reportTimeZones } from '#shared/time.js';
+import { isUuid } from '#shared/ids.js';
+import { linksRepository } from '#shared/links/links.repository.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
-import { usersRepository } from '../../../shared/users/users.repository.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { usersRepository } from '#shared/users/users.repository.js';
+import { rule } from '#shared/i18n/index.js';
 
 /** Without `since`, a report covers this many days before `until`. */
 export const DEFAULT_RANGE_DAYS = 30;

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { mintToken } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext } from '../../../tests/support/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../../tests/support/owners.js';
-import { POLICY_DEFAULTS, POLICY_SWITCHES } from '../../../shared/policy/policy.js';
-import { buildApp } from '../../app.js';
+import type { Context } from '#shared/context.js';
+import { mintToken } from '#tests/support/accounts.js';
+import { closeContext, createTestContext } from '#tests/support/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { POLICY_DEFAULTS, POLICY_SWITCHES } from '#shared/policy/policy.js';
+import { buildApp } from '#services/app.js';
 
 let context: Context;
 let app: FastifyInstance;

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { cursorParam, NAME_CURSOR, pageByName, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
-import { textField } from '../../../shared/http/fields.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { PolicyPatchShape, PolicySchema } from '../../../shared/policy/policy.js';
+import { cursorParam, NAME_CURSOR, pageByName, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { textField } from '#shared/http/fields.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { PolicyPatchShape, PolicySchema } from '#shared/policy/policy.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
 import { MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, type SubdomainsService } from './subdomains.service.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 const tags = ['subdomains'];
 

@@ -1,11 +1,11 @@
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { canManage, type Principal } from '../../../shared/http/auth.js';
-import { shortUrl } from '../../../shared/links/urls.js';
-import { policyOf, publicSummary, publicView, type Policy, type PublicLinkColumn, type PublicSummary } from '../../../shared/policy/policy.js';
-import { linksRepository, type LinkRow } from '../../../shared/links/links.repository.js';
-import { subdomainsRepository, type SubdomainChanges, type SubdomainRow } from '../../../shared/subdomains/subdomains.repository.js';
-import { rule } from '../../../shared/i18n/index.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import { canManage, type Principal } from '#shared/http/auth.js';
+import { shortUrl } from '#shared/links/urls.js';
+import { policyOf, publicSummary, publicView, type Policy, type PublicLinkColumn, type PublicSummary } from '#shared/policy/policy.js';
+import { linksRepository, type LinkRow } from '#shared/links/links.repository.js';
+import { subdomainsRepository, type SubdomainChanges, type SubdomainRow } from '#shared/subdomains/subdomains.repository.js';
+import { rule } from '#shared/i18n/index.js';
 
 /** Names nobody can claim: hosts the platform or mail/DNS conventions use. */
 export const RESERVED_SUBDOMAINS = [

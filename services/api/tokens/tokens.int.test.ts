@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext, SERVICES_MODE, testConfig } from '../../../tests/support/context.js';
-import { waitFor } from '../../../tests/support/wait.js';
-import { buildApp, type App } from '../../app.js';
+import type { Context } from '#shared/context.js';
+import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE, testConfig } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
+import { buildApp, type App } from '#services/app.js';
 
 let context: Context;
 let built: App;

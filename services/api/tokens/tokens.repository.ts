@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { ApiTokensTable, DB } from '../../../shared/db/schema.js';
+import type { ApiTokensTable, DB } from '#shared/db/schema.js';
 
 export type TokenRow = Selectable<ApiTokensTable>;
 

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { cursorParam, pageByTime, pagingOf, pagingQuery, PAGINATION_NOTE, TIME_CURSOR } from '../../../shared/http/pagination.js';
-import { dateTimeField, textField } from '../../../shared/http/fields.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { SCOPES } from '../../../shared/http/scopes.js';
-import { IP_RANGE } from '../../../shared/ip.js';
+import { cursorParam, pageByTime, pagingOf, pagingQuery, PAGINATION_NOTE, TIME_CURSOR } from '#shared/http/pagination.js';
+import { dateTimeField, textField } from '#shared/http/fields.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { SCOPES } from '#shared/http/scopes.js';
+import { IP_RANGE } from '#shared/ip.js';
 import type { tokensService } from './tokens.service.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 const tags = ['tokens'];
 

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { canManage, type Principal } from '../../../shared/http/auth.js';
-import type { Scope } from '../../../shared/http/scopes.js';
-import { normalizeRange, rangeWithin } from '../../../shared/ip.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import { canManage, type Principal } from '#shared/http/auth.js';
+import type { Scope } from '#shared/http/scopes.js';
+import { normalizeRange, rangeWithin } from '#shared/ip.js';
 import { TOKENS_VERSION_KEY, secretHash } from '../auth/authenticator.js';
 import { tokensRepository, type TokenRow } from './tokens.repository.js';
 

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { migrateDatabase } from '../../../shared/migrations/postgres.js';
-import { verifyPassword } from '../../../shared/password.js';
-import { testConfig } from '../../../tests/support/context.js';
-import { createFreshDatabase, type FreshDatabase } from '../../../tests/support/fresh-database.js';
+import type { Context } from '#shared/context.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
+import { verifyPassword } from '#shared/password.js';
+import { testConfig } from '#tests/support/context.js';
+import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
 import { bootstrapAdmin } from './bootstrap.js';
-import { usersRepository } from '../../../shared/users/users.repository.js';
+import { usersRepository } from '#shared/users/users.repository.js';
 
 let fresh: FreshDatabase | undefined;
 afterEach(async () => {

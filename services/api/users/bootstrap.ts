@@ -1,6 +1,6 @@
-import type { Context } from '../../../shared/context.js';
-import { generatePassword, hashPassword } from '../../../shared/password.js';
-import { usersRepository } from '../../../shared/users/users.repository.js';
+import type { Context } from '#shared/context.js';
+import { generatePassword, hashPassword } from '#shared/password.js';
+import { usersRepository } from '#shared/users/users.repository.js';
 
 export interface BootstrapResult {
   created: boolean;

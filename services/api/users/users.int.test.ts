@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { createAccount, loginCookie } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext } from '../../../tests/support/context.js';
-import { waitFor } from '../../../tests/support/wait.js';
-import { buildApp } from '../../app.js';
+import type { Context } from '#shared/context.js';
+import { createAccount, loginCookie } from '#tests/support/accounts.js';
+import { closeContext, createTestContext } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
+import { buildApp } from '#services/app.js';
 
 // The accounts list staff see in the dashboard's staff page (GET /api/v1/users), on a real store.
 let context: Context;

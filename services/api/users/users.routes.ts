@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { textField } from '../../../shared/http/fields.js';
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { collectionMeta, cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { hashPassword } from '../../../shared/password.js';
-import { usersRepository } from '../../../shared/users/users.repository.js';
+import { textField } from '#shared/http/fields.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import { collectionMeta, cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { hashPassword } from '#shared/password.js';
+import { usersRepository } from '#shared/users/users.repository.js';
 import { toUserView } from './users.view.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 export const UserSchema = z
   .object({

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deduplicatedBy, toClickHouseTime } from '../../../shared/analytics/analytics.js';
-import type { Context } from '../../../shared/context.js';
-import { mintToken } from '../../../tests/support/accounts.js';
-import { closeContext, createTestContext } from '../../../tests/support/context.js';
-import { claimSubdomain, createOwner, type TestOwner } from '../../../tests/support/owners.js';
-import { buildApp } from '../../app.js';
+import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js';
+import type { Context } from '#shared/context.js';
+import { mintToken } from '#tests/support/accounts.js';
+import { closeContext, createTestContext } from '#tests/support/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { buildApp } from '#services/app.js';
 
 type Json = Record<string, any>;
 

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { dateTimeField } from '../../../shared/http/fields.js';
-import { cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '../../../shared/http/pagination.js';
-import { LINK_ID } from '../../../shared/ids.js';
-import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { VISIT_KINDS } from '../../../shared/analytics/visits.repository.js';
+import { dateTimeField } from '#shared/http/fields.js';
+import { cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { LINK_ID } from '#shared/ids.js';
+import { SUBDOMAIN_NAME_ANY_CASE } from '#shared/links/hosts.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { VISIT_KINDS } from '#shared/analytics/visits.repository.js';
 import { VISIT_CURSOR, type VisitsService } from './visits.service.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 const tags = ['stats'];
 const text = z.string();

@@ -1,9 +1,9 @@
-import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, visitsRepository, type VisitFilters } from '../../../shared/analytics/visits.repository.js';
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { canManage, requireScope, type Principal } from '../../../shared/http/auth.js';
-import { collectionMeta, type Paging } from '../../../shared/http/pagination.js';
-import type { PublicView } from '../../../shared/policy/policy.js';
+import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, visitsRepository, type VisitFilters } from '#shared/analytics/visits.repository.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { collectionMeta, type Paging } from '#shared/http/pagination.js';
+import type { PublicView } from '#shared/policy/policy.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** The filters a public list takes: the others would tell about hidden columns or ids. */

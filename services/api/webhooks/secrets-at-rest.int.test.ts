@@ -5,22 +5,22 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { migrateDatabase } from '../../../shared/migrations/postgres.js';
-import { SecretsError, createSecretBox, keyId, type SecretBox } from '../../../shared/secrets/secret-box.js';
-import { createAccount } from '../../../tests/support/accounts.js';
-import { closeContext } from '../../../tests/support/context.js';
-import { createFreshDatabase, type FreshDatabase } from '../../../tests/support/fresh-database.js';
-import type { TestOwner } from '../../../tests/support/owners.js';
-import { startTestPlatform } from '../../../tests/support/platform.js';
-import { waitFor } from '../../../tests/support/wait.js';
-import { insertWebhook } from '../../../tests/support/webhooks.js';
-import type { Consumer } from '../../../shared/visit-log/visit-log.js';
-import { createDeliverer, type DeliverableEvent } from '../../../shared/webhooks/delivery.js';
-import { webhooksRepository } from '../../../shared/webhooks/webhooks.repository.js';
-import { sealWebhookSecrets } from '../../../shared/webhooks/secrets.js';
-import { verifyDelivery } from '../../../shared/webhooks/signature.js';
-import { startWorker } from '../../worker/worker.js';
+import type { Context } from '#shared/context.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
+import { SecretsError, createSecretBox, keyId, type SecretBox } from '#shared/secrets/secret-box.js';
+import { createAccount } from '#tests/support/accounts.js';
+import { closeContext } from '#tests/support/context.js';
+import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
+import type { TestOwner } from '#tests/support/owners.js';
+import { startTestPlatform } from '#tests/support/platform.js';
+import { waitFor } from '#tests/support/wait.js';
+import { insertWebhook } from '#tests/support/webhooks.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { createDeliverer, type DeliverableEvent } from '#shared/webhooks/delivery.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
+import { verifyDelivery } from '#shared/webhooks/signature.js';
+import { startWorker } from '#services/worker/worker.js';
 
 // Webhook signing secrets at rest: sealed with SECRETS_KEY (AES-256-GCM) in `webhooks.secret`,
 // opened only to sign. Before this, the column held the secret in plaintext: every test here

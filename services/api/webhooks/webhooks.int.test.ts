@@ -5,17 +5,17 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Context } from '../../../shared/context.js';
-import { closeContext } from '../../../tests/support/context.js';
-import type { listenerClient } from '../../../tests/support/listener.js';
-import { createOwner, type TestOwner } from '../../../tests/support/owners.js';
-import { startTestPlatform } from '../../../tests/support/platform.js';
-import { waitFor } from '../../../tests/support/wait.js';
-import { webhooksRepository } from '../../../shared/webhooks/webhooks.repository.js';
-import { verifyDelivery, verifySignature } from '../../../shared/webhooks/signature.js';
-import type { Consumer } from '../../../shared/visit-log/visit-log.js';
-import { startEnricher } from '../../enricher/enricher.js';
-import { startWorker } from '../../worker/worker.js';
+import type { Context } from '#shared/context.js';
+import { closeContext } from '#tests/support/context.js';
+import type { listenerClient } from '#tests/support/listener.js';
+import { createOwner, type TestOwner } from '#tests/support/owners.js';
+import { startTestPlatform } from '#tests/support/platform.js';
+import { waitFor } from '#tests/support/wait.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { verifyDelivery, verifySignature } from '#shared/webhooks/signature.js';
+import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { startEnricher } from '#services/enricher/enricher.js';
+import { startWorker } from '#services/worker/worker.js';
 
 // Webhooks end to end with a real local receiver (an HTTP server on loopback, admitted by
 // WEBHOOK_ALLOWLIST) and a real local SMTP server: events from the API and from redirects go

@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { HTTP_URL } from '../../../shared/links/urls.js';
-import { SUBDOMAIN_NAME_ANY_CASE } from '../../../shared/links/hosts.js';
-import { cursorParam, pageByTime, PAGINATION_NOTE, pagingOf, pagingQuery, TIME_CURSOR } from '../../../shared/http/pagination.js';
-import { defineRoute, type RouteDef } from '../../../shared/http/route.js';
-import { LIVE_EVENT_TYPES } from '../../../shared/events/events.js';
-import { RESERVED_EVENT_TYPES } from '../../../shared/reserved.js';
-import { ALLOWED_PORTS_NOTE } from '../../../shared/webhooks/guard.js';
-import { WEBHOOK_EVENTS } from '../../../shared/webhooks/delivery.js';
+import { HTTP_URL } from '#shared/links/urls.js';
+import { SUBDOMAIN_NAME_ANY_CASE } from '#shared/links/hosts.js';
+import { cursorParam, pageByTime, PAGINATION_NOTE, pagingOf, pagingQuery, TIME_CURSOR } from '#shared/http/pagination.js';
+import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { LIVE_EVENT_TYPES } from '#shared/events/events.js';
+import { RESERVED_EVENT_TYPES } from '#shared/reserved.js';
+import { ALLOWED_PORTS_NOTE } from '#shared/webhooks/guard.js';
+import { WEBHOOK_EVENTS } from '#shared/webhooks/delivery.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT, type WebhooksService } from './webhooks.service.js';
-import { rule } from '../../../shared/i18n/index.js';
+import { rule } from '#shared/i18n/index.js';
 
 const tags = ['webhooks'];
 

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import type { Context } from '../../../shared/context.js';
-import { AppError } from '../../../shared/errors.js';
-import { canManage, type Principal } from '../../../shared/http/auth.js';
-import { seqPage, type Paging } from '../../../shared/http/pagination.js';
-import { GuardRefusal, checkSubscription } from '../../../shared/webhooks/guard.js';
-import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '../../../shared/webhooks/delivery.js';
-import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '../../../shared/webhooks/webhooks.repository.js';
-import { webhookSecrets } from '../../../shared/webhooks/secrets.js';
-import { auditRepository } from '../../../shared/audit/audit.repository.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import { canManage, type Principal } from '#shared/http/auth.js';
+import { seqPage, type Paging } from '#shared/http/pagination.js';
+import { GuardRefusal, checkSubscription } from '#shared/webhooks/guard.js';
+import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '#shared/webhooks/delivery.js';
+import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import { webhookSecrets } from '#shared/webhooks/secrets.js';
+import { auditRepository } from '#shared/audit/audit.repository.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** Webhooks one account may have. */

@@ -1,7 +1,7 @@
 // Numbers and dates in the viewer's language and time zone (the browser's own zone).
 import type { UiLocale } from './i18n.js';
 import type { paths } from '../api/schema.generated';
-import { isTimeZone } from '../../../shared/time.js';
+import { isTimeZone } from '#shared/time.js';
 
 const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
 

@@ -3,7 +3,7 @@
 // browser), else the browser's Accept-Language order, else English.
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import { UI_MESSAGES, type UiKey, type UiLocale } from '../../../shared/i18n/ui/index.js';
+import { UI_MESSAGES, type UiKey, type UiLocale } from '#shared/i18n/ui/index.js';
 
 export type { UiKey, UiLocale };
 export const LOCALES: { code: UiLocale; native: string }[] = [

@@ -4,7 +4,7 @@
 // query, so a reload or a shared address shows the same report.
 import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { isTimeZone } from '../../../shared/time.js';
+import { isTimeZone } from '#shared/time.js';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatNumber, reportZone, viewerTimeZone } from '../app/format.js';
 import { useI18n, type Translate, type UiKey } from '../app/i18n.js';

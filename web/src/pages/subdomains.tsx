@@ -14,7 +14,7 @@ import {
   type Policy,
   type PolicySwitch,
   type PublicSummary,
-} from '../../../shared/policy/view.js';
+} from '#shared/policy/view.js';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatDate, formatNumber } from '../app/format.js';
 import { useI18n, type Translate, type UiKey, type UiLocale } from '../app/i18n.js';
