@@ -13,7 +13,7 @@
 // links), which storedVisits does not use. Embedded chDB on this machine; CLICKHOUSE_URL for a server.
 import { performance } from 'node:perf_hooks';
 import { v7 as uuidv7 } from 'uuid';
-import { enrich } from '#services/enricher/enrich.js';
+import { enrich } from '#services/enricher/enrichment.js';
 import { STORED_VISITS_QUERY } from '#shared/analytics/visits.repository.js';
 import { encodeVisits, storedVisits } from '#services/enricher/visit-writer.js';
 import { selectRows, toClickHouseTime } from '#shared/analytics/analytics.js';

@@ -7,7 +7,7 @@
 // on this machine): their difference is the delay of that visit, read for every visit. Target: p95 ≤ 2 s.
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '#services/app.js';
-import { startEnricher } from '#services/enricher/enricher.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
 import { claimSubdomain, createOwner } from '#tests/support/owners.js';
 import { waitFor } from '#tests/support/wait.js';
 import { runBench } from './lib/context.js';
@@ -23,7 +23,7 @@ if (!Number.isInteger(rate) || rate < 1 || !Number.isInteger(seconds) || seconds
 
 await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   const { app } = await buildApp(context);
-  const enricher = await startEnricher(context);
+  const enricher = await startVisitConsumer(context);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   const owner = await createOwner(context, app);
@@ -36,7 +36,7 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', ENRICHER_BATCH_WAIT_MS: '
   });
   if (created.statusCode !== 201) throw new Error(`link creation failed: ${created.body}`);
   const linkId = created.json().data.id as string;
-  console.log(`mode: visit log ${context.visitLog.kind}, analytics ${context.analytics.kind}; ${await otherLoad()}`);
+  console.log(`mode: message log ${context.messageLog.kind}, analytics ${context.analytics.kind}; ${await otherLoad()}`);
 
   const run = await cannon(`http://127.0.0.1:${port}/delay`, {
     durationSec: seconds,

@@ -1,4 +1,4 @@
-// Pipeline throughput: visits/s from the visit log through one enricher (enrichment, uniques,
+// Pipeline throughput: visits/s from the message log through one enricher (enrichment, uniques,
 // events, limits) into ClickHouse, and the delay from publish to queryable row.
 //   bash bench/run.sh pipeline [visits]
 // In-process log and chDB unless KAFKA_BROKERS / CLICKHOUSE_URL are set (then Kafka / the server).
@@ -10,15 +10,15 @@
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { v7 as uuidv7 } from 'uuid';
-import { startEnricher } from '#services/enricher/enricher.js';
-import { enrich } from '#services/enricher/enrich.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
+import { enrich } from '#services/enricher/enrichment.js';
 import { encodeVisits } from '#services/enricher/visit-writer.js';
 import { visitorHash } from '#services/enricher/visitors.js';
 import { openGeoLookup } from '#shared/geo.js';
 import { uniqueName } from '#tests/support/context.js';
 import { waitFor } from '#tests/support/wait.js';
 import { runBench } from './lib/context.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
+import { TOPICS } from '#shared/message-log/topics.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 
 const total = Number(process.argv[2] ?? 100_000);
@@ -62,9 +62,9 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
     query: i % 2 === 0 ? 'utm_source=newsletter&utm_medium=email' : '',
   });
 
-  if (context.config.visitLog.kind === 'lmdb' && total > context.config.visitLog.capacity) {
+  if (context.config.messageLog.kind === 'lmdb' && total > context.config.messageLog.capacity) {
     throw new Error(
-      `the one-process visit log holds at most ${context.config.visitLog.capacity} unconsumed visits (VISIT_LOG_CAPACITY): a backlog of ${total} needs more`,
+      `the one-process message log holds at most ${context.config.messageLog.capacity} unconsumed visits (VISIT_LOG_CAPACITY): a backlog of ${total} needs more`,
     );
   }
   const publishing = performance.now();
@@ -74,22 +74,22 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
       const value = visit(i);
       messages.push({ key: value.link_id, value: JSON.stringify(value) });
     }
-    await context.visitLog.publish(TOPICS.visitsRaw, messages);
+    await context.messageLog.publish(TOPICS.visitsRaw, messages);
   }
   console.log(
-    `mode: visit log ${context.visitLog.kind}, analytics ${context.analytics.kind}; ${total} visits published in ${((performance.now() - publishing) / 1000).toFixed(1)} s`,
+    `mode: message log ${context.messageLog.kind}, analytics ${context.analytics.kind}; ${total} visits published in ${((performance.now() - publishing) / 1000).toFixed(1)} s`,
   );
 
   // The events the enricher raises leave the process: on Kafka to the broker; in process, a
   // consumer commits them untouched (the webhook worker's place), or the log would keep them all.
   const eventsTaken =
-    context.visitLog.kind === 'lmdb'
-      ? await context.visitLog.consume({ groupId: 'bench-webhooks', topic: TOPICS.events, maxBatch: 5_000, handler: async () => undefined })
+    context.messageLog.kind === 'lmdb'
+      ? await context.messageLog.consume({ groupId: 'bench-webhooks', topic: TOPICS.events, maxBatch: 5_000, handler: async () => undefined })
       : undefined;
   const started = performance.now();
   const elu = performance.eventLoopUtilization();
   const cpuBefore = process.cpuUsage();
-  const enricher = await startEnricher(context);
+  const enricher = await startVisitConsumer(context);
   await waitFor(async () => (await count()) >= total, 600_000, { intervalMs: 200, message: `all ${total} rows` });
   const seconds = (performance.now() - started) / 1000;
   const busy = performance.eventLoopUtilization(elu).utilization;
@@ -111,7 +111,7 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
     const before = await count();
     const sent = performance.now();
     const value = visit(total + i);
-    await context.visitLog.publish(TOPICS.visitsRaw, [{ key: value.link_id, value: JSON.stringify(value) }]);
+    await context.messageLog.publish(TOPICS.visitsRaw, [{ key: value.link_id, value: JSON.stringify(value) }]);
     await waitFor(async () => (await count()) !== before, 60_000, { intervalMs: 10, message: "the single visit's row" });
     delays.push(performance.now() - sent);
   }

@@ -2,7 +2,7 @@
 // outside: what a stored visit costs in server CPU, end to end (redirect, publish, enrich, store).
 //   bash bench/run.sh platform [seconds] [connections] [rate]
 // With KAFKA_BROKERS (and DATABASE_URL, REDIS_URL) in the environment (`source .services/env`), a
-// second run does the same on those services: the visit log on Kafka, chDB still in the process.
+// second run does the same on those services: the message log on Kafka, chDB still in the process.
 //
 // Each run starts `node dist-bench/services/main.js` on a fresh DATA_DIR, seeds an owner, a
 // subdomain and a link through the API, stops it and starts it again on that data (the measured

@@ -26,8 +26,8 @@ const STAGES: [string, RegExp][] = [
   ['rows encoded for ClickHouse', /encodeVisits|insertVisits/],
   ['enrichment: user agent, geo, visitor hash, bursts, uniques', /deriveAll|^enrich |firstOfDay/],
   ["decoding and validation of the log's messages (JSON, zod)", /decodeVisit|decodeMessage|^prepare .*services\/enricher/],
-  ["durable log: the edge's publish", /visit-producer|^publish .*shared\/visit-log|encodeSegment/],
-  ['durable log: commits and reads', /shared\/visit-log\/lmdb|node_modules\/lmdb|node_modules\/msgpackr/],
+  ["durable log: the edge's publish", /visit-producer|^publish .*shared\/message-log|encodeSegment/],
+  ['durable log: commits and reads', /shared\/message-log\/lmdb|node_modules\/lmdb|node_modules\/msgpackr/],
   ['HTTP: parse, decide, answer the redirect', /parserOnHeadersComplete|redirect\.routes|services\/ingest\/app|node:_http|node:net|stream_base_commons/],
 ];
 

@@ -5,7 +5,7 @@
 //
 // The edge runs as in production: host routing, the link cache, the redirect bucket (a limit high
 // enough never to refuse), the visit handed to the buffered producer for every request and
-// published to the in-process visit log, request id, metrics and the access-log record (LOG_LEVEL
+// published to the in-process message log, request id, metrics and the access-log record (LOG_LEVEL
 // silent here: the line is not written). The log's consumer commits every batch untouched, as a
 // broker takes the visits out of an edge process: enrichment is the pipeline bench's to measure,
 // and a log left to fill would keep 100 000 visits in this heap, which no edge does (the garbage
@@ -20,7 +20,7 @@ import Fastify from 'fastify';
 import { buildApp } from '#services/app.js';
 import { runBench } from './lib/context.js';
 import { metricTotal } from '#shared/metrics.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
+import { TOPICS } from '#shared/message-log/topics.js';
 import { claimSubdomain, createOwner } from '#tests/support/owners.js';
 import { bestRps, cannon, median, otherLoad, pad, percent, pinningNote, type Run } from './lib/load.js';
 
@@ -38,7 +38,7 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:
   try {
     const { app } = await buildApp(context);
     closers.push(() => app.close());
-    const takenAway = await context.visitLog.consume({ groupId: 'bench-broker', topic: TOPICS.visitsRaw, maxBatch: 5_000, handler: async () => undefined });
+    const takenAway = await context.messageLog.consume({ groupId: 'bench-broker', topic: TOPICS.visitsRaw, maxBatch: 5_000, handler: async () => undefined });
     closers.push(() => takenAway.stop());
     await app.listen({ host: '127.0.0.1', port: 0 });
     const edgePort = (app.server.address() as AddressInfo).port;
@@ -74,7 +74,7 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:
     if (check.status !== 302 || check.location !== 'https://example.com/landing') throw new Error(`the edge answered ${check.status}`);
 
     console.log(
-      `mode: ${context.db.kind}, cache ${context.cache.kind}, visit log ${context.visitLog.kind}; node ${process.version}; ${seconds} s per run, ` +
+      `mode: ${context.db.kind}, cache ${context.cache.kind}, message log ${context.messageLog.kind}; node ${process.version}; ${seconds} s per run, ` +
         `${rounds} rounds, ${CONNECTIONS} connections, pipelining 1; ${pinningNote()}`,
     );
     console.log(`before the runs: ${await otherLoad()}`);

@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
-import { startEnricher } from '#services/enricher/enricher.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
 import { startWorker } from '#services/worker/worker.js';
 import type { Context } from '#shared/context.js';
 import { createEventBus } from '#shared/events/events.js';
@@ -32,7 +32,7 @@ import { uniqueName } from '#tests/support/context.js';
 import { waitFor } from '#tests/support/wait.js';
 import { insertWebhook } from '#tests/support/webhooks.js';
 import { metricTotal } from '#shared/metrics.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
+import { TOPICS } from '#shared/message-log/topics.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
 import { runBench } from './lib/context.js';
@@ -133,7 +133,7 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
   let worker: { stop(): Promise<void> } = await startWorker(context);
   try {
     console.log(
-      `mode: event bus ${context.visitLog.kind}, jobs ${context.jobs.kind}, database ${context.config.database.kind}; WEBHOOK_CONCURRENCY ${context.config.webhooks.concurrency}, per webhook ${context.config.webhooks.perWebhook}`,
+      `mode: event bus ${context.messageLog.kind}, jobs ${context.jobs.kind}, database ${context.config.database.kind}; WEBHOOK_CONCURRENCY ${context.config.webhooks.concurrency}, per webhook ${context.config.webhooks.perWebhook}`,
     );
 
     // Part 1: deliveries per second.
@@ -191,7 +191,7 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
           };
           messages.push({ key: value.link_id, value: JSON.stringify(value) });
         }
-        await context.visitLog.publish(TOPICS.visitsRaw, messages);
+        await context.messageLog.publish(TOPICS.visitsRaw, messages);
       }
       // A run starts once ClickHouse has no merge running (those of earlier runs' parts would take
       // CPU from whichever run they fell into: the largest noise between runs).
@@ -201,7 +201,7 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
       });
       // From the enricher's first stored batch to its last (visits_inserted_total), not its start.
       const growth = await counterGrowth(context.metrics.visitsInserted, visits, 'rows');
-      const enricher = await startEnricher(context);
+      const enricher = await startVisitConsumer(context);
       const { perSecond } = await growth.rate();
       const stored = () => clickhouseCount(context, 'SELECT count() AS n FROM visits WHERE subdomain = {subdomain:String}', { subdomain });
       await waitFor(async () => (await stored()) >= visits, 600_000, { intervalMs: 200, message: `${visits} rows` });
@@ -261,7 +261,7 @@ await runBench({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWLIST: '127.0.0.1', ENRICHER_B
         );
     };
 
-    const { visitLog: logConfig, database } = context.config;
+    const { messageLog: logConfig, database } = context.config;
     if (logConfig.kind === 'kafka' && database.kind === 'postgres') {
       // The production topology: the worker role in its own process, on the same Kafka, Redis and
       // Postgres, at its default WORKER_NICE and, for comparison, at the priority it was started with.

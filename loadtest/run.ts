@@ -96,7 +96,7 @@ async function main(settings: Settings, platform: Platform): Promise<boolean> {
       ? `not every visit was stored within ${settings.drainSeconds} s of the last load`
       : `every visit answered was stored ${drainS.toFixed(1)} s after the last load`,
   );
-  // What the platform says it lost (the edge's buffer full, the visit log refusing): why a count differs.
+  // What the platform says it lost (the edge's buffer full, the message log refusing): why a count differs.
   const dropped = await Promise.all(['visits_dropped_total', 'visit_log_dropped_total'].map(async (name) => `${name} ${await metricSum(base, name)}`));
   console.log(`the platform's own counters: ${dropped.join(', ')}`);
 

@@ -25,7 +25,7 @@ export interface AppOptions {
 
 export interface App {
   app: FastifyInstance;
-  /** Every route declaration this process serves: health and metrics, the API's with the api role, the beacon's with the ingest role. */
+  /** Every route declaration this process serves: health and metrics, the API's with the api role, the tracker's with the ingest role. */
   routes: RouteDef[];
   /** The ingest edge (short hosts), when this process has the ingest role; `app`'s server routes to it by Host. */
   ingest?: FastifyInstance;
@@ -39,7 +39,7 @@ export interface App {
 /**
  * Builds the HTTP app of a process without listening, from its roles: every process answers
  * `/api/v1/health` and `/metrics`; the api role adds the API and the dashboard; the ingest role the
- * edge (short hosts and the beacon), in front of the rest by Host. Roles without HTTP routes
+ * edge (short hosts and the tracker), in front of the rest by Host. Roles without HTTP routes
  * (enricher, worker) get nothing else: any other request is a 404 in the error envelope.
  */
 export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {

@@ -4,12 +4,12 @@ import { migrateAnalytics } from '#shared/migrations/clickhouse.js';
 import { ConfigError, loadConfig, type Config, type Role } from '#shared/config.js';
 import { closeContext, createContext, type Context } from '#shared/context.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
 import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
 import { buildApp } from './app.js';
 import { bootstrapAdmin } from './api/users/bootstrap.js';
-import { startEnricher } from './enricher/enricher.js';
+import { startVisitConsumer } from './enricher/visit-consumer.js';
 import { lowerPriority } from './worker/priority.js';
 import { startWorker } from './worker/worker.js';
 
@@ -54,7 +54,7 @@ export async function startPlatform(config: Config): Promise<Platform> {
   }
 
   const consumers: Consumer[] = [];
-  if (has('enricher')) consumers.push(await startEnricher(context));
+  if (has('enricher')) consumers.push(await startVisitConsumer(context));
   if (has('worker')) consumers.push(await startWorker(context));
 
   const { app } = await buildApp(context);
@@ -65,7 +65,7 @@ export async function startPlatform(config: Config): Promise<Platform> {
   const stop = () =>
     (stopping ??= (async () => {
       const started = Date.now();
-      // Stop taking requests first (the edge hands what it buffered to the visit log), then drain
+      // Stop taking requests first (the edge hands what it buffered to the message log), then drain
       // the one-process log, then let consumers finish their batch and jobs their run.
       await app.close();
       if (consumers.length > 0) await drainLog(context, started + config.shutdownTimeoutMs * 0.7);
@@ -77,14 +77,14 @@ export async function startPlatform(config: Config): Promise<Platform> {
 
 /**
  * On the way out of a one-process platform: waits until this process's consumers have stored what
- * the durable visit log holds (visits, beacons, events), until `deadline`, and says in the log what
+ * the durable message log holds (visits, beacons, events), until `deadline`, and says in the log what
  * was drained and what is left (on disk, consumed at the next start). Kafka keeps what it holds for
  * the other members of the groups: nothing to wait for there.
  */
-async function drainLog(context: Pick<Context, 'visitLog' | 'log'>, deadline: number): Promise<void> {
-  const { visitLog, log } = context;
-  if (visitLog.kind !== 'lmdb') return;
-  const lag = async () => (await visitLog.consumers()).reduce((sum, consumer) => sum + (consumer.lag ?? 0), 0);
+async function drainLog(context: Pick<Context, 'messageLog' | 'log'>, deadline: number): Promise<void> {
+  const { messageLog, log } = context;
+  if (messageLog.kind !== 'lmdb') return;
+  const lag = async () => (await messageLog.consumers()).reduce((sum, consumer) => sum + (consumer.lag ?? 0), 0);
   const started = Date.now();
   const before = await lag();
   let left = before;
@@ -93,8 +93,8 @@ async function drainLog(context: Pick<Context, 'visitLog' | 'log'>, deadline: nu
     left = await lag();
   }
   const fields = { drained: before - left, left, waited_ms: Date.now() - started };
-  if (left === 0) log.info(fields, 'visit log drained: every message published before the shutdown is stored');
-  else log.warn(fields, 'shutdown deadline reached with messages left in the durable visit log: they are kept on disk and consumed at the next start');
+  if (left === 0) log.info(fields, 'message log drained: every message published before the shutdown is stored');
+  else log.warn(fields, 'shutdown deadline reached with messages left in the durable message log: they are kept on disk and consumed at the next start');
 }
 
 /** Process entry: parse config (one clear line and exit 1 if bad), start, drain on SIGTERM/SIGINT. */

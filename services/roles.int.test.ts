@@ -114,7 +114,7 @@ describe('what only the api role answers', () => {
     expect(answers).toEqual(only('api', answers.api));
   });
 
-  it('lists in its index and OpenAPI document only what it serves: not the beacon, which is the edge', async () => {
+  it('lists in its index and OpenAPI document only what it serves: not the tracker, which is the edge', async () => {
     const index = await alone.get('api')!.client.inject({ url: '/api/v1/', headers: { host: API_HOST } });
     const paths = index.json().data.endpoints.map((endpoint: { path: string }) => endpoint.path);
     expect(paths).toContain('/api/v1/health');
@@ -133,7 +133,7 @@ describe('what only the ingest role answers', () => {
     expect(redirect.headers.location).toBe('https://example.com/roles');
   });
 
-  it('the beacon, on any host', async () => {
+  it('the tracker, on any host', async () => {
     expect(await statuses({ url: '/tracker.js', headers: { host: API_HOST } })).toEqual(only('ingest', 200));
   });
 

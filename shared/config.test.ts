@@ -20,7 +20,7 @@ describe('loadConfig', () => {
     expect(config.roles).toEqual(['api', 'ingest', 'enricher', 'worker']);
     expect(config.database).toEqual({ kind: 'pglite', dir: './data/pg' });
     expect(config.analytics).toEqual({ kind: 'chdb', dir: './data/chdb' });
-    expect(config.visitLog).toEqual({ kind: 'lmdb', dir: './data/log', commitDelayMs: 50, capacity: 1_000_000, minFreeBytes: 256 * 1_048_576 });
+    expect(config.messageLog).toEqual({ kind: 'lmdb', dir: './data/log', commitDelayMs: 50, capacity: 1_000_000, minFreeBytes: 256 * 1_048_576 });
     expect(config.jobs).toEqual({ dir: './data/jobs', minFreeBytes: 256 * 1_048_576 });
     expect(config.redisUrl).toBeUndefined();
     // Production-like by default (issue 23): no exception detail, and a cookie that follows PUBLIC_URL.
@@ -53,7 +53,7 @@ describe('loadConfig', () => {
     });
     expect(config.database).toMatchObject({ kind: 'postgres', url: 'postgres://u:p@db:5432/linktrack' });
     expect(config.analytics).toEqual({ kind: 'clickhouse', url: 'http://clickhouse:8123' });
-    expect(config.visitLog).toMatchObject({ kind: 'kafka', brokers: ['k1:9092', 'k2:9092'] });
+    expect(config.messageLog).toMatchObject({ kind: 'kafka', brokers: ['k1:9092', 'k2:9092'] });
     expect(config.redisUrl).toBe('redis://redis:6379');
     expect(config.roles).toEqual(['ingest', 'enricher']);
   });

@@ -148,7 +148,7 @@ export const CONFIG_VARS = {
   DATA_DIR: [
     withDefault(z.string().min(1), './data'),
     {
-      doc: 'Folder of the embedded stores (PGlite, chDB, the durable visit log and job queue on LMDB) when no server URL is set. One process at a time owns it.',
+      doc: 'Folder of the embedded stores (PGlite, chDB, the durable message log and job queue on LMDB) when no server URL is set. One process at a time owns it.',
     },
   ],
   DATABASE_URL: [
@@ -168,26 +168,26 @@ export const CONFIG_VARS = {
         .transform((value) => value.split(',')),
     ),
     {
-      doc: 'Comma-separated Kafka brokers (`host:port`); without them the visit log is durable on LMDB under `DATA_DIR/log`, in this process.',
+      doc: 'Comma-separated Kafka brokers (`host:port`); without them the message log is durable on LMDB under `DATA_DIR/log`, in this process.',
       production: true,
     },
   ],
   VISIT_LOG_COMMIT_MS: [
     withDefault(z.coerce.number().int().min(0).max(1000), 50),
     {
-      doc: 'Without Kafka: group commit of the durable visit log. Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (docs/operations.md, Durability). 0 commits every turn of the event loop.',
+      doc: 'Without Kafka: group commit of the durable message log. Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (docs/operations.md, Durability). 0 commits every turn of the event loop.',
     },
   ],
   DISK_MIN_FREE_MB: [
     withDefault(z.coerce.number().int().min(0).max(1_000_000), 256),
     {
-      doc: 'Without Kafka or Redis: free space (MiB) the durable visit log and job queue keep on the disk of `DATA_DIR`. Below it they refuse new messages (counted in `visit_log_dropped_total{reason="disk_full"}`, `/api/v1/health` degraded) rather than meet a full disk; the edge buffers meanwhile.',
+      doc: 'Without Kafka or Redis: free space (MiB) the durable message log and job queue keep on the disk of `DATA_DIR`. Below it they refuse new messages (counted in `visit_log_dropped_total{reason="disk_full"}`, `/api/v1/health` degraded) rather than meet a full disk; the edge buffers meanwhile.',
     },
   ],
   VISIT_LOG_CAPACITY: [
     withDefault(z.coerce.number().int().min(1_000).max(1_000_000_000), 1_000_000),
     {
-      doc: 'Without Kafka: unconsumed messages a topic of the durable visit log holds (about 0.6 KB of disk each). Past it the edge buffers, then counts drops in `visits_dropped_total`; the dead-letter topic gives its oldest messages way instead.',
+      doc: 'Without Kafka: unconsumed messages a topic of the durable message log holds (about 0.6 KB of disk each). Past it the edge buffers, then counts drops in `visits_dropped_total`; the dead-letter topic gives its oldest messages way instead.',
     },
   ],
   KAFKA_CLIENT_ID: [withDefault(z.string().min(1), 'linktrack'), { doc: 'Kafka client id.' }],
@@ -275,11 +275,11 @@ export const CONFIG_VARS = {
   ],
   TRACKER_SECRET: [
     optionalString(z.string().min(32, 'must be at least 32 characters')),
-    { doc: "HMAC key of the beacon's consent tokens (default: generated once and kept in Postgres, shared by every node)." },
+    { doc: "HMAC key of the tracker's consent tokens (default: generated once and kept in Postgres, shared by every node)." },
   ],
   TRACKER_CONSENT_TTL: [
     withDefault(z.coerce.number().int().min(60, 'must be at least 60 seconds').max(86_400, 'must be at most 86400 seconds'), 1800),
-    { doc: 'Lifetime, in seconds, of a consent token: the beacon asks `/tracker/consent` again after it.' },
+    { doc: 'Lifetime, in seconds, of a consent token: the tracker asks `/tracker/consent` again after it.' },
   ],
   SPAM_WINDOW: [
     withDefault(z.coerce.number().int().min(10, 'must be at least 10 seconds').max(86_400, 'must be at most 86400 seconds'), 600),
@@ -303,7 +303,7 @@ export const CONFIG_VARS = {
   ],
   VISIT_BUFFER_SIZE: [
     withDefault(z.coerce.number().int().min(100).max(10_000_000), 100_000),
-    { doc: 'Visits an ingest node buffers while the visit log (Kafka) is unreachable; beyond it visits are counted in `visits_dropped_total`.' },
+    { doc: 'Visits an ingest node buffers while the message log (Kafka) is unreachable; beyond it visits are counted in `visits_dropped_total`.' },
   ],
   ENRICHER_BATCH_SIZE: [
     withDefault(z.coerce.number().int().min(1).max(100_000), 10_000),
@@ -441,7 +441,7 @@ export interface Config {
   dataDir: string;
   database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
   analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
-  visitLog:
+  messageLog:
     | { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number; minFreeBytes: number }
     | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
   /** Folder of the durable one-process job queue (without REDIS_URL). */
@@ -524,7 +524,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     dataDir,
     database: env.DATABASE_URL ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX } : { kind: 'pglite', dir: `${dataDir}/pg` },
     analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
-    visitLog: env.KAFKA_BROKERS
+    messageLog: env.KAFKA_BROKERS
       ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
       : {
           kind: 'lmdb',

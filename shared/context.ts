@@ -9,9 +9,9 @@ import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { loadSecretBox } from './secrets/keys.js';
 import type { SecretBox } from './secrets/secret-box.js';
-import { createKafkaVisitLog } from './visit-log/kafka.js';
-import { createDurableVisitLog } from './visit-log/lmdb.js';
-import type { VisitLog } from './visit-log/visit-log.js';
+import { createKafkaLog } from './message-log/kafka.js';
+import { createDurableLog } from './message-log/lmdb.js';
+import type { MessageLog } from './message-log/message-log.js';
 
 /** Everything a role needs, built once per process from the validated config. */
 export interface Context {
@@ -20,7 +20,7 @@ export interface Context {
   metrics: Metrics;
   db: Database;
   analytics: Analytics;
-  visitLog: VisitLog;
+  messageLog: MessageLog;
   jobs: Jobs;
   cache: Cache;
   /** Seals and opens secrets at rest (webhook signing secrets) with the configured keys. */
@@ -29,7 +29,7 @@ export interface Context {
 }
 
 /** The clients of the external stores, each with its `kind` and `ping` (what /health reports). */
-export type Clients = Pick<Context, 'db' | 'analytics' | 'visitLog' | 'jobs' | 'cache'>;
+export type Clients = Pick<Context, 'db' | 'analytics' | 'messageLog' | 'jobs' | 'cache'>;
 
 /** The dependencies /health probes, by name. */
 export const DEPENDENCIES = ['database', 'analytics', 'visit_log', 'jobs', 'cache'] as const;
@@ -40,7 +40,7 @@ export function dependencyKinds(context: Clients): Record<Dependency, string> {
   return {
     database: context.db.kind,
     analytics: context.analytics.kind,
-    visit_log: context.visitLog.kind,
+    visit_log: context.messageLog.kind,
     jobs: context.jobs.kind,
     cache: context.cache.kind,
   };
@@ -57,7 +57,7 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const metrics = createMetrics();
   const db = await createDatabase(config.database);
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
-  const visitLog = config.visitLog.kind === 'kafka' ? createKafkaVisitLog(config.visitLog, log, metrics) : createDurableVisitLog(config.visitLog, log, metrics);
+  const messageLog = config.messageLog.kind === 'kafka' ? createKafkaLog(config.messageLog, log, metrics) : createDurableLog(config.messageLog, log, metrics);
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, config.jobs);
   const cache = config.redisUrl
     ? createRedisCache(config.redisUrl, config.redisPrefix, (error) => {
@@ -65,14 +65,14 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
         else log.info('Redis reachable again: counters, flags and notices are shared again');
       })
     : createMemoryCache();
-  return { config, log, metrics, db, analytics, visitLog, jobs, cache, secrets, startedAt: new Date() };
+  return { config, log, metrics, db, analytics, messageLog, jobs, cache, secrets, startedAt: new Date() };
 }
 
 /** Closes every client, in reverse order of need; failures are logged and the rest still close. */
 export async function closeContext(context: Context): Promise<void> {
   for (const [name, close] of [
     ['jobs', () => context.jobs.close()],
-    ['visit_log', () => context.visitLog.close()],
+    ['visit_log', () => context.messageLog.close()],
     ['cache', () => context.cache.close()],
     ['analytics', () => context.analytics.close()],
     ['database', () => context.db.close()],

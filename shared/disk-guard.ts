@@ -18,7 +18,7 @@ export class DiskFullError extends Error {
 const REFRESH_MS = 100;
 
 /**
- * Keeps a durable embedded store (the visit log, the job queue on LMDB) off a full disk: new writes
+ * Keeps a durable embedded store (the message log, the job queue on LMDB) off a full disk: new writes
  * are refused while the file system of `dir` has less than `minFreeBytes` available, so the store
  * never meets ENOSPC itself. (lmdb-js 3.5.6 meeting a full disk rejects commits and, after a few,
  * aborts the process: tried here on a 1 MiB tmpfs.) Deletions and offset commits still go through:

@@ -1,5 +1,5 @@
 /**
- * Lets the event loop run (answers to redirects, timers such as the visit log's group commit) between
+ * Lets the event loop run (answers to redirects, timers such as the message log's group commit) between
  * two slices of a long synchronous loop over a batch.
  */
 export const nextTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));

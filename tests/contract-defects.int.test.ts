@@ -178,7 +178,7 @@ describe('every collection pages alike', () => {
   });
 });
 
-describe('the beacon paths keep the contract', () => {
+describe('the tracker paths keep the contract', () => {
   it('an undeclared method on a beacon path is 405 with Allow, on any host (was 404)', async () => {
     for (const [method, url, allow] of [
       ['TRACE', '/tracker.js', 'GET, HEAD'],
@@ -192,7 +192,7 @@ describe('the beacon paths keep the contract', () => {
     }
   });
 
-  it('the document declares what the beacon answers: the script, 403 without consent, GET collect data as JSON content', async () => {
+  it('the document declares what the tracker answers: the script, 403 without consent, GET collect data as JSON content', async () => {
     const document = (await get('/api/v1/openapi.json')).json();
     expect(document.paths['/tracker.js'].get.responses['200'].content['application/javascript; charset=utf-8']).toBeDefined();
     expect(document.paths['/tracker/collect'].post.responses['403']).toBeDefined();

@@ -64,7 +64,7 @@ describe.skipIf(SERVICES_MODE)('the one-process platform killed under load, rest
       expect(answered).toBeGreaterThan(1_000);
       if (signal === 'SIGTERM') {
         expect(code).toBe(0);
-        expect(first.output()).toContain('visit log drained');
+        expect(first.output()).toContain('message log drained');
       }
 
       const lastMs = (ms: number) => traffic.answered.filter((at) => at > killedAt - ms).length;

@@ -148,8 +148,8 @@ describe('shared/ imports no service code', () => {
       ['shared/jobs/jobs.int.test.ts', "import { startTestPlatform } from '../../tests/support/platform.js';"],
       ['shared/ids.ts', "import { waitFor } from '../tests/support/wait.js';"],
       ['shared/time.ts', "import { waitFor } from '#tests/support/wait.js';"],
-      ['shared/paths.ts', "import { startEnricher } from '#services/enricher/enricher.js';"],
-      ['services/enricher/enricher.ts', ''],
+      ['shared/paths.ts', "import { startVisitConsumer } from '#services/enricher/visit-consumer.js';"],
+      ['services/enricher/visit-consumer.ts', ''],
       ['tests/support/platform.ts', "import { buildApp } from '../../services/app.js';"],
       ['tests/support/wait.ts', "import { setTimeout } from 'node:timers/promises';"],
       ['services/app.ts', "import { SCOPES } from '#shared/http/scopes.js';"],
@@ -159,7 +159,7 @@ describe('shared/ imports no service code', () => {
       'shared/http/route.ts imports services/app.ts',
       'shared/ids.ts (live code) imports tests/support/wait.ts',
       'shared/jobs/jobs.int.test.ts reaches services/app.ts through its imports',
-      'shared/paths.ts imports services/enricher/enricher.ts',
+      'shared/paths.ts imports services/enricher/visit-consumer.ts',
       'shared/time.ts (live code) imports tests/support/wait.ts',
     ]);
   });

@@ -66,7 +66,7 @@ describe('API answers', () => {
     expectApiHeaders(redirect);
   });
 
-  it('the beacon script and the OpenAPI document carry them', async () => {
+  it('the tracker script and the OpenAPI document carry them', async () => {
     expectApiHeaders(await get('/tracker.js'));
     expectApiHeaders(await get('/api/v1/openapi.json'));
   });

@@ -359,7 +359,7 @@ describe('test configuration', () => {
     const config = testConfig({ DATABASE_URL: '', CLICKHOUSE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '' });
     expect(config.database.kind).toBe('pglite');
     expect(config.analytics.kind).toBe('chdb');
-    expect(config.visitLog.kind).toBe('lmdb');
+    expect(config.messageLog.kind).toBe('lmdb');
     expect(config.redisUrl).toBeUndefined();
   });
 });

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { Context } from '#shared/context.js';
-import { DLQ_HEADERS, type DlqSource } from '#shared/visit-log/dead-letters.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { LogMessage } from '#shared/visit-log/visit-log.js';
+import { DLQ_HEADERS, type DlqSource } from '#shared/message-log/dead-letters.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { LogMessage } from '#shared/message-log/message-log.js';
 import { poisonReason, type Poison } from './poison.js';
 
 /** A message for the dead-letter topic, with the reason it goes there. */
@@ -37,7 +37,7 @@ function malformedText(value: unknown, path: string): string | undefined {
 const mayHoldLoneSurrogate = (text: string) => /\\u[dD][89a-fA-F]|\p{Cs}/u.test(text);
 
 /**
- * Decodes and validates one message of the visit log against its schema, or says why it goes to the
+ * Decodes and validates one message of the message log against its schema, or says why it goes to the
  * dead-letter topic (the reason names each failing field, within 500 characters). Pure: no I/O.
  * A lone UTF-16 surrogate (valid JSON, e.g. "\ud800") makes ClickHouse refuse the whole insert, so
  * the batch would be redelivered for ever and block its partition: such a message is dead-lettered.
@@ -60,7 +60,7 @@ export function decodeMessage<T>(schema: z.ZodType<T>, what: string, message: Lo
 }
 
 /** What dead-lettering uses: the log it publishes to, the metrics it counts in, the logger. */
-export type DeadLetterDeps = Pick<Context, 'visitLog' | 'metrics' | 'log'>;
+export type DeadLetterDeps = Pick<Context, 'messageLog' | 'metrics' | 'log'>;
 
 /**
  * Sends messages of `source` to `visits.dlq` unchanged, with their headers and `x-dlq-reason`,
@@ -70,7 +70,7 @@ export type DeadLetterDeps = Pick<Context, 'visitLog' | 'metrics' | 'log'>;
 export async function deadLetter(context: DeadLetterDeps, source: DlqSource, dead: DeadLetter[], extraHeaders: Record<string, string> = {}): Promise<void> {
   if (dead.length === 0) return;
   const at = new Date().toISOString();
-  await context.visitLog.publish(
+  await context.messageLog.publish(
     TOPICS.visitsDlq,
     dead.map(({ message, reason, stage }) => ({
       key: message.key,

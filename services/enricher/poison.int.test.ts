@@ -7,10 +7,10 @@ import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tes
 import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '#tests/support/owners.js';
 import { consentMessage, peopleVisits, subdomainWithLink } from '#tests/support/visits.js';
 import { waitFor } from '#tests/support/wait.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import { buildApp } from '../app.js';
-import { startEnricher } from './enricher.js';
+import { startVisitConsumer } from './visit-consumer.js';
 
 /**
  * No visit lost, whatever fails (issue 24): a message that makes a stage throw goes to the
@@ -71,14 +71,14 @@ beforeAll(async () => {
   ({ app } = await buildApp(context));
   owner = await createOwner(context, app);
   await subscribeToVisitEvents(context, owner.id);
-  enricher = await startEnricher(faultyContext(context));
+  enricher = await startVisitConsumer(faultyContext(context));
   consumers.push(
-    await context.visitLog.consume({
+    await context.messageLog.consume({
       groupId: uniqueName('events-reader'),
       topic: TOPICS.events,
       handler: async (messages) => void events.push(...messages.flatMap(decodeEvents)),
     }),
-    await context.visitLog.consume({
+    await context.messageLog.consume({
       groupId: uniqueName('dlq-reader'),
       topic: TOPICS.visitsDlq,
       handler: async (messages) => void deadLetters.push(...messages),
@@ -147,7 +147,7 @@ const deltaOf = (before: Record<string, number>, after: Record<string, number>) 
 
 /** The enricher's consumer of visits.raw, as the health probe sees it. */
 async function enricherStatus() {
-  return (await context.visitLog.consumers()).find((status) => status.group === 'enricher' && status.topic === TOPICS.visitsRaw)!;
+  return (await context.messageLog.consumers()).find((status) => status.group === 'enricher' && status.topic === TOPICS.visitsRaw)!;
 }
 
 /** Waits for a settled moment, then for what is counted to stay as it is (no late duplicates). */
@@ -164,12 +164,12 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
     const totalsBefore = await deadLetteredTotals();
     const started = Date.now();
     // One publish: the poison and the undecodable message in the batch(es) of the valid visits.
-    await context.visitLog.publish(
+    await context.messageLog.publish(
       TOPICS.visitsRaw,
       messagesOf(linkId, [...valid.slice(0, 12), poison!, '{"visit_id": undecodable', ...valid.slice(12), yearZero!]),
     );
     // Published after the poison, on its partition (same key): stored only if the partition moves on.
-    await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(linkId, later));
+    await context.messageLog.publish(TOPICS.visitsRaw, messagesOf(linkId, later));
     const stored = [...valid, ...later];
     await waitFor(
       async () => (await counts(subdomain)).final >= stored.length && deadLettersOf(linkId).length >= 3 && visitNewAbout(stored).length >= stored.length,
@@ -210,11 +210,11 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
     const totalsBefore = await deadLetteredTotals();
     const refusedBefore = insertsRefused;
     refuseUntil = Date.now() + OUTAGE_MS;
-    await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(linkId, visits.slice(0, 25)));
+    await context.messageLog.publish(TOPICS.visitsRaw, messagesOf(linkId, visits.slice(0, 25)));
     // While the store is down: the consumer says so, and more visits arrive.
     const failing = await waitFor(async () => (await enricherStatus()).last_error ?? undefined, OUTAGE_MS, { message: 'the failure in the consumer status' });
     expect(failing).toMatch(/ECONNREFUSED/);
-    await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(linkId, visits.slice(25)));
+    await context.messageLog.publish(TOPICS.visitsRaw, messagesOf(linkId, visits.slice(25)));
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, refuseUntil - Date.now())));
     const recovered = Date.now();
     await waitFor(async () => (await counts(subdomain)).final >= visits.length && visitNewAbout(visits).length >= visits.length, DEADLINE_MS, {
@@ -244,7 +244,7 @@ describe(`poison messages and a failing analytics store (${SERVICES_MODE ? 'Kafk
     const poison = beacons[5]!;
     poisonIds.add(poison.key);
     const started = Date.now();
-    await context.visitLog.publish(TOPICS.trackerRaw, beacons);
+    await context.messageLog.publish(TOPICS.trackerRaw, beacons);
     await waitFor(
       async () =>
         (await scalar('SELECT count() FROM visits FINAL WHERE subdomain = {subdomain:String} AND version > 0', { subdomain })) >= 11 &&

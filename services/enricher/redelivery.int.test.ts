@@ -7,10 +7,10 @@ import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tes
 import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } from '#tests/support/owners.js';
 import { consentMessage, peopleVisits, subdomainWithLink } from '#tests/support/visits.js';
 import { waitFor } from '#tests/support/wait.js';
-import { TOPICS, type Topic } from '#shared/visit-log/topics.js';
-import type { BatchControl, ConsumeOptions, Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
+import { TOPICS, type Topic } from '#shared/message-log/topics.js';
+import type { BatchControl, ConsumeOptions, Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import { buildApp } from '../app.js';
-import { startEnricher } from './enricher.js';
+import { startVisitConsumer } from './visit-consumer.js';
 import { STORED_VISITS_QUERY } from '#shared/analytics/visits.repository.js';
 
 /**
@@ -28,7 +28,7 @@ let app: FastifyInstance;
 let owner: TestOwner;
 let enricher: Consumer;
 const consumers: Consumer[] = [];
-/** The enricher's batch handlers, by topic, as it gave them to the visit log. */
+/** The enricher's batch handlers, by topic, as it gave them to the message log. */
 const handlers = new Map<Topic, ConsumeOptions['handler']>();
 /** The SQL text of every query the enricher sent to ClickHouse. */
 const queries: string[] = [];
@@ -38,7 +38,7 @@ let failStoredCheck = false;
 const events: PlatformEvent[] = [];
 
 /**
- * A context for the enricher whose visit log and ClickHouse client are the real ones, watched: the
+ * A context for the enricher whose message log and ClickHouse client are the real ones, watched: the
  * log hands out the enricher's handlers (to hand a batch over again, flagged redelivered, as a log
  * does after a crash), and the client records the queries (and refuses the stored-visits check
  * while failStoredCheck is set).
@@ -57,14 +57,14 @@ function watchedContext(real: Context): Context {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  const visitLog = {
-    ...real.visitLog,
+  const messageLog = {
+    ...real.messageLog,
     consume: async (options: ConsumeOptions) => {
       handlers.set(options.topic, options.handler);
-      return real.visitLog.consume(options);
+      return real.messageLog.consume(options);
     },
   };
-  return { ...real, analytics: { ...real.analytics, client }, visitLog };
+  return { ...real, analytics: { ...real.analytics, client }, messageLog };
 }
 
 beforeAll(async () => {
@@ -72,9 +72,9 @@ beforeAll(async () => {
   ({ app } = await buildApp(context));
   owner = await createOwner(context, app);
   await subscribeToVisitEvents(context, owner.id);
-  enricher = await startEnricher(watchedContext(context));
+  enricher = await startVisitConsumer(watchedContext(context));
   consumers.push(
-    await context.visitLog.consume({
+    await context.messageLog.consume({
       groupId: uniqueName('events-reader'),
       topic: TOPICS.events,
       handler: async (messages) => void events.push(...messages.flatMap(decodeEvents)),
@@ -117,7 +117,7 @@ async function ddl(query: string): Promise<void> {
   }
 }
 
-/** A control as the visit log gives it with a batch. */
+/** A control as the message log gives it with a batch. */
 const control = (redelivered: boolean): BatchControl => ({ heartbeat: async () => undefined, stopping: () => false, redelivered });
 
 /** `count` people's visits of the owner's link. */
@@ -180,7 +180,7 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
   it('counts a visit redelivered in a differently composed batch once: in visits, in every rollup and in the statistics, its events raised again with the same ids', async () => {
     const { subdomain, linkId } = await subdomainWithLink(app, owner);
     const first = visitsOf(subdomain, linkId, 10);
-    await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(first));
+    await context.messageLog.publish(TOPICS.visitsRaw, messagesOf(first));
     // The first delivery, finished: stored, and its events on the bus.
     await waitFor(() => eventsAbout('visit.new', first).length >= 10, DEADLINE_MS, { message: 'the first delivery' });
     expect(await counts(subdomain)).toEqual(everywhere(10));
@@ -223,12 +223,12 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
     }));
     await renameTable('visit_beacons', held);
     try {
-      await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(first));
+      await context.messageLog.publish(TOPICS.visitsRaw, messagesOf(first));
       await waitFor(async () => (await scalar('SELECT count() FROM visits WHERE subdomain = {subdomain:String}', { subdomain })) >= 8, DEADLINE_MS, {
         message: 'the first insert',
       });
       // While the batch fails and comes back, more visits arrive: the next delivery holds both.
-      await context.visitLog.publish(TOPICS.visitsRaw, messagesOf(more));
+      await context.messageLog.publish(TOPICS.visitsRaw, messagesOf(more));
       await waitFor(async () => (await scalar('SELECT count() FROM visits WHERE subdomain = {subdomain:String}', { subdomain })) >= 12, DEADLINE_MS, {
         message: 'the redelivered batch with the later visits inserted',
       });
@@ -273,7 +273,7 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
     const subdomain = await claimSubdomain(app, owner);
     const consent = (i: number) => consentMessage(subdomain, i);
     const first = [0, 1, 2, 3, 4].map(consent);
-    await context.visitLog.publish(TOPICS.trackerRaw, first);
+    await context.messageLog.publish(TOPICS.trackerRaw, first);
     // Stored, and merged with its own consent (a newer version of each visit).
     await waitFor(
       async () => (await scalar('SELECT count() FROM visits WHERE subdomain = {subdomain:String} AND version > 0', { subdomain })) >= 5,

@@ -42,7 +42,7 @@ export const stageError = (error: unknown): unknown => (error instanceof StageFa
 const noop = () => undefined;
 
 /**
- * A batch handler for a visit-log consumer with `concurrency` above 1: while one batch is being
+ * A batch handler for a message-log consumer with `concurrency` above 1: while one batch is being
  * stored, the next is prepared; what follows the store keeps the batches' order, and so do the
  * outcomes (a batch settles only after the batch handed over before it).
  *

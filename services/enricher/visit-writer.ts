@@ -3,7 +3,7 @@ import { deduplicatedBy, toClickHouseTime, type Analytics, type EncodedInsert } 
 import { visitsRepository, type StoredVisit } from '#shared/analytics/visits.repository.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { nextTurn, SLICE } from '#shared/turns.js';
-import type { Enrichment } from './enrich.js';
+import type { Enrichment } from './enrichment.js';
 
 /** Deduplication token of an insert: the hash of the keys that identify its rows. */
 export function batchToken(keys: Iterable<string>): string {

@@ -7,9 +7,9 @@ import { createAccount } from '#tests/support/accounts.js';
 import { closeContext, createTestContext, uniqueName } from '#tests/support/context.js';
 import { subscribeToVisitEvents } from '#tests/support/owners.js';
 import { waitFor } from '#tests/support/wait.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
-import { startEnricher } from './enricher.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
+import { startVisitConsumer } from './visit-consumer.js';
 import { saltBook, visitorHash } from './visitors.js';
 
 const DEADLINE_MS = 30_000;
@@ -26,8 +26,8 @@ beforeAll(async () => {
   context = await createTestContext();
   owner = await createAccount(context);
   await subscribeToVisitEvents(context, owner.id);
-  enricher = await startEnricher(context);
-  eventsConsumer = await context.visitLog.consume({
+  enricher = await startVisitConsumer(context);
+  eventsConsumer = await context.messageLog.consume({
     groupId: uniqueName('events'),
     topic: TOPICS.events,
     handler: async (messages) => void events.push(...messages.flatMap((message) => decodeEvents(message))),
@@ -56,7 +56,7 @@ const visit = (subdomain: string, fields: Record<string, unknown>) => ({
 });
 
 async function publish(key: string, values: Record<string, unknown>[]) {
-  await context.visitLog.publish(
+  await context.messageLog.publish(
     TOPICS.visitsRaw,
     values.map((value) => ({ key, value: JSON.stringify(value) })),
   );
@@ -119,7 +119,7 @@ describe('visitor hash and uniques', () => {
     await publish(`${subdomain}-a`, [visit(subdomain, { ts: new Date(t).toISOString() })]);
     await rows(subdomain, 1);
     await enricher.stop();
-    enricher = await startEnricher(context);
+    enricher = await startVisitConsumer(context);
     await publish(`${subdomain}-a`, [visit(subdomain, { ts: new Date(t + 1).toISOString() })]);
     const stored = await rows(subdomain, 2);
     expect(stored.map((row) => row.is_unique)).toEqual([1, 0]);

@@ -60,7 +60,7 @@ interface UniqueCandidate {
  * link's visitors of the day from ClickHouse once — other visits than the batch's own, so a
  * redelivered batch is judged exactly as the first time — and from then on answers from memory.
  */
-export function uniqueTracker(analytics: Analytics) {
+export function uniqueVisitors(analytics: Analytics) {
   const visits = visitsRepository(analytics);
   /** day → `link|hash` → visit_id of the first visit ('' when it is an earlier stored one). */
   const seen = new Map<string, Map<string, string>>();

@@ -21,11 +21,11 @@ export interface IngestApp {
   app: FastifyInstance;
   /** The short hosts' listener (redirects answered before Fastify; see ShortHosts). */
   shortHosts: ShortHosts;
-  /** The beacon's route declarations (for the OpenAPI document). */
+  /** The tracker's route declarations (for the OpenAPI document). */
   routes: RouteDef[];
 }
 
-/** Paths the ingest edge answers on every host (the beacon), not only on short hosts. */
+/** Paths the ingest edge answers on every host (the tracker), not only on short hosts. */
 const TRACKER_PATH = /^\/tracker(?:\.js|\/|\?|$)/;
 
 /** A short host answers every path to these (a redirect, a refusal, its public page on `/`). */
@@ -46,7 +46,7 @@ export interface EdgeGuards {
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
 export async function buildIngestApp(
-  context: Pick<Context, 'db' | 'config' | 'cache' | 'visitLog' | 'metrics' | 'log'>,
+  context: Pick<Context, 'db' | 'config' | 'cache' | 'messageLog' | 'metrics' | 'log'>,
   { limiter, abuse }: EdgeGuards,
   publicPages: PublicPages,
 ): Promise<IngestApp> {
@@ -56,7 +56,7 @@ export async function buildIngestApp(
   const errorOptions = errorOptionsOf(config);
   const dependencyPorts = dependencyPortsOf(config);
   const app = Fastify(baseFastifyOptions(context));
-  // Independent start-up reads: the link cache's warm-up and the beacon's consent key.
+  // Independent start-up reads: the link cache's warm-up and the tracker's consent key.
   const [links, key] = await Promise.all([createLinkCache(context), consentKey(context.db.db, config.tracker.secret)]);
   const visits = createVisitProducer(context);
   const beacons = createBeaconProducer(context);
@@ -86,7 +86,7 @@ export async function buildIngestApp(
   const routes = trackerRoutes({ beacons, tokens });
   const trackerMethods = createMethodIndex(routes);
   const shortHostOf = shortHostMatcher(config);
-  /** The methods a path is served under: the beacon's declared ones on its paths, GET and HEAD on any path of a short host. */
+  /** The methods a path is served under: the tracker's declared ones on its paths, GET and HEAD on any path of a short host. */
   const methodsOn = (hostname: string) => (path: string) => {
     const beacon = trackerMethods(path);
     return beacon.length > 0 || !shortHostOf(hostname) ? beacon : SHORT_HOST_METHODS;
@@ -100,7 +100,7 @@ export async function buildIngestApp(
   };
   const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss });
 
-  // The beacon: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
+  // The tracker: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
   await app.register(async (scope) => {
     // Before CORS's hook, which answers preflights (OPTIONS 204) itself: they carry X-Request-Id too.
     scope.addHook('onRequest', envelopeRequestHook({ contentLanguage: false }));

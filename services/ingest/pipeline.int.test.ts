@@ -3,15 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
 import { decodeEvents, type PlatformEvent } from '#shared/events/events.js';
 import { closeContext, uniqueName } from '#tests/support/context.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
+import { TOPICS } from '#shared/message-log/topics.js';
 import type { TestOwner } from '#tests/support/owners.js';
 import { waitFor } from '#tests/support/wait.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
-import { startEnricher } from '../enricher/enricher.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
+import { startVisitConsumer } from '../enricher/visit-consumer.js';
 import type { listenerClient } from '#tests/support/listener.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 
-// End to end: redirects at the edge → visit log (in-process, or Kafka in the services run) →
+// End to end: redirects at the edge → message log (in-process, or Kafka in the services run) →
 // enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.
 const DEADLINE_MS = 60_000;
 
@@ -60,9 +60,9 @@ async function redirects(slug: string, count: number, from: number) {
 
 describe('max_visits', () => {
   it('stops redirects on every node once the visits reach the limit, raises link.limit_reached, and a new limit lifts it', { timeout: 120_000 }, async () => {
-    enricher ??= await startEnricher(context);
+    enricher ??= await startVisitConsumer(context);
     const received: PlatformEvent[] = [];
-    const consumer = await context.visitLog.consume({
+    const consumer = await context.messageLog.consume({
       groupId: uniqueName('limit-events'),
       topic: TOPICS.events,
       handler: async (messages) => void received.push(...messages.flatMap((message) => decodeEvents(message))),
@@ -101,20 +101,20 @@ describe('max_visits', () => {
   });
 });
 
-describe('redirects → visit log → enricher → ClickHouse', () => {
+describe('redirects → message log → enricher → ClickHouse', () => {
   it('turns N redirects into exactly N rows, also when the enricher stops mid-stream and starts again', { timeout: 120_000 }, async () => {
     const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://example.com/' } });
     const link = created.json().data;
     // One enricher at a time: the test stops the one that runs.
     await enricher?.stop();
-    enricher = await startEnricher(context);
+    enricher = await startVisitConsumer(context);
     await redirects(link.slug, 150, 0);
     await waitFor(async () => (await rowsOf(link.id)).total > 0, DEADLINE_MS, { message: 'first rows' });
     // Stopped mid-stream: the redirects go on, the visits wait in the log.
     await enricher.stop();
     enricher = undefined;
     await redirects(link.slug, 150, 150);
-    enricher = await startEnricher(context);
+    enricher = await startVisitConsumer(context);
     await redirects(link.slug, 100, 300);
     const final = await waitFor(
       async () => {
@@ -130,7 +130,7 @@ describe('redirects → visit log → enricher → ClickHouse', () => {
 
 describe('attack probes on a short host', () => {
   it("reach the subdomain owner's visit list: GET /.env on the short host is listed by GET /api/v1/visits?kind=attack", { timeout: 120_000 }, async () => {
-    enricher ??= await startEnricher(context);
+    enricher ??= await startVisitConsumer(context);
     const probe = await ingest.inject({ method: 'GET', url: '/.env', headers: { host: `${subdomain}.localhost:8080`, 'user-agent': 'probe/1.0' } });
     expect(probe.statusCode).toBe(404);
     const listed = await waitFor(

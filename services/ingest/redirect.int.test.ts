@@ -7,8 +7,8 @@ import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tes
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { listenerClient } from '#tests/support/listener.js';
 import { waitFor } from '#tests/support/wait.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { buildApp } from '../app.js';
 import { startTestPlatform } from '#tests/support/platform.js';
@@ -28,7 +28,7 @@ beforeAll(async () => {
   let built;
   ({ context, built, app, ingest, owner, subdomain } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '1000:60', TRUST_PROXY: '10.9.0.0/16' }));
   edgeApp = built.ingest!;
-  consumer = await context.visitLog.consume({
+  consumer = await context.messageLog.consume({
     groupId: uniqueName('redirect-test'),
     topic: TOPICS.visitsRaw,
     handler: async (messages) => void visits.push(...messages.map((message) => JSON.parse(message.value) as RawVisit)),

@@ -27,7 +27,7 @@ export interface ShortHostDeps {
   limiter: RateLimiter;
   /** The subdomains' public pages, answered on `GET /` of a short host. */
   publicPages?: PublicPages;
-  /** A path the edge declares under other methods (the beacon's): 405 with Allow, not a redirect's 404. */
+  /** A path the edge declares under other methods (the tracker's): 405 with Allow, not a redirect's 404. */
   methodMiss?: (method: string, path: string) => AppError | undefined;
 }
 
@@ -97,7 +97,7 @@ function createRedirector(deps: ShortHostDeps) {
     slug: string,
     expectsBeacon: boolean,
   ): RawVisit => ({
-    // One clock reading: the visit id's UUIDv7 time is the visit's time (the beacon relies on it).
+    // One clock reading: the visit id's UUIDv7 time is the visit's time (the tracker relies on it).
     visit_id: request.visitId,
     ts: isoTimeAt(request.at),
     kind,
@@ -171,7 +171,7 @@ export interface ShortHosts {
    * shutdown go on to the ingest Fastify app, with the decision already taken.
    */
   serve(request: IncomingMessage, response: ServerResponse, subdomain: string): void;
-  /** The ingest Fastify app as a request listener (the beacon's paths, and what `serve` hands on). */
+  /** The ingest Fastify app as a request listener (the tracker's paths, and what `serve` hands on). */
   fastify(request: IncomingMessage, response: ServerResponse): void;
 }
 

@@ -8,12 +8,12 @@ import type { Context } from '#shared/context.js';
 import { closeContext } from '#tests/support/context.js';
 import type { TestOwner } from '#tests/support/owners.js';
 import { waitFor } from '#tests/support/wait.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
-import { startEnricher } from '../enricher/enricher.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
+import { startVisitConsumer } from '../enricher/visit-consumer.js';
 import type { listenerClient } from '#tests/support/listener.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 
-// The beacon script in a real browser: Debian's headless Chromium driven by playwright-core, a
+// The tracker script in a real browser: Debian's headless Chromium driven by playwright-core, a
 // target page served from another origin (CORS for real), the platform listening on loopback,
 // rows read back from ClickHouse. `.ci/run` and `make test` install Chromium (scripts/ensure-chromium.sh).
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -34,7 +34,7 @@ let siteOrigin: string;
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: run scripts/ensure-chromium.sh (or set CHROMIUM_PATH)`);
   ({ context, app, ingest, owner, subdomain } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '1000:60' }));
-  enricher = await startEnricher(context);
+  enricher = await startVisitConsumer(context);
   await app.listen({ port: 0, host: '127.0.0.1' });
   platformOrigin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   // The owner's site: another origin, which includes the script as a target page would.
@@ -129,7 +129,7 @@ describe('tracker.js in headless Chromium', () => {
     expect(row.consent_lan_ip).toBe(1);
     expect(row.screen).toMatch(/^\d+x\d+$/);
     expect(JSON.parse(row.capabilities)).toMatchObject({ cookies: true, webrtc: true });
-    expect(row.ip_public).toBe('203.0.113.60'); // the redirect's address, not the beacon's (127.0.0.1)
+    expect(row.ip_public).toBe('203.0.113.60'); // the redirect's address, not the tracker's (127.0.0.1)
     await page.context().close();
   });
 

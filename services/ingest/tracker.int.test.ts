@@ -7,16 +7,16 @@ import { closeContext, uniqueName } from '#tests/support/context.js';
 import type { TestOwner } from '#tests/support/owners.js';
 import { waitFor } from '#tests/support/wait.js';
 import { consentKey } from '#shared/tracker/consent-token.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import type { BeaconMessage } from '#shared/tracker/beacon.js';
-import { beaconStore } from '../enricher/beacons.js';
-import { startEnricher } from '../enricher/enricher.js';
+import { beaconStore } from '../enricher/beacon-consumer.js';
+import { startVisitConsumer } from '../enricher/visit-consumer.js';
 import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { listenerClient } from '#tests/support/listener.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 
-// The beacon end to end: ingest edge (/tracker/*) → tracker.raw (in-process, or Kafka in the services
+// The tracker end to end: ingest edge (/tracker/*) → tracker.raw (in-process, or Kafka in the services
 // run) → enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.
 const DEADLINE_MS = 60_000;
 const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
@@ -33,8 +33,8 @@ const published: BeaconMessage[] = [];
 
 beforeAll(async () => {
   ({ context, app, ingest, owner, subdomain } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '100000:60', RATE_LIMIT_TRACK: '6:60' }));
-  enricher = await startEnricher(context);
-  tapConsumer = await context.visitLog.consume({
+  enricher = await startVisitConsumer(context);
+  tapConsumer = await context.messageLog.consume({
     groupId: uniqueName('tracker-tap'),
     topic: TOPICS.trackerRaw,
     handler: async (messages) => void published.push(...messages.map((message) => JSON.parse(message.value) as BeaconMessage)),
@@ -261,7 +261,7 @@ describe("consent and collect on a redirect's visit (append_visit_id)", () => {
   });
 });
 
-describe('a visit the beacon starts (data-subdomain, no redirect)', () => {
+describe('a visit the tracker starts (data-subdomain, no redirect)', () => {
   it('is stored as a beacon visit with the address the ingest node saw, and collect merges into it', async () => {
     const given = await track('POST', '/tracker/consent', {
       ip: '192.0.2.77',
@@ -291,7 +291,7 @@ describe('a visit the beacon starts (data-subdomain, no redirect)', () => {
 
   it('dead-letters a consent for a subdomain that does not exist, refuses text storage cannot hold at the edge, and the rest flows', async () => {
     const dead: { value: string; headers?: Record<string, string> }[] = [];
-    const tap = await context.visitLog.consume({
+    const tap = await context.messageLog.consume({
       groupId: uniqueName('tracker-dlq'),
       topic: TOPICS.visitsDlq,
       handler: async (messages) => void dead.push(...messages),
@@ -319,7 +319,7 @@ describe('consent gating and ordering in the enricher', () => {
     const { visitId } = await redirectVisit();
     await waitFor(async () => (await visitRow(visitId)) !== undefined, DEADLINE_MS);
     const signals = { timezone: 'UTC', lan_ip: '10.1.2.3', screen: { width: 800, height: 600 } };
-    await context.visitLog.publish(TOPICS.trackerRaw, [
+    await context.messageLog.publish(TOPICS.trackerRaw, [
       { key: visitId, value: JSON.stringify({ type: 'collect', visit_id: visitId, ts: new Date().toISOString(), analytics: true, lan_ip: false, signals }) },
     ]);
     const row = await waitFor(async () => {
@@ -328,7 +328,7 @@ describe('consent gating and ordering in the enricher', () => {
     }, DEADLINE_MS);
     expect(row).toMatchObject({ ip_lan: '', consent_lan_ip: 0, screen: '800x600' });
 
-    await context.visitLog.publish(TOPICS.trackerRaw, [
+    await context.messageLog.publish(TOPICS.trackerRaw, [
       {
         key: visitId,
         value: JSON.stringify({ type: 'collect', visit_id: visitId, ts: new Date(Date.now() + 1000).toISOString(), analytics: false, lan_ip: true, signals }),
@@ -359,7 +359,7 @@ describe('consent gating and ordering in the enricher', () => {
         version: now.getTime() + 5,
       },
     ]);
-    await context.visitLog.publish(TOPICS.visitsRaw, [
+    await context.messageLog.publish(TOPICS.visitsRaw, [
       {
         key: 'l_early',
         value: JSON.stringify({
@@ -395,8 +395,8 @@ describe('methods', () => {
 });
 
 describe('languages', () => {
-  // Guards issue 23: the beacon's answers followed Accept-Language only.
-  it("the beacon's errors follow ?lang= first, as the API does, then Accept-Language", async () => {
+  // Guards issue 23: the tracker's answers followed Accept-Language only.
+  it("the tracker's errors follow ?lang= first, as the API does, then Accept-Language", async () => {
     const collect = await track('POST', '/tracker/collect?lang=de', { payload: {}, ip: freshIp(), headers: { 'accept-language': 'fr' } });
     expect(collect.statusCode).toBe(403);
     expect(collect.headers['content-language']).toBe('de');

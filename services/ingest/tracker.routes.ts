@@ -13,12 +13,12 @@ import { VISIT_TEXT_MAX, visitText } from '#shared/visits/raw-visit.js';
 import type { BeaconProducer } from './visit-producer.js';
 import { rule } from '#shared/i18n/index.js';
 
-/** The beacon script, read once: plain JavaScript without dependencies. */
+/** The tracker script, read once: plain JavaScript without dependencies. */
 const TRACKER_JS = join(PROJECT_ROOT, 'public', 'tracker.js');
 
 const tags = ['tracker'];
 
-/** True for the id of a redirect's visit of the last 24 hours (UUIDv7 time): the visits the beacon may attach to. */
+/** True for the id of a redirect's visit of the last 24 hours (UUIDv7 time): the visits the tracker may attach to. */
 const isRecentVisitId = (id: string) => {
   const at = uuidv7Time(id);
   return at !== undefined && at <= Date.now() + 60_000 && Date.now() - at <= BEACON_ATTACH_WINDOW_MS;
@@ -34,7 +34,7 @@ const ConsentBody = z.union([
   z.strictObject({
     visit_id: z.uuid().meta({
       description:
-        'The `lt_visit` parameter the redirect appended to the target URL: the beacon attaches to that visit. An id that is not a ' +
+        'The `lt_visit` parameter the redirect appended to the target URL: the tracker attaches to that visit. An id that is not a ' +
         'redirect of the last 24 hours answers 404 `not_found`.',
     }),
     ...consentChoice,
@@ -43,7 +43,7 @@ const ConsentBody = z.union([
     subdomain: z
       .string()
       .regex(SUBDOMAIN_LABEL, rule('subdomain_name'))
-      .meta({ description: 'Without visit_id: the subdomain whose page the beacon runs on; the beacon then starts a visit of its own.' }),
+      .meta({ description: 'Without visit_id: the subdomain whose page the tracker runs on; the tracker then starts a visit of its own.' }),
     ...consentChoice,
     page: z
       .strictObject({ referrer: z.string().max(VISIT_TEXT_MAX.referrer).optional(), query: z.string().max(VISIT_TEXT_MAX.query).optional() })
@@ -54,7 +54,7 @@ const ConsentBody = z.union([
 
 const ConsentSchema = z
   .object({
-    visit_id: z.uuid().meta({ description: 'The visit the consent belongs to (new for a visit the beacon started).' }),
+    visit_id: z.uuid().meta({ description: 'The visit the consent belongs to (new for a visit the tracker started).' }),
     analytics: z.boolean(),
     lan_ip: z.boolean().meta({ description: 'As recorded: true only with analytics.' }),
     token: z.string().nullable().meta({ description: 'Consent token for /tracker/collect; null when analytics was refused.' }),
@@ -76,13 +76,13 @@ export interface TrackerDeps {
 }
 
 /**
- * The beacon's endpoints on the ingest nodes: the script, consent and collect. Consent is checked
+ * The tracker's endpoints on the ingest nodes: the script, consent and collect. Consent is checked
  * from the signed token alone (no database); nothing sent here can change a visit's `ip_public`.
  */
 export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
   const script = readFileSync(TRACKER_JS, 'utf8');
   const publish = (message: BeaconMessage) => {
-    if (!beacons.enqueue(message)) throw new AppError('service_unavailable', { reason: 'the visit log is not taking messages; retry later' });
+    if (!beacons.enqueue(message)) throw new AppError('service_unavailable', { reason: 'the message log is not taking messages; retry later' });
   };
 
   /** Collect: the consent first, then the signals under it (a LAN address only with its own consent). */
@@ -110,7 +110,7 @@ export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
       operationId: 'trackerScript',
       method: 'GET',
       path: '/tracker.js',
-      summary: 'The beacon script',
+      summary: 'The tracker script',
       description:
         'A few KB of dependency-free JavaScript. It sends nothing by itself: the page calls `LinkTracker.consent({ analytics, lan_ip })` ' +
         'from its own consent dialog; with analytics consent the script collects time zone, screen, network information and capabilities ' +
@@ -132,7 +132,7 @@ export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
       path: '/tracker/consent',
       summary: 'Record a consent decision; with analytics consent, answer a short-lived consent token',
       description:
-        "The decision is recorded on the visit (refusals too). With `visit_id` the beacon attaches to a redirect's visit; with " +
+        "The decision is recorded on the visit (refusals too). With `visit_id` the tracker attaches to a redirect's visit; with " +
         "`subdomain` it starts a visit of its own, whose `ip_public` is this request's address (from TRUST_PROXY peers only). The token " +
         '(TRACKER_CONSENT_TTL seconds) is checked by any ingest node without a database. CORS is open (`*`, no credentials); a ' +
         '`text/plain` body holding JSON is accepted so that browsers need no preflight. Rate bucket `track`, keyed by IP and visit id.',

@@ -4,17 +4,17 @@ import { createLogger } from '#shared/logger.js';
 import { createMetrics } from '#shared/metrics.js';
 import { testConfig } from '#tests/support/context.js';
 import { waitFor } from '#tests/support/wait.js';
-import type { LogMessage, VisitLog } from '#shared/visit-log/visit-log.js';
+import type { LogMessage, MessageLog } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { createVisitProducer } from './visit-producer.js';
 
-/** A visit log stub (a broker outage cannot be staged in-process): fails while `down` is set. */
-function flakyLog(kind: VisitLog['kind'] = 'lmdb') {
+/** A message log stub (a broker outage cannot be staged in-process): fails while `down` is set. */
+function flakyLog(kind: MessageLog['kind'] = 'lmdb') {
   const published: LogMessage[] = [];
   /** The size of each publish call that succeeded. */
   const calls: number[] = [];
   const state = { down: true, attempts: 0 };
-  const log: VisitLog = {
+  const log: MessageLog = {
     kind,
     async publish(_topic, messages) {
       state.attempts += 1;
@@ -48,12 +48,12 @@ const visit = (n: number): RawVisit => ({
   query: '',
 });
 
-function contextWith(visitLog: VisitLog, bufferSize: number): Context {
+function contextWith(messageLog: MessageLog, bufferSize: number): Context {
   const config = { ...testConfig(), visitBufferSize: bufferSize };
-  return { config, log: createLogger(config), metrics: createMetrics(), visitLog } as unknown as Context;
+  return { config, log: createLogger(config), metrics: createMetrics(), messageLog } as unknown as Context;
 }
 
-describe('visit producer (with a stub visit log that fails while the broker is "down")', () => {
+describe('visit producer (with a stub message log that fails while the broker is "down")', () => {
   it('buffers visits while the log is unreachable and publishes all of them, in order, on recovery', async () => {
     const { log, published, state } = flakyLog();
     const producer = createVisitProducer(contextWith(log, 1_000));

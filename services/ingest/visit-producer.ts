@@ -3,8 +3,8 @@ import type { Context } from '#shared/context.js';
 import { counterChildren, onCollect } from '#shared/metrics.js';
 import type { BeaconMessage } from '#shared/tracker/beacon.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { TOPICS, type Topic } from '#shared/visit-log/topics.js';
-import type { LogMessage } from '#shared/visit-log/visit-log.js';
+import { TOPICS, type Topic } from '#shared/message-log/topics.js';
+import type { LogMessage } from '#shared/message-log/message-log.js';
 
 /**
  * Visits per publish call; one call is in flight at a time. On Kafka a send is acknowledged within
@@ -14,12 +14,12 @@ import type { LogMessage } from '#shared/visit-log/visit-log.js';
  * with the log far from full. It takes what is buffered, up to 10 000 a call (a 200 000/s cap).
  */
 const MAX_BATCH = { kafka: 1_000, lmdb: 10_000 } as const;
-/** Longest pause between two retries while the visit log is unreachable. */
+/** Longest pause between two retries while the message log is unreachable. */
 const MAX_BACKOFF_MS = 5_000;
 
 export interface LogProducer<T> {
   /**
-   * Takes a message for the visit log and returns at once: the answer to the visitor never waits
+   * Takes a message for the message log and returns at once: the answer to the visitor never waits
    * for the broker. False when the buffer is full (the message is counted as dropped).
    */
   enqueue(item: T): boolean;
@@ -30,7 +30,7 @@ export interface LogProducer<T> {
 }
 
 /** What the edge's producers use: the log they publish to, its buffer settings, the metrics and logger. */
-export type LogProducerDeps = Pick<Context, 'visitLog' | 'config' | 'metrics' | 'log'>;
+export type LogProducerDeps = Pick<Context, 'messageLog' | 'config' | 'metrics' | 'log'>;
 
 export type VisitProducer = LogProducer<RawVisit>;
 export type BeaconProducer = LogProducer<BeaconMessage>;
@@ -54,14 +54,14 @@ export const createBeaconProducer = (context: LogProducerDeps): BeaconProducer =
   );
 
 /**
- * The edge side of the visit log: visits are buffered in memory (VISIT_BUFFER_SIZE) and published
+ * The edge side of the message log: visits are buffered in memory (VISIT_BUFFER_SIZE) and published
  * in batches by one loop, keyed by link id. While the log is unreachable (Kafka down, or the
  * in-process log full because the enricher lags) the loop retries with backoff and the buffer
  * holds; past its size, visits are counted in visits_dropped_total{reason="buffer_full"}, never
  * dropped silently.
  */
 function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (item: T) => string, kindOf: (item: T) => string): LogProducer<T> {
-  const { metrics, log, visitLog, config } = context;
+  const { metrics, log, messageLog, config } = context;
   // Items are keyed and serialised when published, not when enqueued: the answer to the visitor does not wait for it.
   const buffer: T[] = [];
   /** When each buffered item was taken (performance.now), for the publish delay histogram. */
@@ -79,9 +79,9 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
     // Serialised once and retried as is while the log is unreachable (the buffer only grows at its end).
     let batch: LogMessage[] | undefined;
     while (buffer.length > 0 && !closing) {
-      batch ??= buffer.slice(0, MAX_BATCH[visitLog.kind]).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) }));
+      batch ??= buffer.slice(0, MAX_BATCH[messageLog.kind]).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) }));
       try {
-        await visitLog.publish(topic, batch);
+        await messageLog.publish(topic, batch);
         delay.observe((performance.now() - takenAt[0]!) / 1000);
         buffer.splice(0, batch.length);
         takenAt.splice(0, batch.length);
@@ -89,7 +89,7 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
         backoff = 50;
       } catch (error) {
         if (closing) return;
-        log.warn({ err: error, buffered: buffer.length, retry_ms: backoff }, 'visit log unreachable; visits stay buffered');
+        log.warn({ err: error, buffered: buffer.length, retry_ms: backoff }, 'message log unreachable; visits stay buffered');
         await sleep(backoff);
         backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
       }

@@ -1,6 +1,6 @@
 import type { Context } from '#shared/context.js';
 import { defineJob } from '#shared/jobs/jobs.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 

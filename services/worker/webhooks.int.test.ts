@@ -10,8 +10,8 @@ import { createAccount } from '#tests/support/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
 import { waitFor } from '#tests/support/wait.js';
 import { insertWebhook } from '#tests/support/webhooks.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
 import { WEBHOOK_DISPATCH_GROUP, deliveryJob, startWebhooks } from './webhooks.js';
 
@@ -63,7 +63,7 @@ const emitFor = (ownerId: string) => (count: number) =>
 /** Deliveries the dispatcher has enqueued (webhook_deliveries_enqueued_total). */
 const dispatched = () => metricTotal(context.metrics.webhookDispatched);
 /** Messages of the events topic the dispatcher has not committed. */
-const lag = async () => (await context.visitLog.consumers()).find((status) => status.group === WEBHOOK_DISPATCH_GROUP && status.topic === TOPICS.events)?.lag;
+const lag = async () => (await context.messageLog.consumers()).find((status) => status.group === WEBHOOK_DISPATCH_GROUP && status.topic === TOPICS.events)?.lag;
 
 describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in process'})`, () => {
   it('leaves events in the topic while WEBHOOK_QUEUE_HIGH_WATER deliveries wait, and delivers each once when there is room', async () => {

@@ -3,8 +3,8 @@ import type { Context } from '#shared/context.js';
 import { decodeEvents } from '#shared/events/events.js';
 import { DeferJob, defineJob, type JobDefinition } from '#shared/jobs/jobs.js';
 import { createNotifier } from '#shared/notifications.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '#shared/webhooks/delivery.js';
 import { usersRepository } from '#shared/users/users.repository.js';
 import { webhooksRepository, type WebhookRow } from '#shared/webhooks/webhooks.repository.js';
@@ -80,7 +80,7 @@ function slotsPerKey(limit: number) {
 }
 
 /** What the webhook side of the worker uses: every client but ClickHouse, for the dispatcher, the deliveries and the owners' notices. */
-export type WebhooksWorkerDeps = Pick<Context, 'db' | 'cache' | 'config' | 'secrets' | 'metrics' | 'log' | 'jobs' | 'visitLog'>;
+export type WebhooksWorkerDeps = Pick<Context, 'db' | 'cache' | 'config' | 'secrets' | 'metrics' | 'log' | 'jobs' | 'messageLog'>;
 
 /**
  * The webhook side of the worker role:
@@ -93,7 +93,7 @@ export type WebhooksWorkerDeps = Pick<Context, 'db' | 'cache' | 'config' | 'secr
  * run: a backlog stays in the events topic, which is made to hold one, not in Redis.
  */
 export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consumer> {
-  const { config, log, metrics, jobs, visitLog } = context;
+  const { config, log, metrics, jobs, messageLog } = context;
   // One repository of webhooks for the cache, the deliverer (attempt log), the notifier and disabling.
   const repository = webhooksRepository(context.db.db);
   const cache = webhookCache({ webhooks: repository, cache: context.cache });
@@ -140,7 +140,7 @@ export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consum
     throw new Error(`webhook delivery attempt ${attempt} failed: ${outcome.error}`);
   });
 
-  const consumer = await visitLog.consume({
+  const consumer = await messageLog.consume({
     groupId: WEBHOOK_DISPATCH_GROUP,
     topic: TOPICS.events,
     maxBatch: 500,

@@ -1,4 +1,4 @@
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import { startRetention, type RetentionDeps } from './retention.js';
 import { startWebhooks, type WebhooksWorkerDeps } from './webhooks.js';
 

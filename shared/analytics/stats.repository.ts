@@ -9,7 +9,7 @@ import { BUCKET_SEC, type Dimension } from './rollups.js';
  */
 const VISITORS_MERGE_IF = 'uniqCombinedMergeIf(12)';
 
-/** Human visits: redirects and visits the beacon started; bots and attack attempts are counted beside them. */
+/** Human visits: redirects and visits the tracker started; bots and attack attempts are counted beside them. */
 const HUMAN_KINDS = `('visit', 'beacon')`;
 
 /** What a report reads: whose rows, which rollup scope, and for a link its place in `visits`. */

@@ -1,6 +1,6 @@
 import { deduplicatedBy, selectRows, toClickHouseTime, type Analytics, type EncodedInsert } from './analytics.js';
 
-/** What a row of `visits` records (its `kind`): a redirect, a bot's visit, an attack attempt, a visit the beacon started. */
+/** What a row of `visits` records (its `kind`): a redirect, a bot's visit, an attack attempt, a visit the tracker started. */
 export const VISIT_KINDS = ['visit', 'bot', 'attack', 'beacon'] as const;
 export type VisitKind = (typeof VISIT_KINDS)[number];
 

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../metrics.js';
-import { createDurableVisitLog } from '../visit-log/lmdb.js';
-import { TOPICS } from '../visit-log/topics.js';
-import type { LogMessage } from '../visit-log/visit-log.js';
+import { createDurableLog } from '../message-log/lmdb.js';
+import { TOPICS } from '../message-log/topics.js';
+import type { LogMessage } from '../message-log/message-log.js';
 import { uuidv7At } from '../ids.js';
 import { createEventBus, decodeEvents, eventId, EVENT_TYPES, type EventDraft } from './events.js';
 
@@ -15,11 +15,11 @@ async function published(emit: (bus: ReturnType<typeof createEventBus>) => Promi
   const metrics = createMetrics();
   const log = pino({ level: 'silent' });
   const dir = mkdtempSync(join(tmpdir(), 'linktrack-events-test-'));
-  const visitLog = createDurableVisitLog({ dir, commitDelayMs: 1 }, log, metrics);
-  const bus = createEventBus({ visitLog, metrics, log });
+  const messageLog = createDurableLog({ dir, commitDelayMs: 1 }, log, metrics);
+  const bus = createEventBus({ messageLog, metrics, log });
   await emit(bus);
   const messages: LogMessage[] = [];
-  const consumer = await visitLog.consume({
+  const consumer = await messageLog.consume({
     groupId: 'events-test',
     topic: TOPICS.events,
     maxBatch: 10_000,
@@ -27,7 +27,7 @@ async function published(emit: (bus: ReturnType<typeof createEventBus>) => Promi
   });
   await new Promise((resolve) => setTimeout(resolve, 50));
   await consumer.stop();
-  await visitLog.close();
+  await messageLog.close();
   rmSync(dir, { recursive: true, force: true });
   return messages;
 }

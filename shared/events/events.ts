@@ -5,8 +5,8 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { RESERVED_EVENT_TYPES } from '../reserved.js';
 import { nextTurn } from '../turns.js';
-import { TOPICS } from '../visit-log/topics.js';
-import type { LogMessage, VisitLog } from '../visit-log/visit-log.js';
+import { TOPICS } from '../message-log/topics.js';
+import type { LogMessage, MessageLog } from '../message-log/message-log.js';
 
 /** Events the platform emits (the spec's event table, "Emitted: yes"). */
 export const LIVE_EVENT_TYPES = ['visit.new', 'visit.unique', 'link.limit_reached', 'security.suspicious', 'link.created'] as const;
@@ -16,7 +16,7 @@ export type LiveEventType = (typeof LIVE_EVENT_TYPES)[number];
 export const EVENT_TYPES = [...LIVE_EVENT_TYPES, ...RESERVED_EVENT_TYPES] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** One platform event as it travels on the event bus (the `events` topic of the visit log). */
+/** One platform event as it travels on the event bus (the `events` topic of the message log). */
 export interface PlatformEvent<T = unknown> {
   /** UUIDv7: receivers deduplicate on it. */
   id: string;
@@ -155,17 +155,17 @@ async function toMessages(drafts: EventDraft[], occurredAt: string): Promise<Log
   return messages;
 }
 
-export function createEventBus(deps: { visitLog: VisitLog; log: Logger; metrics: Metrics }): EventBus {
+export function createEventBus(deps: { messageLog: MessageLog; log: Logger; metrics: Metrics }): EventBus {
   return {
     async emitMany(events) {
       if (events.length === 0) return;
       const occurredAt = new Date().toISOString();
-      await deps.visitLog.publish(TOPICS.events, await toMessages(events, occurredAt));
+      await deps.messageLog.publish(TOPICS.events, await toMessages(events, occurredAt));
     },
     async emit(type, { ownerId, subdomain }, data) {
       const event = newEvent({ type, ownerId, subdomain, data }, new Date().toISOString());
       try {
-        await deps.visitLog.publish(TOPICS.events, [toMessage(ownerId, [event])]);
+        await deps.messageLog.publish(TOPICS.events, [toMessage(ownerId, [event])]);
         return event;
       } catch (error) {
         deps.metrics.eventPublishFailures.inc({ event: type });

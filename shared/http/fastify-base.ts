@@ -49,7 +49,7 @@ export function dependencyPortsOf(config: Context['config']) {
     database: config.database.kind === 'postgres' ? config.database.url : undefined,
     analytics: config.analytics.kind === 'clickhouse' ? config.analytics.url : undefined,
     cache: config.redisUrl,
-    visit_log: config.visitLog.kind === 'kafka' ? config.visitLog.brokers : undefined,
+    visit_log: config.messageLog.kind === 'kafka' ? config.messageLog.brokers : undefined,
   });
 }
 
@@ -162,7 +162,7 @@ export function envelopeRequestHook({ contentLanguage }: { contentLanguage: bool
 
 /**
  * Sets a request's locale as the API does (`?lang=`, then Accept-Language) and returns it, for
- * answers of the ingest edge (short hosts, the beacon), which negotiates only when it must answer
+ * answers of the ingest edge (short hosts, the tracker), which negotiates only when it must answer
  * an error.
  */
 export function localized<R extends FastifyRequest>(request: R): R {

@@ -74,7 +74,7 @@ export interface RouteDef<
   /** Schema of `data` in the success envelope, or of the raw body when `raw` is set; absent for routes that never succeed (501). */
   response?: R;
   /**
-   * A query parameter whose value is JSON (the beacon's GET collect): validated by the handler, and
+   * A query parameter whose value is JSON (the tracker's GET collect): validated by the handler, and
    * documented as a parameter with `content: application/json` and this schema (component `component`).
    */
   jsonQuery?: { name: string; schema: z.ZodType; component: string };

@@ -36,7 +36,7 @@ export function htmlSecurityHeaders({
 
 /**
  * Security headers of every answer that is not one of the platform's HTML pages (the envelope,
- * downloads, the beacon's script): nothing in it is to be rendered as a document, framed or
+ * downloads, the tracker's script): nothing in it is to be rendered as a document, framed or
  * sniffed into another type. Lower-case names: Fastify stores them so, no conversion per answer.
  */
 export const API_SECURITY_HEADERS = {

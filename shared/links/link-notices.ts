@@ -10,7 +10,7 @@ export interface RedirectLink {
   slug: string;
   target_url: string;
   redirect_type: number;
-  /** Append `lt_visit=<visit id>` to the target (for the beacon on the target page). */
+  /** Append `lt_visit=<visit id>` to the target (for the tracker on the target page). */
   append_visit_id: boolean;
   expires_at: string | null;
   max_visits: number | null;

@@ -70,7 +70,7 @@ const BREAKDOWNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> = {
 };
 /**
  * Visit columns any public reader of a visible list gets: when and what kind. Never the visit id
- * (it is what the beacon's consent is asked for) nor the link id.
+ * (it is what the tracker's consent is asked for) nor the link id.
  */
 const ALWAYS_PUBLIC_VISIT_COLUMNS = ['ts', 'kind'] as const;
 

@@ -39,7 +39,7 @@ export const LAN_ADDRESS = new RegExp(
     ')$',
 );
 
-/** What the beacon may send to `/tracker/collect` (besides its consent token). */
+/** What the tracker may send to `/tracker/collect` (besides its consent token). */
 export const SignalsSchema = z.strictObject({
   timezone: z
     .string()
@@ -80,7 +80,7 @@ export const SignalsSchema = z.strictObject({
 });
 export type Signals = z.output<typeof SignalsSchema>;
 
-/** The server-side facts of a visit the beacon starts itself (no redirect before it), decided by the ingest node. */
+/** The server-side facts of a visit the tracker starts itself (no redirect before it), decided by the ingest node. */
 const OwnVisitSchema = z.object({
   subdomain: z.string().min(1).max(63),
   ip_public: z.string().max(45),
@@ -91,7 +91,7 @@ const OwnVisitSchema = z.object({
 });
 
 /**
- * A message of `tracker.raw` (key = visit id): a consent decision (`own_visit` set when the beacon
+ * A message of `tracker.raw` (key = visit id): a consent decision (`own_visit` set when the tracker
  * started the visit), or collected signals under a consent. Later messages of a visit win.
  */
 export const BeaconMessageSchema = z.object({

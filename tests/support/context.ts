@@ -16,7 +16,7 @@ export const CHDB_DIR_PREFIX = 'linktrack-test-chdb-';
 /** chDB is one engine per process: every test context of a process shares one data path. */
 const CHDB_DIR = join(tmpdir(), `${CHDB_DIR_PREFIX}${process.pid}`);
 
-/** Prefix of the per-process folders of the test contexts' durable visit logs and job queues; the global teardown removes them. */
+/** Prefix of the per-process folders of the test contexts' durable message logs and job queues; the global teardown removes them. */
 export const LOG_DIR_PREFIX = 'linktrack-test-log-';
 
 /** The secrets key of the test configuration (not a secret: tests only). */
@@ -29,7 +29,7 @@ export function uniqueName(prefix: string): string {
 
 /**
  * The configuration of a test: the environment (so the services run picks up the service URLs),
- * an in-memory PGlite, this process's chDB path and a fresh folder for the durable visit log when
+ * an in-memory PGlite, this process's chDB path and a fresh folder for the durable message log when
  * embedded, silent logs, and overrides.
  */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
@@ -55,12 +55,12 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
   });
   if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };
   if (config.analytics.kind === 'chdb') config.analytics = { kind: 'chdb', dir: CHDB_DIR };
-  // Each context its own durable visit log and job queue (a context plays one process), unless the test names its DATA_DIR.
+  // Each context its own durable message log and job queue (a context plays one process), unless the test names its DATA_DIR.
   if (overrides.DATA_DIR === undefined) {
     const root = join(tmpdir(), `${LOG_DIR_PREFIX}${process.pid}`);
     mkdirSync(root, { recursive: true });
     const own = mkdtempSync(join(root, 'context-'));
-    if (config.visitLog.kind === 'lmdb') config.visitLog = { ...config.visitLog, dir: join(own, 'log') };
+    if (config.messageLog.kind === 'lmdb') config.messageLog = { ...config.messageLog, dir: join(own, 'log') };
     config.jobs = { ...config.jobs, dir: join(own, 'jobs') };
   }
   return config;

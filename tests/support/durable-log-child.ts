@@ -1,4 +1,4 @@
-// A child process for the durable visit log's crash tests (shared/visit-log/visit-log.int.test.ts),
+// A child process for the durable message log's crash tests (shared/message-log/message-log.int.test.ts),
 // killed with SIGKILL by the test at a point of its choosing:
 //   node --import tsx tests/support/durable-log-child.ts publish <dir>   publishes message n = 0, 1, 2 … one per call,
 //                                                                         printing "published <n>" once each publish resolved
@@ -6,12 +6,12 @@
 //                                                                         "batch <first> <last> <redelivered>"; the third batch never finishes
 import { createLogger } from '#shared/logger.js';
 import { createMetrics } from '#shared/metrics.js';
-import { createDurableVisitLog } from '#shared/visit-log/lmdb.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
+import { createDurableLog } from '#shared/message-log/lmdb.js';
+import { TOPICS } from '#shared/message-log/topics.js';
 
 const [mode, dir] = process.argv.slice(2);
 if ((mode !== 'publish' && mode !== 'consume') || !dir) throw new Error('usage: durable-log-child.ts publish|consume <dir>');
-const log = createDurableVisitLog({ dir, commitDelayMs: 2 }, createLogger({ logLevel: 'silent' }), createMetrics());
+const log = createDurableLog({ dir, commitDelayMs: 2 }, createLogger({ logLevel: 'silent' }), createMetrics());
 if (mode === 'publish') {
   for (let n = 0; ; n++) {
     await log.publish(TOPICS.visitsRaw, [{ key: 'k', value: String(n) }]);

@@ -38,7 +38,7 @@ export default async function setup(): Promise<() => void> {
       await analytics.close();
     }
   }
-  // The chDB and visit-log folders of this run's test processes go when the run ends; a folder whose
+  // The chDB and message-log folders of this run's test processes go when the run ends; a folder whose
   // process is still alive belongs to another run on the same machine (its files must stay under its reads).
   return () => {
     for (const entry of readdirSync(tmpdir())) {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
-import type { LogMessage } from '#shared/visit-log/visit-log.js';
+import type { LogMessage } from '#shared/message-log/message-log.js';
 import type { TestOwner } from './owners.js';
 import { claimSubdomain } from './owners.js';
 

@@ -10,13 +10,13 @@ import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { buildApp } from '#services/app.js';
 import { DASHBOARD_DIR } from '#services/api/dashboard/dashboard.js';
-import { startEnricher } from '#services/enricher/enricher.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
 import { startWorker } from '#services/worker/worker.js';
 import type { Context } from '#shared/context.js';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { createAccount, TEST_PASSWORD } from '../support/accounts.js';
 import { closeContext, createTestContext } from '../support/context.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOTS_DIR = join(PROJECT_ROOT, 'screenshots');
@@ -52,7 +52,7 @@ export async function startUiPlatform(overrides: Record<string, string> = {}): P
     RATE_LIMIT_TRACK: '100000:60',
     ...overrides,
   });
-  const consumers: Consumer[] = [await startEnricher(context), await startWorker(context)];
+  const consumers: Consumer[] = [await startVisitConsumer(context), await startWorker(context)];
   const { app } = await buildApp(context);
   await app.listen({ port, host: '127.0.0.1' });
   const browser = await chromium.launch({

@@ -6,7 +6,7 @@ import { waitFor } from '../support/wait.js';
 import { openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, VIEWPORTS, type UiPlatform } from './support.js';
 
 // The visits and attacks pages in a real browser against the whole platform: visits made over
-// HTTP on the short host (redirect → visit log → enricher → ClickHouse) are listed, filtered and
+// HTTP on the short host (redirect → message log → enricher → ClickHouse) are listed, filtered and
 // paged; a new visit appears without a reload within 3 s; attack probes are listed for the owner;
 // whatever visitors sent is shown as text.
 let platform: UiPlatform;

@@ -6,19 +6,19 @@ import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tes
 import { rawVisit } from '#tests/support/visits.js';
 import type { DeadLetterView } from './dead-letters.service.js';
 import { waitFor } from '#tests/support/wait.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
-// The app first: its OpenAPI module extends zod before the enricher's modules create the beacon's
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
+// The app first: its OpenAPI module extends zod before the enricher's modules create the tracker's
 // schemas (zod 4 gives each schema its methods when it is created), as services/platform.ts does.
 import { buildApp } from '#services/app.js';
-import { startEnricher } from '#services/enricher/enricher.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
 
 /** Kafka consumer-group joins (the enricher's, each peek's and take's) take seconds: generous, bounded waits. */
 const DEADLINE_MS = 45_000;
 
 /**
  * A platform of its own (context, API, enricher) and a staff token with the admin scope: each
- * describe block has its own visit log (a fresh folder, or topics of its own prefix on Kafka), so
+ * describe block has its own message log (a fresh folder, or topics of its own prefix on Kafka), so
  * the dead-letter topic holds only what its tests put there.
  */
 function platform() {
@@ -26,7 +26,7 @@ function platform() {
   beforeAll(async () => {
     state.context = await createTestContext();
     state.app = (await buildApp(state.context)).app;
-    state.enricher = await startEnricher(state.context);
+    state.enricher = await startVisitConsumer(state.context);
     state.origin = new URL(state.context.config.publicUrl).origin;
     const staff = await createAccount(state.context, 'staff');
     const cookie = await loginCookie(state.app, staff.email, undefined, clientIp());
@@ -60,11 +60,11 @@ describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`,
     const started = Date.now();
     const undecodable = '{"visit_id": "truncated';
     const invalid = JSON.stringify(rawVisit(uniqueName('poison'), { visit_id: 'not-a-uuid' }));
-    await p.context.visitLog.publish(TOPICS.visitsRaw, [
+    await p.context.messageLog.publish(TOPICS.visitsRaw, [
       { key, value: undecodable, headers: { 'x-origin': 'edge-1' } },
       { key, value: invalid },
     ]);
-    await p.context.visitLog.publish(TOPICS.trackerRaw, [{ key, value: 'not a beacon' }]);
+    await p.context.messageLog.publish(TOPICS.trackerRaw, [{ key, value: 'not a beacon' }]);
     const ours = await waitFor(
       async () => {
         const found = (await items()).filter((item) => item.key === key);
@@ -104,7 +104,7 @@ describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`,
   it('pages oldest first by cursor: a walk lists each pending dead letter once, and a cursor past the end gives an empty page', async () => {
     const key = uniqueName('paged');
     for (let n = 0; n < 5; n++) {
-      await p.context.visitLog.publish(TOPICS.visitsDlq, [deadLetter(key, `{"n":${n}}`, `reason ${n}`)]);
+      await p.context.messageLog.publish(TOPICS.visitsDlq, [deadLetter(key, `{"n":${n}}`, `reason ${n}`)]);
       // Distinct record times: Kafka's partitions are merged by them (one key keeps one partition anyway).
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -146,7 +146,9 @@ describe(`GET /api/v1/admin/dead-letters (${SERVICES_MODE ? 'kafka' : 'lmdb'})`,
 
   it('brings a replayed message the enricher still refuses back to the end of the list, with its reason and one replay more', async () => {
     const key = uniqueName('still-poison');
-    await p.context.visitLog.publish(TOPICS.visitsDlq, [deadLetter(key, '{"still": "poison"', 'undecodable JSON', TOPICS.visitsRaw, { 'x-origin': 'edge-9' })]);
+    await p.context.messageLog.publish(TOPICS.visitsDlq, [
+      deadLetter(key, '{"still": "poison"', 'undecodable JSON', TOPICS.visitsRaw, { 'x-origin': 'edge-9' }),
+    ]);
     const before = await waitFor(async () => (await items('?limit=200')).find((item) => item.key === key), DEADLINE_MS, { message: 'the dead letter listed' });
     const replay = await p.app.inject({ method: 'POST', url: '/api/v1/admin/dead-letters/replay', headers: { authorization: `Bearer ${p.staff}` } });
     expect(replay.statusCode, replay.body).toBe(200);
@@ -241,7 +243,7 @@ describe(`POST /api/v1/admin/dead-letters/replay (${SERVICES_MODE ? 'kafka' : 'l
     const visits = [rawVisit(subdomain, { ts: '2025-07-01T00:00:00.001Z' }), rawVisit(subdomain, { ts: '2025-07-01T00:00:00.002Z' })];
     // Valid visits dead-lettered (as a fixed bug would leave them), one publish each: oldest first is publish order.
     for (const visit of visits) {
-      await p.context.visitLog.publish(TOPICS.visitsDlq, [deadLetter(`${subdomain}-link`, JSON.stringify(visit), 'invalid visit: a rule since relaxed')]);
+      await p.context.messageLog.publish(TOPICS.visitsDlq, [deadLetter(`${subdomain}-link`, JSON.stringify(visit), 'invalid visit: a rule since relaxed')]);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     const listed = await waitFor(
@@ -283,7 +285,7 @@ describe(`POST /api/v1/admin/dead-letters/replay (${SERVICES_MODE ? 'kafka' : 'l
   });
 
   it('passes over a dead letter whose source names no topic a dead letter comes from, counted as skipped', async () => {
-    await p.context.visitLog.publish(TOPICS.visitsDlq, [deadLetter(uniqueName('nowhere'), '{}', 'test', 'events')]);
+    await p.context.messageLog.publish(TOPICS.visitsDlq, [deadLetter(uniqueName('nowhere'), '{}', 'test', 'events')]);
     await waitFor(async () => (await list()).meta.total === 1, DEADLINE_MS, { message: 'the dead letter pending' });
     expect((await list()).data.dead_letters[0].source_topic).toBeNull();
     const answer = await replay();

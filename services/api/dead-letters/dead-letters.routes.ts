@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { collectionMeta, cursorParam, pagingQuery } from '#shared/http/pagination.js';
 import { assertNoBody } from '#shared/http/register.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
-import { DLQ_SOURCES } from '#shared/visit-log/dead-letters.js';
+import { DLQ_SOURCES } from '#shared/message-log/dead-letters.js';
 import { DEAD_LETTER_CURSOR, type DeadLettersService, REPLAY_CHUNK } from './dead-letters.service.js';
 
 const tags = ['admin'];

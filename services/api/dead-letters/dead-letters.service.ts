@@ -1,9 +1,9 @@
 import type { Context } from '#shared/context.js';
 import { AppError } from '#shared/errors.js';
 import { withoutUnstorable as shown } from '#shared/http/fields.js';
-import { DLQ_HEADERS, DLQ_REPLAY_GROUP, dlqReplaysOf, dlqSourceOf, ownHeaders, replayHeaders, type DlqSource } from '#shared/visit-log/dead-letters.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { LogMessage, LogPositions, StoredLogMessage } from '#shared/visit-log/visit-log.js';
+import { DLQ_HEADERS, DLQ_REPLAY_GROUP, dlqReplaysOf, dlqSourceOf, ownHeaders, replayHeaders, type DlqSource } from '#shared/message-log/dead-letters.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { LogMessage, LogPositions, StoredLogMessage } from '#shared/message-log/message-log.js';
 
 /** Dead letters republished per take of the replay group (on Kafka, each take joins the group once). */
 export const REPLAY_CHUNK = 500;
@@ -75,16 +75,16 @@ export type DeadLettersService = ReturnType<typeof deadLettersService>;
  * The dead-letter topic for staff: the pending dead letters (those after the `dlq-replay` group's
  * committed position), read without moving it, and their replay to the topics they came from.
  */
-export function deadLettersService({ visitLog, log }: Pick<Context, 'visitLog' | 'log'>) {
+export function deadLettersService({ messageLog, log }: Pick<Context, 'messageLog' | 'log'>) {
   const pendingPosition = { topic: TOPICS.visitsDlq, groupId: DLQ_REPLAY_GROUP } as const;
 
-  /** A failure of the visit log, as the 503 it is (logged: the answer names no cause). */
+  /** A failure of the message log, as the 503 it is (logged: the answer names no cause). */
   const unavailable = (error: unknown, what: string, details: Record<string, unknown> = {}) => {
     if (error instanceof AppError) return error;
     log.warn({ err: error, ...details }, `dead letters: ${what} failed`);
     return new AppError(
       'service_unavailable',
-      { reason: `the visit log could not ${what}`, ...details },
+      { reason: `the message log could not ${what}`, ...details },
       { messageKey: 'error.service_unavailable.dependency', params: { names: 'visit_log' }, cause: error },
     );
   };
@@ -93,7 +93,7 @@ export function deadLettersService({ visitLog, log }: Pick<Context, 'visitLog' |
     /** A page of pending dead letters, oldest first, from the cursor's positions (else from the replay group's). */
     async list(limit: number, cursor: string | undefined) {
       try {
-        const page = await visitLog.peek({ ...pendingPosition, limit, from: cursor ? decodeCursor(cursor) : undefined });
+        const page = await messageLog.peek({ ...pendingPosition, limit, from: cursor ? decodeCursor(cursor) : undefined });
         return {
           items: page.messages.map(toView),
           total: page.pending,
@@ -116,7 +116,7 @@ export function deadLettersService({ visitLog, log }: Pick<Context, 'visitLog' |
     async replay(limit: number | undefined) {
       let left: number;
       try {
-        const { pending } = await visitLog.peek({ ...pendingPosition, limit: 0 });
+        const { pending } = await messageLog.peek({ ...pendingPosition, limit: 0 });
         left = Math.min(limit ?? pending, pending);
       } catch (error) {
         throw unavailable(error, 'read the dead-letter topic');
@@ -127,7 +127,7 @@ export function deadLettersService({ visitLog, log }: Pick<Context, 'visitLog' |
         let published = 0;
         let passed = 0;
         try {
-          const taken = await visitLog.take({ ...pendingPosition, limit: Math.min(left, REPLAY_CHUNK) }, async (messages) => {
+          const taken = await messageLog.take({ ...pendingPosition, limit: Math.min(left, REPLAY_CHUNK) }, async (messages) => {
             const bySource = new Map<DlqSource, LogMessage[]>();
             for (const message of messages) {
               const source = dlqSourceOf(message.headers);
@@ -136,7 +136,7 @@ export function deadLettersService({ visitLog, log }: Pick<Context, 'visitLog' |
               batch.push({ key: message.key, value: message.value, headers: replayHeaders(message.headers) });
               bySource.set(source, batch);
             }
-            for (const [topic, batch] of bySource) await visitLog.publish(topic, batch);
+            for (const [topic, batch] of bySource) await messageLog.publish(topic, batch);
             published = [...bySource.values()].reduce((sum, batch) => sum + batch.length, 0);
             passed = messages.length - published;
           });
@@ -150,7 +150,7 @@ export function deadLettersService({ visitLog, log }: Pick<Context, 'visitLog' |
       }
       let pending: number;
       try {
-        pending = (await visitLog.peek({ ...pendingPosition, limit: 0 })).pending;
+        pending = (await messageLog.peek({ ...pendingPosition, limit: 0 })).pending;
       } catch (error) {
         throw unavailable(error, 'read the dead-letter topic', { replayed, skipped });
       }

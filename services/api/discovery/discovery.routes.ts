@@ -17,7 +17,9 @@ const LEGACY_PREFIX = '/api/rest.php/';
 
 const CheckSchema = z.object({
   status: z.enum(['ok', 'down']),
-  kind: z.string().meta({ description: 'Implementation: pglite|postgres, chdb|clickhouse, lmdb|kafka (visit log), lmdb|bullmq (jobs), memory|redis (cache).' }),
+  kind: z
+    .string()
+    .meta({ description: 'Implementation: pglite|postgres, chdb|clickhouse, lmdb|kafka (message log), lmdb|bullmq (jobs), memory|redis (cache).' }),
   latency_ms: z.number().min(0),
   error: z.string().optional(),
 });
@@ -43,7 +45,7 @@ const HealthSchema = z
           last_error: z.string().nullable().meta({ description: 'The last failed batch (redelivered), cleared by the next success.' }),
         }),
       )
-      .meta({ description: 'The visit-log consumers of this process (enricher role: visits.raw and tracker.raw); empty for other roles.' }),
+      .meta({ description: 'The message-log consumers of this process (enricher role: visits.raw and tracker.raw); empty for other roles.' }),
     degraded: z.array(z.object({ component: z.string(), effect: z.string() })).meta({
       description:
         'What is degraded while a fault lasts: each dependency down and each failing consumer, with what it means for redirects, the API and the pipeline. Empty when `status` is `ok`.',
@@ -141,7 +143,7 @@ export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: Rou
     path: '/api/v1/health',
     summary: 'Liveness plus a probe of each configured dependency with its latency',
     description:
-      'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and visit log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and buffers visits. Any other dependency down, or a consumer failing its batches, answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
+      'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and message log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and buffers visits. Any other dependency down, or a consumer failing its batches, answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
     tags,
     auth: { kind: 'none' },
     bucket: null,

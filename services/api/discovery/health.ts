@@ -1,6 +1,6 @@
 import type { Role } from '#shared/config.js';
 import { DEPENDENCIES, dependencyKinds, type Clients, type Context, type Dependency } from '#shared/context.js';
-import type { ConsumerStatus } from '#shared/visit-log/visit-log.js';
+import type { ConsumerStatus } from '#shared/message-log/message-log.js';
 
 export interface Check {
   status: 'ok' | 'down';
@@ -38,9 +38,9 @@ async function probe(name: Dependency, ping: () => Promise<void>, kind: string):
   }
 }
 
-/** The visit-log consumers of this process (the enricher role's), bounded in time like the probes. */
-export async function consumerReport({ visitLog }: Pick<Context, 'visitLog'>): Promise<ConsumerStatus[]> {
-  return withinProbeTime(visitLog.consumers(), 'consumer report timed out').catch(() => []);
+/** The message-log consumers of this process (the enricher role's), bounded in time like the probes. */
+export async function consumerReport({ messageLog }: Pick<Context, 'messageLog'>): Promise<ConsumerStatus[]> {
+  return withinProbeTime(messageLog.consumers(), 'consumer report timed out').catch(() => []);
 }
 
 /** Probes every dependency of the context in parallel, each bounded in time. */
@@ -49,7 +49,7 @@ export async function probeDependencies(context: Clients): Promise<Record<Depend
   const pings: Record<Dependency, () => Promise<void>> = {
     database: () => context.db.ping(),
     analytics: () => context.analytics.ping(),
-    visit_log: () => context.visitLog.ping(),
+    visit_log: () => context.messageLog.ping(),
     jobs: () => context.jobs.ping(),
     cache: () => context.cache.ping(),
   };
@@ -74,7 +74,7 @@ export const CRITICAL_DEPENDENCIES: Record<Role, readonly Dependency[]> = {
 const EFFECTS: Record<Dependency, string> = {
   database:
     'API requests answer 503 service_unavailable; redirects of links in the edge cache keep answering; the enricher and the webhook worker wait (nothing is consumed, nothing lost)',
-  analytics: 'statistics, visit lists and exports answer 503; visits wait in the visit log and are stored once it is back',
+  analytics: 'statistics, visit lists and exports answer 503; visits wait in the message log and are stored once it is back',
   visit_log:
     'redirects keep answering; visits wait in the edge buffer (VISIT_BUFFER_SIZE) and are published once it is back; past the buffer, visits are counted in visits_dropped_total',
   jobs: 'webhook deliveries wait: their events stay in the events topic until jobs can be queued again',

@@ -138,7 +138,7 @@ export function legacyRoutes({ visits, stats }: { visits: VisitsService; stats: 
         return { ip: params.ip, total: found.total, visits: found.items };
       },
     }),
-    listRoute('legacyVisits', '/api/rest.php/visits', 'Recent visits (v0): redirects and visits the beacon started', ['visit', 'beacon']),
+    listRoute('legacyVisits', '/api/rest.php/visits', 'Recent visits (v0): redirects and visits the tracker started', ['visit', 'beacon']),
     listRoute('legacyBots', '/api/rest.php/bots', 'Recent bot visits (v0)', ['bot']),
     listRoute('legacyHacks', '/api/rest.php/hacks', 'Recent attack attempts (v0)', ['attack']),
     defineRoute({

@@ -10,8 +10,8 @@ import { mintToken } from '#tests/support/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { waitFor } from '#tests/support/wait.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import { buildApp } from '#services/app.js';
 
 // jsqr is CommonJS with `exports.default`: under NodeNext its function is the default's `default`.
@@ -670,7 +670,7 @@ describe('link-change notices and link.created', () => {
 
   it('emits link.created on the event bus for a create and a duplicate', async () => {
     const received: PlatformEvent[] = [];
-    const consumer: Consumer = await context.visitLog.consume({
+    const consumer: Consumer = await context.messageLog.consume({
       groupId: uniqueName('events-test'),
       topic: TOPICS.events,
       handler: async (messages) => {

@@ -52,7 +52,7 @@ const tagsSchema = z
 const expiresSchema = dateTimeField().meta({ description: 'ISO 8601. Past it the link stops redirecting (state `expired`).' });
 const maxVisitsSchema = z.number().int().min(1).max(2_147_483_647).meta({ description: 'Visits after which the link stops redirecting.' });
 const APPEND_VISIT_ID_DOC =
-  'The redirect appends `lt_visit=<visit id>` to the target URL, so that the beacon (`/tracker.js`) on the target page attaches its ' +
+  'The redirect appends `lt_visit=<visit id>` to the target URL, so that the tracker (`/tracker.js`) on the target page attaches its ' +
   'consented signals to this visit instead of starting a visit of its own. Default false.';
 const appendVisitIdSchema = z.boolean().meta({ description: APPEND_VISIT_ID_DOC });
 

@@ -9,7 +9,7 @@ const tags = ['stats'];
 const count = z.number().int().min(0);
 const TotalsSchema = z
   .object({
-    visits: count.meta({ description: 'Human visits: redirects and visits the beacon started, bots and attack attempts excluded.' }),
+    visits: count.meta({ description: 'Human visits: redirects and visits the tracker started, bots and attack attempts excluded.' }),
     unique_visitors: count.meta({
       description:
         'Distinct visitors among the human visits (by the daily-salted visitor hash, so the same person on two days counts twice). ' +

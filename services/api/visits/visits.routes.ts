@@ -14,16 +14,16 @@ const flag = z.boolean();
 
 export const VisitSchema = z
   .object({
-    visit_id: z.uuid().meta({ description: 'UUIDv7 assigned by the redirect (or the beacon for a visit it started).' }),
+    visit_id: z.uuid().meta({ description: 'UUIDv7 assigned by the redirect (or the tracker for a visit it started).' }),
     ts: z.iso.datetime(),
     kind: z
       .enum(VISIT_KINDS)
-      .meta({ description: 'visit (a redirect), beacon (a visit the beacon started), bot, or attack (an attack attempt answered 404).' }),
+      .meta({ description: 'visit (a redirect), beacon (a visit the tracker started), bot, or attack (an attack attempt answered 404).' }),
     subdomain: text,
-    link_id: text.meta({ description: 'Empty for an attack attempt or a visit the beacon started.' }),
+    link_id: text.meta({ description: 'Empty for an attack attempt or a visit the tracker started.' }),
     slug: text,
     ip_public: text.meta({ description: 'Server-determined: the socket peer, or X-Forwarded-For from a TRUST_PROXY peer.' }),
-    ip_lan: text.meta({ description: 'From the beacon, only with lan_ip consent.' }),
+    ip_lan: text.meta({ description: 'From the tracker, only with lan_ip consent.' }),
     country: text,
     region: text,
     city: text,

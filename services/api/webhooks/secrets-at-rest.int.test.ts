@@ -15,7 +15,7 @@ import type { TestOwner } from '#tests/support/owners.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 import { waitFor } from '#tests/support/wait.js';
 import { insertWebhook } from '#tests/support/webhooks.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
 import { createDeliverer, type DeliverableEvent } from '#shared/webhooks/delivery.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';

@@ -13,8 +13,8 @@ import { startTestPlatform } from '#tests/support/platform.js';
 import { waitFor } from '#tests/support/wait.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { verifyDelivery, verifySignature } from '#shared/webhooks/signature.js';
-import type { Consumer } from '#shared/visit-log/visit-log.js';
-import { startEnricher } from '#services/enricher/enricher.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
 import { startWorker } from '#services/worker/worker.js';
 
 // Webhooks end to end with a real local receiver (an HTTP server on loopback, admitted by
@@ -97,7 +97,7 @@ beforeAll(async () => {
     RATE_LIMIT_REDIRECT: '1000000:60',
   }));
   worker = await startWorker(context);
-  enricher = await startEnricher(context);
+  enricher = await startVisitConsumer(context);
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import type { Topic } from './topics.js';
 
-/** One message of the visit log: partitioned by key (the link id for visits), value is JSON text. */
+/** One message of the message log: partitioned by key (the link id for visits), value is JSON text. */
 export interface LogMessage {
   key: string;
   value: string;
@@ -67,7 +67,7 @@ export interface ConsumerStatus {
 }
 
 /** Bookkeeping every implementation keeps per consumer. */
-export function consumerTracker(group: string, topic: Topic) {
+export function consumerBookkeeping(group: string, topic: Topic) {
   const status: ConsumerStatus = { group, topic, running: true, lag: null, last_batch_at: null, last_error: null };
   return {
     status,
@@ -123,8 +123,8 @@ export interface Peeked {
   pending: number;
 }
 
-/** The visit log: Kafka in production, a durable one-process log on LMDB with the same semantics embedded (lmdb.ts). */
-export interface VisitLog {
+/** The message log: Kafka in production, a durable one-process log on LMDB with the same semantics embedded (lmdb.ts). */
+export interface MessageLog {
   kind: 'lmdb' | 'kafka';
   publish(topic: Topic, messages: LogMessage[]): Promise<void>;
   consume(options: ConsumeOptions): Promise<Consumer>;
@@ -190,9 +190,9 @@ export function mergePartitions(
 }
 
 /** Thrown when the one-process log is full: the caller counts it, never drops silently. */
-export class VisitLogFullError extends Error {
+export class LogFullError extends Error {
   constructor(topic: string, capacity: number) {
-    super(`visit log topic ${topic} is full (${capacity} messages waiting)`);
-    this.name = 'VisitLogFullError';
+    super(`message log topic ${topic} is full (${capacity} messages waiting)`);
+    this.name = 'LogFullError';
   }
 }

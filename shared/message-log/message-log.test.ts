@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyedQueue, mergePartitions, type StoredLogMessage } from './visit-log.js';
+import { keyedQueue, mergePartitions, type StoredLogMessage } from './message-log.js';
 
 const at = (partition: number, offset: number, second: number): StoredLogMessage => ({
   key: `k${partition}`,

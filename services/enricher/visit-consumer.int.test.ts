@@ -4,11 +4,11 @@ import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
 import { rawVisit } from '#tests/support/visits.js';
 import { waitFor } from '#tests/support/wait.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
-import { startEnricher } from './enricher.js';
-import { enrich } from './enrich.js';
+import { startVisitConsumer } from './visit-consumer.js';
+import { enrich } from './enrichment.js';
 import { insertVisits } from './visit-writer.js';
 
 /**
@@ -40,7 +40,7 @@ const consumers: Consumer[] = [];
 
 beforeAll(async () => {
   context = await createTestContext();
-  enricher = await startEnricher(context);
+  enricher = await startVisitConsumer(context);
 });
 
 afterAll(async () => {
@@ -51,7 +51,7 @@ afterAll(async () => {
 
 /** Publishes visits (or raw text) on visits.raw keyed by link id, as the edge does. */
 async function publish(key: string, values: (Record<string, unknown> | string)[], headers?: Record<string, string>): Promise<void> {
-  await context.visitLog.publish(
+  await context.messageLog.publish(
     TOPICS.visitsRaw,
     values.map((value) => ({ key, value: typeof value === 'string' ? value : JSON.stringify(value), ...(headers ? { headers } : {}) })),
   );
@@ -105,7 +105,7 @@ async function waitForVisits(subdomain: string, count: number): Promise<VisitRow
 async function deadLetters(key: string): Promise<LogMessage[]> {
   const received: LogMessage[] = [];
   consumers.push(
-    await context.visitLog.consume({
+    await context.messageLog.consume({
       groupId: uniqueName('dlq-reader'),
       topic: TOPICS.visitsDlq,
       handler: async (messages) => void received.push(...messages.filter((message) => message.key === key)),
@@ -237,7 +237,7 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     const undecodable = '{"visit_id": "truncated';
     const invalid = JSON.stringify(rawVisit(subdomain, { visit_id: 'not-a-uuid' }));
     // One publish, one key: the four messages travel in one batch.
-    await context.visitLog.publish(TOPICS.visitsRaw, [
+    await context.messageLog.publish(TOPICS.visitsRaw, [
       { key, value: JSON.stringify(valid[0]) },
       { key, value: undecodable, headers: { 'x-origin': 'edge-1' } },
       { key, value: invalid, headers: { 'x-origin': 'edge-2' } },

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { TOPIC_NAMES, type Topic } from './topics.js';
 import {
-  consumerTracker,
+  consumerBookkeeping,
   keyedQueue,
   mergePartitions,
   type Consumer,
@@ -13,8 +13,8 @@ import {
   type ConsumerStatus,
   type LogMessage,
   type StoredLogMessage,
-  type VisitLog,
-} from './visit-log.js';
+  type MessageLog,
+} from './message-log.js';
 
 /** Most messages per producer request (see publish). */
 const SEND_CHUNK = 1_000;
@@ -30,7 +30,7 @@ function toLogMessage(message: KafkaMessage): LogMessage {
   };
 }
 
-export interface KafkaVisitLogOptions {
+export interface KafkaLogOptions {
   brokers: string[];
   clientId: string;
   topicPrefix: string;
@@ -72,10 +72,10 @@ export function handedOffsets() {
 }
 
 /**
- * Kafka visit log through kafkajs: an idempotent, gzip-compressing producer; consumers that
+ * Kafka message log through kafkajs: an idempotent, gzip-compressing producer; consumers that
  * resolve and commit offsets only after their batch handler succeeded, heartbeating meanwhile.
  */
-export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, metrics: Metrics): VisitLog {
+export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: Metrics): MessageLog {
   const kafka = new Kafka({
     clientId: options.clientId,
     brokers: options.brokers,
@@ -272,7 +272,7 @@ export function createKafkaVisitLog(options: KafkaVisitLogOptions, log: Logger, 
     },
     async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency = 1 }: ConsumeOptions) {
       await ensureTopics();
-      const tracker = consumerTracker(groupId, topic);
+      const tracker = consumerBookkeeping(groupId, topic);
       const handler = tracker.track(untracked);
       // Groups carry the prefix too: environments sharing a cluster never share a group (and never
       // rebalance each other's consumers).

@@ -16,7 +16,7 @@ export const DLQ_HEADERS = {
 
 /**
  * The consumer group of the dead-letter topic whose committed position marks what was replayed:
- * the dead letters after it are pending. No consumer runs it; replays take from it (VisitLog.take).
+ * the dead letters after it are pending. No consumer runs it; replays take from it (MessageLog.take).
  */
 export const DLQ_REPLAY_GROUP = 'dlq-replay';
 

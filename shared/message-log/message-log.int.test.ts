@@ -9,10 +9,10 @@ import { closeContext, createTestContext, SERVICES_MODE, testConfig, uniqueName 
 import { waitFor } from '#tests/support/wait.js';
 import { createLogger } from '../logger.js';
 import { PROJECT_ROOT } from '../paths.js';
-import { createKafkaVisitLog } from './kafka.js';
-import { createDurableVisitLog } from './lmdb.js';
+import { createKafkaLog } from './kafka.js';
+import { createDurableLog } from './lmdb.js';
 import { TOPICS } from './topics.js';
-import { VisitLogFullError, type Consumer, type LogMessage, type StoredLogMessage, type VisitLog } from './visit-log.js';
+import { LogFullError, type Consumer, type LogMessage, type StoredLogMessage, type MessageLog } from './message-log.js';
 
 /** Kafka consumer-group joins take seconds: generous, bounded waits. */
 const DEADLINE_MS = 30_000;
@@ -39,7 +39,7 @@ async function consume(
   onMine: (messages: LogMessage[]) => void | Promise<void>,
   topic: (typeof TOPICS)[keyof typeof TOPICS] = TOPICS.visitsRaw,
 ): Promise<Consumer> {
-  const consumer = await context.visitLog.consume({
+  const consumer = await context.messageLog.consume({
     groupId,
     topic,
     handler: async (messages) => {
@@ -77,14 +77,14 @@ function freshDir(): string {
 /** A durable one-process log in a fresh folder (or `dir`, to open one again). */
 function durableLog(metrics = createMetrics(), capacity = 100, retryDelayMs = 500, dir?: string) {
   const folder = dir ?? freshDir();
-  return Object.assign(createDurableVisitLog({ dir: folder, capacity, retryDelayMs, commitDelayMs: 1 }, silent, metrics), { dir: folder });
+  return Object.assign(createDurableLog({ dir: folder, capacity, retryDelayMs, commitDelayMs: 1 }, silent, metrics), { dir: folder });
 }
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
-describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 }, () => {
+describe(`message log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 }, () => {
   it('is the implementation the mode asks for and answers ping', async () => {
-    expect(context.visitLog.kind).toBe(SERVICES_MODE ? 'kafka' : 'lmdb');
-    await expect(context.visitLog.ping()).resolves.toBeUndefined();
+    expect(context.messageLog.kind).toBe(SERVICES_MODE ? 'kafka' : 'lmdb');
+    await expect(context.messageLog.ping()).resolves.toBeUndefined();
   });
 
   it('delivers the messages of one key in publish order with key, value and headers intact', async () => {
@@ -92,11 +92,11 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const key = `${run}-link`;
     const received: LogMessage[] = [];
     await consume(uniqueName('group'), run, (mine) => void received.push(...mine));
-    await context.visitLog.publish(
+    await context.messageLog.publish(
       TOPICS.visitsRaw,
       range(0, 10).map((n) => message(key, n, { 'x-n': String(n), 'x-run': run })),
     );
-    for (const n of range(10, 15)) await context.visitLog.publish(TOPICS.visitsRaw, [message(key, n, { 'x-n': String(n), 'x-run': run })]);
+    for (const n of range(10, 15)) await context.messageLog.publish(TOPICS.visitsRaw, [message(key, n, { 'x-n': String(n), 'x-run': run })]);
     await waitFor(() => received.length >= 15, DEADLINE_MS, { message: '15 messages' });
     expect(received).toEqual(range(0, 15).map((n) => message(key, n, { 'x-n': String(n), 'x-run': run })));
   });
@@ -105,7 +105,7 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const run = uniqueName('noheaders');
     const received: LogMessage[] = [];
     await consume(uniqueName('group'), run, (mine) => void received.push(...mine));
-    await context.visitLog.publish(TOPICS.visitsRaw, [{ key: `${run}-k`, value: '{"plain":true}' }]);
+    await context.messageLog.publish(TOPICS.visitsRaw, [{ key: `${run}-k`, value: '{"plain":true}' }]);
     await waitFor(() => received.length === 1, DEADLINE_MS, { message: 'the message' });
     expect(received[0]).toMatchObject({ key: `${run}-k`, value: '{"plain":true}' });
     expect(received[0]!.headers ?? {}).toEqual({});
@@ -116,7 +116,7 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const key = `${run}-link`;
     let failedBatch: LogMessage[] | undefined;
     const delivered: LogMessage[] = [];
-    await context.visitLog.publish(
+    await context.messageLog.publish(
       TOPICS.visitsRaw,
       range(0, 20).map((n) => message(key, n)),
     );
@@ -141,7 +141,7 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const key = `${run}-link`;
     const seen: { numbers: number[]; redelivered: boolean }[] = [];
     let failed = false;
-    const consumer = await context.visitLog.consume({
+    const consumer = await context.messageLog.consume({
       groupId: uniqueName('group'),
       topic: TOPICS.visitsRaw,
       handler: async (messages, batch) => {
@@ -155,7 +155,7 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
       },
     });
     consumers.push(consumer);
-    await context.visitLog.publish(
+    await context.messageLog.publish(
       TOPICS.visitsRaw,
       range(0, 5).map((n) => message(key, n)),
     );
@@ -163,7 +163,7 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     // The batch handed over again is flagged (its first delivery may be flagged too on Kafka: the
     // first batch after joining the group).
     expect(seen[1]).toEqual({ numbers: range(0, 5), redelivered: true });
-    await context.visitLog.publish(
+    await context.messageLog.publish(
       TOPICS.visitsRaw,
       range(5, 8).map((n) => message(key, n)),
     );
@@ -180,7 +180,7 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     await consume(uniqueName('group-1'), run, (mine) => void first.push(...mine));
     await consume(uniqueName('group-2'), run, (mine) => void second.push(...mine));
     const published = range(0, 12).map((n) => message(keys[n % 3]!, n));
-    await context.visitLog.publish(TOPICS.visitsRaw, published);
+    await context.messageLog.publish(TOPICS.visitsRaw, published);
     await waitFor(() => first.length >= 12 && second.length >= 12, DEADLINE_MS, { message: 'all messages in both groups' });
     for (const received of [first, second]) {
       expect(numbers(received).sort((x, y) => x - y)).toEqual(range(0, 12));
@@ -197,14 +197,14 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const groupId = uniqueName('group');
     const before: LogMessage[] = [];
     const after: LogMessage[] = [];
-    await context.visitLog.publish(
+    await context.messageLog.publish(
       TOPICS.visitsRaw,
       range(0, 5).map((n) => message(key, n)),
     );
     const consumer = await consume(groupId, run, (mine) => void before.push(...mine));
     await waitFor(() => before.length >= 5, DEADLINE_MS, { message: 'the first five messages' });
     await stop(consumer);
-    await context.visitLog.publish(
+    await context.messageLog.publish(
       TOPICS.visitsRaw,
       range(5, 10).map((n) => message(key, n)),
     );
@@ -220,8 +220,8 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
     const dlq: LogMessage[] = [];
     await consume(uniqueName('group-raw'), run, (mine) => void raw.push(...mine));
     await consume(uniqueName('group-dlq'), run, (mine) => void dlq.push(...mine), TOPICS.visitsDlq);
-    await context.visitLog.publish(TOPICS.visitsDlq, [message(`${run}-k`, 1, { 'x-dlq-reason': 'test' })]);
-    await context.visitLog.publish(TOPICS.visitsRaw, [message(`${run}-k`, 2)]);
+    await context.messageLog.publish(TOPICS.visitsDlq, [message(`${run}-k`, 1, { 'x-dlq-reason': 'test' })]);
+    await context.messageLog.publish(TOPICS.visitsRaw, [message(`${run}-k`, 2)]);
     await waitFor(() => raw.length === 1 && dlq.length === 1, DEADLINE_MS, { message: 'one message on each topic' });
     expect(numbers(raw)).toEqual([2]);
     expect(numbers(dlq)).toEqual([1]);
@@ -229,23 +229,23 @@ describe(`visit log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 },
   });
 });
 
-describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 120_000 }, () => {
+describe(`message log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 120_000 }, () => {
   /** A log with topics of its own (Kafka: a prefix of its own; embedded: a fresh folder): a peek sees only what the test published. */
-  const logs: VisitLog[] = [];
+  const logs: MessageLog[] = [];
   afterAll(async () => {
     await Promise.all(logs.map((log) => log.close()));
   });
-  function isolatedLog(): VisitLog {
+  function isolatedLog(): MessageLog {
     const config = testConfig();
     const log =
-      config.visitLog.kind === 'kafka'
-        ? createKafkaVisitLog({ ...config.visitLog, topicPrefix: `${uniqueName('t')}.` }, silent, createMetrics())
+      config.messageLog.kind === 'kafka'
+        ? createKafkaLog({ ...config.messageLog, topicPrefix: `${uniqueName('t')}.` }, silent, createMetrics())
         : durableLog(createMetrics(), 1_000);
     logs.push(log);
     return log;
   }
   /** Publishes messages 0 … count-1 one call each, over three keys (several partitions on Kafka), record times apart: oldest first is publish order. */
-  async function publishNumbered(log: VisitLog, count: number, run = uniqueName('peek')) {
+  async function publishNumbered(log: MessageLog, count: number, run = uniqueName('peek')) {
     for (let n = 0; n < count; n++) {
       await log.publish(TOPICS.visitsDlq, [message(`${run}-${n % 3}`, n, { 'x-n': String(n) })]);
       await new Promise((resolve) => setTimeout(resolve, 3));
@@ -333,7 +333,7 @@ describe(`visit log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lmdb
   });
 });
 
-describe.skipIf(SERVICES_MODE)('durable one-process visit log inspection', () => {
+describe.skipIf(SERVICES_MODE)('durable one-process message log inspection', () => {
   it('keeps what a take committed across a close and reopen', async () => {
     const log = durableLog(createMetrics(), 1_000);
     await log.publish(
@@ -380,7 +380,7 @@ describe.skipIf(SERVICES_MODE)('durable one-process visit log inspection', () =>
   });
 });
 
-describe('durable one-process visit log capacity', () => {
+describe('durable one-process message log capacity', () => {
   /** A consumer group that holds its first batch until released: its backlog cannot shrink. */
   async function laggingConsumer(log: ReturnType<typeof durableLog>) {
     let release!: () => void;
@@ -389,14 +389,14 @@ describe('durable one-process visit log capacity', () => {
     return { release, stop: () => consumer.stop() };
   }
 
-  it('refuses a publish past its capacity while a consumer lags, with VisitLogFullError, counting visit_log_dropped_total', async () => {
+  it('refuses a publish past its capacity while a consumer lags, with LogFullError, counting visit_log_dropped_total', async () => {
     const metrics = createMetrics();
     const log = durableLog(metrics, 3);
     const lagging = await laggingConsumer(log);
     try {
       await log.publish(TOPICS.visitsRaw, [message('k', 1), message('k', 2)]);
       await log.publish(TOPICS.visitsRaw, [message('k', 3)]);
-      await expect(log.publish(TOPICS.visitsRaw, [message('k', 4)])).rejects.toBeInstanceOf(VisitLogFullError);
+      await expect(log.publish(TOPICS.visitsRaw, [message('k', 4)])).rejects.toBeInstanceOf(LogFullError);
       await expect(log.publish(TOPICS.visitsRaw, [message('k', 5), message('k', 6)])).rejects.toThrow(/visits\.raw is full \(3 messages/);
       const dropped = await metrics.visitLogDropped.get();
       expect(dropped.values).toEqual([{ labels: { topic: TOPICS.visitsRaw, reason: 'full' }, value: 3 }]);
@@ -532,7 +532,7 @@ describe('durable one-process visit log capacity', () => {
   });
 });
 
-describe('durable one-process visit log batching by size or time', () => {
+describe('durable one-process message log batching by size or time', () => {
   const message = (n: number): LogMessage => ({ key: 'k', value: String(n) });
 
   it('holds a partial batch up to maxWaitMs, then delivers what it has', async () => {
@@ -585,7 +585,7 @@ describe('durable one-process visit log batching by size or time', () => {
   });
 });
 
-describe('durable one-process visit log with concurrency', () => {
+describe('durable one-process message log with concurrency', () => {
   /**
    * Six messages in a durable one-process log, handled two at a time with two batches in hand; `test`
    * runs while the consumer does, with the group's lag to read.
@@ -673,7 +673,7 @@ describe('durable one-process visit log with concurrency', () => {
   });
 });
 
-describe.skipIf(SERVICES_MODE)('durable one-process visit log across restarts and crashes', () => {
+describe.skipIf(SERVICES_MODE)('durable one-process message log across restarts and crashes', () => {
   /** Runs tests/support/durable-log-child.ts; `until` sees its output and says when to SIGKILL it. */
   async function child(mode: 'publish' | 'consume', dir: string, until: (output: string) => boolean): Promise<string> {
     const process_ = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'tests/support/durable-log-child.ts'), mode, dir], {
@@ -805,12 +805,12 @@ function smallDisk(mib: number): string | undefined {
 }
 const mountable = process.platform === 'linux' && process.getuid?.() === 0;
 
-describe.skipIf(SERVICES_MODE || !mountable)('durable one-process visit log on a nearly full disk (a 16 MiB tmpfs: needs root to mount)', () => {
+describe.skipIf(SERVICES_MODE || !mountable)('durable one-process message log on a nearly full disk (a 16 MiB tmpfs: needs root to mount)', () => {
   it('refuses publishes under DISK_MIN_FREE_MB, counted and reported by ping, without crashing, and accepts them again once there is room', async () => {
     const disk = smallDisk(16)!;
     expect(disk).toBeDefined();
     const metrics = createMetrics();
-    const log = createDurableVisitLog(
+    const log = createDurableLog(
       { dir: join(disk, 'log'), commitDelayMs: 1, capacity: 1_000_000, minFreeBytes: 8 * 1_048_576, retryDelayMs: 10 },
       silent,
       metrics,

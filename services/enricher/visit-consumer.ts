@@ -1,19 +1,19 @@
 import type { Context } from '#shared/context.js';
 import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import type { BatchControl, Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import type { BatchControl, Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '#shared/events/events.js';
 import { matches, webhookCache } from '#shared/webhooks/subscriptions.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
-import { enrich, type Enrichment } from './enrich.js';
+import { enrich, type Enrichment } from './enrichment.js';
 import { limitWatcher } from './limits.js';
-import { dayOf, saltBook, uniqueTracker, visitorHash } from './visitors.js';
+import { dayOf, saltBook, uniqueVisitors, visitorHash } from './visitors.js';
 import { openGeoLookup } from '#shared/geo.js';
 import type { StoredVisit } from '#shared/analytics/visits.repository.js';
 import { insertVisits, reinsertStoredBlocks, storedVisits } from './visit-writer.js';
 import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter } from './decode.js';
-import { beaconStore, startBeaconConsumer } from './beacons.js';
+import { beaconStore, startBeaconConsumer } from './beacon-consumer.js';
 import { burstDetector } from './bursts.js';
 import { orderedStages } from './stages.js';
 import { isolatePoison } from './poison.js';
@@ -49,7 +49,7 @@ interface Derived {
   redelivered: boolean;
 }
 
-/** A batch of messages as the visit log hands it over. */
+/** A batch of messages as the message log hands it over. */
 interface Delivery {
   messages: LogMessage[];
   redelivered: BatchControl['redelivered'];
@@ -78,7 +78,7 @@ async function deriveAll(
   redelivered: boolean,
   geo: Awaited<ReturnType<typeof openGeoLookup>>,
   salts: ReturnType<typeof saltBook>,
-  uniques: ReturnType<typeof uniqueTracker>,
+  uniques: ReturnType<typeof uniqueVisitors>,
   bursts: ReturnType<typeof burstDetector>,
 ): Promise<Derived> {
   const enrichments: Enrichment[] = [];
@@ -105,7 +105,7 @@ async function deriveAll(
     enrichments.push(enrichment);
   }
   // Remembered as judged, before the batch is stored: the next batch is judged against it while
-  // this one is written. If the batch fails, the tracker forgets everything and asks ClickHouse again.
+  // this one is written. If the batch fails, the memory of uniques (visitors.ts) forgets everything and asks ClickHouse again.
   const first = await uniques.firstOfDay(
     humans.map(({ visit, enrichment, day }) => ({
       visitId: visit.visit_id,
@@ -226,11 +226,13 @@ async function eventFilter(
  * committed) only after both writes succeeded; a failure redelivers the whole batch, unless a
  * message caused it: that message is isolated and dead-lettered, the rest stored (poison.ts).
  */
-export async function startEnricher(context: Pick<Context, 'db' | 'analytics' | 'visitLog' | 'cache' | 'config' | 'log' | 'metrics'>): Promise<Consumer> {
-  const { visitLog, analytics, metrics } = context;
+export async function startVisitConsumer(
+  context: Pick<Context, 'db' | 'analytics' | 'messageLog' | 'cache' | 'config' | 'log' | 'metrics'>,
+): Promise<Consumer> {
+  const { messageLog, analytics, metrics } = context;
   const geo = await openGeoLookup();
   const salts = saltBook(context.db.db);
-  const uniques = uniqueTracker(analytics);
+  const uniques = uniqueVisitors(analytics);
   const events = createEventBus(context);
   const limits = await limitWatcher(context);
   const beacons = beaconStore(analytics);
@@ -324,7 +326,7 @@ export async function startEnricher(context: Pick<Context, 'db' | 'analytics' | 
     failed: () => uniques.forget(),
   });
 
-  const consumer = await visitLog.consume({
+  const consumer = await messageLog.consume({
     groupId: ENRICHER_GROUP,
     topic: TOPICS.visitsRaw,
     maxBatch: context.config.enricherBatch.size,

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import maxmind from 'maxmind';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { botOf, enrich, parseUserAgent } from './enrich.js';
+import { botOf, enrich, parseUserAgent } from './enrichment.js';
 import { openGeoLookup, type GeoLookup } from '#shared/geo.js';
 
 let geo: GeoLookup;

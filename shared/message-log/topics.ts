@@ -1,4 +1,4 @@
-/** Every topic of the visit log, in one place. Kafka names get KAFKA_TOPIC_PREFIX in front. */
+/** Every topic of the message log, in one place. Kafka names get KAFKA_TOPIC_PREFIX in front. */
 export const TOPICS = {
   visitsRaw: 'visits.raw',
   trackerRaw: 'tracker.raw',

@@ -3,9 +3,9 @@ import { beaconsRepository } from '#shared/analytics/beacons.repository.js';
 import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import type { Context } from '#shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '#shared/tracker/beacon.js';
-import { TOPICS } from '#shared/visit-log/topics.js';
-import { DLQ_HEADERS } from '#shared/visit-log/dead-letters.js';
-import type { Consumer, LogMessage } from '#shared/visit-log/visit-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import { DLQ_HEADERS } from '#shared/message-log/dead-letters.js';
+import type { Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import type { SubdomainOwners } from './owners.js';
 import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter, type Decoded } from './decode.js';
@@ -107,13 +107,13 @@ export function beaconStore(analytics: Analytics) {
  * batch that a message makes fail is handled in parts, and that message dead-lettered (poison.ts).
  */
 export async function startBeaconConsumer(
-  context: Pick<Context, 'visitLog' | 'metrics' | 'log' | 'config'>,
+  context: Pick<Context, 'messageLog' | 'metrics' | 'log' | 'config'>,
   store: ReturnType<typeof beaconStore>,
   /** Enriches and stores beacon-started visits; `redelivered` (BatchControl): those already stored are left out. */
   enrichVisits: (visits: RawVisit[], redelivered: boolean) => Promise<void>,
   { ownerOf }: SubdomainOwners,
 ): Promise<Consumer> {
-  const { visitLog, metrics } = context;
+  const { messageLog, metrics } = context;
 
   /** Handles a batch of beacon messages; a failure names its stage (StageFailure). */
   const handle = async (messages: LogMessage[], redelivered: boolean) => {
@@ -157,7 +157,7 @@ export async function startBeaconConsumer(
     await deadLetter(context, TOPICS.trackerRaw, dead, { [DLQ_HEADERS.topic]: TOPICS.trackerRaw });
   };
 
-  return visitLog.consume({
+  return messageLog.consume({
     groupId: BEACON_GROUP,
     topic: TOPICS.trackerRaw,
     maxBatch: context.config.enricherBatch.size,

@@ -6,24 +6,24 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { TOPIC_NAMES, type Topic } from './topics.js';
 import {
-  consumerTracker,
+  consumerBookkeeping,
   keyedQueue,
-  VisitLogFullError,
+  LogFullError,
   type Consumer,
   type ConsumeOptions,
   type ConsumerStatus,
   type LogMessage,
   type Peeked,
   type StoredLogMessage,
-  type VisitLog,
-} from './visit-log.js';
+  type MessageLog,
+} from './message-log.js';
 
 /** Unconsumed messages a topic of the durable log holds by default (VISIT_LOG_CAPACITY). */
 export const DURABLE_LOG_CAPACITY = 1_000_000;
 /** Group commit by default (VISIT_LOG_COMMIT_MS): writes of this many milliseconds share one transaction. */
 export const DURABLE_LOG_COMMIT_MS = 50;
 
-export interface DurableVisitLogOptions {
+export interface DurableLogOptions {
   /** Folder of the LMDB environment (DATA_DIR/log). One process at a time owns it. */
   dir: string;
   capacity?: number;
@@ -109,7 +109,7 @@ interface TopicLog {
 const RESERVE_BATCHES = 8;
 
 /**
- * The visit log of the one-process mode, durable on LMDB (through lmdb-js): Kafka's semantics —
+ * The message log of the one-process mode, durable on LMDB (through lmdb-js): Kafka's semantics —
  * topics as offset-addressed logs, a committed offset per consumer group, a failed batch
  * redelivered — and, unlike the in-memory log it replaces, nothing published is lost when the
  * process dies.
@@ -125,14 +125,14 @@ const RESERVE_BATCHES = 8;
  * handed over before a crash (below the group's watermark, written ahead of what is handed over) is
  * flagged `redelivered`, so the handler checks what is already stored.
  *
- * Bounded: past `capacity` unconsumed messages, publish throws VisitLogFullError while a group lags
+ * Bounded: past `capacity` unconsumed messages, publish throws LogFullError while a group lags
  * (the producer buffers, then counts drops); a topic nobody consumes (the dead-letter topic) gives
  * its oldest segments way, counted. A disk with less free space than `minFreeBytes` refuses the
  * publish (counted in visit_log_dropped_total{reason="disk_full"}: LMDB never meets the full disk);
  * a failed write rejects the publish and is counted in visit_log_write_errors_total. Both are logged
  * and make ping (the health probe) fail until a write succeeds.
  */
-export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logger, metrics: Metrics): VisitLog {
+export function createDurableLog(options: DurableLogOptions, log: Logger, metrics: Metrics): MessageLog {
   const capacity = options.capacity ?? DURABLE_LOG_CAPACITY;
   const retryDelayMs = options.retryDelayMs ?? 500;
   mkdirSync(options.dir, { recursive: true });
@@ -229,7 +229,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       lastErrorLog = Date.now();
       log.error(
         { err: error, operation: what, dir: options.dir },
-        'the durable visit log cannot write: messages are refused (the edge buffers them, then counts drops)',
+        'the durable message log cannot write: messages are refused (the edge buffers them, then counts drops)',
       );
     }
   }
@@ -314,7 +314,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
   return {
     kind: 'lmdb',
     async publish(topic, messages) {
-      if (closed) throw new Error('the visit log is closed');
+      if (closed) throw new Error('the message log is closed');
       if (messages.length === 0) return;
       try {
         disk.check();
@@ -328,7 +328,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       if (excess > 0) {
         if (entry.active.size > 0 || messages.length > capacity) {
           metrics.visitLogDropped.inc({ topic, reason: 'full' }, messages.length);
-          throw new VisitLogFullError(topic, capacity);
+          throw new LogFullError(topic, capacity);
         }
         // No consumer of this process reads the topic (the dead-letter topic, or a role switched off):
         // like Kafka's retention, its oldest segments give way, counted; a group that comes back
@@ -360,7 +360,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       for (const wake of entry.wake) wake();
     },
     async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency: asked = 1 }: ConsumeOptions): Promise<Consumer> {
-      if (closed) throw new Error('the visit log is closed');
+      if (closed) throw new Error('the message log is closed');
       const concurrency = Math.max(1, Math.floor(asked));
       const entry = topicLog(topic);
       // A new group starts at the oldest stored message, as Kafka's `earliest` reset does.
@@ -371,7 +371,7 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       }
       entry.active.set(groupId, (entry.active.get(groupId) ?? 0) + 1);
       const read = reader(topic, asLogMessage);
-      const tracker = consumerTracker(groupId, topic);
+      const tracker = consumerBookkeeping(groupId, topic);
       const handler = tracker.track(untracked);
       const state = { stopped: false, done: Promise.resolve(), status: tracker.status };
       const heartbeat = async () => undefined;
@@ -477,12 +477,12 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       };
     },
     async peek({ topic, groupId, limit, from }) {
-      if (closed) throw new Error('the visit log is closed');
+      if (closed) throw new Error('the message log is closed');
       return peekPage(topic, groupId, limit, from);
     },
     async take({ topic, groupId, limit }, handler) {
       return takeInOrder(`${topic}\u0000${groupId}`, async () => {
-        if (closed) throw new Error('the visit log is closed');
+        if (closed) throw new Error('the message log is closed');
         const entry = topicLog(topic);
         if (entry.active.has(groupId)) throw new Error(`group ${groupId} of ${topic} has a consumer in this process: its messages are taken by it`);
         const { messages, next } = peekPage(topic, groupId, limit);
@@ -500,8 +500,8 @@ export function createDurableVisitLog(options: DurableVisitLogOptions, log: Logg
       return [...consumers].map(({ status }) => ({ ...status, lag: lagOf(topicLog(status.topic), status.group) }));
     },
     async ping() {
-      if (closed) throw new Error('the visit log is closed');
-      if (writeError) throw new Error(`the durable visit log cannot write: ${writeError.message}`);
+      if (closed) throw new Error('the message log is closed');
+      if (writeError) throw new Error(`the durable message log cannot write: ${writeError.message}`);
     },
     async close() {
       if (closed) return;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { decodeVisit } from './enricher.js';
-import { enrich } from './enrich.js';
+import { decodeVisit } from './visit-consumer.js';
+import { enrich } from './enrichment.js';
 import { encodeVisits, toVisitRow as visitRowOf, VISIT_ROW_COLUMNS } from './visit-writer.js';
 
 /** The row of a visit enriched without geolocation (no address is known). */
