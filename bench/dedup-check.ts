@@ -21,6 +21,7 @@ import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { runBench } from './lib/context.js';
 import { otherLoad, quantile } from './lib/load.js';
 import { seedVisits } from './lib/seed-visits.js';
+import { createRepositories } from '#services/repositories.js';
 
 const total = Number(process.argv[2] ?? 2_000_000);
 const batch = Number(process.argv[3] ?? 10_000);
@@ -31,6 +32,7 @@ if (![total, batch, runs].every(Number.isInteger) || total < 100_000 || batch < 
 }
 
 await runBench({ LOG_LEVEL: 'silent' }, async (context) => {
+  const repositories = createRepositories(context);
   const links = Array.from({ length: 200 }, (_, i) => `l_bench${i}`);
   const seeding = performance.now();
   await seedVisits(context, {
@@ -109,9 +111,9 @@ await runBench({ LOG_LEVEL: 'silent' }, async (context) => {
     ['check, half stored', half, batch / 2],
     ['check, none stored', fresh, 0],
   ] as const) {
-    const found = (await storedVisits(context.analytics, visits)).size;
+    const found = (await storedVisits(repositories, visits)).size;
     if (found !== Math.floor(expected)) throw new Error(`${name}: found ${found} stored, expected ${Math.floor(expected)}`);
-    report(name, await timed(() => storedVisits(context.analytics, visits)));
+    report(name, await timed(() => storedVisits(repositories, visits)));
   }
 
   // The variant bounded by the sort key's prefix too, for comparison (not used).

@@ -28,8 +28,9 @@ const database = await createDatabase(config.database);
 let left: number;
 try {
   await migrateDatabase(database);
-  const report = await sealWebhookSecrets(database.db, box, log);
-  left = await webhooksRepository(database.db).countSecretsNotSealedWith(box.currentKeyId!);
+  const webhooks = webhooksRepository(database.db);
+  const report = await sealWebhookSecrets({ webhooks }, box, log);
+  left = await webhooks.countSecretsNotSealedWith(box.currentKeyId!);
   process.stdout.write(
     `webhook secrets: ${report.sealed} re-encrypted under key ${box.currentKeyId}; ${left} not under it` +
       (left > 0 ? ' (no configured key opens them: add the key they were sealed with to SECRETS_KEY_PREVIOUS)' : '') +

@@ -15,12 +15,15 @@ import { createAbuseGuard, type AbuseGuard } from './api/auth/abuse.js';
 import { probeRoutes } from './api/discovery/discovery.routes.js';
 import { buildIngestApp, hostDispatcher, hostServer, type IngestApp } from './ingest/app.js';
 import { publicPages } from './public-page/public-page.js';
+import { createRepositories, type Repositories } from './repositories.js';
 
 export interface AppOptions {
   /** Extra route declarations (tests use this to reach failure paths no public route has). */
   extraRoutes?: RouteDef[];
   /** Folder of the built dashboard (default dist/web; tests point at a fixture). */
   dashboardDir?: string;
+  /** The process's repositories (services/platform.ts hands its one set); built from the context's clients when not given. */
+  repositories?: Repositories;
 }
 
 export interface App {
@@ -49,7 +52,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   /** What this process serves and documents, complete once the app is built (the API's index reads it at request time). */
   let served: RouteDef[] = [];
-  const { api, ingest, abuse } = await composeRoles(context, { served: () => served, dashboardDir: options.dashboardDir });
+  const repositories = options.repositories ?? createRepositories(context);
+  const { api, ingest, abuse } = await composeRoles(context, { repositories, served: () => served, dashboardDir: options.dashboardDir });
   let listener: RequestListener | undefined;
   const app = Fastify({
     ...baseFastifyOptions(context),
@@ -111,18 +115,18 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
  */
 async function composeRoles(
   context: Context,
-  { served, dashboardDir }: { served: () => RouteDef[]; dashboardDir: string | undefined },
+  { repositories, served, dashboardDir }: { repositories: Repositories; served: () => RouteDef[]; dashboardDir: string | undefined },
 ): Promise<{ api?: Api; ingest?: IngestApp; abuse?: AbuseGuard }> {
   const { config, log, metrics } = context;
   const has = (role: Role) => config.roles.includes(role);
   if (!has('api') && !has('ingest')) return {};
   const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
-  const abuse = await createAbuseGuard(context);
+  const abuse = await createAbuseGuard({ ...context, repositories });
   // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
   // The read services once: the public pages and the API's endpoints share them.
-  const services = readServices(context);
+  const services = readServices({ config, repositories });
   const pages = publicPages({ config, ...services }, limiter);
-  const ingest = has('ingest') ? await buildIngestApp(context, { limiter, abuse }, pages) : undefined;
+  const ingest = has('ingest') ? await buildIngestApp(context, { limiter, abuse }, pages, repositories) : undefined;
   if (!has('api')) return { ingest, abuse };
   const shortHostOf = shortHostMatcher(config);
   // With the ingest role, short hosts never reach the API (the server routes them by Host).
@@ -132,6 +136,6 @@ async function composeRoles(
         const subdomain = shortHostOf(request.hostname);
         return subdomain ? pages.answer(request, reply, subdomain) : undefined;
       };
-  const api = await createApi(context, { services, limiter, abuse, served, dashboardDir, shortHostRoot });
+  const api = await createApi(context, { repositories, services, limiter, abuse, served, dashboardDir, shortHostRoot });
   return { api, ingest, abuse };
 }

@@ -8,6 +8,7 @@ import type { Consumer } from '#shared/message-log/message-log.js';
 import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
 import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
 import { buildApp } from './app.js';
+import { createRepositories } from './repositories.js';
 import { bootstrapAdmin } from './api/users/bootstrap.js';
 import { startVisitConsumer } from './enricher/visit-consumer.js';
 import { lowerPriority } from './worker/priority.js';
@@ -27,6 +28,8 @@ export interface Platform {
  */
 export async function startPlatform(config: Config): Promise<Platform> {
   const context = await createContext(config);
+  // The process's one set of repositories, handed to each role it runs.
+  const repositories = createRepositories(context);
   const { log } = context;
   const has = (role: Role) => config.roles.includes(role);
   try {
@@ -35,11 +38,11 @@ export async function startPlatform(config: Config): Promise<Platform> {
     if (has('api') || has('worker')) {
       // Plaintext secrets from before encryption at rest, and secrets sealed with a previous key
       // (a rotation), are sealed with the current key; the other nodes' caches drop the old values.
-      const { sealed } = await sealWebhookSecrets(context.db.db, context.secrets, log);
+      const { sealed } = await sealWebhookSecrets(repositories, context.secrets, log);
       if (sealed > 0) await context.cache.bump(WEBHOOKS_VERSION_KEY);
     }
     if (has('api')) {
-      const admin = await bootstrapAdmin(context);
+      const admin = await bootstrapAdmin({ config, repositories });
       if (admin.created) {
         log.info({ email: admin.email }, 'first-run staff admin created');
         if (admin.generatedPassword) {
@@ -54,10 +57,10 @@ export async function startPlatform(config: Config): Promise<Platform> {
   }
 
   const consumers: Consumer[] = [];
-  if (has('enricher')) consumers.push(await startVisitConsumer(context));
-  if (has('worker')) consumers.push(await startWorker(context));
+  if (has('enricher')) consumers.push(await startVisitConsumer(context, repositories));
+  if (has('worker')) consumers.push(await startWorker(context, repositories));
 
-  const { app } = await buildApp(context);
+  const { app } = await buildApp(context, { repositories });
   await app.listen({ port: config.port, host: config.host });
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${config.port}`;
 

@@ -5,6 +5,7 @@ import { createEventBus } from '#shared/events/events.js';
 import type { RateLimiter } from '#shared/http/rate-limit.js';
 import { registerRoutes, type RegistrarDeps } from '#shared/http/register.js';
 import type { RouteDef } from '#shared/http/route.js';
+import type { Repositories } from '../repositories.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
 import { createAuthenticator } from './auth/authenticator.js';
@@ -39,13 +40,18 @@ export interface ReadServices {
   visits: VisitsService;
 }
 
-/** Builds the shared read services once per process, from the database, ClickHouse and the config. */
-export function readServices(context: Pick<Context, 'db' | 'analytics' | 'config'>): ReadServices {
-  const subdomains = subdomainsService(context);
-  return { subdomains, stats: statsService({ ...context, subdomains }), visits: visitsService({ ...context, subdomains }) };
+/** Builds the shared read services once per process, from the repositories they read and the config. */
+export function readServices({
+  config,
+  repositories,
+}: Pick<Context, 'config'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits'> }): ReadServices {
+  const subdomains = subdomainsService({ config, repositories });
+  return { subdomains, stats: statsService({ repositories, subdomains }), visits: visitsService({ repositories, subdomains }) };
 }
 
 export interface ApiDeps {
+  /** The process's repositories: each service is handed the ones it uses. */
+  repositories: Repositories;
   /** The read services, shared with the public pages. */
   services: ReadServices;
   /** The process's rate limiter and anti-spam guard (shared with the edge when the process has both roles). */
@@ -70,29 +76,31 @@ export interface Api {
 }
 
 /** The api role: the `/api/v1` routes, the legacy v0 API, sign-in under `/auth`, the owner dashboard. */
-export async function createApi(context: Context, { services, limiter, abuse, served, dashboardDir, shortHostRoot }: ApiDeps): Promise<Api> {
+export async function createApi(context: Context, { repositories, services, limiter, abuse, served, dashboardDir, shortHostRoot }: ApiDeps): Promise<Api> {
   const { config, log } = context;
   // A start-up read: the time zones reports offer (ClickHouse).
-  const zones = await reportZonesOf(context);
-  const authenticator = createAuthenticator(context, abuse);
+  const zones = await reportZonesOf(repositories);
+  // The context's clients with the process's repositories: what the services below take slices of.
+  const deps = { ...context, repositories };
+  const authenticator = createAuthenticator(deps, abuse);
   const captcha = createCaptcha(context.cache, config.captcha.secret);
   const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
   // Each service once: those others use (subdomains, stats, visits) are handed to them.
   const { subdomains, stats, visits } = services;
-  const links = linksService({ ...context, subdomains, events: createEventBus(context) });
+  const links = linksService({ ...deps, subdomains, events: createEventBus(context) });
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served }),
-    ...authRoutes(context, authService(context, captcha, abuse), captcha),
-    ...usersRoutes(context),
+    ...authRoutes(deps, authService(deps, captcha, abuse), captcha),
+    ...usersRoutes(repositories),
     ...deadLettersRoutes(deadLettersService(context)),
-    ...tokensRoutes(tokensService(context)),
+    ...tokensRoutes(tokensService(deps)),
     ...subdomainsRoutes(subdomains),
     ...linksRoutes(links),
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
-    ...exportsRoutes(exportsService({ ...context, stats })),
-    ...webhooksRoutes(webhooksService({ ...context, subdomains })),
+    ...exportsRoutes(exportsService({ repositories, stats })),
+    ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
     ...reservedRoutes(),
   ];
   return {

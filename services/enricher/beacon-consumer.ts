@@ -1,12 +1,11 @@
-import { toClickHouseTime, type Analytics } from '#shared/analytics/analytics.js';
-import { beaconsRepository } from '#shared/analytics/beacons.repository.js';
-import { visitsRepository } from '#shared/analytics/visits.repository.js';
+import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { Context } from '#shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '#shared/tracker/beacon.js';
 import { TOPICS } from '#shared/message-log/topics.js';
 import { DLQ_HEADERS } from '#shared/message-log/dead-letters.js';
 import type { Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
+import type { Repositories } from '../repositories.js';
 import type { SubdomainOwners } from './owners.js';
 import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter, type Decoded } from './decode.js';
 import { isolatePoison } from './poison.js';
@@ -65,9 +64,7 @@ function timeBounds(ids: string[]): { from: string; to: string } {
  * and then merges the states already stored. Merged rows are a newer version of the visit (its
  * ReplacingMergeTree keeps the highest), with the same content whichever side wrote them.
  */
-export function beaconStore(analytics: Analytics) {
-  const beacons = beaconsRepository(analytics);
-  const visits = visitsRepository(analytics);
+export function beaconStore({ beacons, visits }: Pick<Repositories, 'beacons' | 'visits'>) {
   return {
     async saveStates(states: BeaconState[]): Promise<void> {
       if (states.length === 0) return;

@@ -9,6 +9,8 @@ import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { enrich } from './enrichment.js';
 import { limitWatcher } from './limits.js';
 import { insertVisits } from './visit-writer.js';
+import { createRepositories } from '#services/repositories.js';
+import { withRepositories } from '#tests/support/repositories.js';
 
 let context: Context;
 let app: FastifyInstance;
@@ -48,13 +50,13 @@ async function linkAtItsLimit(maxVisits: number): Promise<{ linkId: string; visi
     query: '',
     expects_beacon: false,
   }));
-  await insertVisits(context.analytics, visits, (visit) => enrich(visit, { lookup: () => undefined }));
+  await insertVisits(createRepositories(context), visits, (visit) => enrich(visit, { lookup: () => undefined }));
   return { linkId: link.id, visits };
 }
 
 describe('limit watcher', () => {
   it('raises link.limit_reached again for a batch redelivered before its events were published, and only then', async () => {
-    const limits = await limitWatcher(context);
+    const limits = await limitWatcher(withRepositories(context));
     try {
       const { linkId, visits } = await linkAtItsLimit(2);
       const first = await limits.check(visits);
@@ -74,7 +76,7 @@ describe('limit watcher', () => {
   });
 
   it('leaves the event to the enricher that marked the link', async () => {
-    const [marking, other] = [await limitWatcher(context), await limitWatcher(context)];
+    const [marking, other] = [await limitWatcher(withRepositories(context)), await limitWatcher(withRepositories(context))];
     try {
       const { visits } = await linkAtItsLimit(3);
       expect(await marking.check(visits)).toHaveLength(1);

@@ -1,10 +1,9 @@
 import { LRUCache } from 'lru-cache';
-import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import type { Context } from '#shared/context.js';
 import type { EventDraft } from '#shared/events/events.js';
 import { publishLinkNotice, subscribeLinkNotices, toRedirectLink } from '#shared/links/link-notices.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { linksRepository } from '#shared/links/links.repository.js';
+import type { Repositories } from '../repositories.js';
 
 /** What the limit check needs of a link: its limit, and whether it was already reached. */
 interface Limit {
@@ -21,9 +20,8 @@ const LIMIT_TTL_MS = 60_000;
  * link in Postgres (once: the first enricher to mark it wins), announces the change to every
  * ingest node (the link stops redirecting) and raises `link.limit_reached`.
  */
-export async function limitWatcher(context: Pick<Context, 'db' | 'analytics' | 'cache' | 'log' | 'metrics'>) {
-  const links = linksRepository(context.db.db);
-  const visitRows = visitsRepository(context.analytics);
+export async function limitWatcher(context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'links' | 'visits'> }) {
+  const { links, visits: visitRows } = context.repositories;
   const limits = new LRUCache<string, Limit>({ max: 100_000, ttl: LIMIT_TTL_MS });
   const unsubscribe = await subscribeLinkNotices(context.cache, (notice) => {
     limits.set(notice.link.id, { maxVisits: notice.link.max_visits, reached: notice.link.limit_reached || notice.kind === 'delete' });

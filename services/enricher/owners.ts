@@ -1,8 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import type { Context } from '#shared/context.js';
 import { SUBDOMAIN_LABEL } from '#shared/links/hosts.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
+import type { Repositories } from '../repositories.js';
 
 /** How long a subdomain's owner (or its absence) is remembered: a released name changes hands rarely. */
 const OWNER_TTL_MS = 60_000;
@@ -19,8 +18,7 @@ export interface SubdomainOwners {
  * probes come with any host name). The enricher's side of what the edge leaves out: the edge
  * knows a link's owner, not a subdomain's, and does no I/O on a request to find it.
  */
-export function subdomainOwners({ db }: Pick<Context, 'db'>): SubdomainOwners {
-  const subdomains = subdomainsRepository(db.db);
+export function subdomainOwners({ subdomains }: Pick<Repositories, 'subdomains'>): SubdomainOwners {
   const owners = new LRUCache<string, { owner: string | null }>({ max: 50_000, ttl: OWNER_TTL_MS });
   const ownerOf = async (subdomain: string): Promise<string | null> => {
     let held = owners.get(subdomain);

@@ -10,6 +10,7 @@ import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
 import { startVisitConsumer } from './visit-consumer.js';
 import { enrich } from './enrichment.js';
 import { insertVisits } from './visit-writer.js';
+import { createRepositories } from '#services/repositories.js';
 
 /**
  * Renames a table, retried: under a heavily loaded machine chDB's Atomic database now and then
@@ -300,14 +301,14 @@ describe(`enricher (${SERVICES_MODE ? 'kafka' : 'in-process log'} → ClickHouse
     const subdomain = uniqueName('versions');
     const visit = RawVisitSchema.parse(rawVisit(subdomain, { ts: '2025-06-08T00:00:00.000Z' }));
     const other = RawVisitSchema.parse(rawVisit(subdomain, { ts: '2025-06-08T00:00:01.000Z' }));
-    await insertVisits(context.analytics, [visit], plain);
-    await insertVisits(context.analytics, [visit], plain);
+    await insertVisits(createRepositories(context), [visit], plain);
+    await insertVisits(createRepositories(context), [visit], plain);
     expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
-    await insertVisits(context.analytics, [{ ...visit, user_agent: 're-enriched after a restart' }], plain);
+    await insertVisits(createRepositories(context), [{ ...visit, user_agent: 're-enriched after a restart' }], plain);
     expect(await visitsOf(subdomain, { final: false })).toHaveLength(1);
     // Another set of visits is another batch, even when it includes a stored one.
     // (Its copy of the stored visit collapses with the first by visit_id: counting raw rows would race the merges.)
-    await insertVisits(context.analytics, [visit, other], plain);
+    await insertVisits(createRepositories(context), [visit, other], plain);
     expect((await visitsOf(subdomain)).map((row) => row.visit_id)).toEqual([visit.visit_id, other.visit_id]);
   });
 

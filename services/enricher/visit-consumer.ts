@@ -4,8 +4,8 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import type { BatchControl, Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '#shared/events/events.js';
 import { matches, webhookCache } from '#shared/webhooks/subscriptions.js';
-import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import { createRepositories, type Repositories } from '../repositories.js';
 import { enrich, type Enrichment } from './enrichment.js';
 import { limitWatcher } from './limits.js';
 import { dayOf, saltBook, uniqueVisitors, visitorHash } from './visitors.js';
@@ -130,10 +130,10 @@ async function deriveAll(
  * remembers (bursts, uniques) may come out otherwise after a restart. Changes `batch` in place.
  */
 async function leaveOutStored(
-  analytics: Context['analytics'],
+  repositories: Pick<Repositories, 'visits'>,
   batch: Derived,
 ): Promise<{ visits: RawVisit[]; enrichments: Enrichment[]; skipped: number; stored: Iterable<StoredVisit> }> {
-  const stored = await storedVisits(analytics, batch.visits);
+  const stored = await storedVisits(repositories, batch.visits);
   const visits: RawVisit[] = [];
   const enrichments: Enrichment[] = [];
   const inserted = new Set<string>();
@@ -219,26 +219,32 @@ async function eventFilter(
   };
 }
 
+/** The repositories the enricher role reads and writes. */
+export type EnricherRepositories = Pick<Repositories, 'visits' | 'beacons' | 'links' | 'subdomains' | 'webhooks' | 'visitorSalts'>;
+
 /**
  * The enricher role: consumes `visits.raw` in batches, enriches the valid visits (geolocation,
  * user agent, bot and attack classification: enrich.ts), inserts them into ClickHouse and
  * sends the rest to `visits.dlq` with their reason. The batch resolves (and its offsets are
  * committed) only after both writes succeeded; a failure redelivers the whole batch, unless a
  * message caused it: that message is isolated and dead-lettered, the rest stored (poison.ts).
+ * A composition root: the platform hands it the process's repositories; run alone (tests, benches)
+ * it builds them from the context's clients.
  */
 export async function startVisitConsumer(
   context: Pick<Context, 'db' | 'analytics' | 'messageLog' | 'cache' | 'config' | 'log' | 'metrics'>,
+  repositories: EnricherRepositories = createRepositories(context),
 ): Promise<Consumer> {
-  const { messageLog, analytics, metrics } = context;
+  const { messageLog, metrics } = context;
   const geo = await openGeoLookup();
-  const salts = saltBook(context.db.db);
-  const uniques = uniqueVisitors(analytics);
+  const salts = saltBook(repositories);
+  const uniques = uniqueVisitors(repositories);
   const events = createEventBus(context);
-  const limits = await limitWatcher(context);
-  const beacons = beaconStore(analytics);
+  const limits = await limitWatcher({ ...context, repositories });
+  const beacons = beaconStore(repositories);
   const bursts = burstDetector(context.config.burst);
-  const owners = subdomainOwners(context);
-  const subscriptions = webhookCache({ webhooks: webhooksRepository(context.db.db), cache: context.cache });
+  const owners = subdomainOwners(repositories);
+  const subscriptions = webhookCache({ webhooks: repositories.webhooks, cache: context.cache });
 
   /** Enriches visits (and remembers their uniques, see deriveAll). */
   const prepare = (visits: RawVisit[], redelivered: boolean) => deriveAll(visits, redelivered, geo, salts, uniques, bursts);
@@ -251,11 +257,11 @@ export async function startVisitConsumer(
     let { visits, enrichments } = batch;
     if (visits.length === 0) return;
     if (batch.redelivered) {
-      const fresh = await leaveOutStored(analytics, batch);
+      const fresh = await leaveOutStored(repositories, batch);
       if (fresh.skipped > 0) {
         metrics.visitsDeduplicated.inc(fresh.skipped);
         // The inserts that stored them may have been cut before every rollup view counted them: inserted again as they were, views that have them drop them.
-        const blocks = await reinsertStoredBlocks(analytics, fresh.stored, batch.visits);
+        const blocks = await reinsertStoredBlocks(repositories, fresh.stored, batch.visits);
         context.log.info(
           { visits: visits.length, already_stored: fresh.skipped, blocks_inserted_again: blocks },
           'redelivered batch: visits already stored left out of the insert, their blocks inserted again for the views',
@@ -265,7 +271,7 @@ export async function startVisitConsumer(
       if (visits.length === 0) return;
     }
     const insertStarted = performance.now();
-    await insertVisits(analytics, visits, (_visit, index) => enrichments[index]!);
+    await insertVisits(repositories, visits, (_visit, index) => enrichments[index]!);
     metrics.insertDuration.observe((performance.now() - insertStarted) / 1000);
     metrics.insertBatchSize.observe(visits.length);
     metrics.visitsInserted.inc(visits.length);

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { deduplicatedBy, toClickHouseTime, type Analytics, type EncodedInsert } from '#shared/analytics/analytics.js';
-import { visitsRepository, type StoredVisit } from '#shared/analytics/visits.repository.js';
+import { deduplicatedBy, toClickHouseTime, type EncodedInsert } from '#shared/analytics/analytics.js';
+import type { StoredVisit } from '#shared/analytics/visits.repository.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { nextTurn, SLICE } from '#shared/turns.js';
+import type { Repositories } from '../repositories.js';
 import type { Enrichment } from './enrichment.js';
 
 /** Deduplication token of an insert: the hash of the keys that identify its rows. */
@@ -172,9 +173,13 @@ export async function encodeVisits(visits: RawVisit[], enrichmentOf: (visit: Raw
 }
 
 /** Inserts one batch into `visits` (encodeVisits). */
-export async function insertVisits(analytics: Analytics, visits: RawVisit[], enrichmentOf: (visit: RawVisit, index: number) => Enrichment): Promise<void> {
+export async function insertVisits(
+  repositories: Pick<Repositories, 'visits'>,
+  visits: RawVisit[],
+  enrichmentOf: (visit: RawVisit, index: number) => Enrichment,
+): Promise<void> {
   if (visits.length === 0) return;
-  await visitsRepository(analytics).insertBatch(await encodeVisits(visits, enrichmentOf));
+  await repositories.visits.insertBatch(await encodeVisits(visits, enrichmentOf));
 }
 
 /**
@@ -190,10 +195,10 @@ export async function insertVisits(analytics: Analytics, visits: RawVisit[], enr
  * visits, of 7 850 links (bench/dedup-check.ts). Throws when ClickHouse does not answer: the batch then
  * fails and is redelivered, never inserted blindly.
  */
-export async function storedVisits(analytics: Analytics, visits: RawVisit[]): Promise<Map<string, StoredVisit>> {
+export async function storedVisits(repositories: Pick<Repositories, 'visits'>, visits: RawVisit[]): Promise<Map<string, StoredVisit>> {
   if (visits.length === 0) return new Map();
   const { from, to } = timeRange(visits);
-  const rows = await visitsRepository(analytics).storedVisits(
+  const rows = await repositories.visits.storedVisits(
     visits.map((visit) => visit.visit_id),
     from,
     to,
@@ -222,14 +227,14 @@ function timeRange(visits: RawVisit[]): { from: number; to: number } {
  * the columns the views read are the same in each), so the block is whole even when the batch
  * holds only part of it. Returns the blocks inserted again.
  */
-export async function reinsertStoredBlocks(analytics: Analytics, stored: Iterable<StoredVisit>, visits: RawVisit[]): Promise<number> {
+export async function reinsertStoredBlocks(repositories: Pick<Repositories, 'visits'>, stored: Iterable<StoredVisit>, visits: RawVisit[]): Promise<number> {
   const tokens = new Set<string>();
   for (const row of stored) if (row.insert_token) tokens.add(row.insert_token);
   if (tokens.size === 0) return 0;
   const columns = [...VISIT_ROW_COLUMNS] as [string, ...string[]];
   const { from, to } = timeRange(visits);
   const day = 86_400_000;
-  const repository = visitsRepository(analytics);
+  const repository = repositories.visits;
   for (const token of tokens) {
     const body = await repository.blockRows(columns, token, from - day, to + day);
     if (body.length === 0) continue;

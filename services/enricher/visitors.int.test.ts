@@ -11,6 +11,7 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { startVisitConsumer } from './visit-consumer.js';
 import { saltBook, visitorHash } from './visitors.js';
+import { createRepositories } from '#services/repositories.js';
 
 const DEADLINE_MS = 30_000;
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
@@ -126,12 +127,12 @@ describe('visitor hash and uniques', () => {
   });
 
   it('keeps the salts of today and yesterday only', async () => {
-    const book = saltBook(context.db.db);
+    const book = saltBook(createRepositories(context));
     const today = new Date().toISOString().slice(0, 10);
     await sql`INSERT INTO visitor_salts (day, salt) VALUES ('2001-01-01', ${'x'.repeat(64)}) ON CONFLICT DO NOTHING`.execute(context.db.db);
     const salt = await book.saltFor(today);
     expect(salt).toMatch(/^[0-9a-f]{64}$/);
-    expect(await saltBook(context.db.db).saltFor(today)).toBe(salt);
+    expect(await saltBook(createRepositories(context)).saltFor(today)).toBe(salt);
     const days = await sql<{ day: string }>`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM visitor_salts`.execute(context.db.db);
     expect(days.rows.map((row) => row.day)).not.toContain('2001-01-01');
   });

@@ -1,10 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import { toClickHouseTime, type Analytics } from '#shared/analytics/analytics.js';
-import { visitsRepository } from '#shared/analytics/visits.repository.js';
-import type { DB } from '#shared/db/schema.js';
+import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import { isoTimeAt } from '#shared/time.js';
-import { visitorSaltsRepository } from './visitor-salts.repository.js';
+import type { Repositories } from '../repositories.js';
 
 /** Days a salt is kept: today's and yesterday's (late visits); older ones are deleted. */
 const SALT_DAYS = 2;
@@ -22,8 +19,7 @@ export function visitorHash(salt: string, ip: string, userAgent: string): string
 }
 
 /** Daily salts shared by every enricher through Postgres (the first to ask creates the day's salt). */
-export function saltBook(db: Kysely<DB>) {
-  const salts = visitorSaltsRepository(db);
+export function saltBook({ visitorSalts: salts }: Pick<Repositories, 'visitorSalts'>) {
   const held = new Map<string, string>();
   return {
     async saltFor(day: string): Promise<string> {
@@ -60,8 +56,7 @@ interface UniqueCandidate {
  * link's visitors of the day from ClickHouse once — other visits than the batch's own, so a
  * redelivered batch is judged exactly as the first time — and from then on answers from memory.
  */
-export function uniqueVisitors(analytics: Analytics) {
-  const visits = visitsRepository(analytics);
+export function uniqueVisitors({ visits }: Pick<Repositories, 'visits'>) {
   /** day → `link|hash` → visit_id of the first visit ('' when it is an earlier stored one). */
   const seen = new Map<string, Map<string, string>>();
   /** day → links whose visitors of the day are in `seen`. */

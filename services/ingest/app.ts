@@ -15,6 +15,7 @@ import { shortHostMatcher } from '#shared/links/hosts.js';
 import { registerShortHosts, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
 import type { PublicPages } from '../public-page/public-page.js';
+import type { Repositories } from '../repositories.js';
 import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
 
 export interface IngestApp {
@@ -46,9 +47,11 @@ export interface EdgeGuards {
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
 export async function buildIngestApp(
-  context: Pick<Context, 'db' | 'config' | 'cache' | 'messageLog' | 'metrics' | 'log'>,
+  context: Pick<Context, 'config' | 'cache' | 'messageLog' | 'metrics' | 'log'>,
   { limiter, abuse }: EdgeGuards,
   publicPages: PublicPages,
+  /** The links (for the link cache) and the platform secrets (for the consent key): apart from `context`, which must be the process's own object, since its request recorder is found by identity. */
+  repositories: Pick<Repositories, 'links' | 'platformSecrets'>,
 ): Promise<IngestApp> {
   const { config, log } = context;
   // No route of the edge takes credentials: its registrar has no authenticator.
@@ -57,7 +60,7 @@ export async function buildIngestApp(
   const dependencyPorts = dependencyPortsOf(config);
   const app = Fastify(baseFastifyOptions(context));
   // Independent start-up reads: the link cache's warm-up and the tracker's consent key.
-  const [links, key] = await Promise.all([createLinkCache(context), consentKey(context.db.db, config.tracker.secret)]);
+  const [links, key] = await Promise.all([createLinkCache({ ...context, repositories }), consentKey(repositories, config.tracker.secret)]);
   const visits = createVisitProducer(context);
   const beacons = createBeaconProducer(context);
   app.addHook('onClose', async () => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
+import { linksRepository } from '#shared/links/links.repository.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { claimSubdomain, createOwner } from '#tests/support/owners.js';
 import { buildApp } from '../app.js';
@@ -30,7 +31,7 @@ afterAll(async () => {
 
 describe('the edge link cache while Postgres cannot be reached', () => {
   it('keeps serving a cached link whose re-read fails, and tries again after the retry interval, not on every redirect', async () => {
-    // The cache's own database: a broken one fails every read, as a Postgres that went away does.
+    // The cache's own links repository, over a database that breaks: a broken one fails every read, as a Postgres that went away does.
     let reads = 0;
     let broken = false;
     const db = new Proxy(context.db.db, {
@@ -46,7 +47,7 @@ describe('the edge link cache while Postgres cannot be reached', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    const cache = await createLinkCache({ ...context, db: { ...context.db, db } }, { freshMs: 50, refreshRetryMs: 300 });
+    const cache = await createLinkCache({ ...context, repositories: { links: linksRepository(db) } }, { freshMs: 50, refreshRetryMs: 300 });
     try {
       expect(await cache.lookup(subdomain, 'kept')).toMatchObject({ target_url: 'https://example.com/kept' });
       broken = true;

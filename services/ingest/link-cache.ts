@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Context } from '#shared/context.js';
 import { counterChildren } from '#shared/metrics.js';
 import { subscribeLinkNotices, toRedirectLink, type LinkNotice, type RedirectLink } from '#shared/links/link-notices.js';
-import { linksRepository } from '#shared/links/links.repository.js';
+import type { Repositories } from '../repositories.js';
 
 /** How long an entry is served without a notice before it is re-read (in the background, stale meanwhile). */
 const FRESH_MS = 60_000;
@@ -35,11 +35,11 @@ const keyOf = (subdomain: string, slug: string) => `${subdomain}/${slug}`;
  * re-read in the background, which bounds how long a missed notice (a Redis reconnect) can matter.
  */
 export async function createLinkCache(
-  context: Pick<Context, 'db' | 'config' | 'cache' | 'metrics' | 'log'>,
+  context: Pick<Context, 'config' | 'cache' | 'metrics' | 'log'> & { repositories: Pick<Repositories, 'links'> },
   /** How long an entry is fresh, and how long after a failed re-read it is tried again (tests shorten them). */
   { freshMs = FRESH_MS, refreshRetryMs = REFRESH_RETRY_MS }: { freshMs?: number; refreshRetryMs?: number } = {},
 ): Promise<LinkCache> {
-  const links = linksRepository(context.db.db);
+  const { links } = context.repositories;
   const { metrics, log } = context;
   const outcome = counterChildren(metrics.linkCache, 'outcome');
   const [hits, negatives, misses] = [outcome('hit'), outcome('negative'), outcome('miss')];

@@ -15,6 +15,7 @@ import { startVisitConsumer } from '../enricher/visit-consumer.js';
 import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { listenerClient } from '#tests/support/listener.js';
 import { startTestPlatform } from '#tests/support/platform.js';
+import { createRepositories } from '#services/repositories.js';
 
 // The tracker end to end: ingest edge (/tracker/*) → tracker.raw (in-process, or Kafka in the services
 // run) → enricher → ClickHouse. Kafka group joins take seconds: generous, bounded waits.
@@ -239,7 +240,7 @@ describe("consent and collect on a redirect's visit (append_visit_id)", () => {
       .setAudience('linktrack-tracker')
       .setExpirationTime('10m')
       .sign(new TextEncoder().encode('x'.repeat(43)));
-    const key = await consentKey(context.db.db, context.config.tracker.secret);
+    const key = await consentKey(createRepositories(context), context.config.tracker.secret);
     const expired = await new SignJWT({ a: 1, l: 1 })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(visitId)
@@ -344,7 +345,7 @@ describe('consent gating and ordering in the enricher', () => {
   it('merges a beacon that was stored before its visit arrived, once the visit is inserted', async () => {
     const visitId = uuidv7();
     const now = new Date();
-    await beaconStore(context.analytics).saveStates([
+    await beaconStore(createRepositories(context)).saveStates([
       {
         visit_id: visitId,
         received_at: toClickHouseTime(now.toISOString()),

@@ -4,8 +4,15 @@ import { AppError, retryLater } from '#shared/errors.js';
 import { negotiateLocale } from '#shared/i18n/index.js';
 import { setRateLimitHeaders, type RateLimiter } from '#shared/http/rate-limit.js';
 import { htmlSecurityHeaders } from '#shared/http/security-headers.js';
-import type { ReadServices } from '../api/app.js';
-import { PUBLIC_PAGE_DAYS, PUBLIC_PAGE_STYLE_HASH, renderPublicPage, renderUnknownSubdomain, type PublicPageData, type PublicReport } from './render.js';
+import {
+  PUBLIC_PAGE_DAYS,
+  PUBLIC_PAGE_STYLE_HASH,
+  renderPublicPage,
+  renderUnknownSubdomain,
+  type PublicPageData,
+  type PublicPagePayload,
+  type PublicReport,
+} from './render.js';
 
 /** Most visits the page lists (fewer when the policy's stats_max_items says so). */
 const PAGE_VISITS = 50;
@@ -20,20 +27,31 @@ const HEADERS = {
 };
 
 /**
+ * What the page reads, in the page's own terms: the payload of a subdomain's public page, its public
+ * report and its public visit list. The API's read services answer it (services/app.ts hands them
+ * over); the page, served by the ingest edge, knows nothing else of the API.
+ */
+export interface PublicReads {
+  subdomains: { publicPage(name: string): Promise<PublicPagePayload> };
+  stats: { publicReport(name: string, query: { since: string; granularity: 'day' }): Promise<PublicReport> };
+  visits: { list(principal: undefined, filters: { subdomain: string }, paging: { limit: number }): Promise<{ items: Record<string, unknown>[] }> };
+}
+
+/**
  * The public page of each subdomain at `{name}.{BASE_DOMAIN}/`: the payload of
  * GET /api/v1/subdomains/{name}, the report of GET /api/v1/stats?subdomain= and the list of
  * GET /api/v1/visits?subdomain=, through the very services those endpoints use (so through the one
  * policy module, with its publish delay and item cap), rendered as HTML. Counted in the default
  * (web) rate bucket per IP, since it reads ClickHouse.
  */
-export function publicPages({ config, subdomains, stats, visits }: Pick<Context, 'config'> & ReadServices, limiter: RateLimiter) {
+export function publicPages({ config, subdomains, stats, visits }: Pick<Context, 'config'> & PublicReads, limiter: RateLimiter) {
   const product = { name: 'linktrack', url: new URL(config.publicUrl).origin };
 
   const gather = async (name: string): Promise<PublicPageData> => {
     const page = await subdomains.publicPage(name);
     const since = new Date(Date.now() - PUBLIC_PAGE_DAYS * 86_400_000).toISOString();
     const [report, list] = await Promise.all([
-      page.public.stats ? (stats.publicReport(name, { since, granularity: 'day' }) as Promise<PublicReport>) : undefined,
+      page.public.stats ? stats.publicReport(name, { since, granularity: 'day' }) : undefined,
       page.public.visits_list ? visits.list(undefined, { subdomain: name }, { limit: Math.min(PAGE_VISITS, page.public.max_items) }) : undefined,
     ]);
     return { page, report, visits: list?.items };

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { ComponentChildren, JSX } from 'preact';
 import { renderToString } from 'preact-render-to-string';
+import type { Dimension } from '#shared/analytics/rollups.js';
 import { t as translate, type Locale } from '#shared/i18n/index.js';
 import type { UiKey } from '#shared/i18n/ui/index.js';
 
@@ -23,7 +24,7 @@ export interface PublicReport {
   range: { since: string; until: string };
   totals: { visits: number; unique_visitors: number; bots: number; attacks: number };
   series: { t: string; visits: number }[];
-  top: Partial<Record<string, { value: string; visits: number; country?: string; slug?: string | null }[]>>;
+  top: Partial<Record<Dimension, { value: string; visits: number; country?: string; slug?: string | null }[]>>;
 }
 
 export interface PublicPageData {
@@ -71,7 +72,23 @@ const TOTALS: [keyof PublicReport['totals'], UiKey][] = [
 
 type T = (key: UiKey, params?: Record<string, string | number>) => string;
 
-const DIMENSIONS = ['link', 'country', 'city', 'referrer_host', 'utm_source', 'browser', 'os', 'device_type'] as const;
+/**
+ * The breakdowns in the order the page shows them, the links first (what a reader of a subdomain's
+ * page comes for), then where visitors are and come from, then their software. The reports' own
+ * order is DIMENSIONS (shared/analytics/rollups.ts): this is the same dimensions, each once,
+ * rearranged (render.test.ts holds it to that).
+ */
+export const PUBLIC_DIMENSION_ORDER = [
+  'link',
+  'country',
+  'city',
+  'referrer_host',
+  'utm_source',
+  'browser',
+  'os',
+  'device_type',
+] as const satisfies readonly Dimension[];
+
 /** Public visit columns shown as table columns, in order (others, such as coordinates or the raw user agent, are left out). */
 const VISIT_COLUMNS = ['ts', 'kind', 'slug', 'ip_public', 'ip_lan', 'country', 'region', 'city', 'browser', 'os', 'device_type', 'referrer_host'] as const;
 
@@ -172,17 +189,7 @@ function Chart({ series, locale, t }: { series: PublicReport['series']; locale: 
   );
 }
 
-function Breakdown({
-  dimension,
-  rows,
-  locale,
-  t,
-}: {
-  dimension: (typeof DIMENSIONS)[number];
-  rows: NonNullable<PublicReport['top'][string]>;
-  locale: Locale;
-  t: T;
-}) {
+function Breakdown({ dimension, rows, locale, t }: { dimension: Dimension; rows: NonNullable<PublicReport['top'][Dimension]>; locale: Locale; t: T }) {
   const max = Math.max(1, ...rows.map((row) => row.visits));
   const numbers = numberOf(locale);
   const label = (row: (typeof rows)[number]) => {
@@ -301,7 +308,7 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
             <p class="muted">{t('public.until', { time: timeOf(locale).format(new Date(report.range.until)) })}</p>
             <Chart series={report.series} locale={locale} t={t} />
             <div class="grid">
-              {DIMENSIONS.map((dimension) => {
+              {PUBLIC_DIMENSION_ORDER.map((dimension) => {
                 const rows = report.top[dimension];
                 return rows && rows.length > 0 ? <Breakdown dimension={dimension} rows={rows} locale={locale} t={t} /> : null;
               })}

@@ -10,6 +10,7 @@ import { waitFor } from '#tests/support/wait.js';
 import { insertWebhook } from '#tests/support/webhooks.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { pruneExpired, retentionJob, startRetention } from './retention.js';
+import { withRepositories } from '#tests/support/repositories.js';
 
 // Retention of the webhook delivery log and the audit log: before it, both grew forever. The rows
 // live in a database of this file's own, so that the counts are exact whatever other test files
@@ -98,7 +99,7 @@ describe(`retention (${SERVICES_MODE ? 'BullMQ' : 'in process'})`, () => {
     const seqs = await deliveriesAged(context, [0, 29, 31, 400]);
     const action = await auditAged(context, [0, 364, 366, 1000]);
 
-    const retention = await startRetention(context);
+    const retention = await startRetention(withRepositories(context));
     try {
       // A schedule declared afresh runs it at once, but one left by an earlier worker (BullMQ, or the embedded runner's folder) keeps its hour: run it now.
       await context.jobs.enqueue(retentionJob, {});
@@ -115,12 +116,12 @@ describe(`retention (${SERVICES_MODE ? 'BullMQ' : 'in process'})`, () => {
   it('deletes in bounded batches: a run stops after its batches, the next run goes on', async () => {
     const context = withRetention({ webhookDeliveriesDays: 7, auditDays: 7 });
     // Rows of the test above that are older than 7 days go first: the counts below are this test's.
-    await pruneExpired(context);
+    await pruneExpired(withRepositories(context));
     const seqs = await deliveriesAged(context, [1, 8, 9, 10, 11, 12]);
     const action = await auditAged(context, [1, 8, 9, 10]);
-    expect(await pruneExpired(context, { batch: 2, maxBatches: 2 })).toEqual({ webhook_deliveries: 4, audit_log: 3 });
+    expect(await pruneExpired(withRepositories(context), { batch: 2, maxBatches: 2 })).toEqual({ webhook_deliveries: 4, audit_log: 3 });
     expect(await remainingDeliveries(context, seqs)).toHaveLength(2);
-    expect(await pruneExpired(context, { batch: 2, maxBatches: 2 })).toEqual({ webhook_deliveries: 1, audit_log: 0 });
+    expect(await pruneExpired(withRepositories(context), { batch: 2, maxBatches: 2 })).toEqual({ webhook_deliveries: 1, audit_log: 0 });
     expect(await remainingDeliveries(context, seqs)).toEqual(seqs.slice(0, 1));
     expect(await auditAges(context, action)).toEqual([1]);
   });
@@ -129,8 +130,8 @@ describe(`retention (${SERVICES_MODE ? 'BullMQ' : 'in process'})`, () => {
     const context = withRetention({ webhookDeliveriesDays: 0, auditDays: 0 });
     const seqs = await deliveriesAged(context, [5000]);
     const action = await auditAged(context, [50_000]);
-    expect(await pruneExpired(context)).toEqual({ webhook_deliveries: 0, audit_log: 0 });
-    const retention = await startRetention(context);
+    expect(await pruneExpired(withRepositories(context))).toEqual({ webhook_deliveries: 0, audit_log: 0 });
+    const retention = await startRetention(withRepositories(context));
     await retention.stop();
     expect(await remainingDeliveries(context, seqs)).toEqual(seqs);
     expect(await auditAges(context, action)).toEqual([50_000]);

@@ -1,8 +1,7 @@
 import type { Context } from '#shared/context.js';
 import { defineJob } from '#shared/jobs/jobs.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
-import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
-import { auditRepository } from '#shared/audit/audit.repository.js';
+import type { Repositories } from '../repositories.js';
 
 /** How often the retention job runs (at the worker's start, then every hour). */
 export const RETENTION_EVERY_MS = 3_600_000;
@@ -34,12 +33,11 @@ export interface PruneOptions {
  * `maxBatches` per table; `stopping` ends it between two batches.
  */
 export async function pruneExpired(
-  context: Pick<Context, 'config' | 'db'>,
+  context: Pick<Context, 'config'> & { repositories: Pick<Repositories, 'webhooks' | 'audit'> },
   { now = new Date(), batch = RETENTION_BATCH, maxBatches = RETENTION_MAX_BATCHES, stopping = (): boolean => false }: PruneOptions = {},
 ): Promise<PruneReport> {
   const { webhookDeliveriesDays, auditDays } = context.config.retention;
-  const deliveries = webhooksRepository(context.db.db);
-  const audits = auditRepository(context.db.db);
+  const { webhooks: deliveries, audit: audits } = context.repositories;
   const drain = async (days: number, remove: (cutoff: Date, limit: number) => Promise<number>) => {
     if (days === 0) return 0;
     const cutoff = new Date(now.getTime() - days * DAY_MS);
@@ -57,8 +55,8 @@ export async function pruneExpired(
   };
 }
 
-/** What the retention job uses: its settings, the database it prunes, the job runner, the logger. */
-export type RetentionDeps = Pick<Context, 'config' | 'db' | 'jobs' | 'log'>;
+/** What the retention job uses: its settings, the repositories it prunes, the job runner, the logger. */
+export type RetentionDeps = Pick<Context, 'config' | 'jobs' | 'log'> & { repositories: Pick<Repositories, 'webhooks' | 'audit'> };
 
 /**
  * The retention side of the worker role: processes the retention job and declares its hourly

@@ -14,6 +14,7 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
 import { WEBHOOK_DISPATCH_GROUP, deliveryJob, startWebhooks } from './webhooks.js';
+import { withRepositories } from '#tests/support/repositories.js';
 
 // The dispatcher's backpressure, with a real local receiver that holds its answers until told: the
 // event bus is in-process or Kafka, the delivery jobs in-process or BullMQ (services run).
@@ -70,7 +71,7 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
     const owner = await createAccount(context);
     await insertWebhook(context, { owner_id: owner.id, url, events: ['visit.new'] });
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
-    worker = await startWebhooks(context);
+    worker = await startWebhooks(withRepositories(context));
     const emit = emitFor(owner.id);
     const job = deliveryJob(context);
 
@@ -129,7 +130,7 @@ describe(`the webhook dispatcher (${SERVICES_MODE ? 'Kafka and BullMQ' : 'in pro
     // batch instead of enqueueing it.
     expect(await dispatched()).toBe(dispatchedBefore);
     // The held batch was not committed: a dispatcher started later takes it.
-    worker = await startWebhooks(context);
+    worker = await startWebhooks(withRepositories(context));
     await waitFor(async () => (await lag()) === 0 && (await context.jobs.waiting(job)) === 0 && deliveryIds.length >= 85, DEADLINE_MS, {
       message: 'everything dispatched and sent',
     });

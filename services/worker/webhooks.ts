@@ -6,9 +6,9 @@ import { createNotifier } from '#shared/notifications.js';
 import { TOPICS } from '#shared/message-log/topics.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '#shared/webhooks/delivery.js';
-import { usersRepository } from '#shared/users/users.repository.js';
-import { webhooksRepository, type WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
 import { matches, webhookCache } from '#shared/webhooks/subscriptions.js';
+import type { Repositories } from '../repositories.js';
 
 /** The consumer group of the dispatcher on the `events` topic. */
 export const WEBHOOK_DISPATCH_GROUP = 'webhook-dispatch';
@@ -79,8 +79,13 @@ function slotsPerKey(limit: number) {
   };
 }
 
-/** What the webhook side of the worker uses: every client but ClickHouse, for the dispatcher, the deliveries and the owners' notices. */
-export type WebhooksWorkerDeps = Pick<Context, 'db' | 'cache' | 'config' | 'secrets' | 'metrics' | 'log' | 'jobs' | 'messageLog'>;
+/**
+ * What the webhook side of the worker uses: the webhooks and users repositories and every client but
+ * the stores', for the dispatcher, the deliveries and the owners' notices.
+ */
+export type WebhooksWorkerDeps = Pick<Context, 'cache' | 'config' | 'secrets' | 'metrics' | 'log' | 'jobs' | 'messageLog'> & {
+  repositories: Pick<Repositories, 'webhooks' | 'users'>;
+};
 
 /**
  * The webhook side of the worker role:
@@ -95,10 +100,10 @@ export type WebhooksWorkerDeps = Pick<Context, 'db' | 'cache' | 'config' | 'secr
 export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consumer> {
   const { config, log, metrics, jobs, messageLog } = context;
   // One repository of webhooks for the cache, the deliverer (attempt log), the notifier and disabling.
-  const repository = webhooksRepository(context.db.db);
+  const { webhooks: repository, users } = context.repositories;
   const cache = webhookCache({ webhooks: repository, cache: context.cache });
   const deliverer = createDeliverer({ webhooks: repository, secrets: context.secrets, config, metrics });
-  const notifier = createNotifier({ webhooks: repository, users: usersRepository(context.db.db), config, log });
+  const notifier = createNotifier({ webhooks: repository, users, config, log });
   const job = deliveryJob(context);
   const slots = slotsPerKey(config.webhooks.perWebhook);
   const { queueHighWater } = config.webhooks;

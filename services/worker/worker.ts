@@ -1,17 +1,26 @@
+import type { Context } from '#shared/context.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
+import { createRepositories, type Repositories } from '../repositories.js';
 import { startRetention, type RetentionDeps } from './retention.js';
 import { startWebhooks, type WebhooksWorkerDeps } from './webhooks.js';
+
+/** The repositories the worker role reads and writes. */
+export type WorkerRepositories = Pick<Repositories, 'webhooks' | 'users' | 'audit'>;
 
 /**
  * The worker role: background jobs (BullMQ workers in production, the durable one-process runner on LMDB embedded).
  * Webhook delivery, fed by the dispatcher on the `events` topic, and the hourly retention job that
- * prunes the webhook delivery log and the audit log.
+ * prunes the webhook delivery log and the audit log. A composition root: the platform hands it the
+ * process's repositories; run alone (tests, benches) it builds them from the context's clients.
  */
-export async function startWorker(context: WebhooksWorkerDeps & RetentionDeps): Promise<Consumer> {
-  const webhooks = await startWebhooks(context);
+export async function startWorker(
+  context: Omit<WebhooksWorkerDeps & RetentionDeps, 'repositories'> & Pick<Context, 'db' | 'analytics'>,
+  repositories: WorkerRepositories = createRepositories(context),
+): Promise<Consumer> {
+  const webhooks = await startWebhooks({ ...context, repositories });
   let retention: Consumer;
   try {
-    retention = await startRetention(context);
+    retention = await startRetention({ ...context, repositories });
   } catch (error) {
     await webhooks.stop();
     throw error;

@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 
+export type PlatformSecretsRepository = ReturnType<typeof platformSecretsRepository>;
+
 /** SQL for platform_secrets: keys the platform generates once and every node shares. */
 export function platformSecretsRepository(db: Kysely<DB>) {
   return {

@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT, decodeJwt, jwtVerify } from 'jose';
-import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
-import { platformSecretsRepository } from '../secrets/platform-secrets.repository.js';
+import type { PlatformSecretsRepository } from '../secrets/platform-secrets.repository.js';
 
 /** A recorded consent decision, as the token carries it. */
 export interface Consent {
@@ -19,9 +17,9 @@ const SECRET_NAME = 'tracker_consent_key';
  * start and kept in Postgres (`platform_secrets`), read once per process — so every ingest node
  * sharing the database checks any node's tokens without further configuration or round trips.
  */
-export async function consentKey(db: Kysely<DB>, configured: string | undefined): Promise<Uint8Array> {
+export async function consentKey({ platformSecrets }: { platformSecrets: PlatformSecretsRepository }, configured: string | undefined): Promise<Uint8Array> {
   if (configured) return new TextEncoder().encode(configured);
-  const value = await platformSecretsRepository(db).valueOrInsert(SECRET_NAME, randomBytes(32).toString('base64url'));
+  const value = await platformSecrets.valueOrInsert(SECRET_NAME, randomBytes(32).toString('base64url'));
   return new TextEncoder().encode(value);
 }
 

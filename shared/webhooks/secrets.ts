@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets/secret-box.js';
-import { webhooksRepository, type WebhookRow } from './webhooks.repository.js';
+import type { WebhookRow, WebhooksRepository } from './webhooks.repository.js';
 
 /** Characters of a secret shown to recognise it (`whsec_` and six more). */
 export const SECRET_PREFIX_LENGTH = 12;
@@ -43,10 +41,9 @@ export interface SealReport {
  * roles at start; idempotent, and safe with several nodes at once and with rotations through the
  * API meanwhile: a row is replaced only if it still holds the value that was read.
  */
-export async function sealWebhookSecrets(db: Kysely<DB>, box: SecretBox, log: Logger): Promise<SealReport> {
+export async function sealWebhookSecrets({ webhooks: repository }: { webhooks: WebhooksRepository }, box: SecretBox, log: Logger): Promise<SealReport> {
   const current = box.currentKeyId;
   if (!current) return { sealed: 0, failed: 0 };
-  const repository = webhooksRepository(db);
   const report: SealReport = { sealed: 0, failed: 0 };
   const unknownKeys = new Set<string>();
   let after: string | undefined;

@@ -8,6 +8,7 @@ import { waitFor } from '#tests/support/wait.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import { buildApp } from '#services/app.js';
 import { createAbuseGuard } from './abuse.js';
+import { withRepositories } from '#tests/support/repositories.js';
 
 let context: Context;
 let origin: string;
@@ -157,7 +158,7 @@ describe('pairs (IP, identity) a node remembers', () => {
   it('counts a pair once per window, and again after it was forgotten to keep the memory bounded', async () => {
     const counted: string[] = [];
     const cache = { ...context.cache, addToSet: async (_key: string, member: string) => (counted.push(member), 1) };
-    const guard = await createAbuseGuard({ ...context, cache }, { seenMax: 2 });
+    const guard = await createAbuseGuard({ ...withRepositories(context), cache }, { seenMax: 2 });
     try {
       await guard.admit('198.51.100.1', undefined, 'login:a');
       await guard.admit('198.51.100.1', undefined, 'login:a'); // counted already

@@ -1,7 +1,8 @@
 import type { Context } from '#shared/context.js';
 import { retryLater, type AppError } from '#shared/errors.js';
 import type { AbuseHooks, Principal } from '#shared/http/auth.js';
-import { auditRepository, type AuditEntry } from '#shared/audit/audit.repository.js';
+import type { AuditEntry } from '#shared/audit/audit.repository.js';
+import type { Repositories } from '#services/repositories.js';
 
 /**
  * Anti-spam: the audit trail of abuse signals and the detection of limits sharded across
@@ -35,12 +36,12 @@ const SEEN_MAX = 200_000;
 const FLAG_SWEEP_MS = 10_000;
 
 export async function createAbuseGuard(
-  context: Pick<Context, 'db' | 'config' | 'cache' | 'log' | 'metrics'>,
+  context: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'audit'> },
   options: { seenMax?: number } = {},
 ): Promise<AbuseGuard> {
   const seenMax = Math.max(1, options.seenMax ?? SEEN_MAX);
   const { spam } = context.config;
-  const audits = auditRepository(context.db.db);
+  const audits = context.repositories.audit;
   /** Flag key (`ip:…`, `account:…`) → when the cooldown ends, in ms. */
   const flags = new Map<string, number>();
   /**

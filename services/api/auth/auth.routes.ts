@@ -5,17 +5,21 @@ import { AppError } from '#shared/errors.js';
 import { assertSameOrigin } from '#shared/http/register.js';
 import { defineRoute, SESSION_COOKIE, type RouteDef } from '#shared/http/route.js';
 import { SCOPES } from '#shared/http/scopes.js';
-import { usersRepository } from '#shared/users/users.repository.js';
 import { UserSchema } from '../users/users.routes.js';
 import { toUserView } from '../users/users.view.js';
+import type { Repositories } from '#services/repositories.js';
 import type { authService } from './auth.service.js';
 import type { Captcha } from './captcha.js';
 
 const tags = ['auth'];
 
 /** Login, logout and the current account. */
-export function authRoutes({ db, config }: Pick<Context, 'db' | 'config'>, service: ReturnType<typeof authService>, captcha: Captcha): RouteDef[] {
-  const users = usersRepository(db.db);
+export function authRoutes(
+  { config, repositories }: Pick<Context, 'config'> & { repositories: Pick<Repositories, 'users'> },
+  service: ReturnType<typeof authService>,
+  captcha: Captcha,
+): RouteDef[] {
+  const { users } = repositories;
   const cookieOptions = {
     path: '/',
     httpOnly: true,

@@ -2,12 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from '#shared/context.js';
 import { AppError, retryLater } from '#shared/errors.js';
 import { hashPassword, verifyPassword } from '#shared/password.js';
-import { usersRepository } from '#shared/users/users.repository.js';
 import { toUserView, type UserView } from '../users/users.view.js';
 import { secretHash } from './authenticator.js';
 import type { AbuseGuard } from './abuse.js';
 import type { Captcha } from './captcha.js';
-import { sessionsRepository } from './sessions.repository.js';
+import type { Repositories } from '#services/repositories.js';
 
 /** The account key of the brute-force counters: any submitted e-mail, existing or not. */
 const accountKey = (email: string) => email.trim().toLowerCase();
@@ -28,9 +27,12 @@ export interface LoginResult {
  * a wrong e-mail costs the same password check as a wrong password, so neither the answer, its
  * timing nor a lockout tells which accounts exist.
  */
-export function authService(context: Pick<Context, 'db' | 'config' | 'cache' | 'log'>, captcha: Captcha, abuse: Pick<AbuseGuard, 'audit'>) {
-  const users = usersRepository(context.db.db);
-  const sessions = sessionsRepository(context.db.db);
+export function authService(
+  context: Pick<Context, 'config' | 'cache' | 'log'> & { repositories: Pick<Repositories, 'users' | 'sessions'> },
+  captcha: Captcha,
+  abuse: Pick<AbuseGuard, 'audit'>,
+) {
+  const { users, sessions } = context.repositories;
   const { bruteforce } = context.config;
   // A real scrypt hash to check wrong e-mails against, so that they take as long as wrong passwords.
   const decoy = hashPassword(randomBytes(16).toString('hex'));

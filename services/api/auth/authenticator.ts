@@ -7,9 +7,9 @@ import type { Authenticator, Principal } from '#shared/http/auth.js';
 import { SESSION_COOKIE } from '#shared/http/route.js';
 import { SCOPES, sessionScopes, type Scope } from '#shared/http/scopes.js';
 import { ipInRanges } from '#shared/ip.js';
-import { tokensRepository, type TokenWithUser } from '../tokens/tokens.repository.js';
+import type { TokenWithUser } from '../tokens/tokens.repository.js';
 import type { AbuseGuard } from './abuse.js';
-import { sessionsRepository } from './sessions.repository.js';
+import type { Repositories } from '#services/repositories.js';
 
 /** `svc_u_` + 12 hex (the prefix shown in lists) + `_` + 43 base64url characters (256 random bits). */
 export const TOKEN_PATTERN = /^svc_u_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
@@ -44,9 +44,11 @@ export interface TokenAuthenticator extends Authenticator {
  * the next request on every node; expiry and allowlist are checked on every request. Token use is
  * recorded write-behind.
  */
-export function createAuthenticator(context: Pick<Context, 'db' | 'cache' | 'log'>, abuse: Pick<AbuseGuard, 'audit'>): TokenAuthenticator {
-  const tokens = tokensRepository(context.db.db);
-  const sessions = sessionsRepository(context.db.db);
+export function createAuthenticator(
+  context: Pick<Context, 'cache' | 'log'> & { repositories: Pick<Repositories, 'tokens' | 'sessions'> },
+  abuse: Pick<AbuseGuard, 'audit'>,
+): TokenAuthenticator {
+  const { tokens, sessions } = context.repositories;
   /** A token as authentication needs it, its principal built once. */
   interface Cached {
     token: TokenWithUser;

@@ -3,11 +3,9 @@ import { PassThrough, Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
-import { exportsRepository } from '#shared/analytics/exports.repository.js';
 import { OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits.repository.js';
-import type { Context } from '#shared/context.js';
 import { requireScope, type Principal } from '#shared/http/auth.js';
-import { auditRepository } from '#shared/audit/audit.repository.js';
+import type { Repositories } from '#services/repositories.js';
 import type { Report, StatsScope, StatsService } from '../stats/stats.service.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
@@ -155,9 +153,8 @@ export type ExportsService = ReturnType<typeof exportsService>;
  * so memory stays flat whatever the size in both storage modes; CSV and JSON slices are formatted
  * by ClickHouse and passed on as they come.
  */
-export function exportsService({ analytics, db, stats }: Pick<Context, 'analytics' | 'db'> & { stats: StatsService }) {
-  const visits = exportsRepository(analytics);
-  const audits = auditRepository(db.db);
+export function exportsService({ repositories, stats }: { repositories: Pick<Repositories, 'exports' | 'audit'>; stats: StatsService }) {
+  const { exports: visits, audit: audits } = repositories;
 
   /**
    * Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first, and the rows stored in

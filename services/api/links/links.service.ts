@@ -7,8 +7,9 @@ import { publishLinkNotice, toRedirectLink } from '#shared/links/link-notices.js
 import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { checkTargetUrl, shortUrl } from '#shared/links/urls.js';
 import type { PublicView } from '#shared/policy/policy.js';
+import type { Repositories } from '#services/repositories.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
-import { linksRepository, type LinkChanges, type LinkFilter, type LinkRow, type NewLink } from '#shared/links/links.repository.js';
+import type { LinkChanges, LinkFilter, LinkRow, NewLink } from '#shared/links/links.repository.js';
 import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '#shared/http/pagination.js';
 import { rule } from '#shared/i18n/index.js';
 
@@ -99,8 +100,9 @@ function assertNoOwnerFilters(filters: { q?: string; tag?: string; since?: strin
   }
 }
 
-/** What the links service uses: the database, the config, the cache (link notices to the edge), the event bus and the subdomains service. */
-export interface LinksDeps extends Pick<Context, 'db' | 'config' | 'cache' | 'log' | 'metrics'> {
+/** What the links service uses: the links repository, the config, the cache (link notices to the edge), the event bus and the subdomains service. */
+export interface LinksDeps extends Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> {
+  repositories: Pick<Repositories, 'links'>;
   subdomains: SubdomainsService;
   events: EventBus;
 }
@@ -109,7 +111,7 @@ export type LinksService = ReturnType<typeof linksService>;
 
 export function linksService(deps: LinksDeps) {
   const { config, subdomains, events } = deps;
-  const links = linksRepository(deps.db.db);
+  const { links } = deps.repositories;
 
   const toView = (row: LinkRow, now = Date.now()): LinkView => ({
     id: row.id,

@@ -1,14 +1,12 @@
-import type { Context } from '#shared/context.js';
 import { BUCKET_SEC, DIMENSIONS, type Dimension } from '#shared/analytics/rollups.js';
-import { statsRepository, type Figures, type Range, type Target } from '#shared/analytics/stats.repository.js';
+import type { Figures, Range, Target } from '#shared/analytics/stats.repository.js';
 import { AppError } from '#shared/errors.js';
 import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
 import type { PublicView } from '#shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '#shared/time.js';
 import { isUuid } from '#shared/ids.js';
-import { linksRepository } from '#shared/links/links.repository.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
-import { usersRepository } from '#shared/users/users.repository.js';
+import type { Repositories } from '#services/repositories.js';
 import { rule } from '#shared/i18n/index.js';
 
 /** Without `since`, a report covers this many days before `until`. */
@@ -90,10 +88,8 @@ function isUtc(tz: string): boolean {
  * breakdowns from its rows of `visits`.
  * Public reports go through the policy module's view: hidden breakdowns are never queried.
  */
-export function statsService({ analytics: client, db, subdomains }: Pick<Context, 'analytics' | 'db'> & { subdomains: SubdomainsService }) {
-  const analytics = statsRepository(client);
-  const links = linksRepository(db.db);
-  const users = usersRepository(db.db);
+export function statsService({ repositories, subdomains }: { repositories: Pick<Repositories, 'stats' | 'links' | 'users'>; subdomains: SubdomainsService }) {
+  const { stats: analytics, links, users } = repositories;
 
   const totalsOf = (row: Figures | undefined): Totals => ({
     visits: Number(row?.human ?? 0),
@@ -254,6 +250,6 @@ export function statsService({ analytics: client, db, subdomains }: Pick<Context
 export type StatsService = ReturnType<typeof statsService>;
 
 /** The time zones reports offer (reportTimeZones), from ClickHouse's `system.time_zones`, read once. */
-export async function reportZonesOf({ analytics }: Pick<Context, 'analytics'>): Promise<[string, ...string[]]> {
-  return reportTimeZones(await statsRepository(analytics).timeZones());
+export async function reportZonesOf({ stats }: Pick<Repositories, 'stats'>): Promise<[string, ...string[]]> {
+  return reportTimeZones(await stats.timeZones());
 }

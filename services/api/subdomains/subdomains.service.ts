@@ -3,9 +3,10 @@ import { AppError } from '#shared/errors.js';
 import { canManage, type Principal } from '#shared/http/auth.js';
 import { shortUrl } from '#shared/links/urls.js';
 import { policyOf, publicSummary, publicView, type Policy, type PublicLinkColumn, type PublicSummary } from '#shared/policy/policy.js';
-import { linksRepository, type LinkRow } from '#shared/links/links.repository.js';
-import { subdomainsRepository, type SubdomainChanges, type SubdomainRow } from '#shared/subdomains/subdomains.repository.js';
+import type { LinkRow } from '#shared/links/links.repository.js';
+import type { SubdomainChanges, SubdomainRow } from '#shared/subdomains/subdomains.repository.js';
 import { rule } from '#shared/i18n/index.js';
+import type { Repositories } from '#services/repositories.js';
 
 /** Names nobody can claim: hosts the platform or mail/DNS conventions use. */
 export const RESERVED_SUBDOMAINS = [
@@ -96,9 +97,8 @@ export interface PublicPage {
 export type SubdomainsService = ReturnType<typeof subdomainsService>;
 
 /** Subdomains: claims, policies and public pages (the database, and the config for short URLs). */
-export function subdomainsService({ db, config }: Pick<Context, 'db' | 'config'>) {
-  const subdomains = subdomainsRepository(db.db);
-  const links = linksRepository(db.db);
+export function subdomainsService({ config, repositories }: Pick<Context, 'config'> & { repositories: Pick<Repositories, 'subdomains' | 'links'> }) {
+  const { subdomains, links } = repositories;
   const origin = (name: string) => shortUrl(config, name, '');
 
   const toView = (row: SubdomainRow): SubdomainView => ({

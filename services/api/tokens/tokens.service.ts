@@ -5,7 +5,8 @@ import { canManage, type Principal } from '#shared/http/auth.js';
 import type { Scope } from '#shared/http/scopes.js';
 import { normalizeRange, rangeWithin } from '#shared/ip.js';
 import { TOKENS_VERSION_KEY, secretHash } from '../auth/authenticator.js';
-import { tokensRepository, type TokenRow } from './tokens.repository.js';
+import type { Repositories } from '#services/repositories.js';
+import type { TokenRow } from './tokens.repository.js';
 
 /** Active (neither revoked nor expired) tokens one account may hold. */
 export const MAX_ACTIVE_TOKENS = 100;
@@ -71,8 +72,8 @@ function assertMayManageTokens(principal: Principal): void {
 }
 
 /** Token rules: minting no wider than the caller, listing and revoking one's own (see assertMayManageTokens). */
-export function tokensService({ db, cache }: Pick<Context, 'db' | 'cache'>) {
-  const tokens = tokensRepository(db.db);
+export function tokensService({ cache, repositories }: Pick<Context, 'cache'> & { repositories: Pick<Repositories, 'tokens'> }) {
+  const { tokens } = repositories;
 
   /** Refuses a token minted by a token when it would outlive its minter or be usable from further. */
   const assertNoWiderThanMinter = async (principal: Principal, expiresAt: Date | null, ipAllowlist: readonly string[]): Promise<void> => {

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Context } from '#shared/context.js';
+import type { Config } from '#shared/config.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import { verifyPassword } from '#shared/password.js';
 import { testConfig } from '#tests/support/context.js';
 import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
 import { bootstrapAdmin } from './bootstrap.js';
-import { usersRepository } from '#shared/users/users.repository.js';
+import { usersRepository, type UsersRepository } from '#shared/users/users.repository.js';
 
 let fresh: FreshDatabase | undefined;
 afterEach(async () => {
@@ -13,11 +13,11 @@ afterEach(async () => {
   fresh = undefined;
 });
 
-/** A context with only what bootstrapAdmin touches: an empty, migrated database and the config. */
-async function emptyPlatform(env: Record<string, string>): Promise<Context> {
+/** Only what bootstrapAdmin touches: the config and the users of an empty, migrated database. */
+async function emptyPlatform(env: Record<string, string>): Promise<{ config: Config; repositories: { users: UsersRepository } }> {
   fresh = await createFreshDatabase();
   await migrateDatabase(fresh.database);
-  return { config: testConfig(env), db: fresh.database } as Context;
+  return { config: testConfig(env), repositories: { users: usersRepository(fresh.database.db) } };
 }
 
 describe('first-run staff admin', () => {
@@ -25,13 +25,13 @@ describe('first-run staff admin', () => {
     const context = await emptyPlatform({ ADMIN_EMAIL: 'Owner@Example.com', ADMIN_PASSWORD: 'correct horse battery' });
     const result = await bootstrapAdmin(context);
     expect(result).toEqual({ created: true, email: 'Owner@Example.com', generatedPassword: undefined });
-    const user = await usersRepository(context.db.db).findByEmail('owner@example.com');
+    const user = await context.repositories.users.findByEmail('owner@example.com');
     expect(user?.role).toBe('staff');
     expect(user?.password_hash).toMatch(/^scrypt\$/);
     expect(await verifyPassword('correct horse battery', user!.password_hash)).toBe(true);
     expect(await verifyPassword('wrong', user!.password_hash)).toBe(false);
     expect(await bootstrapAdmin(context)).toEqual({ created: false });
-    expect(await usersRepository(context.db.db).count()).toBe(1);
+    expect(await context.repositories.users.count()).toBe(1);
   });
 
   it('gets a generated password, returned once for printing, without ADMIN_PASSWORD', async () => {
@@ -40,7 +40,7 @@ describe('first-run staff admin', () => {
     expect(result.created).toBe(true);
     expect(result.email).toBe('admin@links.example.org');
     expect(result.generatedPassword).toMatch(/^[A-Za-z0-9_-]{24}$/);
-    const user = await usersRepository(context.db.db).findByEmail('admin@links.example.org');
+    const user = await context.repositories.users.findByEmail('admin@links.example.org');
     expect(await verifyPassword(result.generatedPassword!, user!.password_hash)).toBe(true);
   });
 
@@ -48,6 +48,6 @@ describe('first-run staff admin', () => {
     const context = await emptyPlatform({ ADMIN_EMAIL: 'race@example.com', ADMIN_PASSWORD: 'another long password' });
     const results = await Promise.all([bootstrapAdmin(context), bootstrapAdmin(context)]);
     expect(results.filter((result) => result.created)).toHaveLength(1);
-    expect(await usersRepository(context.db.db).count()).toBe(1);
+    expect(await context.repositories.users.count()).toBe(1);
   });
 });

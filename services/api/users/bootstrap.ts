@@ -1,6 +1,6 @@
 import type { Context } from '#shared/context.js';
 import { generatePassword, hashPassword } from '#shared/password.js';
-import { usersRepository } from '#shared/users/users.repository.js';
+import type { Repositories } from '#services/repositories.js';
 
 export interface BootstrapResult {
   created: boolean;
@@ -13,8 +13,8 @@ export interface BootstrapResult {
  * On first start with no users, creates the staff admin from ADMIN_EMAIL/ADMIN_PASSWORD, or with a
  * generated password. Safe when several nodes start at once: the unique e-mail index decides.
  */
-export async function bootstrapAdmin(context: Pick<Context, 'db' | 'config'>): Promise<BootstrapResult> {
-  const users = usersRepository(context.db.db);
+export async function bootstrapAdmin(context: Pick<Context, 'config'> & { repositories: Pick<Repositories, 'users'> }): Promise<BootstrapResult> {
+  const { users } = context.repositories;
   if ((await users.count()) > 0) return { created: false };
   const email = context.config.admin.email ?? `admin@${context.config.baseDomain}`;
   const generatedPassword = context.config.admin.password ? undefined : generatePassword();

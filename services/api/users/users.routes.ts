@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { textField } from '#shared/http/fields.js';
-import type { Context } from '#shared/context.js';
 import { AppError } from '#shared/errors.js';
 import { collectionMeta, cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { hashPassword } from '#shared/password.js';
-import { usersRepository } from '#shared/users/users.repository.js';
+import type { Repositories } from '#services/repositories.js';
 import { toUserView } from './users.view.js';
 import { rule } from '#shared/i18n/index.js';
 
@@ -24,8 +23,7 @@ const encodeCursor = (id: string) => `u1.${id}`;
 const USER_CURSOR = /^u1\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Accounts: staff create users (so that tests and scripts can set up several owners) and list them. */
-export function usersRoutes({ db }: Pick<Context, 'db'>): RouteDef[] {
-  const users = usersRepository(db.db);
+export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] {
   return [
     defineRoute({
       operationId: 'listUsers',

@@ -1,9 +1,9 @@
-import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, visitsRepository, type VisitFilters } from '#shared/analytics/visits.repository.js';
-import type { Context } from '#shared/context.js';
+import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits.repository.js';
 import { AppError } from '#shared/errors.js';
 import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
 import { collectionMeta, type Paging } from '#shared/http/pagination.js';
 import type { PublicView } from '#shared/policy/policy.js';
+import type { Repositories } from '#services/repositories.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** The filters a public list takes: the others would tell about hidden columns or ids. */
@@ -44,8 +44,8 @@ function present(row: Record<string, unknown>, columns: readonly string[]): Reco
  */
 export type VisitsService = ReturnType<typeof visitsService>;
 
-export function visitsService({ analytics, subdomains }: Pick<Context, 'analytics'> & { subdomains: SubdomainsService }) {
-  const visits = visitsRepository(analytics);
+export function visitsService({ repositories, subdomains }: { repositories: Pick<Repositories, 'visits'>; subdomains: SubdomainsService }) {
+  const { visits } = repositories;
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
   const ownerPage = async (ownerId: string, filters: VisitFilters, paging: Paging) => {

@@ -184,12 +184,12 @@ describe('sealing at start and rotating the key (a database of their own)', () =
     await expect(delivererAs(box).attempt({ id, url, secret }, event(), randomUUID(), 1)).rejects.toThrow(/is not sealed/);
 
     const log = context.log;
-    expect(await sealWebhookSecrets(fresh.database.db, box, log)).toEqual({ sealed: 1, failed: 0 });
+    expect(await sealWebhookSecrets({ webhooks: webhooksRepository(fresh.database.db) }, box, log)).toEqual({ sealed: 1, failed: 0 });
     const stored = await storedRow(fresh.database, id);
     expectNoTraceOf(stored.row, secret);
     expect(box.keyIdOf(stored.secret)).toBe(keyId(keyA));
     // Idempotent: the next start finds nothing to do and leaves the row as it is.
-    expect(await sealWebhookSecrets(fresh.database.db, box, log)).toEqual({ sealed: 0, failed: 0 });
+    expect(await sealWebhookSecrets({ webhooks: webhooksRepository(fresh.database.db) }, box, log)).toEqual({ sealed: 0, failed: 0 });
     expect((await storedRow(fresh.database, id)).secret).toBe(stored.secret);
 
     expect(verifies(secret, await deliverWith(box, await rowOf(id)))).toBe(true);
@@ -205,7 +205,7 @@ describe('sealing at start and rotating the key (a database of their own)', () =
     // Before the restart's re-encryption, the new configuration opens the old rows already.
     expect(verifies(hooks[0]!.secret, await deliverWith(rotating, await rowOf(hooks[0]!.row.id)))).toBe(true);
 
-    const report = await sealWebhookSecrets(fresh.database.db, rotating, context.log);
+    const report = await sealWebhookSecrets({ webhooks: webhooksRepository(fresh.database.db) }, rotating, context.log);
     expect(report.failed).toBe(0);
     expect(report.sealed).toBeGreaterThanOrEqual(3); // and the earlier test's row
     for (const { row, secret } of hooks) {
@@ -216,7 +216,7 @@ describe('sealing at start and rotating the key (a database of their own)', () =
 
     // The old key dropped (SECRETS_KEY_PREVIOUS emptied, restart): every secret opens, nothing is left to do.
     const rotated = createSecretBox(keyB);
-    expect(await sealWebhookSecrets(fresh.database.db, rotated, context.log)).toEqual({ sealed: 0, failed: 0 });
+    expect(await sealWebhookSecrets({ webhooks: webhooksRepository(fresh.database.db) }, rotated, context.log)).toEqual({ sealed: 0, failed: 0 });
     for (const { row, secret } of hooks) expect(verifies(secret, await deliverWith(rotated, await rowOf(row.id)))).toBe(true);
   });
 
@@ -236,7 +236,7 @@ describe('sealing at start and rotating the key (a database of their own)', () =
     expect(await webhooksRepository(fresh.database.db).countAttempts(row.id)).toBe(0);
 
     const before = (await storedRow(fresh.database, row.id)).secret;
-    const report = await sealWebhookSecrets(fresh.database.db, wrong, context.log);
+    const report = await sealWebhookSecrets({ webhooks: webhooksRepository(fresh.database.db) }, wrong, context.log);
     expect(report.failed).toBeGreaterThanOrEqual(1);
     expect((await storedRow(fresh.database, row.id)).secret).toBe(before);
   });

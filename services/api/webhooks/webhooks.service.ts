@@ -6,9 +6,9 @@ import { canManage, type Principal } from '#shared/http/auth.js';
 import { seqPage, type Paging } from '#shared/http/pagination.js';
 import { GuardRefusal, checkSubscription } from '#shared/webhooks/guard.js';
 import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '#shared/webhooks/delivery.js';
-import { webhooksRepository, type DeliveryRow, type NotificationRow, type WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import type { DeliveryRow, NotificationRow, WebhookRow } from '#shared/webhooks/webhooks.repository.js';
 import { webhookSecrets } from '#shared/webhooks/secrets.js';
-import { auditRepository } from '#shared/audit/audit.repository.js';
+import type { Repositories } from '#services/repositories.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** Webhooks one account may have. */
@@ -96,10 +96,11 @@ export interface WebhookChanges extends Partial<NewWebhookInput> {
 export type WebhooksService = ReturnType<typeof webhooksService>;
 
 /** Webhook rules: the owner's subscriptions, their secrets, the test button and the delivery log. */
-export function webhooksService(deps: Pick<Context, 'db' | 'config' | 'cache' | 'secrets' | 'metrics'> & { subdomains: SubdomainsService }) {
+export function webhooksService(
+  deps: Pick<Context, 'config' | 'cache' | 'secrets' | 'metrics'> & { repositories: Pick<Repositories, 'webhooks' | 'audit'>; subdomains: SubdomainsService },
+) {
   const { config, cache, subdomains } = deps;
-  const webhooks = webhooksRepository(deps.db.db);
-  const audits = auditRepository(deps.db.db);
+  const { webhooks, audit: audits } = deps.repositories;
   // The test button's attempts are logged through the same repository.
   const deliverer = createDeliverer({ webhooks, secrets: deps.secrets, config, metrics: deps.metrics });
   const secrets = webhookSecrets(deps.secrets);

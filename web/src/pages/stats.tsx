@@ -4,6 +4,7 @@
 // query, so a reload or a shared address shows the same report.
 import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
+import { DIMENSIONS, type Dimension } from '#shared/analytics/rollups.js';
 import { isTimeZone } from '#shared/time.js';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatNumber, reportZone, viewerTimeZone } from '../app/format.js';
@@ -29,8 +30,6 @@ const PRESET_KEYS = Object.keys(PRESETS) as Preset[];
  * one, so hourly figures are offered for at most 83 days (1 992 hours).
  */
 const MAX_HOURLY_DAYS = 83;
-const DIMENSIONS = ['country', 'city', 'browser', 'os', 'device_type', 'referrer_host', 'utm_source', 'link'] as const;
-type Dimension = (typeof DIMENSIONS)[number];
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The report a URL asks for: a preset period, or whole days from `since` to `until` in `tz`. */

@@ -1,0 +1,63 @@
+import { beaconsRepository } from '#shared/analytics/beacons.repository.js';
+import { exportsRepository } from '#shared/analytics/exports.repository.js';
+import { statsRepository } from '#shared/analytics/stats.repository.js';
+import { visitsRepository } from '#shared/analytics/visits.repository.js';
+import { auditRepository } from '#shared/audit/audit.repository.js';
+import type { Context } from '#shared/context.js';
+import { linksRepository } from '#shared/links/links.repository.js';
+import { platformSecretsRepository, type PlatformSecretsRepository } from '#shared/secrets/platform-secrets.repository.js';
+import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
+import { usersRepository, type UsersRepository } from '#shared/users/users.repository.js';
+import { webhooksRepository, type WebhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { sessionsRepository } from './api/auth/sessions.repository.js';
+import { tokensRepository } from './api/tokens/tokens.repository.js';
+import { visitorSaltsRepository } from './enricher/visitor-salts.repository.js';
+
+/**
+ * Every repository of the platform, by what it stores: Postgres (users to visitor salts) and
+ * ClickHouse (visits to exports). Built once per process from the clients, in the composition roots
+ * (services/platform.ts, and services/app.ts and the enricher's and worker's start functions when
+ * they run alone, as tests and benches run them); each service, route module and role function
+ * takes only the ones it uses (`Pick<Repositories, 'links' | 'audit'>`), so its signature says what
+ * it reads and writes. This module lives in services/ because some repositories belong to one role
+ * (sessions and tokens to the API, visitor salts to the enricher) and shared/ imports no service code.
+ */
+export interface Repositories {
+  users: UsersRepository;
+  sessions: ReturnType<typeof sessionsRepository>;
+  tokens: ReturnType<typeof tokensRepository>;
+  links: ReturnType<typeof linksRepository>;
+  subdomains: ReturnType<typeof subdomainsRepository>;
+  webhooks: WebhooksRepository;
+  audit: ReturnType<typeof auditRepository>;
+  platformSecrets: PlatformSecretsRepository;
+  visitorSalts: ReturnType<typeof visitorSaltsRepository>;
+  visits: ReturnType<typeof visitsRepository>;
+  beacons: ReturnType<typeof beaconsRepository>;
+  stats: ReturnType<typeof statsRepository>;
+  exports: ReturnType<typeof exportsRepository>;
+}
+
+/**
+ * Each repository once, over the process's Postgres and ClickHouse clients. Repositories hold no
+ * state of their own (each is its queries over a client), so building them opens nothing and there
+ * is nothing to close: the clients are closed with the context.
+ */
+export function createRepositories({ db, analytics }: Pick<Context, 'db' | 'analytics'>): Repositories {
+  const postgres = db.db;
+  return {
+    users: usersRepository(postgres),
+    sessions: sessionsRepository(postgres),
+    tokens: tokensRepository(postgres),
+    links: linksRepository(postgres),
+    subdomains: subdomainsRepository(postgres),
+    webhooks: webhooksRepository(postgres),
+    audit: auditRepository(postgres),
+    platformSecrets: platformSecretsRepository(postgres),
+    visitorSalts: visitorSaltsRepository(postgres),
+    visits: visitsRepository(analytics),
+    beacons: beaconsRepository(analytics),
+    stats: statsRepository(analytics),
+    exports: exportsRepository(analytics),
+  };
+}

@@ -1,0 +1,91 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '#shared/paths.js';
+
+/**
+ * Repositories are built once per process, in services/repositories.ts, and handed down: a service,
+ * route module or role function takes the ones it uses (`Pick<Repositories, …>`), so its signature
+ * says what it reads and writes. A call of a repository factory (`linksRepository(…)`) or a reach
+ * into the Postgres handle (`context.db.db`) anywhere else under services/ or shared/ fails this
+ * test, which names the file, the line and what it found. Tests (not scanned) build what they check
+ * as they like; scripts/ and bench/ are their own composition roots.
+ */
+
+/** What building a collaborator inside looks like. */
+const PATTERNS: readonly { what: string; pattern: RegExp }[] = [
+  { what: 'repository factory call', pattern: /\b[a-z]\w*Repository\s*\(/ },
+  { what: 'Postgres handle reached through the context', pattern: /\bdb\.db\b/ },
+];
+
+/** The breaches a source text holds: each line that matches a pattern, with what it matched. */
+function breachesIn(source: string): { line: number; what: string; text: string }[] {
+  return source.split('\n').flatMap((text, index) => {
+    const found = PATTERNS.find(({ pattern }) => pattern.test(text));
+    return found ? [{ line: index + 1, what: found.what, text: text.trim() }] : [];
+  });
+}
+
+/** Folders of the code the roles run. */
+const SCANNED = ['services', 'shared'];
+
+/** The composition root that builds every repository from the clients. Nothing else: the roles' roots call it. */
+const ALLOWED: Record<string, string> = {
+  'services/repositories.ts': 'builds each repository once from the Postgres and ClickHouse clients',
+};
+
+/** Whether a file is outside the rule: tests, the repositories themselves (where each factory is defined) and the allowed files. */
+function exempt(path: string): boolean {
+  return /\.test\.tsx?$/.test(path) || /(^|\/)([a-z0-9-]+\.)?repository\.ts$/.test(path) || path in ALLOWED;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return /\.tsx?$/.test(entry.name) ? [path] : [];
+  });
+}
+
+describe('repositories are composed once and handed down', () => {
+  it('finds a planted factory call and a planted reach into the Postgres handle', () => {
+    const planted = [
+      'const links = linksRepository(context.db.db);',
+      'const salts = visitorSaltsRepository(db);',
+      'const visits = visitsRepository(analytics);',
+      'const subscriptions = webhookCache({ webhooks: webhooksRepository(deps.database), cache });',
+      'const key = await consentKey(context.db.db, config.tracker.secret);',
+      'const rows = await db.db.selectFrom("links").selectAll().execute();',
+    ];
+    for (const line of planted) expect(breachesIn(line), line).toHaveLength(1);
+    expect(breachesIn(planted.join('\n')).map((found) => found.line)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('leaves alone what only names a repository', () => {
+    const harmless = [
+      "import { linksRepository, type LinkRow } from '#shared/links/links.repository.js';",
+      'export type UsersRepository = ReturnType<typeof usersRepository>;',
+      "export async function limitWatcher(context: { repositories: Pick<Repositories, 'links' | 'visits'> }) {",
+      'const repositories = createRepositories(context);',
+      'const { links } = context.repositories;',
+      'const applied = await migrateDatabase(context.db);',
+      '// The repository (the webhooks one) is handed in.',
+    ];
+    for (const line of harmless) expect(breachesIn(line), line).toEqual([]);
+  });
+
+  it('no service, route module, role function or shared module outside the composition root builds a repository', () => {
+    const files = SCANNED.flatMap((folder) => sourceFiles(join(PROJECT_ROOT, folder))).map((file) => relative(PROJECT_ROOT, file).split(sep).join('/'));
+    // A guard against a walk that finds nothing: these are scanned, and the allowed file is there.
+    expect(files).toContain('services/api/links/links.service.ts');
+    expect(files).toContain('shared/tracker/consent-token.ts');
+    const offenders = files
+      .filter((path) => !exempt(path))
+      .flatMap((path) => breachesIn(readFileSync(join(PROJECT_ROOT, path), 'utf8')).map((found) => `${path}:${found.line} (${found.what}) ${found.text}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('the composition root still builds the repositories (an entry without a reason left is removed)', () => {
+    for (const path of Object.keys(ALLOWED)) expect(breachesIn(readFileSync(join(PROJECT_ROOT, path), 'utf8')), path).not.toEqual([]);
+  });
+});
