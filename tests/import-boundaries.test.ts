@@ -206,3 +206,53 @@ describe('shared/ has no import cycle', () => {
     expect(importCycles(graph, inShared)).toEqual([]);
   });
 });
+
+/**
+ * A role's live code imports no other role's folder: editing the API must not change the edge
+ * unseen. The composition modules of services/ (app.ts, platform.ts, repositories.ts) compose the
+ * roles and may be imported; the edge serves the subdomains' public pages, so ingest may import
+ * public-page/. Tests are free to reach across (a pipeline test drives the edge and the enricher).
+ */
+const ROLE_FOLDERS = ['api', 'ingest', 'enricher', 'worker', 'public-page'] as const;
+const MAY_IMPORT: Record<string, readonly string[]> = { ingest: ['public-page'] };
+
+function crossRoleImports(graph: ImportGraph): string[] {
+  const roleOf = (path: string): string | undefined => ROLE_FOLDERS.find((role) => path.startsWith(`services/${role}/`));
+  const breaches: string[] = [];
+  for (const [path, targets] of graph) {
+    const role = roleOf(path);
+    if (!role || isTest(path)) continue;
+    for (const target of targets) {
+      const other = roleOf(target);
+      if (other && other !== role && !(MAY_IMPORT[role] ?? []).includes(other)) breaches.push(`${path} imports ${target}`);
+    }
+  }
+  return breaches.sort();
+}
+
+describe('a role imports no other role', () => {
+  it('finds a planted cross-role import, relative or through #services/, and leaves the allowed ones alone', () => {
+    const planted = new Map([
+      ['services/ingest/link-cache.ts', "import { linksRepository } from '../api/links/links.repository.js';"],
+      ['services/enricher/limits.ts', "import { SLUG } from '#services/api/links/links.service.js';"],
+      ['services/ingest/app.ts', "import type { PublicPages } from '../public-page/public-page.js';\nimport type { Repositories } from '../repositories.js';"],
+      ['services/api/links/links.test.ts', "import { startVisitConsumer } from '#services/enricher/visit-consumer.js';"],
+      ['services/api/links/links.repository.ts', ''],
+      ['services/api/links/links.service.ts', ''],
+      ['services/public-page/public-page.ts', ''],
+      ['services/repositories.ts', "import { sessionsRepository } from './api/auth/sessions.repository.js';"],
+      ['services/enricher/visit-consumer.ts', ''],
+    ]);
+    expect(crossRoleImports(importGraph(planted))).toEqual([
+      'services/enricher/limits.ts imports services/api/links/links.service.ts',
+      'services/ingest/link-cache.ts imports services/api/links/links.repository.ts',
+    ]);
+  });
+
+  it('no live module of a role imports another role', () => {
+    const sources = projectSources(['services']);
+    const graph = importGraph(sources);
+    expect(graph.get('services/ingest/app.ts')).toContain('services/public-page/public-page.ts');
+    expect(crossRoleImports(graph)).toEqual([]);
+  });
+});
