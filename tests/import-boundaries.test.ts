@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, posix, relative, sep } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, posix } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/paths.js';
+import { isTest, projectSources } from '#tests/support/sources.js';
 
 /**
  * Who may import whom, read from the sources (every `import … from`, `export … from`, side-effect
@@ -92,22 +93,6 @@ function importCycles(graph: ImportGraph, within: (path: string) => boolean): st
   };
   for (const path of [...graph.keys()].filter(within).sort()) if (!index.has(path)) visit(path);
   return cycles.sort((a, b) => a[0]!.localeCompare(b[0]!));
-}
-
-const isTest = (path: string): boolean => /\.test\.tsx?$/.test(path);
-
-/** The project's TypeScript sources under the given folders, by project path. */
-function projectSources(folders: string[]): Map<string, string> {
-  const sources = new Map<string, string>();
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (/\.tsx?$/.test(entry.name)) sources.set(relative(PROJECT_ROOT, full).split(sep).join('/'), readFileSync(full, 'utf8'));
-    }
-  };
-  for (const folder of folders) walk(join(PROJECT_ROOT, folder));
-  return sources;
 }
 
 /** Where shared/ breaks its boundary: a module of shared/ that reaches services/, or live code that imports tests/. */

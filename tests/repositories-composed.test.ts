@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/paths.js';
+import { isRepository, isTest, matchingLines, offendingLines, projectSources, type LinePattern } from '#tests/support/sources.js';
 
 /**
  * Repositories are built once per process, in services/repositories.ts, and handed down: a service,
@@ -13,18 +14,13 @@ import { PROJECT_ROOT } from '#shared/paths.js';
  */
 
 /** What building a collaborator inside looks like. */
-const PATTERNS: readonly { what: string; pattern: RegExp }[] = [
+const PATTERNS: readonly LinePattern[] = [
   { what: 'repository factory call', pattern: /\b[a-z]\w*Repository\s*\(/ },
   { what: 'Postgres handle reached through the context', pattern: /\bdb\.db\b/ },
 ];
 
 /** The breaches a source text holds: each line that matches a pattern, with what it matched. */
-function breachesIn(source: string): { line: number; what: string; text: string }[] {
-  return source.split('\n').flatMap((text, index) => {
-    const found = PATTERNS.find(({ pattern }) => pattern.test(text));
-    return found ? [{ line: index + 1, what: found.what, text: text.trim() }] : [];
-  });
-}
+const breachesIn = (source: string) => matchingLines(source, PATTERNS);
 
 /** Folders of the code the roles run. */
 const SCANNED = ['services', 'shared'];
@@ -36,15 +32,7 @@ const ALLOWED: Record<string, string> = {
 
 /** Whether a file is outside the rule: tests, the repositories themselves (where each factory is defined) and the allowed files. */
 function exempt(path: string): boolean {
-  return /\.test\.tsx?$/.test(path) || /(^|\/)([a-z0-9-]+\.)?repository\.ts$/.test(path) || path in ALLOWED;
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.tsx?$/.test(entry.name) ? [path] : [];
-  });
+  return isTest(path) || isRepository(path) || path in ALLOWED;
 }
 
 describe('repositories are composed once and handed down', () => {
@@ -75,14 +63,11 @@ describe('repositories are composed once and handed down', () => {
   });
 
   it('no service, route module, role function or shared module outside the composition root builds a repository', () => {
-    const files = SCANNED.flatMap((folder) => sourceFiles(join(PROJECT_ROOT, folder))).map((file) => relative(PROJECT_ROOT, file).split(sep).join('/'));
+    const sources = projectSources(SCANNED);
     // A guard against a walk that finds nothing: these are scanned, and the allowed file is there.
-    expect(files).toContain('services/api/links/links.service.ts');
-    expect(files).toContain('shared/tracker/consent-token.ts');
-    const offenders = files
-      .filter((path) => !exempt(path))
-      .flatMap((path) => breachesIn(readFileSync(join(PROJECT_ROOT, path), 'utf8')).map((found) => `${path}:${found.line} (${found.what}) ${found.text}`));
-    expect(offenders).toEqual([]);
+    expect(sources.has('services/api/links/links.service.ts')).toBe(true);
+    expect(sources.has('shared/tracker/consent-token.ts')).toBe(true);
+    expect(offendingLines(sources, PATTERNS, exempt)).toEqual([]);
   });
 
   it('the composition root still builds the repositories (an entry without a reason left is removed)', () => {

@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/paths.js';
+import { isRepository, isTest, matchingLines, offendingLines, projectSources, type LinePattern } from '#tests/support/sources.js';
 
 /**
  * SQL lives only in repositories (`*.repository.ts`): a Postgres query (kysely's builder or its `sql`
@@ -11,7 +12,7 @@ import { PROJECT_ROOT } from '#shared/paths.js';
  */
 
 /** What a query looks like in our code, Postgres and ClickHouse. */
-const QUERY_PATTERNS: readonly { what: string; pattern: RegExp }[] = [
+const QUERY_PATTERNS: readonly LinePattern[] = [
   { what: 'kysely query builder', pattern: /\.(?:selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)\(/ },
   { what: 'kysely sql template', pattern: /(?<![.\w])sql(?:<[^`>]*>)?`/ },
   { what: 'raw query', pattern: /\bsql\.raw\(|\.executeQuery\(/ },
@@ -22,12 +23,7 @@ const QUERY_PATTERNS: readonly { what: string; pattern: RegExp }[] = [
 ];
 
 /** The queries a source text holds: each line that matches a pattern, with what it matched. */
-function queriesIn(source: string): { line: number; what: string; text: string }[] {
-  return source.split('\n').flatMap((text, index) => {
-    const found = QUERY_PATTERNS.find(({ pattern }) => pattern.test(text));
-    return found ? [{ line: index + 1, what: found.what, text: text.trim() }] : [];
-  });
-}
+const queriesIn = (source: string) => matchingLines(source, QUERY_PATTERNS);
 
 /** Folders of the code the roles (and their scripts) run. */
 const SCANNED = ['services', 'shared', 'scripts'];
@@ -45,15 +41,7 @@ const ALLOWED: Record<string, string> = {
 
 /** Whether a file is outside the rule: tests, repositories and the allowed files (the migration runner's by name, not by folder). */
 function exempt(path: string): boolean {
-  return /\.test\.tsx?$/.test(path) || /(^|\/)([a-z0-9-]+\.)?repository\.ts$/.test(path) || path in ALLOWED;
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sourceFiles(path);
-    return /\.tsx?$/.test(entry.name) ? [path] : [];
-  });
+  return isTest(path) || isRepository(path) || path in ALLOWED;
 }
 
 describe('SQL lives only in repositories', () => {
@@ -89,11 +77,7 @@ describe('SQL lives only in repositories', () => {
   });
 
   it('no service, shared module or script outside a repository holds a query', () => {
-    const offenders = SCANNED.flatMap((folder) => sourceFiles(join(PROJECT_ROOT, folder)))
-      .map((file) => relative(PROJECT_ROOT, file).split(sep).join('/'))
-      .filter((path) => !exempt(path))
-      .flatMap((path) => queriesIn(readFileSync(join(PROJECT_ROOT, path), 'utf8')).map((found) => `${path}:${found.line} (${found.what}) ${found.text}`));
-    expect(offenders).toEqual([]);
+    expect(offendingLines(projectSources(SCANNED), QUERY_PATTERNS, exempt)).toEqual([]);
   });
 
   it('every allowed exception still holds SQL (an entry without a reason left is removed)', () => {

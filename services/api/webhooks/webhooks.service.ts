@@ -6,7 +6,7 @@ import { canManage, type Principal } from '#shared/http/auth.js';
 import { seqPage, type Paging } from '#shared/http/pagination.js';
 import { GuardRefusal, checkSubscription } from '#shared/webhooks/guard.js';
 import { WEBHOOKS_VERSION_KEY, createDeliverer, type WebhookEvent } from '#shared/webhooks/delivery.js';
-import type { DeliveryRow, NotificationRow, WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import type { DeliveryAttempt, DeliveryRow, NotificationRow, WebhookRow } from '#shared/webhooks/webhooks.repository.js';
 import { webhookSecrets } from '#shared/webhooks/secrets.js';
 import type { Repositories } from '#services/repositories.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
@@ -29,18 +29,9 @@ export interface WebhookView {
   updated_at: string;
 }
 
-export interface DeliveryView {
+/** One attempt of the delivery log as the API answers it: the stored attempt, with its row id and without its webhook's. */
+export interface DeliveryView extends Omit<DeliveryAttempt, 'webhook_id'> {
   id: string;
-  delivery_id: string;
-  event: string;
-  event_id: string;
-  attempt: number;
-  attempted_at: string;
-  status_code: number | null;
-  latency_ms: number;
-  success: boolean;
-  error: string | null;
-  response_excerpt: string | null;
 }
 
 export const toWebhookView = (row: WebhookRow): WebhookView => ({
