@@ -11,7 +11,7 @@ COPY postgres postgres
 COPY clickhouse clickhouse
 COPY web web
 # The server, then the dashboard (its API types from the server's own OpenAPI document) into dist/web.
-RUN npx tsc -p tsconfig.build.json && npx tsx scripts/dist-package.ts dist && bash scripts/build-web.sh && npm prune --omit=dev
+RUN npm run build && bash scripts/build-web.sh && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app

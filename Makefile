@@ -17,8 +17,7 @@ install: node_modules/.installed
 # server's own OpenAPI document, a type-check against them, the Vite build into dist/web).
 dist/.built: node_modules/.installed $(SOURCES) $(WEB_SOURCES)
 	rm -rf dist
-	npx tsc -p tsconfig.build.json
-	npx tsx scripts/dist-package.ts dist
+	npm run build
 	bash scripts/build-web.sh
 	@touch $@
 

@@ -42,7 +42,7 @@ export default defineConfig(
     languageOptions: {
       globals: { ...globals.node },
       parserOptions: {
-        // The only files outside every tsconfig: this one and the browser beacon.
+        // The only files outside every tsconfig: this one and the browser tracker.
         projectService: { allowDefaultProject: ['eslint.config.js', 'public/tracker.js'] },
         tsconfigRootDir: import.meta.dirname,
       },
@@ -74,10 +74,18 @@ export default defineConfig(
       // (handlers, repositories, fakes) and turns a synchronous throw into a rejection.
       '@typescript-eslint/require-await': 'off',
       // Across folders, an import names its place from the root through package.json's "imports"
-      // (#shared/…, #services/…, #tests/…, #bench/…, #scripts/…), not by climbing: `../` once, at most.
+      // (#shared/…, #services/…, #tests/…, #bench/…, #scripts/…), not by climbing: `../` once, at most,
+      // and never into another top folder.
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^(\\.\\./){2,}', message: 'Import through #shared/, #services/, #tests/, #bench/ or #scripts/ (package.json "imports").' }] },
+        {
+          patterns: [
+            {
+              regex: '^((\\.\\./){2,}|\\.\\./(shared|services|tests|bench|scripts)/)',
+              message: 'Import through #shared/, #services/, #tests/, #bench/ or #scripts/ (package.json "imports").',
+            },
+          ],
+        },
       ],
     },
   },
@@ -111,7 +119,7 @@ export default defineConfig(
     },
   },
   {
-    // The beacon: a dependency-free browser script in ES5 style, served as written.
+    // The tracker: a dependency-free browser script in ES5 style, served as written.
     files: ['public/**/*.js'],
     extends: [tseslint.configs.disableTypeChecked],
     languageOptions: { globals: { ...globals.browser }, sourceType: 'script' },

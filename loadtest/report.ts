@@ -1,6 +1,6 @@
 // The run's verdict: each scenario's thresholds, the visits stored against the answers that
 // promised them, and one summary table.
-import { pad } from '../bench/lib/load.js';
+import { pad } from '#bench/lib/load.js';
 import type { ScenarioResult } from './scenarios/result.js';
 import type { Settings } from './settings.js';
 

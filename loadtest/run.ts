@@ -7,7 +7,7 @@
 // process. docs/operations.md, "Load test", lists the settings.
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { otherLoad } from '../bench/lib/load.js';
+import { otherLoad } from '#bench/lib/load.js';
 import { killAll, metricSum, storedIn } from '#tests/support/platform-process.js';
 import { startPlatform, type Platform } from './platform.js';
 import { countFailures, summaryTable, thresholdFailures, type Count } from './report.js';

@@ -11,6 +11,8 @@ import type { RouteDef } from '#shared/http/route.js';
 import { apiSecurityHeadersHook } from '#shared/http/security-headers.js';
 import { shortHostMatcher } from '#shared/links/hosts.js';
 import { createApi, readServices, type Api } from './api/app.js';
+import type { ShortHostRoot } from './api/dashboard/dashboard.js';
+import { reportZonesOf } from './api/stats/stats.service.js';
 import { createAbuseGuard, type AbuseGuard } from './api/auth/abuse.js';
 import { probeRoutes } from './api/discovery/discovery.routes.js';
 import { buildIngestApp, hostDispatcher, hostServer, type IngestApp } from './ingest/app.js';
@@ -121,21 +123,23 @@ async function composeRoles(
   const has = (role: Role) => config.roles.includes(role);
   if (!has('api') && !has('ingest')) return {};
   const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
-  const abuse = await createAbuseGuard({ ...context, repositories });
+  // Independent start-up reads at once: the anti-spam guard's (Redis) and, for the API, the time zones reports offer (ClickHouse).
+  const [abuse, zones] = await Promise.all([createAbuseGuard({ ...context, repositories }), has('api') ? reportZonesOf(repositories) : undefined]);
   // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
   // The read services once: the public pages and the API's endpoints share them.
   const services = readServices({ config, repositories });
   const pages = publicPages({ config, ...services }, limiter);
   const ingest = has('ingest') ? await buildIngestApp(context, { limiter, abuse }, pages, repositories) : undefined;
-  if (!has('api')) return { ingest, abuse };
-  const shortHostOf = shortHostMatcher(config);
+  if (!has('api') || !zones) return { ingest, abuse };
   // With the ingest role, short hosts never reach the API (the server routes them by Host).
-  const shortHostRoot = ingest
-    ? undefined
-    : (request: FastifyRequest, reply: FastifyReply) => {
-        const subdomain = shortHostOf(request.hostname);
-        return subdomain ? pages.answer(request, reply, subdomain) : undefined;
-      };
-  const api = await createApi(context, { repositories, services, limiter, abuse, served, dashboardDir, shortHostRoot });
+  let shortHostRoot: ShortHostRoot | undefined;
+  if (!ingest) {
+    const shortHostOf = shortHostMatcher(config);
+    shortHostRoot = (request: FastifyRequest, reply: FastifyReply) => {
+      const subdomain = shortHostOf(request.hostname);
+      return subdomain ? pages.answer(request, reply, subdomain) : undefined;
+    };
+  }
+  const api = await createApi(context, { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot });
   return { api, ingest, abuse };
 }

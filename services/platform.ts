@@ -7,6 +7,7 @@ import { migrateDatabase } from '#shared/migrations/postgres.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
 import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
+import { webhookCache } from '#shared/webhooks/subscriptions.js';
 import { buildApp } from './app.js';
 import { createRepositories } from './repositories.js';
 import { bootstrapAdmin } from './api/users/bootstrap.js';
@@ -57,8 +58,10 @@ export async function startPlatform(config: Config): Promise<Platform> {
   }
 
   const consumers: Consumer[] = [];
-  if (has('enricher')) consumers.push(await startVisitConsumer(context, repositories));
-  if (has('worker')) consumers.push(await startWorker(context, repositories));
+  // One cache of webhooks for the enricher (which visits raise events) and the worker (where they go).
+  const subscriptions = webhookCache({ webhooks: repositories.webhooks, cache: context.cache });
+  if (has('enricher')) consumers.push(await startVisitConsumer(context, repositories, subscriptions));
+  if (has('worker')) consumers.push(await startWorker(context, repositories, subscriptions));
 
   const { app } = await buildApp(context, { repositories });
   await app.listen({ port: config.port, host: config.host });

@@ -5,10 +5,10 @@ import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import type { Context } from '#shared/context.js';
 import { linksRepository } from '#shared/links/links.repository.js';
-import { platformSecretsRepository, type PlatformSecretsRepository } from '#shared/secrets/platform-secrets.repository.js';
+import { platformSecretsRepository } from '#shared/secrets/platform-secrets.repository.js';
 import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
-import { usersRepository, type UsersRepository } from '#shared/users/users.repository.js';
-import { webhooksRepository, type WebhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { usersRepository } from '#shared/users/users.repository.js';
+import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { sessionsRepository } from './api/auth/sessions.repository.js';
 import { tokensRepository } from './api/tokens/tokens.repository.js';
 import { visitorSaltsRepository } from './enricher/visitor-salts.repository.js';
@@ -22,28 +22,14 @@ import { visitorSaltsRepository } from './enricher/visitor-salts.repository.js';
  * it reads and writes. This module lives in services/ because some repositories belong to one role
  * (sessions and tokens to the API, visitor salts to the enricher) and shared/ imports no service code.
  */
-export interface Repositories {
-  users: UsersRepository;
-  sessions: ReturnType<typeof sessionsRepository>;
-  tokens: ReturnType<typeof tokensRepository>;
-  links: ReturnType<typeof linksRepository>;
-  subdomains: ReturnType<typeof subdomainsRepository>;
-  webhooks: WebhooksRepository;
-  audit: ReturnType<typeof auditRepository>;
-  platformSecrets: PlatformSecretsRepository;
-  visitorSalts: ReturnType<typeof visitorSaltsRepository>;
-  visits: ReturnType<typeof visitsRepository>;
-  beacons: ReturnType<typeof beaconsRepository>;
-  stats: ReturnType<typeof statsRepository>;
-  exports: ReturnType<typeof exportsRepository>;
-}
+export type Repositories = ReturnType<typeof createRepositories>;
 
 /**
  * Each repository once, over the process's Postgres and ClickHouse clients. Repositories hold no
  * state of their own (each is its queries over a client), so building them opens nothing and there
  * is nothing to close: the clients are closed with the context.
  */
-export function createRepositories({ db, analytics }: Pick<Context, 'db' | 'analytics'>): Repositories {
+export function createRepositories({ db, analytics }: Pick<Context, 'db' | 'analytics'>) {
   const postgres = db.db;
   return {
     users: usersRepository(postgres),

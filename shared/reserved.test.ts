@@ -1,11 +1,9 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RATE_BUCKETS } from './config.js';
 import { AppError, ERROR_CATALOGUE, ERROR_CODES, type LiveErrorCode } from './errors.js';
 import { EVENT_TYPES, LIVE_EVENT_TYPES, type EventBus } from './events/events.js';
 import { SCOPES } from './http/scopes.js';
-import { PROJECT_ROOT } from './paths.js';
+import { isTest, matchingLines, projectSources } from '#tests/support/sources.js';
 import { RESERVED_ERRORS, RESERVED_EVENT_TYPES, RESERVED_RATE_BUCKETS, RESERVED_ROUTES, RESERVED_SCOPES } from './reserved.js';
 
 /** The reserved module itself and the files that compose its lists into the live catalogues. */
@@ -16,19 +14,9 @@ const COMPOSERS = new Set(['shared/reserved.ts', 'shared/errors.ts', 'shared/eve
  * message catalogues (which translate every code of the catalogue, for GET /api/v1/errors).
  */
 function liveSources(): { path: string; text: string }[] {
-  const found: { path: string; text: string }[] = [];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = join(dir, entry.name);
-      const path = relative(PROJECT_ROOT, full);
-      if (entry.isDirectory()) walk(full);
-      else if (/\.tsx?$/.test(entry.name) && !/\.test\.ts$/.test(entry.name) && !COMPOSERS.has(path) && !path.startsWith('shared/i18n/locales/')) {
-        found.push({ path, text: readFileSync(full, 'utf8') });
-      }
-    }
-  };
-  for (const root of ['services', 'shared']) walk(join(PROJECT_ROOT, root));
-  return found;
+  return [...projectSources(['services', 'shared'])]
+    .filter(([path]) => !isTest(path) && !COMPOSERS.has(path) && !path.startsWith('shared/i18n/locales/'))
+    .map(([path, text]) => ({ path, text }));
 }
 
 /** `name` in quotes of any kind, as code spells a literal. */
@@ -36,7 +24,7 @@ const quoted = (name: string): string => `['"\`]${name.replace(/[.*+?^${}()|[\]\
 
 /** Where a pattern matches in the live code: `path: line` for each. */
 function matchesIn(sources: { path: string; text: string }[], pattern: RegExp): string[] {
-  return sources.flatMap(({ path, text }) => text.split('\n').flatMap((line, index) => (pattern.test(line) ? [`${path}:${index + 1}: ${line.trim()}`] : [])));
+  return sources.flatMap(({ path, text }) => matchingLines(text, [{ what: '', pattern }]).map((found) => `${path}:${found.line}: ${found.text}`));
 }
 
 const sources = liveSources();

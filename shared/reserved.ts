@@ -54,8 +54,6 @@ export const RESERVED_EVENT_TYPES = [
   'agent.task',
 ] as const;
 
-export type ReservedEventType = (typeof RESERVED_EVENT_TYPES)[number];
-
 /**
  * Rate buckets of the contract's limits table ("Limits": swarm register, read and write). They are
  * configured (`RATE_LIMIT_SWARM_*`) and reported live by `GET /api/v1/status`, as the table

@@ -30,6 +30,18 @@ const ALLOWED: Record<string, string> = {
   'services/repositories.ts': 'builds each repository once from the Postgres and ClickHouse clients',
 };
 
+/** What building a whole set looks like: only a composition root does it. */
+const BUILDS_SET: readonly LinePattern[] = [{ what: 'repositories built', pattern: /\bcreateRepositories\s*\(/ }];
+
+/** Where a set of repositories is built, each with its reason. A role's start function builds one only when started alone. */
+const COMPOSITION_ROOTS: Record<string, string> = {
+  'services/repositories.ts': 'defines createRepositories',
+  'services/platform.ts': "builds the process's one set and hands it to each role",
+  'services/app.ts': 'builds a set when the HTTP app is built alone (tests, benches)',
+  'services/enricher/visit-consumer.ts': 'builds a set when the visit consumer is started alone (tests, benches)',
+  'services/worker/worker.ts': 'builds a set when the worker is started alone (tests, benches)',
+};
+
 /** Whether a file is outside the rule: tests, the repositories themselves (where each factory is defined) and the allowed files. */
 function exempt(path: string): boolean {
   return isTest(path) || isRepository(path) || path in ALLOWED;
@@ -72,5 +84,16 @@ describe('repositories are composed once and handed down', () => {
 
   it('the composition root still builds the repositories (an entry without a reason left is removed)', () => {
     for (const path of Object.keys(ALLOWED)) expect(breachesIn(readFileSync(join(PROJECT_ROOT, path), 'utf8')), path).not.toEqual([]);
+  });
+
+  it('finds a planted build of a whole set of repositories', () => {
+    expect(matchingLines('const repositories = createRepositories(context);', BUILDS_SET)).toHaveLength(1);
+    expect(matchingLines("import { createRepositories, type Repositories } from '#services/repositories.js';", BUILDS_SET)).toEqual([]);
+  });
+
+  it('only the composition roots build a whole set of repositories, and each still does', () => {
+    const sources = projectSources(SCANNED);
+    expect(offendingLines(sources, BUILDS_SET, (path) => isTest(path) || path in COMPOSITION_ROOTS)).toEqual([]);
+    for (const path of Object.keys(COMPOSITION_ROOTS)) expect(matchingLines(sources.get(path) ?? '', BUILDS_SET), path).not.toEqual([]);
   });
 });

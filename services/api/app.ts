@@ -22,7 +22,7 @@ import { subdomainsService, type SubdomainsService } from './subdomains/subdomai
 import { linksRoutes } from './links/links.routes.js';
 import { linksService } from './links/links.service.js';
 import { statsRoutes } from './stats/stats.routes.js';
-import { reportZonesOf, statsService, type StatsService } from './stats/stats.service.js';
+import { statsService, type StatsService } from './stats/stats.service.js';
 import { visitsRoutes } from './visits/visits.routes.js';
 import { visitsService, type VisitsService } from './visits/visits.service.js';
 import { legacyRoutes } from './legacy/legacy.routes.js';
@@ -57,6 +57,8 @@ export interface ApiDeps {
   /** The process's rate limiter and anti-spam guard (shared with the edge when the process has both roles). */
   limiter: RateLimiter;
   abuse: AbuseGuard;
+  /** The time zones reports offer (reportZonesOf: read at start-up, beside the other start-up reads). */
+  zones: [string, ...string[]];
   /** Every route declaration the process serves, read at request time: the index, the status and the OpenAPI document list them. */
   served: () => RouteDef[];
   /** Folder of the built dashboard (default dist/web; tests point at a fixture). */
@@ -76,10 +78,11 @@ export interface Api {
 }
 
 /** The api role: the `/api/v1` routes, the legacy v0 API, sign-in under `/auth`, the owner dashboard. */
-export async function createApi(context: Context, { repositories, services, limiter, abuse, served, dashboardDir, shortHostRoot }: ApiDeps): Promise<Api> {
+export async function createApi(
+  context: Context,
+  { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot }: ApiDeps,
+): Promise<Api> {
   const { config, log } = context;
-  // A start-up read: the time zones reports offer (ClickHouse).
-  const zones = await reportZonesOf(repositories);
   // The context's clients with the process's repositories: what the services below take slices of.
   const deps = { ...context, repositories };
   const authenticator = createAuthenticator(deps, abuse);

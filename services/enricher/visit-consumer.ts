@@ -3,7 +3,7 @@ import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
 import { TOPICS } from '#shared/message-log/topics.js';
 import type { BatchControl, Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '#shared/events/events.js';
-import { matches, webhookCache } from '#shared/webhooks/subscriptions.js';
+import { matches, webhookCache, type WebhookCache } from '#shared/webhooks/subscriptions.js';
 import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
 import { createRepositories, type Repositories } from '../repositories.js';
 import { enrich, type Enrichment } from './enrichment.js';
@@ -204,10 +204,7 @@ function eventsOf(visit: RawVisit, at: number, enrichment: Enrichment, burst: Bu
  * dropped. A webhook receives the events of visits stored after it is created (every change of a
  * webhook bumps the cache's version on every node).
  */
-async function eventFilter(
-  subscriptions: ReturnType<typeof webhookCache>,
-  visits: RawVisit[],
-): Promise<(visit: RawVisit) => ((type: EventType) => boolean) | undefined> {
+async function eventFilter(subscriptions: WebhookCache, visits: RawVisit[]): Promise<(visit: RawVisit) => ((type: EventType) => boolean) | undefined> {
   const owners = new Set<string>();
   for (const visit of visits) if (visit.owner_id) owners.add(visit.owner_id);
   const subscribed = owners.size > 0 ? await subscriptions.enabledOf([...owners]) : new Map<string, WebhookRow[]>();
@@ -234,6 +231,8 @@ export type EnricherRepositories = Pick<Repositories, 'visits' | 'beacons' | 'li
 export async function startVisitConsumer(
   context: Pick<Context, 'db' | 'analytics' | 'messageLog' | 'cache' | 'config' | 'log' | 'metrics'>,
   repositories: EnricherRepositories = createRepositories(context),
+  /** The process's cache of webhooks (shared with its worker role); one of its own when not given. */
+  subscriptions: WebhookCache = webhookCache({ webhooks: repositories.webhooks, cache: context.cache }),
 ): Promise<Consumer> {
   const { messageLog, metrics } = context;
   const geo = await openGeoLookup();
@@ -244,7 +243,6 @@ export async function startVisitConsumer(
   const beacons = beaconStore(repositories);
   const bursts = burstDetector(context.config.burst);
   const owners = subdomainOwners(repositories);
-  const subscriptions = webhookCache({ webhooks: repositories.webhooks, cache: context.cache });
 
   /** Enriches visits (and remembers their uniques, see deriveAll). */
   const prepare = (visits: RawVisit[], redelivered: boolean) => deriveAll(visits, redelivered, geo, salts, uniques, bursts);

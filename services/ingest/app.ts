@@ -50,7 +50,7 @@ export async function buildIngestApp(
   context: Pick<Context, 'config' | 'cache' | 'messageLog' | 'metrics' | 'log'>,
   { limiter, abuse }: EdgeGuards,
   publicPages: PublicPages,
-  /** The links (for the link cache) and the platform secrets (for the consent key): apart from `context`, which must be the process's own object, since its request recorder is found by identity. */
+  /** The links (for the link cache) and the platform secrets (for the consent key): handed apart from the context's clients. */
   repositories: Pick<Repositories, 'links' | 'platformSecrets'>,
 ): Promise<IngestApp> {
   const { config, log } = context;
@@ -121,7 +121,7 @@ export async function buildIngestApp(
 /**
  * One server for both apps: a request whose Host is a short host (`{label}.{BASE_DOMAIN}`, and
  * not the API's own host) goes to the ingest edge (its short-host listener first), and so do the
- * beacon's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to `other`, the
+ * tracker's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to `other`, the
  * process's app of health, metrics and (with the api role) the API.
  */
 export function hostDispatcher({ config }: Pick<Context, 'config'>, other: RequestListener, ingest: IngestApp): RequestListener {

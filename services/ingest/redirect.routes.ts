@@ -207,7 +207,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
     const decided = (request.raw as DecidedRequest)[DECIDED];
-    // The raw listener never decides a beacon path (the dispatcher sends those here undecided).
+    // The raw listener never decides a tracker path (the dispatcher sends those here undecided).
     const missed = decided ? undefined : deps.methodMiss?.(request.method, request.url.split('?', 1)[0]!);
     if (missed) throw missed;
     if (decided && 'failure' in decided) throw decided.failure;

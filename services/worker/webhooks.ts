@@ -7,7 +7,7 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '#shared/webhooks/delivery.js';
 import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
-import { matches, webhookCache } from '#shared/webhooks/subscriptions.js';
+import { matches, webhookCache, type WebhookCache } from '#shared/webhooks/subscriptions.js';
 import type { Repositories } from '../repositories.js';
 
 /** The consumer group of the dispatcher on the `events` topic. */
@@ -85,6 +85,8 @@ function slotsPerKey(limit: number) {
  */
 export type WebhooksWorkerDeps = Pick<Context, 'cache' | 'config' | 'secrets' | 'metrics' | 'log' | 'jobs' | 'messageLog'> & {
   repositories: Pick<Repositories, 'webhooks' | 'users'>;
+  /** The process's cache of webhooks (shared with its enricher); one of its own when not given. */
+  subscriptions?: WebhookCache;
 };
 
 /**
@@ -101,7 +103,7 @@ export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consum
   const { config, log, metrics, jobs, messageLog } = context;
   // One repository of webhooks for the cache, the deliverer (attempt log), the notifier and disabling.
   const { webhooks: repository, users } = context.repositories;
-  const cache = webhookCache({ webhooks: repository, cache: context.cache });
+  const cache = context.subscriptions ?? webhookCache({ webhooks: repository, cache: context.cache });
   const deliverer = createDeliverer({ webhooks: repository, secrets: context.secrets, config, metrics });
   const notifier = createNotifier({ webhooks: repository, users, config, log });
   const job = deliveryJob(context);

@@ -1,5 +1,6 @@
 import type { Context } from '#shared/context.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
+import type { WebhookCache } from '#shared/webhooks/subscriptions.js';
 import { createRepositories, type Repositories } from '../repositories.js';
 import { startRetention, type RetentionDeps } from './retention.js';
 import { startWebhooks, type WebhooksWorkerDeps } from './webhooks.js';
@@ -16,8 +17,9 @@ export type WorkerRepositories = Pick<Repositories, 'webhooks' | 'users' | 'audi
 export async function startWorker(
   context: Omit<WebhooksWorkerDeps & RetentionDeps, 'repositories'> & Pick<Context, 'db' | 'analytics'>,
   repositories: WorkerRepositories = createRepositories(context),
+  subscriptions?: WebhookCache,
 ): Promise<Consumer> {
-  const webhooks = await startWebhooks({ ...context, repositories });
+  const webhooks = await startWebhooks({ ...context, repositories, subscriptions });
   let retention: Consumer;
   try {
     retention = await startRetention({ ...context, repositories });

@@ -1,4 +1,4 @@
-import { deduplicatedBy, type Analytics } from './analytics.js';
+import { deduplicatedBy, selectRows, type Analytics } from './analytics.js';
 import type { BeaconState } from '../tracker/beacon.js';
 
 /** The queries of ClickHouse `visit_beacons`: each visit's latest beacon state (a ReplacingMergeTree by version). */
@@ -11,12 +11,7 @@ export function beaconsRepository(analytics: Analytics) {
     },
     /** The stored state (merged: FINAL) of each of these visits that has one. */
     async statesOf(ids: string[]): Promise<BeaconState[]> {
-      const result = await client.query({
-        query: 'SELECT * FROM visit_beacons FINAL WHERE visit_id IN {ids:Array(UUID)}',
-        query_params: { ids },
-        format: 'JSONEachRow',
-      });
-      return result.json<BeaconState>();
+      return selectRows<BeaconState>(client, 'SELECT * FROM visit_beacons FINAL WHERE visit_id IN {ids:Array(UUID)}', { ids });
     },
   };
 }

@@ -59,9 +59,9 @@ export function exportsRepository(analytics: Analytics) {
       );
     },
 
-    /** One slice [from, to) (ms) of rows in a ClickHouse JSON format, as text. */
-    async sliceText(scoped: ExportedVisits, slice: [number, number], format: 'JSONCompactEachRow', columns: readonly string[]): Promise<string> {
-      return (await client.query({ ...sliceQuery(scoped, slice, 'JSON', columns), format })).text();
+    /** One slice [from, to) (ms) of rows as JSONCompactEachRow text (one JSON array of the columns per line). */
+    async sliceText(scoped: ExportedVisits, slice: [number, number], columns: readonly string[]): Promise<string> {
+      return (await client.query({ ...sliceQuery(scoped, slice, 'JSON', columns), format: 'JSONCompactEachRow' })).text();
     },
 
     /**

@@ -186,35 +186,33 @@ export function visitsRepository(analytics: Analytics) {
      * links and subdomains named, leaving out the visits `ids` (a redelivered batch's own).
      */
     async firstVisitorTimes(day: string, subdomains: string[], links: string[], ids: string[]) {
-      const result = await client.query({
-        query: `SELECT link_id, visitor_hash, toString(min(ts)) AS first_ts FROM visits
+      return selectRows<{ link_id: string; visitor_hash: string; first_ts: string }>(
+        client,
+        `SELECT link_id, visitor_hash, toString(min(ts)) AS first_ts FROM visits
                 WHERE subdomain IN {subdomains:Array(String)} AND link_id IN {links:Array(String)} AND toDate(ts) = {day:Date}
                   AND visitor_hash != '' AND visit_id NOT IN {ids:Array(UUID)}
                 GROUP BY link_id, visitor_hash`,
-        query_params: { subdomains, links, day, ids },
-        format: 'JSONEachRow',
-      });
-      return result.json<{ link_id: string; visitor_hash: string; first_ts: string }>();
+        { subdomains, links, day, ids },
+      );
     },
 
     /** Distinct redirects (kind `visit`) stored of each link, by link id; links without any are left out. */
     async visitCounts(linkIds: string[]): Promise<Map<string, number>> {
-      const result = await client.query({
-        query: `SELECT link_id, uniqExact(visit_id) AS visits FROM visits WHERE link_id IN {links:Array(String)} AND kind = 'visit' GROUP BY link_id`,
-        query_params: { links: linkIds },
-        format: 'JSONEachRow',
-      });
-      return new Map((await result.json<{ link_id: string; visits: number }>()).map((row) => [row.link_id, Number(row.visits)]));
+      const counts = await selectRows<{ link_id: string; visits: number }>(
+        client,
+        `SELECT link_id, uniqExact(visit_id) AS visits FROM visits WHERE link_id IN {links:Array(String)} AND kind = 'visit' GROUP BY link_id`,
+        { links: linkIds },
+      );
+      return new Map(counts.map((row) => [row.link_id, Number(row.visits)]));
     },
 
     /** The stored rows (merged: FINAL) of these visits, whole, within [from, to] (ClickHouse times) for partition pruning. */
     async rowsOf(ids: string[], from: string, to: string): Promise<Record<string, unknown>[]> {
-      const result = await client.query({
-        query: 'SELECT * FROM visits FINAL WHERE visit_id IN {ids:Array(UUID)} AND ts BETWEEN {from:DateTime64(3)} AND {to:DateTime64(3)}',
-        query_params: { ids, from, to },
-        format: 'JSONEachRow',
+      return rows('SELECT * FROM visits FINAL WHERE visit_id IN {ids:Array(UUID)} AND ts BETWEEN {from:DateTime64(3)} AND {to:DateTime64(3)}', {
+        ids,
+        from,
+        to,
       });
-      return result.json<Record<string, unknown>>();
     },
 
     /** Inserts whole rows (newer versions of stored visits), deduplicated by `token`. */

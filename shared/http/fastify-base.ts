@@ -193,9 +193,10 @@ export interface AnsweredRequest {
 }
 
 type Recorder = (answered: AnsweredRequest) => void;
-/** What a recorder writes to. Pass the process's context itself: its recorder is found by identity. */
+/** What a recorder writes to. */
 export type RecorderDeps = Pick<Context, 'metrics' | 'log'>;
-const recorders = new WeakMap<RecorderDeps, Recorder>();
+/** The recorder of each process's metrics: one per process, whatever slice of its context an app is handed. */
+const recorders = new WeakMap<Context['metrics'], Recorder>();
 
 /**
  * Records an answered request: the request duration histogram, the status-class counter and the
@@ -204,8 +205,8 @@ const recorders = new WeakMap<RecorderDeps, Recorder>();
  * one recorder (and so those caches).
  */
 export function requestRecorder(context: RecorderDeps): Recorder {
-  let recorder = recorders.get(context);
-  if (!recorder) recorders.set(context, (recorder = createRecorder(context)));
+  let recorder = recorders.get(context.metrics);
+  if (!recorder) recorders.set(context.metrics, (recorder = createRecorder(context)));
   return recorder;
 }
 

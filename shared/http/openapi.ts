@@ -118,7 +118,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       title: 'Link-tracking platform API',
       version: info.version,
       description:
-        'Short links on per-owner subdomains, privacy-governed statistics, a consent-gated beacon, signed webhooks and exports. ' +
+        'Short links on per-owner subdomains, privacy-governed statistics, a consent-gated browser tracker, signed webhooks and exports. ' +
         'Every JSON response uses the envelope `{ok, data|error, meta}`; this document itself is the one exception and is served raw. ' +
         'Every operation accepts `?lang=` (en, de, fr, es) to localise messages. Unknown query parameters answer 400 `bad_request`. ' +
         'Authentication: `Authorization: Bearer <token>` or the session cookie; no credentials → 401 `unauthorized`; unknown, malformed, ' +
@@ -146,7 +146,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       { name: 'links', description: 'Short links: create (idempotent with client_id), list, read, update, soft delete, duplicate, QR code.' },
       {
         name: 'tracker',
-        description: 'The consent-gated browser beacon, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
+        description: 'The consent-gated browser tracker, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
       },
       {
         name: 'stats',

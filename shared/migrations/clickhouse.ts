@@ -1,6 +1,6 @@
-import type { Analytics } from '../analytics/analytics.js';
+import { selectRows, type Analytics } from '../analytics/analytics.js';
 import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
-import { runMigrations, type MigrationSession } from './runner.js';
+import { runMigrations, type AppliedMigration, type MigrationSession } from './runner.js';
 
 /** Splits a ClickHouse migration into statements (one per `;` at a line end, a trailing comment allowed); the HTTP interface takes one at a time. */
 export function splitStatements(script: string): string[] {
@@ -24,8 +24,7 @@ function clickhouseSession({ client }: Analytics): MigrationSession {
       });
     },
     async applied() {
-      const result = await client.query({ query: 'SELECT version, checksum FROM schema_migrations FINAL', format: 'JSONEachRow' });
-      return result.json<{ version: string; checksum: string }>();
+      return selectRows<AppliedMigration>(client, 'SELECT version, checksum FROM schema_migrations FINAL', {});
     },
     async apply(migration) {
       for (const statement of splitStatements(migration.sql)) await client.command({ query: statement });

@@ -1,6 +1,6 @@
 import { POSTGRES_MIGRATIONS } from '../paths.js';
 import type { Database, ScriptRunner } from '../db/database.js';
-import { runMigrations, type MigrationSession } from './runner.js';
+import { runMigrations, type AppliedMigration, type MigrationSession } from './runner.js';
 
 /** The Postgres side of a migration run, inside the migration transaction `tx`. */
 function postgresSession(tx: ScriptRunner): MigrationSession {
@@ -13,7 +13,7 @@ function postgresSession(tx: ScriptRunner): MigrationSession {
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
     },
-    applied: () => tx.query<{ version: string; checksum: string }>('SELECT version, checksum FROM schema_migrations'),
+    applied: () => tx.query<AppliedMigration>('SELECT version, checksum FROM schema_migrations'),
     apply: (migration) => tx.exec(migration.sql),
     async record(migration) {
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [migration.version, migration.name, migration.checksum]);

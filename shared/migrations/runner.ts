@@ -35,7 +35,7 @@ export class MigrationChecksumError extends Error {
 }
 
 /** Returns the migrations not yet applied, refusing if an applied one was edited. */
-export function pendingMigrations(files: MigrationFile[], applied: { version: string; checksum: string }[]): MigrationFile[] {
+export function pendingMigrations(files: MigrationFile[], applied: AppliedMigration[]): MigrationFile[] {
   const done = new Map(applied.map((row) => [row.version, row.checksum]));
   for (const file of files) {
     const checksum = done.get(file.version);

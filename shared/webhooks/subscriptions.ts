@@ -12,6 +12,9 @@ const CACHE_TTL_MS = 30_000;
  * of events and per delivery; the enricher per batch of visits, to raise visit events only for
  * owners with a webhook subscribed to them.
  */
+export type WebhookCache = ReturnType<typeof webhookCache>;
+
+/** One per process: services/platform.ts hands the same cache to the enricher and the webhook worker. */
 export function webhookCache({ webhooks: repository, cache }: { webhooks: WebhooksRepository } & Pick<Context, 'cache'>) {
   const byOwner = new Map<string, { rows: WebhookRow[]; version: number; at: number }>();
   // Deliveries that start while a read of the version is on its way share it: at thousands of

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { EventType } from '#shared/events/events.js';
 import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
-import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { insertWebhook } from './webhooks.js';
 import type { Context } from '#shared/context.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from './accounts.js';
 
@@ -51,15 +50,6 @@ export async function subscribeToVisitEvents(
   ownerId: string,
   events: EventType[] = ['visit.new', 'visit.unique', 'security.suspicious'],
 ): Promise<void> {
-  await webhooksRepository(context.db.db).insert({
-    id: randomUUID(),
-    owner_id: ownerId,
-    url: 'https://receiver.example/hooks',
-    events,
-    subdomain: null,
-    description: 'test subscription (never delivered)',
-    secret: 'test-secret-never-used-for-signing-0123456789',
-    secret_prefix: 'test',
-  });
+  await insertWebhook(context, { owner_id: ownerId, url: 'https://receiver.example/hooks', events, description: 'test subscription (never delivered)' });
   await context.cache.bump(WEBHOOKS_VERSION_KEY);
 }

@@ -201,7 +201,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
   /** An XLSX export: the rows of every slice, parsed, pulled only as fast as the workbook takes them. */
   async function* xlsxBatches(scoped: Scoped, slices: [number, number][]): AsyncGenerator<unknown[][]> {
     for (const slice of slices) {
-      const text = (await visits.sliceText(scoped, slice, 'JSONCompactEachRow', OWNER_VISIT_COLUMNS)).trimEnd();
+      const text = (await visits.sliceText(scoped, slice, OWNER_VISIT_COLUMNS)).trimEnd();
       if (text !== '') yield text.split('\n').map((line) => JSON.parse(line) as unknown[]);
     }
   }
@@ -249,7 +249,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
       let listed = 0;
       for (const slice of (await planOf(scoped)).slices) {
         if (listed >= PDF_ROW_CAP) break;
-        const text = (await visits.sliceText(scoped, slice, 'JSONCompactEachRow', columns)).trimEnd();
+        const text = (await visits.sliceText(scoped, slice, columns)).trimEnd();
         if (text === '') continue;
         for (const line of text.split('\n')) {
           if (listed >= PDF_ROW_CAP) break;

@@ -38,12 +38,12 @@ function present(row: Record<string, unknown>, columns: readonly string[]): Reco
   return item;
 }
 
+export type VisitsService = ReturnType<typeof visitsService>;
+
 /**
  * Visit lists read from ClickHouse `visits`, one row per visit (its newest version: a beacon's
  * signals merged in), newest first, keyset-paged on (time, hash of the visit id).
  */
-export type VisitsService = ReturnType<typeof visitsService>;
-
 export function visitsService({ repositories, subdomains }: { repositories: Pick<Repositories, 'visits'>; subdomains: SubdomainsService }) {
   const { visits } = repositories;
 
