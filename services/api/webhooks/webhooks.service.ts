@@ -49,7 +49,9 @@ export const toWebhookView = (row: WebhookRow): WebhookView => ({
 });
 
 const toDeliveryView = (row: DeliveryRow): DeliveryView => ({
-  id: row.seq,
+  // A bigint column: Postgres (pg) reads it as a string, PGlite as a number (a BigInt past 2^53),
+  // whatever the row type says; the API answers a string on both, as WebhookDelivery documents.
+  id: String(row.seq),
   delivery_id: row.delivery_id,
   event: row.event,
   event_id: row.event_id,
