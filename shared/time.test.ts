@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toClickHouseTime } from './analytics/analytics.js';
-import { isoTimeAt, isTimeZone } from './time.js';
+import { isoTimeAt, isTimeZone, timeZoneVarNames } from './time.js';
 
 describe('isoTimeAt', () => {
   it('formats as Date#toISOString does, across seconds, within one and at its edges', () => {
@@ -32,5 +32,22 @@ describe('isTimeZone', () => {
   it('knows IANA names and UTC, and refuses names no zone has', () => {
     for (const name of ['Europe/Paris', 'America/New_York', 'UTC']) expect(isTimeZone(name)).toBe(true);
     for (const name of ['Mars/Olympus', 'Europe/Nowhere', '', 'not a zone']) expect(isTimeZone(name)).toBe(false);
+  });
+});
+
+describe('timeZoneVarNames', () => {
+  it('names each zone as an upper-case identifier, the signs of the Etc zones spelled out', () => {
+    expect(timeZoneVarNames(['Etc/GMT+0', 'Etc/GMT-0', 'Etc/GMT0', 'America/Port-au-Prince', 'GMT-0', 'UTC'])).toEqual([
+      'ETC_GMT_PLUS_0',
+      'ETC_GMT_MINUS_0',
+      'ETC_GMT0',
+      'AMERICA_PORT_AU_PRINCE',
+      'GMT_MINUS_0',
+      'UTC',
+    ]);
+  });
+
+  it('numbers a name that would repeat an earlier one, so that none collide', () => {
+    expect(timeZoneVarNames(['A/B_C', 'A/B-C', 'A/B.C'])).toEqual(['A_B_C', 'A_B_C_2', 'A_B_C_3']);
   });
 });

@@ -48,3 +48,26 @@ export function reportTimeZones(clickHouseZones: readonly string[]): [string, ..
   const zones = new Set(['UTC', ...Intl.supportedValuesOf('timeZone'), ...clickHouseZones.filter(isTimeZone)]);
   return [...zones].sort() as [string, ...string[]];
 }
+
+/**
+ * The name of each time zone as an identifier (`Etc/GMT+1` → ETC_GMT_PLUS_1, `America/Port-au-Prince`
+ * → AMERICA_PORT_AU_PRINCE), the document's `x-enum-varnames` of its TimeZone enum: generated clients
+ * (openapi-python-client) otherwise derive names that collide (`Etc/GMT+0`, `Etc/GMT-0` and `Etc/GMT0`
+ * all became ETC_GMT0). Upper case, digits and single underscores only, unique: a name that would
+ * repeat an earlier one gets a number.
+ */
+export function timeZoneVarNames(zones: readonly string[]): string[] {
+  const taken = new Set<string>();
+  return zones.map((zone) => {
+    const base = zone
+      .toUpperCase()
+      .replace(/\+/g, '_PLUS_')
+      .replace(/-(?=\d)/g, '_MINUS_')
+      .replace(/[^A-Z0-9]+/g, '_')
+      .replace(/^_+|_+$/g, '');
+    let name = /^[A-Z]/.test(base) ? base : `TZ_${base}`;
+    for (let n = 2; taken.has(name); n += 1) name = `${base}_${n}`;
+    taken.add(name);
+    return name;
+  });
+}

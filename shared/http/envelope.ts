@@ -59,7 +59,7 @@ export function failureSchema(codes: readonly ErrorCode[] = ERROR_CODES) {
   });
 }
 
-/** The success envelope schema around a data schema. */
-export function successSchema<T extends z.ZodType>(data: T) {
-  return z.object({ ok: z.literal(true), data, meta: MetaSchema });
+/** The success envelope schema around a data schema; `meta` when the operation adds fields to Meta (a collection's PageMeta). */
+export function successSchema<T extends z.ZodType>(data: T, meta: z.ZodType = MetaSchema) {
+  return z.object({ ok: z.literal(true), data, meta });
 }

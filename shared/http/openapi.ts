@@ -1,6 +1,6 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
+import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { failureSchema, successSchema } from './envelope.js';
 import { effectiveQuery } from './register.js';
 import { SESSION_COOKIE, routeErrorCodes, type RouteDef } from './route.js';
@@ -17,6 +17,7 @@ const RATE_HEADERS = {
   'X-RateLimit-Remaining': { description: 'Same as RateLimit-Remaining.', schema: { type: 'integer' as const } },
   'X-RateLimit-Reset': { description: 'Unix time, in seconds, at which the window resets.', schema: { type: 'integer' as const } },
 };
+const RETRY_AFTER_HEADER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' as const } } };
 const REQUEST_ID_HEADER = {
   'X-Request-Id': { description: 'Request id; the same value as meta.request_id and in the access log.', schema: { type: 'string' as const } },
 };
@@ -56,7 +57,8 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
     name: SESSION_COOKIE,
     description: "Session from POST /auth/login. Writes with it must come from the platform's own origin (Origin or Referer), or answer 403 `forbidden`.",
   });
-  const Failure = registry.register('FailureEnvelope', failureSchema());
+  registry.register('FailureEnvelope', failureSchema());
+  const errorResponse = errorResponses(registry);
 
   for (const route of routes) {
     const codes = routeErrorCodes(route);
@@ -67,29 +69,21 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
     }
     const headers = { ...REQUEST_ID_HEADER, ...(route.bucket ? RATE_HEADERS : {}) };
-    const responses: Record<string, ResponseConfig> = {};
+    const responses: Record<string, ResponseConfig | { $ref: string }> = {};
     const okStatus = String(route.status ?? 200);
     if (route.response) {
-      responses[okStatus] = route.raw
+      const ok: ResponseConfig = route.raw
         ? {
             description: route.raw.description,
             headers,
             content: Object.fromEntries([route.raw.contentType].flat().map((type) => [type, { schema: route.raw!.schemas?.[type] ?? route.response! }])),
           }
-        : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response) } } };
-      if (route.links) responses[okStatus].links = route.links;
+        : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response, route.meta) } } };
+      if (route.links) ok.links = route.links;
+      responses[okStatus] = ok;
     }
     for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
-      const responseHeaders: Record<string, unknown> = { ...headers };
-      if (status === 429) responseHeaders['Retry-After'] = { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } };
-      responses[String(status)] = {
-        description: statusCodes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].condition}`).join('; '),
-        headers: responseHeaders as ResponseConfig['headers'],
-        content: {
-          'application/json': { schema: statusCodes.length === Object.keys(ERROR_CATALOGUE).length ? Failure : failureSchema(statusCodes) },
-          'text/html': { schema: z.string().meta({ description: 'Error page for clients that prefer HTML.' }) },
-        },
-      };
+      responses[String(status)] = errorResponse(status, statusCodes, route.bucket !== null);
     }
     registry.registerPath({
       operationId: route.operationId,
@@ -120,6 +114,8 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       description:
         'Short links on per-owner subdomains, privacy-governed statistics, a consent-gated browser tracker, signed webhooks and exports. ' +
         'Every JSON response uses the envelope `{ok, data|error, meta}`; this document itself is the one exception and is served raw. ' +
+        'Errors are the failure envelope (application/json), declared once each under components/responses; a client whose Accept prefers ' +
+        'text/html to application/json (a browser) gets an HTML error page with the same status instead. ' +
         'Every operation accepts `?lang=` (en, de, fr, es) to localise messages. Unknown query parameters answer 400 `bad_request`. ' +
         'Authentication: `Authorization: Bearer <token>` or the session cookie; no credentials → 401 `unauthorized`; unknown, malformed, ' +
         "revoked or expired token → 401 `invalid_token`; a scope the caller lacks or an IP outside the token's allowlist → 403 `forbidden`. " +
@@ -190,6 +186,42 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
   }
   tightenStrings(document);
   return document as unknown as Record<string, unknown>;
+}
+
+/** `not_found` → NotFound. */
+const pascal = (code: string) => code.replace(/(?:^|_)([a-z0-9])/g, (_, letter: string) => letter.toUpperCase());
+
+/**
+ * The error answers, each declared once under components/responses and referenced by every operation
+ * that can give it (inline, they were three quarters of the document): one per status, set of codes and
+ * whether the route counts a rate limit (its headers). Named after the codes (`NotFound`,
+ * `BadRequestOrMissingParameter`; `…Unmetered` without rate-limit headers), their body schema likewise
+ * (`NotFoundFailure`). Only the JSON envelope is declared: it is what every client that does not prefer
+ * text/html gets; a browser's HTML error page is described in the document's introduction.
+ */
+function errorResponses(registry: OpenAPIRegistry): (status: number, codes: ErrorCode[], metered: boolean) => { $ref: string } {
+  const declared = new Set<string>();
+  return (status, unordered, metered) => {
+    // In the catalogue's order, so that one set of codes is one name whatever order a route lists them in.
+    const codes = [...unordered].sort((a, b) => ERROR_CODES.indexOf(a) - ERROR_CODES.indexOf(b));
+    const named = codes.map(pascal).join('Or');
+    const name = metered ? named : `${named}Unmetered`;
+    if (!declared.has(name)) {
+      declared.add(name);
+      // Every code at once is the FailureEnvelope component (registered by the caller).
+      const schemaName = codes.length === Object.keys(ERROR_CATALOGUE).length ? 'FailureEnvelope' : `${named}Failure`;
+      if (!declared.has(schemaName)) {
+        declared.add(schemaName);
+        if (schemaName !== 'FailureEnvelope') registry.register(schemaName, failureSchema(codes));
+      }
+      registry.registerComponent('responses', name, {
+        description: codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].condition}`).join('; '),
+        headers: { ...REQUEST_ID_HEADER, ...(metered ? RATE_HEADERS : {}), ...(status === 429 ? RETRY_AFTER_HEADER : {}) },
+        content: { 'application/json': { schema: { $ref: `#/components/schemas/${schemaName}` } } },
+      });
+    }
+    return { $ref: `#/components/responses/${name}` };
+  };
 }
 
 const UUID_PATTERN = z.regexes.uuid().source;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MetaSchema } from './envelope.js';
 
 /** Largest `limit` of any collection. */
 const MAX_PAGE_SIZE = 200;
@@ -7,7 +8,7 @@ const DEFAULT_PAGE_SIZE = 50;
 
 /** How collections page, for OpenAPI descriptions. */
 export const PAGINATION_NOTE =
-  'Collections sit under `data.<name>`; `meta` carries `count` (items in this page), `total` (items matching), `limit`, ' +
+  'Collections sit under `data.<name>`; `meta` (PageMeta) carries `count` (items in this page), `total` (items matching), `limit`, ' +
   "`cursor` (this page's), `next_cursor` and `has_more`. Ask for the next page with `?cursor=<next_cursor>`: a walk covers " +
   'the items that existed when it started exactly once, newest first, whatever is created meanwhile. `?page=<n>` (1-based, ' +
   'with `limit`) addresses pages by number for human tables, and adds `meta.page`; with `page`, a `cursor` is ignored. Cursors are ' +
@@ -42,6 +43,20 @@ export const pagingQuery = {
     .optional()
     .meta({ description: 'Page number (1-based) for human tables; a `cursor` given with it is ignored.' }),
 };
+
+/**
+ * The `meta` of a collection's page, as the document declares it (each list route's `meta`), so that
+ * generated clients type the pagination fields: Meta plus the spec's paging fields (PageMeta below).
+ */
+export const PageMetaSchema = MetaSchema.extend({
+  count: z.number().int().min(0).meta({ description: 'Items in this page.' }),
+  total: z.number().int().min(0).meta({ description: 'Items matching the query, over every page.' }),
+  limit: z.number().int().min(1).meta({ description: 'The page size applied.' }),
+  cursor: z.string().nullable().meta({ description: "This page's cursor (the `cursor` asked for); null for the first page or a page asked by number." }),
+  next_cursor: z.string().nullable().meta({ description: 'The cursor of the next page (`?cursor=`); null on the last page.' }),
+  has_more: z.boolean().meta({ description: 'Whether another page follows: exactly `next_cursor` is not null.' }),
+  page: z.number().int().min(1).optional().meta({ description: 'The page number, when the page was asked by `?page=`.' }),
+}).meta({ id: 'PageMeta' });
 
 /** How a request addresses a page: its size, and a cursor or a page number (not both). */
 export type Paging = { limit: number; cursor?: string; page?: number };

@@ -79,6 +79,11 @@ export interface RouteDef<
    */
   jsonQuery?: { name: string; schema: z.ZodType; component: string };
   /**
+   * Schema of `meta` in the success envelope when the handler adds fields to it (`respond.meta`):
+   * a collection's PageMetaSchema (shared/http/pagination.ts), or an extension of it. Default: Meta.
+   */
+  meta?: z.ZodType;
+  /**
    * OpenAPI links of the success response: operations that take a value of this answer (the id a
    * create returns) as a parameter, so that clients and stateful test generators chain them.
    */

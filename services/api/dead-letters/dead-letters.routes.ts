@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { collectionMeta, cursorParam, pagingQuery } from '#shared/http/pagination.js';
+import { collectionMeta, cursorParam, PageMetaSchema, pagingQuery } from '#shared/http/pagination.js';
 import { assertNoBody } from '#shared/http/register.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { DLQ_SOURCES } from '#shared/message-log/dead-letters.js';
@@ -64,6 +64,7 @@ export function deadLettersRoutes(service: DeadLettersService): RouteDef[] {
       bucket: 'api',
       query: z.object({ limit: pagingQuery.limit, cursor: cursorParam(DEAD_LETTER_CURSOR) }),
       response: z.object({ dead_letters: z.array(DeadLetterSchema) }),
+      meta: PageMetaSchema,
       handler: async ({ query, respond }) => {
         const page = await service.list(query.limit, query.cursor);
         respond.meta(collectionMeta(page.items.length, page.total, { limit: query.limit, cursor: query.cursor }, page.next));

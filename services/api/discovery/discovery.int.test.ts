@@ -153,13 +153,16 @@ describe('GET /api/v1/openapi.json', () => {
   it('documents the failure envelope and the rate-limit headers on every operation', async () => {
     const document = (await app.inject({ url: '/api/v1/openapi.json' })).json();
     expect(document.components.schemas.FailureEnvelope.properties.error.properties.code.enum).toHaveLength(28);
+    // Error answers are declared once under components/responses and referenced.
+    const resolve = (response: { $ref?: string } | undefined) =>
+      response?.$ref ? document.components.responses[response.$ref.replace('#/components/responses/', '')] : response;
     for (const route of routes) {
       const operation = document.paths[route.path][route.method.toLowerCase()];
-      expect(operation.responses['400'], `${route.operationId} documents 400`).toBeDefined();
-      expect(operation.responses['500'], `${route.operationId} documents 500`).toBeDefined();
+      expect(resolve(operation.responses['400']), `${route.operationId} documents 400`).toBeDefined();
+      expect(resolve(operation.responses['500']), `${route.operationId} documents 500`).toBeDefined();
       if (route.bucket) {
-        expect(operation.responses['429'].headers['Retry-After']).toBeDefined();
-        const documented = [operation.responses['429'], route.response ? operation.responses[String(route.status ?? 200)] : undefined];
+        expect(resolve(operation.responses['429']).headers['Retry-After']).toBeDefined();
+        const documented = [resolve(operation.responses['429']), route.response ? operation.responses[String(route.status ?? 200)] : undefined];
         for (const response of documented.filter(Boolean)) {
           for (const header of [
             'RateLimit-Limit',

@@ -3,7 +3,7 @@ import QRCode from 'qrcode';
 import { z } from 'zod';
 import { dateTimeField, textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
-import { PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { assertNoBody } from '#shared/http/register.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '#shared/links/urls.js';
@@ -118,6 +118,7 @@ export function linksRoutes(service: LinksService): RouteDef[] {
         ...pagingQuery,
       }),
       response: z.object({ links: z.array(z.union([LinkSchema, PublicLinkSchema])) }),
+      meta: PageMetaSchema,
       errors: ['unauthorized', 'not_found', 'not_owner'],
       handler: async ({ principal, query, respond }) => {
         const { limit, cursor, page, ...filters } = query;

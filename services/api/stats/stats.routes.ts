@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { dateTimeField } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { timeZoneVarNames } from '#shared/time.js';
 import { BUCKET_SEC, DIMENSIONS } from '#shared/analytics/rollups.js';
 import { DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
 
@@ -70,7 +71,16 @@ const reportQueryOf = (zones: [string, ...string[]]) => ({
   since: dateTimeField().optional(),
   until: dateTimeField().optional(),
   granularity: z.enum(GRANULARITIES).optional(),
-  tz: z.enum(zones).optional().meta({ description: 'IANA time zone of the periods (the canonical names; default UTC).', example: 'Europe/Paris' }),
+  tz: z
+    .enum(zones)
+    .meta({
+      id: 'TimeZone',
+      description:
+        'IANA time zone of the periods (default UTC): a name both the server and ClickHouse know, canonical or a link to one (Asia/Kolkata, Asia/Calcutta).',
+      example: 'Europe/Paris',
+      'x-enum-varnames': timeZoneVarNames(zones),
+    })
+    .optional(),
   limit: z.coerce.number().int().min(1).max(MAX_TOP).optional(),
 });
 

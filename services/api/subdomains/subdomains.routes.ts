@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cursorParam, NAME_CURSOR, pageByName, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { cursorParam, NAME_CURSOR, pageByName, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { textField } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '#shared/policy/policy.js';
@@ -103,6 +103,7 @@ export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
       bucket: 'api',
       query: z.object({ ...pagingQuery, cursor: cursorParam(NAME_CURSOR) }),
       response: z.object({ subdomains: z.array(SubdomainSchema) }),
+      meta: PageMetaSchema,
       handler: async ({ principal, query, respond }) => {
         const page = pageByName(await service.list(principal!), pagingOf(query));
         respond.meta(page.meta);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cursorParam, pageByTime, pagingOf, pagingQuery, PAGINATION_NOTE, TIME_CURSOR } from '#shared/http/pagination.js';
+import { cursorParam, pageByTime, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery, TIME_CURSOR } from '#shared/http/pagination.js';
 import { dateTimeField, textField } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { SCOPES } from '#shared/http/scopes.js';
@@ -78,6 +78,7 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       bucket: 'api',
       query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
       response: z.object({ tokens: z.array(TokenSchema) }),
+      meta: PageMetaSchema,
       handler: async ({ principal, query, respond }) => {
         const page = pageByTime(await service.list(principal!), pagingOf(query));
         respond.meta(page.meta);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
-import { collectionMeta, cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { collectionMeta, cursorParam, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { hashPassword } from '#shared/password.js';
 import type { Repositories } from '#services/repositories.js';
@@ -36,6 +36,7 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] 
       bucket: 'api',
       query: z.object({ ...pagingQuery, cursor: cursorParam(USER_CURSOR) }),
       response: z.object({ users: z.array(UserSchema) }),
+      meta: PageMetaSchema,
       handler: async ({ query, respond }) => {
         const paging = pagingOf(query);
         const at = paging.page !== undefined ? { offset: (paging.page - 1) * paging.limit } : { afterId: paging.cursor?.slice('u1.'.length) };

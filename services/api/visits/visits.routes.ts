@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { dateTimeField } from '#shared/http/fields.js';
-import { cursorParam, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { cursorParam, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { LINK_ID } from '#shared/ids.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '#shared/links/hosts.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
@@ -132,6 +132,7 @@ export function visitsRoutes(service: VisitsService): RouteDef[] {
         cursor: cursorParam(VISIT_CURSOR),
       }),
       response: z.object({ visits: z.array(z.union([VisitSchema, PublicVisitSchema])) }),
+      meta: PageMetaSchema,
       errors: ['unauthorized', 'not_found', 'not_owner'],
       handler: async ({ principal, query, respond }) => {
         const { limit, cursor, page, ...filters } = query;

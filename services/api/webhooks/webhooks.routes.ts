@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { HTTP_URL } from '#shared/links/urls.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '#shared/links/hosts.js';
-import { cursorParam, pageByTime, PAGINATION_NOTE, pagingOf, pagingQuery, TIME_CURSOR } from '#shared/http/pagination.js';
+import { cursorParam, pageByTime, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery, TIME_CURSOR } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { LIVE_EVENT_TYPES } from '#shared/events/events.js';
 import { RESERVED_EVENT_TYPES } from '#shared/reserved.js';
@@ -97,6 +97,11 @@ const DeliverySchema = z
   .meta({ id: 'WebhookDelivery' });
 const TestDeliverySchema = z.object(attemptFields).meta({ id: 'WebhookTestDelivery' });
 
+/** The page meta of the notifications, with the unread count (a badge's). */
+const NotificationPageMetaSchema = PageMetaSchema.extend({
+  unread: z.number().int().min(0).meta({ description: "The caller's unread notifications, whatever the filter." }),
+}).meta({ id: 'NotificationPageMeta' });
+
 const NotificationSchema = z
   .object({
     id: z.uuid(),
@@ -127,6 +132,7 @@ export function webhooksRoutes(service: WebhooksService): RouteDef[] {
       description: PAGINATION_NOTE,
       query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
       response: z.object({ webhooks: z.array(WebhookSchema) }),
+      meta: PageMetaSchema,
       handler: async ({ principal, query, respond }) => {
         const page = pageByTime(await service.list(principal!), pagingOf(query));
         respond.meta(page.meta);
@@ -270,6 +276,7 @@ export function webhooksRoutes(service: WebhooksService): RouteDef[] {
       params: idParams,
       query: z.object(pagingQuery),
       response: z.object({ deliveries: z.array(DeliverySchema) }),
+      meta: PageMetaSchema,
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, query, respond }) => {
         const { deliveries, meta } = await service.deliveries(principal!, params.id, query);
@@ -295,6 +302,7 @@ export function webhooksRoutes(service: WebhooksService): RouteDef[] {
           .meta({ description: '`true`: only the notifications not yet marked read.' }),
       }),
       response: z.object({ notifications: z.array(NotificationSchema) }),
+      meta: NotificationPageMetaSchema,
       links: {
         ReadNotification: { operationId: 'readNotification', parameters: { id: '$response.body#/data/notifications/0/id' } },
       },
