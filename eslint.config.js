@@ -33,6 +33,9 @@ export default defineConfig(
       '.schemathesis/',
       '.scratch/',
       'web/src/api/*.generated.*',
+      // Typed by the client types `make contract` generates from the running platform (absent before):
+      // contract/clients/run.sh lints it then, with --no-ignore, after a strict tsc.
+      'contract/clients/tour.ts',
     ],
   },
   js.configs.recommended,

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Contract tests (`make contract`): Schemathesis, pinned in contract/requirements.txt and installed
-# into .contract/venv, against the platform's own GET /api/v1/openapi.json, every phase (examples,
-# coverage, fuzzing, stateful) and every check, over every operation but the swarm routes' 501s
-# (contract/schemathesis.toml says why). The platform runs in this process's child on embedded
-# stores in a throw-away data folder, with the rate limits lifted so that every operation is reached.
+# Contract tests (`make contract`): the generated clients (contract/clients/run.sh: a Python client from
+# openapi-python-client and TypeScript types for openapi-fetch, generated from the platform's own
+# document, compiled and driven through a scripted tour), then Schemathesis, pinned in
+# contract/requirements.txt and installed into .contract/venv, against the platform's own
+# GET /api/v1/openapi.json, every phase (examples, coverage, fuzzing, stateful) and every check, over
+# every operation but the swarm routes' 501s (contract/schemathesis.toml says why). The platform runs in
+# this process's child on embedded stores in a throw-away data folder, with the rate limits lifted so
+# that every operation is reached. A failure of either part fails the run; both always run.
 #
 # Settings (environment): CONTRACT_SEED (default 23: the same cases every run; any integer replays
 # another run), CONTRACT_MAX_EXAMPLES (default 30 per operation), CONTRACT_REPORT_DIR (default
@@ -17,9 +20,9 @@ MAX_EXAMPLES=${CONTRACT_MAX_EXAMPLES:-30}
 REPORT_DIR=${CONTRACT_REPORT_DIR:-$ROOT/.contract/report}
 VENV=$ROOT/.contract/venv
 
-# 1. Schemathesis, once per change of the pinned requirements.
+# 1. Schemathesis and openapi-python-client, once per change of the pinned requirements.
 if [ ! -f "$VENV/.installed" ] || [ contract/requirements.txt -nt "$VENV/.installed" ]; then
-  echo "== installing Schemathesis into .contract/venv" >&2
+  echo "== installing Schemathesis and openapi-python-client into .contract/venv" >&2
   if ! python3 -m venv --help > /dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq python3 python3-venv > /dev/null
   fi
@@ -65,7 +68,13 @@ TOKEN=$(curl -fsS -b "$DATA/cookies" -H 'content-type: application/json' -H "ori
   -d '{"name":"contract tests","scopes":["links:read","links:write","stats:read","subdomain:write","team:read","admin"]}' \
   "$BASE/api/v1/tokens" | node -e 'let s="";process.stdin.on("data",(d)=>s+=d).on("end",()=>console.log(JSON.parse(s).data.token))')
 
-# 4. Schemathesis: all phases, all checks, the pinned seed. One worker: with two, Hypothesis describes
+# 4. The generated clients (contract/clients/run.sh): a Python and a TypeScript client generated from the
+# document the platform serves, compiled, and driven through the same tour, as the staff account.
+echo "== generated clients" >&2
+clients=0
+bash contract/clients/run.sh "$BASE" contract@example.com "$PASSWORD" "$VENV" || clients=$?
+
+# 5. Schemathesis: all phases, all checks, the pinned seed. One worker: with two, Hypothesis describes
 # its filters with ast.parse from two threads at once, which CPython 3.11 can fail ("AST constructor
 # recursion depth mismatch"), an error of the tool, not of the API.
 echo "== Schemathesis $("$VENV/bin/schemathesis" --version | awk '{print $NF}'), seed $SEED, $MAX_EXAMPLES examples per operation" >&2
@@ -76,4 +85,5 @@ status=0
   --seed "$SEED" --max-examples "$MAX_EXAMPLES" --workers 1 \
   --report junit,ndjson,pytest,vcr --report-dir "$REPORT_DIR" --output-sanitize true || status=$?
 echo "contract tests: seed $SEED; reports in ${REPORT_DIR#"$ROOT"/}" >&2
+if [ "$clients" -ne 0 ]; then echo "contract tests: the generated clients failed (above)" >&2; exit "$clients"; fi
 exit "$status"
