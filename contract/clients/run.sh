@@ -23,7 +23,7 @@ started=$SECONDS
 echo "== Python client: openapi-python-client $("$VENV/bin/openapi-python-client" --version | awk '{print $NF}')" >&2
 PATH="$VENV/bin:$PATH" "$VENV/bin/openapi-python-client" generate --path "$OUT/openapi.json" --output-path "$OUT/python" > "$OUT/python-generate.log" 2>&1 ||
   { cat "$OUT/python-generate.log" >&2; exit 1; }
-"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --no-build-isolation "./$OUT/python"
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall "./$OUT/python"
 "$VENV/bin/python" contract/clients/tour.py "$BASE" "$EMAIL" "$PASSWORD"
 
 # TypeScript: the types, a strict type-check of them and of the tour, its lint (eslint.config.js leaves it
