@@ -368,4 +368,31 @@ describe('CAPTCHA after repeated failures (ENABLE_CAPTCHA)', () => {
       await guarded.close();
     }
   });
+
+  // Guards issue 34: the requirement was a flag set after a failed check, so guesses sent in
+  // parallel after one failure all passed before it applied (4 of 10 were checked from outside).
+  it('of 10 parallel wrong passwords after one failure, only the one CAPTCHA_AFTER still admits is checked', async () => {
+    const config = {
+      ...context.config,
+      captcha: { enabled: true, after: 2, secret: undefined },
+      bruteforce: { ...context.config.bruteforce, maxAttempts: 50 },
+    };
+    const guarded = (await buildApp({ ...context, config })).app;
+    try {
+      const account = await createAccount(context);
+      const attempt = (password: string) =>
+        guarded.inject({ method: 'POST', url: '/auth/login', payload: { email: account.email, password }, remoteAddress: clientIp() });
+      expect((await attempt('wrong')).statusCode).toBe(401);
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, n) => attempt(`wrong ${n}`)));
+      // A 401 is a password checked; every other guess was refused before any check.
+      expect(answers.filter((answer) => answer.statusCode === 401)).toHaveLength(1);
+      const refused = answers.filter((answer) => answer.statusCode === 403);
+      expect(refused).toHaveLength(9);
+      for (const answer of refused) expect(answer.json().error.details.reason).toBe('captcha_required');
+      // The right password without a CAPTCHA is refused as well now.
+      expect((await attempt(TEST_PASSWORD)).json().error.details.reason).toBe('captcha_required');
+    } finally {
+      await guarded.close();
+    }
+  });
 });

@@ -40,7 +40,9 @@ export function authRoutes(
         'counter); a successful login clears the count. Each attempt is taken atomically before its password is checked, so at most ' +
         'BRUTEFORCE_MAX_ATTEMPTS passwords are checked per e-mail and window whatever the concurrency; the others answer as locked. Wrong e-mail and wrong password answer the same 401, in the same time. ' +
         'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures for an e-mail the answer is 403 `forbidden` with ' +
-        '`details.reason` `captcha_required` and a proof-of-work challenge in `details.challenge` until a login carries a solved one. ' +
+        '`details.reason` `captcha_required` (`captcha_invalid` for a wrong or spent solution) and a proof-of-work challenge in ' +
+        '`details.challenge` until a login carries a solved one; attempts without one are counted atomically before any check, so ' +
+        'parallel guesses get no more than CAPTCHA_AFTER checks between them. ' +
         'The cookie is HttpOnly, SameSite=Lax, and Secure when PUBLIC_URL is https.',
       tags,
       auth: { kind: 'none' },

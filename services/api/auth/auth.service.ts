@@ -12,6 +12,7 @@ import type { Repositories } from '#services/repositories.js';
 const accountKey = (email: string) => email.trim().toLowerCase();
 const failuresKey = (email: string) => `bf:fail:${accountKey(email)}`;
 const lockKey = (email: string) => `bf:lock:${accountKey(email)}`;
+/** Attempts without a solved CAPTCHA since the last success: past CAPTCHA_AFTER, one is required. */
 const captchaKey = (email: string) => `bf:captcha:${accountKey(email)}`;
 
 export interface LoginResult {
@@ -48,8 +49,12 @@ export function authService(
 
     /** Signs in; the route has checked the lock first (assertNotLocked, before the auth bucket counts). */
     async login(input: { email: string; password: string; captcha?: string }, client: { ip: string; userAgent: string | null }): Promise<LoginResult> {
-      if (context.config.captcha.enabled && (await context.cache.ttlMs(captchaKey(input.email))) > 0) {
-        if (!input.captcha || !(await captcha.verify(input.captcha))) {
+      if (context.config.captcha.enabled) {
+        const solved = input.captcha !== undefined && (await captcha.verify(input.captcha));
+        // Without a solved CAPTCHA, the attempt takes one of the CAPTCHA_AFTER a window admits, atomically
+        // (one increment in the shared cache) and before any check: parallel guesses cannot all pass a
+        // requirement that a failure sets only once its check is done.
+        if (!solved && (await context.cache.increment(captchaKey(input.email), bruteforce.windowSec)) > context.config.captcha.after) {
           throw new AppError(
             'forbidden',
             { reason: input.captcha ? 'captcha_invalid' : 'captcha_required', challenge: await captcha.challenge() },
@@ -71,9 +76,8 @@ export function authService(
       const user = await users.findByEmail(input.email);
       const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoy));
       if (!user || !valid) {
-        if (context.config.captcha.enabled && attempt >= context.config.captcha.after) {
-          await context.cache.flag(captchaKey(input.email), bruteforce.windowSec);
-        }
+        // The CAPTCHA stays required for a window after the last failure.
+        if (context.config.captcha.enabled) await context.cache.expire(captchaKey(input.email), bruteforce.windowSec);
         if (attempt === bruteforce.maxAttempts) {
           await context.cache.flag(lockKey(input.email), bruteforce.lockoutSec);
           // The counter, now past the maximum, refuses every attempt already on its way; it ends with
