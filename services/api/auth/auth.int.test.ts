@@ -398,6 +398,30 @@ describe('POST /api/v1/users', () => {
     expect((await login(body.email, body.password, clientIp())).statusCode).toBe(200);
   });
 
+  // Guards issue 34: the rule was length only, so `password1234` was accepted.
+  it('refuses common, breached and easily derived passwords with 422 validation_error naming the field', async () => {
+    const staff = await createAccount(context, 'staff');
+    const cookie = await loginCookie(app, staff.email, TEST_PASSWORD, clientIp());
+    const email = `${uniqueName('weak')}@example.test`;
+    for (const password of ['password1234', 'qwertyuiop12', 'P@ssw0rd2024!', 'iloveyou2024', `${email.split('@')[0]}1`]) {
+      const refused = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { email, password } });
+      expect(refused.statusCode, password).toBe(422);
+      expect(refused.json().error, password).toMatchObject({ code: 'validation_error', details: { password: expect.stringMatching(/too common/) } });
+    }
+    // Localised like every rule.
+    const german = await app.inject({
+      method: 'POST',
+      url: '/api/v1/users?lang=de',
+      headers: { cookie, origin },
+      payload: { email, password: 'password1234' },
+    });
+    expect(german.json().error.details.password).toMatch(/zu verbreitet/);
+    expect(
+      (await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { email, password: 'velvet lantern quietly orbits' } }))
+        .statusCode,
+    ).toBe(201);
+  });
+
   it('refuses users (403 forbidden) and anonymous callers (401 unauthorized)', async () => {
     const user = await createAccount(context);
     const cookie = await loginCookie(app, user.email, TEST_PASSWORD, clientIp());
