@@ -95,15 +95,18 @@ export function tokensService({ cache, repositories }: Pick<Context, 'cache'> & 
     if (principal.via !== 'token' || !principal.tokenId) return;
     const minter = await tokens.findById(principal.tokenId);
     if (!minter) throw new AppError('invalid_token');
-    if (minter.expires_at) {
-      const max = minter.expires_at.toISOString();
-      if (!expiresAt) throw new AppError('forbidden', { reason: 'expiry_required', max_expires_at: max });
-      if (expiresAt.getTime() > minter.expires_at.getTime()) throw new AppError('forbidden', { reason: 'expiry_beyond_token', max_expires_at: max });
+    // The same measure as revocation's (widerThan); the scopes were checked against the caller's already.
+    const { wider, ranges } = widerThan(
+      { scopes: principal.scopes, expiresAt: minter.expires_at, ipAllowlist: minter.ip_allowlist },
+      { scopes: [], expiresAt, ipAllowlist },
+    );
+    if (wider.includes('expires_at')) {
+      throw new AppError('forbidden', { reason: expiresAt ? 'expiry_beyond_token' : 'expiry_required', max_expires_at: minter.expires_at!.toISOString() });
     }
-    if (minter.ip_allowlist.length > 0) {
+    if (wider.includes('ip_allowlist')) {
       if (ipAllowlist.length === 0) throw new AppError('forbidden', { reason: 'ip_allowlist_required', allowed_ranges: minter.ip_allowlist });
-      const outside = ipAllowlist.filter((range) => !rangeWithin(range, minter.ip_allowlist)); // named as the client sent them
-      if (outside.length > 0) throw new AppError('forbidden', { reason: 'ip_allowlist_beyond_token', ranges: outside, allowed_ranges: minter.ip_allowlist });
+      // The ranges named as the client sent them.
+      throw new AppError('forbidden', { reason: 'ip_allowlist_beyond_token', ranges, allowed_ranges: minter.ip_allowlist });
     }
   };
 
