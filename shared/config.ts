@@ -209,7 +209,7 @@ export const CONFIG_VARS = {
   ADMIN_EMAIL: [optionalString(z.email('must be an e-mail address')), { doc: 'E-mail of the staff admin created on first start when there is no user.' }],
   ADMIN_PASSWORD: [
     optionalString(z.string().min(12, 'must be at least 12 characters')),
-    { doc: 'Password of that admin; without it a generated password is printed once.' },
+    { doc: 'Password of that admin (a common or easily guessed one stops the first start); without it a generated password is printed once.' },
   ],
   TRUST_PROXY: [
     withDefault(
@@ -262,7 +262,9 @@ export const CONFIG_VARS = {
   ],
   BRUTEFORCE_LOCKOUT: [
     withDefault(z.coerce.number().int().min(1, 'must be an integer of at least 1 second').max(86_400, 'must be at most 86400 seconds'), 900),
-    { doc: 'How long, in seconds, a locked account refuses logins (429 with Retry-After).' },
+    {
+      doc: 'How long, in seconds, a locked account refuses logins (429 with Retry-After); a browser that signed in before counts and locks on its own (device cookie).',
+    },
   ],
   ENABLE_CAPTCHA: [withDefault(boolFlag, '0'), { doc: '`1` requires a solved proof-of-work CAPTCHA (ALTCHA, self-hosted) after CAPTCHA_AFTER failed logins.' }],
   CAPTCHA_AFTER: [

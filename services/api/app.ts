@@ -10,6 +10,7 @@ import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { createCaptcha } from './auth/captcha.js';
+import { deviceCookieKey, deviceCookies } from './auth/device-cookie.js';
 import type { AbuseGuard } from './auth/abuse.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
@@ -87,13 +88,14 @@ export async function createApi(
   const deps = { ...context, repositories };
   const authenticator = createAuthenticator(deps, abuse);
   const captcha = createCaptcha(context.cache, config.captcha.secret);
+  const devices = deviceCookies(await deviceCookieKey(repositories));
   const registrar = { limiter, authenticator, abuse, publicUrl: config.publicUrl };
   // Each service once: those others use (subdomains, stats, visits) are handed to them.
   const { subdomains, stats, visits } = services;
   const links = linksService({ ...deps, subdomains, events: createEventBus(context) });
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served }),
-    ...authRoutes(deps, authService(deps, captcha, abuse), captcha),
+    ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
     ...usersRoutes(repositories),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),

@@ -237,6 +237,98 @@ describe('login', () => {
   });
 });
 
+// Guards issue 34: anyone could keep any account locked (five wrong passwords every 15 minutes),
+// and the right password from the owner's own browser still got 429.
+describe('device cookies: a lock others cause does not lock out a browser that signed in before', () => {
+  const deviceOf = (response: { cookies: { name: string; value: string }[] }) => response.cookies.find((entry) => entry.name === 'lt_device');
+  const lockFrom = async (email: string, ip: string) => {
+    for (let attempt = 0; attempt < 3; attempt++) expect((await login(email, 'wrong', ip)).statusCode).toBe(401);
+    expect((await login(email, TEST_PASSWORD, ip)).json().error.details.reason).toBe('account_locked');
+  };
+
+  it('sets a signed, HttpOnly, SameSite=Lax device cookie for /auth, Secure only over https', async () => {
+    const account = await createAccount(context);
+    const plain = await login(account.email, TEST_PASSWORD, clientIp());
+    const cookie = deviceOf(plain)!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/auth' });
+    expect(cookie.value.split('.')).toHaveLength(3);
+    expect(cookie.value).not.toContain(account.email);
+    expect(Boolean((cookie as { secure?: boolean }).secure)).toBe(false);
+    expect(new Date((cookie as { expires?: Date }).expires!).getTime()).toBeGreaterThan(Date.now() + 100 * 86_400_000);
+    // Over https, as a trusted proxy tells it: Secure.
+    const proxied = (await buildApp({ ...context, config: { ...context.config, trustProxy: ['127.0.0.0/8'] } })).app;
+    try {
+      const secure = await proxied.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: { email: account.email, password: TEST_PASSWORD },
+        remoteAddress: '127.0.0.1',
+        headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': clientIp() },
+      });
+      expect(secure.statusCode).toBe(200);
+      expect((deviceOf(secure) as { secure?: boolean }).secure).toBe(true);
+    } finally {
+      await proxied.close();
+    }
+  });
+
+  it('an attacker locks the account from one address; the owner with a device cookie still signs in with the right password', async () => {
+    const account = await createAccount(context);
+    const ownerIp = clientIp();
+    const device = deviceOf(await login(account.email, TEST_PASSWORD, ownerIp))!.value;
+    await lockFrom(account.email, clientIp());
+    const owner = await login(account.email, TEST_PASSWORD, ownerIp, { cookie: `lt_device=${device}` });
+    expect(owner.statusCode).toBe(200);
+    expect(owner.cookies.find((entry) => entry.name === 'lt_session')).toBeDefined();
+    // Without the cookie, the owner shares the account's lock like anyone else.
+    expect((await login(account.email, TEST_PASSWORD, ownerIp)).json().error.details.reason).toBe('account_locked');
+    // The owner's success did not lift the lock for the others.
+    expect((await login(account.email, TEST_PASSWORD, clientIp())).statusCode).toBe(429);
+  });
+
+  it('wrong passwords with a device cookie lock that device only, not the account or other devices', async () => {
+    const account = await createAccount(context);
+    const device = deviceOf(await login(account.email, TEST_PASSWORD, clientIp()))!.value;
+    const other = deviceOf(await login(account.email, TEST_PASSWORD, clientIp()))!.value;
+    const withDevice = (password: string, value = device) => login(account.email, password, clientIp(), { cookie: `lt_device=${value}` });
+    for (let attempt = 0; attempt < 3; attempt++) expect((await withDevice('wrong')).statusCode).toBe(401);
+    const locked = await withDevice(TEST_PASSWORD);
+    expect(locked.statusCode).toBe(429);
+    expect(locked.json().error).toMatchObject({ code: 'rate_limited', details: { reason: 'device_locked' } });
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(590);
+    // The account and the other device are untouched.
+    expect((await withDevice(TEST_PASSWORD, other)).statusCode).toBe(200);
+    expect((await login(account.email, TEST_PASSWORD, clientIp())).statusCode).toBe(200);
+  });
+
+  it('of parallel wrong passwords with one device cookie, at most BRUTEFORCE_MAX_ATTEMPTS are checked', async () => {
+    const account = await createAccount(context);
+    const device = deviceOf(await login(account.email, TEST_PASSWORD, clientIp()))!.value;
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => login(account.email, `wrong ${n}`, clientIp(), { cookie: `lt_device=${device}` })));
+    expect(answers.filter((answer) => answer.statusCode === 401).length).toBeLessThanOrEqual(3);
+    for (const refused of answers.filter((answer) => answer.statusCode !== 401)) expect(refused.json().error.details.reason).toBe('device_locked');
+  });
+
+  it("a forged, tampered, or another account's device cookie does not help", async () => {
+    const account = await createAccount(context);
+    const stranger = await createAccount(context);
+    const device = deviceOf(await login(account.email, TEST_PASSWORD, clientIp()))!.value;
+    const strangers = deviceOf(await login(stranger.email, TEST_PASSWORD, clientIp()))!.value;
+    await lockFrom(account.email, clientIp());
+    const [header, payload, signature] = device.split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    const altered = Buffer.from(JSON.stringify({ ...claims, jti: 'another-device' })).toString('base64url');
+    const flipped = signature.slice(0, -2) + (signature.endsWith('AA') ? 'BB' : 'AA');
+    const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url')}.${payload}.`;
+    for (const value of [`${header}.${altered}.${signature}`, `${header}.${payload}.${flipped}`, unsigned, strangers, 'not-a-cookie']) {
+      const refused = await login(account.email, TEST_PASSWORD, clientIp(), { cookie: `lt_device=${value}` });
+      expect(refused.statusCode, value).toBe(429);
+      expect(refused.json().error.details.reason, value).toBe('account_locked');
+    }
+    expect((await login(account.email, TEST_PASSWORD, clientIp(), { cookie: `lt_device=${device}` })).statusCode).toBe(200);
+  });
+});
+
 describe('logout', () => {
   it('revokes the session server-side: the old cookie no longer authenticates', async () => {
     const account = await createAccount(context);
@@ -306,6 +398,30 @@ describe('POST /api/v1/users', () => {
     expect((await login(body.email, body.password, clientIp())).statusCode).toBe(200);
   });
 
+  // Guards issue 34: the rule was length only, so `password1234` was accepted.
+  it('refuses common, breached and easily derived passwords with 422 validation_error naming the field', async () => {
+    const staff = await createAccount(context, 'staff');
+    const cookie = await loginCookie(app, staff.email, TEST_PASSWORD, clientIp());
+    const email = `${uniqueName('weak')}@example.test`;
+    for (const password of ['password1234', 'qwertyuiop12', 'P@ssw0rd2024!', 'iloveyou2024', `${email.split('@')[0]}1`]) {
+      const refused = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { email, password } });
+      expect(refused.statusCode, password).toBe(422);
+      expect(refused.json().error, password).toMatchObject({ code: 'validation_error', details: { password: expect.stringMatching(/too common/) } });
+    }
+    // Localised like every rule.
+    const german = await app.inject({
+      method: 'POST',
+      url: '/api/v1/users?lang=de',
+      headers: { cookie, origin },
+      payload: { email, password: 'password1234' },
+    });
+    expect(german.json().error.details.password).toMatch(/zu verbreitet/);
+    expect(
+      (await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { email, password: 'velvet lantern quietly orbits' } }))
+        .statusCode,
+    ).toBe(201);
+  });
+
   it('refuses users (403 forbidden) and anonymous callers (401 unauthorized)', async () => {
     const user = await createAccount(context);
     const cookie = await loginCookie(app, user.email, TEST_PASSWORD, clientIp());
@@ -364,6 +480,33 @@ describe('CAPTCHA after repeated failures (ENABLE_CAPTCHA)', () => {
       expect((await attempt(TEST_PASSWORD, await solve(fresh))).statusCode).toBe(200);
       // Success clears the requirement.
       expect((await attempt(TEST_PASSWORD)).statusCode).toBe(200);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  // Guards issue 34: the requirement was a flag set after a failed check, so guesses sent in
+  // parallel after one failure all passed before it applied (4 of 10 were checked from outside).
+  it('of 10 parallel wrong passwords after one failure, only the one CAPTCHA_AFTER still admits is checked', async () => {
+    const config = {
+      ...context.config,
+      captcha: { enabled: true, after: 2, secret: undefined },
+      bruteforce: { ...context.config.bruteforce, maxAttempts: 50 },
+    };
+    const guarded = (await buildApp({ ...context, config })).app;
+    try {
+      const account = await createAccount(context);
+      const attempt = (password: string) =>
+        guarded.inject({ method: 'POST', url: '/auth/login', payload: { email: account.email, password }, remoteAddress: clientIp() });
+      expect((await attempt('wrong')).statusCode).toBe(401);
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, n) => attempt(`wrong ${n}`)));
+      // A 401 is a password checked; every other guess was refused before any check.
+      expect(answers.filter((answer) => answer.statusCode === 401)).toHaveLength(1);
+      const refused = answers.filter((answer) => answer.statusCode === 403);
+      expect(refused).toHaveLength(9);
+      for (const answer of refused) expect(answer.json().error.details.reason).toBe('captcha_required');
+      // The right password without a CAPTCHA is refused as well now.
+      expect((await attempt(TEST_PASSWORD)).json().error.details.reason).toBe('captcha_required');
     } finally {
       await guarded.close();
     }

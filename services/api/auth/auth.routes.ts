@@ -10,6 +10,7 @@ import { toUserView } from '../users/users.view.js';
 import type { Repositories } from '#services/repositories.js';
 import type { authService } from './auth.service.js';
 import type { Captcha } from './captcha.js';
+import { DEVICE_COOKIE, DEVICE_COOKIE_PATH } from './device-cookie.js';
 
 const tags = ['auth'];
 
@@ -40,14 +41,21 @@ export function authRoutes(
         'counter); a successful login clears the count. Each attempt is taken atomically before its password is checked, so at most ' +
         'BRUTEFORCE_MAX_ATTEMPTS passwords are checked per e-mail and window whatever the concurrency; the others answer as locked. Wrong e-mail and wrong password answer the same 401, in the same time. ' +
         'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures for an e-mail the answer is 403 `forbidden` with ' +
-        '`details.reason` `captcha_required` and a proof-of-work challenge in `details.challenge` until a login carries a solved one. ' +
-        'The cookie is HttpOnly, SameSite=Lax, and Secure when PUBLIC_URL is https.',
+        '`details.reason` `captcha_required` (`captcha_invalid` for a wrong or spent solution) and a proof-of-work challenge in ' +
+        '`details.challenge` until a login carries a solved one; attempts without one are counted atomically before any check, so ' +
+        'parallel guesses get no more than CAPTCHA_AFTER checks between them. ' +
+        'The cookie is HttpOnly, SameSite=Lax, and Secure when PUBLIC_URL is https. ' +
+        'A successful login also sets `lt_device` (OWASP device cookie: signed, HttpOnly, SameSite=Lax, Path=/auth, Secure when the ' +
+        'request came over https, 180 days), naming the account and this browser. A login carrying a valid one of the same account ' +
+        "spends that device's own allowance instead of the account's: the same BRUTEFORCE_* numbers, its own lock (429 " +
+        '`rate_limited`, `details.reason` `device_locked`), no CAPTCHA; so a lock others cause does not lock out a browser that ' +
+        "signed in before. A forged, expired or other account's device cookie counts for nothing.",
       tags,
       auth: { kind: 'none' },
       bucket: 'auth',
       beforeLimit: async (request) => {
         const email = (request.body as { email?: unknown } | undefined)?.email;
-        if (typeof email === 'string') await service.assertNotLocked(email);
+        if (typeof email === 'string') await service.assertNotLocked(email, request.cookies?.[DEVICE_COOKIE]);
       },
       body: z.strictObject({
         email: textField(254),
@@ -64,8 +72,20 @@ export function authRoutes(
         // A cross-site login form must not sign a victim into the attacker's account (login CSRF);
         // scripts without Origin or Referer headers may still log in.
         assertSameOrigin(request, config.publicUrl, { allowMissing: true });
-        const result = await service.login(body, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        const result = await service.login(body, {
+          ip: request.ip,
+          userAgent: request.headers['user-agent'] ?? null,
+          deviceCookie: request.cookies?.[DEVICE_COOKIE],
+        });
         reply.setCookie(SESSION_COOKIE, result.secret, { ...cookieOptions, expires: result.expiresAt });
+        // Secure only over https as the request arrived (a plain-HTTP LAN origin must keep it); sent to /auth only.
+        reply.setCookie(DEVICE_COOKIE, result.device.value, {
+          path: DEVICE_COOKIE_PATH,
+          httpOnly: true,
+          sameSite: 'lax',
+          secure: request.protocol === 'https',
+          expires: result.device.expiresAt,
+        });
         return { user: result.user, session: { expires_at: result.expiresAt.toISOString() } };
       },
     }),

@@ -6,19 +6,38 @@ import { toUserView, type UserView } from '../users/users.view.js';
 import { secretHash } from './authenticator.js';
 import type { AbuseGuard } from './abuse.js';
 import type { Captcha } from './captcha.js';
+import type { DeviceCookies } from './device-cookie.js';
 import type { Repositories } from '#services/repositories.js';
 
 /** The account key of the brute-force counters: any submitted e-mail, existing or not. */
 const accountKey = (email: string) => email.trim().toLowerCase();
-const failuresKey = (email: string) => `bf:fail:${accountKey(email)}`;
-const lockKey = (email: string) => `bf:lock:${accountKey(email)}`;
+/** Attempts without a solved CAPTCHA since the last success: past CAPTCHA_AFTER, one is required. */
 const captchaKey = (email: string) => `bf:captcha:${accountKey(email)}`;
+
+/**
+ * Whose allowance an attempt spends: the account's, shared by every client without a device cookie
+ * of it, or one known device's own (a browser that signed in to the account before).
+ */
+interface Allowance {
+  failures: string;
+  lock: string;
+  reason: 'account_locked' | 'device_locked';
+  device?: string;
+}
+const accountAllowance = (email: string): Allowance => ({
+  failures: `bf:fail:${accountKey(email)}`,
+  lock: `bf:lock:${accountKey(email)}`,
+  reason: 'account_locked',
+});
+const deviceAllowance = (device: string): Allowance => ({ failures: `bf:dev-fail:${device}`, lock: `bf:dev-lock:${device}`, reason: 'device_locked', device });
 
 export interface LoginResult {
   /** The cookie value (the session secret); only its hash is stored. */
   secret: string;
   expiresAt: Date;
   user: UserView;
+  /** A fresh device cookie for the browser that signed in. */
+  device: { value: string; expiresAt: Date };
 }
 
 /**
@@ -26,30 +45,54 @@ export interface LoginResult {
  * the account exists, each one taken before its password check (a success clears the count), and
  * a wrong e-mail costs the same password check as a wrong password, so neither the answer, its
  * timing nor a lockout tells which accounts exist.
+ *
+ * A browser that signed in successfully gets a device cookie (OWASP's device cookies): with it, its
+ * attempts spend the device's own allowance (the same numbers, its own lock), not the account's, so
+ * that anyone guessing from elsewhere can lock the account for others but not for its owner's known
+ * browsers. A forged, expired or another account's cookie counts for nothing.
  */
 export function authService(
   context: Pick<Context, 'config' | 'cache' | 'log'> & { repositories: Pick<Repositories, 'users' | 'sessions'> },
   captcha: Captcha,
   abuse: Pick<AbuseGuard, 'audit'>,
+  devices: DeviceCookies,
 ) {
   const { users, sessions } = context.repositories;
   const { bruteforce } = context.config;
   // A real scrypt hash to check wrong e-mails against, so that they take as long as wrong passwords.
   const decoy = hashPassword(randomBytes(16).toString('hex'));
 
-  /** Answers 429 while the account is locked: checked before any counter, so the lock wins. */
-  const assertNotLocked = async (email: string): Promise<void> => {
-    const ttl = await context.cache.ttlMs(lockKey(email));
-    if (ttl > 0) throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: 'account_locked' });
+  /** The allowance an attempt spends: its known device's when it carries a valid device cookie of the account. */
+  const allowanceOf = async (email: string, deviceCookie: string | undefined): Promise<Allowance> => {
+    const device = await devices.deviceOf(deviceCookie, accountKey(email));
+    return device ? deviceAllowance(device) : accountAllowance(email);
+  };
+
+  /** Answers 429 while the allowance is locked: checked before any counter, so the lock wins. */
+  const assertAllowanceOpen = async (allowance: Allowance): Promise<void> => {
+    const ttl = await context.cache.ttlMs(allowance.lock);
+    if (ttl > 0) throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: allowance.reason });
   };
 
   return {
-    assertNotLocked,
+    /** Answers 429 while the allowance this attempt would spend (the account's, or its known device's) is locked. */
+    async assertNotLocked(email: string, deviceCookie: string | undefined): Promise<void> {
+      await assertAllowanceOpen(await allowanceOf(email, deviceCookie));
+    },
 
     /** Signs in; the route has checked the lock first (assertNotLocked, before the auth bucket counts). */
-    async login(input: { email: string; password: string; captcha?: string }, client: { ip: string; userAgent: string | null }): Promise<LoginResult> {
-      if (context.config.captcha.enabled && (await context.cache.ttlMs(captchaKey(input.email))) > 0) {
-        if (!input.captcha || !(await captcha.verify(input.captcha))) {
+    async login(
+      input: { email: string; password: string; captcha?: string },
+      client: { ip: string; userAgent: string | null; deviceCookie?: string },
+    ): Promise<LoginResult> {
+      const allowance = await allowanceOf(input.email, client.deviceCookie);
+      // A known device has its own allowance: the CAPTCHA guards the account's shared one.
+      if (context.config.captcha.enabled && !allowance.device) {
+        const solved = input.captcha !== undefined && (await captcha.verify(input.captcha));
+        // Without a solved CAPTCHA, the attempt takes one of the CAPTCHA_AFTER a window admits, atomically
+        // (one increment in the shared cache) and before any check: parallel guesses cannot all pass a
+        // requirement that a failure sets only once its check is done.
+        if (!solved && (await context.cache.increment(captchaKey(input.email), bruteforce.windowSec)) > context.config.captcha.after) {
           throw new AppError(
             'forbidden',
             { reason: input.captcha ? 'captcha_invalid' : 'captcha_required', challenge: await captcha.challenge() },
@@ -60,40 +103,44 @@ export function authService(
       // The attempt is taken before the password is checked, atomically (one increment in the shared
       // cache): of any number of parallel guesses, from any number of addresses, only the first
       // BRUTEFORCE_MAX_ATTEMPTS of a window reach the check; the others are refused as locked.
-      const attempt = await context.cache.increment(failuresKey(input.email), bruteforce.windowSec);
+      const attempt = await context.cache.increment(allowance.failures, bruteforce.windowSec);
       if (attempt > bruteforce.maxAttempts) {
-        const ttl = Math.max(await context.cache.ttlMs(lockKey(input.email)), await context.cache.ttlMs(failuresKey(input.email)));
-        throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: 'account_locked' });
+        const ttl = Math.max(await context.cache.ttlMs(allowance.lock), await context.cache.ttlMs(allowance.failures));
+        throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: allowance.reason });
       }
       // A lock taken after this request passed the route's check (by a parallel attempt, whose
       // success then cleared the counter) still holds.
-      await assertNotLocked(input.email);
+      await assertAllowanceOpen(allowance);
       const user = await users.findByEmail(input.email);
       const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoy));
       if (!user || !valid) {
-        if (context.config.captcha.enabled && attempt >= context.config.captcha.after) {
-          await context.cache.flag(captchaKey(input.email), bruteforce.windowSec);
-        }
+        // The CAPTCHA stays required for a window after the last failure.
+        if (context.config.captcha.enabled && !allowance.device) await context.cache.expire(captchaKey(input.email), bruteforce.windowSec);
         if (attempt === bruteforce.maxAttempts) {
-          await context.cache.flag(lockKey(input.email), bruteforce.lockoutSec);
+          await context.cache.flag(allowance.lock, bruteforce.lockoutSec);
           // The counter, now past the maximum, refuses every attempt already on its way; it ends with
           // the lock, so that the next window starts afresh when the lock is over.
-          await context.cache.expire(failuresKey(input.email), bruteforce.lockoutSec);
-          context.log.warn({ account: accountKey(input.email), ip: client.ip }, 'account locked after repeated failed logins');
-          abuse.audit({ action: 'auth.lockout', actorId: user?.id ?? null, target: accountKey(input.email), ip: client.ip, details: { failures: attempt } });
+          await context.cache.expire(allowance.failures, bruteforce.lockoutSec);
+          const what = allowance.device ? 'a known device of an account' : 'account';
+          context.log.warn({ account: accountKey(input.email), ip: client.ip, device: allowance.device }, `${what} locked after repeated failed logins`);
+          abuse.audit({
+            action: allowance.device ? 'auth.device_lockout' : 'auth.lockout',
+            actorId: user?.id ?? null,
+            target: accountKey(input.email),
+            ip: client.ip,
+            details: { failures: attempt, ...(allowance.device ? { device: allowance.device } : {}) },
+          });
         }
         throw new AppError('unauthorized', { reason: 'invalid_credentials' }, { messageKey: 'error.unauthorized.invalid_credentials' });
       }
-      await context.cache.remove(failuresKey(input.email));
-      await context.cache.remove(captchaKey(input.email));
+      // A success clears the count it was taken from: a known device's success leaves the account's
+      // (others' guesses) as it is.
+      await context.cache.remove(allowance.failures);
+      if (!allowance.device) await context.cache.remove(captchaKey(input.email));
       const secret = randomBytes(32).toString('base64url');
       const expiresAt = new Date(Date.now() + context.config.sessionTtlSec * 1000);
       await sessions.insert({ idHash: secretHash(secret), userId: user.id, ip: client.ip, userAgent: client.userAgent, expiresAt });
-      return {
-        secret,
-        expiresAt,
-        user: toUserView(user),
-      };
+      return { secret, expiresAt, user: toUserView(user), device: await devices.issue(accountKey(input.email)) };
     },
 
     async logout(sessionHash: string): Promise<void> {

@@ -271,7 +271,11 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
     if (filters.subdomain !== undefined) {
       const target = await stats.targetOf(principal, 'subdomain', filters.subdomain);
       const scoped: Scoped = { ownerId: target.ownerId, filters: { ...filters, subdomain: target.id }, scope: 'subdomain', scopeId: target.id };
-      if (filters.link_id !== undefined) Object.assign(scoped, { scope: 'link', scopeId: filters.link_id });
+      if (filters.link_id !== undefined) {
+        // The link is checked too: another owner's link is 403 not_owner whatever subdomain is named.
+        await stats.targetOf(principal, 'link', filters.link_id);
+        Object.assign(scoped, { scope: 'link', scopeId: filters.link_id });
+      }
       return scoped;
     }
     if (filters.link_id !== undefined) {

@@ -130,14 +130,96 @@ describe('POST /api/v1/tokens', () => {
 describe('what a token may do with tokens', () => {
   const post = (token: string, payload: Record<string, unknown>) => app.inject({ method: 'POST', url: '/api/v1/tokens', headers: bearer(token), payload });
 
-  it('a links:read token cannot revoke another token of its account (403 missing_scope admin); the target stays usable', async () => {
+  // Guards issue 34: a token could mint tokens but neither list them nor revoke one it minted
+  // without `admin`, which only staff hold, so no owner's automation could rotate its tokens.
+  it("an owner's token (every scope but admin) lists its account's tokens without secrets and revokes one it minted", async () => {
+    const { cookie } = await owner();
+    const automation = await mintToken(app, cookie, origin, {
+      name: 'automation',
+      scopes: ['links:read', 'links:write', 'stats:read', 'subdomain:write', 'team:read'],
+    });
+    const minted = await post(automation.token, { name: 'rotated', scopes: ['links:read'] });
+    expect(minted.statusCode).toBe(201);
+    const { id, token } = minted.json().data;
+    const listed = await app.inject({ url: '/api/v1/tokens', headers: bearer(automation.token) });
+    expect(listed.statusCode).toBe(200);
+    expect(
+      listed
+        .json()
+        .data.tokens.map((entry: { id: string }) => entry.id)
+        .sort(),
+    ).toEqual([automation.id, id].sort());
+    expect(listed.body).not.toContain(token);
+    expect(listed.body).not.toContain(automation.token);
+    expect(listed.body).not.toContain('token_hash');
+    for (const entry of listed.json().data.tokens) expect(entry).not.toHaveProperty('token');
+    const revoked = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${id}`, headers: bearer(automation.token) });
+    expect(revoked.statusCode).toBe(200);
+    expect(revoked.json().data).toMatchObject({ id, state: 'revoked' });
+    expect((await app.inject({ url: '/api/v1/me', headers: bearer(token) })).json().error.code).toBe('invalid_token');
+    expect((await app.inject({ url: '/api/v1/me', headers: bearer(automation.token) })).statusCode).toBe(200);
+  });
+
+  it('a token lists its own account only, whatever its scopes', async () => {
+    const alice = await owner();
+    const bob = await owner();
+    const team = await mintToken(app, alice.cookie, origin, { name: 'team', scopes: ['team:read'] });
+    const bobs = await mintToken(app, bob.cookie, origin);
+    const listed = await app.inject({ url: '/api/v1/tokens', headers: bearer(team.token) });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().data.tokens.map((entry: { id: string }) => entry.id)).toEqual([team.id]);
+    expect(listed.body).not.toContain(bobs.id);
+  });
+
+  it('a token cannot revoke a wider token of its account (403 forbidden, what is wider named); the target stays usable', async () => {
     const { cookie } = await owner();
     const reader = await mintToken(app, cookie, origin, { name: 'reader', scopes: ['links:read'] });
     const victim = await mintToken(app, cookie, origin);
     const refused = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${victim.id}`, headers: bearer(reader.token) });
     expect(refused.statusCode).toBe(403);
-    expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'missing_scope', required_scope: 'admin' } });
+    expect(refused.json().error).toMatchObject({
+      code: 'forbidden',
+      details: { reason: 'token_wider_than_caller', wider: ['scopes'], scopes: ['links:write', 'stats:read', 'subdomain:write'] },
+    });
     expect((await app.inject({ url: '/api/v1/me', headers: bearer(victim.token) })).statusCode).toBe(200);
+    // The same scopes are no wider: revoked.
+    const peer = await mintToken(app, cookie, origin, { name: 'peer', scopes: ['links:read'] });
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${peer.id}`, headers: bearer(reader.token) })).statusCode).toBe(200);
+  });
+
+  it('a token with an expiry or an allowlist cannot revoke a token outliving it or usable from further', async () => {
+    const { cookie } = await owner();
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const caller = await mintToken(app, cookie, origin, { name: 'fenced', scopes: ['links:read'], expires_at: expiresAt, ip_allowlist: ['203.0.113.0/24'] });
+    const revoke = (id: string) => app.inject({ method: 'DELETE', url: `/api/v1/tokens/${id}`, headers: bearer(caller.token), remoteAddress: '203.0.113.5' });
+    const forever = await mintToken(app, cookie, origin, { name: 'forever', scopes: ['links:read'], ip_allowlist: ['203.0.113.0/25'] });
+    const anywhere = await mintToken(app, cookie, origin, { name: 'anywhere', scopes: ['links:read'], expires_at: expiresAt });
+    const outside = await mintToken(app, cookie, origin, { name: 'outside', scopes: ['links:read'], expires_at: expiresAt, ip_allowlist: ['198.51.100.0/24'] });
+    const inside = await mintToken(app, cookie, origin, { name: 'inside', scopes: ['links:read'], expires_at: expiresAt, ip_allowlist: ['203.0.113.7'] });
+    for (const [target, wider] of [
+      [forever, ['expires_at']],
+      [anywhere, ['ip_allowlist']],
+      [outside, ['ip_allowlist']],
+    ] as const) {
+      const refused = await revoke(target.id);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'token_wider_than_caller', wider } });
+    }
+    expect((await revoke(inside.id)).statusCode).toBe(200);
+  });
+
+  it("a token cannot revoke another account's token (403 not_owner); a staff admin token can", async () => {
+    const alice = await owner();
+    const bob = await owner();
+    const alices = await mintToken(app, alice.cookie, origin, { name: 'narrow', scopes: ['links:read'] });
+    const bobs = await mintToken(app, bob.cookie, origin);
+    const refused = await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${alices.id}`, headers: bearer(bobs.token) });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.code).toBe('not_owner');
+    expect((await app.inject({ url: '/api/v1/me', headers: bearer(alices.token) })).statusCode).toBe(200);
+    const staff = await owner('staff');
+    const admin = await mintToken(app, staff.cookie, origin, { name: 'admin', scopes: ['admin'] });
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${alices.id}`, headers: bearer(admin.token) })).statusCode).toBe(200);
   });
 
   it('any token may revoke itself', async () => {
@@ -147,23 +229,6 @@ describe('what a token may do with tokens', () => {
     expect(revoked.statusCode).toBe(200);
     expect(revoked.json().data).toMatchObject({ id: reader.id, state: 'revoked' });
     expect((await app.inject({ url: '/api/v1/me', headers: bearer(reader.token) })).json().error.code).toBe('invalid_token');
-  });
-
-  it('a team:read token cannot list tokens; a session and a staff admin token can', async () => {
-    const { cookie } = await owner();
-    const team = await mintToken(app, cookie, origin, { name: 'team', scopes: ['team:read'] });
-    const refused = await app.inject({ url: '/api/v1/tokens', headers: bearer(team.token) });
-    expect(refused.statusCode).toBe(403);
-    expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'missing_scope', required_scope: 'admin' } });
-    expect((await app.inject({ url: '/api/v1/tokens', headers: { cookie } })).statusCode).toBe(200);
-    const staff = await owner('staff');
-    const admin = await mintToken(app, staff.cookie, origin, { name: 'admin', scopes: ['admin'] });
-    const listed = await app.inject({ url: '/api/v1/tokens', headers: bearer(admin.token) });
-    expect(listed.statusCode).toBe(200);
-    expect(listed.json().data.tokens.map((token: { id: string }) => token.id)).toContain(admin.id);
-    // And revoke another token with it.
-    const other = await mintToken(app, staff.cookie, origin, { name: 'other', scopes: ['links:read'] });
-    expect((await app.inject({ method: 'DELETE', url: `/api/v1/tokens/${other.id}`, headers: bearer(admin.token) })).statusCode).toBe(200);
   });
 
   it('a token with an expiry mints only tokens expiring no later than itself', async () => {

@@ -37,7 +37,7 @@ const NewTokenSchema = z.strictObject({
     .meta({ description: 'ISO 8601; without it the token does not expire; a time already past creates the token expired (state `expired`).' }),
 });
 
-/** API token endpoints: a session manages its account's tokens; what a bearer token may do is in each description. */
+/** API token endpoints: a session manages its account's tokens; a token lists them and mints and revokes no wider than itself. */
 export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDef[] {
   return [
     defineRoute({
@@ -68,10 +68,10 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       operationId: 'listTokens',
       method: 'GET',
       path: '/api/v1/tokens',
-      summary: "List the caller's API tokens (never their secrets)",
+      summary: "List the caller's account's API tokens (never their secrets)",
       description:
-        'Needs a session, or a token holding `admin` (staff): a token with any other scopes is refused with 403 `forbidden` ' +
-        "(`details.reason` `missing_scope`, `required_scope` `admin`), so a narrow token cannot survey the account's other credentials. " +
+        "A session or any token, whatever its scopes, lists the tokens of its own account (never another's, `admin` included): " +
+        'their prefixes, scopes, allowlists, expiries, states and last use, never a secret or its hash. ' +
         PAGINATION_NOTE,
       tags,
       auth: { kind: 'account' },
@@ -91,8 +91,12 @@ export function tokensRoutes(service: ReturnType<typeof tokensService>): RouteDe
       path: '/api/v1/tokens/{id}',
       summary: 'Revoke an API token; it is refused from the very next request, on every node',
       description:
-        "Needs a session, or a token holding `admin` (staff, who may revoke any account's tokens); any token may revoke itself. " +
-        'Another token is refused with 403 `forbidden` (`details.reason` `missing_scope`, `required_scope` `admin`). Revoking twice ' +
+        'A session revokes any token of its account. A token revokes itself, or another token of its account no wider than itself: ' +
+        "the target's scopes all held by the caller, and when the caller expires, the target expiring no later; when the caller has " +
+        "an IP allowlist, the target's allowlist non-empty with each range inside one of the caller's. A wider target is refused " +
+        'with 403 `forbidden` (`details.reason` `token_wider_than_caller`, `details.wider` naming `scopes`, `expires_at` and/or ' +
+        '`ip_allowlist`, with the `scopes` not held, `max_expires_at`, or the `ranges` outside and `allowed_ranges`). Another ' +
+        "account's token is 403 `not_owner` unless the caller holds `admin` (staff), which revokes any token. Revoking twice " +
         'is harmless and keeps the first revocation time.',
       tags,
       auth: { kind: 'account' },

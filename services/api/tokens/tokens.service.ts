@@ -59,19 +59,34 @@ export interface NewTokenInput {
 }
 
 /**
- * Who may manage tokens. A session may list, mint (within its role's scopes) and revoke its
- * account's tokens. A token is a delegated, narrower credential: it may list and revoke tokens
- * only when it holds `admin` (the scope of staff; any token may still revoke itself), and it may
- * mint only a token no wider than itself, so a leaked token cannot outlive its expiry, escape its
- * allowlist or widen its scopes by minting another.
+ * What makes one token wider than another: scopes the other lacks, a later expiry or none where the
+ * other has one, ranges outside the other's allowlist or none where the other has one. Listed in
+ * that order, empty when `candidate` is no wider than `bound`.
  */
-function assertMayManageTokens(principal: Principal): void {
-  if (principal.via === 'token' && !principal.scopes.has('admin')) {
-    throw new AppError('forbidden', { reason: 'missing_scope', required_scope: 'admin' });
-  }
+export function widerThan(
+  bound: { scopes: ReadonlySet<string>; expiresAt: Date | null; ipAllowlist: readonly string[] },
+  candidate: { scopes: readonly string[]; expiresAt: Date | null; ipAllowlist: readonly string[] },
+): { wider: ('scopes' | 'expires_at' | 'ip_allowlist')[]; scopes: string[]; ranges: string[] } {
+  const scopes = candidate.scopes.filter((scope) => !bound.scopes.has(scope));
+  const laterExpiry = bound.expiresAt !== null && (candidate.expiresAt === null || candidate.expiresAt.getTime() > bound.expiresAt.getTime());
+  const ranges = bound.ipAllowlist.length === 0 ? [] : candidate.ipAllowlist.filter((range) => !rangeWithin(range, bound.ipAllowlist));
+  const widerAllowlist = bound.ipAllowlist.length > 0 && (candidate.ipAllowlist.length === 0 || ranges.length > 0);
+  const wider = [
+    ...(scopes.length > 0 ? ['scopes' as const] : []),
+    ...(laterExpiry ? ['expires_at' as const] : []),
+    ...(widerAllowlist ? ['ip_allowlist' as const] : []),
+  ];
+  return { wider, scopes, ranges };
 }
 
-/** Token rules: minting no wider than the caller, listing and revoking one's own (see assertMayManageTokens). */
+/**
+ * Token rules. A session lists, mints (within its role's scopes) and revokes its account's tokens.
+ * A token is a delegated credential: it lists its account's tokens (never their secrets), mints only
+ * a token no wider than itself, and revokes only tokens no wider than itself (any token revokes
+ * itself), so a leaked narrow token can neither outlive its expiry, escape its allowlist or widen its
+ * scopes by minting, nor cut off the account's wider automation by revoking. `admin` (staff) is
+ * needed only for another account's tokens, and a token holding it may revoke any token.
+ */
 export function tokensService({ cache, repositories }: Pick<Context, 'cache'> & { repositories: Pick<Repositories, 'tokens'> }) {
   const { tokens } = repositories;
 
@@ -80,15 +95,18 @@ export function tokensService({ cache, repositories }: Pick<Context, 'cache'> & 
     if (principal.via !== 'token' || !principal.tokenId) return;
     const minter = await tokens.findById(principal.tokenId);
     if (!minter) throw new AppError('invalid_token');
-    if (minter.expires_at) {
-      const max = minter.expires_at.toISOString();
-      if (!expiresAt) throw new AppError('forbidden', { reason: 'expiry_required', max_expires_at: max });
-      if (expiresAt.getTime() > minter.expires_at.getTime()) throw new AppError('forbidden', { reason: 'expiry_beyond_token', max_expires_at: max });
+    // The same measure as revocation's (widerThan); the scopes were checked against the caller's already.
+    const { wider, ranges } = widerThan(
+      { scopes: principal.scopes, expiresAt: minter.expires_at, ipAllowlist: minter.ip_allowlist },
+      { scopes: [], expiresAt, ipAllowlist },
+    );
+    if (wider.includes('expires_at')) {
+      throw new AppError('forbidden', { reason: expiresAt ? 'expiry_beyond_token' : 'expiry_required', max_expires_at: minter.expires_at!.toISOString() });
     }
-    if (minter.ip_allowlist.length > 0) {
+    if (wider.includes('ip_allowlist')) {
       if (ipAllowlist.length === 0) throw new AppError('forbidden', { reason: 'ip_allowlist_required', allowed_ranges: minter.ip_allowlist });
-      const outside = ipAllowlist.filter((range) => !rangeWithin(range, minter.ip_allowlist)); // named as the client sent them
-      if (outside.length > 0) throw new AppError('forbidden', { reason: 'ip_allowlist_beyond_token', ranges: outside, allowed_ranges: minter.ip_allowlist });
+      // The ranges named as the client sent them.
+      throw new AppError('forbidden', { reason: 'ip_allowlist_beyond_token', ranges, allowed_ranges: minter.ip_allowlist });
     }
   };
 
@@ -121,16 +139,35 @@ export function tokensService({ cache, repositories }: Pick<Context, 'cache'> & 
       });
       return { ...toTokenView(row), token };
     },
+    /** The caller's account's tokens, for a session or any token. */
     async list(principal: Principal): Promise<TokenView[]> {
-      assertMayManageTokens(principal);
       return (await tokens.listByUser(principal.userId)).map(toTokenView);
     },
-    /** Revokes one's own token (staff holding `admin` may revoke anyone's); idempotent. A token may always revoke itself. */
+    /**
+     * Revokes a token of one's account (staff holding `admin`: anyone's); idempotent. A token revokes
+     * itself, or another no wider than itself (403 `forbidden`, `token_wider_than_caller`).
+     */
     async revoke(principal: Principal, id: string): Promise<TokenView> {
-      if (principal.tokenId !== id) assertMayManageTokens(principal);
       const row = await tokens.findById(id);
       if (!row) throw new AppError('not_found', { token: id });
       if (!canManage(principal, row.user_id)) throw new AppError('not_owner');
+      if (principal.via === 'token' && principal.tokenId !== id && !principal.scopes.has('admin')) {
+        const caller = await tokens.findById(principal.tokenId!);
+        if (!caller) throw new AppError('invalid_token');
+        const { wider, scopes, ranges } = widerThan(
+          { scopes: principal.scopes, expiresAt: caller.expires_at, ipAllowlist: caller.ip_allowlist },
+          { scopes: row.scopes, expiresAt: row.expires_at, ipAllowlist: row.ip_allowlist },
+        );
+        if (wider.length > 0) {
+          throw new AppError('forbidden', {
+            reason: 'token_wider_than_caller',
+            wider,
+            ...(scopes.length > 0 ? { scopes } : {}),
+            ...(wider.includes('expires_at') ? { max_expires_at: caller.expires_at!.toISOString() } : {}),
+            ...(wider.includes('ip_allowlist') ? { ranges, allowed_ranges: caller.ip_allowlist } : {}),
+          });
+        }
+      }
       const revoked = (await tokens.revoke(id))!;
       // Voids every node's cached token records before the answer leaves: the next request re-reads.
       await cache.bump(TOKENS_VERSION_KEY);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config } from '#shared/config.js';
+import { ConfigError, type Config } from '#shared/config.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import { verifyPassword } from '#shared/password.js';
 import { testConfig } from '#tests/support/context.js';
@@ -32,6 +32,14 @@ describe('first-run staff admin', () => {
     expect(await verifyPassword('wrong', user!.password_hash)).toBe(false);
     expect(await bootstrapAdmin(context)).toEqual({ created: false });
     expect(await context.repositories.users.count()).toBe(1);
+  });
+
+  // Guards issue 34: a common ADMIN_PASSWORD guarded the staff admin.
+  it('refuses a common or easily guessed ADMIN_PASSWORD with a configuration error, creating nobody', async () => {
+    const context = await emptyPlatform({ ADMIN_EMAIL: 'owner@example.com', ADMIN_PASSWORD: 'password1234' });
+    await expect(bootstrapAdmin(context)).rejects.toThrow(/^invalid configuration: ADMIN_PASSWORD is too common/);
+    await expect(bootstrapAdmin(context)).rejects.toBeInstanceOf(ConfigError);
+    expect(await context.repositories.users.count()).toBe(0);
   });
 
   it('gets a generated password, returned once for printing, without ADMIN_PASSWORD', async () => {

@@ -3,7 +3,7 @@ import { textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
 import { collectionMeta, cursorParam, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
-import { hashPassword } from '#shared/password.js';
+import { hashPassword, isWeakPassword } from '#shared/password.js';
 import type { Repositories } from '#services/repositories.js';
 import { toUserView } from './users.view.js';
 import { rule } from '#shared/i18n/index.js';
@@ -57,7 +57,15 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] 
       bucket: 'api',
       body: z.strictObject({
         email: z.string().max(254).regex(z.regexes.email, rule('email')),
-        password: z.string().min(12).max(256),
+        password: z
+          .string()
+          .min(12)
+          .max(256)
+          .meta({
+            description:
+              'At least 12 characters, and not common or easy to guess (NIST SP 800-63B): a password of the breached-password lists ' +
+              'zxcvbn-ts ships, or derived from one or from the e-mail (zxcvbn score below 3), is 422 `validation_error` with `details.password`.',
+          }),
         role: z.enum(['staff', 'user']).default('user'),
         display_name: textField(100).optional(),
       }),
@@ -65,6 +73,9 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] 
       status: 201,
       errors: ['conflict'],
       handler: async ({ body }) => {
+        if (await isWeakPassword(body.password, [body.email, body.display_name ?? ''])) {
+          throw new AppError('validation_error', { password: rule('password_common') });
+        }
         const id = await users.insertIfAbsent({
           email: body.email,
           passwordHash: await hashPassword(body.password),

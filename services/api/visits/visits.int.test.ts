@@ -207,6 +207,28 @@ describe('GET /api/v1/visits (owner)', () => {
     expect(narrow.statusCode).toBe(403);
     expect(narrow.json().error.code).toBe('forbidden');
   });
+  // Guards issue 34: another owner's link_id answered 200 with an empty list, while the export of
+  // the same filter answered 403 not_owner; both now follow the API's rule for other owners' objects.
+  it("answers another owner's link_id 403 not_owner and an unknown one 404 not_found, like the export", async () => {
+    const unknown = 'l_AAAAAAAAAAAAAAAA';
+    for (const url of [`/api/v1/visits?link_id=${link.id}`, `/api/v1/export?format=json&link_id=${link.id}`]) {
+      const foreign = await get(bob, url);
+      expect(foreign.statusCode, url).toBe(403);
+      expect(foreign.json().error).toMatchObject({ code: 'not_owner', details: { link: link.id } });
+    }
+    for (const url of [`/api/v1/visits?link_id=${unknown}`, `/api/v1/export?format=json&link_id=${unknown}`]) {
+      const missing = await get(bob, url);
+      expect(missing.statusCode, url).toBe(404);
+      expect(missing.json().error).toMatchObject({ code: 'not_found', details: { link: unknown } });
+    }
+    // With the owner's own subdomain named too, another owner's link is still refused on both.
+    const bobs = await claimSubdomain(app, bob);
+    for (const url of [`/api/v1/visits?subdomain=${bobs}&link_id=${link.id}`, `/api/v1/export?format=json&subdomain=${bobs}&link_id=${link.id}`]) {
+      expect((await get(bob, url)).json().error?.code, url).toBe('not_owner');
+    }
+    // The owner still lists the link's visits.
+    expect((await page(alice, `/api/v1/visits?link_id=${link.id}`)).visits.length).toBeGreaterThan(0);
+  });
 });
 
 describe('GET /api/v1/visits?subdomain= (public)', () => {

@@ -117,7 +117,8 @@ export function visitsRoutes(service: VisitsService): RouteDef[] {
       description:
         "With credentials: the caller's visits (stats:read), newest first, filtered by `subdomain`, `link_id`, `since` (at or after), " +
         "`until` (before), `country` (ISO code), `is_bot` and `kind`; a visit appears once, with the beacon's signals when they came. " +
-        "Another owner's `subdomain` answers its public list, or 403 `not_owner` when its policy hides it. Without credentials, " +
+        "Another owner's `subdomain` answers its public list, or 403 `not_owner` when its policy hides it. A `link_id` must name one " +
+        "of the caller's links, as in the export: another owner's is 403 `not_owner`, an unknown one 404 `not_found`. Without credentials, " +
         '`subdomain` is required and the answer is its public list: only when its policy has stats_show_visits_list (else 403 ' +
         '`forbidden`), only visits older than stats_publish_delay_sec, at most its stats_max_items newest (`meta.total` counts that ' +
         'window), as PublicVisit objects with only the columns the policy shows; the public list takes `since`, `until` and `kind` ' +

@@ -44,8 +44,19 @@ export type VisitsService = ReturnType<typeof visitsService>;
  * Visit lists read from ClickHouse `visits`, one row per visit (its newest version: a beacon's
  * signals merged in), newest first, keyset-paged on (time, hash of the visit id).
  */
-export function visitsService({ repositories, subdomains }: { repositories: Pick<Repositories, 'visits'>; subdomains: SubdomainsService }) {
-  const { visits } = repositories;
+export function visitsService({ repositories, subdomains }: { repositories: Pick<Repositories, 'visits' | 'links'>; subdomains: SubdomainsService }) {
+  const { visits, links } = repositories;
+
+  /**
+   * The owner of a link named by `link_id`, as the rest of the API treats other owners' objects
+   * (and the export the same filter): 404 `not_found` unknown, 403 `not_owner` another owner's.
+   */
+  const linkOwner = async (principal: Principal, id: string): Promise<string> => {
+    const row = await links.findById(id);
+    if (!row) throw new AppError('not_found', { link: id });
+    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { link: id });
+    return row.owner_id;
+  };
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
   const ownerPage = async (ownerId: string, filters: VisitFilters, paging: Paging) => {
@@ -98,6 +109,7 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
     /**
      * The caller's visits (stats:read), or a subdomain's public list: without credentials, or
      * with them for another owner's subdomain whose list is public (403 not_owner when it is not).
+     * A `link_id` must name one of the caller's links (404 unknown, 403 not_owner), as in the export.
      */
     async list(principal: Principal | undefined, filters: VisitFilters, paging: Paging) {
       if (!principal) {
@@ -115,10 +127,13 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
           return publicPage(name, ownerId, view, filters, paging);
         }
         requireScope(principal, 'stats:read');
+        if (filters.link_id !== undefined) await linkOwner(principal, filters.link_id);
         return ownerPage(ownerId, { ...filters, subdomain: name }, paging);
       }
       requireScope(principal, 'stats:read');
-      return ownerPage(principal.userId, filters, paging);
+      // Staff with `admin` read the link's owner's visits; anyone else only their own.
+      const ownerId = filters.link_id !== undefined ? await linkOwner(principal, filters.link_id) : principal.userId;
+      return ownerPage(ownerId, filters, paging);
     },
   };
 }

@@ -68,6 +68,8 @@ export const de: Catalogue = {
   'rule.dns_label':
     'muss ein DNS-Label sein: 3 bis 63 Kleinbuchstaben, Ziffern oder Bindestriche, nicht mit einem Bindestrich am Anfang oder Ende, kein Punycode',
   'rule.ip_address': 'muss eine IPv4- oder IPv6-Adresse sein',
+  'rule.password_common':
+    'ist zu verbreitet oder zu leicht zu erraten (in Listen geleakter Passwörter oder nah daran): wählen Sie eine längere Folge unverbundener Wörter',
   'rule.ip_or_cidr': 'muss eine IPv4- oder IPv6-Adresse oder ein CIDR-Bereich sein',
   'rule.url_absolute': 'muss eine absolute http- oder https-URL sein',
   'rule.url_scheme': 'muss http oder https verwenden',

@@ -67,6 +67,8 @@ export const en = {
   'rule.owner_filters_only': "filters apply to the owner's list only; a public list takes subdomain and paging",
   'rule.dns_label': 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen, not punycode',
   'rule.ip_address': 'must be an IPv4 or IPv6 address',
+  'rule.password_common':
+    'is too common or too easy to guess (found in lists of breached passwords, or close to one): choose a longer phrase of unrelated words',
   'rule.ip_or_cidr': 'must be an IPv4 or IPv6 address or CIDR range',
   'rule.url_absolute': 'must be an absolute http or https URL',
   'rule.url_scheme': 'must use http or https',

@@ -67,6 +67,8 @@ export const es: Catalogue = {
   'rule.owner_filters_only': 'los filtros solo se aplican a la lista del propietario; una lista pública admite subdomain y paginación',
   'rule.dns_label': 'debe ser una etiqueta DNS: de 3 a 63 letras minúsculas, dígitos o guiones, sin guion al principio ni al final, no punycode',
   'rule.ip_address': 'debe ser una dirección IPv4 o IPv6',
+  'rule.password_common':
+    'es demasiado común o fácil de adivinar (figura en listas de contraseñas filtradas, o se parece a una): elija una frase más larga de palabras sin relación',
   'rule.ip_or_cidr': 'debe ser una dirección IPv4 o IPv6 o un rango CIDR',
   'rule.url_absolute': 'debe ser una URL http o https absoluta',
   'rule.url_scheme': 'debe usar http o https',

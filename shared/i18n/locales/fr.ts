@@ -68,6 +68,8 @@ export const fr: Catalogue = {
   'rule.dns_label':
     "doit être une étiquette DNS : 3 à 63 lettres minuscules, chiffres ou traits d'union, sans trait d'union au début ni à la fin, pas de punycode",
   'rule.ip_address': 'doit être une adresse IPv4 ou IPv6',
+  'rule.password_common':
+    'est trop courant ou trop facile à deviner (présent dans des listes de mots de passe divulgués, ou proche) : choisissez une phrase plus longue de mots sans rapport',
   'rule.ip_or_cidr': 'doit être une adresse IPv4 ou IPv6 ou une plage CIDR',
   'rule.url_absolute': 'doit être une URL http ou https absolue',
   'rule.url_scheme': 'doit utiliser http ou https',
