@@ -175,6 +175,28 @@ describe('tracker.js in headless Chromium', () => {
     await page.context().close();
   });
 
+  // Guards issue 34: a refusal started a visit that kept the visitor's address and user agent.
+  it('on a page with data-subdomain: a refusal stores nothing, and a later consent starts the visit', async () => {
+    const { page } = await openLanding('own=1&utm_source=refusal-test');
+    const refused = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: false, lan_ip: false }));
+    expect(refused).toMatchObject({ visit_id: null, analytics: false, token: null });
+    expect(await page.evaluate(() => (globalThis as any).LinkTracker.visitId())).toBeNull();
+    const given = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }));
+    expect(given.visit_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
+    const row = await waitFor(async () => {
+      const found = await visitRow(given.visit_id);
+      return found?.timezone !== '' && found;
+    }, DEADLINE_MS);
+    expect(row).toMatchObject({ kind: 'beacon', utm_source: 'refusal-test', consent_analytics: 1 });
+    const stored = await context.analytics.client.query({
+      query: "SELECT uniqExact(visit_id) AS n FROM visits WHERE subdomain = {subdomain:String} AND utm_source = 'refusal-test'",
+      query_params: { subdomain },
+      format: 'JSONEachRow',
+    });
+    expect((await stored.json<{ n: string | number }>()).map((found) => Number(found.n))).toEqual([1]);
+    await page.context().close();
+  });
+
   it('starts a visit of its own on a page with data-subdomain and no lt_visit', async () => {
     const { page } = await openLanding('own=1&utm_source=browser-test');
     const recorded = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }));

@@ -54,7 +54,14 @@ const ConsentBody = z.union([
 
 const ConsentSchema = z
   .object({
-    visit_id: z.uuid().meta({ description: 'The visit the consent belongs to (new for a visit the tracker started).' }),
+    visit_id: z
+      .uuid()
+      .nullable()
+      .meta({
+        description:
+          'The visit the consent belongs to (new for a visit the tracker started). Null for a refusal without `visit_id`: nothing is ' +
+          'stored, so there is no visit (a later consent with `subdomain` starts one).',
+      }),
     analytics: z.boolean(),
     lan_ip: z.boolean().meta({ description: 'As recorded: true only with analytics.' }),
     token: z.string().nullable().meta({ description: 'Consent token for /tracker/collect; null when analytics was refused.' }),
@@ -132,8 +139,10 @@ export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
       path: '/tracker/consent',
       summary: 'Record a consent decision; with analytics consent, answer a short-lived consent token',
       description:
-        "The decision is recorded on the visit (refusals too). With `visit_id` the tracker attaches to a redirect's visit; with " +
-        "`subdomain` it starts a visit of its own, whose `ip_public` is this request's address (from TRUST_PROXY peers only). The token " +
+        "With `visit_id` the tracker attaches to a redirect's visit and the decision is recorded on it (refusals too: only the consent " +
+        'flags, no personal data is added). With `subdomain` and analytics consent it starts a visit of its own, whose `ip_public` is ' +
+        "this request's address (from TRUST_PROXY peers only); a refusal with `subdomain` stores nothing at all (no visit, no address, " +
+        'user agent, referrer or UTM values; `visit_id` null): statistics count the visits a visitor consented to. The token ' +
         '(TRACKER_CONSENT_TTL seconds) is checked by any ingest node without a database. CORS is open (`*`, no credentials); a ' +
         '`text/plain` body holding JSON is accepted so that browsers need no preflight. Rate bucket `track`, keyed by IP and visit id.',
       tags,
@@ -154,8 +163,10 @@ export function trackerRoutes({ beacons, tokens }: TrackerDeps): RouteDef[] {
         if ('visit_id' in body && !isRecentVisitId(body.visit_id)) {
           throw new AppError('not_found', { visit_id: 'no redirect of the last 24 hours has this id (the lt_visit parameter)' });
         }
-        const visitId = 'visit_id' in body ? body.visit_id : uuidv7At(now);
         const analytics = body.analytics;
+        // A refusal of a visit the tracker would start leaves nothing: no visit to record the decision on, no personal data.
+        if (!('visit_id' in body) && !analytics) return { visit_id: null, analytics, lan_ip: false, token: null, expires_at: null };
+        const visitId = 'visit_id' in body ? body.visit_id : uuidv7At(now);
         const lanIp = analytics && body.lan_ip;
         publish({
           type: 'consent',

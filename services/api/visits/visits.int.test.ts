@@ -255,7 +255,10 @@ describe('GET /api/v1/visits?subdomain= (public)', () => {
     });
     expect(patched.statusCode).toBe(200);
     const at = base + 5 * MINUTE;
-    await insert([{ ...visitRow(alice, located, at), region: 'Auvergne-Rhone-Alpes', city: 'Lyon', latitude: 45.7578, longitude: 4.832 } as Row], `geo-${located}`);
+    await insert(
+      [{ ...visitRow(alice, located, at), region: 'Auvergne-Rhone-Alpes', city: 'Lyon', latitude: 45.7578, longitude: 4.832 } as Row],
+      `geo-${located}`,
+    );
     const open = await page(undefined, `/api/v1/visits?subdomain=${located}`);
     expect(open.visits).toEqual([{ ts: new Date(at).toISOString(), kind: 'visit', country: 'FR', region: 'Auvergne-Rhone-Alpes', city: 'Lyon' }]);
     const text = JSON.stringify(open);
