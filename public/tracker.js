@@ -125,7 +125,8 @@
       body.page = { referrer: document.referrer.slice(0, 2000), query: query.toString().slice(0, 4000) };
     } else return Promise.reject(new Error('tracker.js needs data-subdomain, or a page reached with ' + PARAM));
     return post('/tracker/consent', body).then(function (recorded) {
-      state.visitId = recorded.visit_id;
+      // Null after a refusal without a visit: nothing was stored, a later consent starts the visit.
+      if (recorded.visit_id) state.visitId = recorded.visit_id;
       state.token = recorded.token;
       state.expiresAt = recorded.expires_at ? Date.parse(recorded.expires_at) : 0;
       state.lanIp = recorded.lan_ip;

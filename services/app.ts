@@ -127,7 +127,7 @@ async function composeRoles(
   const [abuse, zones] = await Promise.all([createAbuseGuard({ ...context, repositories }), has('api') ? reportZonesOf(repositories) : undefined]);
   // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
   // The read services once: the public pages and the API's endpoints share them.
-  const services = readServices({ config, repositories });
+  const services = readServices({ ...context, repositories });
   const pages = publicPages({ config, ...services }, limiter);
   const ingest = has('ingest') ? await buildIngestApp(context, { limiter, abuse }, pages, repositories) : undefined;
   if (!has('api') || !zones) return { ingest, abuse };

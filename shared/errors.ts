@@ -84,6 +84,7 @@ export type MessageVariant =
   | 'error.method_not_allowed.allowed'
   | 'error.forbidden.captcha_required'
   | 'error.forbidden.consent_required'
+  | 'error.forbidden.origin_not_allowed'
   | 'error.forbidden.destination_not_allowed'
   | 'error.unauthorized.invalid_credentials'
   | 'error.rate_limited.retry'

@@ -49,8 +49,7 @@ const VISIT_FIELDS: Record<string, PolicySwitch | 'always'> = {
   country: 'stats_show_geo',
   region: 'stats_show_geo',
   city: 'stats_show_geo',
-  latitude: 'stats_show_geo',
-  longitude: 'stats_show_geo',
+  // latitude and longitude: under no switch (the geo switch publishes country, region and city only).
   user_agent: 'stats_show_ua',
   browser: 'stats_show_ua',
   browser_version: 'stats_show_ua',

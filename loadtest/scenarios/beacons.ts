@@ -1,6 +1,6 @@
 // The browser beacon as tracker.js drives it on a page with `data-subdomain`: a consent (which
 // starts a visit of its own, kind `beacon`), then the signals under the consent token. One page
-// view in ten refuses analytics: no token, and its collect must answer 403.
+// view in ten refuses analytics: no token, no visit stored, and its collect must answer 403.
 import { BROWSER_UA } from '#tests/support/platform-process.js';
 import { Checks, runLoad } from '../load.js';
 import type { Settings } from '../settings.js';
@@ -33,7 +33,8 @@ export async function beacons(base: string, settings: Settings, where: StoredWhe
           checks.expect('consent answers 200', status === 200);
           checks.expect('CORS open', headerOf(headers, 'access-control-allow-origin') === '*');
           if (status !== 200) return;
-          consents += 1;
+          // A refusal stores nothing (no visit): only consents given start one.
+          if (!context.refuse) consents += 1;
           let token: string | null | undefined;
           try {
             token = (JSON.parse(body) as { data?: { token?: string | null } }).data?.token;
@@ -66,6 +67,6 @@ export async function beacons(base: string, settings: Settings, where: StoredWhe
       },
     ],
   });
-  // Every consent answered started a visit (refusals too: the refusal is recorded on it).
+  // Every consent given that was answered started a visit; refusals store none.
   return fromLoad('beacons (consent + collect)', load, checks, 100, { visits: { answered: consents, where: [where] } });
 }

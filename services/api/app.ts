@@ -42,11 +42,11 @@ export interface ReadServices {
 }
 
 /** Builds the shared read services once per process, from the repositories they read and the config. */
-export function readServices({
-  config,
-  repositories,
-}: Pick<Context, 'config'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits'> }): ReadServices {
-  const subdomains = subdomainsService({ config, repositories });
+export function readServices(
+  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits'> },
+): ReadServices {
+  const { repositories } = deps;
+  const subdomains = subdomainsService(deps);
   return { subdomains, stats: statsService({ repositories, subdomains }), visits: visitsService({ repositories, subdomains }) };
 }
 

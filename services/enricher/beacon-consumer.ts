@@ -96,7 +96,8 @@ export function beaconStore({ beacons, visits }: Pick<Repositories, 'beacons' | 
 /**
  * The beacon consumer of the enricher role (`tracker.raw`): a consent that started a visit inserts
  * that visit (kind `beacon`, enriched like any other, its `ip_public` the address the ingest node
- * saw); every message leaves the visit's beacon state — consent gating applied here again, so no
+ * saw) — with analytics consent only: a refusal that would have started one leaves nothing; every
+ * other message leaves the visit's beacon state — consent gating applied here again, so no
  * signal is stored without analytics consent and no LAN address without lan_ip consent — which is
  * merged into the visit row. Offsets are committed after the writes. A visit a redelivered batch
  * started is inserted only if it is not stored yet (the rollups count each version-0 row); the
@@ -124,6 +125,8 @@ export async function startBeaconConsumer(
         continue;
       }
       const beacon = entry.value;
+      // A refused consent that would start a visit (older edges published them): no visit, no state, nothing personal stored.
+      if (beacon.type === 'consent' && beacon.own_visit && !beacon.analytics) continue;
       if (beacon.type === 'consent' && beacon.own_visit) {
         const owner = await ownerOf(beacon.own_visit.subdomain).catch(failedIn('owner'));
         if (owner === null) {

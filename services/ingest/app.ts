@@ -11,6 +11,7 @@ import type { RouteDef } from '#shared/http/route.js';
 import { apiSecurityHeadersHook } from '#shared/http/security-headers.js';
 import { consentKey, consentTokens } from '#shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
+import { createTrackerOrigins } from './tracker-origins.js';
 import { shortHostMatcher } from '#shared/links/hosts.js';
 import { registerShortHosts, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
@@ -50,8 +51,11 @@ export async function buildIngestApp(
   context: Pick<Context, 'config' | 'cache' | 'messageLog' | 'metrics' | 'log'>,
   { limiter, abuse }: EdgeGuards,
   publicPages: PublicPages,
-  /** The links (for the link cache) and the platform secrets (for the consent key): handed apart from the context's clients. */
-  repositories: Pick<Repositories, 'links' | 'platformSecrets'>,
+  /**
+   * The links (for the link cache), the subdomains (for the tracker origins) and the platform secrets
+   * (for the consent key): handed apart from the context's clients.
+   */
+  repositories: Pick<Repositories, 'links' | 'subdomains' | 'platformSecrets'>,
 ): Promise<IngestApp> {
   const { config, log } = context;
   // No route of the edge takes credentials: its registrar has no authenticator.
@@ -59,13 +63,17 @@ export async function buildIngestApp(
   const errorOptions = errorOptionsOf(config);
   const dependencyPorts = dependencyPortsOf(config);
   const app = Fastify(baseFastifyOptions(context));
-  // Independent start-up reads: the link cache's warm-up and the tracker's consent key.
-  const [links, key] = await Promise.all([createLinkCache({ ...context, repositories }), consentKey(repositories, config.tracker.secret)]);
+  // Independent start-up reads: the link cache's warm-up, the tracker origins' and the tracker's consent key.
+  const [links, origins, key] = await Promise.all([
+    createLinkCache({ ...context, repositories }),
+    createTrackerOrigins({ ...context, repositories }),
+    consentKey(repositories, config.tracker.secret),
+  ]);
   const visits = createVisitProducer(context);
   const beacons = createBeaconProducer(context);
   app.addHook('onClose', async () => {
     await Promise.all([visits.close(config.shutdownTimeoutMs / 2), beacons.close(config.shutdownTimeoutMs / 2)]);
-    await links.close();
+    await Promise.all([links.close(), origins.close()]);
   });
 
   app.decorateRequest('locale', 'en');
@@ -86,7 +94,7 @@ export async function buildIngestApp(
     return sendError(localized(request), reply, appError, errorOptions);
   });
   const tokens = consentTokens(key, config.tracker.consentTtlSec);
-  const routes = trackerRoutes({ beacons, tokens });
+  const routes = trackerRoutes({ beacons, tokens, origins });
   const trackerMethods = createMethodIndex(routes);
   const shortHostOf = shortHostMatcher(config);
   /** The methods a path is served under: the tracker's declared ones on its paths, GET and HEAD on any path of a short host. */
@@ -103,7 +111,8 @@ export async function buildIngestApp(
   };
   const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss });
 
-  // The tracker: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope.
+  // The tracker: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope. A
+  // subdomain that lists tracker origins narrows the answer to the listed origin in the handler (tracker.routes.ts).
   await app.register(async (scope) => {
     // Before CORS's hook, which answers preflights (OPTIONS 204) itself: they carry X-Request-Id too.
     scope.addHook('onRequest', envelopeRequestHook({ contentLanguage: false }));

@@ -6,7 +6,7 @@ import { chromium, type Browser, type Page, type Request } from 'playwright-core
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
 import { closeContext } from '#tests/support/context.js';
-import type { TestOwner } from '#tests/support/owners.js';
+import { claimSubdomain, type TestOwner } from '#tests/support/owners.js';
 import { waitFor } from '#tests/support/wait.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { startVisitConsumer } from '../enricher/visit-consumer.js';
@@ -40,7 +40,8 @@ beforeAll(async () => {
   // The owner's site: another origin, which includes the script as a target page would.
   site = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://site');
-    const attributes = url.searchParams.get('own') ? ` data-subdomain="${subdomain}"` : '';
+    const own = url.searchParams.get('own');
+    const attributes = own ? ` data-subdomain="${own === '1' ? subdomain : own}"` : '';
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     response.end(
       `<!doctype html><html><head><title>Landing</title></head><body><h1>Landing</h1><script src="${platformOrigin}/tracker.js"${attributes}></script></body></html>`,
@@ -175,6 +176,28 @@ describe('tracker.js in headless Chromium', () => {
     await page.context().close();
   });
 
+  // Guards issue 34: a refusal started a visit that kept the visitor's address and user agent.
+  it('on a page with data-subdomain: a refusal stores nothing, and a later consent starts the visit', async () => {
+    const { page } = await openLanding('own=1&utm_source=refusal-test');
+    const refused = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: false, lan_ip: false }));
+    expect(refused).toMatchObject({ visit_id: null, analytics: false, token: null });
+    expect(await page.evaluate(() => (globalThis as any).LinkTracker.visitId())).toBeNull();
+    const given = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }));
+    expect(given.visit_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
+    const row = await waitFor(async () => {
+      const found = await visitRow(given.visit_id);
+      return found?.timezone !== '' && found;
+    }, DEADLINE_MS);
+    expect(row).toMatchObject({ kind: 'beacon', utm_source: 'refusal-test', consent_analytics: 1 });
+    const stored = await context.analytics.client.query({
+      query: "SELECT uniqExact(visit_id) AS n FROM visits WHERE subdomain = {subdomain:String} AND utm_source = 'refusal-test'",
+      query_params: { subdomain },
+      format: 'JSONEachRow',
+    });
+    expect((await stored.json<{ n: string | number }>()).map((found) => Number(found.n))).toEqual([1]);
+    await page.context().close();
+  });
+
   it('starts a visit of its own on a page with data-subdomain and no lt_visit', async () => {
     const { page } = await openLanding('own=1&utm_source=browser-test');
     const recorded = await page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }));
@@ -185,5 +208,41 @@ describe('tracker.js in headless Chromium', () => {
     expect(row).toMatchObject({ kind: 'beacon', subdomain, ip_public: '127.0.0.1', utm_source: 'browser-test', consent_analytics: 1 });
     expect(row.browser).toMatch(/^Chrome/);
     await page.context().close();
+  });
+  // Guards issue 34: any site could start visits for any subdomain.
+  it('with tracker_origins: runs on a listed site (CORS names it); on another site the browser gets no answer and nothing is stored', async () => {
+    const listed = await claimSubdomain(app, owner);
+    const setOrigins = async (origins: string[]) => {
+      const response = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${listed}`, headers: owner.auth, payload: { tracker_origins: origins } });
+      expect(response.statusCode).toBe(200);
+    };
+    await setOrigins([siteOrigin]);
+    const first = await openLanding(`own=${listed}&utm_source=listed-site`);
+    const given = await first.page.evaluate(() => (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }));
+    const row = await waitFor(async () => {
+      const found = await visitRow(given.visit_id);
+      return found?.timezone !== '' && found;
+    }, DEADLINE_MS);
+    expect(row).toMatchObject({ kind: 'beacon', subdomain: listed, utm_source: 'listed-site' });
+    await first.page.context().close();
+
+    await setOrigins(['https://elsewhere.example']);
+    const second = await openLanding(`own=${listed}&utm_source=unlisted-site`);
+    const refused = await second.page.evaluate(() =>
+      (globalThis as any).LinkTracker.consent({ analytics: true, lan_ip: false }).then(
+        () => 'answered',
+        (error: Error) => error.name,
+      ),
+    );
+    expect(refused).toBe('TypeError');
+    const consentRequest = second.trackerRequests.find((request) => request.url().endsWith('/tracker/consent'))!;
+    expect(await consentRequest.response()).toBeNull();
+    await second.page.context().close();
+    const stored = await context.analytics.client.query({
+      query: "SELECT count() AS n FROM visits WHERE subdomain = {listed:String} AND utm_source = 'unlisted-site'",
+      query_params: { listed },
+      format: 'JSONEachRow',
+    });
+    expect((await stored.json<{ n: string | number }>()).map((found) => Number(found.n))).toEqual([0]);
   });
 });

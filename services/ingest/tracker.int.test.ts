@@ -290,6 +290,63 @@ describe('a visit the tracker starts (data-subdomain, no redirect)', () => {
     });
   });
 
+  // Guards issue 34: a refusal stored a beacon visit with the visitor's address and user agent.
+  it('a refusal stores nothing: no message, no visit, no row carrying the address or user agent', async () => {
+    const ip = '192.0.2.201';
+    const agent = `RefusingBrowser/${Date.now()}`;
+    const refused = await track('POST', '/tracker/consent', {
+      ip,
+      headers: { 'user-agent': agent },
+      payload: { subdomain, analytics: false, lan_ip: false, page: { referrer: 'https://refused.example/', query: 'utm_source=refused-probe' } },
+    });
+    expect(refused.statusCode).toBe(200);
+    expect(refused.json().data).toEqual({ visit_id: null, analytics: false, lan_ip: false, token: null, expires_at: null });
+    // A consent after it, through the same log: once its visit is stored, the refusal would have been too.
+    const given = (await consent({ subdomain, analytics: true, lan_ip: false })).json().data;
+    await waitFor(async () => (await visitRow(given.visit_id))?.kind === 'beacon', DEADLINE_MS);
+    expect(published.filter((message) => JSON.stringify(message).includes(agent) || message.own_visit?.ip_public === ip)).toEqual([]);
+    const result = await context.analytics.client.query({
+      query:
+        'SELECT count() AS n FROM visits WHERE ip_public = {ip:String} OR user_agent = {agent:String} OR referrer = {referrer:String} OR utm_source = {utm:String}',
+      query_params: { ip, agent, referrer: 'https://refused.example/', utm: 'refused-probe' },
+      format: 'JSONEachRow',
+    });
+    expect((await result.json<{ n: string | number }>()).map((row) => Number(row.n))).toEqual([0]);
+  });
+
+  it('the enricher stores nothing of a refused consent that would start a visit, whatever a message carries (an older node)', async () => {
+    const refusedId = uuidv7();
+    const ownVisit = {
+      subdomain,
+      ip_public: '192.0.2.202',
+      user_agent: 'OlderNodeRefusal/1',
+      accept_language: 'de',
+      referrer: 'https://old.example/',
+      query: '',
+    };
+    // A consent given after it under the same key (one partition, in order): once its visit is stored, the refusal was handled.
+    const givenId = uuidv7();
+    const at = Date.now();
+    await context.messageLog.publish(TOPICS.trackerRaw, [
+      {
+        key: refusedId,
+        value: JSON.stringify({ type: 'consent', visit_id: refusedId, ts: new Date(at).toISOString(), analytics: false, lan_ip: false, own_visit: ownVisit }),
+      },
+      {
+        key: refusedId,
+        value: JSON.stringify({ type: 'consent', visit_id: givenId, ts: new Date(at + 1).toISOString(), analytics: true, lan_ip: false, own_visit: ownVisit }),
+      },
+    ]);
+    await waitFor(async () => (await visitRow(givenId))?.kind === 'beacon', DEADLINE_MS);
+    expect(await visitRow(refusedId)).toBeUndefined();
+    const states = await context.analytics.client.query({
+      query: 'SELECT count() AS n FROM visit_beacons WHERE visit_id = {id:UUID}',
+      query_params: { id: refusedId },
+      format: 'JSONEachRow',
+    });
+    expect((await states.json<{ n: string | number }>()).map((row) => Number(row.n))).toEqual([0]);
+  });
+
   it('dead-letters a consent for a subdomain that does not exist, refuses text storage cannot hold at the edge, and the rest flows', async () => {
     const dead: { value: string; headers?: Record<string, string> }[] = [];
     const tap = await context.messageLog.consume({
@@ -304,7 +361,7 @@ describe('a visit the tracker starts (data-subdomain, no redirect)', () => {
       const broken = await consent({ subdomain, analytics: true, lan_ip: false, page: { referrer: 'https://x.example/\ud800' } });
       expect(broken.statusCode).toBe(422);
       expect(Object.keys(broken.json().error.details)).toEqual(['page.referrer']);
-      const real = (await consent({ subdomain, analytics: false, lan_ip: false })).json().data;
+      const real = (await consent({ subdomain, analytics: true, lan_ip: false })).json().data;
       const letter = await waitFor(() => dead.find((message) => message.value.includes(ghost.visit_id)), DEADLINE_MS);
       expect(letter.headers?.['x-dlq-reason']).toBe('unknown subdomain: no-such-subdomain-here');
       expect(letter.headers).toMatchObject({ 'x-dlq-source': 'tracker.raw', 'x-dlq-topic': 'tracker.raw' });

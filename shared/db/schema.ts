@@ -69,6 +69,8 @@ export interface SubdomainsTable {
   stats_show_owner: ColumnType<boolean, boolean | undefined, boolean>;
   stats_publish_delay_sec: ColumnType<number, number | undefined, number>;
   stats_max_items: ColumnType<number, number | undefined, number>;
+  /** Site origins the tracker may run on (canonical, as in an Origin header); empty: any site. */
+  tracker_origins: ColumnType<string[], string[] | undefined, string[]>;
   /** Live links of the subdomain, kept by triggers (bigint, read as a string). */
   live_links: ColumnType<string, never, never>;
   created_at: ColumnType<Date, Date | string | undefined, never>;

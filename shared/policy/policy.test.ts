@@ -42,6 +42,14 @@ describe('publicView', () => {
     expect(view.shown).toEqual(['stats_show_geo', 'stats_show_referrer']);
   });
 
+  // Guards issue 34: the switch said "country, region and city" and also published latitude and longitude.
+  it('opens country, region and city with the geolocation switch, and the coordinates under no switch at all', () => {
+    expect(publicView({ ...POLICY_DEFAULTS, stats_show_geo: true }).visitColumns).toEqual(['ts', 'kind', 'country', 'region', 'city']);
+    const everything = Object.fromEntries(POLICY_SWITCHES.map((name) => [name, true]));
+    const open = publicView({ ...POLICY_DEFAULTS, ...everything });
+    for (const coordinate of ['latitude', 'longitude']) expect(open.visitColumns).not.toContain(coordinate);
+  });
+
   it('never opens the LAN IP with the public IP switch alone', () => {
     expect(publicView({ ...POLICY_DEFAULTS, stats_show_ip: true }).visitColumns).not.toContain('ip_lan');
   });

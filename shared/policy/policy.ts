@@ -14,7 +14,8 @@ const SWITCH_DOCS: Record<PolicySwitch, string> = {
   stats_show_visits_list: 'The recent-visits list is public (GET /api/v1/visits?subdomain=).',
   stats_show_ip: "Public visit rows carry the visitor's public IP.",
   stats_show_internal_ip: 'Public visit rows carry the LAN IP (only ever collected with consent).',
-  stats_show_geo: 'Public visit rows and aggregates carry geolocation (country, region, city).',
+  stats_show_geo:
+    'Public visit rows carry country, region and city, and aggregates the country and city breakdowns; never the coordinates (latitude, longitude).',
   stats_show_ua: 'Public visit rows and aggregates carry the user agent (browser, OS, device).',
   stats_show_referrer: 'Public visit rows and aggregates carry the referrer.',
   stats_show_links:

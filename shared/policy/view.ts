@@ -49,11 +49,15 @@ export function policyOf(row: Policy): Policy {
   return policy as Policy;
 }
 
-/** Visit columns each switch opens to a public reader (the columns of ClickHouse `visits`). */
+/**
+ * Visit columns each switch opens to a public reader (the columns of ClickHouse `visits`). The
+ * coordinates (`latitude`, `longitude`) are opened by no switch: the geolocation switch publishes
+ * what it says, country, region and city, and a point on a map would be finer than a city.
+ */
 const VISIT_COLUMNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> = {
   stats_show_ip: ['ip_public'],
   stats_show_internal_ip: ['ip_lan'],
-  stats_show_geo: ['country', 'region', 'city', 'latitude', 'longitude'],
+  stats_show_geo: ['country', 'region', 'city'],
   stats_show_ua: ['user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type'],
   stats_show_referrer: ['referrer', 'referrer_host'],
   stats_show_links: ['slug'],

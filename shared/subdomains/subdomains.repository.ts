@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely';
+import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { DB, SubdomainsTable } from '../db/schema.js';
 
 export type SubdomainRow = Selectable<SubdomainsTable>;
@@ -8,10 +8,10 @@ export type SubdomainChanges = Omit<Updateable<SubdomainsTable>, 'name' | 'owner
 export function subdomainsRepository(db: Kysely<DB>) {
   return {
     /** Claims a name; undefined when it is taken. */
-    async insertIfFree(name: string, ownerId: string, title: string | null): Promise<SubdomainRow | undefined> {
+    async insertIfFree(name: string, ownerId: string, title: string | null, trackerOrigins: string[] = []): Promise<SubdomainRow | undefined> {
       return db
         .insertInto('subdomains')
-        .values({ name, owner_id: ownerId, title })
+        .values({ name, owner_id: ownerId, title, tracker_origins: trackerOrigins })
         .onConflict((oc) => oc.column('name').doNothing())
         .returningAll()
         .executeTakeFirst();
@@ -28,6 +28,21 @@ export function subdomainsRepository(db: Kysely<DB>) {
         .select('users.display_name as owner_display_name')
         .where('subdomains.name', '=', name)
         .executeTakeFirst();
+    },
+    /** The site origins a subdomain's tracker may run on ([] for any site), or undefined when no such subdomain exists. */
+    async trackerOriginsOf(name: string): Promise<string[] | undefined> {
+      const row = await db.selectFrom('subdomains').select('tracker_origins').where('name', '=', name).executeTakeFirst();
+      return row?.tracker_origins;
+    },
+    /** Subdomains that list tracker origins, at most `limit` (the edge warms its cache with them). */
+    async withTrackerOrigins(limit: number): Promise<{ name: string; tracker_origins: string[] }[]> {
+      return db
+        .selectFrom('subdomains')
+        .select(['name', 'tracker_origins'])
+        .where(sql<boolean>`cardinality(tracker_origins) > 0`)
+        .orderBy('name')
+        .limit(limit)
+        .execute();
     },
     async listByOwner(ownerId: string): Promise<SubdomainRow[]> {
       return db.selectFrom('subdomains').selectAll().where('owner_id', '=', ownerId).orderBy('name').execute();

@@ -7,6 +7,8 @@ export interface Consent {
   visitId: string;
   analytics: boolean;
   lanIp: boolean;
+  /** The subdomain of a visit the tracker started (its tracker origins apply to collect too); absent for a redirect's visit. */
+  subdomain?: string;
 }
 
 const AUDIENCE = 'linktrack-tracker';
@@ -35,7 +37,7 @@ export function consentTokens(key: Uint8Array, ttlSec: number): ConsentTokens {
   return {
     async issue(consent) {
       const expiresAt = new Date(Math.floor(Date.now() / 1000 + ttlSec) * 1000);
-      const token = await new SignJWT({ a: consent.analytics ? 1 : 0, l: consent.lanIp ? 1 : 0 })
+      const token = await new SignJWT({ a: consent.analytics ? 1 : 0, l: consent.lanIp ? 1 : 0, ...(consent.subdomain ? { s: consent.subdomain } : {}) })
         .setProtectedHeader({ alg: 'HS256' })
         .setSubject(consent.visitId)
         .setAudience(AUDIENCE)
@@ -48,7 +50,9 @@ export function consentTokens(key: Uint8Array, ttlSec: number): ConsentTokens {
       try {
         const { payload } = await jwtVerify(token, key, { audience: AUDIENCE, algorithms: ['HS256'] });
         if (typeof payload.sub !== 'string') return undefined;
-        return { visitId: payload.sub, analytics: payload.a === 1, lanIp: payload.l === 1 };
+        const consent: Consent = { visitId: payload.sub, analytics: payload.a === 1, lanIp: payload.l === 1 };
+        if (typeof payload.s === 'string') consent.subdomain = payload.s;
+        return consent;
       } catch {
         return undefined;
       }

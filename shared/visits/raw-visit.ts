@@ -3,8 +3,50 @@ import { z } from 'zod';
 /** Longest text a visit keeps in each column taken from the request (the edge cuts, the schemas check). */
 export const VISIT_TEXT_MAX = { user_agent: 2000, referrer: 2000, accept_language: 200, query: 4000 } as const;
 
-/** A request header (or query) as visit text, cut to its column's length. */
-export const visitText = (value: string | undefined, column: keyof typeof VISIT_TEXT_MAX) => (value ?? '').slice(0, VISIT_TEXT_MAX[column]);
+/** A character Node's HTTP parser makes of a byte 0x80–0xFF of a header value (it reads header bytes as Latin-1). */
+const HIGH_BYTE = /[\u0080-\u00ff]/;
+/** A character no Latin-1 reading of bytes gives: the value is text already (set in process, as by inject), not bytes. */
+const BEYOND_LATIN1 = /[\u0100-\uffff]/;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+/** WHATWG UTF-8 decode: each invalid sequence becomes one U+FFFD. */
+const lenientUtf8 = new TextDecoder('utf-8');
+
+/**
+ * A request header value as the text the client sent. Node hands header bytes over as Latin-1 (one
+ * character per byte), so a browser's raw UTF-8 Referer read as mojibake (`例` as `ä¾\u008b`). Bytes that
+ * are valid UTF-8 are decoded as such. Bytes that are not: a Referer (`url`) keeps them percent-encoded
+ * (`%E9`, as a URL's own escape, so nothing is lost and the URL still parses); other headers get one
+ * U+FFFD per invalid sequence. Only values holding a byte ≥ 0x80 are touched (one regex test on the
+ * hot path); a value holding a character beyond Latin-1 is text already and is kept as it is.
+ */
+export function headerText(value: string, kind: 'text' | 'url' = 'text'): string {
+  if (!HIGH_BYTE.test(value) || BEYOND_LATIN1.test(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    if (kind === 'text') return lenientUtf8.decode(bytes);
+    let encoded = '';
+    for (const byte of bytes) encoded += byte < 0x80 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    return encoded;
+  }
+}
+
+/** Cuts text to `max` UTF-16 units without splitting a surrogate pair (a lone half is no storable text). */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const code = text.charCodeAt(max - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}
+
+/**
+ * A request header, or the query, as visit text cut to its column's length; a header is decoded from
+ * the bytes sent first (headerText). The query is not: Node refuses a request target with a byte ≥ 0x80.
+ */
+export function visitText(value: string | undefined, column: keyof typeof VISIT_TEXT_MAX): string {
+  if (value === undefined) return '';
+  return cut(column === 'query' ? value : headerText(value, column === 'referrer' ? 'url' : 'text'), VISIT_TEXT_MAX[column]);
+}
 
 /** The first and last instant of ClickHouse's DateTime64 (its documented range, UTC). */
 const TIME_MIN = Date.UTC(1900, 0, 1);

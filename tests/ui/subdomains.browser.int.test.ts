@@ -236,6 +236,36 @@ describe('subdomains page', () => {
     await browserContext.close();
   });
 
+  it('sets the sites the tracker may run on: a line that is no site is said on the field with its number; saved canonical', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, owner.email);
+    await page.goto(`/subdomains/${name}`);
+    await page.getByRole('heading', { name: `Subdomain ${name}` }).waitFor();
+    const box = page.getByLabel('Sites the tracker may run on', { exact: true });
+    expect(await box.inputValue()).toBe('');
+    await box.fill('https://Shop.Example/\nhttps://shop.example/landing');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('#settings-tracker-origins-error').filter({ hasText: 'Line 2 (https://shop.example/landing) is not a site' }).waitFor();
+    await box.fill('https://Shop.Example/\n\nhttp://localhost:8080');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('No unsaved changes.').waitFor();
+    expect(await box.inputValue()).toBe('https://shop.example\nhttp://localhost:8080');
+    const settings = await fetch(`${platform.origin}/api/v1/subdomains/${name}/settings`, {
+      headers: { cookie: (await browserContext.cookies()).map((cookie) => `${cookie.name}=${cookie.value}`).join('; ') },
+    });
+    expect((await settings.json()).data.tracker_origins).toEqual(['https://shop.example', 'http://localhost:8080']);
+    await page.reload();
+    await page.getByRole('heading', { name: `Subdomain ${name}` }).waitFor();
+    expect(await box.inputValue()).toBe('https://shop.example\nhttp://localhost:8080');
+    // Emptied: any site again.
+    await box.fill('');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('No unsaved changes.').waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it('fits a phone: the list and the settings with the preview below the form, nothing wider than the screen', async () => {
     const { page, problems, browserContext } = await openPage(platform, { viewport: 'phone' });
     await signIn(page, owner.email);

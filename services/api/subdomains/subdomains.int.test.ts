@@ -314,3 +314,70 @@ describe('GET /api/v1/subdomains/{name} (public page payload)', () => {
     expect(response.json().error.code).toBe('not_found');
   });
 });
+
+describe('tracker_origins (the sites a subdomain’s tracker may run on)', () => {
+  const settings = async (name: string) => (await app.inject({ method: 'GET', url: `/api/v1/subdomains/${name}/settings`, headers: alice.auth })).json().data;
+
+  it('is empty (any site) by default, set on claim and by PATCH, stored canonical and without duplicates', async () => {
+    const plain = await claimSubdomain(app, alice);
+    expect((await settings(plain)).tracker_origins).toEqual([]);
+    const name = uniqueLabel();
+    const claimed = await app.inject({
+      method: 'POST',
+      url: '/api/v1/subdomains',
+      headers: alice.auth,
+      payload: { name, tracker_origins: ['https://Shop.Example/', 'https://shop.example:443', 'http://localhost:8080', 'https://bücher.example'] },
+    });
+    expect(claimed.statusCode).toBe(201);
+    expect(claimed.json().data.tracker_origins).toEqual(['https://shop.example', 'http://localhost:8080', 'https://xn--bcher-kva.example']);
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/subdomains/${name}`,
+      headers: alice.auth,
+      payload: { tracker_origins: ['https://[2001:db8::1]:8443'] },
+    });
+    expect(patched.statusCode).toBe(200);
+    expect((await settings(name)).tracker_origins).toEqual(['https://[2001:db8::1]:8443']);
+    const emptied = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: alice.auth, payload: { tracker_origins: [] } });
+    expect(emptied.json().data.tracker_origins).toEqual([]);
+  });
+
+  it.each([
+    ['a path', 'https://shop.example/page'],
+    ['a query', 'https://shop.example?x=1'],
+    ['credentials', 'https://user:pw@shop.example'],
+    ['another scheme', 'ftp://shop.example'],
+    ['no scheme', 'shop.example'],
+    ['a port out of range', 'https://shop.example:99999'],
+    ['a wildcard', 'https://*.shop.example'],
+    ['null', 'null'],
+  ])('refuses an origin with %s with 422 naming the field, and stores nothing', async (_why, origin) => {
+    const name = await claimSubdomain(app, alice);
+    const response = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/subdomains/${name}`,
+      headers: alice.auth,
+      payload: { tracker_origins: ['https://fine.example', origin] },
+    });
+    expect(response.statusCode).toBe(422);
+    expect(Object.keys(response.json().error.details)).toEqual(['tracker_origins.1']);
+    expect((await settings(name)).tracker_origins).toEqual([]);
+  });
+
+  it('refuses more than 50 origins, and the document states the field on create, update and read', async () => {
+    const name = await claimSubdomain(app, alice);
+    const many = Array.from({ length: 51 }, (_, i) => `https://site${i}.example`);
+    const response = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: alice.auth, payload: { tracker_origins: many } });
+    expect(response.statusCode).toBe(422);
+    const document = (await app.inject({ url: '/api/v1/openapi.json' })).json();
+    const resolve = (schema: Record<string, any>): Record<string, any> =>
+      schema.$ref ? resolve(document.components.schemas[schema.$ref.split('/').pop()]) : schema;
+    const create = resolve(document.paths['/api/v1/subdomains'].post.requestBody.content['application/json'].schema);
+    const update = resolve(document.paths['/api/v1/subdomains/{name}'].patch.requestBody.content['application/json'].schema);
+    for (const body of [create, update]) {
+      expect(body.properties.tracker_origins).toMatchObject({ type: 'array', maxItems: 50 });
+      expect(body.properties.tracker_origins.description).toContain('origin_not_allowed');
+    }
+    expect(resolve(document.components.schemas.Subdomain).properties.tracker_origins.type).toBe('array');
+  });
+});

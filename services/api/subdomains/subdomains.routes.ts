@@ -3,6 +3,7 @@ import { cursorParam, NAME_CURSOR, pageByName, PageMetaSchema, PAGINATION_NOTE, 
 import { textField } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '#shared/policy/policy.js';
+import { TrackerOriginsInput } from '#shared/tracker/origins.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
 import { MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, type SubdomainsService } from './subdomains.service.js';
 import { rule } from '#shared/i18n/index.js';
@@ -29,6 +30,10 @@ const SubdomainSchema = z
     url: z.string().meta({ description: 'Origin of the short links of this subdomain.' }),
     owner_id: z.uuid(),
     links_count: z.number().int().meta({ description: 'Live (not deleted) links of the subdomain.' }),
+    tracker_origins: z.array(z.string()).meta({
+      description: 'The site origins the tracker may run on for this subdomain (canonical); empty: any site. See the request field.',
+      example: ['https://example.org'],
+    }),
     ...PolicySchema.shape,
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
@@ -78,7 +83,7 @@ export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
       tags,
       auth: { kind: 'scope', scope: 'subdomain:write' },
       bucket: 'api',
-      body: z.strictObject({ name: nameSchema, title: titleSchema.optional() }),
+      body: z.strictObject({ name: nameSchema, title: titleSchema.optional(), tracker_origins: TrackerOriginsInput.optional() }),
       response: SubdomainSchema,
       status: 201,
       errors: ['conflict'],
@@ -129,14 +134,17 @@ export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
       operationId: 'updateSubdomain',
       method: 'PATCH',
       path: '/api/v1/subdomains/{name}',
-      summary: 'Set the title and any of the eleven policy fields',
-      description: 'Fields sit at the top level of the body, by their spec names; absent fields keep their value. At least one field.',
+      summary: 'Set the title, the tracker origins and any of the eleven policy fields',
+      description:
+        'Fields sit at the top level of the body, by their spec names; absent fields keep their value. At least one field. ' +
+        '`tracker_origins` replaces the whole list (`[]`: any site again); the ingest edge applies a change within moments (a ' +
+        'change notice), at the latest within a minute.',
       tags,
       auth: { kind: 'scope', scope: 'subdomain:write' },
       bucket: 'api',
       params: z.object({ name: z.string().max(63) }),
       body: z
-        .strictObject({ title: titleSchema.nullable().optional(), ...PolicyPatchShape })
+        .strictObject({ title: titleSchema.nullable().optional(), tracker_origins: TrackerOriginsInput.optional(), ...PolicyPatchShape })
         .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: SubdomainSchema,

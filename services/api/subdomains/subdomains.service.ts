@@ -5,6 +5,7 @@ import { shortUrl } from '#shared/links/urls.js';
 import { policyOf, publicSummary, publicView, type Policy, type PublicLinkColumn, type PublicSummary } from '#shared/policy/policy.js';
 import type { LinkRow } from '#shared/links/links.repository.js';
 import type { SubdomainChanges, SubdomainRow } from '#shared/subdomains/subdomains.repository.js';
+import { publishSubdomainNotice } from '#shared/subdomains/subdomain-notices.js';
 import { rule } from '#shared/i18n/index.js';
 import type { Repositories } from '#services/repositories.js';
 
@@ -72,6 +73,7 @@ export type SubdomainView = {
   url: string;
   owner_id: string;
   links_count: number;
+  tracker_origins: string[];
   created_at: string;
   updated_at: string;
 } & Policy;
@@ -96,8 +98,12 @@ export interface PublicPage {
 
 export type SubdomainsService = ReturnType<typeof subdomainsService>;
 
-/** Subdomains: claims, policies and public pages (the database, and the config for short URLs). */
-export function subdomainsService({ config, repositories }: Pick<Context, 'config'> & { repositories: Pick<Repositories, 'subdomains' | 'links'> }) {
+/**
+ * Subdomains: claims, policies and public pages (the database, the config for short URLs, and the
+ * cache that carries subdomain-change notices to the edge, which holds the tracker origins).
+ */
+export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links'> }) {
+  const { config, repositories } = deps;
   const { subdomains, links } = repositories;
   const origin = (name: string) => shortUrl(config, name, '');
 
@@ -107,6 +113,7 @@ export function subdomainsService({ config, repositories }: Pick<Context, 'confi
     url: origin(row.name),
     owner_id: row.owner_id,
     links_count: Number(row.live_links),
+    tracker_origins: row.tracker_origins,
     ...policyOf(row),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
@@ -130,15 +137,17 @@ export function subdomainsService({ config, repositories }: Pick<Context, 'confi
   return {
     managed,
     toPublicLink,
-    async claim(principal: Principal, input: { name: string; title?: string }): Promise<SubdomainView> {
+    async claim(principal: Principal, input: { name: string; title?: string; tracker_origins?: string[] }): Promise<SubdomainView> {
       if ((RESERVED_SUBDOMAINS as readonly string[]).includes(input.name)) {
         throw new AppError('conflict', { name: rule('reserved') });
       }
       if ((await subdomains.countByOwner(principal.userId)) >= MAX_SUBDOMAINS_PER_OWNER) {
         throw new AppError('forbidden', { reason: 'limit_reached', limit: MAX_SUBDOMAINS_PER_OWNER });
       }
-      const row = await subdomains.insertIfFree(input.name, principal.userId, input.title ?? null);
+      const row = await subdomains.insertIfFree(input.name, principal.userId, input.title ?? null, input.tracker_origins ?? []);
       if (!row) throw new AppError('conflict', { name: rule('taken') });
+      // An edge may hold the name as unclaimed (a beacon came first): its origins apply at once.
+      if (row.tracker_origins.length > 0) await publishSubdomainNotice(deps, row.name);
       return toView(row);
     },
     /** One subdomain as its owner (or staff) sees it: 404 when unknown, 403 not_owner when someone else's. */
@@ -152,6 +161,7 @@ export function subdomainsService({ config, repositories }: Pick<Context, 'confi
       await managed(principal, name);
       const row = await subdomains.update(name, changes);
       if (!row) throw new AppError('not_found', { subdomain: name });
+      if (changes.tracker_origins !== undefined) await publishSubdomainNotice(deps, row.name);
       return toView(row);
     },
     /** The public page payload, built from the policy module's view of the subdomain. */

@@ -266,6 +266,30 @@ describe('GET /api/v1/visits?subdomain= (public)', () => {
     expect((await page(bob, `/api/v1/visits?subdomain=${sub}&kind=visit`)).visits).toEqual(open.visits);
   });
 
+  it('publishes country, region and city under stats_show_geo, never the coordinates', async () => {
+    // A subdomain of its own, so that the other tests' counts stay as they are.
+    const located = await claimSubdomain(app, alice);
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/subdomains/${located}`,
+      headers: alice.auth,
+      payload: { ...closed, stats_show_visits_list: true, stats_show_geo: true },
+    });
+    expect(patched.statusCode).toBe(200);
+    const at = base + 5 * MINUTE;
+    await insert(
+      [{ ...visitRow(alice, located, at), region: 'Auvergne-Rhone-Alpes', city: 'Lyon', latitude: 45.7578, longitude: 4.832 } as Row],
+      `geo-${located}`,
+    );
+    const open = await page(undefined, `/api/v1/visits?subdomain=${located}`);
+    expect(open.visits).toEqual([{ ts: new Date(at).toISOString(), kind: 'visit', country: 'FR', region: 'Auvergne-Rhone-Alpes', city: 'Lyon' }]);
+    const text = JSON.stringify(open);
+    for (const coordinate of ['latitude', 'longitude', '45.75', '4.83']) expect(text).not.toContain(coordinate);
+    // The owner still sees them.
+    const own = await page(alice, `/api/v1/visits?subdomain=${located}`);
+    expect(own.visits[0]).toMatchObject({ latitude: expect.closeTo(45.7578, 3), longitude: expect.closeTo(4.832, 3) });
+  });
+
   it('publishes only visits older than the delay, at most stats_max_items, walked within that window', async () => {
     // Published: visits up to base + 30 min (#0 to #3).
     const delay = Math.floor((Date.now() - (base + 30 * MINUTE)) / 1000);

@@ -69,8 +69,6 @@ export const PublicVisitSchema = VisitSchema.pick({
   country: true,
   region: true,
   city: true,
-  latitude: true,
-  longitude: true,
   user_agent: true,
   browser: true,
   browser_version: true,
@@ -84,9 +82,9 @@ export const PublicVisitSchema = VisitSchema.pick({
   .meta({
     id: 'PublicVisit',
     description:
-      'A visit as the public sees it: `ts` and `kind`, plus ip_public (stats_show_ip), ip_lan (stats_show_internal_ip), country, region, city, ' +
-      'latitude, longitude (stats_show_geo), user_agent, browser, browser_version, os, os_version, device_type (stats_show_ua), referrer, ' +
-      'referrer_host (stats_show_referrer) and slug (stats_show_links). Never the visit id, the link id or the owner.',
+      'A visit as the public sees it: `ts` and `kind`, plus ip_public (stats_show_ip), ip_lan (stats_show_internal_ip), country, region, city ' +
+      '(stats_show_geo), user_agent, browser, browser_version, os, os_version, device_type (stats_show_ua), referrer, ' +
+      'referrer_host (stats_show_referrer) and slug (stats_show_links). Never the visit id, the link id, the owner or the coordinates (latitude, longitude).',
   });
 
 /** The filters of a visit list, the same for the list and its exports (GET /api/v1/exports). */

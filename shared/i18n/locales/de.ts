@@ -41,6 +41,8 @@ export const de: Catalogue = {
   'error.forbidden.captcha_required': 'Zum Anmelden muss ein CAPTCHA gelöst werden: details.challenge lösen und als captcha senden.',
   'error.forbidden.consent_required':
     'Keine erfasste Einwilligung: ein Einwilligungs-Token von POST /tracker/consent senden (Analyse erlaubt, nicht abgelaufen).',
+  'error.forbidden.origin_not_allowed':
+    'Der Tracker dieser Subdomain ist auf dieser Website ({origin}) nicht erlaubt: ihr Inhaber legt fest, welche Websites er annimmt.',
   'error.forbidden.destination_not_allowed': 'Zustellungen an diese URL sind nicht erlaubt: {reason}.',
   'error.unauthorized.invalid_credentials': 'E-Mail-Adresse oder Passwort ist falsch.',
   'error.rate_limited.retry': 'Zu viele Anfragen. Versuchen Sie es in {seconds} Sekunden erneut.',
@@ -52,6 +54,9 @@ export const de: Catalogue = {
   'rule.not_punycode': 'darf an den Stellen 3 und 4 kein "--" haben: Punycode-Labels (xn--) werden abgelehnt, da sie andere Namen nachahmen können',
   'rule.email': 'muss eine E-Mail-Adresse sein',
   'rule.max_capabilities': 'höchstens {max} Fähigkeiten',
+  'rule.site_origin':
+    'muss ein Website-Ursprung sein: http oder https, ein Host und optional ein Port, ohne Pfad, Query oder Zugangsdaten (z. B. https://example.org)',
+  'rule.max_tracker_origins': 'höchstens {max} Website-Ursprünge',
   'rule.taken': 'ist vergeben',
   'rule.taken_in_subdomain': 'ist in dieser Subdomain vergeben',
   'rule.cursor_of_list': 'ist kein Cursor dieser Liste',

@@ -41,6 +41,8 @@ export const es: Catalogue = {
   'error.forbidden.captcha_required': 'Hay que resolver un CAPTCHA para iniciar sesión: resuelva details.challenge y envíelo como captcha.',
   'error.forbidden.consent_required':
     'No hay consentimiento registrado: envíe un token de consentimiento de POST /tracker/consent (analítica aceptada, no caducado).',
+  'error.forbidden.origin_not_allowed':
+    'El rastreador de este subdominio no está permitido en este sitio ({origin}): su propietario indica los sitios que acepta.',
   'error.forbidden.destination_not_allowed': 'No se permiten entregas a esta URL: {reason}.',
   'error.unauthorized.invalid_credentials': 'El correo electrónico o la contraseña no son correctos.',
   'error.rate_limited.retry': 'Demasiadas solicitudes. Inténtelo de nuevo en {seconds} segundos.',
@@ -52,6 +54,9 @@ export const es: Catalogue = {
   'rule.not_punycode': 'no debe tener "--" en las posiciones 3 y 4: se rechazan las etiquetas punycode (xn--), pues pueden imitar otros nombres',
   'rule.email': 'debe ser una dirección de correo electrónico',
   'rule.max_capabilities': 'como máximo {max} capacidades',
+  'rule.site_origin':
+    'debe ser un origen de sitio: http o https, un host y un puerto opcional, sin ruta, consulta ni credenciales (p. ej. https://example.org)',
+  'rule.max_tracker_origins': 'como máximo {max} orígenes de sitio',
   'rule.taken': 'ya está en uso',
   'rule.taken_in_subdomain': 'ya está en uso en este subdominio',
   'rule.cursor_of_list': 'no es un cursor de esta lista',

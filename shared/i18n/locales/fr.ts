@@ -41,6 +41,8 @@ export const fr: Catalogue = {
   'error.forbidden.captcha_required': 'Un CAPTCHA doit être résolu pour se connecter : résolvez details.challenge et envoyez-le dans captcha.',
   'error.forbidden.consent_required':
     'Aucun consentement enregistré : envoyez un jeton de consentement de POST /tracker/consent (analyse acceptée, non expiré).',
+  'error.forbidden.origin_not_allowed':
+    "Le traceur de ce sous-domaine n'est pas autorisé sur ce site ({origin}) : son propriétaire indique les sites qu'il accepte.",
   'error.forbidden.destination_not_allowed': 'Les livraisons vers cette URL ne sont pas autorisées : {reason}.',
   'error.unauthorized.invalid_credentials': "L'adresse e-mail ou le mot de passe est incorrect.",
   'error.rate_limited.retry': 'Trop de requêtes. Réessayez dans {seconds} secondes.',
@@ -52,6 +54,9 @@ export const fr: Catalogue = {
   'rule.not_punycode': 'ne doit pas avoir "--" en positions 3 et 4 : les étiquettes punycode (xn--) sont refusées, car elles peuvent imiter d\'autres noms',
   'rule.email': 'doit être une adresse e-mail',
   'rule.max_capabilities': 'au plus {max} capacités',
+  'rule.site_origin':
+    'doit être une origine de site : http ou https, un hôte et un port facultatif, sans chemin, requête ni identifiants (p. ex. https://example.org)',
+  'rule.max_tracker_origins': 'au plus {max} origines de site',
   'rule.taken': 'est déjà pris',
   'rule.taken_in_subdomain': 'est déjà pris dans ce sous-domaine',
   'rule.cursor_of_list': "n'est pas un curseur de cette liste",

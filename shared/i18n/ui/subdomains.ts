@@ -47,6 +47,13 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_sections': 'What is public',
     'subdomains.settings.group_details': 'Details in public visits and statistics',
     'subdomains.settings.group_limits': 'Delay and size',
+    'subdomains.settings.group_tracker': 'Tracker',
+    'subdomains.field.tracker_origins': 'Sites the tracker may run on',
+    'subdomains.help.tracker_origins':
+      'One site per line, as its address begins: https://example.org. Consents from any other site are refused and nothing is stored. Empty: any site.',
+    'subdomains.error.tracker_origin':
+      'Line {line} ({origin}) is not a site: write the scheme and the host, with a port if needed, without a path, such as https://example.org.',
+    'subdomains.error.tracker_origins_count': 'At most 50 sites.',
     'subdomains.settings.discard': 'Discard changes',
     'subdomains.settings.unsaved': 'Unsaved changes: {count}',
     'subdomains.settings.no_changes': 'No unsaved changes.',
@@ -169,6 +176,13 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_sections': 'Was öffentlich ist',
     'subdomains.settings.group_details': 'Details in öffentlichen Besuchen und Statistiken',
     'subdomains.settings.group_limits': 'Verzögerung und Umfang',
+    'subdomains.settings.group_tracker': 'Tracker',
+    'subdomains.field.tracker_origins': 'Websites, auf denen der Tracker laufen darf',
+    'subdomains.help.tracker_origins':
+      'Eine Website pro Zeile, so wie ihre Adresse beginnt: https://example.org. Einwilligungen von anderen Websites werden abgelehnt und nichts wird gespeichert. Leer: jede Website.',
+    'subdomains.error.tracker_origin':
+      'Zeile {line} ({origin}) ist keine Website: Schema und Host angeben, bei Bedarf mit Port, ohne Pfad, etwa https://example.org.',
+    'subdomains.error.tracker_origins_count': 'Höchstens 50 Websites.',
     'subdomains.settings.discard': 'Änderungen verwerfen',
     'subdomains.settings.unsaved': 'Ungespeicherte Änderungen: {count}',
     'subdomains.settings.no_changes': 'Keine ungespeicherten Änderungen.',
@@ -291,6 +305,13 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_sections': 'Ce qui est public',
     'subdomains.settings.group_details': 'Détails dans les visites et statistiques publiques',
     'subdomains.settings.group_limits': 'Délai et taille',
+    'subdomains.settings.group_tracker': 'Traceur',
+    'subdomains.field.tracker_origins': 'Sites sur lesquels le traceur peut fonctionner',
+    'subdomains.help.tracker_origins':
+      "Un site par ligne, comme commence son adresse : https://example.org. Les consentements venant d'autres sites sont refusés et rien n'est enregistré. Vide : tous les sites.",
+    'subdomains.error.tracker_origin':
+      "La ligne {line} ({origin}) n'est pas un site : indiquez le schéma et l'hôte, avec un port si besoin, sans chemin, par exemple https://example.org.",
+    'subdomains.error.tracker_origins_count': '50 sites au plus.',
     'subdomains.settings.discard': 'Annuler les modifications',
     'subdomains.settings.unsaved': 'Modifications non enregistrées : {count}',
     'subdomains.settings.no_changes': 'Aucune modification non enregistrée.',
@@ -413,6 +434,13 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_sections': 'Qué es público',
     'subdomains.settings.group_details': 'Detalles en las visitas y estadísticas públicas',
     'subdomains.settings.group_limits': 'Retraso y tamaño',
+    'subdomains.settings.group_tracker': 'Rastreador',
+    'subdomains.field.tracker_origins': 'Sitios en los que puede funcionar el rastreador',
+    'subdomains.help.tracker_origins':
+      'Un sitio por línea, tal como empieza su dirección: https://example.org. Los consentimientos de cualquier otro sitio se rechazan y no se guarda nada. Vacío: cualquier sitio.',
+    'subdomains.error.tracker_origin':
+      'La línea {line} ({origin}) no es un sitio: escriba el esquema y el host, con un puerto si hace falta, sin ruta, por ejemplo https://example.org.',
+    'subdomains.error.tracker_origins_count': 'Como máximo 50 sitios.',
     'subdomains.settings.discard': 'Descartar cambios',
     'subdomains.settings.unsaved': 'Cambios sin guardar: {count}',
     'subdomains.settings.no_changes': 'No hay cambios sin guardar.',

@@ -1,6 +1,6 @@
-// Subdomains: the owner's list with claiming a new one (/subdomains), and one subdomain's title and
-// eleven privacy-policy fields in one form (/subdomains/:name) beside a live "what the public
-// sees". The preview of unsaved changes runs the server's own policy code (shared/policy/view.ts,
+// Subdomains: the owner's list with claiming a new one (/subdomains), and one subdomain's title,
+// eleven privacy-policy fields and tracker origins in one form (/subdomains/:name) beside a live
+// "what the public sees". The preview of unsaved changes runs the server's own policy code (shared/policy/view.ts,
 // pure and browser-safe), and the public payload as served (GET /api/v1/subdomains/{name}, the
 // same request an anonymous reader makes) is shown below it after each save.
 import { useRoute } from 'preact-iso';
@@ -19,6 +19,7 @@ import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatDate, formatNumber } from '../app/format.js';
 import { useI18n, type Translate, type UiKey, type UiLocale } from '../app/i18n.js';
 import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, Notice, PageHeader, useLoad, type Loaded } from '../app/ui.js';
+import { originsError, originsOf, originsText, sameOrigins, TrackerOriginsField } from './subdomains-tracker.js';
 import './subdomains.css';
 
 type Subdomain = Schemas['Subdomain'];
@@ -249,6 +250,8 @@ interface Draft {
   delayAmount: string;
   delayUnit: DelayUnit;
   maxItems: string;
+  /** The tracker origins, one per line. */
+  origins: string;
 }
 
 function draftOf(subdomain: Subdomain): Draft {
@@ -259,6 +262,7 @@ function draftOf(subdomain: Subdomain): Draft {
     delayAmount: String(amount),
     delayUnit: unit,
     maxItems: String(subdomain.stats_max_items),
+    origins: originsText(subdomain.tracker_origins),
   };
 }
 
@@ -275,7 +279,7 @@ function readDraft(draft: Draft): { title: string | null; delay: number | undefi
   };
 }
 
-type Patch = { title?: string | null } & Partial<Policy>;
+type Patch = { title?: string | null; tracker_origins?: string[] } & Partial<Policy>;
 
 /** The fields that differ from the saved subdomain: what PATCH sends. */
 function changesOf(saved: Subdomain, draft: Draft): Patch {
@@ -285,6 +289,8 @@ function changesOf(saved: Subdomain, draft: Draft): Patch {
   for (const name of POLICY_SWITCHES) if (draft.switches[name] !== saved[name]) patch[name] = draft.switches[name];
   if (read.delay !== undefined && read.delay !== saved.stats_publish_delay_sec) patch.stats_publish_delay_sec = read.delay;
   if (read.maxItems !== undefined && read.maxItems !== saved.stats_max_items) patch.stats_max_items = read.maxItems;
+  const origins = originsOf(draft.origins);
+  if (!sameOrigins(origins, saved.tracker_origins)) patch.tracker_origins = origins;
   return patch;
 }
 
@@ -345,6 +351,7 @@ function SettingsForm({ initial }: { initial: Subdomain }) {
     read.title !== null && read.title.length > TITLE_MAX ? t('subdomains.error.title') : fieldError(error, 'title') ? t('subdomains.error.title') : undefined;
   const delayError = read.delay === undefined || fieldError(error, 'stats_publish_delay_sec') ? t('subdomains.error.delay') : undefined;
   const maxItemsError = read.maxItems === undefined || fieldError(error, 'stats_max_items') ? t('subdomains.error.max_items') : undefined;
+  const trackerError = originsError(t, error, originsOf(draft.origins));
   const invalid = Boolean(titleError || read.delay === undefined || read.maxItems === undefined);
 
   // What the public would see with the draft: the saved value stands in for a field not valid yet.
@@ -382,7 +389,8 @@ function SettingsForm({ initial }: { initial: Subdomain }) {
 
   const describedBy = (id: string, hasError: boolean) => [`${id}-hint`, hasError ? `${id}-error` : ''].filter(Boolean).join(' ');
   // A refusal the API pinned on a field is said there; any other under the form.
-  const fieldMessage = ['title', 'stats_publish_delay_sec', 'stats_max_items'].some((field) => fieldError(error, field) !== undefined);
+  const fieldMessage =
+    ['title', 'stats_publish_delay_sec', 'stats_max_items'].some((field) => fieldError(error, field) !== undefined) || trackerError !== undefined;
 
   return (
     <div class="subdomain-settings">
@@ -477,6 +485,7 @@ function SettingsForm({ initial }: { initial: Subdomain }) {
               />
             </Field>
           </fieldset>
+          <TrackerOriginsField t={t} value={draft.origins} error={trackerError} onInput={(origins) => update({ origins })} />
           {result?.kind === 'saved' ? <Notice kind="ok">{t('subdomains.settings.saved')}</Notice> : null}
           {error && !fieldMessage ? <ErrorState error={error instanceof Error ? error : new Error(String(error))} /> : null}
           <div class="form-actions">
