@@ -20,6 +20,8 @@ import { deadLettersService } from './dead-letters/dead-letters.service.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { subdomainsService, type SubdomainsService } from './subdomains/subdomains.service.js';
 import { linksRoutes } from './links/links.routes.js';
+import { createQrRenderer } from './links/qr.js';
+import { createInFlightGuard } from '#shared/http/in-flight.js';
 import { linksService } from './links/links.service.js';
 import { statsRoutes } from './stats/stats.routes.js';
 import { statsService, type StatsService } from './stats/stats.service.js';
@@ -91,6 +93,9 @@ export async function createApi(
   // Each service once: those others use (subdomains, stats, visits) are handed to them.
   const { subdomains, stats, visits } = services;
   const links = linksService({ ...deps, subdomains, events: createEventBus(context) });
+  // Expensive renders: QR images on their own threads, and a bound on what one account runs at once.
+  const qr = createQrRenderer();
+  const inFlight = createInFlightGuard();
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served }),
     ...authRoutes(deps, authService(deps, captcha, abuse), captcha),
@@ -98,11 +103,11 @@ export async function createApi(
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
     ...subdomainsRoutes(subdomains),
-    ...linksRoutes(links),
+    ...linksRoutes(links, { qr, inFlight }),
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
-    ...exportsRoutes(exportsService({ repositories, stats })),
+    ...exportsRoutes(exportsService({ repositories, stats }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
     ...reservedRoutes(),
   ];
@@ -112,6 +117,7 @@ export async function createApi(
     async register(app) {
       await app.register(cookie);
       app.addHook('onClose', async () => authenticator.close());
+      app.addHook('onClose', async () => qr.close());
       registerRoutes(app, routes, registrar);
       // The owner dashboard (its HTML on `/` and its pages, its hashed assets).
       await registerDashboard(app, { dir: dashboardDir, log, shortHostRoot });
