@@ -32,6 +32,7 @@ run: build
 ## Chromium: installed from Debian when missing.
 test: build lint
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-zbar.sh
 	npx tsc -p tsconfig.json --noEmit
 	npx tsc -p tests/ui/tsconfig.json
 	npx vitest run

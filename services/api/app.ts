@@ -21,7 +21,7 @@ import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { subdomainsService, type SubdomainsService } from './subdomains/subdomains.service.js';
 import { linksRoutes } from './links/links.routes.js';
 import { createQrRenderer } from './links/qr.js';
-import { createInFlightGuard } from '#shared/http/in-flight.js';
+import type { InFlightGuard } from '#shared/http/in-flight.js';
 import { linksService } from './links/links.service.js';
 import { statsRoutes } from './stats/stats.routes.js';
 import { statsService, type StatsService } from './stats/stats.service.js';
@@ -67,6 +67,8 @@ export interface ApiDeps {
   dashboardDir?: string;
   /** `GET /` of a short host reaching the API: the subdomain's public page (only when no edge of this process takes short hosts). */
   shortHostRoot?: ShortHostRoot;
+  /** The process's bound on each account's expensive work in flight (PNG QR codes, XLSX and PDF exports). */
+  inFlight: InFlightGuard;
 }
 
 /** The api role's part of a process's HTTP app. */
@@ -82,7 +84,7 @@ export interface Api {
 /** The api role: the `/api/v1` routes, the legacy v0 API, sign-in under `/auth`, the owner dashboard. */
 export async function createApi(
   context: Context,
-  { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot }: ApiDeps,
+  { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight }: ApiDeps,
 ): Promise<Api> {
   const { config, log } = context;
   // The context's clients with the process's repositories: what the services below take slices of.
@@ -93,9 +95,8 @@ export async function createApi(
   // Each service once: those others use (subdomains, stats, visits) are handed to them.
   const { subdomains, stats, visits } = services;
   const links = linksService({ ...deps, subdomains, events: createEventBus(context) });
-  // Expensive renders: QR images on their own threads, and a bound on what one account runs at once.
+  // QR images are drawn on their own threads, once per short URL and parameters.
   const qr = createQrRenderer();
-  const inFlight = createInFlightGuard();
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served }),
     ...authRoutes(deps, authService(deps, captcha, abuse), captcha),

@@ -267,7 +267,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         `in \`details.size\`; a PNG is at most ${MAX_QR_PNG_SIZE} px (422 above it; the SVG scales to any size). Images are ` +
         'rendered off the event loop and cached per short URL and parameters. An account renders at most ' +
         `${IN_FLIGHT_LIMITS.qr_png.max} PNG codes at once (per API process): one more answers 429 \`rate_limited\` ` +
-        "(`details.reason` `too_many_in_flight`) with `Retry-After`; so does a saturated renderer (`details.reason` `qr_renderer_busy`). " +
+        '(`details.reason` `too_many_in_flight`) with `Retry-After`; so does a saturated renderer (`details.reason` `qr_renderer_busy`). ' +
         'A cached image is answered at once, outside that bound.',
       tags,
       auth: { kind: 'scope', scope: 'links:read' },

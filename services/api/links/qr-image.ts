@@ -54,7 +54,9 @@ export function qrImage(request: QrRequest): QrImage {
   if ('minSize' in placed) return { ok: false, minSize: placed.minSize };
   const dark = (row: number, column: number) => symbol.modules.get(row, column) === 1;
   const body =
-    request.format === 'png' ? pngOf(dark, modules, request.size, placed.scale, placed.offset) : svgOf(dark, modules, request.size, placed.scale, placed.offset);
+    request.format === 'png'
+      ? pngOf(dark, modules, request.size, placed.scale, placed.offset)
+      : svgOf(dark, modules, request.size, placed.scale, placed.offset);
   return { ok: true, body };
 }
 
