@@ -265,10 +265,10 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         'centred and the pixels whole modules leave over widen the quiet zone. A `size` too small for the link at that margin and ' +
         `ecc (the symbol grows with the short URL's length and the ecc level) answers 422 \`validation_error\` with the least size ` +
         `in \`details.size\`; a PNG is at most ${MAX_QR_PNG_SIZE} px (422 above it; the SVG scales to any size). Images are ` +
-        'rendered off the event loop and cached per short URL and parameters. An account renders at most ' +
-        `${IN_FLIGHT_LIMITS.qr_png.max} PNG codes at once (per API process): one more answers 429 \`rate_limited\` ` +
-        '(`details.reason` `too_many_in_flight`) with `Retry-After`; so does a saturated renderer (`details.reason` `qr_renderer_busy`). ' +
-        'A cached image is answered at once, outside that bound.',
+        'rendered off the event loop and cached per short URL and parameters (a cached one is answered at once). An account has at ' +
+        `most ${IN_FLIGHT_LIMITS.qr_png.max} PNG requests in progress at once (per API process): one more answers 429 \`rate_limited\` ` +
+        '(`details.reason` `too_many_in_flight`) with `Retry-After`, before any work; so does a saturated renderer (`details.reason` ' +
+        '`qr_renderer_busy`).',
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
@@ -297,24 +297,20 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       raw: { contentType: ['image/svg+xml', 'image/png'], description: 'The QR code image.' },
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, query, request, reply }) => {
-        const { url, slug } = await service.shortUrlOf(principal!, params.id);
         const format =
           query.format ??
           (new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['image/svg+xml', 'image/png']) === 'image/png' ? 'png' : 'svg');
-        const image = { text: url, format, size: query.size, margin: query.margin, ecc: query.ecc };
-        // A cached image costs nothing: only a render counts against the account's PNG bound.
-        let body = qr.cached(image);
-        if (body === undefined) {
-          const release = format === 'png' ? inFlight.acquire('qr_png', principal!.userId) : undefined;
-          try {
-            body = await qr.render(image);
-          } finally {
-            release?.();
-          }
+        // The slot is taken first, so that a refusal costs no database read.
+        const release = format === 'png' ? inFlight.acquire('qr_png', principal!.userId) : undefined;
+        try {
+          const { url, slug } = await service.shortUrlOf(principal!, params.id);
+          const body = await qr.render({ text: url, format, size: query.size, margin: query.margin, ecc: query.ecc });
+          reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
+          reply.header('Vary', 'Accept');
+          return { contentType: format === 'png' ? 'image/png' : 'image/svg+xml; charset=utf-8', body };
+        } finally {
+          release?.();
         }
-        reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
-        reply.header('Vary', 'Accept');
-        return { contentType: format === 'png' ? 'image/png' : 'image/svg+xml; charset=utf-8', body };
       },
     }),
   ];

@@ -17,14 +17,14 @@ const IDLE_SEC = 60;
 
 /** Renders QR images off the event loop, once per text and parameters. */
 export interface QrRenderer {
-  /** A rendered image of these parameters, if the cache holds one. */
-  cached(request: QrRequest): Buffer | string | undefined;
   /**
    * The image, from the cache or rendered by a pool thread (concurrent requests for the same image
    * share one render). Throws 422 `validation_error` on `size` when the image would be too small for
    * whole modules of MIN_MODULE_PX, or a PNG too large; 429 `rate_limited` when the queue is full.
    */
   render(request: QrRequest): Promise<Buffer | string>;
+  /** Images drawn by the pool so far, and answers taken from the cache or from a render already under way. */
+  counts(): { drawn: number; reused: number };
   /** Stops the render threads. */
   close(): Promise<void>;
 }
@@ -43,6 +43,7 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
     sizeCalculation: (image) => Math.max(1, typeof image === 'string' ? image.length : image.byteLength),
   });
   const rendering = new Map<string, Promise<Buffer | string>>();
+  const counted = { drawn: 0, reused: 0 };
   let pool: Piscina<QrRequest, QrImage> | undefined;
   const poolOf = () =>
     (pool ??= new Piscina<QrRequest, QrImage>({
@@ -63,6 +64,7 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
       if (error instanceof Error && /queue is at limit/i.test(error.message)) throw retryLater('rate_limited', 1, { reason: RENDERER_BUSY_REASON });
       throw error;
     }
+    counted.drawn += 1;
     if (!image.ok) throw new AppError('validation_error', { size: rule('qr_module_size', { min: image.minSize, px: MIN_MODULE_PX }) });
     // A structured clone of a Buffer arrives as a plain Uint8Array.
     const body = typeof image.body === 'string' ? image.body : Buffer.from(image.body.buffer, image.body.byteOffset, image.body.byteLength);
@@ -71,20 +73,21 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
   };
 
   return {
-    cached: (request) => cache.get(keyOf(request)),
     render(request) {
       if (request.format === 'png' && request.size > MAX_QR_PNG_SIZE)
         return Promise.reject(new AppError('validation_error', { size: rule('qr_png_size', { max: MAX_QR_PNG_SIZE }) }));
       const key = keyOf(request);
       const hit = cache.get(key);
-      if (hit !== undefined) return Promise.resolve(hit);
-      let pending = rendering.get(key);
-      if (!pending) {
-        pending = renderOnce(request, key).finally(() => rendering.delete(key));
-        rendering.set(key, pending);
+      let pending = hit === undefined ? rendering.get(key) : Promise.resolve(hit);
+      if (pending) {
+        counted.reused += 1;
+        return pending;
       }
+      pending = renderOnce(request, key).finally(() => rendering.delete(key));
+      rendering.set(key, pending);
       return pending;
     },
+    counts: () => ({ ...counted }),
     async close() {
       await pool?.destroy();
       pool = undefined;
