@@ -12,6 +12,8 @@ export const QR_CACHE_BYTES = 16 * 1024 * 1024;
 export const QR_MAX_QUEUE = 64;
 /** Render threads: one, or two where there are cores to spare; the event loop keeps a core. */
 export const QR_THREADS = Math.max(1, Math.min(2, availableParallelism() - 1));
+/** How much lower than the process a render thread's scheduling priority is. */
+const RENDER_NICENESS = 10;
 /** Seconds an idle render thread lives: a process that draws no codes holds no thread. */
 const IDLE_SEC = 60;
 
@@ -53,6 +55,9 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
       idleTimeout: IDLE_SEC * 1000,
       maxQueue: options.maxQueue ?? QR_MAX_QUEUE,
       execArgv: fromSource ? ['--import', 'tsx'] : [],
+      // Render threads run at a lower priority (nice +10, Linux and macOS through @napi-rs/nice): on a
+      // busy machine the event loop, which answers redirects and health, gets the cores first.
+      niceIncrement: RENDER_NICENESS,
     }));
 
   const renderOnce = async (request: QrRequest, key: string): Promise<Buffer | string> => {
