@@ -18,9 +18,15 @@ export interface QrClientsInput {
   restMs: number;
 }
 
+/** A probe's latencies, and the answers other than the one expected (health answers 503 when its dependency checks time out), by status. */
+export interface Probed {
+  latencies: number[];
+  unexpected: Record<string, number>;
+}
+
 export interface QrClientsResult {
-  rest: { health: number[]; redirect: number[] };
-  burst: { health: number[]; redirect: number[] };
+  rest: { health: Probed; redirect: Probed };
+  burst: { health: Probed; redirect: Probed };
   /** Per QR request: ms until its image (retries included), the 429s it met, its last status. */
   codes: { ms: number; refused: number; status: number }[];
   burstMs: number;
@@ -45,16 +51,16 @@ function get(path: string, headers: Record<string, string>, agent: Agent): Promi
   });
 }
 
-/** Probes one path until `until()` says stop, one request at a time with 10 ms between them; the latencies. */
-async function probe(path: string, headers: Record<string, string>, expected: number, until: () => boolean): Promise<number[]> {
-  const latencies: number[] = [];
+/** Probes one path until `until()` says stop, one request at a time with 10 ms between them. */
+async function probe(path: string, headers: Record<string, string>, expected: number, until: () => boolean): Promise<Probed> {
+  const probed: Probed = { latencies: [], unexpected: {} };
   while (!until()) {
     const answer = await get(path, headers, probeAgent);
-    if (answer.status !== expected) throw new Error(`${path} answered ${answer.status}, expected ${expected}`);
-    latencies.push(answer.ms);
+    if (answer.status !== expected) probed.unexpected[answer.status] = (probed.unexpected[answer.status] ?? 0) + 1;
+    probed.latencies.push(answer.ms);
     await sleep(10);
   }
-  return latencies;
+  return probed;
 }
 
 const probes = (until: () => boolean) =>
