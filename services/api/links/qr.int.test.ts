@@ -142,6 +142,9 @@ describe('bounded PNG renders per account', () => {
         ok: false,
         error: { code: 'rate_limited', details: { reason: 'too_many_in_flight', work: 'qr_png', limit: IN_FLIGHT_LIMITS.qr_png.max } },
       });
+      // Not a window's refusal: the api bucket's headers stay those of the counter, which has requests left.
+      expect(Number(refused.headers['ratelimit-remaining'])).toBeGreaterThan(0);
+      expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^rate_limited_total\{bucket="in_flight"\} [1-9]/m);
       // Accept: image/png is a PNG request too.
       const byAccept = await app.inject({ method: 'GET', url: `/api/v1/links/${link.id}/qr`, headers: { ...alice.auth, accept: 'image/png' } });
       expect(byAccept.statusCode).toBe(429);
