@@ -5,6 +5,7 @@ import type { Context } from '#shared/context.js';
 import { type AppError } from '#shared/errors.js';
 import { toAppError, sendError } from '#shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, responseObserver } from '#shared/http/fastify-base.js';
+import { createInFlightGuard, type InFlightGuard } from '#shared/http/in-flight.js';
 import { accountRefusal, createRateLimiter } from '#shared/http/rate-limit.js';
 import { createMethodIndex, routeMissError, registerRoutes } from '#shared/http/register.js';
 import type { RouteDef } from '#shared/http/route.js';
@@ -26,6 +27,8 @@ export interface AppOptions {
   dashboardDir?: string;
   /** The process's repositories (services/platform.ts hands its one set); built from the context's clients when not given. */
   repositories?: Repositories;
+  /** The bound on each account's expensive work in flight (tests hold its slots); a new one when not given. */
+  inFlight?: InFlightGuard;
 }
 
 export interface App {
@@ -55,7 +58,8 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
   /** What this process serves and documents, complete once the app is built (the API's index reads it at request time). */
   let served: RouteDef[] = [];
   const repositories = options.repositories ?? createRepositories(context);
-  const { api, ingest, abuse } = await composeRoles(context, { repositories, served: () => served, dashboardDir: options.dashboardDir });
+  const inFlight = options.inFlight ?? createInFlightGuard();
+  const { api, ingest, abuse } = await composeRoles(context, { repositories, served: () => served, dashboardDir: options.dashboardDir, inFlight });
   let listener: RequestListener | undefined;
   const app = Fastify({
     ...baseFastifyOptions(context),
@@ -117,7 +121,12 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
  */
 async function composeRoles(
   context: Context,
-  { repositories, served, dashboardDir }: { repositories: Repositories; served: () => RouteDef[]; dashboardDir: string | undefined },
+  {
+    repositories,
+    served,
+    dashboardDir,
+    inFlight,
+  }: { repositories: Repositories; served: () => RouteDef[]; dashboardDir: string | undefined; inFlight: InFlightGuard },
 ): Promise<{ api?: Api; ingest?: IngestApp; abuse?: AbuseGuard }> {
   const { config, log, metrics } = context;
   const has = (role: Role) => config.roles.includes(role);
@@ -140,6 +149,6 @@ async function composeRoles(
       return subdomain ? pages.answer(request, reply, subdomain) : undefined;
     };
   }
-  const api = await createApi(context, { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot });
+  const api = await createApi(context, { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight });
   return { api, ingest, abuse };
 }

@@ -21,6 +21,8 @@ import { deadLettersService } from './dead-letters/dead-letters.service.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { subdomainsService, type SubdomainsService } from './subdomains/subdomains.service.js';
 import { linksRoutes } from './links/links.routes.js';
+import { createQrRenderer } from './links/qr.js';
+import type { InFlightGuard } from '#shared/http/in-flight.js';
 import { linksService } from './links/links.service.js';
 import { statsRoutes } from './stats/stats.routes.js';
 import { statsService, type StatsService } from './stats/stats.service.js';
@@ -66,6 +68,8 @@ export interface ApiDeps {
   dashboardDir?: string;
   /** `GET /` of a short host reaching the API: the subdomain's public page (only when no edge of this process takes short hosts). */
   shortHostRoot?: ShortHostRoot;
+  /** The process's bound on each account's expensive work in flight (PNG QR codes, XLSX and PDF exports). */
+  inFlight: InFlightGuard;
 }
 
 /** The api role's part of a process's HTTP app. */
@@ -81,7 +85,7 @@ export interface Api {
 /** The api role: the `/api/v1` routes, the legacy v0 API, sign-in under `/auth`, the owner dashboard. */
 export async function createApi(
   context: Context,
-  { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot }: ApiDeps,
+  { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight }: ApiDeps,
 ): Promise<Api> {
   const { config, log } = context;
   // The context's clients with the process's repositories: what the services below take slices of.
@@ -93,6 +97,8 @@ export async function createApi(
   // Each service once: those others use (subdomains, stats, visits) are handed to them.
   const { subdomains, stats, visits } = services;
   const links = linksService({ ...deps, subdomains, events: createEventBus(context) });
+  // QR images are drawn on their own threads, once per short URL and parameters.
+  const qr = createQrRenderer();
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served }),
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
@@ -100,11 +106,11 @@ export async function createApi(
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
     ...subdomainsRoutes(subdomains),
-    ...linksRoutes(links),
+    ...linksRoutes(links, { qr, inFlight }),
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
-    ...exportsRoutes(exportsService({ repositories, stats })),
+    ...exportsRoutes(exportsService({ repositories, stats }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
     ...reservedRoutes(),
   ];
@@ -114,6 +120,7 @@ export async function createApi(
     async register(app) {
       await app.register(cookie);
       app.addHook('onClose', async () => authenticator.close());
+      app.addHook('onClose', async () => qr.close());
       registerRoutes(app, routes, registrar);
       // The owner dashboard (its HTML on `/` and its pages, its hashed assets).
       await registerDashboard(app, { dir: dashboardDir, log, shortHostRoot });

@@ -5,6 +5,7 @@ import type { RateBucket, RateRule } from '../config.js';
 import { RATE_BUCKET_NAMES } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { IN_FLIGHT_REASONS } from './in-flight.js';
 
 export interface RateDecision {
   allowed: boolean;
@@ -132,7 +133,9 @@ export function setRateLimitHeaders(reply: { header(name: string, value: string)
  * bucket its error names, else the route's), with the six rate-limit headers of that bucket saying
  * nothing remains until Retry-After. For a counter's own refusal that is what the counter said; a
  * refusal taken beside the counter (the brute-force lock, `spam_detected`) had no headers, or the
- * counter's of a request it let through, which would promise requests the lock refuses.
+ * counter's of a request it let through, which would promise requests the lock refuses. A refusal
+ * for work in flight (shared/http/in-flight.ts, or a full render queue) is no window's: counted under
+ * `in_flight`, it keeps the counter's headers, which stay true for the caller's other requests.
  */
 export function accountRefusal(
   reply: { header(name: string, value: string): unknown },
@@ -140,6 +143,10 @@ export function accountRefusal(
   routeBucket: RateBucket | null | undefined,
   deps: { rules: Record<RateBucket, RateRule>; metrics: Metrics },
 ): void {
+  if (IN_FLIGHT_REASONS.has(String(error.details.reason))) {
+    deps.metrics.rateLimited.inc({ bucket: 'in_flight' });
+    return;
+  }
   const named = error.details.bucket;
   const bucket = typeof named === 'string' && named in deps.rules ? (named as RateBucket) : (routeBucket ?? undefined);
   deps.metrics.rateLimited.inc({ bucket: bucket ?? 'none' });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { successSchema } from '#shared/http/envelope.js';
+import { IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { VISIT_FILTER_QUERY } from '../visits/visits.routes.js';
 import { EXPORT_FORMATS, type ExportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEET_ROWS } from './exports.service.js';
@@ -12,7 +13,7 @@ import { EXPORT_FORMATS, type ExportsService, PDF_ROW_CAP, SLICE_ROWS, XLSX_SHEE
 const attachment = (filename: string) => `attachment; filename="${filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`;
 
 /** Exports of an owner's visits: CSV, JSON, XLSX, PDF, streamed. */
-export function exportsRoutes(service: ExportsService): RouteDef[] {
+export function exportsRoutes(service: ExportsService, inFlight: InFlightGuard): RouteDef[] {
   return [
     defineRoute({
       operationId: 'exportVisits',
@@ -28,7 +29,9 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
         "subdomain, link or all the caller's subdomains): totals, a chart of visits over time, top breakdowns, then the first " +
         `${PDF_ROW_CAP} visits. CSV, JSON and XLSX answers carry \`X-Export-Rows\`: the rows the export is planned to hold, counted before ` +
         'the first byte (a visit whose versions are not merged yet counts once per version, so an upper bound): for a progress display, as a ' +
-        "streamed answer has no Content-Length. Every export is recorded in the audit log. Another owner's subdomain or link answers 403 `not_owner`.",
+        "streamed answer has no Content-Length. Every export is recorded in the audit log. Another owner's subdomain or link answers 403 `not_owner`. " +
+        `An account runs at most ${IN_FLIGHT_LIMITS.export.max} XLSX or PDF exports at once (per API process, until each answer ends): one more ` +
+        'answers 429 `rate_limited` (`details.reason` `too_many_in_flight`) with `Retry-After`.',
       tags: ['stats'],
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',
@@ -50,7 +53,17 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, query, request, reply }) => {
         const { format, ...filters } = query;
-        const started = await service.start(principal!, format, filters, { id: request.id, ip: request.ip });
+        // XLSX and PDF are built on the event loop as they stream: an account holds a slot until its answer ends.
+        const release = format === 'xlsx' || format === 'pdf' ? inFlight.acquire('export', principal!.userId) : undefined;
+        if (release) reply.raw.once('close', release);
+        let started;
+        try {
+          started = await service.start(principal!, format, filters, { id: request.id, ip: request.ip });
+        } catch (error) {
+          release?.();
+          throw error;
+        }
+        if (release) started.body.once('close', release);
         reply.header('Content-Disposition', attachment(started.filename));
         reply.header('Cache-Control', 'no-store');
         if (started.rows !== undefined) reply.header('X-Export-Rows', String(started.rows));

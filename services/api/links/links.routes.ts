@@ -1,5 +1,4 @@
 import Negotiator from 'negotiator';
-import QRCode from 'qrcode';
 import { z } from 'zod';
 import { dateTimeField, textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
@@ -10,6 +9,9 @@ import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '#shared/links/urls.js';
 import { LINK_ID } from '#shared/ids.js';
 import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { type LinksService, REDIRECT_TYPES } from './links.service.js';
+import { IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js';
+import type { QrRenderer } from './qr.js';
+import { MAX_QR_MARGIN, MAX_QR_PNG_SIZE, MAX_QR_SVG_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
 import { rule } from '#shared/i18n/index.js';
 
 const tags = ['links'];
@@ -92,7 +94,7 @@ export const PublicLinkSchema = z
 const idParams = z.object({ id: z.string().regex(LINK_ID, rule('link_id')) });
 
 /** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
-export function linksRoutes(service: LinksService): RouteDef[] {
+export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRenderer; inFlight: InFlightGuard }): RouteDef[] {
   return [
     defineRoute({
       operationId: 'listLinks',
@@ -259,30 +261,57 @@ export function linksRoutes(service: LinksService): RouteDef[] {
       summary: 'QR code of the short URL, as SVG (default) or PNG',
       description:
         'PNG with `?format=png`, or without `format` when `Accept` prefers `image/png` over `image/svg+xml`; otherwise SVG. ' +
-        '`size` is the image width and height in pixels, `margin` the quiet zone in modules, `ecc` the error-correction level.',
+        '`size` is the image width and height in pixels, `margin` the quiet zone in modules, `ecc` the error-correction level. ' +
+        `Every module is drawn as a whole number of pixels, at least ${MIN_MODULE_PX}, so every image answered scans: the symbol is ` +
+        'centred and the pixels whole modules leave over widen the quiet zone. A `size` too small for the link at that margin and ' +
+        `ecc (the symbol grows with the short URL's length and the ecc level) answers 422 \`validation_error\` with the least size ` +
+        `in \`details.size\`; a PNG is at most ${MAX_QR_PNG_SIZE} px (422 above it; the SVG scales to any size). Images are ` +
+        'rendered off the event loop and cached per short URL and parameters (a cached one is answered at once). An account has at ' +
+        `most ${IN_FLIGHT_LIMITS.qr_png.max} PNG requests in progress at once (per API process): one more answers 429 \`rate_limited\` ` +
+        '(`details.reason` `too_many_in_flight`) with `Retry-After`, before any work; so does a saturated renderer (`details.reason` ' +
+        '`qr_renderer_busy`).',
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
       params: idParams,
       query: z.object({
-        format: z.enum(['svg', 'png']).optional(),
-        size: z.coerce.number().int().min(64).max(2048).default(256).meta({ description: 'Pixels, 64 to 2048; default 256.' }),
-        margin: z.coerce.number().int().min(0).max(16).default(4).meta({ description: 'Quiet zone in modules, 0 to 16; default 4.' }),
-        ecc: z.enum(['L', 'M', 'Q', 'H']).default('M').meta({ description: 'Error correction: L 7 %, M 15 % (default), Q 25 %, H 30 %.' }),
+        format: z.enum(QR_FORMATS).optional(),
+        size: z.coerce
+          .number()
+          .int()
+          .min(MIN_QR_SIZE)
+          .max(MAX_QR_SVG_SIZE)
+          .default(256)
+          .meta({
+            description: `Pixels, ${MIN_QR_SIZE} to ${MAX_QR_SVG_SIZE} for SVG and to ${MAX_QR_PNG_SIZE} for PNG; default 256. At least ${MIN_MODULE_PX} px per module (422 with the least size otherwise).`,
+          }),
+        margin: z.coerce
+          .number()
+          .int()
+          .min(0)
+          .max(MAX_QR_MARGIN)
+          .default(4)
+          .meta({ description: `Quiet zone in modules, 0 to ${MAX_QR_MARGIN}; default 4. With 0, the page around the code must be light.` }),
+        ecc: z.enum(QR_ECC_LEVELS).default('M').meta({ description: 'Error correction: L 7 %, M 15 % (default), Q 25 %, H 30 %.' }),
       }),
       response: z.string().meta({ description: 'The image.' }),
       raw: { contentType: ['image/svg+xml', 'image/png'], description: 'The QR code image.' },
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, query, request, reply }) => {
-        const { url, slug } = await service.shortUrlOf(principal!, params.id);
         const format =
           query.format ??
           (new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['image/svg+xml', 'image/png']) === 'image/png' ? 'png' : 'svg');
-        const options = { width: query.size, margin: query.margin, errorCorrectionLevel: query.ecc };
-        reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
-        reply.header('Vary', 'Accept');
-        if (format === 'png') return { contentType: 'image/png', body: await QRCode.toBuffer(url, { ...options, type: 'png' }) };
-        return { contentType: 'image/svg+xml; charset=utf-8', body: await QRCode.toString(url, { ...options, type: 'svg' }) };
+        // The slot is taken first, so that a refusal costs no database read.
+        const release = format === 'png' ? inFlight.acquire('qr_png', principal!.userId) : undefined;
+        try {
+          const { url, slug } = await service.shortUrlOf(principal!, params.id);
+          const body = await qr.render({ text: url, format, size: query.size, margin: query.margin, ecc: query.ecc });
+          reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
+          reply.header('Vary', 'Accept');
+          return { contentType: format === 'png' ? 'image/png' : 'image/svg+xml; charset=utf-8', body };
+        } finally {
+          release?.();
+        }
       },
     }),
   ];

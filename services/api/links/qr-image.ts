@@ -1,0 +1,125 @@
+import { crc32, deflateSync } from 'node:zlib';
+import QRCode from 'qrcode';
+
+export const QR_FORMATS = ['svg', 'png'] as const;
+export type QrFormat = (typeof QR_FORMATS)[number];
+export const QR_ECC_LEVELS = ['L', 'M', 'Q', 'H'] as const;
+export type QrEcc = (typeof QR_ECC_LEVELS)[number];
+
+/** What a QR image is asked for: the text it encodes and how it is drawn. */
+export interface QrRequest {
+  text: string;
+  format: QrFormat;
+  /** Width and height of the image in pixels. */
+  size: number;
+  /** Quiet zone around the symbol, in modules. */
+  margin: number;
+  ecc: QrEcc;
+}
+
+/**
+ * What keeps every image we answer scannable: each module is a whole number of pixels, at least
+ * MIN_MODULE_PX. The images that did not scan (zbarimg, 64 px) had fractional modules (1.6 to 2.2 px,
+ * drawn at uneven widths); with whole modules of 2 px or more, zbarimg and jsQR read
+ * every size, margin (0 included: the leftover pixels and a light page are its quiet zone) and ecc.
+ */
+export const MIN_MODULE_PX = 2;
+export const MAX_QR_MARGIN = 16;
+export const MIN_QR_SIZE = 64;
+/** SVG is vector: its `size` is only its nominal width. */
+export const MAX_QR_SVG_SIZE = 2048;
+/**
+ * A PNG is pixels: 1024 px is 8.7 cm at 300 dpi, enough for any print a raster is right for (larger
+ * prints take the SVG). It also bounds each render's memory and time.
+ */
+export const MAX_QR_PNG_SIZE = 1024;
+
+/** An image, or the smallest `size` at which the symbol would fit at MIN_MODULE_PX (too small as asked). */
+export type QrImage = { ok: true; body: Buffer | string } | { ok: false; minSize: number };
+
+/** The geometry of a symbol in an image of `size` pixels: whole-pixel modules, the symbol centred. */
+function layout(modules: number, size: number, margin: number): { scale: number; offset: number } | { minSize: number } {
+  const span = modules + 2 * margin;
+  const scale = Math.floor(size / span);
+  if (scale < MIN_MODULE_PX) return { minSize: span * MIN_MODULE_PX };
+  // What whole modules leave over widens the quiet zone, split evenly: the image is exactly `size`.
+  return { scale, offset: Math.floor((size - modules * scale) / 2) };
+}
+
+/** Renders a QR code as SVG or PNG. Pure and synchronous: the worker pool (qr.ts) runs it off the event loop. */
+export function qrImage(request: QrRequest): QrImage {
+  const symbol = QRCode.create(request.text, { errorCorrectionLevel: request.ecc });
+  const modules = symbol.modules.size;
+  const placed = layout(modules, request.size, request.margin);
+  if ('minSize' in placed) return { ok: false, minSize: placed.minSize };
+  const dark = (row: number, column: number) => symbol.modules.get(row, column) === 1;
+  const body =
+    request.format === 'png'
+      ? pngOf(dark, modules, request.size, placed.scale, placed.offset)
+      : svgOf(dark, modules, request.size, placed.scale, placed.offset);
+  return { ok: true, body };
+}
+
+/**
+ * An SVG in pixel units: each run of dark modules in a row is one rectangle of the path, at whole
+ * pixels, so a rasteriser at the nominal size draws the same crisp modules as the PNG.
+ */
+function svgOf(dark: (row: number, column: number) => boolean, modules: number, size: number, scale: number, offset: number): string {
+  let path = '';
+  for (let row = 0; row < modules; row++) {
+    let column = 0;
+    while (column < modules) {
+      if (!dark(row, column)) {
+        column += 1;
+        continue;
+      }
+      const start = column;
+      while (column < modules && dark(row, column)) column += 1;
+      path += `M${offset + start * scale} ${offset + row * scale}h${(column - start) * scale}v${scale}h-${(column - start) * scale}z`;
+    }
+  }
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}" shape-rendering="crispEdges">` +
+    `<rect width="${size}" height="${size}" fill="#ffffff"/><path fill="#000000" d="${path}"/></svg>\n`
+  );
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/** One PNG chunk: length, type, data, CRC-32 of type and data. */
+function chunk(type: string, data: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length, 0);
+  head.write(type, 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(data, crc32(head.subarray(4))), 0);
+  return Buffer.concat([head, data, crc]);
+}
+
+/**
+ * A 1-bit greyscale PNG (black modules on white): 1/32 of the bytes of an RGBA image, so a 1024 px
+ * code is about 128 kB to deflate, a few milliseconds. Each module row is built once and repeated
+ * `scale` times.
+ */
+function pngOf(dark: (row: number, column: number) => boolean, modules: number, size: number, scale: number, offset: number): Buffer {
+  const stride = 1 + Math.ceil(size / 8); // filter byte (0, none) + the row's bits
+  const raw = Buffer.alloc(stride * size, 0xff); // all white; the filter bytes are set to 0 below
+  for (let y = 0; y < size; y++) raw[y * stride] = 0;
+  const line = Buffer.alloc(stride);
+  for (let row = 0; row < modules; row++) {
+    line.fill(0xff);
+    line[0] = 0;
+    for (let column = 0; column < modules; column++) {
+      if (!dark(row, column)) continue;
+      for (let x = offset + column * scale, end = x + scale; x < end; x++) line[1 + (x >> 3)]! &= ~(0x80 >> (x & 7));
+    }
+    for (let y = offset + row * scale, end = y + scale; y < end; y++) line.copy(raw, y * stride);
+  }
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header[8] = 1; // bit depth
+  header[9] = 0; // greyscale
+  // compression, filter and interlace methods: 0
+  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
