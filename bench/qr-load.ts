@@ -1,7 +1,7 @@
 // PNG QR codes under load: 100 requests at once from one token, each for its own link (no cache
 // hit), each retried after Retry-After when refused (429) until it has its image, while
 // GET /api/v1/health and a redirect on a short host are probed one request at a time each.
-//   bash bench/run.sh qr-load [size] [requests]        (defaults: 1024 px, the largest PNG, and 100)
+//   bash bench/run.sh qr-load [size] [requests]        (defaults: 2048 px, the largest PNG, and 100)
 // Target: health and the redirect answer within 100 ms at p99 during the burst, as at rest.
 //
 // The server is one process with the api and ingest roles (embedded stores), as `make run` starts
@@ -16,7 +16,7 @@ import { runBench } from './lib/context.js';
 import { otherLoad, pad, quantile } from './lib/load.js';
 import type { Probed, QrClientsInput, QrClientsResult } from './lib/qr-clients.js';
 
-const size = Number(process.argv[2] ?? 1024);
+const size = Number(process.argv[2] ?? 2048);
 const requests = Number(process.argv[3] ?? 100);
 const TARGET_P99_MS = 100;
 if (!Number.isInteger(size) || size < 64 || !Number.isInteger(requests) || requests < 1) {

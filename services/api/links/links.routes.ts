@@ -11,7 +11,7 @@ import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { type LinksService, REDIRECT_TYPES } from './links.service.js';
 import { IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js';
 import type { QrRenderer } from './qr.js';
-import { MAX_QR_MARGIN, MAX_QR_PNG_SIZE, MAX_QR_SVG_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
+import { MAX_QR_MARGIN, MAX_QR_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
 import { rule } from '#shared/i18n/index.js';
 
 const tags = ['links'];
@@ -265,7 +265,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         `Every module is drawn as a whole number of pixels, at least ${MIN_MODULE_PX}, so every image answered scans: the symbol is ` +
         'centred and the pixels whole modules leave over widen the quiet zone. A `size` too small for the link at that margin and ' +
         `ecc (the symbol grows with the short URL's length and the ecc level) answers 422 \`validation_error\` with the least size ` +
-        `in \`details.size\`; a PNG is at most ${MAX_QR_PNG_SIZE} px (422 above it; the SVG scales to any size). Images are ` +
+        `in \`details.size\`. Images are ` +
         'rendered off the event loop and cached per short URL and parameters (a cached one is answered at once). An account has at ' +
         `most ${IN_FLIGHT_LIMITS.qr_png.max} PNG requests in progress at once (per API process): one more answers 429 \`rate_limited\` ` +
         '(`details.reason` `too_many_in_flight`) with `Retry-After`, before any work; so does a saturated renderer (`details.reason` ' +
@@ -280,10 +280,10 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
           .number()
           .int()
           .min(MIN_QR_SIZE)
-          .max(MAX_QR_SVG_SIZE)
+          .max(MAX_QR_SIZE)
           .default(256)
           .meta({
-            description: `Pixels, ${MIN_QR_SIZE} to ${MAX_QR_SVG_SIZE} for SVG and to ${MAX_QR_PNG_SIZE} for PNG; default 256. At least ${MIN_MODULE_PX} px per module (422 with the least size otherwise).`,
+            description: `Pixels, ${MIN_QR_SIZE} to ${MAX_QR_SIZE}; default 256. At least ${MIN_MODULE_PX} px per module (422 with the least size otherwise).`,
           }),
         margin: z.coerce
           .number()

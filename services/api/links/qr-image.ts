@@ -26,13 +26,12 @@ export interface QrRequest {
 export const MIN_MODULE_PX = 2;
 export const MAX_QR_MARGIN = 16;
 export const MIN_QR_SIZE = 64;
-/** SVG is vector: its `size` is only its nominal width. */
-export const MAX_QR_SVG_SIZE = 2048;
 /**
- * A PNG is pixels: 1024 px is 8.7 cm at 300 dpi, enough for any print a raster is right for (larger
- * prints take the SVG). It also bounds each render's memory and time.
+ * The cap v1 always had, for SVG (whose `size` is only its nominal width) and PNG alike: lowering it
+ * would break clients that ask for it, and a 1-bit PNG of 2048 px drawn off the event loop costs a few
+ * milliseconds of a worker thread. It still bounds each render's memory and time.
  */
-export const MAX_QR_PNG_SIZE = 1024;
+export const MAX_QR_SIZE = 2048;
 
 /** An image, or the smallest `size` at which the symbol would fit at MIN_MODULE_PX (too small as asked). */
 export type QrImage = { ok: true; body: Buffer | string } | { ok: false; minSize: number };

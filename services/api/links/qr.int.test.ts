@@ -117,12 +117,13 @@ describe('QR images scan', () => {
     expect(refused).toBeGreaterThan(0);
   }, 120_000);
 
-  it('refuses a PNG over 1024 px with 422 naming the limit, while an SVG of 2048 px is answered', async () => {
+  it('answers a PNG and an SVG of 2048 px, the cap v1 always had, and refuses 2049 px with 422', async () => {
     const link = await createLink(alice, aliceSub);
-    const png = await qr(alice, link, 'format=png&size=1025');
-    expect(png.statusCode).toBe(422);
-    expect(png.json().error).toMatchObject({ code: 'validation_error', details: { size: expect.stringContaining('1024') } });
-    expect((await qr(alice, link, 'format=png&size=2048&ecc=H')).statusCode).toBe(422);
+    const png = await qr(alice, link, 'format=png&size=2048&ecc=H');
+    expect(png.statusCode).toBe(200);
+    expect(png.headers['content-type']).toContain('image/png');
+    expect(png.rawPayload.readUInt32BE(16)).toBe(2048);
+    expect((await qr(alice, link, 'format=png&size=2049')).statusCode).toBe(422);
     const svg = await qr(alice, link, 'format=svg&size=2048');
     expect(svg.statusCode).toBe(200);
     expect(svg.body).toContain('width="2048"');

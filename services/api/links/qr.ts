@@ -4,7 +4,7 @@ import { Piscina } from 'piscina';
 import { AppError, retryLater } from '#shared/errors.js';
 import { RENDERER_BUSY_REASON } from '#shared/http/in-flight.js';
 import { rule } from '#shared/i18n/index.js';
-import { MAX_QR_PNG_SIZE, MIN_MODULE_PX, type QrImage, type QrRequest } from './qr-image.js';
+import { MIN_MODULE_PX, type QrImage, type QrRequest } from './qr-image.js';
 
 /** Bytes of rendered images kept (least recently used dropped first): a 1024 px PNG is a few kB, an SVG a few tens. */
 export const QR_CACHE_BYTES = 16 * 1024 * 1024;
@@ -79,8 +79,6 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
 
   return {
     render(request) {
-      if (request.format === 'png' && request.size > MAX_QR_PNG_SIZE)
-        return Promise.reject(new AppError('validation_error', { size: rule('qr_png_size', { max: MAX_QR_PNG_SIZE }) }));
       const key = keyOf(request);
       const hit = cache.get(key);
       let pending = hit === undefined ? rendering.get(key) : Promise.resolve(hit);

@@ -50,7 +50,6 @@ export const de: Catalogue = {
   'rule.lang_tag': 'muss ein Sprach-Tag wie en, de oder fr-CA sein',
   'rule.http_url': 'muss eine http- oder https-URL mit einem ASCII-Hostnamen (kein Punycode) oder einer IPv4-Adresse und URL-sicheren Zeichen sein',
   'rule.link_id': 'muss eine Link-ID sein (l_ und 16 Buchstaben, Ziffern, _ oder -)',
-  'rule.qr_png_size': 'ein PNG hat höchstens {max} px (das SVG lässt sich verlustfrei auf jede Größe skalieren)',
   'rule.qr_module_size':
     'muss für diesen Link bei diesem Rand und dieser Fehlerkorrektur mindestens {min} sein, damit jedes Modul mindestens {px} ganze Pixel breit ist',
   'rule.not_blank': 'darf nicht leer sein',

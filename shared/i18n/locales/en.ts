@@ -49,7 +49,6 @@ export const en = {
   'rule.lang_tag': 'must be a language tag such as en, de or fr-CA',
   'rule.http_url': 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters',
   'rule.link_id': 'must be a link id (l_ and 16 letters, digits, _ or -)',
-  'rule.qr_png_size': 'a PNG is at most {max} px (the SVG scales to any size without loss)',
   'rule.qr_module_size': 'must be at least {min} for this link at this margin and ecc, so that each module is at least {px} whole pixels wide',
   'rule.not_blank': 'must not be blank',
   'rule.not_punycode': 'must not have "--" in positions 3 and 4: punycode (xn--) labels are refused, as they can imitate other names',

@@ -50,7 +50,6 @@ export const es: Catalogue = {
   'rule.lang_tag': 'debe ser una etiqueta de idioma como en, de o fr-CA',
   'rule.http_url': 'debe ser una URL http o https con un nombre de host ASCII (no punycode) o una dirección IPv4 y caracteres seguros para URL',
   'rule.link_id': 'debe ser un id de enlace (l_ y 16 letras, dígitos, _ o -)',
-  'rule.qr_png_size': 'un PNG tiene como máximo {max} px (el SVG se escala a cualquier tamaño sin pérdida)',
   'rule.qr_module_size':
     'debe ser al menos {min} para este enlace con este margen y esta corrección de errores, para que cada módulo mida al menos {px} píxeles enteros',
   'rule.not_blank': 'no debe estar en blanco',

@@ -50,7 +50,6 @@ export const fr: Catalogue = {
   'rule.lang_tag': 'doit être une étiquette de langue comme en, de ou fr-CA',
   'rule.http_url': "doit être une URL http ou https avec un nom d'hôte ASCII (pas de punycode) ou une adresse IPv4, et des caractères sûrs pour une URL",
   'rule.link_id': 'doit être un identifiant de lien (l_ et 16 lettres, chiffres, _ ou -)',
-  'rule.qr_png_size': 'un PNG fait au plus {max} px (le SVG se met à toute taille sans perte)',
   'rule.qr_module_size':
     'doit valoir au moins {min} pour ce lien avec cette marge et cette correction d’erreurs, afin que chaque module fasse au moins {px} pixels entiers',
   'rule.not_blank': 'ne doit pas être vide',
