@@ -1,7 +1,7 @@
 import Negotiator from 'negotiator';
 import QRCode from 'qrcode';
 import { z } from 'zod';
-import { dateTimeField, textField } from '#shared/http/fields.js';
+import { dateTimeField, integerParam, textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
 import { PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
@@ -265,8 +265,8 @@ export function linksRoutes(service: LinksService): RouteDef[] {
       params: idParams,
       query: z.object({
         format: z.enum(['svg', 'png']).optional(),
-        size: z.coerce.number().int().min(64).max(2048).default(256).meta({ description: 'Pixels, 64 to 2048; default 256.' }),
-        margin: z.coerce.number().int().min(0).max(16).default(4).meta({ description: 'Quiet zone in modules, 0 to 16; default 4.' }),
+        size: integerParam(64, 2048).default(256).meta({ description: 'Pixels, 64 to 2048; default 256.' }),
+        margin: integerParam(0, 16).default(4).meta({ description: 'Quiet zone in modules, 0 to 16; default 4.' }),
         ecc: z.enum(['L', 'M', 'Q', 'H']).default('M').meta({ description: 'Error correction: L 7 %, M 15 % (default), Q 25 %, H 30 %.' }),
       }),
       response: z.string().meta({ description: 'The image.' }),

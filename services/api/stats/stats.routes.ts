@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateTimeField } from '#shared/http/fields.js';
+import { dateTimeField, integerParam } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { BUCKET_SEC, DIMENSIONS } from '#shared/analytics/rollups.js';
 import { DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
@@ -71,7 +71,7 @@ const reportQueryOf = (zones: [string, ...string[]]) => ({
   until: dateTimeField().optional(),
   granularity: z.enum(GRANULARITIES).optional(),
   tz: z.enum(zones).optional().meta({ description: 'IANA time zone of the periods (the canonical names; default UTC).', example: 'Europe/Paris' }),
-  limit: z.coerce.number().int().min(1).max(MAX_TOP).optional(),
+  limit: integerParam(1, MAX_TOP).optional(),
 });
 
 /** Statistics: an owner's reports (subdomain, link, user) and a subdomain's public report. */
