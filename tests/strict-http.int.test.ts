@@ -36,9 +36,9 @@ afterAll(async () => {
 type Answer = { status: number; headers: Record<string, string>; body: string };
 
 /** Sends raw bytes (the head as written: repeated or missing headers stay so) and reads the answer until the server closes. */
-function rawExchange(bytes: string): Promise<Answer> {
+function rawExchange(bytes: string, to = port): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ port, host: '127.0.0.1' });
+    const socket = connect({ port: to, host: '127.0.0.1' });
     const chunks: Buffer[] = [];
     socket.on('data', (chunk) => chunks.push(chunk));
     socket.on('error', reject);
@@ -155,6 +155,22 @@ describe('strict Host and request line (item 7)', () => {
     const body = expectEnvelope(await health(''), 400, 'bad_request');
     expect(body.error.details).toEqual({ host: 'missing' });
     expect(body.error.message).toBe('The request needs exactly one Host header naming a host (and port), nothing else.');
+  });
+
+  it('a process without the ingest role (Fastify’s own server) answers a missing or repeated Host with the envelope too', async () => {
+    const apiContext = await createTestContext({ SERVICE_ROLES: 'api' });
+    const apiApp = (await buildApp(apiContext)).app;
+    try {
+      await apiApp.listen({ port: 0, host: '127.0.0.1' });
+      const apiPort = (apiApp.server.address() as { port: number }).port;
+      const missing = await rawExchange('GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n', apiPort);
+      expect(expectEnvelope(missing, 400, 'bad_request').error.details).toEqual({ host: 'missing' });
+      const repeated = await rawExchange('GET / HTTP/1.1\r\nHost: localhost\r\nHost: x.localhost\r\nConnection: close\r\n\r\n', apiPort);
+      expect(expectEnvelope(repeated, 400, 'bad_request').error.details).toEqual({ host: 'repeated' });
+    } finally {
+      await apiApp.close();
+      await closeContext(apiContext);
+    }
   });
 
   it('an HTTP/1.0 request without Host is served as the platform’s own host', async () => {
