@@ -220,6 +220,25 @@ describe('integer query parameters take decimal digits only (item 7)', () => {
     }
   });
 
+  it('the document states exactly that: every integer query parameter is `type: integer`, never nullable', async () => {
+    const document = JSON.parse((await send('/api/v1/openapi.json')).body) as {
+      paths: Record<string, Record<string, { parameters?: { in: string; name: string; schema: { type: unknown } }[] }>>;
+    };
+    const integers = Object.values(document.paths)
+      .flatMap((operations) => Object.values(operations))
+      .flatMap((operation) => operation.parameters ?? [])
+      .filter((parameter) => parameter.in === 'query' && ['limit', 'page', 'size', 'margin'].includes(parameter.name));
+    expect(integers.length).toBeGreaterThan(20);
+    for (const parameter of integers) expect(parameter.schema.type, parameter.name).toBe('integer');
+    // An empty value is no integer either (Number('') was 0).
+    const links = await send('/api/v1/links', {
+      ...json(JSON.stringify({ subdomain, target_url: 'https://example.com/' })),
+      headers: { ...owner.auth, 'content-type': 'application/json' },
+    });
+    const empty = await send(`/api/v1/links/${JSON.parse(links.body).data.id as string}/qr?margin=`, { headers: owner.auth });
+    expect(expectEnvelope(empty, 422, 'validation_error').error.details).toEqual({ margin: 'must be an integer in decimal digits (0-9) only' });
+  });
+
   it('plain digits are read as before; the rule is translated', async () => {
     const answer = await send('/api/v1/links?limit=16', { headers: owner.auth });
     expect(answer.status).toBe(200);

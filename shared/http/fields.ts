@@ -49,15 +49,15 @@ const DECIMAL_DIGITS = /^[0-9]+$/;
 
 /**
  * An integer query parameter from `min` to `max`, documented as `type: integer`. Only decimal digits
- * are read: zod's coercion alone (Number()) would also take `0x10` as 16, ` 5` as 5 and `1e1` as 10,
- * none of which is an integer as the document states it; they answer 422 `validation_error`.
+ * are read: zod's coercion alone (Number()) would also take `0x10` as 16, ` 5` as 5, `1e1` as 10 and
+ * an empty value or null as 0, none of which is an integer as the document states it; they answer 422
+ * `validation_error`. (Refusing null also keeps the document from declaring the parameter nullable:
+ * the generator asks the schema whether it takes null.)
  */
 export function integerParam(min: number, max: number) {
   return z.preprocess((value, context) => {
-    if (typeof value === 'string' && !DECIMAL_DIGITS.test(value)) {
-      context.addIssue({ code: 'custom', message: rule('decimal_integer'), input: value });
-      return z.NEVER;
-    }
-    return value;
+    if (typeof value === 'number' || (typeof value === 'string' && DECIMAL_DIGITS.test(value))) return value;
+    context.addIssue({ code: 'custom', message: rule('decimal_integer'), input: value });
+    return z.NEVER;
   }, z.coerce.number().int().min(min).max(max));
 }
