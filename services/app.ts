@@ -4,12 +4,13 @@ import type { Role } from '#shared/config.js';
 import type { Context } from '#shared/context.js';
 import { type AppError } from '#shared/errors.js';
 import { toAppError, sendError } from '#shared/http/error-response.js';
-import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, responseObserver } from '#shared/http/fastify-base.js';
+import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, responseObserver, strictHostHook } from '#shared/http/fastify-base.js';
 import { createInFlightGuard, type InFlightGuard } from '#shared/http/in-flight.js';
 import { accountRefusal, createRateLimiter } from '#shared/http/rate-limit.js';
 import { createMethodIndex, routeMissError, registerRoutes } from '#shared/http/register.js';
 import type { RouteDef } from '#shared/http/route.js';
-import { apiSecurityHeadersHook } from '#shared/http/security-headers.js';
+import { apiSecurityHeadersHook, privateAnswersHook } from '#shared/http/security-headers.js';
+import { useStrictJson } from '#shared/http/json-body.js';
 import { shortHostMatcher } from '#shared/links/hosts.js';
 import { createApi, readServices, type Api } from './api/app.js';
 import type { ShortHostRoot } from './api/dashboard/dashboard.js';
@@ -71,6 +72,7 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
         }
       : {}),
   });
+  useStrictJson(app);
   if (ingest) app.addHook('onClose', async () => ingest.app.close());
   if (abuse) app.addHook('onClose', async () => abuse.close());
 
@@ -83,8 +85,10 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
 
   app.decorateRequest('locale', 'en');
   app.addHook('onRequest', envelopeRequestHook({ contentLanguage: true }));
+  app.addHook('onRequest', strictHostHook(config));
   app.addHook('onResponse', responseObserver(context));
   app.addHook('onSend', apiSecurityHeadersHook);
+  app.addHook('onSend', privateAnswersHook);
 
   const allowedMethods = createMethodIndex(routes);
   /** 405 with Allow when the path exists under other methods, else 404. */

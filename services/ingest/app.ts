@@ -3,12 +3,21 @@ import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Context } from '#shared/context.js';
 import { sendError, toAppError } from '#shared/http/error-response.js';
-import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, localized, responseObserver } from '#shared/http/fastify-base.js';
+import {
+  baseFastifyOptions,
+  envelopeRequestHook,
+  dependencyPortsOf,
+  errorOptionsOf,
+  localized,
+  requestHostProblem,
+  responseObserver,
+} from '#shared/http/fastify-base.js';
 import type { AbuseHooks } from '#shared/http/auth.js';
 import { accountRefusal, type RateLimiter } from '#shared/http/rate-limit.js';
 import { createMethodIndex, registerRoutes, routeMissError } from '#shared/http/register.js';
 import type { RouteDef } from '#shared/http/route.js';
 import { apiSecurityHeadersHook } from '#shared/http/security-headers.js';
+import { strictJsonParser, useStrictJson } from '#shared/http/json-body.js';
 import { consentKey, consentTokens } from '#shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
 import { createTrackerOrigins } from './tracker-origins.js';
@@ -63,6 +72,7 @@ export async function buildIngestApp(
   const errorOptions = errorOptionsOf(config);
   const dependencyPorts = dependencyPortsOf(config);
   const app = Fastify(baseFastifyOptions(context));
+  useStrictJson(app);
   // Independent start-up reads: the link cache's warm-up, the tracker origins' and the tracker's consent key.
   const [links, origins, key] = await Promise.all([
     createLinkCache({ ...context, repositories }),
@@ -117,7 +127,7 @@ export async function buildIngestApp(
     // Before CORS's hook, which answers preflights (OPTIONS 204) itself: they carry X-Request-Id too.
     scope.addHook('onRequest', envelopeRequestHook({ contentLanguage: false }));
     await scope.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['Content-Type'], maxAge: 86_400, strictPreflight: false });
-    const json = scope.getDefaultJsonParser('ignore', 'ignore');
+    const json = strictJsonParser(scope, 'ignore', 'ignore');
     scope.addContentTypeParser('text/plain', { parseAs: 'string' }, (request, body, done) =>
       body === '' ? done(null, undefined) : json(request, body as string, done),
     );
@@ -131,12 +141,15 @@ export async function buildIngestApp(
  * One server for both apps: a request whose Host is a short host (`{label}.{BASE_DOMAIN}`, and
  * not the API's own host) goes to the ingest edge (its short-host listener first), and so do the
  * tracker's paths (`/tracker.js`, `/tracker/…`) on any host; everything else goes to `other`, the
- * process's app of health, metrics and (with the api role) the API.
+ * process's app of health, metrics and (with the api role) the API. A request that cannot be routed
+ * by Host (requestHostProblem: none, two, or one that is no host) goes to `other` too, which refuses
+ * it with the envelope (strictHostHook).
  */
 export function hostDispatcher({ config }: Pick<Context, 'config'>, other: RequestListener, ingest: IngestApp): RequestListener {
   const shortHostOf = shortHostMatcher(config);
   const { shortHosts } = ingest;
   return (request, response) => {
+    if (requestHostProblem(request)) return other(request, response);
     if (request.url && TRACKER_PATH.test(request.url)) return shortHosts.fastify(request, response);
     const host = request.headers.host;
     if (host) {
@@ -156,7 +169,8 @@ export function hostDispatcher({ config }: Pick<Context, 'config'>, other: Reque
  * factory, is applied here.
  */
 export function hostServer(listener: RequestListener, options: FastifyServerOptions) {
-  const server = createServer(listener);
+  // As Fastify's own server is made (baseFastifyOptions' `http`): a missing Host is refused by strictHostHook, with the envelope.
+  const server = createServer({ requireHostHeader: false }, listener);
   if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
   return server;
 }

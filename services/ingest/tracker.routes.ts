@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { uuidv7At } from '#shared/ids.js';
 import { AppError } from '#shared/errors.js';
 import { validateRequest } from '#shared/http/register.js';
+import { parseClientJson } from '#shared/http/json-body.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { BEACON_ATTACH_WINDOW_MS, SignalsSchema, uuidv7Time, type BeaconMessage, type Signals } from '#shared/tracker/beacon.js';
@@ -272,11 +273,9 @@ export function trackerRoutes({ beacons, tokens, origins }: TrackerDeps): RouteD
       handler: async ({ query, respond, locale, request, reply }) => {
         let data: unknown = {};
         if (query.data !== undefined) {
-          try {
-            data = JSON.parse(query.data);
-          } catch {
-            throw new AppError('validation_error', { data: rule('json') });
-          }
+          const parsed = parseClientJson(query.data, 'data');
+          if (!parsed) throw new AppError('validation_error', { data: rule('json') });
+          data = parsed.value;
         }
         const { query: signals } = validateRequest([{ part: 'query', schema: SignalsSchema, input: data }], locale);
         return collect(query.token, signals as Signals, { respond, request, reply });

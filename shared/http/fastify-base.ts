@@ -1,7 +1,7 @@
-import { METHODS, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { METHODS, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
-import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyHttpOptions, type FastifyReply, type FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
 import { AppError } from '../errors.js';
@@ -54,7 +54,7 @@ export function dependencyPortsOf(config: Context['config']) {
 }
 
 /** The Fastify options every HTTP app of the platform shares (the API and the ingest edge). */
-export function baseFastifyOptions(context: Pick<Context, 'config' | 'log' | 'metrics'>): FastifyServerOptions {
+export function baseFastifyOptions(context: Pick<Context, 'config' | 'log' | 'metrics'>): FastifyHttpOptions<Server> {
   const { config, log } = context;
   const errorOptions = errorOptionsOf(config);
   return {
@@ -69,6 +69,8 @@ export function baseFastifyOptions(context: Pick<Context, 'config' | 'log' | 'me
     // The id a listener already gave the request, its own well-formed X-Request-Id, or a fresh UUIDv7.
     genReqId: (request) => (request as { [ASSIGNED_REQUEST_ID]?: string })[ASSIGNED_REQUEST_ID] ?? incomingRequestId(request.headers) ?? uuidv7(),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Node would answer an HTTP/1.1 request without Host itself (a bare 400): strictHostHook does, with the envelope.
+    http: { requireHostHeader: false },
     return503OnClosing: true,
     // Errors Fastify raises before routing (a malformed URL) get the envelope like every other.
     frameworkErrors: (error, request, reply) => void sendError(localizedByHeaders(request), reply, toAppError(error).appError, errorOptions),
@@ -138,6 +140,50 @@ export function clientErrorHandler(context: RecorderDeps) {
       ip: socket.remoteAddress,
       userAgent: undefined,
     });
+  };
+}
+
+/**
+ * A Host header's value (RFC 9110, 7.2, as this platform is addressed): a DNS name or IPv4 address,
+ * or a bracketed IPv6 address, then an optional port. No userinfo (`name@host`), path, space or
+ * second port: what routes a request by Host reads exactly the host the client named.
+ */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9.])?|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/;
+
+const invalidHost = (host: string) => new AppError('bad_request', { host }, { messageKey: 'error.bad_request.invalid_host' });
+
+/**
+ * Why a request cannot be routed as HTTP/1 says (RFC 9112, 3.2), or undefined when it can: a
+ * request line without a version (HTTP/0.9's `GET /`) or of a version other than 1.x, more than one
+ * Host header, no Host on HTTP/1.1, or a Host that is not a host and port. HTTP/1.0 without Host is
+ * admitted, as that version allows: it is served as the platform's own host, never a short host.
+ */
+export function requestHostProblem(request: IncomingMessage): AppError | undefined {
+  if (request.httpVersionMajor !== 1) {
+    return new AppError('bad_request', { request: 'http_version', version: request.httpVersion }, { messageKey: 'error.bad_request.http_version' });
+  }
+  const raw = request.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') hosts++;
+  if (hosts > 1) return invalidHost('repeated');
+  const host = request.headers.host;
+  if (host === undefined) return request.httpVersionMinor === 0 ? undefined : invalidHost('missing');
+  if (!HOST.test(host)) return invalidHost('malformed');
+  const port = host.lastIndexOf(':');
+  if (port > 0 && !host.endsWith(']') && Number(host.slice(port + 1)) > 65_535) return invalidHost('malformed');
+  return undefined;
+}
+
+/**
+ * The onRequest hook that refuses what requestHostProblem finds, with the envelope (400
+ * `bad_request`), before routing: registered after envelopeRequestHook, whose locale and
+ * X-Request-Id the answer carries.
+ */
+export function strictHostHook(config: Context['config']) {
+  const errorOptions = errorOptionsOf(config);
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const problem = requestHostProblem(request.raw);
+    if (problem) return sendError(request, reply, problem, errorOptions);
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rule } from '../i18n/index.js';
 
 /**
  * Field rules shared by the route declarations, written so that the OpenAPI document states them
@@ -41,4 +42,22 @@ const DATE_TIME =
 /** An instant of a request, ISO 8601 / RFC 3339 (DATE_TIME). */
 export function dateTimeField() {
   return z.string().regex(DATE_TIME, 'must be an ISO 8601 instant with seconds and Z or an offset (e.g. 2026-05-01T12:00:00Z), years 1970 to 9999');
+}
+
+/** What an integer query parameter may be: decimal digits and nothing else. */
+const DECIMAL_DIGITS = /^[0-9]+$/;
+
+/**
+ * An integer query parameter from `min` to `max`, documented as `type: integer`. Only decimal digits
+ * are read: zod's coercion alone (Number()) would also take `0x10` as 16, ` 5` as 5, `1e1` as 10 and
+ * an empty value or null as 0, none of which is an integer as the document states it; they answer 422
+ * `validation_error`. (Refusing null also keeps the document from declaring the parameter nullable:
+ * the generator asks the schema whether it takes null.)
+ */
+export function integerParam(min: number, max: number) {
+  return z.preprocess((value, context) => {
+    if (typeof value === 'number' || (typeof value === 'string' && DECIMAL_DIGITS.test(value))) return value;
+    context.addIssue({ code: 'custom', message: rule('decimal_integer'), input: value });
+    return z.NEVER;
+  }, z.coerce.number().int().min(min).max(max));
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MetaSchema } from './envelope.js';
+import { integerParam } from './fields.js';
 
 /** Largest `limit` of any collection. */
 const MAX_PAGE_SIZE = 200;
@@ -27,21 +28,11 @@ const SEQ_CURSOR = /^s1\.(?:0|[1-9][0-9]{0,17})$/;
 
 /** Query parameters every paged collection takes. */
 export const pagingQuery = {
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_PAGE_SIZE)
+  limit: integerParam(1, MAX_PAGE_SIZE)
     .default(DEFAULT_PAGE_SIZE)
     .meta({ description: `Page size, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.` }),
   cursor: cursorParam(SEQ_CURSOR),
-  page: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(100_000)
-    .optional()
-    .meta({ description: 'Page number (1-based) for human tables; a `cursor` given with it is ignored.' }),
+  page: integerParam(1, 100_000).optional().meta({ description: 'Page number (1-based) for human tables; a `cursor` given with it is ignored.' }),
 };
 
 /**

@@ -56,16 +56,32 @@ function closestBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
 
 type Checked<T> = { ok: true; data: T } | { ok: false; error: AppError };
 
-/** Fields (dotted paths) of `input` holding a string, or a key, that storage cannot hold (UNSTORABLE). */
-function unstorableFields(input: unknown, path: string[] = [], found: string[] = []): string[] {
-  if (typeof input === 'string') {
-    if (UNSTORABLE.test(input)) found.push(path.join('.'));
-  } else if (Array.isArray(input)) {
-    input.forEach((item, index) => unstorableFields(item, [...path, String(index)], found));
-  } else if (input !== null && typeof input === 'object') {
-    for (const [key, value] of Object.entries(input)) {
-      if (UNSTORABLE.test(key)) found.push(path.join('.'));
-      else unstorableFields(value, [...path, key], found);
+/**
+ * Fields (dotted paths) of `input` holding a string, or a key, that storage cannot hold (UNSTORABLE),
+ * in document order. A walk with its own stack, not recursion: however deep the input, it cannot
+ * run out of call stack.
+ */
+export function unstorableFields(input: unknown): string[] {
+  const found: string[] = [];
+  // Each entry: a value, its path, and (for an object's member) the key that leads to it.
+  const stack: { value: unknown; path: string; key?: string; parent?: string }[] = [{ value: input, path: '' }];
+  const join = (path: string, key: string) => (path === '' ? key : `${path}.${key}`);
+  while (stack.length > 0) {
+    const { value, path, key, parent } = stack.pop()!;
+    if (key !== undefined && UNSTORABLE.test(key)) {
+      found.push(parent!);
+      continue;
+    }
+    if (typeof value === 'string') {
+      if (UNSTORABLE.test(value)) found.push(path);
+    } else if (Array.isArray(value)) {
+      for (let index = value.length - 1; index >= 0; index--) stack.push({ value: value[index] as unknown, path: join(path, String(index)) });
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value);
+      for (let index = entries.length - 1; index >= 0; index--) {
+        const [member, inner] = entries[index] as [string, unknown];
+        stack.push({ value: inner, path: join(path, member), key: member, parent: path });
+      }
     }
   }
   return found;

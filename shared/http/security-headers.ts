@@ -1,3 +1,5 @@
+import { SESSION_COOKIE } from './route.js';
+
 /**
  * Security headers of the HTML the platform serves (the dashboard and the subdomains' public
  * pages). Scripts and styles come only from the platform itself, never inline and never from a
@@ -63,6 +65,31 @@ export function apiSecurityHeadersHook<P>(
 ): void {
   if (!reply.hasHeader('content-security-policy')) {
     for (const [name, value] of API_HEADER_ENTRIES) reply.header(name, value);
+  }
+  done(null, payload);
+}
+
+/** A Cookie header that carries the session cookie. */
+const SESSION_IN_COOKIE = new RegExp(`(?:^|;)\\s*${SESSION_COOKIE}=`);
+
+/**
+ * The onSend hook of the API: an answer to a request that presents credentials (an Authorization
+ * header or the session cookie), and every answer of the sign-in endpoints (`/auth/…`), gets
+ * `Cache-Control: no-store` unless it set its own (the dashboard's files and the public pages keep
+ * their caching): what one account reads is never kept by a browser's or a proxy's cache for the
+ * next user of it.
+ */
+export function privateAnswersHook<P>(
+  request: { url: string; headers: { authorization?: string; cookie?: string } },
+  reply: { hasHeader(name: string): boolean; header(name: string, value: string): unknown },
+  payload: P,
+  done: (error: null, payload: P) => void,
+): void {
+  if (!reply.hasHeader('cache-control')) {
+    const { authorization, cookie } = request.headers;
+    if (authorization !== undefined || (cookie !== undefined && SESSION_IN_COOKIE.test(cookie)) || request.url.startsWith('/auth/')) {
+      reply.header('cache-control', 'no-store');
+    }
   }
   done(null, payload);
 }

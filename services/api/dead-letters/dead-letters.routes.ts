@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { collectionMeta, cursorParam, PageMetaSchema, pagingQuery } from '#shared/http/pagination.js';
+import { integerParam } from '#shared/http/fields.js';
 import { assertNoBody } from '#shared/http/register.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { DLQ_SOURCES } from '#shared/message-log/dead-letters.js';
@@ -88,13 +89,7 @@ export function deadLettersRoutes(service: DeadLettersService): RouteDef[] {
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
       query: z.object({
-        limit: z.coerce
-          .number()
-          .int()
-          .min(1)
-          .max(1_000_000)
-          .optional()
-          .meta({ description: 'Replay at most this many, the oldest; without it, every pending dead letter.' }),
+        limit: integerParam(1, 1_000_000).optional().meta({ description: 'Replay at most this many, the oldest; without it, every pending dead letter.' }),
       }),
       response: ReplayResultSchema,
       handler: async ({ query, request }) => {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { openGeoLookup } from '#shared/geo.js';
 import type { Principal } from '#shared/http/auth.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
+import { integerParam } from '#shared/http/fields.js';
 import { IP_ADDRESS } from '#shared/ip.js';
 import type { StatsService } from '../stats/stats.service.js';
 import type { VisitFilters, VisitKind } from '#shared/analytics/visits.repository.js';
@@ -61,7 +62,7 @@ function legacyVisit(visit: Record<string, unknown>): LegacyVisit {
 
 const listQuery = z.object({
   subdomain: z.string().min(1).max(63).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50).meta({ description: 'Visits, 1 to 200 (default 50; public lists at most stats_max_items).' }),
+  limit: integerParam(1, 200).default(50).meta({ description: 'Visits, 1 to 200 (default 50; public lists at most stats_max_items).' }),
 });
 const VisitsData = z.object({ visits: z.array(LegacyVisitSchema) });
 

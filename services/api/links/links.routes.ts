@@ -1,6 +1,6 @@
 import Negotiator from 'negotiator';
 import { z } from 'zod';
-import { dateTimeField, textField } from '#shared/http/fields.js';
+import { dateTimeField, integerParam, textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
 import { PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
@@ -276,20 +276,12 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       params: idParams,
       query: z.object({
         format: z.enum(QR_FORMATS).optional(),
-        size: z.coerce
-          .number()
-          .int()
-          .min(MIN_QR_SIZE)
-          .max(MAX_QR_SIZE)
+        size: integerParam(MIN_QR_SIZE, MAX_QR_SIZE)
           .default(256)
           .meta({
             description: `Pixels, ${MIN_QR_SIZE} to ${MAX_QR_SIZE}; default 256. At least ${MIN_MODULE_PX} px per module (422 with the least size otherwise).`,
           }),
-        margin: z.coerce
-          .number()
-          .int()
-          .min(0)
-          .max(MAX_QR_MARGIN)
+        margin: integerParam(0, MAX_QR_MARGIN)
           .default(4)
           .meta({ description: `Quiet zone in modules, 0 to ${MAX_QR_MARGIN}; default 4. With 0, the page around the code must be light.` }),
         ecc: z.enum(QR_ECC_LEVELS).default('M').meta({ description: 'Error correction: L 7 %, M 15 % (default), Q 25 %, H 30 %.' }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateTimeField } from '#shared/http/fields.js';
+import { dateTimeField, integerParam } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { timeZoneVarNames } from '#shared/time.js';
 import { BUCKET_SEC, DIMENSIONS } from '#shared/analytics/rollups.js';
@@ -81,7 +81,7 @@ const reportQueryOf = (zones: [string, ...string[]]) => ({
       'x-enum-varnames': timeZoneVarNames(zones),
     })
     .optional(),
-  limit: z.coerce.number().int().min(1).max(MAX_TOP).optional(),
+  limit: integerParam(1, MAX_TOP).optional(),
 });
 
 /** Statistics: an owner's reports (subdomain, link, user) and a subdomain's public report. */
