@@ -100,7 +100,7 @@ describe('GET /api/v1/export', () => {
     // The planned rows, for a progress display: the first visit's unmerged beacon version may count twice.
     expect(Number(response.headers['x-export-rows'])).toBeGreaterThanOrEqual(ROWS);
     expect(Number(response.headers['x-export-rows'])).toBeLessThanOrEqual(ROWS + 1);
-    const records = parse<Record<string, string>>(response.body, { columns: true });
+    const records = parse<Record<string, string>>(response.body, { columns: true, bom: true });
     expect(Object.keys(records[0]!)).toEqual([...OWNER_VISIT_COLUMNS]);
     expect(records.length).toBe(ROWS);
     expect(new Set(records.map((record) => record.visit_id)).size).toBe(ROWS);
@@ -215,7 +215,7 @@ describe('GET /api/v1/export', () => {
 
   it('answers a header alone when nothing matches', async () => {
     const response = await exported(alice, `format=csv&subdomain=${sub}&kind=attack`);
-    expect(response.body).toBe(`${OWNER_VISIT_COLUMNS.join(',')}\n`);
+    expect(response.body).toBe(`\uFEFF${OWNER_VISIT_COLUMNS.join(',')}\n`);
     expect(response.headers['x-export-rows']).toBe('0');
     const json = (await exported(alice, `format=json&subdomain=${sub}&kind=attack`)).json();
     expect(json.data.visits).toEqual([]);
@@ -228,7 +228,7 @@ describe('GET /api/v1/export', () => {
       expect(response.statusCode, query).toBe(403);
       expect(response.json().error.code).toBe('not_owner');
     }
-    expect((await exported(bob, 'format=csv')).body).toBe(`${OWNER_VISIT_COLUMNS.join(',')}\n`);
+    expect((await exported(bob, 'format=csv')).body).toBe(`\uFEFF${OWNER_VISIT_COLUMNS.join(',')}\n`);
     const { token } = await mintToken(app, alice.cookie, new URL(context.config.publicUrl).origin, { name: 'links only', scopes: ['links:read'] });
     const narrow = await app.inject({ method: 'GET', url: '/api/v1/export?format=csv', headers: { authorization: `Bearer ${token}` } });
     expect(narrow.statusCode).toBe(403);

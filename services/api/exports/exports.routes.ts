@@ -36,6 +36,14 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
         format: z.enum(EXPORT_FORMATS),
         ...VISIT_FILTER_QUERY,
         link_id: VISIT_FILTER_QUERY.link_id.meta({ example: 'l_3q2-Xb9PzR1c_aKm' }),
+        bom: z
+          .enum(['true', 'false'])
+          .transform((value) => value === 'true')
+          .optional()
+          .meta({
+            description:
+              'CSV only: start with the UTF-8 byte-order mark (`true`, the default), which Excel and LibreOffice need to read the file as UTF-8 rather than their legacy code page; `false` for plain UTF-8.',
+          }),
       }),
       response: z.string().meta({ description: 'The file.' }),
       raw: {
@@ -49,8 +57,8 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
       },
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, query, request, reply }) => {
-        const { format, ...filters } = query;
-        const started = await service.start(principal!, format, filters, { id: request.id, ip: request.ip });
+        const { format, bom, ...filters } = query;
+        const started = await service.start(principal!, format, filters, { id: request.id, ip: request.ip }, { bom });
         reply.header('Content-Disposition', attachment(started.filename));
         reply.header('Cache-Control', 'no-store');
         if (started.rows !== undefined) reply.header('X-Export-Rows', String(started.rows));

@@ -102,6 +102,13 @@ export function xlsxWorkbook(header: readonly string[], batches: AsyncIterable<u
   return out;
 }
 
+/**
+ * The UTF-8 byte-order mark a CSV export starts with unless asked not to: without it, Excel and
+ * LibreOffice read a CSV in the system's legacy code page (Windows-1252 in the West), so every
+ * non-ASCII character came out as mojibake.
+ */
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
 const NEWLINE = Buffer.from('\n');
 const COMMA_NEWLINE = Buffer.from(',\n');
 
@@ -181,8 +188,9 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
     return { slices, rows: total };
   };
 
-  /** The CSV export: a header row, then every slice as ClickHouse formats it. */
-  async function* csvRows(scoped: Scoped, slices: [number, number][]): AsyncGenerator<Buffer | string> {
+  /** The CSV export: the byte-order mark unless left out, a header row, then every slice as ClickHouse formats it. */
+  async function* csvRows(scoped: Scoped, slices: [number, number][], bom: boolean): AsyncGenerator<Buffer | string> {
+    if (bom) yield UTF8_BOM;
     if (slices.length === 0) yield `${OWNER_VISIT_COLUMNS.join(',')}\n`;
     for (const [index, slice] of slices.entries()) yield* visits.sliceBytes(scoped, slice, index === 0 ? 'CSVWithNames' : 'CSV');
   }
@@ -288,7 +296,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
      * JSON and XLSX are planned before the answer starts, so `rows` (the plan's upper bound of the
      * rows it will hold) can go out as a header for progress; the PDF lists a capped sample, so none.
      */
-    async start(principal: Principal, format: ExportFormat, filters: VisitFilters, request: { id: string; ip: string }) {
+    async start(principal: Principal, format: ExportFormat, filters: VisitFilters, request: { id: string; ip: string }, { bom = true } = {}) {
       requireScope(principal, 'stats:read');
       const scoped = await scopedOf(principal, filters);
       const started = performance.now();
@@ -307,7 +315,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         const plan = await planOf(scoped);
         rows = plan.rows;
         // Byte streams, not object streams: an object stream reads up to 16 slices ahead of the socket.
-        if (format === 'csv') body = Readable.from(csvRows(scoped, plan.slices), { objectMode: false });
+        if (format === 'csv') body = Readable.from(csvRows(scoped, plan.slices, bom), { objectMode: false });
         else if (format === 'json') body = Readable.from(jsonRows(scoped, plan.slices, request.id, started), { objectMode: false });
         else body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped, plan.slices));
       } else {
