@@ -67,12 +67,16 @@ const sliceQuery = (scoped: ExportedVisits, [from, to]: [number, number], kind: 
 export function exportsRepository(analytics: Analytics) {
   const { client } = analytics;
   return {
-    /** Visits stored per minute (`m`, epoch seconds; `n` rows, each version counted), oldest first. */
+    /**
+     * Visits stored per minute (`m`, epoch seconds; `n` rows, each version counted; `last`, the
+     * newest visit's time in it, epoch ms), oldest first.
+     */
     async minuteCounts(scoped: ExportedVisits) {
       const { where, params } = whereOf(scoped);
-      return selectRows<{ m: number; n: number }>(
+      return selectRows<{ m: number; n: number; last: number }>(
         client,
-        `SELECT toUnixTimestamp(toStartOfMinute(ts)) AS m, count() AS n FROM visits WHERE ${where} GROUP BY m ORDER BY m`,
+        `SELECT toUnixTimestamp(toStartOfMinute(ts)) AS m, count() AS n, max(toUnixTimestamp64Milli(ts)) AS last ` +
+          `FROM visits WHERE ${where} GROUP BY m ORDER BY m`,
         params,
       );
     },

@@ -23,12 +23,19 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
         'The visit-list filters (`subdomain`, `link_id`, `since`, `until`, `country`, `is_bot`, `kind`), oldest first, every column of the ' +
         "owner's visit (times ISO 8601 UTC, flags true/false), complete: the privacy policy filters public reads, not the owner's exports. " +
         `Streamed with \`Content-Disposition: attachment\` (the file name is \`visits-<subdomain|link|user>-<name, link id or all>-<yyyymmdd>.<format>\`, ASCII letters, digits, \`.\`, \`_\` and \`-\` only): rows are read in time slices of about ${SLICE_ROWS}, so memory stays flat whatever ` +
-        'the size. `csv`: a header row, then one row per visit. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the ' +
-        `end. \`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next. \`pdf\`: a report of the period (the filters' ` +
+        'the size. `csv`: UTF-8 with a byte-order mark (so that Excel and LibreOffice read it as UTF-8; `bom=false` leaves it out), a header ' +
+        'row, then one row per visit; every text cell double-quoted, and a text cell that starts like a formula (`=`, `+`, `-`, `@`, their ' +
+        "full-width forms, NUL, tab or CR, after any whitespace or quotes) prefixed with a single quote, as OWASP's CSV-injection guidance says, " +
+        'so that a spreadsheet shows it as text (the quote stays visible); numbers of our own (`latitude`, `longitude`, `asn`), times and flags ' +
+        'as they are. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the end, the values as stored. ' +
+        `\`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next; text is stored as string cells, never formulas, as stored. \`pdf\`: a report of the period (the filters' ` +
         "subdomain, link or all the caller's subdomains): totals, a chart of visits over time, top breakdowns, then the first " +
-        `${PDF_ROW_CAP} visits. CSV, JSON and XLSX answers carry \`X-Export-Rows\`: the rows the export is planned to hold, counted before ` +
-        'the first byte (a visit whose versions are not merged yet counts once per version, so an upper bound): for a progress display, as a ' +
-        "streamed answer has no Content-Length. Every export is recorded in the audit log. Another owner's subdomain or link answers 403 `not_owner`.",
+        `${PDF_ROW_CAP} visits, in embedded Unicode fonts (Latin, Greek, Cyrillic, Arabic shaped right to left, Chinese, Japanese, Korean; a character no font draws, such as an emoji, ` +
+        "shows as �). CSV, JSON and XLSX answers carry `X-Export-Rows`: the rows stored in the export's range when it started, counted before " +
+        'the first byte, for a progress display (a streamed answer has no Content-Length). It bounds the rows sent: a visit whose versions are ' +
+        'not merged yet counts once per version, and visits stored while the export streams, with later times, are not in it; the one ' +
+        'exception is a visit stored out of order (older than the newest then stored), which comes on top. Every export is recorded in the audit log. ' +
+        "Another owner's subdomain or link answers 403 `not_owner`.",
       tags: ['stats'],
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',
@@ -48,7 +55,7 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
       response: z.string().meta({ description: 'The file.' }),
       raw: {
         contentType: ['text/csv', 'application/json', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'application/pdf'],
-        description: 'The export, as an attachment. `X-Export-Rows` (CSV, JSON, XLSX): the rows planned, an upper bound, for progress.',
+        description: 'The export, as an attachment. `X-Export-Rows` (CSV, JSON, XLSX): the rows stored when it started, an upper bound, for progress.',
         schemas: {
           'application/json': successSchema(z.object({ visits: z.array(z.record(z.string(), z.unknown())) })).meta({
             description: 'The envelope, with the visits (the columns of GET /api/v1/visits) in data.visits and their number in meta.count.',

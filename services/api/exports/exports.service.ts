@@ -166,7 +166,10 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
   /**
    * Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first, and the rows stored in
    * them. A visit's versions share its time, so one slice holds them all; a visit with versions not
-   * merged yet counts once per version, so `rows` is an upper bound (exact once merged).
+   * merged yet counts once per version (exact once merged). The last slice ends just after the
+   * newest visit stored, not at the end of its minute: visits stored while the export streams
+   * carry later times (the edge stamps them) and stay out, so `rows` bounds what is sent. Only a
+   * visit stored out of order (older than the newest stored, written after the plan) can come on top.
    */
   const planOf = async (scoped: Scoped): Promise<{ slices: [number, number][]; rows: number }> => {
     const minutes = await visits.minuteCounts(scoped);
@@ -184,7 +187,11 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         rows = 0;
       }
     }
-    if (start !== undefined) slices.push([start, Number(minutes.at(-1)!.m) * 1000 + 60_000]);
+    const newest = minutes.at(-1);
+    if (newest !== undefined) {
+      if (start !== undefined) slices.push([start, Number(newest.last) + 1]);
+      else slices.at(-1)![1] = Number(newest.last) + 1;
+    }
     return { slices, rows: total };
   };
 
