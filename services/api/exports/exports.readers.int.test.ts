@@ -3,7 +3,7 @@
 // tools when missing (scripts/ensure-office-tools.sh).
 import { parse } from 'csv-parse/sync';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -43,8 +43,15 @@ const HOSTILE = {
   timezone: "'=1+1",
   screen: '\uFF1D1+1',
 } as const;
-/** Text that holds no formula, as it is. */
-const PLAIN = { city: 'Zürich', user_agent: 'Mozilla/5.0 中文 عربي Кириллица', referrer: 'https://a.example/?q=-1' } as const;
+/** Text that holds no formula, as it is, in several scripts (and an emoji no embedded font draws). */
+const PLAIN = {
+  city: 'Zürich Москва',
+  browser: '中文 日本語',
+  os: 'عربي نص',
+  referrer_host: '🚀 rocket',
+  user_agent: 'Mozilla/5.0 中文 عربي Кириллица',
+  referrer: 'https://a.example/?q=-1',
+} as const;
 const base = Date.now() - 3_600_000;
 
 const exported = (query: string) => app.inject({ method: 'GET', url: `/api/v1/export?${query}`, headers: alice.auth });
@@ -225,4 +232,24 @@ describe('XLSX export as spreadsheets read it', () => {
     expect(reopened!.utm_source!.value).toBe(HOSTILE.utm_source);
     expect(reopened!.latitude!.value).toBe(-33.5);
   }, 240_000);
+});
+
+describe('PDF export as pdftotext reads it', () => {
+  it('draws Latin, Cyrillic, Chinese, Japanese and Arabic in embedded fonts, and an emoji as a placeholder, never mojibake', async () => {
+    const since = encodeURIComponent(new Date(base - 60_000).toISOString());
+    const response = await exported(`format=pdf&subdomain=${sub}&since=${since}`);
+    expect(response.statusCode).toBe(200);
+    const file = join(work, 'report.pdf');
+    writeFileSync(file, response.rawPayload);
+    // Poppler marks right-to-left text with embedding controls (U+202B … U+202C): not characters of ours.
+    const text = (await run('pdftotext', ['-enc', 'UTF-8', file, '-'])).stdout.replace(/[\u202A-\u202E]/g, '');
+    expect(text).toContain(`Visits report: subdomain ${sub}`);
+    for (const written of ['Zürich Москва', '中文 日本語', 'عربي نص', '\uFFFD rocket']) expect(text).toContain(written);
+    expect(text).not.toContain('🚀');
+    expect(text).not.toMatch(/Ø=Þ|ä¸|Ã/);
+    // Every font the file uses is embedded (a subset), none is a standard one the reader substitutes.
+    const fonts = (await run('pdffonts', [file])).stdout.trim().split('\n').slice(2);
+    expect(fonts.length).toBeGreaterThan(0);
+    for (const font of fonts) expect(font, font).toMatch(/^[A-Z]{6}\+\S+\s+CID TrueType\s+Identity-H\s+yes yes yes/);
+  }, 120_000);
 });

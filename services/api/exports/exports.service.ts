@@ -7,6 +7,7 @@ import { OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits
 import { requireScope, type Principal } from '#shared/http/auth.js';
 import type { Repositories } from '#services/repositories.js';
 import type { Report, StatsScope, StatsService } from '../stats/stats.service.js';
+import { unicodeText } from './pdf-fonts.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -224,22 +225,23 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
   /** A PDF report: period, totals, a chart of visits over time, top breakdowns, then up to PDF_ROW_CAP rows. */
   const pdfStream = (scoped: Scoped, report: Report, label: string): Readable => {
     const doc = new PDFDocument({ size: 'A4', margin: 48, info: { Title: `Visits report: ${label}` } });
+    // Every string goes through the Unicode writer: pdfkit's standard Helvetica draws WinAnsi only.
+    const write = unicodeText(doc);
     (async () => {
-      doc.fontSize(18).text(`Visits report: ${label}`);
-      doc
-        .moveDown(0.3)
-        .fontSize(10)
-        .fillColor('#555')
-        .text(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
+      doc.fontSize(18);
+      write(`Visits report: ${label}`);
+      doc.moveDown(0.3).fontSize(10).fillColor('#555');
+      write(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
       doc.moveDown().fillColor('#000').fontSize(12);
       const { totals } = report;
-      doc.text(`Visits: ${totals.visits}    Unique visitors: ${totals.unique_visitors}    Bots: ${totals.bots}    Attack attempts: ${totals.attacks}`);
+      write(`Visits: ${totals.visits}    Unique visitors: ${totals.unique_visitors}    Bots: ${totals.bots}    Attack attempts: ${totals.attacks}`);
       doc.moveDown();
       // Visits over time: one bar per period, scaled to the busiest.
       const chart = { x: doc.page.margins.left, y: doc.y + 10, width: doc.page.width - doc.page.margins.left - doc.page.margins.right, height: 140 };
       const peak = Math.max(1, ...report.series.map((point) => point.visits));
       const step = chart.width / Math.max(1, report.series.length);
-      doc.fontSize(9).text(`Visits per ${report.range.granularity} (peak ${peak})`, chart.x, chart.y - 12);
+      doc.fontSize(9);
+      write(`Visits per ${report.range.granularity} (peak ${peak})`, {}, { x: chart.x, y: chart.y - 12 });
       doc.rect(chart.x, chart.y, chart.width, chart.height).lineWidth(0.5).stroke('#999');
       for (const [index, point] of report.series.entries()) {
         const height = (point.visits / peak) * (chart.height - 4);
@@ -248,19 +250,22 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
       doc.fillColor('#000');
       doc.y = chart.y + chart.height + 16;
       doc.x = chart.x;
-      doc.fontSize(12).text('Top breakdowns', chart.x);
+      doc.fontSize(12);
+      write('Top breakdowns');
       doc.fontSize(9);
       for (const [dimension, items] of Object.entries(report.top)) {
         if (!items || items.length === 0) continue;
         const shown = items.map(
           (item) => `${dimension === 'link' ? (item.slug ?? item.value) : item.value || '(none)'}${item.country ? ` (${item.country})` : ''}: ${item.visits}`,
         );
-        doc.moveDown(0.3).text(`${dimension}: ${shown.join(', ')}`, { width: chart.width });
+        doc.moveDown(0.3);
+        write(`${dimension}: ${shown.join(', ')}`, { width: chart.width });
       }
-      doc.addPage().fontSize(12).text(`Visits (oldest first, at most ${PDF_ROW_CAP}; the CSV, JSON and XLSX exports hold them all)`);
+      doc.addPage().fontSize(12);
+      write(`Visits (oldest first, at most ${PDF_ROW_CAP}; the CSV, JSON and XLSX exports hold them all)`);
       doc.moveDown(0.5).fontSize(8);
       const columns = ['ts', 'kind', 'slug', 'ip_public', 'country', 'city', 'browser', 'os', 'referrer_host'] as const;
-      doc.text(columns.join(' | '));
+      write(columns.join(' | '));
       let listed = 0;
       for (const slice of (await planOf(scoped)).slices) {
         if (listed >= PDF_ROW_CAP) break;
@@ -268,11 +273,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         if (text === '') continue;
         for (const line of text.split('\n')) {
           if (listed >= PDF_ROW_CAP) break;
-          doc.text((JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '')).join(' | '), {
-            width: chart.width,
-            lineBreak: false,
-            ellipsis: true,
-          });
+          write((JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '')).join(' | '), { width: chart.width, lineBreak: false });
           listed += 1;
         }
       }
