@@ -273,7 +273,9 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         if (text === '') continue;
         for (const line of text.split('\n')) {
           if (listed >= PDF_ROW_CAP) break;
-          write((JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '')).join(' | '), { width: chart.width, lineBreak: false });
+          // One line a visit: a control character (a tab or line break a visitor sent) is a space here.
+          const values = (JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '').replace(/\p{Cc}/gu, ' '));
+          write(values.join(' | '), { width: chart.width, lineBreak: false });
           listed += 1;
         }
       }
