@@ -30,7 +30,7 @@ export function exportsRoutes(service: ExportsService): RouteDef[] {
         'as they are. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the end, the values as stored. ' +
         `\`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next; text is stored as string cells, never formulas, as stored. \`pdf\`: a report of the period (the filters' ` +
         "subdomain, link or all the caller's subdomains): totals, a chart of visits over time, top breakdowns, then the first " +
-        `${PDF_ROW_CAP} visits, in embedded Unicode fonts (Latin, Greek, Cyrillic, Arabic shaped right to left, Chinese, Japanese, Korean; a character no font draws, such as an emoji, ` +
+        `${PDF_ROW_CAP} visits, in embedded Unicode fonts (Latin, Greek, Cyrillic, Hebrew, Arabic shaped right to left, Chinese, Japanese kana; a character no font draws, such as an emoji or Korean Hangul, ` +
         "shows as �). CSV, JSON and XLSX answers carry `X-Export-Rows`: the rows stored in the export's range when it started, counted before " +
         'the first byte, for a progress display (a streamed answer has no Content-Length). It bounds the rows sent: a visit whose versions are ' +
         'not merged yet counts once per version, and visits stored while the export streams, with later times, are not in it; the one ' +
