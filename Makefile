@@ -29,10 +29,12 @@ run: build
 
 ## Build (the dashboard's browser tests need it), lint, type-check, then run the whole test suite
 ## (embedded defaults, or the services named by the environment). The browser tests need a headless
-## Chromium, the QR scan test zbarimg: both installed from Debian when missing.
+## Chromium, the QR scan test zbarimg, the exports' reader tests LibreOffice and pdftotext: installed from
+## Debian when missing.
 test: build lint
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-zbar.sh
+	bash scripts/ensure-office-tools.sh
 	npx tsc -p tsconfig.json --noEmit
 	npx tsc -p tests/ui/tsconfig.json
 	npx vitest run

@@ -129,7 +129,7 @@ describe('exports page', () => {
     const { download, body, contentType } = await exported(page);
     expect(contentType).toMatch(/^text\/csv/);
     expect(download.suggestedFilename()).toMatch(new RegExp(`^visits-subdomain-${sub}-\\d{8}\\.csv$`));
-    const records = parse<Record<string, string>>(body, { columns: true });
+    const records = parse<Record<string, string>>(body, { columns: true, bom: true });
     const listed = (await api(`/api/v1/visits?subdomain=${sub}&limit=100`)).data.visits as Json[];
     expect(records.length).toBe(7);
     expect(records.map((record) => record.visit_id).sort()).toEqual(listed.map((visit) => visit.visit_id).sort());

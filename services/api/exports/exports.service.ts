@@ -7,6 +7,7 @@ import { OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits
 import { requireScope, type Principal } from '#shared/http/auth.js';
 import type { Repositories } from '#services/repositories.js';
 import type { Report, StatsScope, StatsService } from '../stats/stats.service.js';
+import { unicodeText } from './pdf-fonts.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -102,6 +103,13 @@ export function xlsxWorkbook(header: readonly string[], batches: AsyncIterable<u
   return out;
 }
 
+/**
+ * The UTF-8 byte-order mark a CSV export starts with unless asked not to: without it, Excel and
+ * LibreOffice read a CSV in the system's legacy code page (Windows-1252 in the West), so every
+ * non-ASCII character came out as mojibake.
+ */
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
 const NEWLINE = Buffer.from('\n');
 const COMMA_NEWLINE = Buffer.from(',\n');
 
@@ -159,7 +167,10 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
   /**
    * Time slices [from, to) (ms) of about SLICE_ROWS rows each, oldest first, and the rows stored in
    * them. A visit's versions share its time, so one slice holds them all; a visit with versions not
-   * merged yet counts once per version, so `rows` is an upper bound (exact once merged).
+   * merged yet counts once per version (exact once merged). The last slice ends just after the
+   * newest visit stored, not at the end of its minute: visits stored while the export streams
+   * carry later times (the edge stamps them) and stay out, so `rows` bounds what is sent. Only a
+   * visit stored out of order (older than the newest stored, written after the plan) can come on top.
    */
   const planOf = async (scoped: Scoped): Promise<{ slices: [number, number][]; rows: number }> => {
     const minutes = await visits.minuteCounts(scoped);
@@ -177,12 +188,17 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         rows = 0;
       }
     }
-    if (start !== undefined) slices.push([start, Number(minutes.at(-1)!.m) * 1000 + 60_000]);
+    const newest = minutes.at(-1);
+    if (newest !== undefined) {
+      if (start !== undefined) slices.push([start, Number(newest.last) + 1]);
+      else slices.at(-1)![1] = Number(newest.last) + 1;
+    }
     return { slices, rows: total };
   };
 
-  /** The CSV export: a header row, then every slice as ClickHouse formats it. */
-  async function* csvRows(scoped: Scoped, slices: [number, number][]): AsyncGenerator<Buffer | string> {
+  /** The CSV export: the byte-order mark unless left out, a header row, then every slice as ClickHouse formats it. */
+  async function* csvRows(scoped: Scoped, slices: [number, number][], bom: boolean): AsyncGenerator<Buffer | string> {
+    if (bom) yield UTF8_BOM;
     if (slices.length === 0) yield `${OWNER_VISIT_COLUMNS.join(',')}\n`;
     for (const [index, slice] of slices.entries()) yield* visits.sliceBytes(scoped, slice, index === 0 ? 'CSVWithNames' : 'CSV');
   }
@@ -209,22 +225,23 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
   /** A PDF report: period, totals, a chart of visits over time, top breakdowns, then up to PDF_ROW_CAP rows. */
   const pdfStream = (scoped: Scoped, report: Report, label: string): Readable => {
     const doc = new PDFDocument({ size: 'A4', margin: 48, info: { Title: `Visits report: ${label}` } });
+    // Every string goes through the Unicode writer: pdfkit's standard Helvetica draws WinAnsi only.
+    const write = unicodeText(doc);
     (async () => {
-      doc.fontSize(18).text(`Visits report: ${label}`);
-      doc
-        .moveDown(0.3)
-        .fontSize(10)
-        .fillColor('#555')
-        .text(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
+      doc.fontSize(18);
+      write(`Visits report: ${label}`);
+      doc.moveDown(0.3).fontSize(10).fillColor('#555');
+      write(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
       doc.moveDown().fillColor('#000').fontSize(12);
       const { totals } = report;
-      doc.text(`Visits: ${totals.visits}    Unique visitors: ${totals.unique_visitors}    Bots: ${totals.bots}    Attack attempts: ${totals.attacks}`);
+      write(`Visits: ${totals.visits}    Unique visitors: ${totals.unique_visitors}    Bots: ${totals.bots}    Attack attempts: ${totals.attacks}`);
       doc.moveDown();
       // Visits over time: one bar per period, scaled to the busiest.
       const chart = { x: doc.page.margins.left, y: doc.y + 10, width: doc.page.width - doc.page.margins.left - doc.page.margins.right, height: 140 };
       const peak = Math.max(1, ...report.series.map((point) => point.visits));
       const step = chart.width / Math.max(1, report.series.length);
-      doc.fontSize(9).text(`Visits per ${report.range.granularity} (peak ${peak})`, chart.x, chart.y - 12);
+      doc.fontSize(9);
+      write(`Visits per ${report.range.granularity} (peak ${peak})`, {}, { x: chart.x, y: chart.y - 12 });
       doc.rect(chart.x, chart.y, chart.width, chart.height).lineWidth(0.5).stroke('#999');
       for (const [index, point] of report.series.entries()) {
         const height = (point.visits / peak) * (chart.height - 4);
@@ -233,19 +250,22 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
       doc.fillColor('#000');
       doc.y = chart.y + chart.height + 16;
       doc.x = chart.x;
-      doc.fontSize(12).text('Top breakdowns', chart.x);
+      doc.fontSize(12);
+      write('Top breakdowns');
       doc.fontSize(9);
       for (const [dimension, items] of Object.entries(report.top)) {
         if (!items || items.length === 0) continue;
         const shown = items.map(
           (item) => `${dimension === 'link' ? (item.slug ?? item.value) : item.value || '(none)'}${item.country ? ` (${item.country})` : ''}: ${item.visits}`,
         );
-        doc.moveDown(0.3).text(`${dimension}: ${shown.join(', ')}`, { width: chart.width });
+        doc.moveDown(0.3);
+        write(`${dimension}: ${shown.join(', ')}`, { width: chart.width });
       }
-      doc.addPage().fontSize(12).text(`Visits (oldest first, at most ${PDF_ROW_CAP}; the CSV, JSON and XLSX exports hold them all)`);
+      doc.addPage().fontSize(12);
+      write(`Visits (oldest first, at most ${PDF_ROW_CAP}; the CSV, JSON and XLSX exports hold them all)`);
       doc.moveDown(0.5).fontSize(8);
       const columns = ['ts', 'kind', 'slug', 'ip_public', 'country', 'city', 'browser', 'os', 'referrer_host'] as const;
-      doc.text(columns.join(' | '));
+      write(columns.join(' | '));
       let listed = 0;
       for (const slice of (await planOf(scoped)).slices) {
         if (listed >= PDF_ROW_CAP) break;
@@ -253,11 +273,9 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         if (text === '') continue;
         for (const line of text.split('\n')) {
           if (listed >= PDF_ROW_CAP) break;
-          doc.text((JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '')).join(' | '), {
-            width: chart.width,
-            lineBreak: false,
-            ellipsis: true,
-          });
+          // One line a visit: a control character (a tab or line break a visitor sent) is a space here.
+          const values = (JSON.parse(line) as (string | number | null)[]).map((value) => String(value ?? '').replace(/\p{Cc}/gu, ' '));
+          write(values.join(' | '), { width: chart.width, lineBreak: false });
           listed += 1;
         }
       }
@@ -292,7 +310,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
      * JSON and XLSX are planned before the answer starts, so `rows` (the plan's upper bound of the
      * rows it will hold) can go out as a header for progress; the PDF lists a capped sample, so none.
      */
-    async start(principal: Principal, format: ExportFormat, filters: VisitFilters, request: { id: string; ip: string }) {
+    async start(principal: Principal, format: ExportFormat, filters: VisitFilters, request: { id: string; ip: string }, { bom = true } = {}) {
       requireScope(principal, 'stats:read');
       const scoped = await scopedOf(principal, filters);
       const started = performance.now();
@@ -311,7 +329,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         const plan = await planOf(scoped);
         rows = plan.rows;
         // Byte streams, not object streams: an object stream reads up to 16 slices ahead of the socket.
-        if (format === 'csv') body = Readable.from(csvRows(scoped, plan.slices), { objectMode: false });
+        if (format === 'csv') body = Readable.from(csvRows(scoped, plan.slices, bom), { objectMode: false });
         else if (format === 'json') body = Readable.from(jsonRows(scoped, plan.slices, request.id, started), { objectMode: false });
         else body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped, plan.slices));
       } else {
