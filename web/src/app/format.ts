@@ -50,3 +50,12 @@ export type ReportZone = NonNullable<NonNullable<paths['/api/v1/stats/{scope}/{i
 export function reportZone(tz: string): ReportZone {
   return (isTimeZone(tz) ? tz : 'UTC') as ReportZone;
 }
+
+/**
+ * A wait in the viewer's language, e.g. "in 15 minutes", "dans 30 secondes": whole minutes from a
+ * minute up, rounded up (never promising less than the wait), seconds below that.
+ */
+export function formatWait(locale: UiLocale, seconds: number): string {
+  const format = new Intl.RelativeTimeFormat(locale, { numeric: 'always' });
+  return seconds >= 60 ? format.format(Math.ceil(seconds / 60), 'minute') : format.format(Math.max(1, seconds), 'second');
+}
