@@ -67,6 +67,7 @@ export interface SubdomainsTable {
   stats_show_referrer: ColumnType<boolean, boolean | undefined, boolean>;
   stats_show_links: ColumnType<boolean, boolean | undefined, boolean>;
   stats_show_owner: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_attack_paths: ColumnType<boolean, boolean | undefined, boolean>;
   stats_publish_delay_sec: ColumnType<number, number | undefined, number>;
   stats_max_items: ColumnType<number, number | undefined, number>;
   /** Live links of the subdomain, kept by triggers (bigint, read as a string). */

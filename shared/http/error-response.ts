@@ -145,20 +145,18 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   const html = prefersHtml(request);
   for (const [name, value] of html ? ERROR_PAGE_HEADERS : JSON_ERROR_HEADERS) reply.header(name, value);
   if (html) {
-    return reply
-      .type('text/html; charset=utf-8')
-      .send(
-        renderErrorPage({
-          status: error.status,
-          code: error.code,
-          message,
-          requestId: request.id,
-          locale,
-          homeUrl: options.homeUrl,
-          platformUrl: options.platformUrl,
-          exception,
-        }),
-      );
+    return reply.type('text/html; charset=utf-8').send(
+      renderErrorPage({
+        status: error.status,
+        code: error.code,
+        message,
+        requestId: request.id,
+        locale,
+        homeUrl: options.homeUrl,
+        platformUrl: options.platformUrl,
+        exception,
+      }),
+    );
   }
   // Rules in details (each field's, of a validation_error or a conflict) are named in English by
   // schemas and services: translated here.

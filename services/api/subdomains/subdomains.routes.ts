@@ -128,7 +128,7 @@ export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
       operationId: 'updateSubdomain',
       method: 'PATCH',
       path: '/api/v1/subdomains/{name}',
-      summary: 'Set the title and any of the eleven policy fields',
+      summary: 'Set the title and any of the policy fields',
       description: 'Fields sit at the top level of the body, by their spec names; absent fields keep their value. At least one field.',
       tags,
       auth: { kind: 'scope', scope: 'subdomain:write' },
