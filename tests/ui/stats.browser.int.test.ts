@@ -211,10 +211,11 @@ describe('statistics page', () => {
     await page.addInitScript(() => {
       const drawn: string[] = [];
       (window as unknown as { drawn: string[] }).drawn = drawn;
-      const fillText = CanvasRenderingContext2D.prototype.fillText;
-      CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
-        drawn.push(String(text));
-        return fillText.call(this, text, ...rest);
+      const { prototype } = CanvasRenderingContext2D;
+      const draw = Object.getOwnPropertyDescriptor(prototype, 'fillText')!.value as (this: CanvasRenderingContext2D, ...args: unknown[]) => void;
+      prototype.fillText = function (this: CanvasRenderingContext2D, text: string, x: number, y: number, maxWidth?: number) {
+        drawn.push(text);
+        draw.call(this, text, x, y, ...(maxWidth === undefined ? [] : [maxWidth]));
       };
     });
     const [cookie, value] = alice.cookie.split('=') as [string, string];
