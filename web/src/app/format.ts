@@ -98,3 +98,16 @@ export function formatTimeTicks(locale: UiLocale, tz: string, ticks: number[], s
     return newDay ? `${tickFormat(locale, tz, 'day').format(at(tick))}\n${time}` : time;
   });
 }
+
+/**
+ * The end of a validity as it was chosen: a "valid through" day is stored as the midnight after
+ * it, so an end at midnight in the viewer's zone is shown as the day before (through 31 Jan, not
+ * 1 Feb); any other end as its date and time.
+ */
+export function formatValidThrough(locale: UiLocale, iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const end = new Date(iso);
+  if (Number.isNaN(end.getTime())) return iso;
+  const midnight = end.getHours() === 0 && end.getMinutes() === 0 && end.getSeconds() === 0 && end.getMilliseconds() === 0;
+  return midnight ? formatDate(locale, new Date(end.getTime() - 1).toISOString()) : formatDateTime(locale, iso);
+}
