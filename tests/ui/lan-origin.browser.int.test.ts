@@ -68,6 +68,26 @@ describe('the dashboard on a plain-HTTP LAN origin', () => {
   });
 });
 
+describe('an action failing outside the page', () => {
+  it('says so when a sign-out request is lost (the network cut by the test)', async () => {
+    const account = await newAccount(platform);
+    const { page, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(8_000);
+    await signIn(page, account.email);
+    await page.route('**/auth/logout', (route) => route.abort('internetdisconnected'));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    const alert = page.locator('.unexpected-error');
+    await alert.waitFor();
+    expect(await alert.getAttribute('role')).toBe('alert');
+    expect(await alert.textContent()).toMatch(/^Something went wrong: .+/);
+    // Still signed in, and the message can be dismissed.
+    await page.locator('#main-nav').waitFor();
+    await alert.getByRole('button', { name: 'Close' }).click();
+    expect(await page.locator('.unexpected-error').count()).toBe(0);
+    await browserContext.close();
+  });
+});
+
 describe('signing in with a next page', () => {
   it.each([['/\\evil.example/'], ['//evil.example/'], ['/\\/evil.example'], ['https://evil.example/'], ['javascript:alert(1)'], ['/\t/evil.example']])(
     'next=%s leads to the overview after a correct sign-in, never away and never stuck',
