@@ -279,8 +279,11 @@ describe('HTML error page', () => {
     expect(response.body).toContain('Error 404');
     expect(response.body).toContain('Nothing was found here.');
     expect(response.body).toContain('html-page-0001');
-    expect(response.body).toContain('href="/api/v1/openapi.json"');
-    expect(response.body).toContain('href="/api/v1/errors#not_found"');
+    // Absolute on the platform's origin, so that the same page works on a short host; Home is the dashboard.
+    const platform = context.config.publicUrl;
+    expect(response.body).toContain(`<a href="${platform}/">Home</a>`);
+    expect(response.body).toContain(`href="${platform}/api/v1/openapi.json"`);
+    expect(response.body).toContain(`href="${platform}/api/v1/errors#not_found"`);
   });
 
   it('the page is translated', async () => {

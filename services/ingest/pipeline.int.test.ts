@@ -87,7 +87,11 @@ describe('max_visits', () => {
       const redirectOf = () => ingest.inject({ method: 'GET', url: `/${link.slug}`, headers: { host: `${subdomain}.localhost:8080` } });
       await waitFor(async () => (await redirectOf()).statusCode === 410, 1_000, { message: 'redirects stopped within a second' });
       const gone = await redirectOf();
-      expect(gone.json().error).toMatchObject({ code: 'gone', details: { reason: 'limit_reached' } });
+      expect(gone.json().error).toMatchObject({
+        code: 'gone',
+        message: 'This link reached its visit limit: it no longer leads anywhere.',
+        details: { reason: 'limit_reached' },
+      });
       const read = await app.inject({ method: 'GET', url: `/api/v1/links/${link.id}`, headers: owner.auth });
       expect(read.json().data).toMatchObject({ state: 'limit_reached' });
       expect(read.json().data.limit_reached_at).not.toBeNull();

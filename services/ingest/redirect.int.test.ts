@@ -154,10 +154,10 @@ describe('GET /{slug} on a short host', () => {
   it('localises its answers by ?lang= first, as the API does, then Accept-Language', async () => {
     const german = await visit('/no-such-slug?lang=de', { headers: { 'accept-language': 'fr' } });
     expect(german.statusCode).toBe(404);
-    expect(german.json().error.message).toBe('Hier wurde nichts gefunden.');
+    expect(german.json().error.message).toBe('Unter dieser Adresse antwortet kein Link: Er wurde gelöscht oder hat nie existiert.');
     expect(german.headers['content-language']).toBe('de');
     const page = await visit('/no-such-slug?lang=es', { headers: { accept: 'text/html' } });
-    expect(page.body).toContain('No se encontró nada aquí.');
+    expect(page.body).toContain('Ningún enlace responde en esta dirección: se eliminó o nunca existió.');
     const link = await createLink({ target_url: 'https://example.com/', expires_at: new Date(Date.now() + 1_000).toISOString() });
     await waitFor(async () => (await visit(`/${link.slug}`)).statusCode === 410, 10_000, { message: 'the link expired' });
     expect((await visit(`/${link.slug}?lang=fr`)).headers['content-language']).toBe('fr');
@@ -190,6 +190,31 @@ describe('GET /{slug} on a short host', () => {
     const gone = await visit(`/${link.slug}`);
     expect(gone.statusCode).toBe(410);
     expect(gone.json().error.code).toBe('gone');
+  });
+
+  // Guards issue 34: an expired link said "deleted permanently", and the page's links were relative
+  // (404 on a short host) or led to raw JSON.
+  it('says on its error page what happened, with links that work from a short host', async () => {
+    const platform = context.config.publicUrl;
+    const link = await createLink({ target_url: 'https://example.com/', expires_at: new Date(Date.now() + 300).toISOString() });
+    await waitFor(async () => (await visit(`/${link.slug}`)).statusCode === 410, 5_000, { message: 'the link expired' });
+    const cases = [
+      [`/${link.slug}`, 410, 'This link has expired: it no longer leads anywhere.'],
+      ['/never-made-here', 404, 'No link answers at this address: it was deleted, or it never existed.'],
+    ] as const;
+    for (const [path, status, message] of cases) {
+      expect((await visit(path)).json().error.message, path).toBe(message);
+      const page = await visit(path, { headers: { accept: 'text/html' } });
+      expect(page.statusCode, path).toBe(status);
+      expect(page.body).toContain(`<p>${message}</p>`);
+      expect(page.body).not.toContain('deleted permanently');
+      // Home is the subdomain's public page (this host's root); the documentation is the platform's.
+      expect(page.body).toContain('<a href="/">Home</a>');
+      expect(page.body).toContain(`href="${platform}/api/v1/openapi.json"`);
+      expect(page.body).toContain(`href="${platform}/api/v1/errors#${status === 410 ? 'gone' : 'not_found'}"`);
+    }
+    const french = await visit(`/${link.slug}`, { headers: { accept: 'text/html', 'accept-language': 'fr' } });
+    expect(french.body).toContain('Ce lien a expiré : il ne mène plus nulle part.');
   });
 
   it('is reached by Host over one server: short hosts get the edge, the API host the API', async () => {

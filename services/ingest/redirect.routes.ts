@@ -118,10 +118,12 @@ function createRedirector(deps: ShortHostDeps) {
       refusedByLimit.inc();
       return refusal(retryLater('rate_limited', decision.resetSec, { bucket: 'redirect', limit: decision.limit }), decision);
     }
-    if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }), decision);
+    // What the edge knows, said: expired, at its visit limit, or no live link (the cache does not
+    // tell a deleted link from one that never existed, and an owner's deletions are not public).
+    if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }, { messageKey: 'error.not_found.link' }), decision);
     if (link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at)
-      return refusal(new AppError('gone', { slug, reason: 'expired' }), decision);
-    if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }), decision);
+      return refusal(new AppError('gone', { slug, reason: 'expired' }, { messageKey: 'error.gone.expired' }), decision);
+    if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }, { messageKey: 'error.gone.limit_reached' }), decision);
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();
@@ -184,6 +186,8 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   const { context } = deps;
   const { config } = context;
   const errorOptions = errorOptionsOf(config);
+  // On a short host the error page's "Home" is the subdomain's public page, on the same host.
+  const shortHostErrorOptions = { ...errorOptions, homeUrl: '/' };
   const redirector = createRedirector(deps);
   const clientAddress = clientAddressOf(config.trustProxy);
   const record = requestRecorder(context);
@@ -213,7 +217,8 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     if (decided && 'failure' in decided) throw decided.failure;
     const outcome = decided?.outcome ?? (await redirector(askedOf(request)));
     if (outcome.rateLimit) setRateLimitHeaders(reply, outcome.rateLimit);
-    if (outcome.kind === 'refusal') return sendError(localized(request), reply, outcome.error, errorOptions);
+    if (outcome.kind === 'refusal')
+      return sendError(localized(request), reply, outcome.error, subdomainOf(request.hostname) ? shortHostErrorOptions : errorOptions);
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'private, max-age=0').send();
   };
   /**

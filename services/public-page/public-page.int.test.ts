@@ -7,6 +7,7 @@ import { claimSubdomain, type TestOwner } from '#tests/support/owners.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 import { closeContext } from '#tests/support/context.js';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 
 // The public page of a subdomain (`GET /` on `{name}.{BASE_DOMAIN}`), through the server's own
 // listener as a socket reaches it: what each policy switch opens, and that nothing it hides is in
@@ -159,6 +160,118 @@ describe('public page of a subdomain', () => {
         .match(/<tbody>.*<\/tbody>/s)![0]
         .match(/<tr>/g),
     ).toHaveLength(2);
+  });
+
+  // Guards issue 34: any visitor could put text on an owner's page through a made-up path, shown
+  // with a doubled slash.
+  it('keeps the paths of attack attempts off the page unless the owner opts in, and shows them with one slash', async () => {
+    const { subdomain } = await setup({ stats_show_visits_list: true, stats_show_links: true }, { visits: 0 });
+    const at = base + 5 * 60_000;
+    await context.analytics.client.insert({
+      table: 'visits',
+      values: [
+        {
+          visit_id: v7({ msecs: at }),
+          ts: toClickHouseTime(at),
+          kind: 'attack',
+          owner_id: owner.id,
+          subdomain,
+          link_id: '',
+          slug: '/wp-admin/FREE-BITCOIN-at-example',
+          is_attack: 1,
+          version: 0,
+        },
+        {
+          visit_id: v7({ msecs: at + 1 }),
+          ts: toClickHouseTime(at + 1),
+          kind: 'attack',
+          owner_id: owner.id,
+          subdomain,
+          link_id: '',
+          slug: '/etc/passwd',
+          is_attack: 1,
+          version: 0,
+        },
+      ],
+      format: 'JSONEachRow',
+      clickhouse_settings: deduplicatedBy(`${subdomain}-attacks`),
+    });
+    const hidden = await open(subdomain);
+    expect(hidden.body).toContain('>attack<');
+    expect(hidden.body).not.toContain('FREE-BITCOIN');
+    expect(hidden.body).not.toContain('passwd');
+    const listed = await app.inject({ method: 'GET', url: `/api/v1/visits?subdomain=${subdomain}`, remoteAddress: '198.51.100.41' });
+    expect(listed.json().data.visits.map((visit: Json) => visit.slug)).toEqual([undefined, undefined]);
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/subdomains/${subdomain}`,
+      headers: owner.auth,
+      payload: { stats_show_attack_paths: true },
+    });
+    expect(patched.json().data.stats_show_attack_paths).toBe(true);
+    const shown = await open(subdomain);
+    expect(shown.body).toContain('<td>/wp-admin/FREE-BITCOIN-at-example</td>');
+    expect(shown.body).toContain('<td>/etc/passwd</td>');
+    expect(shown.body).not.toContain('//etc/passwd');
+  });
+
+  it('does not list a link that reached its visit limit, nor an expired one', async () => {
+    const { subdomain, link } = await setup({ stats_show_links: true }, { visits: 0 });
+    const create = async (payload: Json) =>
+      (
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/links',
+          headers: owner.auth,
+          payload: { subdomain, target_url: 'https://target.example/', ...payload },
+        })
+      ).json().data;
+    const limited = await create({ title: 'Sold out', max_visits: 1 });
+    const expiring = await create({ title: 'Last week', expires_at: new Date(Date.now() + 1_000).toISOString() });
+    await sql`UPDATE links SET limit_reached_at = now() WHERE id = ${limited.id}`.execute(context.db.db);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const page = await open(subdomain);
+    expect(page.body).toContain('Spring sale');
+    expect(page.body).not.toContain('Sold out');
+    expect(page.body).not.toContain('Last week');
+    const listed = await app.inject({ method: 'GET', url: `/api/v1/links?subdomain=${subdomain}`, remoteAddress: '198.51.100.41' });
+    expect(listed.json().data.links.map((item: Json) => item.slug)).toEqual([link.slug]);
+    expect([limited.slug, expiring.slug]).not.toContain(link.slug);
+  });
+
+  // Guards issue 34: right after the first visits the page showed "Visits 0" and an empty chart box
+  // beside a list of those visits, without saying why.
+  it('says counting runs to the last whole quarter hour, and draws no empty chart before anything is counted', async () => {
+    const { subdomain, link } = await setup({ stats_public: true, stats_show_visits_list: true, stats_show_links: true }, { visits: 0 });
+    const now = Date.now();
+    // In the quarter hour that is running: listed at once, counted when it ends.
+    const at = Math.max(Math.floor(now / 900_000) * 900_000, now - 1_000);
+    await context.analytics.client.insert({
+      table: 'visits',
+      values: [
+        {
+          visit_id: v7({ msecs: at }),
+          ts: toClickHouseTime(at),
+          kind: 'visit',
+          owner_id: owner.id,
+          subdomain,
+          link_id: link.id,
+          slug: link.slug,
+          is_bot: 0,
+          version: 0,
+        },
+      ],
+      format: 'JSONEachRow',
+      clickhouse_settings: deduplicatedBy(`${subdomain}-fresh`),
+    });
+    const page = await open(subdomain);
+    expect(page.body).toMatch(/Counted up to .* UTC, the end of the last whole quarter hour: newer visits are counted when their quarter hour ends\./);
+    expect(page.body).not.toContain('class="chart"');
+    expect(page.body).toContain('No visits counted in this period yet.');
+    expect(page.body).toContain(`<td>/${link.slug}</td>`);
+    // Once counted, the chart is there.
+    const counted = await setup({ stats_public: true });
+    expect((await open(counted.subdomain)).body).toContain('class="chart"');
   });
 
   it('renders what users typed as text', async () => {

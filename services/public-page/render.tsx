@@ -223,7 +223,8 @@ function cell(column: (typeof VISIT_COLUMNS)[number], value: string | number | n
   if (value === null || value === undefined || value === '') return '—';
   if (column === 'ts') return timeOf(locale).format(new Date(String(value)));
   if (column === 'kind') return ['visit', 'beacon', 'attack'].includes(String(value)) ? t(`public.kind.${String(value)}` as UiKey) : String(value);
-  if (column === 'slug') return `/${String(value)}`;
+  // A link's slug has no slash; an attack attempt's slug is the whole path it asked for.
+  if (column === 'slug') return String(value).startsWith('/') ? String(value) : `/${String(value)}`;
   return String(value);
 }
 
@@ -306,7 +307,12 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
               ))}
             </dl>
             <p class="muted">{t('public.until', { time: timeOf(locale).format(new Date(report.range.until)) })}</p>
-            <Chart series={report.series} locale={locale} t={t} />
+            {/* No empty box: before the first counted quarter hour, a sentence says why there is nothing to draw. */}
+            {report.series.some((point) => point.visits > 0) ? (
+              <Chart series={report.series} locale={locale} t={t} />
+            ) : (
+              <p class="muted">{t('public.chart_empty')}</p>
+            )}
             <div class="grid">
               {PUBLIC_DIMENSION_ORDER.map((dimension) => {
                 const rows = report.top[dimension];

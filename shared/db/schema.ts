@@ -67,6 +67,7 @@ export interface SubdomainsTable {
   stats_show_referrer: ColumnType<boolean, boolean | undefined, boolean>;
   stats_show_links: ColumnType<boolean, boolean | undefined, boolean>;
   stats_show_owner: ColumnType<boolean, boolean | undefined, boolean>;
+  stats_show_attack_paths: ColumnType<boolean, boolean | undefined, boolean>;
   stats_publish_delay_sec: ColumnType<number, number | undefined, number>;
   stats_max_items: ColumnType<number, number | undefined, number>;
   /** Site origins the tracker may run on (canonical, as in an Origin header); empty: any site. */

@@ -84,6 +84,15 @@ const ERROR_PAGE_HEADERS = Object.entries(
 ).map(([name, value]) => [name.toLowerCase(), value] as const);
 const JSON_ERROR_HEADERS = Object.entries(API_SECURITY_HEADERS);
 
+/** How sendError renders: exception detail or not, and where the error page's links lead. */
+export interface ErrorOptions {
+  showDetail: boolean;
+  /** The page's "Home": the dashboard, or on a short host the subdomain's public page. */
+  homeUrl: string;
+  /** The platform's public URL (PUBLIC_URL, no trailing slash): the documentation links are absolute on it. */
+  platformUrl: string;
+}
+
 /** The HTML error page: status, translated explanation, request id, links home and to the docs. */
 export function renderErrorPage(options: {
   status: number;
@@ -92,9 +101,10 @@ export function renderErrorPage(options: {
   requestId: string;
   locale: Locale;
   homeUrl: string;
+  platformUrl: string;
   exception?: string;
 }): string {
-  const { status, code, message, requestId, locale } = options;
+  const { status, code, message, requestId, locale, platformUrl } = options;
   const title = t(locale, 'page.title', { status });
   const detail = options.exception ? `<section><h2>${escapeHtml(t(locale, 'page.detail'))}</h2><pre>${escapeHtml(options.exception)}</pre></section>` : '';
   return `<!doctype html>
@@ -109,7 +119,7 @@ export function renderErrorPage(options: {
 <p>${escapeHtml(message)}</p>
 <p><code>${escapeHtml(code)}</code></p>
 <p>${escapeHtml(t(locale, 'page.request_id'))}: <code>${escapeHtml(requestId)}</code></p>
-<nav><a href="${escapeHtml(options.homeUrl)}">${escapeHtml(t(locale, 'page.home'))}</a><a href="/api/v1/openapi.json">${escapeHtml(t(locale, 'page.docs'))}</a><a href="${ERROR_DOCS_PATH}#${escapeHtml(code)}">${escapeHtml(t(locale, 'page.errors'))}</a></nav>
+<nav><a href="${escapeHtml(options.homeUrl)}">${escapeHtml(t(locale, 'page.home'))}</a><a href="${escapeHtml(platformUrl)}/api/v1/openapi.json">${escapeHtml(t(locale, 'page.docs'))}</a><a href="${escapeHtml(platformUrl)}${ERROR_DOCS_PATH}#${escapeHtml(code)}">${escapeHtml(t(locale, 'page.errors'))}</a></nav>
 ${detail}
 </main>
 </body>
@@ -121,7 +131,7 @@ ${detail}
  * Writes the failure response: the envelope, or the HTML page for browsers. Exception detail
  * only when `showDetail` (DEBUG=1 or NODE_ENV=development, never by default).
  */
-export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError, options: { showDetail: boolean; homeUrl: string }): FastifyReply {
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError, options: ErrorOptions): FastifyReply {
   const locale = request.locale;
   const message = t(locale, error.messageKey ?? `error.${error.code}`, error.params);
   const cause = error.cause;
@@ -135,9 +145,18 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   const html = prefersHtml(request);
   for (const [name, value] of html ? ERROR_PAGE_HEADERS : JSON_ERROR_HEADERS) reply.header(name, value);
   if (html) {
-    return reply
-      .type('text/html; charset=utf-8')
-      .send(renderErrorPage({ status: error.status, code: error.code, message, requestId: request.id, locale, homeUrl: options.homeUrl, exception }));
+    return reply.type('text/html; charset=utf-8').send(
+      renderErrorPage({
+        status: error.status,
+        code: error.code,
+        message,
+        requestId: request.id,
+        locale,
+        homeUrl: options.homeUrl,
+        platformUrl: options.platformUrl,
+        exception,
+      }),
+    );
   }
   // Rules in details (each field's, of a validation_error or a conflict) are named in English by
   // schemas and services: translated here.

@@ -8,7 +8,7 @@ import { AppError } from '../errors.js';
 import { negotiateLocale, t, type Locale } from '../i18n/index.js';
 import { counterChildren, histogramChildren } from '../metrics.js';
 import { buildMeta, failure } from './envelope.js';
-import { sendError, toAppError } from './error-response.js';
+import { sendError, toAppError, type ErrorOptions } from './error-response.js';
 import { API_SECURITY_HEADER_LIST } from './security-headers.js';
 import { dependencyPorts } from '../unavailable.js';
 
@@ -38,9 +38,13 @@ export function clientAddressOf(trustProxy: string[]): (request: IncomingMessage
   return (request) => proxyAddr(request, trusted);
 }
 
-/** How error answers are rendered: exception detail only when asked for (DEBUG=1, NODE_ENV=development), the home link. */
-export function errorOptionsOf(config: Context['config']) {
-  return { showDetail: config.errorDetail, homeUrl: config.publicUrl + '/api/v1/' };
+/**
+ * How error answers are rendered: exception detail only when asked for (DEBUG=1, NODE_ENV=development);
+ * the error page's home (the dashboard) and its documentation links, absolute on the platform's own
+ * origin so that they work on a short host too.
+ */
+export function errorOptionsOf(config: Context['config']): ErrorOptions {
+  return { showDetail: config.errorDetail, homeUrl: `${config.publicUrl}/`, platformUrl: config.publicUrl };
 }
 
 /** The configured servers' ports, to name the dependency of a connection error (a 503 says which is down). */

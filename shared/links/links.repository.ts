@@ -100,8 +100,9 @@ export function linksRepository(db: Kysely<DB>) {
       return db.selectFrom('links').selectAll().where('owner_id', '=', ownerId).where('client_id', '=', clientId).executeTakeFirst();
     },
     /**
-     * The newest public links of a subdomain: live, not expired, created at or before
-     * `publishedBefore`; only the columns the policy module allows are read.
+     * The newest public links of a subdomain: live, not expired, not at their visit limit (neither
+     * leads anywhere), created at or before `publishedBefore`; only the columns the policy module
+     * allows are read.
      */
     async publicWindow(subdomain: string, publishedBefore: Date, limit: number): Promise<Pick<LinkRow, PublicLinkColumn>[]> {
       const now = new Date();
@@ -112,6 +113,7 @@ export function linksRepository(db: Kysely<DB>) {
         .where('deleted_at', 'is', null)
         .where('created_at', '<=', publishedBefore)
         .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+        .where('limit_reached_at', 'is', null)
         .orderBy('seq', 'desc')
         .limit(limit)
         .execute();

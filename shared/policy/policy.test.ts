@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { POLICY_DEFAULTS, POLICY_SWITCHES, PolicySchema, publicView } from './policy.js';
+import { POLICY_DEFAULTS, POLICY_SWITCHES, PolicySchema, publicView, publicVisitRow } from './policy.js';
 
 describe('policy defaults', () => {
   it('are private: every switch off, no delay, 50 items', () => {
@@ -8,7 +8,7 @@ describe('policy defaults', () => {
     expect(PolicySchema.safeParse(POLICY_DEFAULTS).success).toBe(true);
   });
 
-  it('has exactly the eleven fields of the spec', () => {
+  it('has exactly the eleven fields of the spec and the attack-path switch', () => {
     expect(Object.keys(PolicySchema.shape).sort()).toEqual(
       [
         'stats_public',
@@ -20,6 +20,7 @@ describe('policy defaults', () => {
         'stats_show_referrer',
         'stats_show_links',
         'stats_show_owner',
+        'stats_show_attack_paths',
         'stats_publish_delay_sec',
         'stats_max_items',
       ].sort(),
@@ -52,5 +53,21 @@ describe('publicView', () => {
 
   it('never opens the LAN IP with the public IP switch alone', () => {
     expect(publicView({ ...POLICY_DEFAULTS, stats_show_ip: true }).visitColumns).not.toContain('ip_lan');
+  });
+
+  // Guards issue 34: any visitor could put text on an owner's public page through a made-up path.
+  it("shows an attack attempt's path only with stats_show_attack_paths, a link's slug only with stats_show_links", () => {
+    const attack = { ts: '2026-11-27T10:00:00.000Z', kind: 'attack', slug: '/wp-admin/FREE-BITCOIN-now' };
+    const visit = { ts: '2026-11-27T10:00:00.000Z', kind: 'visit', slug: 'spring' };
+    const links = publicView({ ...POLICY_DEFAULTS, stats_show_links: true });
+    expect(links.visitColumns).toContain('slug');
+    expect(publicVisitRow(attack, links)).toEqual({ ts: attack.ts, kind: 'attack' });
+    expect(publicVisitRow(visit, links)).toEqual(visit);
+    const paths = publicView({ ...POLICY_DEFAULTS, stats_show_attack_paths: true });
+    expect(paths.visitColumns.filter((column) => column === 'slug')).toEqual(['slug']);
+    expect(publicVisitRow(attack, paths)).toEqual(attack);
+    expect(publicVisitRow(visit, paths)).toEqual({ ts: visit.ts, kind: 'visit' });
+    const both = publicView({ ...POLICY_DEFAULTS, stats_show_links: true, stats_show_attack_paths: true });
+    expect([publicVisitRow(attack, both), publicVisitRow(visit, both)]).toEqual([attack, visit]);
   });
 });

@@ -21,6 +21,8 @@ const SWITCH_DOCS: Record<PolicySwitch, string> = {
   stats_show_links:
     "The subdomain's links are listed publicly (page payload and GET /api/v1/links?subdomain=), public visit rows carry the link's slug and public statistics break visits down by link.",
   stats_show_owner: 'The public page names the owner (display name only, never the e-mail).',
+  stats_show_attack_paths:
+    'Public visit rows of attack attempts carry the path they asked for (text any visitor chooses, not a link); without it they carry no slug.',
 };
 
 const switchSchema = (name: PolicySwitch) => z.boolean().meta({ description: `${SWITCH_DOCS[name]} Default false.` });
@@ -37,7 +39,7 @@ const maxItemsSchema = z
   .max(MAX_PUBLIC_ITEMS)
   .meta({ description: `Most items a public list returns. Default ${POLICY_DEFAULTS.stats_max_items}, between 1 and ${MAX_PUBLIC_ITEMS}.` });
 
-/** The eleven fields as they are read (all present). */
+/** The policy's fields as they are read (all present): the spec's eleven and stats_show_attack_paths. */
 export const PolicySchema = z
   .object({
     ...(Object.fromEntries(POLICY_SWITCHES.map((name) => [name, switchSchema(name)])) as Record<PolicySwitch, z.ZodBoolean>),
@@ -46,5 +48,5 @@ export const PolicySchema = z
   })
   .meta({ id: 'SubdomainPolicy', description: 'Privacy policy of a subdomain. Private by default: every switch off.' });
 
-/** The eleven fields as a PATCH sets them: any subset. */
+/** The policy's fields as a PATCH sets them: any subset. */
 export const PolicyPatchShape = PolicySchema.partial().shape;

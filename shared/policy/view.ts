@@ -5,7 +5,10 @@
  * policy.ts (the one module every public endpoint asks) re-exports it with the zod schemas.
  */
 
-/** The nine switches of the policy, each off by default (private unless the owner opens it). */
+/**
+ * The switches of the policy, each off by default (private unless the owner opens it): the spec's
+ * nine, and stats_show_attack_paths (issue 34).
+ */
 export const POLICY_SWITCHES = [
   'stats_public',
   'stats_show_visits_list',
@@ -16,6 +19,7 @@ export const POLICY_SWITCHES = [
   'stats_show_referrer',
   'stats_show_links',
   'stats_show_owner',
+  'stats_show_attack_paths',
 ] as const;
 export type PolicySwitch = (typeof POLICY_SWITCHES)[number];
 
@@ -36,6 +40,7 @@ export const POLICY_DEFAULTS: Policy = {
   stats_show_referrer: false,
   stats_show_links: false,
   stats_show_owner: false,
+  stats_show_attack_paths: false,
   stats_publish_delay_sec: 0,
   stats_max_items: 50,
 };
@@ -61,6 +66,8 @@ const VISIT_COLUMNS_BY_SWITCH: Partial<Record<PolicySwitch, readonly string[]>> 
   stats_show_ua: ['user_agent', 'browser', 'browser_version', 'os', 'os_version', 'device_type'],
   stats_show_referrer: ['referrer', 'referrer_host'],
   stats_show_links: ['slug'],
+  // An attack attempt's slug is the path it asked for; publicVisitRow keeps each kind to its switch.
+  stats_show_attack_paths: ['slug'],
 };
 /**
  * Breakdowns of a public report each switch opens (the statistics' dimensions). UTM sources tell
@@ -90,6 +97,8 @@ export interface PublicView {
   visitsList: boolean;
   links: boolean;
   owner: boolean;
+  /** The paths attack attempts asked for (visitor-chosen text, no link) are public. */
+  attackPaths: boolean;
   /** Which visit details are public, by kind. */
   details: { ip: boolean; internal_ip: boolean; geo: boolean; ua: boolean; referrer: boolean };
   /** Columns of a public visit row; public queries select these and nothing else. */
@@ -109,12 +118,13 @@ export interface PublicView {
 export function publicView(policy: Policy, now = Date.now()): PublicView {
   const opened = (bySwitch: Partial<Record<PolicySwitch, readonly string[]>>) =>
     (Object.entries(bySwitch) as [PolicySwitch, readonly string[]][]).flatMap(([name, names]) => (policy[name] ? names : []));
-  const visitColumns: string[] = [...ALWAYS_PUBLIC_VISIT_COLUMNS, ...opened(VISIT_COLUMNS_BY_SWITCH)];
+  const visitColumns: string[] = [...new Set([...ALWAYS_PUBLIC_VISIT_COLUMNS, ...opened(VISIT_COLUMNS_BY_SWITCH)])];
   return {
     stats: policy.stats_public,
     visitsList: policy.stats_show_visits_list,
     links: policy.stats_show_links,
     owner: policy.stats_show_owner,
+    attackPaths: policy.stats_show_attack_paths,
     details: {
       ip: policy.stats_show_ip,
       internal_ip: policy.stats_show_internal_ip,
@@ -129,6 +139,17 @@ export function publicView(policy: Policy, now = Date.now()): PublicView {
     maxItems: Math.min(policy.stats_max_items, MAX_PUBLIC_ITEMS),
     shown: POLICY_SWITCHES.filter((name) => policy[name]),
   };
+}
+
+/**
+ * A public visit row as the policy lets it out: the slug of a link's visit only with
+ * stats_show_links; the path an attack attempt asked for (any visitor can make one up, e.g.
+ * `/wp-admin/FREE-BITCOIN-…`, to put text on the owner's page) only with stats_show_attack_paths.
+ */
+export function publicVisitRow(row: Record<string, unknown>, view: PublicView): Record<string, unknown> {
+  if (!('slug' in row) || (row.kind === 'attack' ? view.attackPaths : view.links)) return row;
+  const { slug: _hidden, ...shown } = row;
+  return shown;
 }
 
 /** The `public` block of the public page payload (GET /api/v1/subdomains/{name}): which parts are public. */

@@ -184,6 +184,24 @@ describe('links page', () => {
     await browserContext.close();
   });
 
+  // Guards issue 34: the message left out that a tag starts with a letter or digit, so `-promo` looked valid by it.
+  it("says the whole tag rule on the field, in the viewer's language, when a tag starts with a dash", async () => {
+    const { owner } = await newOwner();
+    const { page, problems, browserContext } = await ownerPage(owner, { locale: 'de-DE' });
+    await page.goto('/links');
+    await page.getByRole('button', { name: 'Neuer Link' }).click();
+    await page.locator('#link-new-target_url').fill('https://example.com/tagged');
+    await page.locator('#link-new-tags').fill('-promo');
+    await page.locator('#link-create button[type="submit"]').click();
+    const error = page.locator('#link-new-tags-error');
+    await error.waitFor();
+    expect(await error.textContent()).toContain(
+      'muss aus 1 bis 32 Buchstaben, Ziffern, _, ., : oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
+    );
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it('shows a title typed as HTML as literal text, running nothing', async () => {
     const { owner } = await newOwner();
     const { page, problems, browserContext } = await ownerPage(owner);

@@ -84,7 +84,7 @@ describe('dashboard shell', () => {
     const first = Number(await countdown.getAttribute('data-seconds'));
     expect(first).toBeGreaterThan(20);
     expect(first).toBeLessThanOrEqual(30);
-    expect(await countdown.textContent()).toMatch(/try again in \d+ s/);
+    expect(await countdown.textContent()).toMatch(/try again in \d+ seconds\./);
     expect(await button.isDisabled()).toBe(true);
     await page.waitForFunction((start) => Number(document.querySelector('.countdown')?.getAttribute('data-seconds')) < start, first, { timeout: 5_000 });
     await screenshot(page, 'login-lockout-desktop');

@@ -153,7 +153,7 @@ describe('statistics page', () => {
     await page.waitForURL(/granularity=hour/);
     await page.locator('figure.chart[data-granularity="hour"]').waitFor();
     expect(Number(await figure.getAttribute('data-points'))).toBeGreaterThan(dailyPoints * 20);
-    await page.getByLabel('Time zone').selectOption('America/St_Johns');
+    await page.getByLabel('Time zone', { exact: true }).selectOption('America/St_Johns');
     await page.waitForURL(/tz=America%2FSt_Johns/);
     await page.locator('figure.chart[data-tz="America/St_Johns"]').waitFor();
     expect(await figure.getByRole('img').getAttribute('aria-label')).toMatch(/^Chart of visits per hour .+ \(America\/St_Johns\)/);
@@ -164,12 +164,83 @@ describe('statistics page', () => {
     await page.reload();
     await page.locator('figure.chart[data-tz="America/St_Johns"][data-granularity="hour"]').waitFor();
     expect(await page.getByRole('button', { name: 'Hourly' }).getAttribute('aria-pressed')).toBe('true');
-    expect(await page.getByLabel('Time zone').inputValue()).toBe('America/St_Johns');
+    expect(await page.getByLabel('Time zone', { exact: true }).inputValue()).toBe('America/St_Johns');
     // 90 days is too long for hourly figures: the UI moves to daily ones and says why hourly is off.
     await page.getByRole('button', { name: '90 days' }).click();
     await page.waitForURL(/range=90d&granularity=day/);
     expect(await page.getByRole('button', { name: 'Hourly' }).isDisabled()).toBe(true);
     await page.getByText('Hourly figures need a period of at most 83 days.').waitFor();
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  // Guards issue 34: the browser lists Asia/Calcutta and Europe/Kiev, so Kolkata and Kyiv could not be found.
+  it('offers zones by their current names and finds them by the old ones too', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=7d&granularity=day&tz=Asia%2FCalcutta`);
+    const picker = page.getByLabel('Time zone', { exact: true });
+    // A saved address with the old name opens the zone by its current one.
+    await page.waitForURL(/tz=Asia%2FKolkata/);
+    expect(await picker.inputValue()).toBe('Asia/Kolkata');
+    const values = () => picker.locator('option').evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value));
+    expect(await values()).not.toContain('Asia/Calcutta');
+    expect(await values()).not.toContain('Europe/Kiev');
+    const search = page.getByLabel('Find a time zone');
+    await search.fill('kyiv');
+    expect(await values()).toEqual(['Asia/Kolkata', 'Europe/Kyiv']);
+    await search.fill('Kiev');
+    expect(await values()).toEqual(['Asia/Kolkata', 'Europe/Kyiv']);
+    expect(await picker.locator('option[value="Europe/Kyiv"]').textContent()).toBe('Europe/Kyiv (Europe/Kiev)');
+    await picker.selectOption('Europe/Kyiv');
+    await page.waitForURL(/tz=Europe%2FKyiv/);
+    await page.locator('figure.chart[data-tz="Europe/Kyiv"]').waitFor();
+    await search.fill('calcutta');
+    expect(await values()).toEqual(['Asia/Kolkata', 'Europe/Kyiv']);
+    await search.fill('new york');
+    expect(await values()).toEqual(['America/New_York', 'Europe/Kyiv']);
+    await screenshot(page, 'stats-zone-search-desktop');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  // Guards issue 34: the axis was drawn with uPlot's US dates ("11/21") in German too.
+  it("labels the chart's time axis in the viewer's language", async () => {
+    const { page, problems, browserContext } = await openPage(platform, { locale: 'de-DE' });
+    // The axis is drawn on a canvas: the texts drawn are recorded as they are drawn.
+    await page.addInitScript(() => {
+      const drawn: string[] = [];
+      (window as unknown as { drawn: string[] }).drawn = drawn;
+      const { prototype } = CanvasRenderingContext2D;
+      const draw = Object.getOwnPropertyDescriptor(prototype, 'fillText')!.value as (this: CanvasRenderingContext2D, ...args: unknown[]) => void;
+      prototype.fillText = function (this: CanvasRenderingContext2D, text: string, x: number, y: number, maxWidth?: number) {
+        drawn.push(text);
+        draw.call(this, text, x, y, ...(maxWidth === undefined ? [] : [maxWidth]));
+      };
+    });
+    const [cookie, value] = alice.cookie.split('=') as [string, string];
+    await browserContext.addCookies([{ name: cookie, value, url: platform.origin, httpOnly: true, sameSite: 'Lax' }]);
+    await page.goto(`/stats/subdomain/${sub}?range=30d&granularity=day&tz=Europe%2FBerlin`);
+    await page.locator('figure.chart[data-granularity="day"]').waitFor();
+    await page.waitForFunction(() => (window as unknown as { drawn: string[] }).drawn.length > 0);
+    const daily = await page.evaluate(() => (window as unknown as { drawn: string[] }).drawn);
+    expect(
+      daily.some((text) => /^\d{1,2}\. (Jan|Feb|März|Apr|Mai|Juni|Juli|Aug|Sept|Okt|Nov|Dez)\.?$/.test(text)),
+      daily.join(' | '),
+    ).toBe(true);
+    expect(daily.filter((text) => /^\d{1,2}\/\d{1,2}/.test(text))).toEqual([]);
+    await page.evaluate(() => ((window as unknown as { drawn: string[] }).drawn.length = 0));
+    await page.goto(`/stats/subdomain/${sub}?range=24h&granularity=hour&tz=Europe%2FBerlin`);
+    await page.locator('figure.chart[data-granularity="hour"]').waitFor();
+    await page.waitForFunction(() => (window as unknown as { drawn: string[] }).drawn.length > 0);
+    const hourly = await page.evaluate(() => (window as unknown as { drawn: string[] }).drawn);
+    // 24-hour times, as Germans read them; no AM/PM.
+    expect(
+      hourly.some((text) => /^\d{2}:00$/.test(text)),
+      hourly.join(' | '),
+    ).toBe(true);
+    expect(hourly.filter((text) => /AM|PM|am|pm/.test(text))).toEqual([]);
+    await screenshot(page, 'stats-hourly-de-desktop');
     expect(problems).toEqual([]);
     await browserContext.close();
   });

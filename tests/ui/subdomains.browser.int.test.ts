@@ -4,7 +4,7 @@ import { createOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The subdomains page in a real browser: claiming one through the form (refusals said on the
-// field), its title and eleven policy fields with the "what the public sees" preview changing
+// field), its title and its policy fields with the "what the public sees" preview changing
 // before saving, the saved policy matching the public payload an anonymous reader gets, and
 // another account kept out.
 let platform: UiPlatform;
@@ -262,6 +262,27 @@ describe('subdomains page', () => {
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('No unsaved changes.').waitFor();
     expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  // Guards issue 34: paths of attack attempts reached public pages with no way to keep them off.
+  it('offers the attack-path switch, off by default, and saves it', async () => {
+    const other = await createOwner(platform.context, platform.app);
+    const subdomain = label('paths');
+    expect((await platform.app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: other.auth, payload: { name: subdomain } })).statusCode).toBe(201);
+    const settings = async () =>
+      (await platform.app.inject({ method: 'GET', url: `/api/v1/subdomains/${subdomain}/settings`, headers: other.auth })).json().data.stats_show_attack_paths;
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, other.email);
+    await page.goto(`/subdomains/${subdomain}`);
+    const box = page.getByLabel('Paths of attack attempts', { exact: true });
+    expect(await box.isChecked()).toBe(false);
+    expect(await page.locator('#policy-stats_show_attack_paths-help').textContent()).toContain('Anyone can make one up');
+    await box.check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved. The public page now follows this policy.').waitFor();
+    expect(await settings()).toBe(true);
     expect(problems).toEqual([]);
     await browserContext.close();
   });

@@ -25,7 +25,7 @@ export { TEST_PASSWORD };
 export interface UiPlatform {
   context: Context;
   app: FastifyInstance;
-  /** `http://localhost:{port}`: the dashboard's origin (PUBLIC_URL). */
+  /** `http://localhost:{port}` (or the host asked for): the dashboard's origin (PUBLIC_URL). */
   origin: string;
   port: number;
   /** `http://{name}.localhost:{port}`: a subdomain's short host (Chromium resolves *.localhost to loopback). */
@@ -36,13 +36,17 @@ export interface UiPlatform {
 
 /**
  * Starts the platform as `make run` does (every role in this process), listening on loopback, and
- * a headless Chromium. `overrides` are configuration variables (rate limits, CAPTCHA, …).
+ * a headless Chromium. `overrides` are configuration variables (rate limits, CAPTCHA, …). `host`
+ * names the dashboard's host instead of localhost: Chromium treats `http://localhost` and
+ * `http://127.0.0.1` as secure contexts, so a LAN-like name (`links.lan`, mapped to loopback by the
+ * browser's resolver) is how a test sees the plain-HTTP origin a LAN install has.
  */
-export async function startUiPlatform(overrides: Record<string, string> = {}): Promise<UiPlatform> {
+export async function startUiPlatform(overrides: Record<string, string> = {}, options: { host?: string } = {}): Promise<UiPlatform> {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: run scripts/ensure-chromium.sh (or set CHROMIUM_PATH)`);
   if (!existsSync(join(DASHBOARD_DIR, 'index.html'))) throw new Error(`the dashboard is not built in ${DASHBOARD_DIR}: run make build`);
   const port = await freePort();
-  const origin = `http://localhost:${port}`;
+  const host = options.host ?? 'localhost';
+  const origin = `http://${host}:${port}`;
   const context = await createTestContext({
     PUBLIC_URL: origin,
     BASE_DOMAIN: 'localhost',
@@ -66,7 +70,7 @@ export async function startUiPlatform(overrides: Record<string, string> = {}): P
       '--disable-component-update',
       '--disable-sync',
       // Short hosts are `{name}.localhost`: loopback, whatever the system's resolver says of them.
-      '--host-resolver-rules=MAP *.localhost 127.0.0.1',
+      `--host-resolver-rules=MAP *.localhost 127.0.0.1${host === 'localhost' ? '' : `,MAP ${host} 127.0.0.1`}`,
     ],
   });
   return {
@@ -117,7 +121,9 @@ export async function openPage(
     // Headless Chromium says so in its user agent, and the platform rightly counts it as a bot.
     ...(options.userAgent ? { userAgent: options.userAgent } : {}),
   });
-  await browserContext.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.origin });
+  // The Clipboard API exists only in secure contexts: a LAN-like origin has none to grant.
+  if (new URL(platform.origin).hostname === 'localhost')
+    await browserContext.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.origin });
   const page = await browserContext.newPage();
   const problems: string[] = [];
   page.on('console', (message) => {

@@ -61,7 +61,8 @@ async function signedIn() {
 const rows = (page: Page) => page.locator('table.visits-table tbody tr');
 
 beforeAll(async () => {
-  platform = await startUiPlatform();
+  // The edge trusts the loopback proxy: a visit that says where it comes from (X-Forwarded-For) is geolocated.
+  platform = await startUiPlatform({ TRUST_PROXY: '127.0.0.1' });
   owner = await createOwner(platform.context, platform.app);
   subdomain = await claimSubdomain(platform.app, owner);
   probed = await claimSubdomain(platform.app, owner);
@@ -118,6 +119,42 @@ describe('visits page', () => {
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'visits-list-phone');
     expect(dialogs).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  // Guards issue 34: at 1280 px the user-agent column was cut off at the table's right edge.
+  it('shows an opened user agent whole at 1280 px, wrapped inside the table, nothing cut off', async () => {
+    // Long but ordinary values: a 60-character slug, a desktop Chrome's user agent, a long referrer.
+    const wide = await claimSubdomain(platform.app, owner);
+    const longSlug = 'spring-sale-2026-newsletter-campaign-landing-page-variant-b';
+    const made = await platform.app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: owner.auth,
+      payload: { subdomain: wide, slug: longSlug, target_url: 'https://example.com/' },
+    });
+    expect(made.statusCode).toBe(201);
+    const chrome = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.2903.86';
+    const referer = 'https://www.example-newsletter-platform.com/campaigns/2026/spring/issue-14/read-online?utm_medium=email';
+    expect(await hit(`/${longSlug}`, { 'user-agent': chrome, referer, 'x-forwarded-for': '81.2.69.142' }, wide)).toBe(302);
+    await stored(`subdomain=${wide}`, 1);
+    const { page, problems, browserContext } = await signedIn();
+    await page.goto(`/visits?subdomain=${wide}`);
+    await rows(page).first().waitFor();
+    const row = rows(page).first();
+    await row.getByText('Show').click();
+    const agent = row.locator('.user-agent code');
+    await agent.waitFor();
+    await screenshot(page, 'visits-user-agent-desktop');
+    const frame = page.locator('.table-wrap');
+    const fits = await frame.evaluate((element) => ({ scroll: element.scrollWidth, client: element.clientWidth }));
+    expect(fits.scroll, 'the table needs no sideways scrolling').toBeLessThanOrEqual(fits.client);
+    const [box, visible] = [(await agent.boundingBox())!, (await frame.boundingBox())!];
+    expect(box.x + box.width).toBeLessThanOrEqual(visible.x + visible.width);
+    // Readable: lines of some 25 characters at least, not a sliver of a column.
+    expect(box.width).toBeGreaterThanOrEqual(180);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
     expect(problems).toEqual([]);
     await browserContext.close();
   });

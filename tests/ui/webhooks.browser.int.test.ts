@@ -84,7 +84,12 @@ describe('webhooks page', () => {
       const { page, problems, close } = await signedInOwner();
       await page.goto('/webhooks');
       await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
-      await page.getByText('You have no webhook yet.').waitFor();
+      const empty = page.getByText('You have no webhook yet.');
+      await empty.waitFor();
+      // Guards issue 34: it said "above" of a form that is below it.
+      expect(await empty.textContent()).toContain('with the form below');
+      const form = page.getByRole('heading', { name: 'New webhook' });
+      expect((await form.boundingBox())!.y).toBeGreaterThan((await empty.boundingBox())!.y);
       // The events not emitted yet say so beside them.
       await page.getByRole('checkbox', { name: /^link\.target_down .*not sent yet/ }).waitFor();
       await page.getByRole('checkbox', { name: /^agent\.task .*not sent yet/ }).waitFor();

@@ -5,6 +5,7 @@ import { ErrorBoundary, lazy, LocationProvider, Route, Router, useLocation } fro
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { setApiLanguage } from './api/client.js';
 import { I18nContext, initialLocale, rememberLocale, translator, type UiLocale } from './app/i18n.js';
+import { PageBoundary } from './app/boundary.js';
 import { SessionProvider, useSession } from './app/session.js';
 import { Shell } from './app/shell.js';
 import { ErrorState, Loading } from './app/ui.js';
@@ -28,36 +29,54 @@ function SignedInRoutes() {
   return (
     <Shell>
       <ErrorBoundary>
-        <Router>
-          <Route path="/" component={OverviewPage} />
-          <Route path="/subdomains" component={SubdomainsPage} />
-          <Route path="/subdomains/:name" component={SubdomainsPage} />
-          <Route path="/links" component={LinksPage} />
-          <Route path="/links/:id" component={LinksPage} />
-          <Route path="/stats" component={StatsPage} />
-          <Route path="/stats/:scope/:id" component={StatsPage} />
-          <Route path="/visits" component={VisitsPage} />
-          <Route path="/attacks" component={AttacksPage} />
-          <Route path="/exports" component={ExportsPage} />
-          <Route path="/tokens" component={TokensPage} />
-          <Route path="/webhooks" component={WebhooksPage} />
-          <Route path="/webhooks/:id" component={WebhooksPage} />
-          <Route path="/notifications" component={NotificationsPage} />
-          <Route path="/staff" component={StaffPage} />
-          <Route path="/login" component={GoHome} />
-          <Route default component={NotFoundPage} />
-        </Router>
+        <PageBoundary>
+          <Router>
+            <Route path="/" component={OverviewPage} />
+            <Route path="/subdomains" component={SubdomainsPage} />
+            <Route path="/subdomains/:name" component={SubdomainsPage} />
+            <Route path="/links" component={LinksPage} />
+            <Route path="/links/:id" component={LinksPage} />
+            <Route path="/stats" component={StatsPage} />
+            <Route path="/stats/:scope/:id" component={StatsPage} />
+            <Route path="/visits" component={VisitsPage} />
+            <Route path="/attacks" component={AttacksPage} />
+            <Route path="/exports" component={ExportsPage} />
+            <Route path="/tokens" component={TokensPage} />
+            <Route path="/webhooks" component={WebhooksPage} />
+            <Route path="/webhooks/:id" component={WebhooksPage} />
+            <Route path="/notifications" component={NotificationsPage} />
+            <Route path="/staff" component={StaffPage} />
+            <Route path="/login" component={GoHome} />
+            <Route default component={NotFoundPage} />
+          </Router>
+        </PageBoundary>
       </ErrorBoundary>
     </Shell>
   );
+}
+
+/**
+ * Where a sign-in may send the browser: a path of this origin only. `//host`, `/\host` (browsers
+ * read a backslash as a slash), schemes and control characters go to the overview instead.
+ */
+function safeNext(next: string | undefined): string {
+  const control = Array.from(next ?? '').some((char) => char < ' ' || char === '\u007f');
+  if (!next?.startsWith('/') || next.startsWith('//') || next.includes('\\') || control) return '/';
+  if (!URL.canParse(next, location.origin)) return '/';
+  const url = new URL(next, location.origin);
+  return url.origin === location.origin ? `${url.pathname}${url.search}${url.hash}` : '/';
 }
 
 /** `/login` while signed in: on to where the sign-in was asked from, or the overview. */
 function GoHome() {
   const { route, query } = useLocation();
   useEffect(() => {
-    const next = query.next && query.next.startsWith('/') && !query.next.startsWith('//') ? query.next : '/';
-    route(next, true);
+    try {
+      route(safeNext(query.next), true);
+    } catch {
+      // Never left on a spinner: whatever the browser refused, the overview.
+      route('/', true);
+    }
   }, []);
   return <Loading />;
 }

@@ -314,6 +314,7 @@ describe('legacy v0 API (public, ?subdomain=)', () => {
         ],
       }
     `);
+    // The path an attack attempt asked for is any visitor's text: public only when the owner opts in (issue 34).
     expect(await data(undefined, `/api/rest.php/hacks?subdomain=${sub}`)).toMatchInlineSnapshot(`
       {
         "visits": [
@@ -321,12 +322,14 @@ describe('legacy v0 API (public, ?subdomain=)', () => {
             "city": "",
             "country": "",
             "kind": "attack",
-            "page": "wp-login.php",
             "time": "2026-01-15T10:10:00.000Z",
           },
         ],
       }
     `);
+    await setPolicy({ stats_show_attack_paths: true });
+    expect((await data(undefined, `/api/rest.php/hacks?subdomain=${sub}`)).visits[0].page).toBe('wp-login.php');
+    await setPolicy({ stats_show_attack_paths: false });
     expect(await data(undefined, `/api/rest.php/stats?subdomain=${sub}`)).toMatchInlineSnapshot(`
       {
         "bots": 1,

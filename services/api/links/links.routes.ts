@@ -106,7 +106,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         '`q` (substring of slug, title or target, case-insensitive), `tag` and `since` (created at or after). ' +
         "Another owner's `subdomain` answers its public list, or 403 `not_owner` when its policy hides links. " +
         'Without credentials, `subdomain` is required and the answer is its public list: only when its policy has stats_show_links ' +
-        '(else 403 `forbidden`), only links neither deleted nor expired and older than stats_publish_delay_sec, at most its stats_max_items ' +
+        '(else 403 `forbidden`), only links neither deleted, expired nor at their visit limit and older than stats_publish_delay_sec, at most its stats_max_items ' +
         'newest, as PublicLink objects; the public list takes no q, tag or since (422). ' +
         PAGINATION_NOTE,
       tags,

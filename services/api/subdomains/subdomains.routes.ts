@@ -134,7 +134,7 @@ export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
       operationId: 'updateSubdomain',
       method: 'PATCH',
       path: '/api/v1/subdomains/{name}',
-      summary: 'Set the title, the tracker origins and any of the eleven policy fields',
+      summary: 'Set the title, the tracker origins and any of the policy fields',
       description:
         'Fields sit at the top level of the body, by their spec names; absent fields keep their value. At least one field. ' +
         '`tracker_origins` replaces the whole list (`[]`: any site again); the ingest edge applies a change within moments (a ' +

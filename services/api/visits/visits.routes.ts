@@ -84,7 +84,8 @@ export const PublicVisitSchema = VisitSchema.pick({
     description:
       'A visit as the public sees it: `ts` and `kind`, plus ip_public (stats_show_ip), ip_lan (stats_show_internal_ip), country, region, city ' +
       '(stats_show_geo), user_agent, browser, browser_version, os, os_version, device_type (stats_show_ua), referrer, ' +
-      'referrer_host (stats_show_referrer) and slug (stats_show_links). Never the visit id, the link id, the owner or the coordinates (latitude, longitude).',
+      'referrer_host (stats_show_referrer) and slug (stats_show_links; on an attack attempt, the path it asked for, only with stats_show_attack_paths). ' +
+      'Never the visit id, the link id, the owner or the coordinates (latitude, longitude).',
   });
 
 /** The filters of a visit list, the same for the list and its exports (GET /api/v1/exports). */

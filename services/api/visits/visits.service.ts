@@ -2,7 +2,7 @@ import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/an
 import { AppError } from '#shared/errors.js';
 import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
 import { collectionMeta, type Paging } from '#shared/http/pagination.js';
-import type { PublicView } from '#shared/policy/policy.js';
+import { publicVisitRow, type PublicView } from '#shared/policy/policy.js';
 import type { Repositories } from '#services/repositories.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
@@ -102,7 +102,10 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
     const items = window.slice(start, start + paging.limit);
     const last = items.at(-1);
     const next = start + paging.limit < window.length && last ? encodeCursor(Number(last.ts_ms), String(last.h)) : null;
-    return { items: items.map((row) => present(row, view.visitColumns)), meta: collectionMeta(items.length, window.length, paging, next) };
+    return {
+      items: items.map((row) => publicVisitRow(present(row, view.visitColumns), view)),
+      meta: collectionMeta(items.length, window.length, paging, next),
+    };
   };
 
   return {

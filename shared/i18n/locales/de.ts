@@ -19,6 +19,9 @@ export const de: Catalogue = {
   'error.task_not_claimable': 'Diese Aufgabe kann nicht übernommen werden.',
   'error.task_not_yours': 'Nur wer die Aufgabe übernommen hat, darf sie ändern.',
   'error.gone': 'Das wurde endgültig gelöscht.',
+  'error.gone.expired': 'Dieser Link ist abgelaufen: Er führt nirgends mehr hin.',
+  'error.gone.limit_reached': 'Dieser Link hat seine Besuchsgrenze erreicht: Er führt nirgends mehr hin.',
+  'error.not_found.link': 'Unter dieser Adresse antwortet kein Link: Er wurde gelöscht oder hat nie existiert.',
   'error.payload_too_large': 'Der Anfrageinhalt oder ein Feld ist zu groß.',
   'error.too_large': 'Der Anfrageinhalt oder ein Feld ist zu groß.',
   'error.depth_exceeded': 'Bereiche können nicht so tief verschachtelt werden.',
@@ -74,7 +77,7 @@ export const de: Catalogue = {
   'rule.time_zone': 'muss der Name einer IANA-Zeitzone wie Europe/Berlin sein',
   'rule.reserved': 'ist reserviert',
   'rule.slug': 'muss aus 1 bis 64 Buchstaben, Ziffern, _ oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
-  'rule.tag': 'muss aus 1 bis 32 Buchstaben, Ziffern, _, ., : oder - bestehen',
+  'rule.tag': 'muss aus 1 bis 32 Buchstaben, Ziffern, _, ., : oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
   'rule.owner_filters_only': 'Filter gelten nur für die Liste des Inhabers; eine öffentliche Liste nimmt subdomain und Blättern',
   'rule.dns_label':
     'muss ein DNS-Label sein: 3 bis 63 Kleinbuchstaben, Ziffern oder Bindestriche, nicht mit einem Bindestrich am Anfang oder Ende, kein Punycode',

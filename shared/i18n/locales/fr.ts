@@ -19,6 +19,9 @@ export const fr: Catalogue = {
   'error.task_not_claimable': 'Cette tâche ne peut pas être prise.',
   'error.task_not_yours': 'Seule la personne qui a pris la tâche peut la modifier.',
   'error.gone': 'Cet élément a été supprimé définitivement.',
+  'error.gone.expired': 'Ce lien a expiré : il ne mène plus nulle part.',
+  'error.gone.limit_reached': 'Ce lien a atteint sa limite de visites : il ne mène plus nulle part.',
+  'error.not_found.link': "Aucun lien ne répond à cette adresse : il a été supprimé, ou n'a jamais existé.",
   'error.payload_too_large': 'Le corps de la requête ou un champ est trop volumineux.',
   'error.too_large': 'Le corps de la requête ou un champ est trop volumineux.',
   'error.depth_exceeded': 'Les sections ne peuvent pas être imbriquées aussi profondément.',
@@ -74,7 +77,7 @@ export const fr: Catalogue = {
   'rule.time_zone': "doit être le nom d'un fuseau horaire IANA comme Europe/Berlin",
   'rule.reserved': 'est réservé',
   'rule.slug': 'doit compter 1 à 64 lettres, chiffres, _ ou -, et commencer par une lettre ou un chiffre',
-  'rule.tag': 'doit compter 1 à 32 lettres, chiffres, _, ., : ou -',
+  'rule.tag': 'doit compter 1 à 32 lettres, chiffres, _, ., : ou -, et commencer par une lettre ou un chiffre',
   'rule.owner_filters_only': 'les filtres ne valent que pour la liste du propriétaire ; une liste publique prend subdomain et la pagination',
   'rule.dns_label':
     "doit être une étiquette DNS : 3 à 63 lettres minuscules, chiffres ou traits d'union, sans trait d'union au début ni à la fin, pas de punycode",

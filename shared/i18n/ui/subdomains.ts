@@ -77,6 +77,9 @@ export const subdomains = uiMessages({
       'The public page lists your newest links (slug, short URL, title, date; never the target), and public statistics break visits down by link.',
     'subdomains.field.stats_show_owner': 'Owner',
     'subdomains.help.stats_show_owner': 'The public page names you by your display name, never by your e-mail.',
+    'subdomains.field.stats_show_attack_paths': 'Paths of attack attempts',
+    'subdomains.help.stats_show_attack_paths':
+      'The paths that attack attempts asked for in public visits. Anyone can make one up, so their text could appear on your page: off unless you want it.',
     'subdomains.field.stats_publish_delay_sec': 'Publish delay',
     'subdomains.help.stats_publish_delay_sec': 'Visits and links younger than this are not public. At most 30 days.',
     'subdomains.field.delay_unit': 'Unit of the publish delay',
@@ -206,6 +209,9 @@ export const subdomains = uiMessages({
       'Die öffentliche Seite listet Ihre neuesten Links (Slug, Kurz-URL, Titel, Datum; nie das Ziel), und öffentliche Statistiken schlüsseln Besuche nach Link auf.',
     'subdomains.field.stats_show_owner': 'Inhaber',
     'subdomains.help.stats_show_owner': 'Die öffentliche Seite nennt Sie mit Ihrem Anzeigenamen, nie mit Ihrer E-Mail-Adresse.',
+    'subdomains.field.stats_show_attack_paths': 'Pfade von Angriffsversuchen',
+    'subdomains.help.stats_show_attack_paths':
+      'Die Pfade, die Angriffsversuche aufgerufen haben, in öffentlichen Besuchen. Jeder kann sich einen ausdenken, sein Text stünde dann auf Ihrer Seite: aus, außer Sie wollen es.',
     'subdomains.field.stats_publish_delay_sec': 'Veröffentlichungsverzögerung',
     'subdomains.help.stats_publish_delay_sec': 'Besuche und Links, die jünger sind, sind nicht öffentlich. Höchstens 30 Tage.',
     'subdomains.field.delay_unit': 'Einheit der Veröffentlichungsverzögerung',
@@ -335,6 +341,9 @@ export const subdomains = uiMessages({
       'La page publique liste vos liens les plus récents (slug, URL courte, titre, date ; jamais la cible), et les statistiques publiques répartissent les visites par lien.',
     'subdomains.field.stats_show_owner': 'Propriétaire',
     'subdomains.help.stats_show_owner': 'La page publique vous nomme par votre nom d’affichage, jamais par votre e-mail.',
+    'subdomains.field.stats_show_attack_paths': 'Chemins des tentatives d’attaque',
+    'subdomains.help.stats_show_attack_paths':
+      'Les chemins demandés par les tentatives d’attaque, dans les visites publiques. N’importe qui peut en inventer un, dont le texte apparaîtrait sur votre page : désactivé sauf si vous le voulez.',
     'subdomains.field.stats_publish_delay_sec': 'Délai de publication',
     'subdomains.help.stats_publish_delay_sec': 'Les visites et liens plus récents ne sont pas publics. Au plus 30 jours.',
     'subdomains.field.delay_unit': 'Unité du délai de publication',
@@ -464,6 +473,9 @@ export const subdomains = uiMessages({
       'La página pública lista tus enlaces más recientes (slug, URL corta, título, fecha; nunca el destino), y las estadísticas públicas desglosan las visitas por enlace.',
     'subdomains.field.stats_show_owner': 'Propietario',
     'subdomains.help.stats_show_owner': 'La página pública te nombra por tu nombre visible, nunca por tu correo electrónico.',
+    'subdomains.field.stats_show_attack_paths': 'Rutas de intentos de ataque',
+    'subdomains.help.stats_show_attack_paths':
+      'Las rutas que pidieron los intentos de ataque, en las visitas públicas. Cualquiera puede inventarse una y su texto aparecería en tu página: desactivado salvo que lo quieras.',
     'subdomains.field.stats_publish_delay_sec': 'Retraso de publicación',
     'subdomains.help.stats_publish_delay_sec': 'Las visitas y enlaces más recientes que esto no son públicos. Como máximo 30 días.',
     'subdomains.field.delay_unit': 'Unidad del retraso de publicación',

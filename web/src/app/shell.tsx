@@ -3,6 +3,7 @@
 import type { ComponentChildren } from 'preact';
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
+import { UnexpectedErrors } from './boundary.js';
 import { api, call } from '../api/client.js';
 import { LOCALES, useI18n, type UiKey, type UiLocale } from './i18n.js';
 import { useMe, useSession } from './session.js';
@@ -119,6 +120,7 @@ export function Shell({ children }: { children: ComponentChildren }) {
         </ul>
       </nav>
       <main id="content" class="content">
+        <UnexpectedErrors />
         {children}
       </main>
     </div>

@@ -3,6 +3,7 @@
 // PATCH of the fields that changed; emptied title, expiry and visit limit are cleared with null).
 import type { RefObject } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { v4 as uuidv4 } from 'uuid';
 import { api, ApiError, call, type paths, type Schemas } from '../api/client.js';
 import { useI18n } from '../app/i18n.js';
 import { Field, Notice } from '../app/ui.js';
@@ -273,7 +274,8 @@ export function CreateLinkForm({
   });
   // One key for this form until a link is made: a second submit (double click, retry) replays it.
   const clientId = useRef<string | undefined>(undefined);
-  clientId.current ??= crypto.randomUUID();
+  // uuid's v4: crypto.randomUUID where the origin is secure, getRandomValues on a plain-HTTP LAN origin.
+  clientId.current ??= uuidv4();
   const { busy, error, run } = useSubmission();
   const form = useRef<HTMLFormElement>(null);
   useEffect(() => {

@@ -5,6 +5,7 @@
 import { solveChallenge } from 'altcha-lib';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, load } from '../api/client.js';
+import { formatWait } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
 import { LanguagePicker } from '../app/shell.js';
@@ -34,7 +35,7 @@ async function solve(challenge: Challenge): Promise<string> {
 }
 
 export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
-  const { t } = useI18n();
+  const { t, locale } = useI18n();
   const { refresh } = useSession();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
@@ -136,7 +137,7 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
           {lockedUntil !== undefined ? (
             <Notice kind="error">
               <span class="countdown" data-seconds={secondsLeft}>
-                {t('login.locked', { seconds: secondsLeft })}
+                {t('login.locked', { when: formatWait(locale, secondsLeft) })}
               </span>
             </Notice>
           ) : error ? (

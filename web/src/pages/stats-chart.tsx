@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Schemas } from '../api/client.js';
-import { formatNumber } from '../app/format.js';
+import { formatNumber, formatTimeTicks } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 
 type Point = Schemas['StatsPoint'];
@@ -28,21 +28,6 @@ export function periodFormat(locale: string, tz: string, granularity: Granularit
   );
 }
 
-/** Month and weekday names in the page's language, for uPlot's axis labels. */
-function dateNames(locale: string): uPlot.DateNames {
-  const names = (options: Intl.DateTimeFormatOptions, dates: Date[]) =>
-    dates.map((date) => new Intl.DateTimeFormat(locale, { ...options, timeZone: 'UTC' }).format(date));
-  const months = Array.from({ length: 12 }, (_, month) => new Date(Date.UTC(2026, month, 15)));
-  // 2026-01-04 is a Sunday: uPlot's weekday names start on Sunday.
-  const days = Array.from({ length: 7 }, (_, day) => new Date(Date.UTC(2026, 0, 4 + day)));
-  return {
-    MMMM: names({ month: 'long' }, months),
-    MMM: names({ month: 'short' }, months),
-    WWWW: names({ weekday: 'long' }, days),
-    WWW: names({ weekday: 'short' }, days),
-  };
-}
-
 const DAY_INCRS = [1, 2, 3, 7, 14, 28, 56, 91, 182, 364].map((days) => days * 86_400);
 
 /** Taller on wide screens, never so tall a phone sees nothing else. */
@@ -63,7 +48,6 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
     const style = getComputedStyle(element);
     const color = (name: string) => style.getPropertyValue(name).trim() || style.color;
     const numbers = new Intl.NumberFormat(locale);
-    const names = dateNames(locale);
     const width = element.clientWidth || 320;
     const data: uPlot.AlignedData = [series.map((point) => Date.parse(point.t) / 1000), ...SERIES.map((line) => series.map((point) => point[line.key]))];
     const axis = { stroke: color('--chart-text'), grid: { stroke: color('--chart-grid'), width: 1 }, ticks: { stroke: color('--chart-grid'), width: 1 } };
@@ -72,13 +56,18 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
         width,
         height: heightFor(width),
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), tz),
-        fmtDate: (template) => uPlot.fmtDate(template, names),
         legend: { show: false },
         cursor: { drag: { x: false, y: false } },
         scales: { x: { time: true }, y: { range: (_self, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
         axes: [
           // Daily figures get ticks on whole days only (in the report's zone, through tzDate).
-          { ...axis, space: 60, ...(granularity === 'day' ? { incrs: DAY_INCRS } : {}) },
+          // Labels through the one date formatter: the viewer's language, the report's zone (not uPlot's US {M}/{D}).
+          {
+            ...axis,
+            space: 60,
+            ...(granularity === 'day' ? { incrs: DAY_INCRS } : {}),
+            values: (_self, splits, _axis, _space, step) => formatTimeTicks(locale, tz, splits, step),
+          },
           {
             ...axis,
             incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7],

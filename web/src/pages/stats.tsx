@@ -8,6 +8,8 @@ import { DIMENSIONS, type Dimension } from '#shared/analytics/rollups.js';
 import { isTimeZone } from '#shared/time.js';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatNumber, reportZone, viewerTimeZone } from '../app/format.js';
+import { currentZoneName } from '../app/time-zones.js';
+import { TimeZonePicker } from './stats-zone.js';
 import { useI18n, type Translate, type UiKey } from '../app/i18n.js';
 import { Async, BarTable, Empty, ErrorState, Field, Loading, Notice, PageHeader, useLoad } from '../app/ui.js';
 import { periodFormat, SeriesChart } from './stats-chart.js';
@@ -46,7 +48,8 @@ function parseQuery(query: Record<string, string>): ReportQuery {
   const custom = ISO_DATE.test(query.since ?? '') && ISO_DATE.test(query.until ?? '');
   const preset = custom ? null : PRESET_KEYS.includes(query.range as Preset) ? (query.range as Preset) : '7d';
   const granularity = query.granularity === 'hour' || query.granularity === 'day' ? query.granularity : preset === '24h' ? 'hour' : 'day';
-  const tz = query.tz && isTimeZone(query.tz) ? query.tz : viewerTimeZone();
+  // An old name in a saved address (tz=Asia/Calcutta) opens the zone by its current one.
+  const tz = query.tz && isTimeZone(query.tz) ? currentZoneName(query.tz) : viewerTimeZone();
   return { preset, since: custom ? query.since! : '', until: custom ? query.until! : '', granularity, tz };
 }
 
@@ -106,13 +109,6 @@ const hourlyAllowed = (query: ReportQuery) => {
   const { since, until } = bounds(query);
   return until - since <= MAX_HOURLY_DAYS * DAY;
 };
-
-function timeZones(current: string): string[] {
-  const zones = new Set(typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : []);
-  zones.add('UTC');
-  zones.add(current);
-  return [...zones].sort();
-}
 
 /** The page's address for a report target, keeping the period, granularity and zone. */
 const targetPath = (scope: Scope, id: string) => (scope === 'user' ? '/stats' : `/stats/${scope}/${encodeURIComponent(id)}`);
@@ -316,7 +312,6 @@ function Pickers({ query, hourly, onChange }: { query: ReportQuery; hourly: bool
   useEffect(() => {
     if (query.preset === null) setCustomOpen(true);
   }, [query.preset]);
-  const zones = useMemo(() => timeZones(query.tz), [query.tz]);
   /** Moving to a period too long for hourly figures switches to daily ones rather than asking for a 422. */
   const withPeriod = (next: ReportQuery): ReportQuery => (next.granularity === 'hour' && !hourlyAllowed(next) ? { ...next, granularity: 'day' } : next);
   const presetLabel: Record<Preset, UiKey> = { '24h': 'stats.range_24h', '7d': 'stats.range_7d', '30d': 'stats.range_30d', '90d': 'stats.range_90d' };
@@ -364,18 +359,7 @@ function Pickers({ query, hourly, onChange }: { query: ReportQuery; hourly: bool
             </small>
           )}
         </div>
-        <div class="picker">
-          <label class="picker-label" for="stats-tz">
-            {t('stats.timezone')}
-          </label>
-          <select id="stats-tz" value={query.tz} onChange={(event) => onChange({ ...query, tz: event.currentTarget.value })}>
-            {zones.map((zone) => (
-              <option key={zone} value={zone}>
-                {zone.replaceAll('_', ' ')}
-              </option>
-            ))}
-          </select>
-        </div>
+        <TimeZonePicker value={query.tz} onChange={(tz) => onChange({ ...query, tz })} />
       </div>
       {customOpen ? <CustomRange query={query} onApply={(next) => onChange(withPeriod(next))} /> : null}
     </>

@@ -242,7 +242,14 @@ function formatDelay(locale: UiLocale, t: Translate, seconds: number): string {
 }
 
 const SECTION_SWITCHES: PolicySwitch[] = ['stats_public', 'stats_show_visits_list', 'stats_show_links', 'stats_show_owner'];
-const DETAIL_SWITCHES: PolicySwitch[] = ['stats_show_ip', 'stats_show_internal_ip', 'stats_show_geo', 'stats_show_ua', 'stats_show_referrer'];
+const DETAIL_SWITCHES: PolicySwitch[] = [
+  'stats_show_ip',
+  'stats_show_internal_ip',
+  'stats_show_geo',
+  'stats_show_ua',
+  'stats_show_referrer',
+  'stats_show_attack_paths',
+];
 
 interface Draft {
   title: string;

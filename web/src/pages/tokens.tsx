@@ -4,7 +4,7 @@
 // use (GET /api/v1/tokens); revoke after a confirmation (DELETE /api/v1/tokens/{id}).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
-import { formatDate, formatDateTime, viewerTimeZone } from '../app/format.js';
+import { formatDate, formatDateTime, formatValidThrough, viewerTimeZone } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 import { useMe } from '../app/session.js';
 import { Async, CopyButton, Empty, Field, fieldError, Notice, PageHeader, useLoad, useModalDialog } from '../app/ui.js';
@@ -245,7 +245,7 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
             <th scope="col">{t('tokens.scopes')}</th>
             <th scope="col">{t('tokens.allowed_from')}</th>
             <th scope="col">{t('tokens.state')}</th>
-            <th scope="col">{t('tokens.expires_at')}</th>
+            <th scope="col">{t('tokens.expires')}</th>
             <th scope="col">{t('tokens.last_used')}</th>
             <th scope="col">{t('tokens.actions')}</th>
           </tr>
@@ -286,7 +286,7 @@ function TokenTable({ tokens, onRevoke }: { tokens: Token[]; onRevoke: (token: T
               <td>
                 <span class={`token-state token-state-${token.state}`}>{t(`tokens.state_${token.state}` as UiKey)}</span>
               </td>
-              <td class="token-when">{token.expires_at ? formatDateTime(locale, token.expires_at) : <span class="muted">{t('tokens.no_expiry')}</span>}</td>
+              <td class="token-when">{token.expires_at ? formatValidThrough(locale, token.expires_at) : <span class="muted">{t('tokens.no_expiry')}</span>}</td>
               <td class="token-when token-last-used">
                 {token.last_used_at ? (
                   <>

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimSubdomain, createOwner } from '../support/owners.js';
+import { newAccount, openPage, TEST_PASSWORD, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
+
+// The dashboard as a LAN install serves it: plain HTTP on a name that is not localhost
+// (http://links.lan:PORT, mapped to loopback by Chromium's resolver), so not a secure context and
+// without the APIs only secure contexts have. Also where a sign-in may send the browser on, and the
+// lockout's wait in words.
+let platform: UiPlatform;
+
+beforeAll(async () => {
+  platform = await startUiPlatform({ BRUTEFORCE_MAX_ATTEMPTS: '2', BRUTEFORCE_LOCKOUT: '900' }, { host: 'links.lan' });
+}, 120_000);
+
+afterAll(async () => {
+  await platform?.stop();
+});
+
+describe('the dashboard on a plain-HTTP LAN origin', () => {
+  it('creates a link from "New link" although crypto.randomUUID does not exist there', async () => {
+    const owner = await createOwner(platform.context, platform.app);
+    await claimSubdomain(platform.app, owner);
+    const { page, problems, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(8_000);
+    await signIn(page, owner.email);
+    expect(new URL(page.url()).origin).toBe(platform.origin);
+    expect(await page.evaluate(() => ({ secure: window.isSecureContext, randomUUID: typeof crypto.randomUUID }))).toEqual({
+      secure: false,
+      randomUUID: 'undefined',
+    });
+    await page.goto('/links');
+    await page.getByRole('button', { name: 'New link' }).click();
+    await page.getByLabel('Target URL').fill('https://example.com/lan');
+    await page.getByRole('button', { name: 'Create link' }).click();
+    await page.getByRole('status').filter({ hasText: 'Link created:' }).waitFor();
+    await screenshot(page, 'links-lan-origin-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it('shows an action that fails in the browser as an error, instead of doing nothing', async () => {
+    const owner = await createOwner(platform.context, platform.app);
+    await claimSubdomain(platform.app, owner);
+    const { page, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(8_000);
+    await signIn(page, owner.email);
+    await page.goto('/links');
+    await page.getByRole('button', { name: 'New link' }).waitFor();
+    // A browser without usable randomness at all: opening the form cannot make its client_id.
+    await page.evaluate(() => {
+      Object.defineProperty(Crypto.prototype, 'getRandomValues', {
+        value: () => {
+          throw new Error('no randomness in this browser');
+        },
+      });
+    });
+    await page.getByRole('button', { name: 'New link' }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'no randomness in this browser' });
+    await alert.waitFor();
+    expect(await alert.textContent()).toContain('Something went wrong');
+    await screenshot(page, 'links-action-error-desktop');
+    // Another page starts afresh.
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    expect(await page.getByText('no randomness in this browser').count()).toBe(0);
+    await browserContext.close();
+  });
+});
+
+describe('an action failing outside the page', () => {
+  it('says so when a sign-out request is lost (the network cut by the test)', async () => {
+    const account = await newAccount(platform);
+    const { page, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(8_000);
+    await signIn(page, account.email);
+    await page.route('**/auth/logout', (route) => route.abort('internetdisconnected'));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    const alert = page.locator('.unexpected-error');
+    await alert.waitFor();
+    expect(await alert.getAttribute('role')).toBe('alert');
+    expect(await alert.textContent()).toMatch(/^Something went wrong: .+/);
+    // Still signed in, and the message can be dismissed.
+    await page.locator('#main-nav').waitFor();
+    await alert.getByRole('button', { name: 'Close' }).click();
+    expect(await page.locator('.unexpected-error').count()).toBe(0);
+    await browserContext.close();
+  });
+});
+
+describe('signing in with a next page', () => {
+  it.each([['/\\evil.example/'], ['//evil.example/'], ['/\\/evil.example'], ['https://evil.example/'], ['javascript:alert(1)'], ['/\t/evil.example']])(
+    'next=%s leads to the overview after a correct sign-in, never away and never stuck',
+    async (next) => {
+      const account = await newAccount(platform);
+      const { page, problems, browserContext } = await openPage(platform);
+      page.setDefaultTimeout(8_000);
+      await page.goto(`/login?next=${encodeURIComponent(next)}`);
+      await page.getByLabel('E-mail').fill(account.email);
+      await page.getByLabel('Password').fill(TEST_PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${platform.origin}/`).catch((error: unknown) => {
+        throw new Error(`at ${page.url()}: ${String(error)}`);
+      });
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      expect(problems).toEqual([]);
+      await browserContext.close();
+    },
+  );
+
+  it('a next page of this origin is kept, with its query', async () => {
+    const account = await newAccount(platform);
+    const { page, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(8_000);
+    await page.goto(`/login?next=${encodeURIComponent('/links?q=spring')}`);
+    await page.getByLabel('E-mail').fill(account.email);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${platform.origin}/links?q=spring`);
+    await browserContext.close();
+  });
+});
+
+describe('the lockout', () => {
+  it.each([
+    ['en-US', 'Too many attempts. You can try again in 15 minutes.'],
+    ['de-DE', 'Zu viele Versuche. Sie können es in 15 Minuten erneut versuchen.'],
+  ])('says how long in minutes, in the viewer’s language (%s)', async (locale, message) => {
+    const account = await newAccount(platform);
+    const { page, browserContext } = await openPage(platform, { locale });
+    page.setDefaultTimeout(8_000);
+    await page.goto('/login');
+    await page.locator('#login-email').fill(account.email);
+    for (let attempt = 0; attempt < 4 && (await page.locator('.countdown').count()) === 0; attempt++) {
+      await page.locator('#login-password').fill(`wrong ${attempt}`);
+      await page.locator('button[type="submit"]').click();
+      await page.getByRole('alert').waitFor();
+    }
+    const countdown = page.locator('.countdown');
+    await countdown.waitFor();
+    expect(Number(await countdown.getAttribute('data-seconds'))).toBeGreaterThan(840);
+    expect(await countdown.textContent()).toBe(message);
+    await screenshot(page, `login-lockout-${locale}`);
+    await browserContext.close();
+  });
+});
