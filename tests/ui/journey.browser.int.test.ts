@@ -201,7 +201,7 @@ describe('a new owner, end to end in the browser', () => {
     const download = page.waitForEvent('download');
     await page.getByRole('button', { name: 'Export', exact: true }).click();
     const saved = await download;
-    const rows = parse<Record<string, string>>(await readFile(await saved.path(), 'utf8'), { columns: true });
+    const rows = parse<Record<string, string>>(await readFile(await saved.path(), 'utf8'), { columns: true, bom: true });
     const listed = await fetch(`${platform.origin}/api/v1/visits?subdomain=${subdomain}&limit=100`, { headers: { authorization: `Bearer ${secret}` } });
     const visits = ((await listed.json()) as { data: { visits: { visit_id: string; country: string }[] } }).data.visits;
     expect(rows.map((entry) => entry.visit_id).sort()).toEqual(visits.map((visit) => visit.visit_id).sort());
