@@ -1,9 +1,9 @@
-import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#services/app.js';
 import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext } from './support/context.js';
+import { rawExchange as rawExchangeWith } from './support/raw-http.js';
 
 // What a client meets over a real socket before Fastify sees its request: Node's own answers.
 
@@ -24,23 +24,7 @@ afterAll(async () => {
 });
 
 /** Sends raw bytes and reads the whole answer until the server closes the connection. */
-function rawExchange(bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ port, host: '127.0.0.1' });
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk) => chunks.push(chunk));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
-      const [statusLine = '', ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
-    });
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
-    socket.write(bytes);
-  });
-}
+const rawExchange = (bytes: string) => rawExchangeWith(port, bytes);
 
 function expectEnvelope(answer: Awaited<ReturnType<typeof rawExchange>>, status: number, code: string) {
   expect(answer.status).toBe(status);

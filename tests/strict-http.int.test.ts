@@ -1,9 +1,9 @@
-import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '#services/app.js';
 import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext } from './support/context.js';
+import { rawExchange as rawExchangeWith, type RawAnswer } from './support/raw-http.js';
 import { claimSubdomain, createOwner, type TestOwner } from './support/owners.js';
 import { TEST_PASSWORD } from './support/accounts.js';
 
@@ -33,26 +33,10 @@ afterAll(async () => {
   await closeContext(context);
 });
 
-type Answer = { status: number; headers: Record<string, string>; body: string };
+type Answer = RawAnswer;
 
 /** Sends raw bytes (the head as written: repeated or missing headers stay so) and reads the answer until the server closes. */
-function rawExchange(bytes: string, to = port): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ port: to, host: '127.0.0.1' });
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk) => chunks.push(chunk));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
-      const [statusLine = '', ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
-    });
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
-    socket.write(bytes);
-  });
-}
+const rawExchange = (bytes: string, to = port): Promise<Answer> => rawExchangeWith(to, bytes);
 
 /** A request over HTTP with fetch (Host and framing as a client writes them). */
 async function send(path: string, init: RequestInit = {}): Promise<Answer> {

@@ -37,16 +37,17 @@ async function publicPayload(subdomain: string) {
 
 /** The preview's public summary as the page shows it (each row's data-key and its state). */
 async function previewSummary(page: Page): Promise<Record<string, boolean | number>> {
-  return page
-    .locator('[data-testid="preview"] [data-key]')
-    .evaluateAll((rows) =>
-      Object.fromEntries(
-        rows.map((row) => [
-          row.getAttribute('data-key'),
-          row.hasAttribute('data-value') ? Number(row.getAttribute('data-value')) : row.getAttribute('data-public') === 'true',
-        ]),
-      ),
-    );
+  const rows = page.locator('[data-testid="preview"] [data-key]');
+  // The preview renders once the settings have loaded, after the heading: read it only when it is there.
+  await rows.first().waitFor();
+  return rows.evaluateAll((rows) =>
+    Object.fromEntries(
+      rows.map((row) => [
+        row.getAttribute('data-key'),
+        row.hasAttribute('data-value') ? Number(row.getAttribute('data-value')) : row.getAttribute('data-public') === 'true',
+      ]),
+    ),
+  );
 }
 
 const nameError = (page: Page) => page.locator('#claim-name-error');
