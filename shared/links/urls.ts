@@ -41,13 +41,20 @@ export function isPlatformHost(host: string, config: { publicUrl: string; baseDo
   return range === 'loopback' || range === 'unspecified';
 }
 
-const URL_PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0)';
+/** A port, 0 to 65535, without leading zeros. */
+export const URL_PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0)';
 /** A host label that does not start with `xn--` (punycode), in any case, without lookarounds. */
 const LABEL =
   '(?:[A-WYZa-wyz0-9-][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-z0-9-]*)?|[xX][nN](?:[A-Za-z0-9][A-Za-z0-9-]*)?|[xX][nN]-(?:[A-Za-z0-9][A-Za-z0-9-]*)?)';
 /** The same, starting with a letter (the last label: one of digits would be read as an IPv4 number). */
 const LAST_LABEL =
   '(?:[A-WYZa-wyz][A-Za-z0-9-]*|[xX](?:[A-MO-Za-mo-z0-9-][A-Za-z0-9-]*)?|[xX][nN](?:[A-Za-z0-9][A-Za-z0-9-]*)?|[xX][nN]-(?:[A-Za-z0-9][A-Za-z0-9-]*)?)';
+
+/**
+ * A host as the API takes it in URLs and origins, as a pattern without lookarounds: an ASCII host name
+ * whose last label starts with a letter (no `xn--` label), or a dotted IPv4 address.
+ */
+export const URL_HOST = `(?:(?:${LABEL}\\.)*${LAST_LABEL}|${V4_OCTET}(?:\\.${V4_OCTET}){3})`;
 
 /**
  * An http(s) URL as the API takes it, as one pattern without lookarounds (stated as is in the OpenAPI
@@ -58,7 +65,7 @@ const LAST_LABEL =
  * either form (Unicode, or `xn--` punycode: lookalike hosts, and punycode that does not decode).
  */
 export const HTTP_URL = new RegExp(
-  `^[hH][tT][tT][pP][sS]?://(?:(?:${LABEL}\\.)*${LAST_LABEL}|${V4_OCTET}(?:\\.${V4_OCTET}){3})(?::${URL_PORT})?` +
+  `^[hH][tT][tT][pP][sS]?://${URL_HOST}(?::${URL_PORT})?` +
     "(?:/[A-Za-z0-9\\-._~:/\\[\\]@!$&'()*+,;=%|^]*)?(?:\\?[A-Za-z0-9\\-._~:/?\\[\\]@!$&()*+,;=%|^{}`]*)?(?:#[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=%|^{}]*)?$",
 );
 

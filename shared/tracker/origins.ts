@@ -1,18 +1,21 @@
 import { z } from 'zod';
 import { rule } from '../i18n/index.js';
+import { URL_HOST, URL_PORT } from '../links/urls.js';
 
 /** Most site origins one subdomain lists for its tracker. */
 export const MAX_TRACKER_ORIGINS = 50;
 
 /**
- * A site origin as an owner writes it: http or https, a host (a name, Unicode or punycode, an IPv4
- * address or a bracketed IPv6 one), an optional port, an optional trailing slash; no path, query,
- * fragment or credentials. One pattern, so that the OpenAPI document states the whole rule.
+ * A site origin as an owner writes it: http or https, a host as link targets take it (an ASCII host
+ * name, no `xn--` label, or a dotted IPv4 address), an optional port, an optional trailing slash; no
+ * path, query, fragment or credentials. One pattern, and exactly the rule (the OpenAPI document states
+ * it, and `make contract` holds the server to it): Unicode or punycode host names and IPv6 literals,
+ * whose validity no pattern can state, are not taken.
  */
-const ORIGIN_INPUT = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/(?:[^\s/?#@:[\]]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?\/?$/;
+const ORIGIN_INPUT = new RegExp(`^[Hh][Tt][Tt][Pp][Ss]?://${URL_HOST}(?::${URL_PORT})?/?$`);
 
 /** A host as the URL parser leaves it: DNS labels (punycode for Unicode names), an IPv4 or a bracketed IPv6 address; no `*` or `%`. */
-const SITE_HOST = /^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*|\[[0-9a-f:.]+\])$/;
+const SITE_HOST = /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*|\[[0-9a-f:.]+\])$/;
 
 /** The origin as browsers send it in `Origin` (lower-case scheme and host, punycode, no default port), or undefined. */
 export function canonicalOrigin(text: string): string | undefined {
@@ -26,7 +29,7 @@ export function canonicalOrigin(text: string): string | undefined {
   return url.origin;
 }
 
-/** One listed origin: checked against the pattern and by the URL parser (a port above 65535, a malformed host). */
+/** One listed origin: the pattern is the whole rule (every text it admits, the URL parser takes; the refine only guards that). */
 const originField = z
   .string()
   .max(300)

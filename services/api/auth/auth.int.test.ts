@@ -399,14 +399,14 @@ describe('POST /api/v1/users', () => {
   });
 
   // Guards issue 34: the rule was length only, so `password1234` was accepted.
-  it('refuses common, breached and easily derived passwords with 422 validation_error naming the field', async () => {
+  it('refuses common, breached and easily derived passwords with 409 conflict naming the field', async () => {
     const staff = await createAccount(context, 'staff');
     const cookie = await loginCookie(app, staff.email, TEST_PASSWORD, clientIp());
     const email = `${uniqueName('weak')}@example.test`;
     for (const password of ['password1234', 'qwertyuiop12', 'P@ssw0rd2024!', 'iloveyou2024', `${email.split('@')[0]}1`]) {
       const refused = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { email, password } });
-      expect(refused.statusCode, password).toBe(422);
-      expect(refused.json().error, password).toMatchObject({ code: 'validation_error', details: { password: expect.stringMatching(/too common/) } });
+      expect(refused.statusCode, password).toBe(409);
+      expect(refused.json().error, password).toMatchObject({ code: 'conflict', details: { password: expect.stringMatching(/too common/) } });
     }
     // Localised like every rule.
     const german = await app.inject({

@@ -64,7 +64,8 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] 
           .meta({
             description:
               'At least 12 characters, and not common or easy to guess (NIST SP 800-63B): a password of the breached-password lists ' +
-              'zxcvbn-ts ships, or derived from one or from the e-mail (zxcvbn score below 3), is 422 `validation_error` with `details.password`.',
+              'zxcvbn-ts ships, or derived from one or from the e-mail (zxcvbn score below 3), is 409 `conflict` with `details.password` ' +
+              "(as a reserved subdomain name: a rule of the server's lists, which no schema states; 422 stays for what the schema says).",
           }),
         role: z.enum(['staff', 'user']).default('user'),
         display_name: textField(100).optional(),
@@ -74,7 +75,7 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] 
       errors: ['conflict'],
       handler: async ({ body }) => {
         if (await isWeakPassword(body.password, [body.email, body.display_name ?? ''])) {
-          throw new AppError('validation_error', { password: rule('password_common') });
+          throw new AppError('conflict', { password: rule('password_common') });
         }
         const id = await users.insertIfAbsent({
           email: body.email,

@@ -21,11 +21,17 @@ interface Draft {
 }
 const EMPTY: Draft = { email: '', password: '', role: 'user', displayName: '' };
 
-/** The error of a field: its validation rule, or the conflict of a registered e-mail. */
+/**
+ * The error of a field: its validation rule, or a conflict the server names on it (a registered
+ * e-mail, a password of the breached-password lists): its rule, as a validation rule is shown.
+ */
 function errorOf(error: unknown, field: string): string | undefined {
   const rule = fieldError(error, field);
   if (rule) return rule;
-  if (error instanceof ApiError && error.code === 'conflict' && field in error.details) return error.message;
+  if (error instanceof ApiError && error.code === 'conflict' && field in error.details) {
+    const detail = error.details[field];
+    return typeof detail === 'string' ? detail : error.message;
+  }
   return undefined;
 }
 
