@@ -48,7 +48,7 @@ export const TrackerOriginsInput = z
   .meta({
     description:
       `The site origins the tracker may run on for this subdomain (at most ${MAX_TRACKER_ORIGINS}), as in a browser's Origin ` +
-      'header: `https://example.org`, `http://localhost:8080`; stored canonical (lower case, punycode, no default port, no ' +
+      'header: `https://example.org`, `http://localhost:8080`; stored canonical (lower case, no default port, no ' +
       'trailing slash). When the list has entries, POST /tracker/consent with this `subdomain` (and /tracker/collect under its ' +
       'token) answers 403 `forbidden` (reason `origin_not_allowed`) and stores nothing unless the Origin header — or, without ' +
       "one, the Referer's origin — is listed; a request with neither is refused too. Empty (the default): any site. A non-browser " +

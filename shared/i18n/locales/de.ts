@@ -64,7 +64,7 @@ export const de: Catalogue = {
   'rule.email': 'muss eine E-Mail-Adresse sein',
   'rule.max_capabilities': 'höchstens {max} Fähigkeiten',
   'rule.site_origin':
-    'muss ein Website-Ursprung sein: http oder https, ein Host und optional ein Port, ohne Pfad, Query oder Zugangsdaten (z. B. https://example.org)',
+    'muss ein Website-Ursprung sein: http oder https, ein ASCII-Hostname (kein Punycode) oder eine IPv4-Adresse und optional ein Port, ohne Pfad, Query oder Zugangsdaten (z. B. https://example.org)',
   'rule.max_tracker_origins': 'höchstens {max} Website-Ursprünge',
   'rule.taken': 'ist vergeben',
   'rule.taken_in_subdomain': 'ist in dieser Subdomain vergeben',

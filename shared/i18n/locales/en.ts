@@ -61,7 +61,8 @@ export const en = {
   'rule.not_punycode': 'must not have "--" in positions 3 and 4: punycode (xn--) labels are refused, as they can imitate other names',
   'rule.email': 'must be an e-mail address',
   'rule.max_capabilities': 'at most {max} capabilities',
-  'rule.site_origin': 'must be a site origin: http or https, a host and an optional port, without path, query or credentials (e.g. https://example.org)',
+  'rule.site_origin':
+    'must be a site origin: http or https, an ASCII host name (not punycode) or IPv4 address and an optional port, without path, query or credentials (e.g. https://example.org)',
   'rule.max_tracker_origins': 'at most {max} site origins',
   'rule.taken': 'is taken',
   'rule.taken_in_subdomain': 'is taken in this subdomain',

@@ -64,7 +64,7 @@ export const es: Catalogue = {
   'rule.email': 'debe ser una dirección de correo electrónico',
   'rule.max_capabilities': 'como máximo {max} capacidades',
   'rule.site_origin':
-    'debe ser un origen de sitio: http o https, un host y un puerto opcional, sin ruta, consulta ni credenciales (p. ej. https://example.org)',
+    'debe ser un origen de sitio: http o https, un nombre de host ASCII (no punycode) o una dirección IPv4 y un puerto opcional, sin ruta, consulta ni credenciales (p. ej. https://example.org)',
   'rule.max_tracker_origins': 'como máximo {max} orígenes de sitio',
   'rule.taken': 'ya está en uso',
   'rule.taken_in_subdomain': 'ya está en uso en este subdominio',

@@ -64,7 +64,7 @@ export const fr: Catalogue = {
   'rule.email': 'doit être une adresse e-mail',
   'rule.max_capabilities': 'au plus {max} capacités',
   'rule.site_origin':
-    'doit être une origine de site : http ou https, un hôte et un port facultatif, sans chemin, requête ni identifiants (p. ex. https://example.org)',
+    'doit être une origine de site : http ou https, un nom d’hôte ASCII (pas de punycode) ou une adresse IPv4 et un port facultatif, sans chemin, requête ni identifiants (p. ex. https://example.org)',
   'rule.max_tracker_origins': 'au plus {max} origines de site',
   'rule.taken': 'est déjà pris',
   'rule.taken_in_subdomain': 'est déjà pris dans ce sous-domaine',

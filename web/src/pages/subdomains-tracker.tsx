@@ -1,5 +1,5 @@
 // The tracker part of a subdomain's settings: the site origins its tracker may run on
-// (tracker_origins), one per line. The server checks and canonicalises them (lower case, punycode,
+// (tracker_origins), one per line. The server checks and canonicalises them (lower case,
 // no default port); a refused line is said on the field with its number.
 import { ApiError } from '../api/client.js';
 import type { Translate } from '../app/i18n.js';
