@@ -86,6 +86,7 @@ export type MessageVariant =
   | 'error.not_found.link'
   | 'error.gone.expired'
   | 'error.gone.limit_reached'
+  | 'error.conflict.password_common'
   | 'error.payload_too_large.headers'
   | 'error.missing_parameter.named'
   | 'error.method_not_allowed.allowed'

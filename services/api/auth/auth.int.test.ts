@@ -406,7 +406,11 @@ describe('POST /api/v1/users', () => {
     for (const password of ['password1234', 'qwertyuiop12', 'P@ssw0rd2024!', 'iloveyou2024', `${email.split('@')[0]}1`]) {
       const refused = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { cookie, origin }, payload: { email, password } });
       expect(refused.statusCode, password).toBe(409);
-      expect(refused.json().error, password).toMatchObject({ code: 'conflict', details: { password: expect.stringMatching(/too common/) } });
+      expect(refused.json().error, password).toMatchObject({
+        code: 'conflict',
+        message: expect.stringMatching(/password is too common/),
+        details: { password: expect.stringMatching(/too common/) },
+      });
     }
     // Localised like every rule.
     const german = await app.inject({

@@ -75,7 +75,7 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] 
       errors: ['conflict'],
       handler: async ({ body }) => {
         if (await isWeakPassword(body.password, [body.email, body.display_name ?? ''])) {
-          throw new AppError('conflict', { password: rule('password_common') });
+          throw new AppError('conflict', { password: rule('password_common') }, { messageKey: 'error.conflict.password_common' });
         }
         const id = await users.insertIfAbsent({
           email: body.email,

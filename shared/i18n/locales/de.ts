@@ -14,6 +14,7 @@ export const de: Catalogue = {
   'error.not_found': 'Hier wurde nichts gefunden.',
   'error.method_not_allowed': 'Diese Methode ist hier nicht erlaubt.',
   'error.conflict': 'Das steht im Konflikt mit etwas Bestehendem.',
+  'error.conflict.password_common': 'Dieses Passwort ist zu verbreitet oder zu leicht zu erraten: Wählen Sie ein anderes.',
   'error.slug_taken': 'Dieser Slug wird bereits von einem benachbarten Bereich verwendet.',
   'error.duplicate_client_id': 'Dieser Schreibvorgang wurde bereits ausgeführt; das ursprüngliche Objekt wird zurückgegeben.',
   'error.task_not_claimable': 'Diese Aufgabe kann nicht übernommen werden.',

@@ -13,6 +13,7 @@ export const en = {
   'error.not_found': 'Nothing was found here.',
   'error.method_not_allowed': 'This method is not allowed here.',
   'error.conflict': 'This conflicts with something that already exists.',
+  'error.conflict.password_common': 'This password is too common or too easy to guess: choose another.',
   'error.slug_taken': 'This slug is already used by a sibling section.',
   'error.duplicate_client_id': 'This write was already done; the original object is returned.',
   'error.task_not_claimable': 'This task cannot be claimed.',

@@ -14,6 +14,7 @@ export const es: Catalogue = {
   'error.not_found': 'No se encontró nada aquí.',
   'error.method_not_allowed': 'Este método no está permitido aquí.',
   'error.conflict': 'Esto entra en conflicto con algo que ya existe.',
+  'error.conflict.password_common': 'Esta contraseña es demasiado común o fácil de adivinar: elija otra.',
   'error.slug_taken': 'Este slug ya lo usa una sección hermana.',
   'error.duplicate_client_id': 'Esta escritura ya se realizó; se devuelve el objeto original.',
   'error.task_not_claimable': 'Esta tarea no se puede reclamar.',

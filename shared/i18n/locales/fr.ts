@@ -14,6 +14,7 @@ export const fr: Catalogue = {
   'error.not_found': "Rien n'a été trouvé ici.",
   'error.method_not_allowed': "Cette méthode n'est pas autorisée ici.",
   'error.conflict': 'Cela entre en conflit avec un élément existant.',
+  'error.conflict.password_common': 'Ce mot de passe est trop courant ou trop facile à deviner : choisissez-en un autre.',
   'error.slug_taken': 'Ce slug est déjà utilisé par une section voisine.',
   'error.duplicate_client_id': "Cette écriture a déjà été effectuée ; l'objet d'origine est renvoyé.",
   'error.task_not_claimable': 'Cette tâche ne peut pas être prise.',
