@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { Context } from '#shared/context.js';
 import { selectRows } from '#shared/analytics/analytics.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
 import { closeContext } from './support/context.js';
 import type { listenerClient } from './support/listener.js';
 import type { TestOwner } from './support/owners.js';
@@ -223,5 +226,31 @@ describe('the document is as strict as the server and chains its resources', () 
     expect(Object.keys(linkLinks)).toEqual(expect.arrayContaining(['UpdateLink', 'DeleteLink', 'DuplicateLink', 'LinkQr']));
     expect(document.paths['/api/v1/tokens'].post.responses['201'].links.RevokeToken.operationId).toBe('revokeToken');
     expect(Object.keys(document.paths['/api/v1/webhooks'].post.responses['201'].links)).toContain('TestWebhook');
+  });
+});
+
+// Guards issue 34: docs/api.md said 422 for a webhook address the SSRF guard refuses and for a reserved
+// subdomain name, while the server answers 403 and 409. Each status is read off the server, then found in
+// the sentence of the guide that describes it.
+describe('the API guide states the statuses the server answers', () => {
+  const guide = readFileSync(join(PROJECT_ROOT, 'docs/api.md'), 'utf8');
+  /** The guide's bullet that starts with `lead` (up to the next bullet), with its line breaks folded. */
+  const bullet = (lead: string) => {
+    const start = guide.indexOf(lead);
+    expect(start, lead).toBeGreaterThanOrEqual(0);
+    const end = guide.indexOf('\n- ', start + lead.length);
+    return guide.slice(start, end < 0 ? undefined : end).replace(/\s+/g, ' ');
+  };
+
+  it('a webhook address the SSRF guard refuses: the status and reason the guide names', async () => {
+    const response = await post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['visit.new'] });
+    const { code, details } = response.json().error as { code: string; details: { reason: string } };
+    expect(bullet('- **SSRF guard**')).toContain(`${response.statusCode} \`${code}\`, \`details.reason\` \`${details.reason}\``);
+  });
+
+  it('a reserved subdomain name: the status and code the guide names', async () => {
+    const response = await post('/api/v1/subdomains', { name: 'www' });
+    const { code } = response.json().error as { code: string };
+    expect(bullet('- **Subdomains**')).toContain(`are reserved (${response.statusCode} \`${code}\``);
   });
 });
