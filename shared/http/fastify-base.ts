@@ -163,6 +163,19 @@ const invalidHost = (host: string) => new AppError('bad_request', { host }, { me
  * admitted, as that version allows: it is served as the platform's own host, never a short host.
  */
 export function requestHostProblem(request: IncomingMessage): AppError | undefined {
+  const checked = request as IncomingMessage & { [HOST_PROBLEM]?: AppError | null };
+  // The host dispatcher checks every request before it routes; the API's hook then reuses its answer.
+  const known = checked[HOST_PROBLEM];
+  if (known !== undefined) return known ?? undefined;
+  const problem = hostProblemOf(request);
+  checked[HOST_PROBLEM] = problem ?? null;
+  return problem;
+}
+
+/** The answer of requestHostProblem, kept on the request once found (null: none). */
+const HOST_PROBLEM = Symbol('hostProblem');
+
+function hostProblemOf(request: IncomingMessage): AppError | undefined {
   if (request.httpVersionMajor !== 1) {
     return new AppError('bad_request', { request: 'http_version', version: request.httpVersion }, { messageKey: 'error.bad_request.http_version' });
   }
