@@ -15,6 +15,7 @@ export interface Metrics {
   auditWriteFailures: Counter<string>;
   eventPublishFailures: Counter<'event'>;
   webhookAttempts: Counter<'outcome'>;
+  webhookAttemptsKept: Counter;
   webhookDispatched: Counter<'event'>;
   visitsAccepted: Counter<'kind'>;
   visitsDropped: Counter<'reason' | 'topic'>;
@@ -90,6 +91,11 @@ export function createMetrics(): Metrics {
       name: 'webhook_attempts_total',
       help: 'Webhook delivery attempts, by outcome (success, http_error: a non-2xx answer, no_response: refused, timed out or unreachable).',
       labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookAttemptsKept: new Counter({
+      name: 'webhook_attempt_rows_kept_total',
+      help: 'Delivery-log rows the database could not take when their attempt was made (down, a lost connection): kept in a webhook.record job and written later, instead of making the attempt again.',
       registers: [registry],
     }),
     webhookDispatched: new Counter({

@@ -4,9 +4,10 @@ import { decodeEvents } from '#shared/events/events.js';
 import { DeferJob, defineJob, type JobDefinition } from '#shared/jobs/jobs.js';
 import { createNotifier } from '#shared/notifications.js';
 import { TOPICS } from '#shared/message-log/topics.js';
+import { dependencyPorts, unavailableDependency } from '#shared/unavailable.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { BACKOFF_FACTOR, MAX_ATTEMPTS, WEBHOOKS_VERSION_KEY, createDeliverer, deliveryIdOf, type DeliverableEvent } from '#shared/webhooks/delivery.js';
-import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
+import type { DeliveryAttempt, WebhookRow } from '#shared/webhooks/webhooks.repository.js';
 import { matches, webhookCache, type WebhookCache } from '#shared/webhooks/subscriptions.js';
 import type { Repositories } from '../repositories.js';
 
@@ -35,6 +36,41 @@ export function deliveryJob({ config }: Pick<Context, 'config'>): JobDefinition<
     retainFinished: 100_000,
   });
 }
+
+/** Delivery-log rows of attempts made when the database could not take them, written later. */
+export interface RecordJob {
+  attempts: DeliveryAttempt[];
+}
+
+/** The job kind that writes kept delivery-log rows; it waits while the database is down, its attempts are for other failures. */
+export const recordJob = defineJob<RecordJob>({
+  name: 'webhook.record',
+  attempts: MAX_ATTEMPTS,
+  backoffMs: 1_000,
+  backoffFactor: BACKOFF_FACTOR,
+  concurrency: 1,
+  retainFinished: 10_000,
+});
+
+/** A webhook to disable after an attempt, when the database could not do it then (the attempt is not made again for it). */
+export interface DisableJob {
+  webhook: Pick<WebhookRow, 'id' | 'owner_id' | 'url'>;
+  reason: string;
+  data: Record<string, unknown>;
+}
+
+/** The job kind that disables a webhook and notifies its owner once the database is back. */
+export const disableJob = defineJob<DisableJob>({
+  name: 'webhook.disable',
+  attempts: MAX_ATTEMPTS,
+  backoffMs: 1_000,
+  backoffFactor: BACKOFF_FACTOR,
+  concurrency: 1,
+  retainFinished: 10_000,
+});
+
+/** How long a job that needs the database waits before it looks again while the database is down (plus as much jitter at most). */
+const DATABASE_WAIT_MS = 1_000;
 
 /** Pause between two looks at the delivery queue while it is above its high-water mark. */
 const QUEUE_POLL_MS = 100;
@@ -98,19 +134,42 @@ export type WebhooksWorkerDeps = Pick<Context, 'cache' | 'config' | 'secrets' | 
  * The enricher only publishes events (one message per owner and batch): fan-out and HTTP happen here.
  * The dispatcher enqueues only while fewer than WEBHOOK_QUEUE_HIGH_WATER deliveries are ready to
  * run: a backlog stays in the events topic, which is made to hold one, not in Redis.
+ *
+ * While the database is down, an attempt is not made twice for want of a row: a delivery whose
+ * webhook cannot be read waits (not an attempt); an attempt made whose row cannot be written goes
+ * on (its outcome decides as usual) and its row is kept in a `webhook.record` job, written with its
+ * real time once the database is back; a webhook to disable then is disabled by a `webhook.disable`
+ * job. Redis or the job store down as well: the delivery fails and is retried (at least once).
  */
 export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consumer> {
   const { config, log, metrics, jobs, messageLog } = context;
   // One repository of webhooks for the cache, the deliverer (attempt log), the notifier and disabling.
   const { webhooks: repository, users } = context.repositories;
   const cache = context.subscriptions ?? webhookCache({ webhooks: repository, cache: context.cache });
-  const deliverer = createDeliverer({ webhooks: repository, secrets: context.secrets, config, metrics });
+  const deliverer = createDeliverer({
+    webhooks: repository,
+    secrets: context.secrets,
+    config,
+    metrics,
+    keep: (attempts) => jobs.enqueue(recordJob, { attempts }),
+  });
   const notifier = createNotifier({ webhooks: repository, users, config, log });
   const job = deliveryJob(context);
   const slots = slotsPerKey(config.webhooks.perWebhook);
   const { queueHighWater } = config.webhooks;
+  const databasePorts = dependencyPorts({ database: config.database.kind === 'postgres' ? config.database.url : undefined });
+  const databaseDown = (error: unknown) => unavailableDependency(error, databasePorts) === 'database';
+  /** Runs work that needs the database; while it is down, the job is run again later as the same attempt. */
+  const withDatabase = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (databaseDown(error)) throw new DeferJob(DATABASE_WAIT_MS + Math.round(Math.random() * DATABASE_WAIT_MS));
+      throw error;
+    }
+  };
 
-  const disable = async (webhook: WebhookRow, reason: string, data: Record<string, unknown>) => {
+  const disable = async (webhook: DisableJob['webhook'], reason: string, data: Record<string, unknown>) => {
     const disabled = await repository.disable(webhook.id, reason);
     if (!disabled) return; // another attempt disabled it first and notified
     await context.cache.bump(WEBHOOKS_VERSION_KEY);
@@ -126,8 +185,24 @@ export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consum
     });
   };
 
+  /**
+   * Disables a webhook after an attempt. When that fails (the database down), a webhook.disable job
+   * does it later: failing the delivery would make its attempt again.
+   */
+  const disableAfterAttempt = async (deliveryId: string, webhook: WebhookRow, reason: string, data: Record<string, unknown>) => {
+    try {
+      await disable(webhook, reason, data);
+    } catch {
+      await jobs.enqueue(disableJob, { webhook: { id: webhook.id, owner_id: webhook.owner_id, url: webhook.url }, reason, data }, { jobId: deliveryId });
+    }
+  };
+
+  // Started before the deliveries that may enqueue their jobs, stopped after them.
+  const recorder = await jobs.process(recordJob, ({ attempts }) => withDatabase(() => repository.insertAttempts(attempts, { skipRecorded: true })));
+  const disabler = await jobs.process(disableJob, ({ webhook, reason, data }) => withDatabase(() => disable(webhook, reason, data)));
+
   const processor = await jobs.process(job, async (delivery, { attempt, final }) => {
-    const webhook = await cache.get(delivery.webhook_id, delivery.owner_id);
+    const webhook = await withDatabase(() => cache.get(delivery.webhook_id, delivery.owner_id));
     // Deleted, or disabled meanwhile: nothing more is sent (not an attempt).
     if (!webhook || !webhook.enabled) return;
     const slot = slots.acquire(webhook.id, SLOT_WAIT_MS);
@@ -136,13 +211,18 @@ export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consum
     const outcome = await deliverer.attempt(webhook, delivery.event, delivery.delivery_id, attempt, () => slots.release(webhook.id));
     if (outcome.success) return;
     if (outcome.status_code === 410) {
-      return disable(webhook, 'the receiver answered 410 Gone', { delivery_id: delivery.delivery_id, event: delivery.event.type });
-    }
-    if (final) {
-      return disable(webhook, `${MAX_ATTEMPTS} attempts of delivery ${delivery.delivery_id} (${delivery.event.type}) failed; the last: ${outcome.error}`, {
+      return disableAfterAttempt(delivery.delivery_id, webhook, 'the receiver answered 410 Gone', {
         delivery_id: delivery.delivery_id,
         event: delivery.event.type,
       });
+    }
+    if (final) {
+      return disableAfterAttempt(
+        delivery.delivery_id,
+        webhook,
+        `${MAX_ATTEMPTS} attempts of delivery ${delivery.delivery_id} (${delivery.event.type}) failed; the last: ${outcome.error}`,
+        { delivery_id: delivery.delivery_id, event: delivery.event.type },
+      );
     }
     throw new Error(`webhook delivery attempt ${attempt} failed: ${outcome.error}`);
   });
@@ -197,6 +277,7 @@ export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consum
     async stop() {
       await consumer.stop();
       await processor.stop();
+      await Promise.all([recorder.stop(), disabler.stop()]);
       notifier.close();
     },
   };

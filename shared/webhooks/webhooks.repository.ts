@@ -116,10 +116,15 @@ export function webhooksRepository(db: Kysely<DB>) {
     },
     /**
      * Appends attempts to the delivery log in one statement. Attempts of a webhook deleted meanwhile
-     * are skipped (its log went with it).
+     * are skipped (its log went with it). With `skipRecorded` (rows written late, which an earlier
+     * try may have stored before its connection was cut), an attempt already in the log, same delivery,
+     * attempt and time, is skipped too: one probe of the attempted_at index a row.
      */
-    async insertAttempts(attempts: DeliveryAttempt[]): Promise<void> {
+    async insertAttempts(attempts: DeliveryAttempt[], { skipRecorded = false }: { skipRecorded?: boolean } = {}): Promise<void> {
       if (attempts.length === 0) return;
+      const recorded = skipRecorded
+        ? sql`AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.attempted_at = r.attempted_at AND d.delivery_id = r.delivery_id AND d.attempt = r.attempt)`
+        : sql``;
       const json = JSON.stringify(
         attempts.map((attempt) => ({ ...attempt, error: storable(attempt.error, 1000), response_excerpt: storable(attempt.response_excerpt, 1024) })),
       );
@@ -128,7 +133,7 @@ export function webhooksRepository(db: Kysely<DB>) {
         SELECT r.webhook_id, r.delivery_id, r.event_id, r.event, r.attempt, r.attempted_at, r.status_code, r.latency_ms, r.success, r.error, r.response_excerpt
         FROM jsonb_to_recordset(${json}::jsonb) AS r(webhook_id uuid, delivery_id uuid, event_id uuid, event text, attempt smallint, attempted_at timestamptz,
           status_code smallint, latency_ms integer, success boolean, error text, response_excerpt text)
-        WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = r.webhook_id)`.execute(db);
+        WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = r.webhook_id) ${recorded}`.execute(db);
     },
     /** A page of a webhook's delivery log, newest first. */
     async listAttempts(webhookId: string, limit: number, at: SeqPageAt): Promise<DeliveryRow[]> {
