@@ -69,8 +69,13 @@ export const disableJob = defineJob<DisableJob>({
   retainFinished: 10_000,
 });
 
-/** How long a job that needs the database waits before it looks again while the database is down (plus as much jitter at most). */
-const DATABASE_WAIT_MS = 1_000;
+/**
+ * How long a job that needs the database waits before it looks again while the database is down:
+ * a quarter of the outage so far, between these bounds, plus as much jitter at most. Up to
+ * WEBHOOK_QUEUE_HIGH_WATER deliveries may be waiting: in a long outage they look every 15–30 s,
+ * not every second.
+ */
+const DATABASE_WAIT_MS = { min: 1_000, max: 15_000 } as const;
 
 /** Pause between two looks at the delivery queue while it is above its high-water mark. */
 const QUEUE_POLL_MS = 100;
@@ -159,13 +164,19 @@ export async function startWebhooks(context: WebhooksWorkerDeps): Promise<Consum
   const { queueHighWater } = config.webhooks;
   const databasePorts = dependencyPorts({ database: config.database.kind === 'postgres' ? config.database.url : undefined });
   const databaseDown = (error: unknown) => unavailableDependency(error, databasePorts) === 'database';
+  /** When work that needs the database first found it down, since it last answered. */
+  let downSince: number | undefined;
   /** Runs work that needs the database; while it is down, the job is run again later as the same attempt. */
   const withDatabase = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
-      return await work();
+      const result = await work();
+      downSince = undefined;
+      return result;
     } catch (error) {
-      if (databaseDown(error)) throw new DeferJob(DATABASE_WAIT_MS + Math.round(Math.random() * DATABASE_WAIT_MS));
-      throw error;
+      if (!databaseDown(error)) throw error;
+      const now = Date.now();
+      const wait = Math.min(DATABASE_WAIT_MS.max, Math.max(DATABASE_WAIT_MS.min, (now - (downSince ??= now)) / 4));
+      throw new DeferJob(Math.round(wait * (1 + Math.random())));
     }
   };
 
