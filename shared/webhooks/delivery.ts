@@ -124,7 +124,7 @@ export function createDeliverer(deps: DelivererDeps) {
     } catch (error) {
       // These attempts were made: failing them because their rows could not be written would make
       // them again, to receivers that had them (the fault suite's Postgres row sent 74 % of its
-      // deliveries twice), and writing would not fare better for it. Kept durably instead, and
+      // deliveries twice), and the rows would be no nearer the log. Kept durably instead, and
       // written by the keeper's own retries (as soon as the database is back, when it was down).
       if (!deps.keep) throw error;
       await deps.keep(rows);
@@ -136,8 +136,9 @@ export function createDeliverer(deps: DelivererDeps) {
   return {
     /**
      * One attempt of an event to a webhook, logged before it resolves (or, when the write fails,
-     * handed to `keep` for later); never throws for the receiver's failures. A secret this process cannot open throws SecretsError before anything is
-     * sent (not an attempt: the receiver is not at fault).
+     * handed to `keep` for later); never throws for the receiver's failures. A secret this process
+     * cannot open throws SecretsError before anything is sent (not an attempt: the receiver is not
+     * at fault).
      */
     async attempt(
       webhook: Pick<WebhookRow, 'id' | 'url' | 'secret'>,

@@ -117,8 +117,8 @@ export function webhooksRepository(db: Kysely<DB>) {
     /**
      * Appends attempts to the delivery log in one statement. Attempts of a webhook deleted meanwhile
      * are skipped (its log went with it). With `skipRecorded` (rows written late, which an earlier
-     * try may have stored before its connection was cut), an attempt already in the log, same delivery,
-     * attempt and time, is skipped too: one probe of the attempted_at index a row.
+     * try may have stored before its connection was cut), an attempt already in the log (same
+     * delivery, attempt and time) is skipped too: one probe of the attempted_at index a row.
      */
     async insertAttempts(attempts: DeliveryAttempt[], { skipRecorded = false }: { skipRecorded?: boolean } = {}): Promise<void> {
       if (attempts.length === 0) return;
