@@ -59,7 +59,8 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
 }
 
 /** A process's context with its repositories, tagged by whether it has the analytics store (`full`) or not (`thin`). */
-export type Composition = { kind: 'full'; context: Context; repositories: Repositories } | { kind: 'thin'; context: ThinContext; repositories: PostgresRepositories };
+export type Composition =
+  { kind: 'full'; context: Context; repositories: Repositories } | { kind: 'thin'; context: ThinContext; repositories: PostgresRepositories };
 
 /**
  * Pairs a process's context with its repositories: the set given (services/platform.ts hands its one

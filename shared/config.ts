@@ -229,13 +229,14 @@ export const CONFIG_VARS = {
   PUBLIC_PAGES_UPSTREAM: [
     optionalString(urlWithScheme(['http', 'https'])),
     {
-      doc:
-        'Origin of the API nodes (a load balancer, or one node) an ingest node without the api role forwards its short hosts\' public pages to (`GET`/`HEAD /` of `{name}.{BASE_DOMAIN}`): it has no analytics store to render them from. The original Host goes with them, and the visitor\'s address in `X-Forwarded-For` (list the ingest nodes in the API nodes\' `TRUST_PROXY`). Unset on such a node, those pages answer 503 `service_unavailable` and the start-up log says why; a process with the api role renders them itself and ignores it.',
+      doc: "Origin of the API nodes (a load balancer, or one node) an ingest node without the api role forwards its short hosts' public pages to (`GET`/`HEAD /` of `{name}.{BASE_DOMAIN}`): it has no analytics store to render them from. The original Host goes with them, and the visitor's address in `X-Forwarded-For` (list the ingest nodes in the API nodes' `TRUST_PROXY`). Unset on such a node, those pages answer 503 `service_unavailable` and the start-up log says why; a process with the api role renders them itself and ignores it.",
     },
   ],
   PUBLIC_PAGES_UPSTREAM_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
-    { doc: 'Longest an ingest node waits for `PUBLIC_PAGES_UPSTREAM` to connect, to answer, and between two parts of its answer; past it the page answers 503 `service_unavailable`.' },
+    {
+      doc: 'Longest an ingest node waits for `PUBLIC_PAGES_UPSTREAM` to connect, to answer, and between two parts of its answer; past it the page answers 503 `service_unavailable`.',
+    },
   ],
   BODY_LIMIT: [
     withDefault(

@@ -56,7 +56,11 @@ export async function forwardedPublicPages(app: FastifyInstance, { config, log }
         retryDelay: ({ err, attempt }) => (err && attempt === 0 && STALE_CONNECTION.has((err as { code?: string }).code ?? '') ? 0 : null),
         onError: (failed, { error }) => {
           failed.send(
-            new AppError('service_unavailable', { down: [UPSTREAM] }, { messageKey: 'error.service_unavailable.dependency', params: { names: UPSTREAM }, cause: error }),
+            new AppError(
+              'service_unavailable',
+              { down: [UPSTREAM] },
+              { messageKey: 'error.service_unavailable.dependency', params: { names: UPSTREAM }, cause: error },
+            ),
           );
         },
       });

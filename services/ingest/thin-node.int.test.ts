@@ -98,7 +98,7 @@ describe.skipIf(!SERVICES_MODE)('a thin ingest node (SERVICE_ROLES=ingest, servi
     expect(unknown.headers['content-type']).toMatch(/^text\/html/);
 
     const rss = residentMb(edge.child.pid!);
-    console.log(`thin ingest node: ${rss.toFixed(1)} MB resident after start-up, 100 redirects and its public page`);
+    process.stdout.write(`thin ingest node: ${rss.toFixed(1)} MB resident after start-up, 100 redirects and its public page\n`);
     // A bound with a wide margin (the figure, and the 120 MB target, are bench/ingest-node.ts's):
     // with chDB loaded the same process held about 400 MB.
     expect(rss).toBeLessThan(250);
