@@ -125,4 +125,14 @@ describe.skipIf(!SERVICES_MODE)('a thin ingest node (SERVICE_ROLES=ingest, servi
     expect(browser.body).toContain('PUBLIC_PAGES_UPSTREAM');
     expect((await get(edge.port, seeded.host, `/${seeded.slug}`)).status).toBe(302);
   }, 120_000);
+
+  it('a worker alone opens no analytics store either: no job reads visits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'linktrack-thin-worker-'));
+    dirs.push(dir);
+    const worker = startProcess({ ...common, SERVICE_ROLES: 'worker', DATA_DIR: dir, PORT: String(await freePort()) });
+    await waitHealthy(worker, { timeoutMs: 90_000 });
+    const checks = (await health(worker.port))!.json.data.checks as Record<string, unknown>;
+    expect(Object.keys(checks).sort()).toEqual(['cache', 'database', 'jobs', 'visit_log']);
+    expect(readFileSync(`/proc/${worker.child.pid}/maps`, 'utf8')).not.toMatch(/chdb/i);
+  }, 120_000);
 });
