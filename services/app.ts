@@ -1,7 +1,7 @@
 import type { RequestListener } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Role } from '#shared/config.js';
-import type { Context } from '#shared/context.js';
+import type { ProcessContext } from '#shared/context.js';
 import { type AppError } from '#shared/errors.js';
 import { toAppError, sendError } from '#shared/http/error-response.js';
 import { baseFastifyOptions, envelopeRequestHook, dependencyPortsOf, errorOptionsOf, responseObserver, strictHostHook } from '#shared/http/fastify-base.js';
@@ -12,22 +12,23 @@ import type { RouteDef } from '#shared/http/route.js';
 import { apiSecurityHeadersHook, privateAnswersHook } from '#shared/http/security-headers.js';
 import { useStrictJson } from '#shared/http/json-body.js';
 import { shortHostMatcher } from '#shared/links/hosts.js';
-import { createApi, readServices, type Api } from './api/app.js';
+import type { Api } from './api/app.js';
 import type { ShortHostRoot } from './api/dashboard/dashboard.js';
-import { reportZonesOf } from './api/stats/stats.service.js';
 import { createAbuseGuard, type AbuseGuard } from './api/auth/abuse.js';
 import { probeRoutes } from './api/discovery/discovery.routes.js';
 import { buildIngestApp, hostDispatcher, hostServer, type IngestApp } from './ingest/app.js';
-import { publicPages } from './public-page/public-page.js';
-import { createRepositories, type Repositories } from './repositories.js';
+import { composition, type Composition, type PostgresRepositories, type Repositories } from './repositories.js';
 
 export interface AppOptions {
   /** Extra route declarations (tests use this to reach failure paths no public route has). */
   extraRoutes?: RouteDef[];
   /** Folder of the built dashboard (default dist/web; tests point at a fixture). */
   dashboardDir?: string;
-  /** The process's repositories (services/platform.ts hands its one set); built from the context's clients when not given. */
-  repositories?: Repositories;
+  /**
+   * The process's repositories (services/platform.ts hands its one set: every one with the analytics
+   * store, the Postgres ones without); built from the context's clients when not given.
+   */
+  repositories?: Repositories | PostgresRepositories;
   /** The bound on each account's expensive work in flight (tests hold its slots); a new one when not given. */
   inFlight?: InFlightGuard;
 }
@@ -49,18 +50,19 @@ export interface App {
  * Builds the HTTP app of a process without listening, from its roles: every process answers
  * `/api/v1/health` and `/metrics`; the api role adds the API and the dashboard; the ingest role the
  * edge (short hosts and the tracker), in front of the rest by Host. Roles without HTTP routes
- * (enricher, worker) get nothing else: any other request is a 404 in the error envelope.
+ * (enricher, worker) get nothing else: any other request is a 404 in the error envelope. The API's
+ * modules (and the public pages' renderer) are loaded only by a process with the api role.
  */
-export async function buildApp(context: Context, options: AppOptions = {}): Promise<App> {
+export async function buildApp(context: ProcessContext, options: AppOptions = {}): Promise<App> {
   const { config, log, metrics } = context;
   const errorOptions = errorOptionsOf(config);
   const dependencyPorts = dependencyPortsOf(config);
 
   /** What this process serves and documents, complete once the app is built (the API's index reads it at request time). */
   let served: RouteDef[] = [];
-  const repositories = options.repositories ?? createRepositories(context);
+  const composed = composition(context, options.repositories);
   const inFlight = options.inFlight ?? createInFlightGuard();
-  const { api, ingest, abuse } = await composeRoles(context, { repositories, served: () => served, dashboardDir: options.dashboardDir, inFlight });
+  const { api, ingest, abuse } = await composeRoles(composed, { served: () => served, dashboardDir: options.dashboardDir, inFlight });
   let listener: RequestListener | undefined;
   const app = Fastify({
     ...baseFastifyOptions(context),
@@ -122,27 +124,37 @@ export async function buildApp(context: Context, options: AppOptions = {}): Prom
  * The edge and the API of a process, for the roles it has: they share one rate limiter and one
  * anti-spam guard, so that an address counts once per bucket (the public pages and the API's
  * discovery routes share the default one). Neither, and no limiter, for a process without them.
+ * An edge without the api role has no analytics store: it renders no public page itself but
+ * forwards them to PUBLIC_PAGES_UPSTREAM (services/ingest/public-page-forward.ts).
  */
 async function composeRoles(
-  context: Context,
-  {
-    repositories,
-    served,
-    dashboardDir,
-    inFlight,
-  }: { repositories: Repositories; served: () => RouteDef[]; dashboardDir: string | undefined; inFlight: InFlightGuard },
+  composed: Composition,
+  { served, dashboardDir, inFlight }: { served: () => RouteDef[]; dashboardDir: string | undefined; inFlight: InFlightGuard },
 ): Promise<{ api?: Api; ingest?: IngestApp; abuse?: AbuseGuard }> {
-  const { config, log, metrics } = context;
+  const { config, log, metrics } = composed.context;
   const has = (role: Role) => config.roles.includes(role);
   if (!has('api') && !has('ingest')) return {};
-  const limiter = createRateLimiter({ cache: context.cache, rules: config.rateLimits, metrics, log });
+  const limiter = createRateLimiter({ cache: composed.context.cache, rules: config.rateLimits, metrics, log });
+  if (composed.kind === 'thin') {
+    if (has('api')) throw new Error('the api role runs without the analytics store (ANALYTICS_ROLES must list it)');
+    const { context, repositories } = composed;
+    const abuse = await createAbuseGuard({ ...context, repositories });
+    return { ingest: await buildIngestApp(context, { limiter, abuse }, undefined, repositories), abuse };
+  }
+  const { context: full, repositories } = composed;
+  const [{ createApi, readServices }, { publicPages }, { reportZonesOf }] = await Promise.all([
+    import('./api/app.js'),
+    import('./public-page/public-page.js'),
+    import('./api/stats/stats.service.js'),
+  ]);
   // Independent start-up reads at once: the anti-spam guard's (Redis) and, for the API, the time zones reports offer (ClickHouse).
-  const [abuse, zones] = await Promise.all([createAbuseGuard({ ...context, repositories }), has('api') ? reportZonesOf(repositories) : undefined]);
+  const [abuse, zones] = await Promise.all([createAbuseGuard({ ...full, repositories }), has('api') ? reportZonesOf(repositories) : undefined]);
   // One renderer of the subdomains' public pages: the edge answers them, or (without it) the API.
   // The read services once: the public pages and the API's endpoints share them.
-  const services = readServices({ ...context, repositories });
+  const services = readServices({ ...full, repositories });
   const pages = publicPages({ config, ...services }, limiter);
-  const ingest = has('ingest') ? await buildIngestApp(context, { limiter, abuse }, pages, repositories) : undefined;
+  if (config.publicPages.upstream) log.warn('PUBLIC_PAGES_UPSTREAM is ignored: this process has the api role and renders public pages itself');
+  const ingest = has('ingest') ? await buildIngestApp(full, { limiter, abuse }, pages, repositories) : undefined;
   if (!has('api') || !zones) return { ingest, abuse };
   // With the ingest role, short hosts never reach the API (the server routes them by Host).
   let shortHostRoot: ShortHostRoot | undefined;
@@ -153,6 +165,6 @@ async function composeRoles(
       return subdomain ? pages.answer(request, reply, subdomain) : undefined;
     };
   }
-  const api = await createApi(context, { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight });
+  const api = await createApi(full, { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight });
   return { api, ingest, abuse };
 }

@@ -1,22 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import { migrateAnalytics } from '#shared/migrations/clickhouse.js';
 import { ConfigError, loadConfig, type Config, type Role } from '#shared/config.js';
-import { closeContext, createContext, type Context } from '#shared/context.js';
+import { closeContext, createProcessContext, type ProcessContext } from '#shared/context.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
-import { WEBHOOKS_VERSION_KEY } from '#shared/webhooks/delivery.js';
-import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
-import { webhookCache } from '#shared/webhooks/subscriptions.js';
 import { buildApp } from './app.js';
-import { createRepositories } from './repositories.js';
-import { bootstrapAdmin } from './api/users/bootstrap.js';
-import { startVisitConsumer } from './enricher/visit-consumer.js';
+import { composition } from './repositories.js';
 import { lowerPriority } from './worker/priority.js';
-import { startWorker } from './worker/worker.js';
 
 export interface Platform {
-  context: Context;
+  /** A Context with the analytics store when a role of the process reads or writes visits (api, enricher), else a ThinContext. */
+  context: ProcessContext;
   app: FastifyInstance;
   url: string;
   stop(): Promise<void>;
@@ -25,24 +19,36 @@ export interface Platform {
 /**
  * Starts the roles of one process: migrations, webhook secrets sealed with the current key,
  * first-run admin, the role runtimes, and the HTTP server (every process serves /api/v1/health
- * and /metrics; api and ingest serve their routes).
+ * and /metrics; api and ingest serve their routes). Only what the roles use is opened and loaded: a
+ * process without the api and enricher roles (an ingest node, a worker) opens no analytics store and
+ * runs no ClickHouse migration, and each role's modules are imported only by a process that runs it.
  */
 export async function startPlatform(config: Config): Promise<Platform> {
-  const context = await createContext(config);
-  // The process's one set of repositories, handed to each role it runs.
-  const repositories = createRepositories(context);
+  const context = await createProcessContext(config);
+  // The process's one set of repositories, handed to each role it runs: the ClickHouse ones only with the analytics store.
+  const composed = composition(context);
+  const { repositories } = composed;
   const { log } = context;
   const has = (role: Role) => config.roles.includes(role);
   try {
-    const applied = [...(await migrateDatabase(context.db)), ...(await migrateAnalytics(context.analytics))];
+    const applied = await migrateDatabase(context.db);
+    if (context.analytics) {
+      const { migrateAnalytics } = await import('#shared/migrations/clickhouse.js');
+      applied.push(...(await migrateAnalytics(context.analytics)));
+    }
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     if (has('api') || has('worker')) {
       // Plaintext secrets from before encryption at rest, and secrets sealed with a previous key
       // (a rotation), are sealed with the current key; the other nodes' caches drop the old values.
+      const [{ sealWebhookSecrets }, { WEBHOOKS_VERSION_KEY }] = await Promise.all([
+        import('#shared/webhooks/secrets.js'),
+        import('#shared/webhooks/delivery.js'),
+      ]);
       const { sealed } = await sealWebhookSecrets(repositories, context.secrets, log);
       if (sealed > 0) await context.cache.bump(WEBHOOKS_VERSION_KEY);
     }
     if (has('api')) {
+      const { bootstrapAdmin } = await import('./api/users/bootstrap.js');
       const admin = await bootstrapAdmin({ config, repositories });
       if (admin.created) {
         log.info({ email: admin.email }, 'first-run staff admin created');
@@ -58,10 +64,20 @@ export async function startPlatform(config: Config): Promise<Platform> {
   }
 
   const consumers: Consumer[] = [];
-  // One cache of webhooks for the enricher (which visits raise events) and the worker (where they go).
-  const subscriptions = webhookCache({ webhooks: repositories.webhooks, cache: context.cache });
-  if (has('enricher')) consumers.push(await startVisitConsumer(context, repositories, subscriptions));
-  if (has('worker')) consumers.push(await startWorker(context, repositories, subscriptions));
+  if (has('enricher') || has('worker')) {
+    // One cache of webhooks for the enricher (which visits raise events) and the worker (where they go).
+    const { webhookCache } = await import('#shared/webhooks/subscriptions.js');
+    const subscriptions = webhookCache({ webhooks: repositories.webhooks, cache: context.cache });
+    if (has('enricher')) {
+      if (composed.kind !== 'full') throw new Error('the enricher role runs without the analytics store (ANALYTICS_ROLES must list it)');
+      const { startVisitConsumer } = await import('./enricher/visit-consumer.js');
+      consumers.push(await startVisitConsumer(composed.context, composed.repositories, subscriptions));
+    }
+    if (has('worker')) {
+      const { startWorker } = await import('./worker/worker.js');
+      consumers.push(await startWorker(context, repositories, subscriptions));
+    }
+  }
 
   const { app } = await buildApp(context, { repositories });
   await app.listen({ port: config.port, host: config.host });
@@ -87,7 +103,7 @@ export async function startPlatform(config: Config): Promise<Platform> {
  * was drained and what is left (on disk, consumed at the next start). Kafka keeps what it holds for
  * the other members of the groups: nothing to wait for there.
  */
-async function drainLog(context: Pick<Context, 'messageLog' | 'log'>, deadline: number): Promise<void> {
+async function drainLog(context: Pick<ProcessContext, 'messageLog' | 'log'>, deadline: number): Promise<void> {
   const { messageLog, log } = context;
   if (messageLog.kind !== 'lmdb') return;
   const lag = async () => (await messageLog.consumers()).reduce((sum, consumer) => sum + (consumer.lag ?? 0), 0);

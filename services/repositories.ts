@@ -3,7 +3,7 @@ import { exportsRepository } from '#shared/analytics/exports.repository.js';
 import { statsRepository } from '#shared/analytics/stats.repository.js';
 import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
-import type { Context } from '#shared/context.js';
+import type { Context, ProcessContext, ThinContext } from '#shared/context.js';
 import { linksRepository } from '#shared/links/links.repository.js';
 import { platformSecretsRepository } from '#shared/secrets/platform-secrets.repository.js';
 import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
@@ -24,12 +24,26 @@ import { visitorSaltsRepository } from './enricher/visitor-salts.repository.js';
  */
 export type Repositories = ReturnType<typeof createRepositories>;
 
+/** The Postgres repositories alone: all a process without the analytics store (an ingest node, a worker) has. */
+export type PostgresRepositories = ReturnType<typeof postgresRepositories>;
+
 /**
  * Each repository once, over the process's Postgres and ClickHouse clients. Repositories hold no
  * state of their own (each is its queries over a client), so building them opens nothing and there
  * is nothing to close: the clients are closed with the context.
  */
 export function createRepositories({ db, analytics }: Pick<Context, 'db' | 'analytics'>) {
+  return {
+    ...postgresRepositories({ db }),
+    visits: visitsRepository(analytics),
+    beacons: beaconsRepository(analytics),
+    stats: statsRepository(analytics),
+    exports: exportsRepository(analytics),
+  };
+}
+
+/** Each Postgres repository once, over the process's Postgres client. */
+export function postgresRepositories({ db }: Pick<Context, 'db'>) {
   const postgres = db.db;
   return {
     users: usersRepository(postgres),
@@ -41,9 +55,19 @@ export function createRepositories({ db, analytics }: Pick<Context, 'db' | 'anal
     audit: auditRepository(postgres),
     platformSecrets: platformSecretsRepository(postgres),
     visitorSalts: visitorSaltsRepository(postgres),
-    visits: visitsRepository(analytics),
-    beacons: beaconsRepository(analytics),
-    stats: statsRepository(analytics),
-    exports: exportsRepository(analytics),
   };
+}
+
+/** A process's context with its repositories, tagged by whether it has the analytics store (`full`) or not (`thin`). */
+export type Composition =
+  { kind: 'full'; context: Context; repositories: Repositories } | { kind: 'thin'; context: ThinContext; repositories: PostgresRepositories };
+
+/**
+ * Pairs a process's context with its repositories: the set given (services/platform.ts hands its one
+ * set) when it fits the context, else one built from the context's clients (every repository with the
+ * analytics store, the Postgres ones without).
+ */
+export function composition(context: ProcessContext, given?: Repositories | PostgresRepositories): Composition {
+  if (!context.analytics) return { kind: 'thin', context, repositories: given ?? postgresRepositories(context) };
+  return { kind: 'full', context, repositories: given && 'visits' in given ? given : createRepositories(context) };
 }

@@ -226,6 +226,18 @@ export const CONFIG_VARS = {
     ),
     { doc: 'Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is trusted (default none).' },
   ],
+  PUBLIC_PAGES_UPSTREAM: [
+    optionalString(urlWithScheme(['http', 'https'])),
+    {
+      doc: "Origin of the API nodes (a load balancer, or one node) an ingest node without the api role forwards its short hosts' public pages to (`GET`/`HEAD /` of `{name}.{BASE_DOMAIN}`): it has no analytics store to render them from. The original Host goes with them, and the visitor's address in `X-Forwarded-For` (list the ingest nodes in the API nodes' `TRUST_PROXY`). Unset on such a node, those pages answer 503 `service_unavailable` and the start-up log says why; a process with the api role renders them itself and ignores it.",
+    },
+  ],
+  PUBLIC_PAGES_UPSTREAM_TIMEOUT_MS: [
+    withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
+    {
+      doc: 'Longest an ingest node waits for `PUBLIC_PAGES_UPSTREAM` to connect, to answer, and between two parts of its answer; past it the page answers 503 `service_unavailable`.',
+    },
+  ],
   BODY_LIMIT: [
     withDefault(
       z.coerce
@@ -452,6 +464,8 @@ export interface Config {
   redisPrefix: string;
   admin: { email: string | undefined; password: string | undefined };
   trustProxy: string[];
+  /** Where an ingest node without the api role forwards its short hosts' public pages (PUBLIC_PAGES_UPSTREAM), and how long it waits. */
+  publicPages: { upstream: string | undefined; timeoutMs: number };
   bodyLimit: number;
   logLevel: Env['LOG_LEVEL'];
   shutdownTimeoutMs: number;
@@ -540,6 +554,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     redisPrefix: env.REDIS_PREFIX,
     admin: { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD },
     trustProxy: env.TRUST_PROXY,
+    publicPages: { upstream: env.PUBLIC_PAGES_UPSTREAM?.replace(/\/+$/, ''), timeoutMs: env.PUBLIC_PAGES_UPSTREAM_TIMEOUT_MS },
     bodyLimit: env.BODY_LIMIT,
     logLevel: env.LOG_LEVEL,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,

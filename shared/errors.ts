@@ -96,7 +96,8 @@ export type MessageVariant =
   | 'error.forbidden.destination_not_allowed'
   | 'error.unauthorized.invalid_credentials'
   | 'error.rate_limited.retry'
-  | 'error.service_unavailable.dependency';
+  | 'error.service_unavailable.dependency'
+  | 'error.service_unavailable.public_pages_not_served';
 
 export type ErrorDetails = Record<string, unknown>;
 

@@ -31,11 +31,12 @@ const ALLOWED: Record<string, string> = {
 };
 
 /** What building a whole set looks like: only a composition root does it. */
-const BUILDS_SET: readonly LinePattern[] = [{ what: 'repositories built', pattern: /\bcreateRepositories\s*\(/ }];
+const BUILDS_SET: readonly LinePattern[] = [{ what: 'repositories built', pattern: /\b(?:create|postgres)Repositories\s*\(|\bcomposition\s*\(/ }];
 
 /** Where a set of repositories is built, each with its reason. A role's start function builds one only when started alone. */
 const COMPOSITION_ROOTS: Record<string, string> = {
-  'services/repositories.ts': 'defines createRepositories',
+  'services/repositories.ts':
+    'defines createRepositories, postgresRepositories (a process without the analytics store) and composition (pairs a context with its set)',
   'services/platform.ts': "builds the process's one set and hands it to each role",
   'services/app.ts': 'builds a set when the HTTP app is built alone (tests, benches)',
   'services/enricher/visit-consumer.ts': 'builds a set when the visit consumer is started alone (tests, benches)',

@@ -27,6 +27,7 @@ import { trackerRoutes } from './tracker.routes.js';
 import type { PublicPages } from '../public-page/public-page.js';
 import type { Repositories } from '../repositories.js';
 import { createBeaconProducer, createVisitProducer } from './visit-producer.js';
+import { forwardedPublicPages } from './public-page-forward.js';
 
 export interface IngestApp {
   app: FastifyInstance;
@@ -59,7 +60,11 @@ export interface EdgeGuards {
 export async function buildIngestApp(
   context: Pick<Context, 'config' | 'cache' | 'messageLog' | 'metrics' | 'log'>,
   { limiter, abuse }: EdgeGuards,
-  publicPages: PublicPages,
+  /**
+   * The renderer of the subdomains' public pages, in a process with the api role; without it (no
+   * analytics store here) the edge forwards them to PUBLIC_PAGES_UPSTREAM (public-page-forward.ts).
+   */
+  rendered: PublicPages | undefined,
   /**
    * The links (for the link cache), the subdomains (for the tracker origins) and the platform secrets
    * (for the consent key): handed apart from the context's clients.
@@ -73,6 +78,7 @@ export async function buildIngestApp(
   const dependencyPorts = dependencyPortsOf(config);
   const app = Fastify(baseFastifyOptions(context));
   useStrictJson(app);
+  const publicPages = rendered ?? (await forwardedPublicPages(app, context));
   // Independent start-up reads: the link cache's warm-up, the tracker origins' and the tracker's consent key.
   const [links, origins, key] = await Promise.all([
     createLinkCache({ ...context, repositories }),

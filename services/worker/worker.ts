@@ -1,7 +1,7 @@
 import type { Context } from '#shared/context.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import type { WebhookCache } from '#shared/webhooks/subscriptions.js';
-import { createRepositories, type Repositories } from '../repositories.js';
+import { postgresRepositories, type Repositories } from '../repositories.js';
 import { startRetention, type RetentionDeps } from './retention.js';
 import { startWebhooks, type WebhooksWorkerDeps } from './webhooks.js';
 
@@ -11,12 +11,13 @@ export type WorkerRepositories = Pick<Repositories, 'webhooks' | 'users' | 'audi
 /**
  * The worker role: background jobs (BullMQ workers in production, the durable one-process runner on LMDB embedded).
  * Webhook delivery, fed by the dispatcher on the `events` topic, and the hourly retention job that
- * prunes the webhook delivery log and the audit log. A composition root: the platform hands it the
+ * prunes the webhook delivery log and the audit log. It reads and writes Postgres only: a worker
+ * process opens no analytics store. A composition root: the platform hands it the
  * process's repositories; run alone (tests, benches) it builds them from the context's clients.
  */
 export async function startWorker(
-  context: Omit<WebhooksWorkerDeps & RetentionDeps, 'repositories'> & Pick<Context, 'db' | 'analytics'>,
-  repositories: WorkerRepositories = createRepositories(context),
+  context: Omit<WebhooksWorkerDeps & RetentionDeps, 'repositories'> & Pick<Context, 'db'>,
+  repositories: WorkerRepositories = postgresRepositories(context),
   subscriptions?: WebhookCache,
 ): Promise<Consumer> {
   const webhooks = await startWebhooks({ ...context, repositories, subscriptions });

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
-import { createClient, type ClickHouseClient, type ClickHouseClientConfigOptions } from '@clickhouse/client';
-import { createChdbConnection } from 'chdb/connection';
+import type * as ClickHouse from '@clickhouse/client';
+import type { ClickHouseClient, ClickHouseClientConfigOptions } from '@clickhouse/client';
+import type * as ChdbConnection from 'chdb/connection';
 import type { Config } from '../config.js';
 import { isoTimeAt } from '../time.js';
 
@@ -59,6 +61,11 @@ export interface Analytics {
 
 /** Builds the ClickHouse client from the validated config; only the connection differs between modes. */
 export function createAnalytics(config: Config['analytics']): Analytics {
+  // Loaded when a client is made, not when this module is imported: the repositories import the
+  // helpers above, and a process without the analytics store (services/platform.ts) loads neither
+  // the client nor chDB.
+  const load = createRequire(import.meta.url);
+  const { createClient } = load('@clickhouse/client') as typeof ClickHouse;
   // 64-bit integers as JSON numbers on both engines (the server quotes them by default, chDB does not).
   const settings = { date_time_input_format: 'best_effort' as const, output_format_json_quote_64bit_integers: 0 as const };
   let client: ClickHouseClient;
@@ -77,6 +84,8 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     };
   } else {
     if (config.dir !== ':memory:') mkdirSync(config.dir, { recursive: true });
+    // Loaded only here: chDB maps a ClickHouse engine of some 200 MB, which a process on a ClickHouse server never needs.
+    const { createChdbConnection } = load('chdb/connection') as typeof ChdbConnection;
     // chdb types its connection against @clickhouse/client-common, which @clickhouse/client bundles
     // as its own copy: the same interface under two declarations, hence the cast.
     const chdb = createChdbConnection({ path: config.dir });

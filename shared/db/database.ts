@@ -1,8 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { Kysely, PostgresDialect, sql } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { DB } from './schema.js';
@@ -71,6 +68,12 @@ export async function createDatabase(config: Config['database']): Promise<Databa
     };
   }
   if (config.dir !== 'memory://') mkdirSync(config.dir, { recursive: true });
+  // Loaded here: a process on a Postgres server never loads PGlite (the edges stay small).
+  const [{ PGlite }, { pg_trgm }, { PGliteDialect }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('kysely-pglite-dialect'),
+  ]);
   // pg_trgm backs the substring search of links (`q`), as it does on a Postgres server.
   // shared_buffers 32MB, not Postgres's 128MB: in the one-process platform the tables are small and
   // the files are in the operating system's cache anyway; the smaller buffer pool kept the process

@@ -33,7 +33,18 @@ const HealthSchema = z
     version: z.string(),
     uptime_s: z.number().int().min(0),
     roles: z.array(z.string()),
-    checks: z.object(Object.fromEntries(DEPENDENCIES.map((name) => [name, CheckSchema])) as Record<(typeof DEPENDENCIES)[number], typeof CheckSchema>),
+    checks: z
+      .object({
+        database: CheckSchema,
+        analytics: CheckSchema.optional(),
+        visit_log: CheckSchema,
+        jobs: CheckSchema,
+        cache: CheckSchema,
+      } satisfies Record<(typeof DEPENDENCIES)[number], z.ZodType>)
+      .meta({
+        description:
+          'One check per dependency this process has. `analytics` is absent from a process none of whose roles reads or writes visits (`ingest`, `worker`): it opens no analytics store.',
+      }),
     consumers: z
       .array(
         z.object({
@@ -124,7 +135,8 @@ const IndexSchema = z
 export type ProbeDeps = Clients & Pick<Context, 'config' | 'metrics' | 'startedAt'>;
 
 export interface DiscoveryDeps {
-  context: ProbeDeps;
+  /** The API's: it always has the analytics store. */
+  context: ProbeDeps & Pick<Context, 'analytics'>;
   limiter: RateLimiter;
   /** All routes of the app, read at request time (the list is complete once the app is built). */
   routes: () => RouteDef[];
@@ -231,7 +243,7 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
       bucket: 'default',
       response: StatusSchema,
       handler: async () => {
-        const kinds = dependencyKinds(context);
+        const kinds = { ...dependencyKinds(context), analytics: context.analytics.kind };
         return {
           name: 'linktrack',
           version: VERSION,

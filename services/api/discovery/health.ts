@@ -1,5 +1,5 @@
 import type { Role } from '#shared/config.js';
-import { DEPENDENCIES, dependencyKinds, type Clients, type Context, type Dependency } from '#shared/context.js';
+import { DEPENDENCIES, dependencyKinds, type Clients, type Context, type Dependency, type PerDependency } from '#shared/context.js';
 import type { ConsumerStatus } from '#shared/message-log/message-log.js';
 
 export interface Check {
@@ -43,18 +43,21 @@ export async function consumerReport({ messageLog }: Pick<Context, 'messageLog'>
   return withinProbeTime(messageLog.consumers(), 'consumer report timed out').catch(() => []);
 }
 
-/** Probes every dependency of the context in parallel, each bounded in time. */
-export async function probeDependencies(context: Clients): Promise<Record<Dependency, Check>> {
+/** The checks of a process: one per dependency it has (no `analytics` where no role of it reads or writes visits). */
+export type Checks = PerDependency<Check>;
+
+/** Probes every dependency the context has, in parallel, each bounded in time. */
+export async function probeDependencies(context: Clients): Promise<Checks> {
+  const { analytics } = context;
   const kinds = dependencyKinds(context);
-  const pings: Record<Dependency, () => Promise<void>> = {
-    database: () => context.db.ping(),
-    analytics: () => context.analytics.ping(),
-    visit_log: () => context.messageLog.ping(),
-    jobs: () => context.jobs.ping(),
-    cache: () => context.cache.ping(),
-  };
-  const results = await Promise.all(DEPENDENCIES.map((name) => probe(name, pings[name], kinds[name])));
-  return Object.fromEntries(DEPENDENCIES.map((name, index) => [name, results[index]!])) as Record<Dependency, Check>;
+  const [database, visitLog, jobs, cache, analyticsCheck] = await Promise.all([
+    probe('database', () => context.db.ping(), kinds.database),
+    probe('visit_log', () => context.messageLog.ping(), kinds.visit_log),
+    probe('jobs', () => context.jobs.ping(), kinds.jobs),
+    probe('cache', () => context.cache.ping(), kinds.cache),
+    analytics ? probe('analytics', () => analytics.ping(), analytics.kind) : undefined,
+  ]);
+  return { database, ...(analyticsCheck ? { analytics: analyticsCheck } : {}), visit_log: visitLog, jobs, cache };
 }
 
 /**
@@ -89,10 +92,10 @@ export interface Degradation {
 /** The degradations the checks and the consumers show, and whether a role of this process cannot work. */
 export function assessHealth(
   roles: readonly Role[],
-  checks: Record<Dependency, Check>,
+  checks: Checks,
   consumers: ConsumerStatus[],
 ): { down: Dependency[]; critical: boolean; degraded: Degradation[] } {
-  const down = DEPENDENCIES.filter((name) => checks[name].status === 'down');
+  const down = DEPENDENCIES.filter((name) => checks[name]?.status === 'down');
   const critical = down.some((name) => roles.some((role) => CRITICAL_DEPENDENCIES[role].includes(name)));
   const degraded: Degradation[] = down.map((name) => ({ component: name, effect: EFFECTS[name] }));
   for (const consumer of consumers) {

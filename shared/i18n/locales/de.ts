@@ -55,6 +55,7 @@ export const de: Catalogue = {
   'error.unauthorized.invalid_credentials': 'E-Mail-Adresse oder Passwort ist falsch.',
   'error.rate_limited.retry': 'Zu viele Anfragen. Versuchen Sie es in {seconds} Sekunden erneut.',
   'error.service_unavailable.dependency': 'Eine Abhängigkeit ist ausgefallen: {names}.',
+  'error.service_unavailable.public_pages_not_served': 'Dieser Knoten liefert keine öffentlichen Seiten aus: PUBLIC_PAGES_UPSTREAM ist nicht gesetzt.',
   'rule.lang_tag': 'muss ein Sprach-Tag wie en, de oder fr-CA sein',
   'rule.http_url': 'muss eine http- oder https-URL mit einem ASCII-Hostnamen (kein Punycode) oder einer IPv4-Adresse und URL-sicheren Zeichen sein',
   'rule.link_id': 'muss eine Link-ID sein (l_ und 16 Buchstaben, Ziffern, _ oder -)',

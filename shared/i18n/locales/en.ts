@@ -52,6 +52,7 @@ export const en = {
   'error.unauthorized.invalid_credentials': 'The e-mail or the password is wrong.',
   'error.rate_limited.retry': 'Too many requests. Try again in {seconds} seconds.',
   'error.service_unavailable.dependency': 'A dependency is down: {names}.',
+  'error.service_unavailable.public_pages_not_served': 'This node serves no public pages: its operator has not set PUBLIC_PAGES_UPSTREAM.',
   // Validation rules (details of validation_error): code names them with rule() in English; answers
   // translate them (translateRules).
   'rule.lang_tag': 'must be a language tag such as en, de or fr-CA',

@@ -55,6 +55,7 @@ export const es: Catalogue = {
   'error.unauthorized.invalid_credentials': 'El correo electrónico o la contraseña no son correctos.',
   'error.rate_limited.retry': 'Demasiadas solicitudes. Inténtelo de nuevo en {seconds} segundos.',
   'error.service_unavailable.dependency': 'Una dependencia no está disponible: {names}.',
+  'error.service_unavailable.public_pages_not_served': 'Este nodo no sirve páginas públicas: su operador no ha configurado PUBLIC_PAGES_UPSTREAM.',
   'rule.lang_tag': 'debe ser una etiqueta de idioma como en, de o fr-CA',
   'rule.http_url': 'debe ser una URL http o https con un nombre de host ASCII (no punycode) o una dirección IPv4 y caracteres seguros para URL',
   'rule.link_id': 'debe ser un id de enlace (l_ y 16 letras, dígitos, _ o -)',

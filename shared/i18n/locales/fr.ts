@@ -55,6 +55,7 @@ export const fr: Catalogue = {
   'error.unauthorized.invalid_credentials': "L'adresse e-mail ou le mot de passe est incorrect.",
   'error.rate_limited.retry': 'Trop de requêtes. Réessayez dans {seconds} secondes.',
   'error.service_unavailable.dependency': 'Une dépendance est indisponible : {names}.',
+  'error.service_unavailable.public_pages_not_served': 'Ce nœud ne sert pas de pages publiques : son opérateur n’a pas défini PUBLIC_PAGES_UPSTREAM.',
   'rule.lang_tag': 'doit être une étiquette de langue comme en, de ou fr-CA',
   'rule.http_url': "doit être une URL http ou https avec un nom d'hôte ASCII (pas de punycode) ou une adresse IPv4, et des caractères sûrs pour une URL",
   'rule.link_id': 'doit être un identifiant de lien (l_ et 16 lettres, chiffres, _ ou -)',
