@@ -9,6 +9,7 @@ import { platformSecretsRepository } from '#shared/secrets/platform-secrets.repo
 import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
 import { usersRepository } from '#shared/users/users.repository.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { passwordResetsRepository } from './api/auth/password-resets.repository.js';
 import { sessionsRepository } from './api/auth/sessions.repository.js';
 import { tokensRepository } from './api/tokens/tokens.repository.js';
 import { visitorSaltsRepository } from './enricher/visitor-salts.repository.js';
@@ -34,6 +35,7 @@ export function createRepositories({ db, analytics }: Pick<Context, 'db' | 'anal
   return {
     users: usersRepository(postgres),
     sessions: sessionsRepository(postgres),
+    passwordResets: passwordResetsRepository(postgres),
     tokens: tokensRepository(postgres),
     links: linksRepository(postgres),
     subdomains: subdomainsRepository(postgres),
