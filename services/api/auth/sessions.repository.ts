@@ -24,7 +24,6 @@ export function sessionsRepository(db: Kysely<DB>) {
           ip: session.ip,
           user_agent: session.userAgent,
           expires_at: session.expiresAt,
-          last_seen_at: new Date(),
         })
         .execute();
     },
@@ -33,7 +32,15 @@ export function sessionsRepository(db: Kysely<DB>) {
       return db
         .selectFrom('sessions')
         .innerJoin('users', 'users.id', 'sessions.user_id')
-        .select(['sessions.id_hash', 'sessions.id as session_id', 'sessions.expires_at', 'sessions.last_seen_at', 'users.id as user_id', 'users.email', 'users.role'])
+        .select([
+          'sessions.id_hash',
+          'sessions.id as session_id',
+          'sessions.expires_at',
+          'sessions.last_seen_at',
+          'users.id as user_id',
+          'users.email',
+          'users.role',
+        ])
         .where('sessions.id_hash', '=', idHash)
         .where('sessions.revoked_at', 'is', null)
         .where('sessions.expires_at', '>', new Date())
