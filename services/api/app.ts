@@ -109,7 +109,7 @@ export async function createApi(
     ...discoveryRoutes({ context, limiter, routes: served }),
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
     ...passwordRoutes(context, passwords),
-    ...sessionsRoutes(deps, abuse.audit),
+    ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
     ...usersRoutes(repositories),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),

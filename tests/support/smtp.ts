@@ -26,9 +26,11 @@ function quotedPrintable(text: string): Buffer {
 
 /** A header value with its RFC 2047 encoded words decoded. */
 function decodeWords(value: string): string {
-  return value.replace(/\?=\s+=\?/g, '?==?').replace(/=\?([^?]+)\?([BQ])\?([^?]*)\?=/gi, (_whole, _charset: string, kind: string, data: string) =>
-    kind.toUpperCase() === 'B' ? Buffer.from(data, 'base64').toString('utf8') : quotedPrintable(data.replace(/_/g, ' ')).toString('utf8'),
-  );
+  return value
+    .replace(/\?=\s+=\?/g, '?==?')
+    .replace(/=\?([^?]+)\?([BQ])\?([^?]*)\?=/gi, (_whole, _charset: string, kind: string, data: string) =>
+      kind.toUpperCase() === 'B' ? Buffer.from(data, 'base64').toString('utf8') : quotedPrintable(data.replace(/_/g, ' ')).toString('utf8'),
+    );
 }
 
 /** Decodes a single-part text mail as nodemailer writes it (7bit, quoted-printable or base64). */
@@ -57,7 +59,12 @@ export async function startSmtpServer(): Promise<{ url: string; mails: ReceivedM
       let raw = '';
       stream.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
       stream.on('end', () => {
-        mails.push(decodeMail(raw, session.envelope.rcptTo.map((rcpt) => rcpt.address)));
+        mails.push(
+          decodeMail(
+            raw,
+            session.envelope.rcptTo.map((rcpt) => rcpt.address),
+          ),
+        );
         callback();
       });
     },

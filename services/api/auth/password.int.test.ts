@@ -234,12 +234,42 @@ describe('password reset by e-mail', () => {
     }
   });
 
+  it('counts a mail SMTP refuses (account_mail_failures_total) and still answers 202; without SMTP_URL nothing is mailed or stored', async () => {
+    // A port nothing listens on: the SMTP connection is refused after the answer.
+    const closed = await startSmtpServer();
+    closed.close();
+    const down = (await buildApp({ ...context, config: testConfig({ SMTP_URL: closed.url }) })).app;
+    const none = (await buildApp({ ...context, config: testConfig({ SMTP_URL: undefined }) })).app;
+    try {
+      const failures = async () => (await context.metrics.accountMailFailures.get()).values.find((value) => value.labels.mail === 'password_reset')?.value ?? 0;
+      const before = await failures();
+      const account = await createAccount(context);
+      const asked = await down.inject({ method: 'POST', url: '/auth/password-reset', payload: { email: account.email }, remoteAddress: clientIp() });
+      expect(asked.statusCode).toBe(202);
+      await waitFor(async () => (await failures()) > before, 10_000, { message: 'a counted mail failure' });
+
+      const other = await createAccount(context);
+      const unmailed = await none.inject({ method: 'POST', url: '/auth/password-reset', payload: { email: other.email }, remoteAddress: clientIp() });
+      expect(unmailed.statusCode).toBe(202);
+      await sleep(300);
+      const links = await context.db.db.selectFrom('password_resets').select('token_hash').where('user_id', '=', other.id).execute();
+      expect(links).toEqual([]);
+    } finally {
+      await down.close();
+      await none.close();
+    }
+  });
+
   it('refuses an expired link (reset_link_expired) and an unknown one (reset_link_unknown)', async () => {
     const staff = await createAccount(context, 'staff');
     const staffCookie = await loginCookie(app, staff.email);
     const account = await createAccount(context);
     const token = tokenOf((await staffIssue(staffCookie, account.id)).url);
-    await context.db.db.updateTable('password_resets').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', account.id).execute();
+    await context.db.db
+      .updateTable('password_resets')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('user_id', '=', account.id)
+      .execute();
     const expired = await post('/auth/password-reset/confirm', { token, password: NEW_PASSWORD });
     expect(expired.statusCode).toBe(403);
     expect(expired.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'reset_link_expired' } });

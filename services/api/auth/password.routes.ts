@@ -20,7 +20,7 @@ export function passwordRoutes({ config }: Pick<Context, 'config'>, service: Pas
       summary: "Change the caller's password; every other session of the account is signed out",
       description:
         'Session only (an API token is 401 `unauthorized`, `details.reason` `session_required`). `current_password` must be the ' +
-        'account\'s password: a wrong one is 403 `forbidden` (`details.reason` `current_password_wrong`); BRUTEFORCE_MAX_ATTEMPTS wrong ' +
+        "account's password: a wrong one is 403 `forbidden` (`details.reason` `current_password_wrong`); BRUTEFORCE_MAX_ATTEMPTS wrong " +
         'ones within BRUTEFORCE_WINDOW refuse further tries for the rest of the window (429 `rate_limited`, `details.reason` ' +
         '`password_attempts`, with Retry-After). ' +
         NEW_PASSWORD_RULES +

@@ -113,7 +113,10 @@ export function passwordService(
         .catch((error: unknown) => {
           context.metrics.accountMailFailures.inc({ mail: 'password_reset' });
           // The error only: a nodemailer error can quote the message, and with it the link.
-          log.error({ err: { message: error instanceof Error ? error.message.slice(0, 200).replace(/token=[\w-]+/g, 'token=[redacted]') : 'unknown' } }, 'password-reset mail failed');
+          log.error(
+            { err: { message: error instanceof Error ? error.message.slice(0, 200).replace(/token=[\w-]+/g, 'token=[redacted]') : 'unknown' } },
+            'password-reset mail failed',
+          );
         })
         .finally(() => pending.delete(work));
       pending.add(work);
@@ -132,7 +135,13 @@ export function passwordService(
       const redeemed = await passwordResets.redeem(tokenHash, await hashPassword(input.password));
       // A parallel use of the same link took it between the check and here.
       if (!redeemed) throw linkRefused('used');
-      abuse.audit({ action: 'user.password_reset', actorId: redeemed.userId, target: redeemed.userId, ip: input.ip, details: { sessions_revoked: redeemed.sessionsRevoked } });
+      abuse.audit({
+        action: 'user.password_reset',
+        actorId: redeemed.userId,
+        target: redeemed.userId,
+        ip: input.ip,
+        details: { sessions_revoked: redeemed.sessionsRevoked },
+      });
       return { sessionsRevoked: redeemed.sessionsRevoked };
     },
 

@@ -8,7 +8,9 @@ const SessionSchema = z
   .object({
     id: z.uuid().meta({ description: 'The public id of the session (DELETE /api/v1/me/sessions/{id}); not its secret.' }),
     created_at: z.iso.datetime().meta({ description: 'When it signed in.' }),
-    last_seen_at: z.iso.datetime().meta({ description: 'When it was last used, to the minute (written at most once a minute); its sign-in time until its first use.' }),
+    last_seen_at: z.iso
+      .datetime()
+      .meta({ description: 'When it was last used, to the minute (written at most once a minute); its sign-in time until its first use.' }),
     expires_at: z.iso.datetime(),
     ip: z.string().nullable().meta({ description: 'The address it signed in from.' }),
     user_agent: z.string().nullable().meta({ description: 'The User-Agent it signed in with.' }),
