@@ -53,7 +53,7 @@ describe('account page', () => {
 
     await page.getByLabel('New password').fill(NEW_PASSWORD);
     await page.getByRole('button', { name: 'Change password' }).click();
-    await page.getByText('Password changed. 1 other sessions were signed out.').waitFor();
+    await page.getByText('Password changed. Other sessions signed out: 1.').waitFor();
     await page.getByText('No other session is signed in.').waitFor();
     expect(await meStatus(elsewhere.page)).toBe(401);
     expect(await meStatus(page)).toBe(200);
@@ -89,6 +89,9 @@ describe('account page', () => {
     await page.getByRole('heading', { name: 'Ihr Konto', level: 1 }).waitFor();
     await page.getByRole('heading', { name: 'Passwort ändern' }).waitFor();
     await page.getByText('Diese Sitzung').waitFor();
+    // Each session a block of its own: its sign-out button within the screen, no sideways scrolling.
+    const button = await page.getByRole('button', { name: /^Sitzung von .* abmelden$/ }).boundingBox();
+    expect(button!.x + button!.width).toBeLessThanOrEqual(375);
     // Nothing wider than the screen but the table's own scrolling region.
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
@@ -136,6 +139,8 @@ describe('forgotten password', () => {
     await again.page.getByRole('button', { name: 'Set the password' }).click();
     await again.page.getByText('This password reset link was already used: ask for a new one.').waitFor();
     await again.page.getByRole('link', { name: 'Ask for a new link' }).waitFor();
+    // Opened first, the page shows alone: the dashboard's boot placeholder is gone.
+    expect(await again.page.getByText('Loading…').count()).toBe(0);
     await screenshot(again.page, 'reset-password-used-phone');
     expect(await seriousA11yViolations(again.page)).toEqual([]);
     // Opened without its token: says so.

@@ -127,4 +127,7 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+// The boot placeholder goes: Preact would keep it beside a first page that is not a `<p>` (the reset page's).
+root.textContent = '';
+render(<App />, root);
