@@ -1,3 +1,4 @@
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpServer } from '../support/smtp.js';
 import { waitFor } from '../support/wait.js';
@@ -24,7 +25,7 @@ afterAll(async () => {
 });
 
 /** GET /api/v1/me with a browser profile's own cookies. */
-const meStatus = async (page: import('playwright-core').Page) => (await page.request.get('/api/v1/me')).status();
+const meStatus = async (page: Page) => (await page.request.get('/api/v1/me')).status();
 
 describe('account page', () => {
   it('changes the password (wrong and weak refused first), lists the sessions and signs one, then this one, out', async () => {

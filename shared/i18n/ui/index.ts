@@ -16,7 +16,23 @@ import { tokens } from './tokens.js';
 import { visits } from './visits.js';
 import { webhooks } from './webhooks.js';
 
-const areas = [common, login, account, overview, subdomains, links, stats, visits, attacks, exportsPage, tokens, webhooks, notifications, staff, publicPage] as const;
+const areas = [
+  common,
+  login,
+  account,
+  overview,
+  subdomains,
+  links,
+  stats,
+  visits,
+  attacks,
+  exportsPage,
+  tokens,
+  webhooks,
+  notifications,
+  staff,
+  publicPage,
+] as const;
 
 type Area = (typeof areas)[number];
 type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;

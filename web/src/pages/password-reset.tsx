@@ -109,7 +109,9 @@ export function ResetPasswordPage() {
 
   const linkRefused = error instanceof ApiError && typeof error.details.reason === 'string' && error.details.reason.startsWith('reset_link_');
   const passwordError =
-    error instanceof ApiError && error.code === 'conflict' && typeof error.details.password === 'string' ? error.details.password : fieldError(error, 'password');
+    error instanceof ApiError && error.code === 'conflict' && typeof error.details.password === 'string'
+      ? error.details.password
+      : fieldError(error, 'password');
   return (
     <SignedOutCard title={t('reset.title')}>
       {!token ? (
