@@ -11,8 +11,6 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   tokenId?: string;
   sessionHash?: string;
-  /** The public id of the session (GET /api/v1/me/sessions), for a session caller. */
-  sessionId?: string;
   /**
    * The identity presented, built once with the principal: `token:<id>` or `user:<id>`. It keys the
    * api bucket of a token and the anti-spam count of identities per IP.

@@ -160,7 +160,6 @@ export function createAuthenticator(
       via: 'session',
       scopes: new Set(sessionScopes(session.role)),
       sessionHash,
-      sessionId: session.session_id,
       identity: `user:${session.user_id}`,
     };
   };

@@ -32,15 +32,7 @@ export function sessionsRepository(db: Kysely<DB>) {
       return db
         .selectFrom('sessions')
         .innerJoin('users', 'users.id', 'sessions.user_id')
-        .select([
-          'sessions.id_hash',
-          'sessions.id as session_id',
-          'sessions.expires_at',
-          'sessions.last_seen_at',
-          'users.id as user_id',
-          'users.email',
-          'users.role',
-        ])
+        .select(['sessions.id_hash', 'sessions.expires_at', 'sessions.last_seen_at', 'users.id as user_id', 'users.email', 'users.role'])
         .where('sessions.id_hash', '=', idHash)
         .where('sessions.revoked_at', 'is', null)
         .where('sessions.expires_at', '>', new Date())
