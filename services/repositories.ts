@@ -9,6 +9,7 @@ import { platformSecretsRepository } from '#shared/secrets/platform-secrets.repo
 import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
 import { usersRepository } from '#shared/users/users.repository.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
+import { passwordResetsRepository } from './api/auth/password-resets.repository.js';
 import { sessionsRepository } from './api/auth/sessions.repository.js';
 import { tokensRepository } from './api/tokens/tokens.repository.js';
 import { visitorSaltsRepository } from './enricher/visitor-salts.repository.js';
@@ -48,6 +49,7 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
   return {
     users: usersRepository(postgres),
     sessions: sessionsRepository(postgres),
+    passwordResets: passwordResetsRepository(postgres),
     tokens: tokensRepository(postgres),
     links: linksRepository(postgres),
     subdomains: subdomainsRepository(postgres),

@@ -415,10 +415,23 @@ export const CONFIG_VARS = {
   SMTP_URL: [
     optionalString(urlWithScheme(['smtp', 'smtps'])),
     {
-      doc: 'SMTP server for e-mail notifications (`smtp://user:password@host:587`, `smtps://…:465`); without it notifications are only shown in the dashboard.',
+      doc:
+        'SMTP server for e-mail notifications and password-reset links (`smtp://user:password@host:587`, `smtps://…:465`); without it notifications ' +
+        'are only shown in the dashboard, and staff issue reset links (POST /api/v1/users/{id}/password-reset) instead of mail.',
     },
   ],
-  SMTP_FROM: [optionalString(z.string().min(3).max(200)), { doc: 'Sender of notification e-mails (default `linktrack <noreply@{BASE_DOMAIN}>`).' }],
+  SMTP_FROM: [
+    optionalString(z.string().min(3).max(200)),
+    { doc: 'Sender of notification and password-reset e-mails (default `linktrack <noreply@{BASE_DOMAIN}>`).' },
+  ],
+  PASSWORD_RESET_PER_ADDRESS: [
+    withDefault(rateRule, '3:3600'),
+    {
+      doc:
+        'Password-reset requests (POST /auth/password-reset) per submitted e-mail address, existing or not, as `<limit>:<window-seconds>`; ' +
+        'per IP they count in the auth bucket (RATE_LIMIT_AUTH).',
+    },
+  ],
   SHUTDOWN_TIMEOUT_MS: [
     withDefault(z.coerce.number().int().min(100).max(120_000), 10_000),
     { doc: 'Longest graceful drain on SIGTERM before the process exits.' },
@@ -482,6 +495,8 @@ export interface Config {
   /** Nice value a worker-only process lowers itself to (WORKER_NICE). */
   workerNice: number;
   smtp: { url: string; from: string } | undefined;
+  /** Password-reset requests per submitted address and window. */
+  passwordResetPerAddress: RateRule;
   /**
    * Keys of secrets at rest: the configured key and earlier ones, and the key file of the embedded
    * mode (used when no key is configured; when one is, a key file found there still opens what it sealed).
@@ -582,6 +597,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     workerNice: env.WORKER_NICE,
     smtp: env.SMTP_URL ? { url: env.SMTP_URL, from: env.SMTP_FROM ?? `linktrack <noreply@${env.BASE_DOMAIN}>` } : undefined,
+    passwordResetPerAddress: env.PASSWORD_RESET_PER_ADDRESS,
     secrets: { key: env.SECRETS_KEY, previous: env.SECRETS_KEY_PREVIOUS, keyFile: env.DATABASE_URL ? undefined : `${dataDir}/secrets.key` },
     retention: { webhookDeliveriesDays: env.WEBHOOK_DELIVERY_RETENTION_DAYS, auditDays: env.AUDIT_RETENTION_DAYS },
     rateLimits,
@@ -603,7 +619,9 @@ export function configTable(): { name: ConfigVar; fallback: string; doc: string 
         ? ''
         : Array.isArray(value)
           ? value.join(',')
-          : String(value === false ? '0' : value === true ? '1' : (value as string | number));
+          : typeof value === 'object' && value !== null && 'windowSec' in value
+            ? `${(value as RateRule).limit}:${(value as RateRule).windowSec}`
+            : String(value === false ? '0' : value === true ? '1' : (value as string | number));
     return { name, fallback, doc: (CONFIG_VARS[name][1] as VarDoc).doc };
   });
 }

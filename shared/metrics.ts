@@ -13,6 +13,7 @@ export interface Metrics {
   jobsProcessed: Counter<'job' | 'outcome'>;
   jobsStoreFailures: Counter<'operation'>;
   auditWriteFailures: Counter<string>;
+  accountMailFailures: Counter<'mail'>;
   eventPublishFailures: Counter<'event'>;
   webhookAttempts: Counter<'outcome'>;
   webhookAttemptsKept: Counter;
@@ -85,6 +86,12 @@ export function createMetrics(): Metrics {
     auditWriteFailures: new Counter({
       name: 'audit_write_failures_total',
       help: 'Audit log entries that could not be written.',
+      registers: [registry],
+    }),
+    accountMailFailures: new Counter({
+      name: 'account_mail_failures_total',
+      help: 'Account e-mails (password-reset links) that could not be prepared or sent through SMTP_URL, by mail. Alert on any.',
+      labelNames: ['mail'],
       registers: [registry],
     }),
     webhookAttempts: new Counter({

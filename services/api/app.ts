@@ -10,6 +10,10 @@ import { authRoutes } from './auth/auth.routes.js';
 import { authService } from './auth/auth.service.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { createCaptcha } from './auth/captcha.js';
+import { createMailer } from './auth/mailer.js';
+import { passwordRoutes } from './auth/password.routes.js';
+import { passwordService } from './auth/password.service.js';
+import { sessionsRoutes } from './auth/sessions.routes.js';
 import { deviceCookieKey, deviceCookies } from './auth/device-cookie.js';
 import type { AbuseGuard } from './auth/abuse.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
@@ -99,9 +103,13 @@ export async function createApi(
   const links = linksService({ ...deps, subdomains, events: createEventBus(context) });
   // QR images are drawn on their own threads, once per short URL and parameters.
   const qr = createQrRenderer();
+  const mailer = createMailer(config.smtp);
+  const passwords = passwordService(deps, abuse, mailer);
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served }),
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
+    ...passwordRoutes(context, passwords),
+    ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
     ...usersRoutes(repositories),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
@@ -121,6 +129,10 @@ export async function createApi(
       await app.register(cookie);
       app.addHook('onClose', async () => authenticator.close());
       app.addHook('onClose', async () => qr.close());
+      app.addHook('onClose', async () => {
+        await passwords.close();
+        mailer?.close();
+      });
       registerRoutes(app, routes, registrar);
       // The owner dashboard (its HTML on `/` and its pages, its hashed assets).
       await registerDashboard(app, { dir: dashboardDir, log, shortHostRoot });

@@ -7,6 +7,8 @@ export interface UsersTable {
   password_hash: string;
   role: 'staff' | 'user';
   display_name: string | null;
+  /** The language the account last signed in with (its e-mails are written in it); null before a first sign-in. */
+  locale: ColumnType<'en' | 'de' | 'fr' | 'es' | null, 'en' | 'de' | 'fr' | 'es' | null | undefined, 'en' | 'de' | 'fr' | 'es' | null>;
   created_at: ColumnType<Date, Date | string | undefined, never>;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
@@ -30,12 +32,25 @@ export interface AuditLogTable {
 
 export interface SessionsTable {
   id_hash: string;
+  /** The public id of a session (lists and revocation name it); never its secret's hash. */
+  id: Generated<string>;
   user_id: string;
   ip: string | null;
   user_agent: string | null;
   created_at: ColumnType<Date, Date | string | undefined, never>;
   expires_at: ColumnType<Date, Date | string, Date | string>;
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  last_seen_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface PasswordResetsTable {
+  token_hash: string;
+  user_id: string;
+  issued_by: string | null;
+  ip: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface ApiTokensTable {
@@ -172,6 +187,7 @@ export interface DB {
   links: LinksTable;
   users: UsersTable;
   sessions: SessionsTable;
+  password_resets: PasswordResetsTable;
   api_tokens: ApiTokensTable;
   schema_migrations: SchemaMigrationsTable;
   audit_log: AuditLogTable;

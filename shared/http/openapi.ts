@@ -127,9 +127,13 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
     servers: [{ url: info.serverUrl }],
     tags: [
       { name: 'discovery', description: 'Index, health, status, the error catalogue, languages, metrics.' },
-      { name: 'auth', description: 'Login (session cookie), logout, CAPTCHA challenges and the current account.' },
+      {
+        name: 'auth',
+        description:
+          'Login (session cookie), logout, CAPTCHA challenges, the current account, its password (change, reset by e-mail) and its sessions (list, sign out).',
+      },
       { name: 'tokens', description: 'API tokens: `Authorization: Bearer svc_u_…`. Only their SHA-256 is stored; the secret is shown once.' },
-      { name: 'users', description: 'Accounts, created by staff.' },
+      { name: 'users', description: 'Accounts, created by staff, who can also issue password-reset links for them.' },
       {
         name: 'admin',
         description: 'Staff operations (the admin scope): the dead-letter topic `visits.dlq`, its pending dead letters and their replay.',

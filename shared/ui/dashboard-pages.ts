@@ -15,6 +15,7 @@ export const DASHBOARD_PAGES = [
   'webhooks',
   'notifications',
   'staff',
+  'account',
 ] as const;
 
 export type DashboardPage = (typeof DASHBOARD_PAGES)[number];

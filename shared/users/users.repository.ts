@@ -60,6 +60,19 @@ export function usersRepository(db: Kysely<DB>) {
       const row = await db.selectFrom('users').select('email').where('id', '=', id).executeTakeFirst();
       return row?.email;
     },
+    /** Sets the account's password hash. */
+    async setPasswordHash(id: string, passwordHash: string): Promise<void> {
+      await db.updateTable('users').set({ password_hash: passwordHash, updated_at: new Date() }).where('id', '=', id).execute();
+    },
+    /** Records the language the account signed in with, when it changed (its e-mails are written in it). */
+    async setLocale(id: string, locale: 'en' | 'de' | 'fr' | 'es'): Promise<void> {
+      await db
+        .updateTable('users')
+        .set({ locale })
+        .where('id', '=', id)
+        .where((eb) => eb.or([eb('locale', 'is', null), eb('locale', '!=', locale)]))
+        .execute();
+    },
     async findByEmail(email: string) {
       return db
         .selectFrom('users')

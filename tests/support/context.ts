@@ -5,6 +5,7 @@ import { createAnalytics, type Analytics } from '#shared/analytics/analytics.js'
 import { migrateAnalytics } from '#shared/migrations/clickhouse.js';
 import { loadConfig, type Config } from '#shared/config.js';
 import { closeContext, createContext, type Context } from '#shared/context.js';
+import type { Logger } from '#shared/logger.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 
 /** True when the suite runs against real services (DATABASE_URL, REDIS_URL, KAFKA_BROKERS set by .ci/run). */
@@ -83,11 +84,11 @@ function processChdb(config: Config): Promise<Analytics> {
   return sharedChdb;
 }
 
-/** Builds a migrated context for a test file; close it in afterAll. */
-export async function createTestContext(overrides: Record<string, string | undefined> = {}): Promise<Context> {
+/** Builds a migrated context for a test file (with `log`, a logger the test reads); close it in afterAll. */
+export async function createTestContext(overrides: Record<string, string | undefined> = {}, options: { log?: Logger } = {}): Promise<Context> {
   const config = testConfig(overrides);
   const analytics = config.analytics.kind === 'chdb' ? await processChdb(config) : undefined;
-  const context = await createContext(config, { analytics });
+  const context = await createContext(config, { analytics, log: options.log });
   await migrateDatabase(context.db);
   if (!analytics) await migrateAnalytics(context.analytics);
   return context;

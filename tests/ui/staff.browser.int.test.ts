@@ -51,7 +51,7 @@ describe('staff page', () => {
       const row = accounts.getByRole('row').filter({ hasText: email });
       await row.waitFor();
       // What staff typed is text, never markup.
-      expect(await row.getByRole('cell').allTextContents()).toEqual([email, 'New <i>Owner</i>', 'Owner', expect.any(String)]);
+      expect(await row.getByRole('cell').allTextContents()).toEqual([email, 'New <i>Owner</i>', 'Owner', expect.any(String), 'Reset link']);
       await screenshot(page, 'staff-created-desktop');
 
       // The same e-mail again (in capitals): the conflict is shown on the e-mail field.

@@ -1,6 +1,6 @@
 // The owner dashboard: a client of the public API v1 over the session cookie (same origin).
 // Pages load on demand, so the first page carries only the shell and itself.
-import { render } from 'preact';
+import { render, type FunctionComponent } from 'preact';
 import { ErrorBoundary, lazy, LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { setApiLanguage } from './api/client.js';
@@ -12,6 +12,7 @@ import { ErrorState, Loading } from './app/ui.js';
 import { LoginPage } from './pages/login.js';
 import { NotFoundPage } from './pages/not-found.js';
 import { OverviewPage } from './pages/overview.js';
+import { ForgotPasswordPage, ResetPasswordPage } from './pages/password-reset.js';
 import './styles.css';
 
 const SubdomainsPage = lazy(() => import('./pages/subdomains.js').then((module) => module.SubdomainsPage));
@@ -23,6 +24,7 @@ const ExportsPage = lazy(() => import('./pages/exports.js').then((module) => mod
 const TokensPage = lazy(() => import('./pages/tokens.js').then((module) => module.TokensPage));
 const WebhooksPage = lazy(() => import('./pages/webhooks.js').then((module) => module.WebhooksPage));
 const NotificationsPage = lazy(() => import('./pages/notifications.js').then((module) => module.NotificationsPage));
+const AccountPage = lazy(() => import('./pages/account.js').then((module) => module.AccountPage));
 const StaffPage = lazy(() => import('./pages/staff.js').then((module) => module.StaffPage));
 
 function SignedInRoutes() {
@@ -46,6 +48,7 @@ function SignedInRoutes() {
             <Route path="/webhooks/:id" component={WebhooksPage} />
             <Route path="/notifications" component={NotificationsPage} />
             <Route path="/staff" component={StaffPage} />
+            <Route path="/account" component={AccountPage} />
             <Route path="/login" component={GoHome} />
             <Route default component={NotFoundPage} />
           </Router>
@@ -81,13 +84,18 @@ function GoHome() {
   return <Loading />;
 }
 
+/** Pages shown whether or not someone is signed in: a forgotten password's, which a reset link opens. */
+const OPEN_PAGES: Record<string, FunctionComponent> = { '/login/forgot': ForgotPasswordPage, '/login/reset': ResetPasswordPage };
+
 function Root() {
   const { session, refresh } = useSession();
   const { path, route } = useLocation();
+  const Open = OPEN_PAGES[path];
   useEffect(() => {
     // Signed out anywhere but the sign-in page: go there, remembering where to come back to.
-    if (session.state === 'signed-out' && path !== '/login') route(`/login?next=${encodeURIComponent(path)}`, true);
+    if (session.state === 'signed-out' && path !== '/login' && !Open) route(`/login?next=${encodeURIComponent(path)}`, true);
   }, [session.state, path]);
+  if (Open) return <Open />;
   if (session.state === 'loading') return <Loading />;
   if (session.state === 'error') return <ErrorState error={session.error} retry={() => void refresh()} />;
   if (session.state === 'signed-out') return <LoginPage reason={session.reason} />;
@@ -119,4 +127,7 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+// The boot placeholder goes: Preact would keep it beside a first page that is not a `<p>` (the reset page's).
+root.textContent = '';
+render(<App />, root);

@@ -76,6 +76,7 @@ export function authRoutes(
           ip: request.ip,
           userAgent: request.headers['user-agent'] ?? null,
           deviceCookie: request.cookies?.[DEVICE_COOKIE],
+          locale: request.locale,
         });
         reply.setCookie(SESSION_COOKIE, result.secret, { ...cookieOptions, expires: result.expiresAt });
         // Secure only over https as the request arrived (a plain-HTTP LAN origin must keep it); sent to /auth only.

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from '#shared/context.js';
 import { AppError, retryLater } from '#shared/errors.js';
+import type { Locale } from '#shared/i18n/index.js';
 import { hashPassword, verifyPassword } from '#shared/password.js';
 import { toUserView, type UserView } from '../users/users.view.js';
 import { secretHash } from './authenticator.js';
@@ -74,6 +75,14 @@ export function authService(
     if (ttl > 0) throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: allowance.reason });
   };
 
+  /** Starts a session for an account whose every factor was checked: a new secret, stored as its hash only. */
+  const startSession = async (userId: string, client: { ip: string; userAgent: string | null }) => {
+    const secret = randomBytes(32).toString('base64url');
+    const expiresAt = new Date(Date.now() + context.config.sessionTtlSec * 1000);
+    await sessions.insert({ idHash: secretHash(secret), userId, ip: client.ip, userAgent: client.userAgent, expiresAt });
+    return { secret, expiresAt };
+  };
+
   return {
     /** Answers 429 while the allowance this attempt would spend (the account's, or its known device's) is locked. */
     async assertNotLocked(email: string, deviceCookie: string | undefined): Promise<void> {
@@ -83,7 +92,7 @@ export function authService(
     /** Signs in; the route has checked the lock first (assertNotLocked, before the auth bucket counts). */
     async login(
       input: { email: string; password: string; captcha?: string },
-      client: { ip: string; userAgent: string | null; deviceCookie?: string },
+      client: { ip: string; userAgent: string | null; deviceCookie?: string; locale: Locale },
     ): Promise<LoginResult> {
       const allowance = await allowanceOf(input.email, client.deviceCookie);
       // A known device has its own allowance: the CAPTCHA guards the account's shared one.
@@ -137,9 +146,10 @@ export function authService(
       // (others' guesses) as it is.
       await context.cache.remove(allowance.failures);
       if (!allowance.device) await context.cache.remove(captchaKey(input.email));
-      const secret = randomBytes(32).toString('base64url');
-      const expiresAt = new Date(Date.now() + context.config.sessionTtlSec * 1000);
-      await sessions.insert({ idHash: secretHash(secret), userId: user.id, ip: client.ip, userAgent: client.userAgent, expiresAt });
+      // The password is the first factor; a second one (TOTP) is to be asked here, before startSession,
+      // under the same allowance, lock and CAPTCHA as the password.
+      await users.setLocale(user.id, client.locale);
+      const { secret, expiresAt } = await startSession(user.id, client);
       return { secret, expiresAt, user: toUserView(user), device: await devices.issue(accountKey(input.email)) };
     },
 

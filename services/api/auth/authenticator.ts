@@ -30,6 +30,8 @@ export function secretHash(secret: string): string {
 /** How long a token record may be served from memory (a revocation anywhere voids it at once). */
 const TOKEN_CACHE_TTL_MS = 30_000;
 const TOKEN_CACHE_MAX = 10_000;
+/** A session's last_seen_at is written at most once per this long (a write per request would cost more than it tells). */
+export const SESSION_SEEN_EVERY_MS = 60_000;
 /** last_used_at/last_used_ip are written behind, at most this late. */
 export const LAST_USED_FLUSH_MS = 2_000;
 
@@ -146,6 +148,11 @@ export function createAuthenticator(
     const sessionHash = secretHash(cookie);
     const session = await sessions.findLiveWithUser(sessionHash);
     if (!session) return undefined;
+    const now = Date.now();
+    if (!session.last_seen_at || now - session.last_seen_at.getTime() >= SESSION_SEEN_EVERY_MS) {
+      // Not awaited: the request needs no answer from it, and a failed write costs only a stale time.
+      sessions.touch(sessionHash, new Date(now)).catch((error: unknown) => context.log.warn({ err: error }, 'recording session use failed'));
+    }
     return {
       userId: session.user_id,
       email: session.email,

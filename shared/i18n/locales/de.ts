@@ -53,6 +53,13 @@ export const de: Catalogue = {
     'Der Tracker dieser Subdomain ist auf dieser Website ({origin}) nicht erlaubt: ihr Inhaber legt fest, welche Websites er annimmt.',
   'error.forbidden.destination_not_allowed': 'Zustellungen an diese URL sind nicht erlaubt: {reason}.',
   'error.unauthorized.invalid_credentials': 'E-Mail-Adresse oder Passwort ist falsch.',
+  'error.forbidden.current_password': 'Das aktuelle Passwort ist falsch.',
+  'error.forbidden.reset_link_unknown': 'Dieser Link zum Zurücksetzen des Passworts ist ungültig: Fordern Sie einen neuen an.',
+  'error.forbidden.reset_link_used': 'Dieser Link zum Zurücksetzen des Passworts wurde bereits verwendet: Fordern Sie einen neuen an.',
+  'error.forbidden.reset_link_expired': 'Dieser Link zum Zurücksetzen des Passworts ist abgelaufen (Links gelten eine Stunde): Fordern Sie einen neuen an.',
+  'mail.password_reset.subject': 'Passwort zurücksetzen',
+  'mail.password_reset.body':
+    'Jemand hat angefordert, das Passwort Ihres Kontos {email} zurückzusetzen.\n\nUm ein neues Passwort zu wählen, öffnen Sie innerhalb einer Stunde diesen Link:\n{link}\n\nDer Link funktioniert einmal. Danach ist auf jedem Gerät eine Anmeldung mit dem neuen Passwort nötig: Alle Sitzungen werden abgemeldet.\n\nWenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Ihr Passwort bleibt unverändert.',
   'error.rate_limited.retry': 'Zu viele Anfragen. Versuchen Sie es in {seconds} Sekunden erneut.',
   'error.service_unavailable.dependency': 'Eine Abhängigkeit ist ausgefallen: {names}.',
   'error.service_unavailable.public_pages_not_served': 'Dieser Knoten liefert keine öffentlichen Seiten aus: PUBLIC_PAGES_UPSTREAM ist nicht gesetzt.',

@@ -50,6 +50,13 @@ export const en = {
   'error.forbidden.origin_not_allowed': 'The tracker of this subdomain is not allowed on this site ({origin}): its owner lists the sites it accepts.',
   'error.forbidden.destination_not_allowed': 'Deliveries to this URL are not allowed: {reason}.',
   'error.unauthorized.invalid_credentials': 'The e-mail or the password is wrong.',
+  'error.forbidden.current_password': 'The current password is wrong.',
+  'error.forbidden.reset_link_unknown': 'This password reset link is not valid: ask for a new one.',
+  'error.forbidden.reset_link_used': 'This password reset link was already used: ask for a new one.',
+  'error.forbidden.reset_link_expired': 'This password reset link has expired (links are valid for one hour): ask for a new one.',
+  'mail.password_reset.subject': 'Reset your password',
+  'mail.password_reset.body':
+    'Someone asked to reset the password of your account {email}.\n\nTo choose a new password, open this link within one hour:\n{link}\n\nThe link works once. Signing in with the new password will be needed on every device: all sessions are signed out.\n\nIf you did not ask for this, ignore this e-mail: your password stays as it is.',
   'error.rate_limited.retry': 'Too many requests. Try again in {seconds} seconds.',
   'error.service_unavailable.dependency': 'A dependency is down: {names}.',
   'error.service_unavailable.public_pages_not_served': 'This node serves no public pages: its operator has not set PUBLIC_PAGES_UPSTREAM.',

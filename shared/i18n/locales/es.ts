@@ -53,6 +53,13 @@ export const es: Catalogue = {
     'El rastreador de este subdominio no está permitido en este sitio ({origin}): su propietario indica los sitios que acepta.',
   'error.forbidden.destination_not_allowed': 'No se permiten entregas a esta URL: {reason}.',
   'error.unauthorized.invalid_credentials': 'El correo electrónico o la contraseña no son correctos.',
+  'error.forbidden.current_password': 'La contraseña actual es incorrecta.',
+  'error.forbidden.reset_link_unknown': 'Este enlace para restablecer la contraseña no es válido: solicite uno nuevo.',
+  'error.forbidden.reset_link_used': 'Este enlace para restablecer la contraseña ya se usó: solicite uno nuevo.',
+  'error.forbidden.reset_link_expired': 'Este enlace para restablecer la contraseña ha caducado (los enlaces valen una hora): solicite uno nuevo.',
+  'mail.password_reset.subject': 'Restablecer su contraseña',
+  'mail.password_reset.body':
+    'Alguien pidió restablecer la contraseña de su cuenta {email}.\n\nPara elegir una contraseña nueva, abra este enlace antes de una hora:\n{link}\n\nEl enlace funciona una vez. Después habrá que iniciar sesión con la contraseña nueva en cada dispositivo: se cierran todas las sesiones.\n\nSi no lo pidió usted, ignore este correo: su contraseña no cambia.',
   'error.rate_limited.retry': 'Demasiadas solicitudes. Inténtelo de nuevo en {seconds} segundos.',
   'error.service_unavailable.dependency': 'Una dependencia no está disponible: {names}.',
   'error.service_unavailable.public_pages_not_served': 'Este nodo no sirve páginas públicas: su operador no ha configurado PUBLIC_PAGES_UPSTREAM.',

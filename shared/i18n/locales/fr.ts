@@ -53,6 +53,13 @@ export const fr: Catalogue = {
     "Le traceur de ce sous-domaine n'est pas autorisé sur ce site ({origin}) : son propriétaire indique les sites qu'il accepte.",
   'error.forbidden.destination_not_allowed': 'Les livraisons vers cette URL ne sont pas autorisées : {reason}.',
   'error.unauthorized.invalid_credentials': "L'adresse e-mail ou le mot de passe est incorrect.",
+  'error.forbidden.current_password': 'Le mot de passe actuel est incorrect.',
+  'error.forbidden.reset_link_unknown': "Ce lien de réinitialisation du mot de passe n'est pas valide : demandez-en un nouveau.",
+  'error.forbidden.reset_link_used': 'Ce lien de réinitialisation du mot de passe a déjà servi : demandez-en un nouveau.',
+  'error.forbidden.reset_link_expired': 'Ce lien de réinitialisation du mot de passe a expiré (un lien vaut une heure) : demandez-en un nouveau.',
+  'mail.password_reset.subject': 'Réinitialiser votre mot de passe',
+  'mail.password_reset.body':
+    "Quelqu'un a demandé la réinitialisation du mot de passe de votre compte {email}.\n\nPour choisir un nouveau mot de passe, ouvrez ce lien dans l'heure :\n{link}\n\nLe lien ne sert qu'une fois. Il faudra ensuite se connecter avec le nouveau mot de passe sur chaque appareil : toutes les sessions sont fermées.\n\nSi vous n'avez rien demandé, ignorez ce message : votre mot de passe reste inchangé.",
   'error.rate_limited.retry': 'Trop de requêtes. Réessayez dans {seconds} secondes.',
   'error.service_unavailable.dependency': 'Une dépendance est indisponible : {names}.',
   'error.service_unavailable.public_pages_not_served': 'Ce nœud ne sert pas de pages publiques : son opérateur n’a pas défini PUBLIC_PAGES_UPSTREAM.',

@@ -1,5 +1,6 @@
 // The user interface's messages, merged per locale: the dashboard bundles this module, and the
 // server's catalogue (shared/i18n) adds it to the API's messages, so both speak from one source.
+import { account } from './account.js';
 import { attacks } from './attacks.js';
 import { common } from './common.js';
 import { exportsPage } from './exports.js';
@@ -15,7 +16,23 @@ import { tokens } from './tokens.js';
 import { visits } from './visits.js';
 import { webhooks } from './webhooks.js';
 
-const areas = [common, login, overview, subdomains, links, stats, visits, attacks, exportsPage, tokens, webhooks, notifications, staff, publicPage] as const;
+const areas = [
+  common,
+  login,
+  account,
+  overview,
+  subdomains,
+  links,
+  stats,
+  visits,
+  attacks,
+  exportsPage,
+  tokens,
+  webhooks,
+  notifications,
+  staff,
+  publicPage,
+] as const;
 
 type Area = (typeof areas)[number];
 type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;

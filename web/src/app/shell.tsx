@@ -27,6 +27,7 @@ export const NAV: NavItem[] = [
   { href: '/webhooks', label: 'nav.webhooks' },
   { href: '/notifications', label: 'nav.notifications' },
   { href: '/staff', label: 'nav.staff', staff: true },
+  { href: '/account', label: 'nav.account' },
 ];
 
 /** Unread notifications, polled every 30 s and after each navigation. */

@@ -149,6 +149,9 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
             {busy ? t('login.submitting') : t('login.submit')}
           </button>
         </form>
+        <p class="login-forgot">
+          <a href="/login/forgot">{t('forgot.link')}</a>
+        </p>
       </main>
     </div>
   );

@@ -1,0 +1,177 @@
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSmtpServer } from '../support/smtp.js';
+import { waitFor } from '../support/wait.js';
+import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
+
+// The account pages in a real browser: changing the password (wrong, weak, then right), the
+// sessions list with the current one marked, signing another session and then this one out; the
+// forgotten-password flow through a real local SMTP server, the link opened, used and refused when
+// used again; a staff-issued reset link. axe on each page, at desktop and phone size, in English
+// and German.
+let platform: UiPlatform;
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+
+const NEW_PASSWORD = 'plum tractor velvet orbit lantern';
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  platform = await startUiPlatform({ SMTP_URL: smtp.url });
+}, 120_000);
+
+afterAll(async () => {
+  await platform?.stop();
+  smtp?.close();
+});
+
+/** GET /api/v1/me with a browser profile's own cookies. */
+const meStatus = async (page: Page) => (await page.request.get('/api/v1/me')).status();
+
+describe('account page', () => {
+  it('changes the password (wrong and weak refused first), lists the sessions and signs one, then this one, out', async () => {
+    const account = await newAccount(platform);
+    const elsewhere = await openPage(platform, { userAgent: 'Other browser/1.0' });
+    await signIn(elsewhere.page, account.email);
+    const { page, problems, browserContext } = await openPage(platform, { userAgent: 'This browser/1.0' });
+    await signIn(page, account.email);
+    await page.getByRole('link', { name: 'Account' }).click();
+    await page.getByRole('heading', { name: 'Your account', level: 1 }).waitFor();
+    const sessions = page.getByRole('region', { name: 'Sessions' });
+    await sessions.getByRole('rowheader', { name: /This browser\/1\.0\s*This session/ }).waitFor();
+    await sessions.getByRole('rowheader', { name: 'Other browser/1.0' }).waitFor();
+
+    // Wrong current password, submitted from the keyboard.
+    await page.getByLabel('Current password').fill('not the password');
+    await page.getByLabel('New password').fill(NEW_PASSWORD);
+    await page.getByLabel('New password').press('Enter');
+    await page.getByText('The current password is wrong.').waitFor();
+    // A weak new one: the server's rule, shown at the field.
+    await page.getByLabel('Current password').fill(TEST_PASSWORD);
+    await page.getByLabel('New password').fill('password1234');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText(/is too common or too easy to guess/).waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    await page.getByLabel('New password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Password changed. Other sessions signed out: 1.').waitFor();
+    await page.getByText('No other session is signed in.').waitFor();
+    expect(await meStatus(elsewhere.page)).toBe(401);
+    expect(await meStatus(page)).toBe(200);
+    await screenshot(page, 'account-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    // Another session, signed out from here.
+    const third = await openPage(platform, { userAgent: 'Third browser/3.0' });
+    await signIn(third.page, account.email, NEW_PASSWORD);
+    await page.reload();
+    await page.getByRole('button', { name: /^Sign out the session of Third browser\/3\.0 from / }).click();
+    await page.getByText('The session was signed out.').waitFor();
+    expect(await meStatus(third.page)).toBe(401);
+    expect(await page.getByRole('button', { name: /^Sign out the session of Third browser/ }).count()).toBe(0);
+
+    // This session: the dashboard returns to the sign-in page.
+    await page.getByRole('button', { name: /^Sign out the session of This browser\/1\.0 from / }).click();
+    await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor();
+    expect(await meStatus(page)).toBe(401);
+    expect(problems).toEqual([]);
+    await Promise.all([browserContext.close(), elsewhere.browserContext.close(), third.browserContext.close()]);
+  });
+
+  it('fits a phone and speaks German', async () => {
+    const account = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform, { viewport: 'phone', locale: 'de-DE' });
+    await page.goto('/login');
+    await page.getByLabel('E-Mail').fill(account.email);
+    await page.getByLabel('Passwort').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Anmelden' }).click();
+    await page.locator('#main-nav').waitFor({ state: 'attached' });
+    await page.goto('/account');
+    await page.getByRole('heading', { name: 'Ihr Konto', level: 1 }).waitFor();
+    await page.getByRole('heading', { name: 'Passwort ändern' }).waitFor();
+    await page.getByText('Diese Sitzung').waitFor();
+    // Each session a block of its own: its sign-out button within the screen, no sideways scrolling.
+    const button = await page.getByRole('button', { name: /^Sitzung von .* abmelden$/ }).boundingBox();
+    expect(button!.x + button!.width).toBeLessThanOrEqual(375);
+    // Nothing wider than the screen but the table's own scrolling region.
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot(page, 'account-phone-de');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+});
+
+describe('forgotten password', () => {
+  it('mails a link from the sign-in page; the link sets a new password once, then says it was used', async () => {
+    const account = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform);
+    await page.goto('/login');
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.getByRole('heading', { name: 'Reset your password', level: 1 }).waitFor();
+    await page.getByLabel('E-mail').fill(account.email);
+    await page.getByRole('button', { name: 'Send the link' }).click();
+    await page.getByText(/If an account uses this address, a link is on its way/).waitFor();
+    await screenshot(page, 'forgot-password-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    const mail = await waitFor(() => smtp.mails.find((sent) => sent.to.includes(account.email)), 10_000);
+    const link = /(http\S+#token=[\w-]{43})/.exec(mail.text)![1]!;
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'Choose a new password', level: 1 }).waitFor();
+    // The secret leaves the address bar (and so the history) at once.
+    expect(page.url()).not.toContain('#token=');
+    await page.getByLabel('New password').fill('password1234');
+    await page.getByRole('button', { name: 'Set the password' }).click();
+    await page.getByText(/is too common or too easy to guess/).waitFor();
+    await page.getByLabel('New password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Set the password' }).click();
+    await page.getByText('Your password is set. Sign in with it.').waitFor();
+    await screenshot(page, 'reset-password-done-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.getByRole('link', { name: 'Sign in' }).click();
+    await signIn(page, account.email, NEW_PASSWORD);
+
+    // The same link again: refused, with the way to a new one.
+    const again = await openPage(platform, { viewport: 'phone' });
+    await again.page.goto(link);
+    await again.page.getByLabel('New password').fill('another long unusual passphrase 42');
+    await again.page.getByRole('button', { name: 'Set the password' }).click();
+    await again.page.getByText('This password reset link was already used: ask for a new one.').waitFor();
+    await again.page.getByRole('link', { name: 'Ask for a new link' }).waitFor();
+    // Opened first, the page shows alone: the dashboard's boot placeholder is gone.
+    expect(await again.page.getByText('Loading…').count()).toBe(0);
+    await screenshot(again.page, 'reset-password-used-phone');
+    expect(await seriousA11yViolations(again.page)).toEqual([]);
+    // Opened without its token: says so.
+    await again.page.goto('/login/reset');
+    await again.page.getByText(/This link is incomplete/).waitFor();
+    expect(problems).toEqual([]);
+    expect(again.problems).toEqual([]);
+    await Promise.all([browserContext.close(), again.browserContext.close()]);
+  });
+
+  it('lets staff issue a reset link from the staff page', async () => {
+    const staff = await newAccount(platform, 'staff');
+    const account = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, staff.email);
+    await page.goto('/staff');
+    await page.getByRole('button', { name: `Issue a password-reset link for ${account.email}` }).click();
+    const issued = page.getByRole('group', { name: 'Reset link' });
+    await issued.getByText(new RegExp(`Reset link for ${account.email.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, valid until`)).waitFor();
+    const url = (await issued.locator('code').textContent())!;
+    expect(url).toMatch(new RegExp(`^${platform.origin}/login/reset#token=[\\w-]{43}$`));
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'staff-reset-link-desktop');
+    // The link works, as a mailed one does.
+    const response = await page.request.post('/auth/password-reset/confirm', {
+      data: { token: url.split('#token=')[1], password: NEW_PASSWORD },
+      headers: { origin: platform.origin },
+    });
+    expect(response.status()).toBe(200);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+});
