@@ -65,6 +65,8 @@ const INGEST_NODES = 3;
 /** The issue's target: services CPU per stored visit (all platform processes, the broker apart) ≤ 1.2 × the one-process figure. */
 const TARGET_RATIO = 1.2;
 const TRICKLE = { seconds: 10, perNode: 20 };
+/** The idle span measured before the load. */
+const IDLE_MS = 5_000;
 /** The whole run's bound: a hung phase ends it, and everything started is stopped. */
 const BOUND_MS = (15 * 60 + 3 * seconds) * 1000;
 
@@ -153,6 +155,8 @@ interface Usage {
   /** CPU µs over the span, in all and by thread kind (undefined for the broker: a JVM's threads are not split). */
   cpuUs: number;
   kinds?: Record<ThreadKind, number>;
+  /** What the process uses at idle (timers, heartbeats, fetch polls, background merges) over as long a span, µs. */
+  idleUs: number;
   threads?: [string, number][];
   /** Redirects this ingest node answered in the span. */
   answered?: number;
@@ -167,14 +171,25 @@ interface ClusterFigures {
   rps: number;
   runs: Run[];
   drainS: number;
+  /** The measured span: the load's start to every visit stored, ms. */
+  spanMs: number;
   delay: { answered: number; p50: number; p95: number; p99: number; max: number };
   partitions: string;
+  /** Kafka publish calls of the ingest nodes for visits.raw, and inserts into `visits` of the core, in the measured span. */
+  publishes: number;
+  inserts: number;
   exact: string[];
   failures: string[];
 }
 
 /** 302s a node has answered so far (its own counter: every one handed a visit to its producer). */
 const redirectsOf = (node: Node) => metricSum(node.started.port, 'redirects_total', 'status="302"');
+
+/** The ingest nodes' publish calls to visits.raw (one publish-delay observation each) and the core's inserts into `visits`, so far. */
+async function batches(core: Node, ingest: Node[]): Promise<{ publishes: number; inserts: number }> {
+  const publishes = await Promise.all(ingest.map((node) => metricSum(node.started.port, 'visit_log_publish_delay_seconds_count', 'topic="visits.raw"')));
+  return { publishes: publishes.reduce((sum, n) => sum + n, 0), inserts: await metricSum(core.started.port, 'visits_insert_batch_size_count') };
+}
 
 /** Splits `total` into `parts` whole shares differing by at most one. */
 const split = (total: number, parts: number) => Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));
@@ -242,10 +257,17 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
     const partitions = checkPartitions(servicesDir, topicPrefix);
 
     const processes = nodes.map((node) => ({ node, pid: node.started.child.pid! }));
+    // Idle: what each process uses with no traffic, CPU µs per ms, to tell the per-visit cost from the fixed one.
+    const idleFrom = performance.now();
+    const idleBefore = [...processes.map(({ pid }) => cpuOf(pid)), broker ? cpuOf(broker) : 0];
+    await sleep(IDLE_MS);
+    const idleSpan = performance.now() - idleFrom;
+    const idleRate = [...processes.map(({ pid }) => cpuOf(pid)), broker ? cpuOf(broker) : 0].map((us, i) => (us - idleBefore[i]!) / idleSpan);
     const cpuBefore = processes.map(({ pid }) => cpuOf(pid));
     const threadsBefore = processes.map(({ pid }) => threadsOf(pid));
     const brokerBefore = broker ? cpuOf(broker) : 0;
     const answeredBefore = await Promise.all(ingest.map(redirectsOf));
+    const batchesBefore = await batches(core, ingest);
     const started = performance.now();
     const runs = await loadAll(seeded.slug, seconds, shares, rates);
     const loadEnded = performance.now();
@@ -253,6 +275,8 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
     const totalAnswered = answeredAfter.reduce((sum, n) => sum + n, 0);
     await waitStored(core.started.port, seeded, totalAnswered, 300_000);
     const drainS = (performance.now() - loadEnded) / 1000;
+    const batchesAfter = await batches(core, ingest);
+    const span = performance.now() - started;
     const usage: Usage[] = processes.map(({ node, pid }, i) => {
       const threads = threadsPer(threadsBefore[i]!, threadsOf(pid), 1);
       const nodeIndex = ingest.indexOf(node);
@@ -262,11 +286,12 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
         cpuUs: cpuOf(pid) - cpuBefore[i]!,
         kinds: threadKinds(threads),
         threads,
+        idleUs: idleRate[i]! * span,
         ...(nodeIndex >= 0 ? { answered: answeredAfter[nodeIndex]! - answeredBefore[nodeIndex]! } : {}),
         peakRssMb: 0,
       };
     });
-    if (broker) usage.push({ name: 'Kafka broker', kind: 'broker', cpuUs: cpuOf(broker) - brokerBefore, peakRssMb: 0 });
+    if (broker) usage.push({ name: 'Kafka broker', kind: 'broker', cpuUs: cpuOf(broker) - brokerBefore, idleUs: idleRate.at(-1)! * span, peakRssMb: 0 });
     const answered = usage.reduce((sum, u) => sum + (u.answered ?? 0), 0);
     const counted = runs.reduce((sum, run) => sum + run.total, 0);
 
@@ -291,9 +316,12 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
       usage,
       answered,
       counted,
+      publishes: batchesAfter.publishes - batchesBefore.publishes,
+      inserts: batchesAfter.inserts - batchesBefore.inserts,
       rps: counted / ((loadEnded - started) / 1000),
       runs,
       drainS,
+      spanMs: span,
       delay,
       partitions,
       exact,
@@ -368,6 +396,81 @@ async function stopAll(nodes: Node[]): Promise<void> {
   killAll();
 }
 
+/** Prints the figures, per process and per kind, beside the one-process run; false when a visit was not stored exactly once. */
+function report(c: ClusterFigures, one: Figures | undefined): boolean {
+  const stored = c.answered;
+  const platform = c.usage.filter((u) => u.kind !== 'broker');
+  const ingest = platform.filter((u) => u.kind === 'ingest');
+  const core = platform.filter((u) => u.kind === 'core');
+  const broker = c.usage.find((u) => u.kind === 'broker');
+  const sum = (us: Usage[], pick: (u: Usage) => number) => us.reduce((total, u) => total + pick(u), 0);
+  const figure = (value: number | undefined) => (value === undefined ? '–' : value.toFixed(1));
+  const row = (label: string, unit: string, us: Usage[], per: number) => {
+    const kinds = us.some((u) => u.kinds) ? (['event loop', 'helpers', 'ClickHouse'] as const).map((kind) => sum(us, (u) => u.kinds?.[kind] ?? 0) / per) : [];
+    const cpu = sum(us, (u) => u.cpuUs);
+    const idle = sum(us, (u) => u.idleUs);
+    console.log(
+      `${label.padEnd(27)}${pad(unit, 9)}${pad(figure(cpu / per), 8)}${pad(figure((cpu - idle) / per), 11)}${pad(figure((100 * idle) / c.spanMs / 1000), 9)}` +
+        `${[0, 1, 2].map((i) => pad(figure(kinds[i]), 12)).join('')}${pad(sum(us, (u) => u.peakRssMb).toFixed(0), 12)}`,
+    );
+  };
+  console.log(
+    `\nredirects: ${c.answered} answered by the nodes in the measured ${seconds} s (autocannon counted ${c.counted}), ${c.rps.toFixed(0)}/s; drain ${c.drainS.toFixed(1)} s`,
+  );
+  c.runs.forEach((run, i) => console.log(`  ingest-${i + 1}: ${run.total} redirects, ${run.rps.toFixed(0)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms`));
+  console.log(`Kafka topics (partitions): ${c.partitions}`);
+  console.log(
+    `batches: ${c.publishes} Kafka publish calls from the ingest nodes (${(stored / Math.max(1, c.publishes)).toFixed(1)} visits each), ${c.inserts} inserts into visits by the core (${(stored / Math.max(1, c.inserts)).toFixed(0)} rows each)`,
+  );
+  console.log(
+    `\nCPU µs per redirect (ingest) or per stored visit, from the load's start until every visit is stored (${(c.spanMs / 1000).toFixed(1)} s, ${stored} visits);` +
+      ` "above idle" takes off what each process used at idle over as long (measured for ${IDLE_MS / 1000} s before the load: "idle %" of a core); peak RSS of several processes is their sum`,
+  );
+  console.log(
+    `${'process'.padEnd(27)}${pad('per', 9)}${pad('CPU µs', 8)}${pad('above idle', 11)}${pad('idle %', 9)}${pad('event loop', 12)}${pad('helpers', 12)}${pad('ClickHouse', 12)}${pad('peak RSS MB', 12)}`,
+  );
+  for (const u of ingest) row(u.name, 'redirect', [u], u.answered!);
+  row(`ingest ×${ingest.length}`, 'redirect', ingest, stored);
+  row('core (api,enricher,worker)', 'visit', core, stored);
+  row('all platform processes', 'visit', platform, stored);
+  if (broker) row('Kafka broker (apart)', 'visit', [broker], stored);
+  else console.log('Kafka broker: no pid under SERVICES_DIR (its CPU is not measured)');
+  const all = sum(platform, (u) => u.cpuUs) / stored;
+  if (one) {
+    const t = threadKinds(one.threads);
+    console.log(
+      `${'one process (embedded)'.padEnd(27)}${pad('visit', 9)}${pad(figure(one.cpuUs), 8)}${pad('', 11)}${pad('', 9)}${[t['event loop'], t.helpers, t.ClickHouse].map((k) => pad(figure(k), 12)).join('')}${pad(one.peakRssMb.toFixed(0), 12)}`,
+    );
+  }
+  console.log('');
+  for (const u of platform)
+    console.log(
+      `${u.name}: CPU µs per ${u.kind === 'ingest' ? 'redirect' : 'visit'} by thread: ${u
+        .threads!.map(([name, us]) => `${name} ${(us / (u.answered ?? stored)).toFixed(1)}`)
+        .filter((text) => !text.endsWith(' 0.0'))
+        .join(', ')}`,
+    );
+  if (one) {
+    console.log(
+      `one process (embedded): ${one.answered} redirects, ${one.rps.toFixed(0)}/s, p50 ${one.p50} ms, p99 ${one.p99} ms, drain ${one.drainS.toFixed(1)} s, ${one.inserts} inserts into visits (${one.rowsPerInsert.toFixed(0)} rows each, over its life); CPU µs per visit by thread: ${one.threads.map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}`,
+    );
+    const ratio = all / one.cpuUs;
+    console.log(
+      `\nservices CPU per stored visit / one-process: ${all.toFixed(1)} / ${one.cpuUs.toFixed(1)} µs = ${ratio.toFixed(2)}× (target ≤ ${TARGET_RATIO}×): ${ratio <= TARGET_RATIO ? 'within target' : 'ABOVE target'}`,
+    );
+  }
+  console.log(
+    `publish-to-queryable delay (a trickle of ${c.delay.answered} visits, ${TRICKLE.perNode}/s per node; the visit list read every 50 ms): p50 ${c.delay.p50} ms, p95 ${c.delay.p95} ms, p99 ${c.delay.p99} ms, max ${c.delay.max} ms`,
+  );
+  for (const line of c.exact) console.log(line);
+  if (c.failures.length > 0) {
+    console.error(`NOT stored exactly once: ${c.failures.join('; ')}`);
+    return false;
+  }
+  console.log('every answered visit is stored exactly once');
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The run
 // ---------------------------------------------------------------------------------------------
@@ -404,83 +507,5 @@ try {
   clearTimeout(bound);
 }
 
-if (cluster) {
-  const c = cluster;
-  const stored = c.answered;
-  const platform = c.usage.filter((u) => u.kind !== 'broker');
-  const ingest = platform.filter((u) => u.kind === 'ingest');
-  const sum = (us: Usage[], pick: (u: Usage) => number) => us.reduce((total, u) => total + pick(u), 0);
-  const kindsOf = (us: Usage[]) => (['event loop', 'helpers', 'ClickHouse'] as const).map((kind) => sum(us, (u) => u.kinds?.[kind] ?? 0));
-  const row = (label: string, unit: string, cpu: number, kinds: number[] | undefined, per: number, rss: string) =>
-    console.log(
-      `${label.padEnd(26)}${pad(unit, 10)}${pad((cpu / per).toFixed(1), 9)}${(kinds ?? [NaN, NaN, NaN]).map((k) => pad(Number.isNaN(k) ? '–' : (k / per).toFixed(1), 12)).join('')}${pad(rss, 13)}`,
-    );
-  console.log(
-    `\nredirects: ${c.answered} answered by the nodes in the measured ${seconds} s (autocannon counted ${c.counted}), ${c.rps.toFixed(0)}/s; drain ${c.drainS.toFixed(1)} s`,
-  );
-  c.runs.forEach((run, i) => console.log(`  ingest-${i + 1}: ${run.total} redirects, ${run.rps.toFixed(0)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms`));
-  console.log(`Kafka topics (partitions): ${c.partitions}`);
-  console.log(`\nCPU µs per unit, load start to every visit stored (${stored} visits)`);
-  console.log(
-    `${'process'.padEnd(26)}${pad('per', 10)}${pad('all', 9)}${pad('event loop', 12)}${pad('helpers', 12)}${pad('ClickHouse', 12)}${pad('peak RSS MB', 13)}`,
-  );
-  for (const u of ingest) row(u.name, 'redirect', u.cpuUs, kindsOf([u]), u.answered!, u.peakRssMb.toFixed(0));
-  row(
-    `ingest ×${ingest.length}`,
-    'redirect',
-    sum(ingest, (u) => u.cpuUs),
-    kindsOf(ingest),
-    stored,
-    ingest.map((u) => u.peakRssMb.toFixed(0)).join('/'),
-  );
-  const core = platform.filter((u) => u.kind === 'core');
-  row(
-    'core (api,enricher,worker)',
-    'visit',
-    sum(core, (u) => u.cpuUs),
-    kindsOf(core),
-    stored,
-    core.map((u) => u.peakRssMb.toFixed(0)).join('/'),
-  );
-  const all = sum(platform, (u) => u.cpuUs) / stored;
-  row(
-    'all platform processes',
-    'visit',
-    sum(platform, (u) => u.cpuUs),
-    kindsOf(platform),
-    stored,
-    sum(platform, (u) => u.peakRssMb).toFixed(0),
-  );
-  if (onePlatform) {
-    const t = threadKinds(onePlatform.threads);
-    row('one process (embedded)', 'visit', onePlatform.cpuUs, [t['event loop'], t.helpers, t.ClickHouse], 1, onePlatform.peakRssMb.toFixed(0));
-  }
-  const broker = c.usage.find((u) => u.kind === 'broker');
-  if (broker) row('Kafka broker (apart)', 'visit', broker.cpuUs, undefined, stored, broker.peakRssMb.toFixed(0));
-  else console.log('Kafka broker: no pid under SERVICES_DIR (its CPU is not measured)');
-  for (const u of platform)
-    console.log(
-      `${u.name}: CPU µs per ${u.kind === 'ingest' ? 'redirect' : 'visit'} by thread: ${u
-        .threads!.map(([name, us]) => `${name} ${(us / (u.answered ?? stored)).toFixed(1)}`)
-        .filter((text) => !text.endsWith(' 0.0'))
-        .join(', ')}`,
-    );
-  if (onePlatform) {
-    console.log(
-      `one process (embedded): ${onePlatform.answered} redirects, ${onePlatform.rps.toFixed(0)}/s, p50 ${onePlatform.p50} ms, p99 ${onePlatform.p99} ms, drain ${onePlatform.drainS.toFixed(1)} s; CPU µs per visit by thread: ${onePlatform.threads.map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}`,
-    );
-    const ratio = all / onePlatform.cpuUs;
-    console.log(
-      `\nservices CPU per stored visit / one-process: ${all.toFixed(1)} / ${onePlatform.cpuUs.toFixed(1)} µs = ${ratio.toFixed(2)}× (target ≤ ${TARGET_RATIO}×): ${ratio <= TARGET_RATIO ? 'within target' : 'ABOVE target'}`,
-    );
-  }
-  console.log(
-    `publish-to-queryable delay (trickle of ${c.delay.answered} visits, ${TRICKLE.perNode}/s per node; the visit list read every 50 ms): p50 ${c.delay.p50} ms, p95 ${c.delay.p95} ms, p99 ${c.delay.p99} ms, max ${c.delay.max} ms`,
-  );
-  for (const line of c.exact) console.log(line);
-  if (c.failures.length > 0) {
-    failed = true;
-    console.error(`NOT stored exactly once: ${c.failures.join('; ')}`);
-  } else console.log('every answered visit is stored exactly once');
-}
+if (cluster) failed = !report(cluster, onePlatform) || failed;
 process.exit(failed ? 1 : 0);
