@@ -350,12 +350,17 @@ async function trickle(core: Node, ingest: Node[], link: Seeded, headers: Record
   const call = client(core.started.port);
   const auth = { authorization: `Bearer ${link.token}` };
   const firstSeen = new Map<string, number>();
+  // The newest page, and older pages while the list holds visits not seen yet (one stored late, behind 200 newer).
   const read = async () => {
-    const page = await call('GET', `/api/v1/visits?link_id=${link.linkId}&limit=200`, undefined, auth);
-    if (page.status !== 200) throw new Error(`visit list: ${page.status} ${JSON.stringify(page.json)}`);
-    const now = Date.now();
-    for (const visit of page.json.data.visits as { visit_id: string; ts: string }[])
-      if (!firstSeen.has(visit.visit_id)) firstSeen.set(visit.visit_id, now - Date.parse(visit.ts));
+    for (let cursor = ''; ;) {
+      const page = await call('GET', `/api/v1/visits?link_id=${link.linkId}&limit=200${cursor && `&cursor=${cursor}`}`, undefined, auth);
+      if (page.status !== 200) throw new Error(`visit list: ${page.status} ${JSON.stringify(page.json)}`);
+      const now = Date.now();
+      for (const visit of page.json.data.visits as { visit_id: string; ts: string }[])
+        if (!firstSeen.has(visit.visit_id)) firstSeen.set(visit.visit_id, now - Date.parse(visit.ts));
+      cursor = page.json.meta.next_cursor ?? '';
+      if (!cursor || firstSeen.size >= page.json.meta.total) return;
+    }
   };
   const before = await answeredSoFar();
   let sending = true;
