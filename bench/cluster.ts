@@ -27,14 +27,11 @@
 //    report (the rollups count each first-version row inserted: a visit inserted twice counts
 //    twice) must both equal the visits the nodes answered. A difference exits 1.
 // PROFILE=1 adds --cpu-prof to every platform process (bench-profiles/, written when it stops).
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TOPIC_NAMES } from '#shared/message-log/topics.js';
-import { PROJECT_ROOT } from '#shared/paths.js';
 import { serverDatabase } from '#tests/support/fresh-database.js';
 import {
   BROWSER_UA,
@@ -52,6 +49,7 @@ import {
 import { cannon, otherLoad, pad, pinningNote, quantile, type Run } from './lib/load.js';
 import { ENTRY, LOAD_ENV, measurePlatform, profileArgs, waitStored, type Figures } from './lib/platform-run.js';
 import { cpuOf, memoryOf, threadKinds, threadsOf, threadsPer, type ThreadKind } from './lib/proc.js';
+import { brokerPid, checkPartitions, kafkaTopics, services, servicesDown, type Services } from './lib/services.js';
 
 const seconds = Number(process.argv[2] ?? 20);
 const connections = Number(process.argv[3] ?? 50);
@@ -69,73 +67,6 @@ const TRICKLE = { seconds: 10, perNode: 20 };
 const IDLE_MS = 5_000;
 /** The whole run's bound: a hung phase ends it, and everything started is stopped. */
 const BOUND_MS = (15 * 60 + 3 * seconds) * 1000;
-
-// ---------------------------------------------------------------------------------------------
-// Services
-// ---------------------------------------------------------------------------------------------
-
-interface Services {
-  env: Record<string, string>;
-  dir: string;
-  /** The services scripts/services-up.sh started for this run (stopped at its end). */
-  started: string[];
-}
-
-/** The environment's services, or those scripts/services-up.sh starts (and says it started). */
-function services(): Services {
-  const dir = process.env.SERVICES_DIR || join(PROJECT_ROOT, '.services');
-  const { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, SECRETS_KEY } = process.env;
-  if (DATABASE_URL && REDIS_URL && KAFKA_BROKERS) return { env: { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, SECRETS_KEY: SECRETS_KEY ?? '' }, dir, started: [] };
-  console.log('services: not in the environment; scripts/services-up.sh starts what is not running');
-  const up = spawnSync('bash', [join(PROJECT_ROOT, 'scripts/services-up.sh')], { encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'pipe'] });
-  if (up.status !== 0) throw new Error(`scripts/services-up.sh failed (${up.status ?? up.signal}):\n${up.stderr.slice(-3_000)}`);
-  const env: Record<string, string> = {};
-  for (const [, name, value] of up.stdout.matchAll(/^export (\w+)=(.*)$/gm)) env[name!] = value!;
-  const started = [...up.stderr.matchAll(/^services: (postgres|redis|kafka): starting on/gm)].map((match) => match[1]!);
-  return { env, dir, started };
-}
-
-/** Stops the services this run started (those that ran before it are left running). */
-function servicesDown(started: string[]): void {
-  if (started.length === 0) return;
-  const down = spawnSync('bash', [join(PROJECT_ROOT, 'scripts/services-down.sh'), ...started.flatMap((name) => ['--only', name])], {
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-  console.log(
-    `services: stopped ${started.join(', ')}, which this run started${down.status === 0 ? '' : ` (services-down.sh failed: ${down.stderr.slice(-500)})`}`,
-  );
-}
-
-/** The broker's pid (its JVM), from scripts/services-up.sh's pid file; undefined when there is none. */
-function brokerPid(dir: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(join(dir, 'kafka/kafka.pid'), 'utf8').trim());
-    return existsSync(`/proc/${pid}/stat`) ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Runs the kafka-topics.sh scripts/services-up.sh wrote (Kafka's own tool: no client library of ours); undefined when it is not there. */
-function kafkaTopics(dir: string, args: string[]): string | undefined {
-  const tool = join(dir, 'kafka/kafka-topics.sh');
-  if (!existsSync(tool)) return undefined;
-  const run = spawnSync('bash', [tool, ...args], { encoding: 'utf8', timeout: 120_000 });
-  if (run.status !== 0) throw new Error(`kafka-topics.sh ${args.join(' ')} failed: ${run.stderr.slice(-1_000)}`);
-  return run.stdout;
-}
-
-/** The partition count of each of the run's topics, as the broker describes them; fails below 4 (or when a topic is missing). */
-function checkPartitions(dir: string, prefix: string): string {
-  const described = kafkaTopics(dir, ['--describe', '--topic', `${prefix.replace(/\./g, '\\.')}.*`]);
-  if (described === undefined) return `not checked (no ${join(dir, 'kafka/kafka-topics.sh')}: set SERVICES_DIR to the services' folder)`;
-  const counts = new Map([...described.matchAll(/^Topic: (\S+)\s.*?PartitionCount: (\d+)/gm)].map((match) => [match[1]!, Number(match[2])]));
-  const figures = TOPIC_NAMES.map((topic) => [prefix + topic, counts.get(prefix + topic)] as const);
-  const short = figures.filter(([, count]) => count === undefined || count < 4);
-  if (short.length > 0) throw new Error(`topics with fewer than 4 partitions: ${short.map(([topic, count]) => `${topic} ${count ?? 'missing'}`).join(', ')}`);
-  return figures.map(([topic, count]) => `${topic.slice(prefix.length)} ${count}`).join(', ');
-}
 
 // ---------------------------------------------------------------------------------------------
 // The cluster

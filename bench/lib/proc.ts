@@ -23,6 +23,9 @@ export function cpuOfStat(stat: string, part: 'user' | 'system' | 'both' = 'both
  */
 export function threadsOf(pid: number): Map<string, number> {
   const byName = new Map<string, number>();
+  // Node's threads other than the event loop (V8's GC and compiler helpers, libuv's pool, workers)
+  // carry the process's name: `node`, or its title when it set one (`node (vitest 1)`).
+  const processName = commandOf(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
     try {
@@ -30,13 +33,10 @@ export function threadsOf(pid: number): Map<string, number> {
     } catch {
       continue; // the thread ended meanwhile
     }
-    // The event loop's thread is the process's own id; Node's other threads (V8's GC and compiler
-    // helpers, libuv's pool) carry the process's name.
-    const named =
-      stat
-        .slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-        .replace(/[\d:]+$/, '')
-        .replace(/\s+$/, '') || '?';
+    const command = commandOf(stat);
+    // ClickHouse numbers its threads of one kind (ThreadPool 3, MergeMutate 12): summed by kind.
+    const named = command.replace(/[\d:]+$/, '').replace(/\s+$/, '') || '?';
+    // The event loop's thread is the process's own id.
     if (tid === String(pid)) {
       // The event loop's system time is mostly the kernel's loopback TCP: its socket writes carry
       // the answer through both ends' TCP stacks (a real network card takes part of that off).
@@ -44,11 +44,14 @@ export function threadsOf(pid: number): Map<string, number> {
       byName.set('event loop (kernel)', cpuOfStat(stat, 'system'));
       continue;
     }
-    const name = named === 'node' ? 'node helpers' : named;
+    const name = command === processName ? 'node helpers' : named;
     byName.set(name, (byName.get(name) ?? 0) + cpuOfStat(stat));
   }
   return byName;
 }
+
+/** The command (thread name) of a `/proc/…/stat` line: between the first `(` and the last `)`. */
+const commandOf = (stat: string) => stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
 
 /**
  * CPU µs per unit by thread name between two readings of `threadsOf` (names under 0.05 µs left
