@@ -195,6 +195,19 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     const killed = Date.now();
     await sleep(1_000);
     const core = startProcess(pair.coreEnv);
+    const restarted = Date.now();
+    // The first batch the restarted enricher handled: visits stored, or found stored already (the
+    // killed process's uncommitted batch comes first). Polled from the spawn on: a batch handled
+    // before the HTTP server listens shows at its first answer, so the figure is an upper bound.
+    const handled = async () => {
+      try {
+        return (await metricSum(core.port, 'visits_inserted_total')) + (await metricSum(core.port, 'visits_deduplicated_total')) > 0;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor(handled, 90_000, { intervalMs: 100, message: 'the restarted enricher handling a batch' });
+    const resumedMs = Date.now() - restarted;
     await waitHealthy(core);
     const restartedMs = Date.now() - killed;
     await sleep(1_000);
@@ -208,7 +221,11 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
       redelivered_already_stored: deduplicated,
       recover_ms: Date.now() - killed,
       restart_ms: restartedMs,
+      resumed_after_restart_ms: resumedMs,
+      resumed_after_kill_ms: resumedMs + (restarted - killed),
     });
+    // The dead member's partitions go to the restarted one after Kafka's session timeout (6 s), not 30 s.
+    expect(resumedMs).toBeLessThanOrEqual(10_000);
     await pair.receiver.close();
   }, 300_000);
 
