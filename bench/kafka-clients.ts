@@ -1,15 +1,16 @@
 // What the Kafka path costs per message, client by client, against the real broker of
 // `scripts/services-up.sh`:
-//   source <services env> && bash bench/run.sh kafka-clients [runs] [messages]
-// Producer: batches of 1 000 visit messages (the edge's batch on Kafka, each a visit's JSON of about
-// 500 bytes, keyed by link id), one request in flight, acks from all replicas, idempotent. Consumer:
+//   source <services env> && bash bench/run.sh kafka-clients [runs] [messages] [batch]
+// Producer: batches of 1 000 visit messages (`batch`: the edge's largest on Kafka, smaller when it
+// is not busy), each a visit's JSON of about 500 bytes keyed by link id, one request in flight,
+// acks from all replicas, idempotent. Consumer:
 // the same messages read back in a group of its own, offsets committed after each batch (as the
 // enricher does, after its handler). CPU is this process's user + system time (every thread: the
 // compression helpers too) over the phase, divided by the messages; the broker's own CPU is not in
 // it. Each run takes every client in turn (starting with another one each run) on a topic of its own
 // (6 partitions), after a warm-up batch; the table gives the median and the range of the runs.
 //
-// Clients: kafkajs 2.2.4 (the platform's today) with gzip, none and lz4 (lz4-napi as its codec);
+// Clients: kafkajs 2.2.4 (the platform's) with gzip (before LZ4), none and lz4 (lz4-napi as its codec);
 // @platformatic/kafka 1.x (the 2.x line needs Node 22) with none, gzip and lz4. zstd runs nowhere
 // here: kafkajs's codec (@kafkajs/zstd) does not build, @mongodb-js/zstd downloads its library at
 // install, and @platformatic/kafka's zstd needs node:zlib's, which Node 20 lacks.
@@ -23,11 +24,20 @@ import { v7 as uuidv7 } from 'uuid';
 
 const runs = Number(process.argv[2] ?? 3);
 const total = Number(process.argv[3] ?? 20_000);
-const BATCH = 1_000;
+const BATCH = Number(process.argv[4] ?? 1_000);
 const PARTITIONS = 6;
 const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
-if (brokers.length === 0 || !Number.isInteger(runs) || runs < 1 || !Number.isInteger(total) || total < BATCH || total % BATCH !== 0) {
-  console.error('usage: KAFKA_BROKERS=host:port bash bench/run.sh kafka-clients [runs ≥ 1] [messages, a multiple of 1000]');
+if (
+  brokers.length === 0 ||
+  !Number.isInteger(runs) ||
+  runs < 1 ||
+  !Number.isInteger(total) ||
+  !Number.isInteger(BATCH) ||
+  BATCH < 1 ||
+  total < BATCH ||
+  total % BATCH !== 0
+) {
+  console.error('usage: KAFKA_BROKERS=host:port bash bench/run.sh kafka-clients [runs ≥ 1] [messages, a multiple of batch] [batch]');
   process.exit(1);
 }
 

@@ -46,8 +46,9 @@ const REBALANCE_TIMEOUT_MS = 30_000;
 const HANDLER_HEARTBEAT_MS = 30_000;
 
 // Kafka's LZ4 is the LZ4 frame format: lz4-napi's (kafkajs ships gzip only; its codec registry is a
-// CommonJS export Node's named imports cannot see). LZ4 costs the producer and the consumer less CPU
-// than gzip, and less than no compression at all (fewer bytes to copy and checksum): docs/benchmarks.md, "Kafka clients".
+// CommonJS export Node's named imports cannot see). LZ4 costs the producer and the consumer a third
+// to a half less CPU than gzip, no more than no compression at all, and shrinks visits about 7:1
+// (docs/benchmarks.md, "Kafka clients").
 kafkajs.CompressionCodecs[CompressionTypes.LZ4] = () => ({
   compress: ({ buffer }: { buffer: Buffer }) => Promise.resolve(compressFrameSync(buffer)),
   decompress: (buffer: Buffer) => Promise.resolve(decompressFrameSync(buffer)),
