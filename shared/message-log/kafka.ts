@@ -25,7 +25,7 @@ const INSPECT_TIMEOUT_MS = 20_000;
  * How long the group waits for a silent member before its partitions go to another one (a member
  * SIGKILLed, a host gone): a stock broker's least (group.min.session.timeout.ms, 6 s), so that a
  * restarted or surviving member consumes them again within about that (docs/operations.md, "Consumer
- * recovery"). kafkajs has no static membership (KIP-345), which would skip the wait for a member
+ * recovery on Kafka"). kafkajs has no static membership (KIP-345), which would skip the wait for a member
  * that restarts.
  */
 export const SESSION_TIMEOUT_MS = 6_000;
@@ -79,6 +79,7 @@ function heartbeatsDuringHandler(heartbeat: () => Promise<void>) {
       clearInterval(timer);
     });
   }, HEARTBEAT_INTERVAL_MS);
+  timer.unref();
   return {
     moved: () => moved,
     stop: () => clearInterval(timer),

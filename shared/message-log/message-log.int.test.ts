@@ -393,6 +393,38 @@ describe.skipIf(!SERVICES_MODE)('Kafka message log: compression and consumer rec
     expect(flags.every(Boolean)).toBe(true);
   });
 
+  it('tells a handler busy with a batch that the group is rebalancing (stopping), so that a joining member does not wait for the batch', async () => {
+    const { log } = isolatedKafkaLog();
+    const group = uniqueName('rebalance');
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(0, 12).map((n) => message(`k${n}`, n)),
+    );
+    let busy = false;
+    let gaveUpAt: number | undefined;
+    const first = await log.consume({
+      groupId: group,
+      topic: TOPICS.visitsRaw,
+      handler: async (_messages, control) => {
+        if (gaveUpAt !== undefined) return;
+        busy = true;
+        // A handler waiting for room downstream, as the webhook dispatcher does, checking stopping().
+        const until = Date.now() + 40_000;
+        while (!control.stopping() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+        if (!control.stopping()) return;
+        gaveUpAt = Date.now();
+        throw new Error('the group is rebalancing: the batch is left for redelivery');
+      },
+    });
+    consumers.push(first);
+    await waitFor(() => busy, DEADLINE_MS, { message: 'the first member busy with a batch' });
+    const joining = Date.now();
+    const second = log.consume({ groupId: group, topic: TOPICS.visitsRaw, handler: async () => undefined });
+    await waitFor(() => gaveUpAt !== undefined, 45_000, { message: 'the busy handler told to stop' });
+    consumers.push(await second);
+    expect(gaveUpAt! - joining).toBeLessThanOrEqual(5_000);
+  });
+
   it('compresses every batch with LZ4 on the way in and decompresses it on the way out, messages intact', async () => {
     // The codec kafka.ts registers, wrapped to count its calls (it still does the work).
     const registered = kafkajs.CompressionCodecs[CompressionTypes.LZ4];
