@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import kafkajs, { CompressionTypes } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '../context.js';
 import { createMetrics } from '../metrics.js';
@@ -9,7 +10,7 @@ import { closeContext, createTestContext, SERVICES_MODE, testConfig, uniqueName 
 import { waitFor } from '#tests/support/wait.js';
 import { createLogger } from '../logger.js';
 import { PROJECT_ROOT } from '../paths.js';
-import { createKafkaLog } from './kafka.js';
+import { createKafkaLog, SESSION_TIMEOUT_MS } from './kafka.js';
 import { createDurableLog } from './lmdb.js';
 import { TOPICS } from './topics.js';
 import { LogFullError, type Consumer, type LogMessage, type StoredLogMessage, type MessageLog } from './message-log.js';
@@ -330,6 +331,149 @@ describe(`message log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lm
       [0, 1],
       [2, 3],
     ]);
+  });
+});
+
+describe.skipIf(!SERVICES_MODE)('Kafka message log: compression and consumer recovery', { timeout: 120_000 }, () => {
+  const logs: MessageLog[] = [];
+  afterAll(async () => {
+    await Promise.all(logs.map((log) => log.close()));
+  });
+  /** A Kafka log with topics of its own (a prefix of its own), and that prefix. */
+  function isolatedKafkaLog(): { log: MessageLog; topicPrefix: string } {
+    const config = testConfig();
+    if (config.messageLog.kind !== 'kafka') throw new Error('services mode without KAFKA_BROKERS');
+    const topicPrefix = `${uniqueName('t')}.`;
+    const log = createKafkaLog({ ...config.messageLog, topicPrefix }, silent, createMetrics());
+    logs.push(log);
+    return { log, topicPrefix };
+  }
+
+  it('consumes the partitions of a member SIGKILLed mid-batch again within 10 s, each message flagged redelivered', async () => {
+    const { log, topicPrefix } = isolatedKafkaLog();
+    const group = uniqueName('recovery');
+    // Keys of their own spread the messages over the partitions: the killed member held them all.
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(0, 30).map((n) => message(`k${n}`, n)),
+    );
+    const member = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'tests/support/kafka-member-child.ts'), topicPrefix, group], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    member.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    member.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<void>((resolve) => member.on('exit', () => resolve()));
+    await waitFor(() => output.includes('batch '), DEADLINE_MS, { message: 'the member handed a batch' }).catch((error: unknown) => {
+      throw new Error(`${String(error)}; its output: ${output.slice(-500)}`);
+    });
+    member.kill('SIGKILL');
+    await exited;
+    const killed = Date.now();
+    const seen: number[] = [];
+    const flags: boolean[] = [];
+    let firstBatchAt: number | undefined;
+    const consumer = await log.consume({
+      groupId: group,
+      topic: TOPICS.visitsRaw,
+      handler: async (messages, control) => {
+        firstBatchAt ??= Date.now();
+        seen.push(...numbers(messages));
+        flags.push(control.redelivered);
+      },
+    });
+    consumers.push(consumer);
+    // Waits past the former 30 s session timeout, so that a slow recovery fails on the figure below, not on this wait.
+    await waitFor(() => seen.length >= 30, 60_000, { message: 'the group consuming again' });
+    const resumedMs = firstBatchAt! - killed;
+    process.stdout.write(`Kafka consumer recovery: the first batch ${resumedMs} ms after the member's SIGKILL\n`);
+    expect(resumedMs).toBeLessThanOrEqual(10_000);
+    expect(seen.sort((a, b) => a - b)).toEqual(range(0, 30));
+    expect(flags.every(Boolean)).toBe(true);
+  });
+
+  it('tells a handler busy with a batch that the group is rebalancing (stopping), so that a joining member does not wait for the batch', async () => {
+    const { log } = isolatedKafkaLog();
+    const group = uniqueName('rebalance');
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(0, 12).map((n) => message(`k${n}`, n)),
+    );
+    let busy = false;
+    let gaveUpAt: number | undefined;
+    const first = await log.consume({
+      groupId: group,
+      topic: TOPICS.visitsRaw,
+      handler: async (_messages, control) => {
+        if (gaveUpAt !== undefined) return;
+        busy = true;
+        // A handler waiting for room downstream, as the webhook dispatcher does, checking stopping().
+        const until = Date.now() + 40_000;
+        while (!control.stopping() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+        if (!control.stopping()) return;
+        gaveUpAt = Date.now();
+        throw new Error('the group is rebalancing: the batch is left for redelivery');
+      },
+    });
+    consumers.push(first);
+    await waitFor(() => busy, DEADLINE_MS, { message: 'the first member busy with a batch' });
+    const joining = Date.now();
+    const second = log.consume({ groupId: group, topic: TOPICS.visitsRaw, handler: async () => undefined });
+    await waitFor(() => gaveUpAt !== undefined, 45_000, { message: 'the busy handler told to stop' });
+    consumers.push(await second);
+    expect(gaveUpAt! - joining).toBeLessThanOrEqual(5_000);
+  });
+
+  it('compresses every batch with LZ4 on the way in and decompresses it on the way out, messages intact', async () => {
+    // The codec kafka.ts registers, wrapped to count its calls (it still does the work).
+    const registered = kafkajs.CompressionCodecs[CompressionTypes.LZ4];
+    const calls = { compress: 0, decompress: 0 };
+    kafkajs.CompressionCodecs[CompressionTypes.LZ4] = () => {
+      const codec = registered();
+      return {
+        compress: (encoder: { buffer: Buffer }) => (calls.compress++, codec.compress(encoder)),
+        decompress: (buffer: Buffer) => (calls.decompress++, codec.decompress(buffer)),
+      };
+    };
+    try {
+      const { log } = isolatedKafkaLog();
+      const sent = range(0, 50).map((n) => message(`k${n % 5}`, n, { 'x-n': String(n) }));
+      await log.publish(TOPICS.visitsRaw, sent);
+      expect(calls.compress).toBeGreaterThan(0);
+      const seen: LogMessage[] = [];
+      const consumer = await log.consume({ groupId: uniqueName('lz4'), topic: TOPICS.visitsRaw, handler: async (messages) => void seen.push(...messages) });
+      consumers.push(consumer);
+      await waitFor(() => seen.length >= 50, DEADLINE_MS, { message: 'the messages read back' });
+      expect(calls.decompress).toBeGreaterThan(0);
+      expect(seen.sort((a, b) => numbers([a])[0]! - numbers([b])[0]!)).toEqual(sent);
+    } finally {
+      kafkajs.CompressionCodecs[CompressionTypes.LZ4] = registered;
+    }
+  });
+
+  it('keeps its partitions through a batch handled for longer than the session timeout without heartbeats from the handler: no batch handed over twice', async () => {
+    const { log } = isolatedKafkaLog();
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(0, 10).map((n) => message('k', n)),
+    );
+    const handed: number[] = [];
+    const consumer = await log.consume({
+      groupId: uniqueName('slow'),
+      topic: TOPICS.visitsRaw,
+      handler: async (messages) => {
+        const first = handed.length === 0;
+        handed.push(...numbers(messages));
+        // The group drops a member silent for SESSION_TIMEOUT_MS: this one heartbeats while its handler works.
+        if (first) await new Promise((resolve) => setTimeout(resolve, SESSION_TIMEOUT_MS + 3_000));
+      },
+    });
+    consumers.push(consumer);
+    await waitFor(async () => handed.length >= 10 && (await log.consumers())[0]?.lag === 0, 60_000, { message: 'the batch committed' });
+    // A member dropped mid-batch could not commit: its batch would have been handed over again.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(handed).toEqual(range(0, 10));
   });
 });
 

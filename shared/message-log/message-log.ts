@@ -38,7 +38,10 @@ export interface BatchControl {
    * Kafka: throws when the group is rebalancing; let it propagate, the batch is redelivered.
    */
   heartbeat: () => Promise<void>;
-  /** True once the consumer is stopping (Kafka: or the batch was dropped by a seek): give up, the batch is redelivered. */
+  /**
+   * True once the consumer is stopping (Kafka: or the batch was dropped by a seek, or the group
+   * began a rebalance while the handler ran): give up, the batch is redelivered.
+   */
   stopping(): boolean;
   /**
    * True when some of these messages may have been handed to a handler before (in this process or
