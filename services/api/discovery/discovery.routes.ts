@@ -161,7 +161,7 @@ export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: Rou
     path: '/api/v1/health',
     summary: 'Liveness plus a probe of each configured dependency with its latency',
     description:
-      'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and message log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and keeps visits (on its spool, with Kafka). Any other dependency down, a consumer failing its batches, or an ingest node's spool not forwarded (`spool`), answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
+      'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and message log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and keeps visits (on its spool, with Kafka). Any other dependency down, a consumer failing its batches, or the spool of an ingest node not forwarded (`spool`), answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
     tags,
     auth: { kind: 'none' },
     bucket: null,
