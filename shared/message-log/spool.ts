@@ -168,10 +168,14 @@ export async function createSpool(options: SpoolOptions, target: MessageLog, log
         handler: async (messages, { redelivered }) => {
           const entry = pending.get(topic)!;
           try {
-            await target.publish(topic, redelivered ? messages.map((message) => ({ ...message, headers: { ...message.headers, [REDELIVERED_HEADER]: '1' } })) : messages);
+            await target.publish(
+              topic,
+              redelivered ? messages.map((message) => ({ ...message, headers: { ...message.headers, [REDELIVERED_HEADER]: '1' } })) : messages,
+            );
           } catch (error) {
             // Retried by the spool's consumer (from this batch, flagged redelivered: some partitions may have taken it).
-            if (entry.lastError === null) log.warn({ err: error, topic, spooled: entry.messages }, 'Kafka refused the forwarded batch: visits stay on the spool');
+            if (entry.lastError === null)
+              log.warn({ err: error, topic, spooled: entry.messages }, 'Kafka refused the forwarded batch: visits stay on the spool');
             entry.lastError = (error instanceof Error ? error.message : String(error)).slice(0, 300);
             throw error;
           }
