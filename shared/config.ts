@@ -190,6 +190,12 @@ export const CONFIG_VARS = {
       doc: 'Without Kafka: unconsumed messages a topic of the durable message log holds (about 0.6 KB of disk each). Past it the edge buffers, then counts drops in `visits_dropped_total`; the dead-letter topic gives its oldest messages way instead.',
     },
   ],
+  VISIT_JOURNAL: [
+    withDefault(boolFlag, '1'),
+    {
+      doc: 'An ingest node writes each visit and beacon it takes to a journal file in the folder of its durable log (`DATA_DIR/log`, or `DATA_DIR/spool` with Kafka) before it answers, without fsync: a process killed with `kill -9` loses nothing it answered; only a power cut loses up to one group commit (`VISIT_LOG_COMMIT_MS`). `0` leaves them in memory until the next group commit (docs/operations.md, Durability).',
+    },
+  ],
   VISIT_SPOOL_MAX_BYTES: [
     withDefault(z.coerce.number().int().min(65_536).max(Number.MAX_SAFE_INTEGER), 1_073_741_824),
     {
@@ -469,6 +475,8 @@ export interface Config {
   enricherBatch: { size: number; waitMs: number };
   burst: { maxVisits: number; windowSec: number };
   visitBufferSize: number;
+  /** Whether the edge journals each visit it takes before answering (VISIT_JOURNAL). */
+  visitJournal: boolean;
   sessionTtlSec: number;
   bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
   captcha: { enabled: boolean; after: number; secret: string | undefined };
@@ -558,6 +566,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     enricherBatch: { size: env.ENRICHER_BATCH_SIZE, waitMs: env.ENRICHER_BATCH_WAIT_MS },
     burst: { maxVisits: env.BURST_MAX_VISITS, windowSec: env.BURST_WINDOW },
     visitBufferSize: env.VISIT_BUFFER_SIZE,
+    visitJournal: env.VISIT_JOURNAL,
     sessionTtlSec: env.SESSION_TTL,
     bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },
     captcha: { enabled: env.ENABLE_CAPTCHA, after: env.CAPTCHA_AFTER, secret: env.CAPTCHA_SECRET },

@@ -6,6 +6,7 @@ import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { TOPICS, type Topic } from '#shared/message-log/topics.js';
 import type { LogMessage } from '#shared/message-log/message-log.js';
 import { SpoolFullError } from '#shared/message-log/spool.js';
+import { openJournal, type Journal } from './journal.js';
 
 /**
  * Visits per publish call; one call is in flight at a time. On Kafka a send is acknowledged within
@@ -67,8 +68,14 @@ export const createBeaconProducer = (context: LogProducerDeps): BeaconProducer =
 function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (item: T) => string, kindOf: (item: T) => string): LogProducer<T> {
   const { metrics, log, config } = context;
   const messageLog = context.spool ?? context.messageLog;
-  // Items are keyed and serialised when published, not when enqueued: the answer to the visitor does not wait for it.
-  const buffer: T[] = [];
+  const journal = journalOf(context, topic);
+  /**
+   * Without a journal, items are keyed and serialised when published, not when enqueued: the answer
+   * to the visitor does not wait for it. With one, they are serialised when taken (the journal
+   * writes that text) and buffered as messages.
+   */
+  const buffer: (T | LogMessage)[] = [];
+  const messageOf = journal ? (entry: T | LogMessage) => entry as LogMessage : (entry: T | LogMessage) => ({ key: keyOf(entry as T), value: JSON.stringify(entry) });
   /** When each buffered item was taken (performance.now), for the publish delay histogram. */
   const takenAt: number[] = [];
   const delay = metrics.visitLogDelay.labels({ topic });
@@ -78,19 +85,36 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
   // Every redirect passes here: the count is handed to prom-client when read, the gauge read then.
   onCollect(metrics.visitsBuffered, () => closing || metrics.visitsBuffered.set({ topic }, buffer.length));
   const accepted = counterChildren(metrics.visitsAccepted, 'kind');
+  if (journal && journal.recovered.length > 0) {
+    // What a killed run had taken: published again first (flagged: the log may hold some of them).
+    const now = performance.now();
+    for (const message of journal.recovered) {
+      buffer.push(message);
+      takenAt.push(now);
+    }
+    log.warn({ topic, messages: journal.recovered.length }, 'journal of a previous run found: its messages are published again, flagged redelivered');
+  }
 
   const drain = async () => {
     let backoff = 50;
     // Serialised once and retried as is while the log is unreachable (the buffer only grows at its end).
     let batch: LogMessage[] | undefined;
+    /** Deletes the journal files whose messages the batch holds (a batch taking the whole buffer starts a new file). */
+    let release: (() => void) | undefined;
     while (buffer.length > 0 && !closing) {
-      const sent = (batch ??= buffer.slice(0, MAX_BATCH[messageLog.kind]).map((item) => ({ key: keyOf(item), value: JSON.stringify(item) })));
+      if (!batch) {
+        batch = buffer.slice(0, MAX_BATCH[messageLog.kind]).map(messageOf);
+        if (journal && batch.length === buffer.length) release = journal.rotate();
+      }
+      const sent = batch;
       try {
         await messageLog.publish(topic, sent);
         delay.observe((performance.now() - takenAt[0]!) / 1000);
-        buffer.splice(0, batch.length);
-        takenAt.splice(0, batch.length);
+        buffer.splice(0, sent.length);
+        takenAt.splice(0, sent.length);
         batch = undefined;
+        release?.();
+        release = undefined;
         backoff = 50;
       } catch (error) {
         if (closing) return;
@@ -103,6 +127,8 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
           buffer.splice(0, sent.length);
           takenAt.splice(0, sent.length);
           batch = undefined;
+          release?.();
+          release = undefined;
           continue;
         }
         log.warn({ err: error, buffered: buffer.length, retry_ms: backoff }, 'message log unreachable; visits stay buffered');
@@ -136,7 +162,12 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
         }
         return false;
       }
-      buffer.push(item);
+      if (journal) {
+        const message = { key: keyOf(item), value: JSON.stringify(item) };
+        // In the kernel before the reply is written (journal.ts): a kill -9 from here on loses nothing.
+        journal.append(message);
+        buffer.push(message);
+      } else buffer.push(item);
       takenAt.push(performance.now());
       accepted(kindOf(item)).inc();
       kick();
@@ -157,6 +188,19 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
         takenAt.length = 0;
       }
       metrics.visitsBuffered.set({ topic }, 0);
+      // Everything it held is in the log, or counted as dropped.
+      journal?.close();
     },
   };
+}
+
+/**
+ * The journal of a producer (VISIT_JOURNAL): in the folder of the durable log it publishes to — the
+ * spool's with Kafka, the one-process log's without — which the process owns. None when the log is
+ * not durable on this node (a process of the api role alone never takes visits).
+ */
+function journalOf({ config, spool, messageLog }: LogProducerDeps, topic: Topic): Journal | undefined {
+  if (!config.visitJournal) return undefined;
+  const dir = spool ? config.spool.dir : messageLog.kind === 'lmdb' && config.messageLog.kind === 'lmdb' ? config.messageLog.dir : undefined;
+  return dir ? openJournal(dir, topic) : undefined;
 }
