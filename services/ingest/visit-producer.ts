@@ -75,7 +75,9 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
    * writes that text) and buffered as messages.
    */
   const buffer: (T | LogMessage)[] = [];
-  const messageOf = journal ? (entry: T | LogMessage) => entry as LogMessage : (entry: T | LogMessage) => ({ key: keyOf(entry as T), value: JSON.stringify(entry) });
+  const messageOf = journal
+    ? (entry: T | LogMessage) => entry as LogMessage
+    : (entry: T | LogMessage) => ({ key: keyOf(entry as T), value: JSON.stringify(entry) });
   /** When each buffered item was taken (performance.now), for the publish delay histogram. */
   const takenAt: number[] = [];
   const delay = metrics.visitLogDelay.labels({ topic });
@@ -151,6 +153,7 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
     })();
     running.catch(() => undefined);
   };
+  if (buffer.length > 0) kick();
 
   return {
     enqueue(item) {
