@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { testConfig } from '#tests/support/context.js';
 import { rawVisit } from '#tests/support/visits.js';
 import { waitFor } from '#tests/support/wait.js';
-import { createVisitProducer } from '../../services/ingest/visit-producer.js';
+import { createVisitProducer } from '#services/ingest/visit-producer.js';
 import type { RawVisit } from '../visits/raw-visit.js';
 import { createLogger } from '../logger.js';
 import { createMetrics, type Metrics } from '../metrics.js';

@@ -9,7 +9,7 @@ import { createLogger } from '#shared/logger.js';
 import { createMetrics } from '#shared/metrics.js';
 import { createDurableLog } from '#shared/message-log/lmdb.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { createVisitProducer } from '../../services/ingest/visit-producer.js';
+import { createVisitProducer } from '#services/ingest/visit-producer.js';
 import { testConfig } from './context.js';
 import { rawVisit } from './visits.js';
 
