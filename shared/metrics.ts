@@ -80,7 +80,7 @@ export function createMetrics(): Metrics {
     }),
     visitLogWriteErrors: new Counter({
       name: 'visit_log_write_errors_total',
-      help: 'Writes the durable one-process message log failed (a full disk), by operation: publish, commit, reclaim, retention. Alert on any.',
+      help: 'Writes the durable one-process message log failed (a full disk), by operation: publish, commit, reclaim, retention, journal (the edge journal). Alert on any.',
       labelNames: ['operation'],
       registers: [registry],
     }),

@@ -168,7 +168,16 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
       if (journal) {
         const message = { key: keyOf(item), value: JSON.stringify(item) };
         // In the kernel before the reply is written (journal.ts): a kill -9 from here on loses nothing.
-        journal.append(message);
+        try {
+          journal.append(message);
+        } catch (error) {
+          // A full disk or a failed write: the visit is kept in memory as without a journal, counted and logged.
+          metrics.visitLogWriteErrors.inc({ operation: 'journal' });
+          if (Date.now() - lastDropLog > 10_000) {
+            lastDropLog = Date.now();
+            log.error({ err: error }, 'the edge journal cannot write: visits are held in memory until the log commits them');
+          }
+        }
         buffer.push(message);
       } else buffer.push(item);
       takenAt.push(performance.now());
