@@ -192,7 +192,7 @@ export function createMetrics(): Metrics {
     }),
     visitSpoolMessages: new Gauge({
       name: 'visit_spool_messages',
-      help: 'Visits and beacon messages on an ingest node\'s spool (DATA_DIR/spool) that Kafka has not acknowledged yet, by topic.',
+      help: "Visits and beacon messages on an ingest node's spool (DATA_DIR/spool) that Kafka has not acknowledged yet, by topic.",
       labelNames: ['topic'],
       registers: [registry],
     }),
@@ -204,7 +204,7 @@ export function createMetrics(): Metrics {
     }),
     visitSpoolOldestAge: new Gauge({
       name: 'visit_spool_oldest_age_seconds',
-      help: 'Age of the oldest message on an ingest node\'s spool not yet acknowledged by Kafka, by topic (0: none).',
+      help: "Age of the oldest message on an ingest node's spool not yet acknowledged by Kafka, by topic (0: none).",
       labelNames: ['topic'],
       registers: [registry],
     }),
