@@ -68,7 +68,15 @@ export const createBeaconProducer = (context: LogProducerDeps): BeaconProducer =
 function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (item: T) => string, kindOf: (item: T) => string): LogProducer<T> {
   const { metrics, log, config } = context;
   const messageLog = context.spool ?? context.messageLog;
-  const journal = journalOf(context, topic);
+  let lastJournalError = 0;
+  const journal = journalOf(context, topic, (error) => {
+    // A full disk or a failed write: those visits are held in memory as without a journal, counted and logged.
+    metrics.visitLogWriteErrors.inc({ operation: 'journal' });
+    if (Date.now() - lastJournalError > 10_000) {
+      lastJournalError = Date.now();
+      log.error({ err: error }, 'the edge journal cannot write: visits are held in memory until the log commits them');
+    }
+  });
   /**
    * Without a journal, items are keyed and serialised when published, not when enqueued: the answer
    * to the visitor does not wait for it. With one, they are serialised when taken (the journal
@@ -167,17 +175,8 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
       }
       if (journal) {
         const message = { key: keyOf(item), value: JSON.stringify(item) };
-        // In the kernel before the reply is written (journal.ts): a kill -9 from here on loses nothing.
-        try {
-          journal.append(message);
-        } catch (error) {
-          // A full disk or a failed write: the visit is kept in memory as without a journal, counted and logged.
-          metrics.visitLogWriteErrors.inc({ operation: 'journal' });
-          if (Date.now() - lastDropLog > 10_000) {
-            lastDropLog = Date.now();
-            log.error({ err: error }, 'the edge journal cannot write: visits are held in memory until the log commits them');
-          }
-        }
+        // In the kernel before this event-loop iteration ends (journal.ts): a kill -9 after it loses nothing.
+        journal.append(message);
         buffer.push(message);
       } else buffer.push(item);
       takenAt.push(performance.now());
@@ -211,8 +210,8 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
  * spool's with Kafka, the one-process log's without — which the process owns. None when the log is
  * not durable on this node (a process of the api role alone never takes visits).
  */
-function journalOf({ config, spool, messageLog }: LogProducerDeps, topic: Topic): Journal | undefined {
+function journalOf({ config, spool, messageLog }: LogProducerDeps, topic: Topic, failed: (error: unknown) => void): Journal | undefined {
   if (!config.visitJournal) return undefined;
   const dir = spool ? config.spool.dir : messageLog.kind === 'lmdb' && config.messageLog.kind === 'lmdb' ? config.messageLog.dir : undefined;
-  return dir ? openJournal(dir, topic) : undefined;
+  return dir ? openJournal(dir, topic, failed) : undefined;
 }

@@ -1,9 +1,10 @@
 // A child process for the edge journal's crash test (services/ingest/journal.int.test.ts), killed with
 // SIGKILL by the test while it takes visits:
 //   node --import tsx tests/support/edge-journal-child.ts <dir> <journal 1|0>
-// takes visits n = 0, 1, 2 … through the edge's producer into a durable log under <dir>/log, 50 a
-// turn of the event loop, printing "taken <n>" after each turn's last (stdout on a pipe is written
-// synchronously on Linux: what the test reads was answered before the kill).
+// takes visits n = 0, 1, 2 … through the edge's producer into a durable log under <dir>/log, 50 an
+// iteration of the event loop, printing "taken <n>" once the iteration that took them has ended
+// (the journal writes an iteration's visits in its check phase; stdout on a pipe is written
+// synchronously on Linux: what the test reads was taken before the kill, in an iteration that ended).
 import { join } from 'node:path';
 import { createLogger } from '#shared/logger.js';
 import { createMetrics } from '#shared/metrics.js';
@@ -23,6 +24,6 @@ const messageLog = createDurableLog(config.messageLog, log, metrics);
 const producer = createVisitProducer({ messageLog, config, metrics, log });
 for (let n = 0; ;) {
   for (const end = n + 50; n < end; n++) producer.enqueue(rawVisit('crash', { n }) as unknown as RawVisit);
-  process.stdout.write(`taken ${n - 1}\n`);
   await new Promise((resolve) => setImmediate(resolve));
+  process.stdout.write(`taken ${n - 1}\n`);
 }
