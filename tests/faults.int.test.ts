@@ -30,6 +30,7 @@ import {
   seed,
   settledCounts,
   startProcess,
+  storedCounts,
   startReceiver,
   waitHealthy,
   type Receiver,
@@ -160,17 +161,23 @@ async function startPair(edgeOverrides: Record<string, string> = {}, { webhook =
 /**
  * Waits until every visit of the link is stored and announced, and checks N in = N out; the figures
  * of the row. `unanswered`: visits the edge may have taken without its answer arriving (requests in
- * flight when it was killed), stored or not. `webhooks` false: the pair has no webhook.
+ * flight when it was killed), stored or not; `window`: answered visits a kill may lose (the
+ * documented window). `webhooks` false: the pair has no webhook.
  */
-async function expectEveryVisitOnce(pair: Pair, core: Started, sent: number, { lost = 0, unanswered = 0, webhooks = true } = {}) {
-  const stored = await settledCounts(core.port, pair.seeded.token, pair.seeded.linkId, sent - lost, 180_000);
+async function expectEveryVisitOnce(pair: Pair, core: Started, sent: number, { lost = 0, unanswered = 0, window = 0, webhooks = true } = {}) {
+  const stored = await settledCounts(core.port, pair.seeded.token, pair.seeded.linkId, sent - lost - window, 120_000).catch(async (error: unknown) => {
+    // What was stored when the wait gave up: the first figure to look at.
+    const now = await storedCounts(core.port, pair.seeded.token, pair.seeded.linkId).catch(() => undefined);
+    process.stdout.write(`N_IN_N_OUT ${JSON.stringify({ sent, lost, stored: now })}\n`);
+    throw error;
+  });
   const announced = () => (webhooks ? pair.receiver.visits.size : stored.rows);
   await waitFor(() => announced() >= stored.rows, 120_000, {
     intervalMs: 200,
     message: `visit.new for ${stored.rows} visits (got ${pair.receiver.visits.size})`,
   });
   await sleep(1_000);
-  const expectedRows = stored.rows >= sent - lost && stored.rows <= sent - lost + unanswered ? stored.rows : sent - lost;
+  const expectedRows = stored.rows >= sent - lost - window && stored.rows <= sent - lost + unanswered ? stored.rows : sent - lost;
   if (stored.rows !== expectedRows || stored.rollups !== stored.rows || announced() !== stored.rows) {
     // What the core said about redeliveries and failures: the first place to look when N in ≠ N out.
     const said = core
@@ -227,7 +234,8 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
   it('Kafka down for 60 s at 2 000 redirects/s: the edge answers every redirect, keeps the visits on its spool, forwards them all after: 0 lost, 0 duplicated, 0 dropped', async () => {
     const pair = await startPair({}, { webhook: false });
     const started = performance.now();
-    const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: 16, ratePerSec: 2_000, stopOnError: false });
+    // 64 connections: the load is paced, and each connection waits for its answer (tens of ms on a loaded machine).
+    const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: 64, ratePerSec: 2_000, stopOnError: false });
     await sleep(1_500);
     await stopService('kafka');
     const stopped = Date.now();
@@ -313,7 +321,7 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     await pair.receiver.close();
   }, 300_000);
 
-  it('the ingest node killed with SIGKILL under load and restarted: every answered visit stored once (its journal and spool survive the kill)', async () => {
+  it('the ingest node killed with SIGKILL under load and restarted: every answered visit stored once but those of the event-loop iteration the kill cut (its journal and spool survive the kill)', async () => {
     const pair = await startPair();
     const traffic = load(pair.edge.port, pair.seeded.host, pair.path, { connections: CONNECTIONS, ratePerSec: RATE, stopOnError: false });
     await waitFor(async () => (await metricSum(pair.core.port, 'visits_inserted_total')) > 500, 30_000, { message: 'the enricher storing visits' });
@@ -330,8 +338,15 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
     // Requests sent while the node was down got no answer (counted as errors): their visits are not owed.
     const refused = Object.fromEntries(traffic.refused);
     expect(Object.keys(refused).filter((key) => key !== 'error')).toEqual([]);
-    // A request the node took (and journaled) but whose answer the kill cut off may be stored too: at most one per connection.
-    const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length, { unanswered: CONNECTIONS });
+    // The documented window (docs/operations.md, Durability): the visits answered in the event-loop
+    // iteration the kill interrupted, before its journal write — at most one request per connection.
+    // A request the node took (and journaled) but whose answer the kill cut off may be stored too.
+    const row = await expectEveryVisitOnce(pair, pair.core, traffic.answered.length, { unanswered: CONNECTIONS, window: CONNECTIONS }).catch(
+      (error: unknown) => {
+        process.stdout.write(`RESTARTED EDGE:\n${edge.output().split('\n').slice(-40).join('\n')}\n`);
+        throw error;
+      },
+    );
     faultRow({
       fault: 'ingest node SIGKILL under load, restarted',
       ...row,
