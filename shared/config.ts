@@ -175,7 +175,7 @@ export const CONFIG_VARS = {
   VISIT_LOG_COMMIT_MS: [
     withDefault(z.coerce.number().int().min(0).max(1000), 50),
     {
-      doc: 'Group commit of the durable message log (without Kafka) and of an ingest node\'s spool (with Kafka). Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (docs/operations.md, Durability). 0 commits every turn of the event loop.',
+      doc: "Group commit of the durable message log (without Kafka) and of an ingest node's spool (with Kafka). Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (docs/operations.md, Durability). 0 commits every turn of the event loop.",
     },
   ],
   DISK_MIN_FREE_MB: [
@@ -193,7 +193,7 @@ export const CONFIG_VARS = {
   VISIT_JOURNAL: [
     withDefault(boolFlag, '1'),
     {
-      doc: 'An ingest node writes each visit and beacon it takes to a journal file in the folder of its durable log (`DATA_DIR/log`, or `DATA_DIR/spool` with Kafka) before it answers, without fsync: a process killed with `kill -9` loses nothing it answered; only a power cut loses up to one group commit (`VISIT_LOG_COMMIT_MS`). `0` leaves them in memory until the next group commit (docs/operations.md, Durability).',
+      doc: '`1`: an ingest node writes the visits and beacons it takes to a journal file in the folder of its durable log (`DATA_DIR/log`, or `DATA_DIR/spool` with Kafka), one write per event-loop iteration, without fsync: a process killed with `kill -9` loses only what it answered in the iteration the kill interrupted; a power cut loses up to the publish delay (about two `VISIT_LOG_COMMIT_MS`). `0` leaves them in memory until the log commits them: a `kill -9` loses that delay too (docs/operations.md, Durability).',
     },
   ],
   VISIT_SPOOL_MAX_BYTES: [
@@ -553,7 +553,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
           capacity: env.VISIT_LOG_CAPACITY,
           minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576,
         },
-    spool: { dir: `${dataDir}/spool`, maxBytes: env.VISIT_SPOOL_MAX_BYTES, commitDelayMs: env.VISIT_LOG_COMMIT_MS, minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576 },
+    spool: {
+      dir: `${dataDir}/spool`,
+      maxBytes: env.VISIT_SPOOL_MAX_BYTES,
+      commitDelayMs: env.VISIT_LOG_COMMIT_MS,
+      minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576,
+    },
     jobs: { dir: `${dataDir}/jobs`, minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576 },
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX,
