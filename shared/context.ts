@@ -66,8 +66,7 @@ export async function createContext(config: Config, overrides: { log?: Logger; a
   const analytics = overrides.analytics ?? createAnalytics(config.analytics);
   const messageLog = config.messageLog.kind === 'kafka' ? createKafkaLog(config.messageLog, log, metrics) : createDurableLog(config.messageLog, log, metrics);
   // Only an edge on the production path spools: the one-process log is already durable, and other roles take no visits.
-  const spool =
-    config.messageLog.kind === 'kafka' && config.roles.includes('ingest') ? await createSpool(config.spool, messageLog, log, metrics) : undefined;
+  const spool = config.messageLog.kind === 'kafka' && config.roles.includes('ingest') ? await createSpool(config.spool, messageLog, log, metrics) : undefined;
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, config.jobs);
   const cache = config.redisUrl
     ? createRedisCache(config.redisUrl, config.redisPrefix, (error) => {

@@ -52,10 +52,7 @@ const HealthSchema = z
           topic: z.string(),
           messages: z.number().int().min(0).meta({ description: 'Messages on the spool that Kafka has not acknowledged yet.' }),
           bytes: z.number().int().min(0).meta({ description: 'What they count against VISIT_SPOOL_MAX_BYTES.' }),
-          oldest_age_s: z
-            .number()
-            .min(0)
-            .meta({ description: 'Age of the oldest of them (0 when none); messages found at start count from the start.' }),
+          oldest_age_s: z.number().min(0).meta({ description: 'Age of the oldest of them (0 when none); messages found at start count from the start.' }),
           last_error: z.string().nullable().meta({ description: "The forwarder's last refusal by Kafka, cleared by the next batch forwarded." }),
         }),
       )

@@ -77,7 +77,7 @@ const EFFECTS: Record<Dependency, string> = {
     'API requests answer 503 service_unavailable; redirects of links in the edge cache keep answering; the enricher and the webhook worker wait (nothing is consumed, nothing lost)',
   analytics: 'statistics, visit lists and exports answer 503; visits wait in the message log and are stored once it is back',
   visit_log:
-    'redirects keep answering; visits wait on the edge\'s spool on disk (VISIT_SPOOL_MAX_BYTES) and are forwarded once it is back; past the budget, visits are counted in visits_dropped_total',
+    "redirects keep answering; visits wait on the edge's spool on disk (VISIT_SPOOL_MAX_BYTES) and are forwarded once it is back; past the budget, visits are counted in visits_dropped_total",
   jobs: 'webhook deliveries wait: their events stay in the events topic until jobs can be queued again',
   cache: 'rate limits count per process and fail open; link-change notices to other nodes wait (their link caches expire on their own)',
 };
