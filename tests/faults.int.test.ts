@@ -351,7 +351,7 @@ describe.runIf(SERVICES_MODE)('faults in the distributed pipeline (private Postg
       fault: 'ingest node SIGKILL under load, restarted',
       ...row,
       unanswered_requests: refused.error ?? 0,
-      replayed_from_journal: await metricSum(pair.core.port, 'visits_deduplicated_total'),
+      redelivered_already_stored: await metricSum(pair.core.port, 'visits_deduplicated_total'),
       restart_ms: restartedMs,
       recover_ms: Date.now() - killed,
     });
