@@ -5,14 +5,14 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { testConfig } from '#tests/support/context.js';
 import { rawVisit } from '#tests/support/visits.js';
 import { waitFor } from '#tests/support/wait.js';
-import { createVisitProducer } from '#services/ingest/visit-producer.js';
-import type { RawVisit } from '../visits/raw-visit.js';
-import { createLogger } from '../logger.js';
-import { createMetrics, type Metrics } from '../metrics.js';
-import { createDurableLog } from './lmdb.js';
-import { REDELIVERED_HEADER, type LogMessage, type MessageLog } from './message-log.js';
-import { createSpool, type Spool } from './spool.js';
-import { TOPICS, type Topic } from './topics.js';
+import { createVisitProducer } from './visit-producer.js';
+import type { RawVisit } from '#shared/visits/raw-visit.js';
+import { createLogger } from '#shared/logger.js';
+import { createMetrics, type Metrics } from '#shared/metrics.js';
+import { createDurableLog } from '#shared/message-log/lmdb.js';
+import { REDELIVERED_HEADER, type LogMessage, type MessageLog } from '#shared/message-log/message-log.js';
+import { createSpool, type Spool } from '#shared/message-log/spool.js';
+import { TOPICS, type Topic } from '#shared/message-log/topics.js';
 
 // The spool of an ingest node (with Kafka). Kafka cannot be stopped and started at will inside a
 // test file: the target the spool forwards to is a durable log (the one-process mode's) standing for
