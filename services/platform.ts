@@ -90,6 +90,8 @@ export async function startPlatform(config: Config): Promise<Platform> {
       // Stop taking requests first (the edge hands what it buffered to the message log), then drain
       // the one-process log, then let consumers finish their batch and jobs their run.
       await app.close();
+      // An edge's spool: forwarded to Kafka while it takes them (what is left is forwarded at the next start).
+      if (context.spool) await drainSpool(context, started + config.shutdownTimeoutMs * 0.7);
       if (consumers.length > 0) await drainLog(context, started + config.shutdownTimeoutMs * 0.7);
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       await closeContext(context);
@@ -117,6 +119,14 @@ async function drainLog(context: Pick<ProcessContext, 'messageLog' | 'log'>, dea
   const fields = { drained: before - left, left, waited_ms: Date.now() - started };
   if (left === 0) log.info(fields, 'message log drained: every message published before the shutdown is stored');
   else log.warn(fields, 'shutdown deadline reached with messages left in the durable message log: they are kept on disk and consumed at the next start');
+}
+
+/** On the way out of an ingest node with Kafka: waits until Kafka holds what its spool holds, until `deadline`, and says so in the log. */
+async function drainSpool(context: Pick<Context, 'spool' | 'log'>, deadline: number): Promise<void> {
+  const { spool, log } = context;
+  if (!spool || (await spool.drain(deadline))) return;
+  const left = spool.status().map(({ topic, messages }) => ({ topic, messages }));
+  log.warn({ left }, 'shutdown deadline reached with messages left on the spool: they are kept on disk and forwarded at the next start');
 }
 
 /** Process entry: parse config (one clear line and exit 1 if bad), start, drain on SIGTERM/SIGINT. */

@@ -175,19 +175,31 @@ export const CONFIG_VARS = {
   VISIT_LOG_COMMIT_MS: [
     withDefault(z.coerce.number().int().min(0).max(1000), 50),
     {
-      doc: 'Without Kafka: group commit of the durable message log. Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (docs/operations.md, Durability). 0 commits every turn of the event loop.',
+      doc: "Group commit of the durable message log (without Kafka) and of an ingest node's spool (with Kafka). Writes of this many milliseconds share one LMDB transaction (committed, then flushed to disk with fsync), so a visit is on disk within about twice this long after its redirect. Each commit costs about 0.7 ms of CPU whatever it holds: at 5 ms a saturated edge answers a fifth fewer redirects, at 50 ms as many as with no log (docs/operations.md, Durability). 0 commits every turn of the event loop.",
     },
   ],
   DISK_MIN_FREE_MB: [
     withDefault(z.coerce.number().int().min(0).max(1_000_000), 256),
     {
-      doc: 'Without Kafka or Redis: free space (MiB) the durable message log and job queue keep on the disk of `DATA_DIR`. Below it they refuse new messages (counted in `visit_log_dropped_total{reason="disk_full"}`, `/api/v1/health` degraded) rather than meet a full disk; the edge buffers meanwhile.',
+      doc: 'Free space (MiB) the durable message log and job queue (without Kafka or Redis) and an ingest node\'s spool (with Kafka) keep on the disk of `DATA_DIR`. Below it they refuse new messages (counted in `visit_log_dropped_total{reason="disk_full"}`, `/api/v1/health` degraded) rather than meet a full disk; the edge buffers meanwhile.',
     },
   ],
   VISIT_LOG_CAPACITY: [
     withDefault(z.coerce.number().int().min(1_000).max(1_000_000_000), 1_000_000),
     {
       doc: 'Without Kafka: unconsumed messages a topic of the durable message log holds (about 0.6 KB of disk each). Past it the edge buffers, then counts drops in `visits_dropped_total`; the dead-letter topic gives its oldest messages way instead.',
+    },
+  ],
+  VISIT_JOURNAL: [
+    withDefault(boolFlag, '1'),
+    {
+      doc: '`1`: an ingest node writes the visits and beacons it takes to a journal file in the folder of its durable log (`DATA_DIR/log`, or `DATA_DIR/spool` with Kafka), one write per event-loop iteration, without fsync: a process killed with `kill -9` loses only what it answered in the iteration the kill interrupted; a power cut loses up to the publish delay (about two `VISIT_LOG_COMMIT_MS`). `0` leaves them in memory until the log commits them: a `kill -9` loses that delay too (docs/operations.md, Durability).',
+    },
+  ],
+  VISIT_SPOOL_MAX_BYTES: [
+    withDefault(z.coerce.number().int().min(65_536).max(Number.MAX_SAFE_INTEGER), 1_073_741_824),
+    {
+      doc: 'With Kafka: disk budget (bytes) of an ingest node\'s spool under `DATA_DIR/spool`, where every visit and beacon is written before it is forwarded to Kafka (about 0.4 KB a visit: 1 GiB holds about 2.5 million, a Kafka outage of two minutes at 20 000 visits/s). Past it visits are counted in `visits_dropped_total{reason="spool_full"}`. The disk must hold it above `DISK_MIN_FREE_MB` (a warning at start says when it does not).',
     },
   ],
   KAFKA_CLIENT_ID: [withDefault(z.string().min(1), 'linktrack'), { doc: 'Kafka client id.' }],
@@ -317,7 +329,9 @@ export const CONFIG_VARS = {
   ],
   VISIT_BUFFER_SIZE: [
     withDefault(z.coerce.number().int().min(100).max(10_000_000), 100_000),
-    { doc: 'Visits an ingest node buffers while the message log (Kafka) is unreachable; beyond it visits are counted in `visits_dropped_total`.' },
+    {
+      doc: 'Visits an ingest node holds in memory while its log refuses them (the durable log full or its disk under `DISK_MIN_FREE_MB`); beyond it visits are counted in `visits_dropped_total{reason="buffer_full"}`. With Kafka, visits wait on the spool during an outage (`VISIT_SPOOL_MAX_BYTES`), not here.',
+    },
   ],
   ENRICHER_BATCH_SIZE: [
     withDefault(z.coerce.number().int().min(1).max(100_000), 10_000),
@@ -471,6 +485,8 @@ export interface Config {
   messageLog:
     | { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number; minFreeBytes: number }
     | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
+  /** An ingest node's store-and-forward spool (with Kafka; shared/message-log/spool.ts). */
+  spool: { dir: string; maxBytes: number; commitDelayMs: number; minFreeBytes: number };
   /** Folder of the durable one-process job queue (without REDIS_URL). */
   jobs: { dir: string; minFreeBytes: number };
   redisUrl: string | undefined;
@@ -486,6 +502,8 @@ export interface Config {
   enricherBatch: { size: number; waitMs: number };
   burst: { maxVisits: number; windowSec: number };
   visitBufferSize: number;
+  /** Whether the edge journals each visit it takes before answering (VISIT_JOURNAL). */
+  visitJournal: boolean;
   sessionTtlSec: number;
   bruteforce: { maxAttempts: number; windowSec: number; lockoutSec: number };
   captcha: { enabled: boolean; after: number; secret: string | undefined };
@@ -564,6 +582,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
           capacity: env.VISIT_LOG_CAPACITY,
           minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576,
         },
+    spool: {
+      dir: `${dataDir}/spool`,
+      maxBytes: env.VISIT_SPOOL_MAX_BYTES,
+      commitDelayMs: env.VISIT_LOG_COMMIT_MS,
+      minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576,
+    },
     jobs: { dir: `${dataDir}/jobs`, minFreeBytes: env.DISK_MIN_FREE_MB * 1_048_576 },
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX,
@@ -577,6 +601,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     enricherBatch: { size: env.ENRICHER_BATCH_SIZE, waitMs: env.ENRICHER_BATCH_WAIT_MS },
     burst: { maxVisits: env.BURST_MAX_VISITS, windowSec: env.BURST_WINDOW },
     visitBufferSize: env.VISIT_BUFFER_SIZE,
+    visitJournal: env.VISIT_JOURNAL,
     sessionTtlSec: env.SESSION_TTL,
     bruteforce: { maxAttempts: env.BRUTEFORCE_MAX_ATTEMPTS, windowSec: env.BRUTEFORCE_WINDOW, lockoutSec: env.BRUTEFORCE_LOCKOUT },
     captcha: { enabled: env.ENABLE_CAPTCHA, after: env.CAPTCHA_AFTER, secret: env.CAPTCHA_SECRET },

@@ -12,6 +12,7 @@ import type { SecretBox } from './secrets/secret-box.js';
 import { createKafkaLog } from './message-log/kafka.js';
 import { createDurableLog } from './message-log/lmdb.js';
 import type { MessageLog } from './message-log/message-log.js';
+import { createSpool, type Spool } from './message-log/spool.js';
 
 /** Everything a role needs, built once per process from the validated config. */
 export interface Context {
@@ -21,6 +22,12 @@ export interface Context {
   db: Database;
   analytics: Analytics;
   messageLog: MessageLog;
+  /**
+   * With Kafka, in a process with the ingest role: the spool its visits and beacons are written to
+   * first, forwarded to `messageLog` by the spool's forwarders. Absent otherwise (the edge publishes
+   * to `messageLog` itself).
+   */
+  spool?: Spool;
   jobs: Jobs;
   cache: Cache;
   /** Seals and opens secrets at rest (webhook signing secrets) with the configured keys. */
@@ -97,6 +104,8 @@ async function createThinContext(config: Config, overrides: { log?: Logger } = {
   const metrics = createMetrics();
   const db = await createDatabase(config.database);
   const messageLog = config.messageLog.kind === 'kafka' ? createKafkaLog(config.messageLog, log, metrics) : createDurableLog(config.messageLog, log, metrics);
+  // Only an edge on the production path spools: the one-process log is already durable, and other roles take no visits.
+  const spool = config.messageLog.kind === 'kafka' && config.roles.includes('ingest') ? await createSpool(config.spool, messageLog, log, metrics) : undefined;
   const jobs = config.redisUrl ? createBullmqJobs(config.redisUrl, log, metrics, config.redisPrefix) : createLmdbJobs(log, metrics, config.jobs);
   const cache = config.redisUrl
     ? createRedisCache(config.redisUrl, config.redisPrefix, (error) => {
@@ -104,13 +113,15 @@ async function createThinContext(config: Config, overrides: { log?: Logger } = {
         else log.info('Redis reachable again: counters, flags and notices are shared again');
       })
     : createMemoryCache();
-  return { config, log, metrics, db, messageLog, jobs, cache, secrets, startedAt: new Date() };
+  return { config, log, metrics, db, messageLog, ...(spool ? { spool } : {}), jobs, cache, secrets, startedAt: new Date() };
 }
 
 /** Closes every client, in reverse order of need; failures are logged and the rest still close. */
 export async function closeContext(context: ProcessContext): Promise<void> {
   for (const [name, close] of [
     ['jobs', () => context.jobs.close()],
+    // Before the Kafka log its forwarders publish to.
+    ['spool', () => context.spool?.close() ?? Promise.resolve()],
     ['visit_log', () => context.messageLog.close()],
     ['cache', () => context.cache.close()],
     ['analytics', async () => context.analytics?.close()],

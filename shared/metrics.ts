@@ -32,6 +32,9 @@ export interface Metrics {
   insertDuration: Histogram<string>;
   beacons: Counter<'outcome'>;
   consumerLag: Gauge<'group' | 'topic'>;
+  visitSpoolMessages: Gauge<'topic'>;
+  visitSpoolBytes: Gauge<'topic'>;
+  visitSpoolOldestAge: Gauge<'topic'>;
 }
 
 /** Builds a fresh registry with default process metrics and the platform's instruments. */
@@ -79,7 +82,7 @@ export function createMetrics(): Metrics {
     }),
     visitLogWriteErrors: new Counter({
       name: 'visit_log_write_errors_total',
-      help: 'Writes the durable one-process message log failed (a full disk), by operation: publish, commit, reclaim, retention. Alert on any.',
+      help: 'Writes the durable one-process message log failed (a full disk), by operation: publish, commit, reclaim, retention, journal (the edge journal). Alert on any.',
       labelNames: ['operation'],
       registers: [registry],
     }),
@@ -125,7 +128,7 @@ export function createMetrics(): Metrics {
     }),
     visitsDropped: new Counter({
       name: 'visits_dropped_total',
-      help: 'Visits and beacon messages the ingest edge could not keep, by topic and reason (buffer_full: the message log was unreachable too long).',
+      help: 'Visits and beacon messages the ingest edge could not keep, by topic and reason (buffer_full: the message log was unreachable too long; spool_full: the spool held VISIT_SPOOL_MAX_BYTES; shutdown: still buffered when the process stopped).',
       labelNames: ['reason', 'topic'],
       registers: [registry],
     }),
@@ -198,6 +201,24 @@ export function createMetrics(): Metrics {
       name: 'visit_log_consumer_lag',
       help: 'Messages of a topic not yet committed by a consumer group of this process.',
       labelNames: ['group', 'topic'],
+      registers: [registry],
+    }),
+    visitSpoolMessages: new Gauge({
+      name: 'visit_spool_messages',
+      help: "Visits and beacon messages on an ingest node's spool (DATA_DIR/spool) that Kafka has not acknowledged yet, by topic.",
+      labelNames: ['topic'],
+      registers: [registry],
+    }),
+    visitSpoolBytes: new Gauge({
+      name: 'visit_spool_bytes',
+      help: 'Bytes those messages count against VISIT_SPOOL_MAX_BYTES, by topic.',
+      labelNames: ['topic'],
+      registers: [registry],
+    }),
+    visitSpoolOldestAge: new Gauge({
+      name: 'visit_spool_oldest_age_seconds',
+      help: "Age of the oldest message on an ingest node's spool not yet acknowledged by Kafka, by topic (0: none).",
+      labelNames: ['topic'],
       registers: [registry],
     }),
     jobsProcessed: new Counter({

@@ -77,7 +77,7 @@ describe.skipIf(SERVICES_MODE)('the one-process platform killed under load, rest
       // Counted once the restarted enricher has consumed what the log kept, then read until stable.
       const settled = await settledCounts(port, token, linkId, Math.min(atLeast, Math.floor(answered * 0.9)), 60_000);
       const recoverMs = Date.now() - restarted;
-      const lost = answered - settled.rows;
+      const lost = Math.max(0, answered - settled.rows);
       // The shortest span before the kill whose answers are as many as the visits lost: the loss fits in it.
       let lossSpanMs = 0;
       while (lastMs(lossSpanMs) < lost) lossSpanMs++;
@@ -98,7 +98,8 @@ describe.skipIf(SERVICES_MODE)('the one-process platform killed under load, rest
       expect(settled.rollups).toBe(settled.rows);
       // The window stays bounded even when the machine is saturated.
       expect(delay.max_ms).toBeLessThanOrEqual(1_000);
-      expect(settled.rows).toBeLessThanOrEqual(answered);
+      // A request the process took (and journaled: the edge journal) whose answer the kill cut off may be stored too: at most one per connection.
+      expect(settled.rows).toBeLessThanOrEqual(answered + (signal === 'SIGKILL' ? CONNECTIONS : 0));
       expect(settled.rows).toBeGreaterThanOrEqual(atLeast);
       second.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);

@@ -3,7 +3,7 @@ import type { Context } from '#shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '#shared/tracker/beacon.js';
 import { TOPICS } from '#shared/message-log/topics.js';
 import { DLQ_HEADERS } from '#shared/message-log/dead-letters.js';
-import type { Consumer, LogMessage } from '#shared/message-log/message-log.js';
+import { batchRedelivered, type Consumer, type LogMessage } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import type { Repositories } from '../repositories.js';
 import type { SubdomainOwners } from './owners.js';
@@ -162,9 +162,11 @@ export async function startBeaconConsumer(
     topic: TOPICS.trackerRaw,
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
-    handler: async (messages, { redelivered, heartbeat }) => {
+    handler: async (messages, control) => {
+      const { heartbeat } = control;
       try {
-        await handle(messages, redelivered);
+        // A batch holding a message an ingest node's forwarder sent again is checked like a redelivered one.
+        await handle(messages, batchRedelivered(messages, control));
       } catch (failure) {
         // Caused by a message: the batch again in parts, as redelivered batches, and the messages
         // that fail alone dead-lettered (poison.ts); systemic: rethrown, the batch is redelivered.

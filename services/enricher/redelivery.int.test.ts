@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -8,7 +11,9 @@ import { claimSubdomain, createOwner, subscribeToVisitEvents, type TestOwner } f
 import { consentMessage, peopleVisits, subdomainWithLink } from '#tests/support/visits.js';
 import { waitFor } from '#tests/support/wait.js';
 import { TOPICS, type Topic } from '#shared/message-log/topics.js';
-import type { BatchControl, ConsumeOptions, Consumer, LogMessage } from '#shared/message-log/message-log.js';
+import type { BatchControl, ConsumeOptions, Consumer, LogMessage, MessageLog } from '#shared/message-log/message-log.js';
+import { createSpool } from '#shared/message-log/spool.js';
+import { createMetrics } from '#shared/metrics.js';
 import { buildApp } from '../app.js';
 import { startVisitConsumer } from './visit-consumer.js';
 import { STORED_VISITS_QUERY } from '#shared/analytics/visits.repository.js';
@@ -288,6 +293,46 @@ describe(`exactly once into visits and the rollups (${SERVICES_MODE ? 'Kafka' : 
     expect({ ...counted, rows_version_0: undefined }).toEqual({ ...everywhere(6), rows_version_0: undefined });
     expect(counted.rows_version_0).toBeLessThanOrEqual(6);
     expect((await deduplicatedTotal()) - dedupedBefore).toBe(3);
+  });
+
+  it("counts once the visits an ingest node's forwarder sent again (Kafka acknowledged, the spool's commit lost), in one batch with newer ones", async () => {
+    const { subdomain, linkId } = await subdomainWithLink(app, owner);
+    const first = visitsOf(subdomain, linkId, 10);
+    const later = visitsOf(subdomain, linkId, 3, { ip_public: '192.0.2.78' });
+    const dedupedBefore = await deduplicatedTotal();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let sends = 0;
+    // The forwarder's first send reaches the log, then fails before the spool commits it (as a node
+    // killed right after Kafka's ack): the spool sends those visits again, with the three after them.
+    const target: MessageLog = {
+      ...context.messageLog,
+      async publish(topic, messages) {
+        await context.messageLog.publish(topic, messages);
+        if (++sends > 1) return;
+        await released;
+        throw new Error('the forwarder died after the ack (injected)');
+      },
+    };
+    const spool = await createSpool(
+      { dir: mkdtempSync(join(tmpdir(), 'linktrack-spool-')), maxBytes: 10_000_000, commitDelayMs: 5, retryDelayMs: 100 },
+      target,
+      context.log,
+      createMetrics(),
+    );
+    try {
+      await spool.publish(TOPICS.visitsRaw, messagesOf(first));
+      await waitFor(() => eventsAbout('visit.new', first).length >= 10, DEADLINE_MS, { message: 'the first send stored' });
+      await spool.publish(TOPICS.visitsRaw, messagesOf(later));
+      release();
+      await waitFor(() => eventsAbout('visit.new', later).length >= 3, DEADLINE_MS, { message: 'the second send stored' });
+      await waitFor(async () => (await counts(subdomain)).stats_api >= 13, DEADLINE_MS, { message: 'the rollups' });
+      expect(sends).toBe(2);
+      expect(await counts(subdomain)).toEqual(everywhere(13));
+      expect((await deduplicatedTotal()) - dedupedBefore).toBe(10);
+    } finally {
+      await spool.close();
+    }
   });
 
   it('asks ClickHouse nothing about stored visits for a batch handed over the first time, and once for a redelivered one', async () => {

@@ -1,7 +1,7 @@
 import type { Context } from '#shared/context.js';
 import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
 import { TOPICS } from '#shared/message-log/topics.js';
-import type { BatchControl, Consumer, LogMessage } from '#shared/message-log/message-log.js';
+import { batchRedelivered, type BatchControl, type Consumer, type LogMessage } from '#shared/message-log/message-log.js';
 import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '#shared/events/events.js';
 import { matches, webhookCache, type WebhookCache } from '#shared/webhooks/subscriptions.js';
 import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
@@ -336,7 +336,8 @@ export async function startVisitConsumer(
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
     concurrency: ENRICHER_CONCURRENCY,
-    handler: (messages, control) => staged({ messages, redelivered: control.redelivered, heartbeat: control.heartbeat }),
+    // A batch holding a message an ingest node's forwarder sent again is checked like a redelivered one.
+    handler: (messages, control) => staged({ messages, redelivered: batchRedelivered(messages, control), heartbeat: control.heartbeat }),
   });
   // Beacon-started visits are never people's visits of a link: they remember no uniques, and a
   // failure has nothing to forget (forgetting would drop the visits batches' remembered uniques).

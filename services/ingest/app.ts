@@ -58,7 +58,7 @@ export interface EdgeGuards {
  * microsecond here is paid by every visitor. Closing it drains the visit producer.
  */
 export async function buildIngestApp(
-  context: Pick<Context, 'config' | 'cache' | 'messageLog' | 'metrics' | 'log'>,
+  context: Pick<Context, 'config' | 'cache' | 'messageLog' | 'spool' | 'metrics' | 'log'>,
   { limiter, abuse }: EdgeGuards,
   /**
    * The renderer of the subdomains' public pages, in a process with the api role; without it (no

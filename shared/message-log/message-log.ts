@@ -53,6 +53,17 @@ export interface BatchControl {
   readonly redelivered: boolean;
 }
 
+/**
+ * Header of a message an ingest node's forwarder sends again (shared/message-log/spool.ts): Kafka may
+ * hold it already. A consumer treats a batch holding one as redelivered (batchRedelivered).
+ */
+export const REDELIVERED_HEADER = 'lt-redelivered';
+
+/** Whether a batch may hold messages handed over before: flagged by its consumer, or holding a message a forwarder sent again. */
+export function batchRedelivered(messages: LogMessage[], batch: Pick<BatchControl, 'redelivered'>): boolean {
+  return batch.redelivered || messages.some((message) => message.headers?.[REDELIVERED_HEADER] === '1');
+}
+
 export interface Consumer {
   stop(): Promise<void>;
 }

@@ -56,13 +56,14 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
   });
   if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };
   if (config.analytics.kind === 'chdb') config.analytics = { kind: 'chdb', dir: CHDB_DIR };
-  // Each context its own durable message log and job queue (a context plays one process), unless the test names its DATA_DIR.
+  // Each context its own durable message log, job queue and spool (a context plays one process), unless the test names its DATA_DIR.
   if (overrides.DATA_DIR === undefined) {
     const root = join(tmpdir(), `${LOG_DIR_PREFIX}${process.pid}`);
     mkdirSync(root, { recursive: true });
     const own = mkdtempSync(join(root, 'context-'));
     if (config.messageLog.kind === 'lmdb') config.messageLog = { ...config.messageLog, dir: join(own, 'log') };
     config.jobs = { ...config.jobs, dir: join(own, 'jobs') };
+    config.spool = { ...config.spool, dir: join(own, 'spool') };
   }
   return config;
 }

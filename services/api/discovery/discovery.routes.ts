@@ -57,6 +57,21 @@ const HealthSchema = z
         }),
       )
       .meta({ description: 'The message-log consumers of this process (enricher role: visits.raw and tracker.raw); empty for other roles.' }),
+    spool: z
+      .array(
+        z.object({
+          topic: z.string(),
+          messages: z.number().int().min(0).meta({ description: 'Messages on the spool that Kafka has not acknowledged yet.' }),
+          bytes: z.number().int().min(0).meta({ description: 'What they count against VISIT_SPOOL_MAX_BYTES.' }),
+          oldest_age_s: z.number().min(0).meta({ description: 'Age of the oldest of them (0 when none); messages found at start count from the start.' }),
+          last_error: z.string().nullable().meta({ description: "The forwarder's last refusal by Kafka, cleared by the next batch forwarded." }),
+        }),
+      )
+      .optional()
+      .meta({
+        description:
+          'Only on an ingest node with Kafka: its store-and-forward spool (DATA_DIR/spool), per topic. `status` is `degraded` while Kafka refuses the forwarded batches or the oldest spooled message is older than 10 s.',
+      }),
     degraded: z.array(z.object({ component: z.string(), effect: z.string() })).meta({
       description:
         'What is degraded while a fault lasts: each dependency down and each failing consumer, with what it means for redirects, the API and the pipeline. Empty when `status` is `ok`.',
@@ -132,7 +147,7 @@ const IndexSchema = z
   .meta({ id: 'ApiIndex' });
 
 /** What health and metrics read: the clients they probe, the config, the metrics, the start time. */
-export type ProbeDeps = Clients & Pick<Context, 'config' | 'metrics' | 'startedAt'>;
+export type ProbeDeps = Clients & Pick<Context, 'config' | 'metrics' | 'startedAt' | 'spool'>;
 
 export interface DiscoveryDeps {
   /** The API's: it always has the analytics store. */
@@ -155,18 +170,19 @@ export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: Rou
     path: '/api/v1/health',
     summary: 'Liveness plus a probe of each configured dependency with its latency',
     description:
-      'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and message log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and buffers visits. Any other dependency down, or a consumer failing its batches, answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
+      'Answers 503 `service_unavailable` (with `checks`, `down` and `degraded` in `error.details`) when a dependency that a role of this process cannot work without is down: the database for `api`; the database, analytics store and message log for `enricher`; the database and jobs for `worker`; none for `ingest`, which answers redirects from its link cache and keeps visits (on its spool, with Kafka). Any other dependency down, a consumer failing its batches, or the spool of an ingest node not forwarded (`spool`), answers 200 with `status: "degraded"`. Not rate-limited, for load balancers.',
     tags,
     auth: { kind: 'none' },
     bucket: null,
     response: HealthSchema,
     handler: async () => {
       const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
-      const { down, critical, degraded } = assessHealth(config.roles, checks, consumers);
+      const spool = context.spool?.status();
+      const { down, critical, degraded } = assessHealth(config.roles, checks, consumers, spool);
       if (critical) {
         throw new AppError(
           'service_unavailable',
-          { checks, down, degraded },
+          { checks, down, degraded, ...(spool ? { spool } : {}) },
           { messageKey: 'error.service_unavailable.dependency', params: { names: down.join(', ') } },
         );
       }
@@ -178,6 +194,7 @@ export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: Rou
         roles: config.roles,
         checks,
         consumers,
+        ...(spool ? { spool } : {}),
       };
     },
   });

@@ -41,4 +41,23 @@ describe('assessHealth', () => {
     expect(health.critical).toBe(false);
     expect(health.degraded).toEqual([{ component: 'consumer enricher (visits.raw)', effect: expect.stringContaining('insert refused') }]);
   });
+
+  it("says degraded while an ingest node's spool is not forwarded (Kafka refusing, or the oldest message past 10 s), with the count and the age; a spool that keeps up is ok", () => {
+    const spooled = {
+      topic: 'visits.raw' as const,
+      messages: 12_000,
+      bytes: 4_800_000,
+      oldest_age_s: 3.2,
+      last_error: 'Connection error: connect ECONNREFUSED',
+    };
+    const refusing = assessHealth(['ingest'], checks(), [], [spooled]);
+    expect(refusing.critical).toBe(false);
+    expect(refusing.degraded).toEqual([
+      { component: 'spool visits.raw', effect: expect.stringMatching(/^12000 messages \(4800000 bytes\).*oldest for 3\.2 s.*ECONNREFUSED/) },
+    ]);
+    const behind = assessHealth(['ingest'], checks(), [], [{ ...spooled, last_error: null, oldest_age_s: 11 }]);
+    expect(behind.degraded.map((entry) => entry.component)).toEqual(['spool visits.raw']);
+    const keepingUp = assessHealth(['ingest'], checks(), [], [{ ...spooled, messages: 300, last_error: null, oldest_age_s: 0.1 }]);
+    expect(keepingUp.degraded).toEqual([]);
+  });
 });

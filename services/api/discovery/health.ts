@@ -1,6 +1,7 @@
 import type { Role } from '#shared/config.js';
 import { DEPENDENCIES, dependencyKinds, type Clients, type Context, type Dependency, type PerDependency } from '#shared/context.js';
 import type { ConsumerStatus } from '#shared/message-log/message-log.js';
+import { SPOOL_BEHIND_SECONDS, type SpoolStatus } from '#shared/message-log/spool.js';
 
 export interface Check {
   status: 'ok' | 'down';
@@ -79,7 +80,7 @@ const EFFECTS: Record<Dependency, string> = {
     'API requests answer 503 service_unavailable; redirects of links in the edge cache keep answering; the enricher and the webhook worker wait (nothing is consumed, nothing lost)',
   analytics: 'statistics, visit lists and exports answer 503; visits wait in the message log and are stored once it is back',
   visit_log:
-    'redirects keep answering; visits wait in the edge buffer (VISIT_BUFFER_SIZE) and are published once it is back; past the buffer, visits are counted in visits_dropped_total',
+    "redirects keep answering; visits wait on the edge's spool on disk (VISIT_SPOOL_MAX_BYTES) and are forwarded once it is back; past the budget, visits are counted in visits_dropped_total",
   jobs: 'webhook deliveries wait: their events stay in the events topic until jobs can be queued again',
   cache: 'rate limits count per process and fail open; link-change notices to other nodes wait (their link caches expire on their own)',
 };
@@ -89,11 +90,12 @@ export interface Degradation {
   effect: string;
 }
 
-/** The degradations the checks and the consumers show, and whether a role of this process cannot work. */
+/** The degradations the checks, the consumers and the spool (an ingest node's, with Kafka) show, and whether a role of this process cannot work. */
 export function assessHealth(
   roles: readonly Role[],
   checks: Checks,
   consumers: ConsumerStatus[],
+  spool: SpoolStatus[] = [],
 ): { down: Dependency[]; critical: boolean; degraded: Degradation[] } {
   const down = DEPENDENCIES.filter((name) => checks[name]?.status === 'down');
   const critical = down.some((name) => roles.some((role) => CRITICAL_DEPENDENCIES[role].includes(name)));
@@ -103,6 +105,15 @@ export function assessHealth(
       degraded.push({
         component: `consumer ${consumer.group} (${consumer.topic})`,
         effect: `batches fail and are redelivered, nothing committed past them: ${consumer.last_error}`,
+      });
+    }
+  }
+  for (const topic of spool) {
+    // Kafka refusing the forwarded batches, or the forwarder behind: the visits wait on disk.
+    if (topic.messages > 0 && (topic.last_error !== null || topic.oldest_age_s > SPOOL_BEHIND_SECONDS)) {
+      degraded.push({
+        component: `spool ${topic.topic}`,
+        effect: `${topic.messages} messages (${topic.bytes} bytes) wait on this node's spool, the oldest for ${topic.oldest_age_s} s; forwarded to Kafka once it takes them${topic.last_error ? ` (last refusal: ${topic.last_error})` : ''}`,
       });
     }
   }
