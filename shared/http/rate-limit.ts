@@ -118,7 +118,7 @@ interface Tally {
 class SharedTally {
   /** The keys, at most MEMORY_KEYS (the least recently used forgotten first), in the LRU the memory store uses. */
   private readonly tallies = new LruMap<Tally>(MEMORY_KEYS);
-  /** Tallies with requests to send; the next flush takes them all. */
+  /** Tallies with requests to send; the next flush takes them all (at MEMORY_KEYS of them, a flush starts at once). */
   private readonly dirty = new Set<Tally>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
