@@ -3,7 +3,7 @@ import { createRedisCache } from '../cache/cache.js';
 import { loadConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { closeContext, createTestContext, SERVICES_MODE, uniqueName } from '#tests/support/context.js';
-import { createRateLimiter, rateLimitHeaderList, setRateLimitHeaders, type RateLimiter } from './rate-limit.js';
+import { createRateLimiter, MEMORY_KEYS, RATE_SHARE_INTERVAL_MS, rateLimitHeaderList, setRateLimitHeaders, type RateLimiter } from './rate-limit.js';
 
 let context: Context;
 
@@ -75,6 +75,127 @@ describe(`rate limiter on @fastify/rate-limit (${SERVICES_MODE ? 'Redis store' :
       const decisions = [await limiter.check('auth', 'k'), await limiter.check('auth', 'k'), await limiter.check('auth', 'other')];
       expect(decisions.map((decision) => decision.allowed)).toEqual([true, false, true]);
       expect(Date.now() - started).toBeLessThan(500);
+    } finally {
+      await unreachable.close();
+    }
+  });
+});
+
+/** Long enough for a flush started now and the next one to be answered (a loaded machine included). */
+const afterFlushes = () => new Promise((resolve) => setTimeout(resolve, 4 * RATE_SHARE_INTERVAL_MS));
+const storeErrors = async (bucket: string) =>
+  (await context.metrics.rateLimited.get()).values.find((value) => value.labels.bucket === `${bucket}:store_error`)?.value ?? 0;
+
+describe('the edge buckets (redirect, track): counted in process, shared with the other nodes in batches', () => {
+  it('decides synchronously and exactly on one node: the limit+1-th request is refused at once', () => {
+    const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '5:60' });
+    const key = uniqueName('ip');
+    const decisions = Array.from({ length: 6 }, () => limiter.check('redirect', key));
+    for (const decision of decisions) expect(decision).not.toBeInstanceOf(Promise);
+    expect(decisions.map((d) => d as { allowed: boolean; remaining: number }).map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 4],
+      [true, 3],
+      [true, 2],
+      [true, 1],
+      [true, 0],
+      [false, 0],
+    ]);
+  });
+
+  it('forgets the least recently used keys beyond MEMORY_KEYS, and remembers the recent ones', () => {
+    const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '1:60' });
+    const prefix = uniqueName('lru');
+    const check = (key: string) => (limiter.check('redirect', key) as { allowed: boolean }).allowed;
+    expect(check(`${prefix}-first`)).toBe(true);
+    for (let n = 0; n < MEMORY_KEYS; n++) check(`${prefix}-${n}`);
+    // The first key was pushed out: counted anew. The last one is still counted.
+    expect(check(`${prefix}-first`)).toBe(true);
+    expect(check(`${prefix}-${MEMORY_KEYS - 1}`)).toBe(false);
+  });
+
+  it.runIf(SERVICES_MODE)(
+    'two nodes on one Redis: each counts alone until its flush, then both see the shared total and refuse the client over the limit',
+    async () => {
+      const other = createRedisCache(process.env.REDIS_URL!);
+      try {
+        await other.ping();
+        const nodeA = limiterWith({ RATE_LIMIT_REDIRECT: '5:60' });
+        const nodeB = limiterWith({ RATE_LIMIT_REDIRECT: '5:60' }, other);
+        const key = uniqueName('ip');
+        const allowed = (limiter: RateLimiter) => (limiter.check('redirect', key) as { allowed: boolean }).allowed;
+        expect([allowed(nodeA), allowed(nodeA), allowed(nodeA)]).toEqual([true, true, true]);
+        await afterFlushes();
+        expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${key}`))).toBe(3);
+        // Node B has not flushed this key yet: it counts its own 3 (within one interval, 6 > 5 get through).
+        expect([allowed(nodeB), allowed(nodeB), allowed(nodeB)]).toEqual([true, true, true]);
+        await afterFlushes();
+        // B's flush read back the shared 6: refused on B at once.
+        expect(allowed(nodeB)).toBe(false);
+        // A learns the total at its next flush of the key: its next request after that is refused.
+        allowed(nodeA);
+        await afterFlushes();
+        expect(allowed(nodeA)).toBe(false);
+        const decision = nodeA.check('redirect', key) as { remaining: number; resetSec: number };
+        expect(decision.remaining).toBe(0);
+        expect(decision.resetSec).toBeGreaterThan(55);
+        await afterFlushes();
+        expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${key}`))).toBe(10);
+        const ttl = await context.cache.redis!.pttl(`lt:rl:redirect:${key}`);
+        expect(ttl).toBeGreaterThan(55_000);
+        expect(ttl).toBeLessThanOrEqual(60_000);
+      } finally {
+        await other.close();
+      }
+    },
+  );
+
+  it.runIf(SERVICES_MODE)('keeps the window its first request opened, in Redis too, and starts a new one after it', async () => {
+    const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '3:1' });
+    const key = uniqueName('ip');
+    const allowed = () => (limiter.check('redirect', key) as { allowed: boolean }).allowed;
+    const opened = Date.now();
+    expect([allowed(), allowed(), allowed(), allowed()]).toEqual([true, true, true, false]);
+    await afterFlushes();
+    // The key expires in Redis when the window its first request opened ends, not a window after the flush.
+    const ttl = await context.cache.redis!.pttl(`lt:rl:redirect:${key}`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1_000 - (Date.now() - opened) + 50);
+    expect(allowed()).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const next = limiter.check('redirect', key) as { allowed: boolean; remaining: number };
+    expect([next.allowed, next.remaining]).toEqual([true, 2]);
+    await afterFlushes();
+    expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${key}`))).toBe(1);
+  });
+
+  it.runIf(SERVICES_MODE)(
+    'a key Redis refuses to count is counted as a store error and decided on this node alone; the other keys are still shared',
+    async () => {
+      const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '2:60' });
+      const broken = uniqueName('ip');
+      const fine = uniqueName('ip');
+      await context.cache.redis!.lpush(`lt:rl:redirect:${broken}`, 'not a counter');
+      const errorsBefore = await storeErrors('redirect');
+      const allowed = (key: string) => (limiter.check('redirect', key) as { allowed: boolean }).allowed;
+      expect([allowed(broken), allowed(fine)]).toEqual([true, true]);
+      await afterFlushes();
+      expect(await storeErrors('redirect')).toBeGreaterThan(errorsBefore);
+      expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${fine}`))).toBe(1);
+      // The broken key keeps its count here: the limit still holds on this node.
+      expect([allowed(broken), allowed(broken)]).toEqual([true, false]);
+      await context.cache.redis!.del(`lt:rl:redirect:${broken}`);
+    },
+  );
+
+  it.runIf(SERVICES_MODE)('counts alone while Redis is unreachable: every decision synchronous, the limit held on this node', async () => {
+    const unreachable = createRedisCache('redis://127.0.0.1:1');
+    try {
+      const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '1:60' }, unreachable);
+      const decisions = [limiter.check('redirect', 'k'), limiter.check('redirect', 'k'), limiter.check('redirect', 'other')];
+      for (const decision of decisions) expect(decision).not.toBeInstanceOf(Promise);
+      expect(decisions.map((decision) => (decision as { allowed: boolean }).allowed)).toEqual([true, false, true]);
+      await afterFlushes();
+      expect((limiter.check('redirect', 'other') as { allowed: boolean }).allowed).toBe(false);
     } finally {
       await unreachable.close();
     }
