@@ -122,7 +122,7 @@ async function drainLog(context: Pick<ProcessContext, 'messageLog' | 'log'>, dea
 }
 
 /** On the way out of an ingest node with Kafka: waits until Kafka holds what its spool holds, until `deadline`, and says so in the log. */
-async function drainSpool(context: Pick<Context, 'spool' | 'log'>, deadline: number): Promise<void> {
+async function drainSpool(context: Pick<ProcessContext, 'spool' | 'log'>, deadline: number): Promise<void> {
   const { spool, log } = context;
   if (!spool || (await spool.drain(deadline))) return;
   const left = spool.status().map(({ topic, messages }) => ({ topic, messages }));
