@@ -119,6 +119,35 @@ await runBench({ ENRICHER_BATCH_WAIT_MS: '500' }, async (context) => {
   console.log(
     `publish → queryable row: p50 ${delays[10]!.toFixed(0)} ms, p95 ${delays[18]!.toFixed(0)} ms, max ${delays[19]!.toFixed(0)} ms (20 single visits)`,
   );
+  // A steady stream, as the edges publish it (small publishes over the 50 links, hence over every
+  // partition): how many visits an insert gathers when the enricher keeps up, and what a visit costs then.
+  const streamRate = 3_000;
+  const streamSeconds = 10;
+  const insertsBefore = (await context.metrics.insertBatchSize.get()).values.find((value) => value.metricName === 'visits_insert_batch_size_count')?.value ?? 0;
+  const streamBase = await count();
+  const streamCpu = process.cpuUsage();
+  const streamStart = performance.now();
+  let streamed = 0;
+  while (streamed < streamRate * streamSeconds) {
+    const due = Math.min(streamRate * streamSeconds, Math.floor(((performance.now() - streamStart) / 1000) * streamRate));
+    if (due > streamed) {
+      const messages = [];
+      for (let i = streamed; i < due; i++) {
+        const value = visit(total + 20 + i);
+        messages.push({ key: value.link_id, value: JSON.stringify(value) });
+      }
+      await context.messageLog.publish(TOPICS.visitsRaw, messages);
+      streamed = due;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await waitFor(async () => (await count()) >= streamBase + streamed, 120_000, { intervalMs: 50, message: 'the streamed rows' });
+  const streamUsed = process.cpuUsage(streamCpu);
+  const streamInserts =
+    ((await context.metrics.insertBatchSize.get()).values.find((value) => value.metricName === 'visits_insert_batch_size_count')?.value ?? 0) - insertsBefore;
+  console.log(
+    `steady stream: ${streamed} visits at ${streamRate}/s over 50 links: ${streamInserts} inserts, ${(streamed / Math.max(1, streamInserts)).toFixed(0)} rows each; process CPU per visit ${((streamUsed.user + streamUsed.system) / streamed).toFixed(1)} µs (publishing included)`,
+  );
   await enricher.stop();
   await eventsTaken?.stop();
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handedOffsets } from './kafka.js';
+import { handedOffsets, partitionJoiner } from './kafka.js';
 
 describe('the Kafka consumer telling a redelivered batch (handedOffsets)', () => {
   it('flags the first batch of a partition after joining, and not the batch that follows it past the backlog', () => {
@@ -37,5 +37,79 @@ describe('the Kafka consumer telling a redelivered batch (handedOffsets)', () =>
     handed.handOver(0, '0', '9', '10');
     handed.clear();
     expect(handed.handOver(0, '10', '19', '20')).toBe(true);
+  });
+});
+
+describe('the Kafka consumer joining the batches of several partitions (partitionJoiner)', () => {
+  /** A partition's slice of `count` messages keyed `key`, recording what the joiner did with it. */
+  function slice(key: string, count: number, events: string[], redelivered = false) {
+    return {
+      messages: Array.from({ length: count }, (_, n) => ({ key, value: String(n) })),
+      redelivered,
+      heartbeat: () => Promise.resolve(),
+      stopping: () => false,
+      resolve: () => void events.push(`resolve ${key}`),
+      commit: () => (events.push('commit'), Promise.resolve()),
+    };
+  }
+
+  it('hands slices submitted in one turn over in one call, up to maxBatch messages, and resolves every offset then commits once after the call', async () => {
+    const events: string[] = [];
+    const calls: { keys: string[]; redelivered: boolean }[] = [];
+    const join = partitionJoiner(
+      async (messages, control) => {
+        calls.push({ keys: [...new Set(messages.map((m) => m.key))], redelivered: control.redelivered });
+        events.push('handler');
+      },
+      10,
+      1,
+    );
+    await Promise.all([join(slice('a', 4, events)), join(slice('b', 4, events, true)), join(slice('c', 4, events))]);
+    // a and b fill 8 of 10: c starts a call of its own.
+    expect(calls).toEqual([
+      { keys: ['a', 'b'], redelivered: true },
+      { keys: ['c'], redelivered: false },
+    ]);
+    expect(events).toEqual(['handler', 'resolve a', 'resolve b', 'commit', 'handler', 'resolve c', 'commit']);
+  });
+
+  it('runs at most `concurrency` calls at once; slices that come meanwhile join the call waiting for its turn', async () => {
+    const events: string[] = [];
+    let running = 0;
+    let most = 0;
+    const sizes: number[] = [];
+    const join = partitionJoiner(
+      async (messages) => {
+        sizes.push(messages.length);
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running--;
+      },
+      100,
+      1,
+    );
+    const first = join(slice('a', 1, events));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The first call is in flight: these two wait, together.
+    const later = [join(slice('b', 1, events)), join(slice('c', 1, events))];
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    later.push(join(slice('d', 1, events)));
+    await Promise.all([first, ...later]);
+    expect(most).toBe(1);
+    expect(sizes).toEqual([1, 3]);
+  });
+
+  it('rejects every slice of a call whose handler threw, resolving and committing none of them', async () => {
+    const events: string[] = [];
+    const join = partitionJoiner(
+      async () => {
+        throw new Error('insert failed');
+      },
+      10,
+      2,
+    );
+    const results = await Promise.allSettled([join(slice('a', 2, events)), join(slice('b', 2, events))]);
+    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+    expect(events).toEqual([]);
   });
 });

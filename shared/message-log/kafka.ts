@@ -102,6 +102,95 @@ export interface KafkaLogOptions {
   partitions?: number;
 }
 
+/** One partition's slice, waiting to be handed to the handler with the slices of other partitions. */
+interface PartitionSlice {
+  messages: LogMessage[];
+  redelivered: boolean;
+  heartbeat: () => Promise<void>;
+  /** Whether this partition's batch was given up (the consumer stopping, a seek). */
+  stopping: () => boolean;
+  /** Resolves the slice's last offset. */
+  resolve: () => void;
+  /** Commits the offsets resolved. */
+  commit: () => Promise<void>;
+}
+
+/** What a handler threw, as an Error (the rejection of each slice of its call). */
+const asError = (error: unknown) => (error instanceof Error ? error : new Error(`handler failed: ${JSON.stringify(error)}`));
+
+/**
+ * Hands the slices of several partitions to the handler as one call: a partition's slice that
+ * arrives while a call is forming joins it (kafkajs hands the batches of one fetch over in the
+ * same event-loop turn, each partition on its own), up to maxBatch messages, so that the handler
+ * stores a fetch at once instead of a partition at a time (ClickHouse: fewer, larger inserts). A
+ * call forms until the turn ends (setImmediate: no delay) and, with `concurrency` calls in flight,
+ * until one ends. The promise of each slice settles with its call: once the handler
+ * succeeded, every joined partition's offset is resolved and the offsets are committed; a failure
+ * rejects every slice (each partition's batch is redelivered). A partition hands over its next slice
+ * only once its promise settled, so it is never twice in a call or in flight.
+ */
+export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: number, concurrency: number) {
+  type Waiting = PartitionSlice & { done: () => void; failed: (error: Error) => void };
+  /** Calls not started yet, oldest first; `ready` once the turn their first slice came in has ended. */
+  const forming: { slices: Waiting[]; size: number; ready: boolean }[] = [];
+  let inFlight = 0;
+
+  const call = async (slices: Waiting[]) => {
+    const [first] = slices;
+    const beats = heartbeatsDuringHandler(first!.heartbeat);
+    try {
+      await handler(
+        slices.flatMap((slice) => slice.messages),
+        {
+          heartbeat: first!.heartbeat,
+          stopping: () => beats.moved() || slices.some((slice) => slice.stopping()),
+          redelivered: slices.some((slice) => slice.redelivered),
+        },
+      );
+    } catch (error) {
+      for (const slice of slices) slice.failed(asError(error));
+      return;
+    } finally {
+      beats.stop();
+    }
+    try {
+      for (const slice of slices) slice.resolve();
+      await first!.commit();
+    } catch (error) {
+      for (const slice of slices) slice.failed(asError(error));
+      return;
+    }
+    for (const slice of slices) slice.done();
+  };
+
+  const pump = () => {
+    while (inFlight < concurrency && forming[0]?.ready) {
+      const { slices } = forming.shift()!;
+      inFlight++;
+      void call(slices).finally(() => {
+        inFlight--;
+        pump();
+      });
+    }
+  };
+
+  return (slice: PartitionSlice) =>
+    new Promise<void>((resolve, reject) => {
+      let group = forming.at(-1);
+      if (!group || group.size + slice.messages.length > maxBatch) {
+        const formed = { slices: [] as Waiting[], size: 0, ready: false };
+        forming.push(formed);
+        setImmediate(() => {
+          formed.ready = true;
+          pump();
+        });
+        group = formed;
+      }
+      group.slices.push({ ...slice, done: resolve, failed: reject });
+      group.size += slice.messages.length;
+    });
+}
+
 /**
  * What may have been handed to a handler of each partition, to tell a batch's
  * BatchControl.redelivered. Per partition since this member joined its group: the offset after the
@@ -255,6 +344,13 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
     return ends.map(({ partition, low, high }) => ({ partition, committed: Math.max(Number(low), done.get(partition) ?? -1), end: Number(high) }));
   };
 
+  /** How many partitions the topic has (its metadata). */
+  const partitionCount = async (topic: Topic) => {
+    const client = await getAdmin();
+    const { topics } = await retried(() => client.fetchTopicMetadata({ topics: [name(topic)] }));
+    return topics[0]?.partitions.length ?? 1;
+  };
+
   /**
    * Reads each partition from `starts` up to `ends` (at most `limit` messages a partition) with a
    * short-lived consumer of `fullGroup`, which never commits (what a later commit needs, the caller
@@ -356,27 +452,31 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
       consumer.on(consumer.events.GROUP_JOIN, () => handed.clear());
       await consumer.connect();
       await consumer.subscribe({ topic: name(topic), fromBeginning: true });
+      const joined = partitionJoiner(handler, maxBatch, Math.max(1, Math.floor(concurrency)));
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
-        // Batches of different partitions at once; each partition's batches one after the other.
-        partitionsConsumedConcurrently: Math.max(1, Math.floor(concurrency)),
+        // Every partition's batch of a fetch at once, so that the joiner sees them all together; the
+        // handler calls in flight are bounded by the joiner (concurrency), each partition's batches
+        // still come one after the other. Partitions beyond the count known now are handled too, in
+        // later turns.
+        partitionsConsumedConcurrently: Math.max(1, Math.floor(concurrency), await partitionCount(topic)),
         // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs hands closures over its batch, not methods
         eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
           for (let start = 0; start < batch.messages.length; start += maxBatch) {
             if (!isRunning() || isStale()) return;
             const slice = batch.messages.slice(start, start + maxBatch);
-            const redelivered = handed.handOver(batch.partition, slice[0]!.offset, slice[slice.length - 1]!.offset, batch.highWatermark);
-            const beats = heartbeatsDuringHandler(heartbeat);
-            try {
-              await handler(slice.map(toLogMessage), { heartbeat, stopping: () => !isRunning() || isStale() || beats.moved(), redelivered });
-            } finally {
-              beats.stop();
-            }
-            // Durable now: only after the handler succeeded is the offset resolved and committed.
-            resolveOffset(slice[slice.length - 1]!.offset);
-            // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
-            await commitOffsetsIfNecessary(uncommittedOffsets());
+            const last = slice[slice.length - 1]!.offset;
+            await joined({
+              messages: slice.map(toLogMessage),
+              redelivered: handed.handOver(batch.partition, slice[0]!.offset, last, batch.highWatermark),
+              heartbeat,
+              stopping: () => !isRunning() || isStale(),
+              // Durable now: only after the handler succeeded is the offset resolved (and committed by the joiner).
+              resolve: () => resolveOffset(last),
+              // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
+              commit: () => commitOffsetsIfNecessary(uncommittedOffsets()),
+            });
             await heartbeat();
           }
         },

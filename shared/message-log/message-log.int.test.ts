@@ -393,6 +393,66 @@ describe.skipIf(!SERVICES_MODE)('Kafka message log: compression and consumer rec
     expect(flags.every(Boolean)).toBe(true);
   });
 
+  it('hands the batches of several partitions fetched together to the handler in one call, each key in order', async () => {
+    const { log } = isolatedKafkaLog();
+    // Twelve keys spread the messages over the partitions; the consumer joins after they are all there.
+    const sent = range(0, 60).map((n) => message(`k${n % 12}`, n));
+    await log.publish(TOPICS.visitsRaw, sent);
+    const calls: LogMessage[][] = [];
+    consumers.push(await log.consume({ groupId: uniqueName('joined'), topic: TOPICS.visitsRaw, handler: async (messages) => void calls.push(messages) }));
+    await waitFor(async () => calls.flat().length >= 60 && (await log.consumers())[0]?.lag === 0, DEADLINE_MS, { message: 'the messages committed' });
+    // One fetch, one call (the former consumer called the handler once a partition).
+    expect(calls.map((messages) => messages.length)).toEqual([60]);
+    for (const key of range(0, 12).map((k) => `k${k}`)) {
+      expect(numbers(calls[0]!.filter((m) => m.key === key))).toEqual(range(0, 60).filter((n) => n % 12 === Number(key.slice(1))));
+    }
+  });
+
+  it('joins partitions into calls of at most maxBatch messages, each key in order', async () => {
+    const { log } = isolatedKafkaLog();
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(0, 60).map((n) => message(`k${n % 12}`, n)),
+    );
+    const calls: LogMessage[][] = [];
+    consumers.push(
+      await log.consume({ groupId: uniqueName('joined-max'), topic: TOPICS.visitsRaw, maxBatch: 7, handler: async (messages) => void calls.push(messages) }),
+    );
+    await waitFor(async () => calls.flat().length >= 60 && (await log.consumers())[0]?.lag === 0, DEADLINE_MS, { message: 'the messages committed' });
+    expect(Math.max(...calls.map((messages) => messages.length))).toBeLessThanOrEqual(7);
+    for (const key of range(0, 12).map((k) => `k${k}`)) {
+      expect(numbers(calls.flat().filter((m) => m.key === key))).toEqual(range(0, 60).filter((n) => n % 12 === Number(key.slice(1))));
+    }
+  });
+
+  it('redelivers every partition of a joined call that failed, flagged redelivered, and commits them once a call succeeded', async () => {
+    const { log } = isolatedKafkaLog();
+    await log.publish(
+      TOPICS.visitsRaw,
+      range(0, 60).map((n) => message(`k${n % 12}`, n)),
+    );
+    const calls: { numbers: number[]; redelivered: boolean }[] = [];
+    const stored: number[] = [];
+    consumers.push(
+      await log.consume({
+        groupId: uniqueName('joined-fail'),
+        topic: TOPICS.visitsRaw,
+        handler: async (messages, control) => {
+          calls.push({ numbers: numbers(messages), redelivered: control.redelivered });
+          if (calls.length === 1) throw new Error('the first joined call fails');
+          stored.push(...numbers(messages));
+        },
+      }),
+    );
+    await waitFor(async () => stored.length >= 60 && (await log.consumers())[0]?.lag === 0, DEADLINE_MS, {
+      message: 'the messages committed after the failure',
+    });
+    expect(calls[0]!.numbers.length).toBe(60);
+    // Every partition of the failed call came again, flagged, and each message was stored once.
+    expect(calls.slice(1).every((call) => call.redelivered)).toBe(true);
+    expect(stored.sort((a, b) => a - b)).toEqual(range(0, 60));
+  });
+
   it('tells a handler busy with a batch that the group is rebalancing (stopping), so that a joining member does not wait for the batch', async () => {
     const { log } = isolatedKafkaLog();
     const group = uniqueName('rebalance');

@@ -24,8 +24,11 @@ export interface ConsumeOptions {
    * Batches handed to the handler at once (default 1). With more, the next batch is handed over
    * while earlier ones are still being handled (the handler orders its own steps); offsets are
    * still committed in order and only up to the oldest batch not yet handled, and a failure
-   * redelivers from that batch. Kafka: batches of different partitions at once (one partition's
-   * batches stay one after the other); in-process: consecutive batches of the topic.
+   * redelivers from that batch. Kafka: a batch joins what several partitions' fetches brought
+   * together (up to maxBatch messages: fewer, larger batches), its offsets committed only after
+   * the handler succeeded and all of it redelivered after a failure; batches at once hold different
+   * partitions (one partition's messages stay one batch after the other); in-process: consecutive
+   * batches of the topic.
    */
   concurrency?: number;
   handler: (messages: LogMessage[], batch: BatchControl) => Promise<void>;
