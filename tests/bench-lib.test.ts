@@ -17,8 +17,10 @@ describe('CPU accounting from /proc', () => {
   });
 
   it("splits this process's CPU by thread: the event loop's own time grows with work done on it", () => {
-    const before = threadsOf(process.pid);
+    // The whole process read first and last: its span holds the threads' span (read the other way
+    // round, a clock tick between the two readings made the process's figure one tick smaller).
     const cpuBefore = cpuOf(process.pid);
+    const before = threadsOf(process.pid);
     const until = Date.now() + 300;
     let spin = 0;
     while (Date.now() < until) spin += Math.sqrt(spin + 1);
