@@ -66,6 +66,24 @@ describe('the dashboard on a plain-HTTP LAN origin', () => {
     expect(await page.getByText('no randomness in this browser').count()).toBe(0);
     await browserContext.close();
   });
+
+  it('changes the password on the Account page and lists the session, over plain HTTP', async () => {
+    const account = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(8_000);
+    await signIn(page, account.email);
+    await page.goto('/account');
+    await page.getByRole('heading', { name: 'Your account', level: 1 }).waitFor();
+    await page.getByLabel('Current password').fill(TEST_PASSWORD);
+    await page.getByLabel('New password').fill('lan origin quiet harbour 2026');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Password changed. Other sessions signed out: 0.').waitFor();
+    await page.getByText('No other session is signed in.').waitFor();
+    await screenshot(page, 'account-lan-origin-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
 });
 
 describe('an action failing outside the page', () => {
