@@ -7,7 +7,6 @@ import type { Consumer } from '#shared/message-log/message-log.js';
 import { buildApp } from './app.js';
 import { composition } from './repositories.js';
 import { lowerPriority } from './worker/priority.js';
-import { startupDone } from '#shared/startup-heap.js';
 
 export interface Platform {
   /** A Context with the analytics store when a role of the process reads or writes visits (api, enricher), else a ThinContext. */
@@ -164,7 +163,6 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
   const { context, url } = platform;
   context.log.info({ url, roles: config.roles, nice, startup_ms: Math.round(performance.now() - started) }, 'listening');
   process.stdout.write(`linktrack ${config.roles.join(',')} listening on ${url} (health: ${url}/api/v1/health)\n`);
-  startupDone();
 
   const shutdown = (signal: string) => {
     context.log.info({ signal }, 'shutting down');

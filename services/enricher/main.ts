@@ -1,6 +1,4 @@
 // Entry point of the enricher role alone (production: one process per role).
-// First: keeps start-up from growing the young generation for good (startup-heap.ts).
-import '#shared/startup-heap.js';
 import { main } from '../platform.js';
 
 await main(['enricher']);
