@@ -155,6 +155,8 @@ describe('dashboard shell', () => {
     await screenshot(page, 'menu-phone');
     await nav.getByRole('link', { name: 'Webhooks' }).click();
     await page.waitForURL(/\/webhooks$/);
+    // The address changes before the page re-renders with the menu closed: wait for it (bounded), then check.
+    await nav.waitFor({ state: 'hidden', timeout: 5_000 });
     expect(await nav.isVisible()).toBe(false);
     // Nothing wider than the screen.
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
