@@ -140,7 +140,7 @@ describe('forgotten password', () => {
     await again.page.getByRole('button', { name: 'Set the password' }).click();
     await again.page.getByText('This password reset link was already used: ask for a new one.').waitFor();
     await again.page.getByRole('link', { name: 'Ask for a new link' }).waitFor();
-    // Opened first, the page shows alone: the dashboard's boot placeholder is gone.
+    // Opened as the first page: it shows alone, without index.html's static "Loading…" line.
     expect(await again.page.getByText('Loading…').count()).toBe(0);
     await screenshot(again.page, 'reset-password-used-phone');
     expect(await seriousA11yViolations(again.page)).toEqual([]);

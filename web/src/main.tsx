@@ -128,6 +128,7 @@ function App() {
 }
 
 const root = document.getElementById('app')!;
-// The boot placeholder goes: Preact would keep it beside a first page that is not a `<p>` (the reset page's).
+// index.html's static "Loading…" line is removed before the first render: Preact would otherwise
+// keep it beside a first page whose root is not a `<p>` (the password-reset page's).
 root.textContent = '';
 render(<App />, root);
