@@ -381,7 +381,25 @@ start_kafka() {
   nohup setsid java $KAFKA_HEAP_OPTS -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
     -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Dkafka.logs.dir="$KAFKA_DIR" \
     -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_CONF" >"$KAFKA_LOG" 2>&1 </dev/null &
-  echo $! >"$KAFKA_PID"
+  KAFKA_STARTED_PID=$!
+  echo "$KAFKA_STARTED_PID" >"$KAFKA_PID"
+}
+
+# The broker's process is there (not exited, not a zombie). Right after start_kafka, the pid may
+# still be the forked shell that has not yet exec'ed nohup → setsid → java (a loaded machine delays
+# the exec): its command line does not name kafka.Kafka yet, so pid_alive would call it exited.
+# A broker found running (pid file from an earlier run) is checked by pid_alive, which guards
+# against a reused pid.
+kafka_running() {
+  local pid state
+  if [ -n "${KAFKA_STARTED_PID:-}" ]; then
+    pid=$KAFKA_STARTED_PID
+    kill -0 "$pid" 2>/dev/null || return 1
+    state=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [ "$state" != Z ]
+  else
+    pid_alive "$KAFKA_PID" kafka.Kafka
+  fi
 }
 
 wait_kafka() {
@@ -390,7 +408,7 @@ wait_kafka() {
   until port_open "$KAFKA_PORT" &&
     timeout 30 "${KAFKA_TOOL[@]}" org.apache.kafka.tools.TopicCommand \
       --bootstrap-server "$HOST:$KAFKA_PORT" --list >/dev/null 2>"$KAFKA_DIR/readiness.log"; do
-    if ! pid_alive "$KAFKA_PID" kafka.Kafka; then
+    if ! kafka_running; then
       show_log "$KAFKA_LOG" 60
       die "Kafka process exited"
     fi
