@@ -11,7 +11,7 @@
 // /proc/<pid>/status: VmRSS (resident now), split into RssAnon (the process's own memory) and
 // RssFile (pages of mapped files: code, and the durable log's LMDB map as far as it is resident),
 // and VmHWM (the peak). Then it leaves the node idle for 30 s, reading its resident size every 5 s:
-// the last reading is its idle size. Target (issue 35): idles at ≤ 120 MB resident.
+// the last reading is its idle size, and its CPU time over those 30 s its idle cost. Target (issue 35): idles at ≤ 120 MB resident.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { serverDatabase } from '#tests/support/fresh-database.js';
+import { threadsOf, threadsPer } from './lib/proc.js';
 import { ADMIN, BROWSER_UA, freePort, health, killAll, seed, startProcess, waitHealthy } from '#tests/support/platform-process.js';
 
 const redirects = Number(process.argv[2] ?? 100);
@@ -33,6 +34,15 @@ if (!process.env.DATABASE_URL || !process.env.KAFKA_BROKERS) {
 const TARGET_MB = 120;
 /** How long the node is left idle after the traffic before its idle size is read. */
 const IDLE_S = 30;
+
+/** The process's CPU time so far (user + kernel, all threads), in ms, from /proc/<pid>/stat. */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ');
+  // After the command's closing parenthesis: state is field 0, utime 11, stime 12 (clock ticks, 100/s).
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
 /** A line of /proc/<pid>/status in MB. */
 function memoryOf(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssAnon' | 'RssFile'): number {
@@ -115,14 +125,34 @@ try {
   // Idle: V8's memory reducer gives the young generation's pages back once the process has been
   // quiet for a while (about 10–20 s here); the node's idle size is what it holds after that.
   const idle: number[] = [];
+  const idleCpuFrom = cpuMsOf(pid);
+  const idleThreadsFrom = threadsOf(pid);
+  const idleCpuSteps = [idleCpuFrom];
+  const idleFrom = performance.now();
   for (let waited = 5; waited <= IDLE_S; waited += 5) {
     await sleep(5_000);
     idle.push(memoryOf(pid, 'VmRSS'));
+    idleCpuSteps.push(cpuMsOf(pid));
   }
   const idleRss = idle.at(-1)!;
+  const idleCpu = (cpuMsOf(pid) - idleCpuFrom) / (performance.now() - idleFrom);
+  const idleThreads = threadsPer(idleThreadsFrom, threadsOf(pid), (performance.now() - idleFrom) / 1000);
   console.log(`  resident while idle, every 5 s for ${IDLE_S} s: ${idle.map((mb) => mb.toFixed(1)).join(', ')} MB`);
   console.log(
     `  idle after ${IDLE_S} s: ${idleRss.toFixed(1)} MB (own ${memoryOf(pid, 'RssAnon').toFixed(1)} MB); target ≤ ${TARGET_MB} MB: ${idleRss <= TARGET_MB ? 'met' : 'NOT met'}`,
+  );
+  console.log(
+    `  CPU ms in each 5 s while idle: ${idleCpuSteps
+      .slice(1)
+      .map((ms, i) => ms - idleCpuSteps[i]!)
+      .join(', ')}`,
+  );
+  console.log(`  CPU while idle: ${(idleCpu * 100).toFixed(2)} % of a core (${(idleCpu * 1000).toFixed(1)} ms a second, every thread)`);
+  console.log(
+    `  idle by thread, µs a second: ${idleThreads
+      .filter(([, us]) => us > 0)
+      .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+      .join(', ')}`,
   );
   const started = performance.now();
   edge.child.kill('SIGTERM');

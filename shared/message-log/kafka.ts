@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import kafkajs, { CompressionTypes, Kafka, logLevel, type Admin, type Consumer as KafkaConsumer, type KafkaMessage, type Producer } from 'kafkajs';
 import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
 import type { Logger } from '../logger.js';
+import { stopKafkajsIdleLoop } from './kafkajs-idle-loop.js';
 import type { Metrics } from '../metrics.js';
 import { TOPIC_NAMES, type Topic } from './topics.js';
 import {
@@ -53,6 +54,9 @@ kafkajs.CompressionCodecs[CompressionTypes.LZ4] = () => ({
   compress: ({ buffer }: { buffer: Buffer }) => Promise.resolve(compressFrameSync(buffer)),
   decompress: (buffer: Buffer) => Promise.resolve(decompressFrameSync(buffer)),
 });
+// Without a 1 ms timer loop on every broker connection (kafkajs-idle-loop.ts).
+stopKafkajsIdleLoop();
+
 /** What every batch is compressed with. */
 const COMPRESSION = CompressionTypes.LZ4;
 
