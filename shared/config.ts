@@ -203,6 +203,12 @@ export const CONFIG_VARS = {
     },
   ],
   KAFKA_CLIENT_ID: [withDefault(z.string().min(1), 'linktrack'), { doc: 'Kafka client id.' }],
+  KAFKA_PACK_MESSAGES: [
+    withDefault(z.coerce.number().int().min(1).max(10_000), 500),
+    {
+      doc: 'With Kafka: most visits (or beacons) of one link an ingest node packs into one Kafka record of `visits.raw` (`tracker.raw`), their values joined by line feeds under the header `lt-packed`; Kafka\'s cost is per record. 1 sends one record a visit, as releases before this setting did; enrichers read both, so upgrade them before ingest nodes (docs/operations.md).',
+    },
+  ],
   KAFKA_TOPIC_PREFIX: [
     withDefault(z.string().regex(/^[A-Za-z0-9._-]*$/, 'must contain only letters, digits, dot, underscore and hyphen'), ''),
     { doc: 'Prefix of every topic and consumer-group name (to share a cluster between environments).' },
@@ -484,7 +490,7 @@ export interface Config {
   analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
   messageLog:
     | { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number; minFreeBytes: number }
-    | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string };
+    | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string; packMessages: number };
   /** An ingest node's store-and-forward spool (with Kafka; shared/message-log/spool.ts). */
   spool: { dir: string; maxBytes: number; commitDelayMs: number; minFreeBytes: number };
   /** Folder of the durable one-process job queue (without REDIS_URL). */
@@ -574,7 +580,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     database: env.DATABASE_URL ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX } : { kind: 'pglite', dir: `${dataDir}/pg` },
     analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
     messageLog: env.KAFKA_BROKERS
-      ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX }
+      ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX, packMessages: env.KAFKA_PACK_MESSAGES }
       : {
           kind: 'lmdb',
           dir: `${dataDir}/log`,

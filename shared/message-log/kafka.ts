@@ -5,7 +5,8 @@ import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
 import type { Logger } from '../logger.js';
 import { stopKafkajsIdleLoop } from './kafkajs-idle-loop.js';
 import type { Metrics } from '../metrics.js';
-import { TOPIC_NAMES, type Topic } from './topics.js';
+import { packMessages, unpackRecord } from './kafka-pack.js';
+import { TOPIC_NAMES, TOPICS, type Topic } from './topics.js';
 import {
   consumerBookkeeping,
   keyedQueue,
@@ -18,7 +19,9 @@ import {
   type MessageLog,
 } from './message-log.js';
 
-/** Most messages per producer request (see publish). */
+/** Most messages of one key packed into one record by default (KAFKA_PACK_MESSAGES). */
+export const DEFAULT_PACK_MESSAGES = 500;
+/** Most records per producer request (see publish). */
 const SEND_CHUNK = 1_000;
 /** Longest a peek or a take may take with its short-lived consumer (group join and fetches). */
 const INSPECT_TIMEOUT_MS = 20_000;
@@ -56,6 +59,12 @@ kafkajs.CompressionCodecs[CompressionTypes.LZ4] = () => ({
 });
 // Without a 1 ms timer loop on every broker connection (kafkajs-idle-loop.ts).
 stopKafkajsIdleLoop();
+
+/**
+ * The topics whose messages are packed, several of one key to a record (kafka-pack.ts): the hot
+ * ones. Dead letters and events stay one message a record (the dead-letter tools read records).
+ */
+const PACKED_TOPICS: ReadonlySet<Topic> = new Set([TOPICS.visitsRaw, TOPICS.trackerRaw]);
 
 /** What every batch is compressed with. */
 const COMPRESSION = CompressionTypes.LZ4;
@@ -104,6 +113,8 @@ export interface KafkaLogOptions {
   clientId: string;
   topicPrefix: string;
   partitions?: number;
+  /** Most messages of one key packed into one record on the hot topics (KAFKA_PACK_MESSAGES; 1: none). */
+  packMessages?: number;
 }
 
 /** One partition's slice, waiting to be handed to the handler with the slices of other partitions. */
@@ -430,8 +441,9 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
       // kafkajs groups a send's messages per partition by copying the partition's array for every
       // message (quadratic: 10 000 events of one owner cost about 40 ms). Sends of at most SEND_CHUNK
       // messages, one after the other (the idempotent producer keeps their order).
-      for (let start = 0; start < messages.length; start += SEND_CHUNK) {
-        await client.send({ topic: name(topic), compression: COMPRESSION, acks: -1, messages: messages.slice(start, start + SEND_CHUNK) });
+      const records = PACKED_TOPICS.has(topic) ? packMessages(messages, options.packMessages ?? DEFAULT_PACK_MESSAGES) : messages;
+      for (let start = 0; start < records.length; start += SEND_CHUNK) {
+        await client.send({ topic: name(topic), compression: COMPRESSION, acks: -1, messages: records.slice(start, start + SEND_CHUNK) });
       }
       metrics.visitLogPublished.inc({ topic }, messages.length);
     },
@@ -467,12 +479,19 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
         partitionsConsumedConcurrently: Math.max(1, Math.floor(concurrency), await partitionCount(topic)),
         // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs hands closures over its batch, not methods
         eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
-          for (let start = 0; start < batch.messages.length; start += maxBatch) {
+          // Slices of whole records of at most maxBatch messages (a packed record counts its messages;
+          // one that packs more than maxBatch goes alone).
+          const unpacked = batch.messages.map((record) => unpackRecord(toLogMessage(record)));
+          for (let start = 0; start < batch.messages.length;) {
             if (!isRunning() || isStale()) return;
-            const slice = batch.messages.slice(start, start + maxBatch);
+            const messages: LogMessage[] = [...unpacked[start]!];
+            let end = start + 1;
+            while (end < batch.messages.length && messages.length + unpacked[end]!.length <= maxBatch) messages.push(...unpacked[end++]!);
+            const slice = batch.messages.slice(start, end);
+            start = end;
             const last = slice[slice.length - 1]!.offset;
             await joined({
-              messages: slice.map(toLogMessage),
+              messages,
               redelivered: handed.handOver(batch.partition, slice[0]!.offset, last, batch.highWatermark),
               heartbeat,
               stopping: () => !isRunning() || isStale(),

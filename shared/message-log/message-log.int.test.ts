@@ -485,6 +485,43 @@ describe.skipIf(!SERVICES_MODE)('Kafka message log: compression and consumer rec
     expect(gaveUpAt! - joining).toBeLessThanOrEqual(5_000);
   });
 
+  it('packs the messages of one key into records of KAFKA_PACK_MESSAGES, and the consumer hands each message over once, in order, headers intact', async () => {
+    const config = testConfig();
+    if (config.messageLog.kind !== 'kafka') throw new Error('services mode without KAFKA_BROKERS');
+    const topicPrefix = `${uniqueName('t')}.`;
+    const log = createKafkaLog({ ...config.messageLog, topicPrefix, packMessages: 500 }, silent, createMetrics());
+    logs.push(log);
+    // 1 200 of one key (3 records: 500, 500, 200), 3 lone ones (a record each), and 10 of another key
+    // sent again (the forwarder's header: packed apart from the first 5 of that key, which have none).
+    const hot = range(0, 1_200).map((n) => message('hot', n));
+    const lone = ['x', 'y', 'z'].map((key, n) => message(key, n));
+    const other = range(0, 10).map((n) => message('other', n, n >= 5 ? { 'lt-redelivered': '1' } : undefined));
+    await log.publish(TOPICS.visitsRaw, [...hot.slice(0, 600), ...lone, ...other, ...hot.slice(600)]);
+    const admin = new kafkajs.Kafka({ brokers: config.messageLog.brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const records = (await admin.fetchTopicOffsets(`${topicPrefix}${TOPICS.visitsRaw}`)).reduce((sum, { high }) => sum + Number(high), 0);
+      expect(records).toBe(3 + 3 + 2);
+    } finally {
+      await admin.disconnect();
+    }
+    const calls: LogMessage[][] = [];
+    consumers.push(
+      await log.consume({ groupId: uniqueName('packed'), topic: TOPICS.visitsRaw, maxBatch: 700, handler: async (messages) => void calls.push(messages) }),
+    );
+    await waitFor(async () => calls.flat().length >= 1_213 && (await log.consumers())[0]?.lag === 0, DEADLINE_MS, { message: 'the messages committed' });
+    const seen = calls.flat();
+    expect(seen).toHaveLength(1_213);
+    // Whole records a call, at most maxBatch messages (two records of the hot key never share one).
+    expect(Math.max(...calls.map((messages) => messages.length))).toBeLessThanOrEqual(700);
+    expect(numbers(seen.filter((m) => m.key === 'hot'))).toEqual(range(0, 1_200));
+    expect(seen.filter((m) => m.key === 'other').map((m) => [numbers([m])[0], m.headers?.['lt-redelivered'] ?? null])).toEqual(
+      range(0, 10).map((n) => [n, n >= 5 ? '1' : null]),
+    );
+    expect(seen.find((m) => m.key === 'hot')!.value).toBe(hot[0]!.value);
+    expect(seen.every((m) => !('lt-packed' in (m.headers ?? {})))).toBe(true);
+  });
+
   it('compresses every batch with LZ4 on the way in and decompresses it on the way out, messages intact', async () => {
     // The codec kafka.ts registers, wrapped to count its calls (it still does the work).
     const registered = kafkajs.CompressionCodecs[CompressionTypes.LZ4];
