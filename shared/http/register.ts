@@ -239,13 +239,21 @@ function needed<T>(part: T | undefined, route: RouteDef, what: string): T {
   return part;
 }
 
-/** Checks what the route's auth requires of the (possibly absent) principal. */
-function authorize(route: RouteDef, principal: Principal | undefined): void {
+/**
+ * Checks what the route's auth requires of the (possibly absent) principal; answers the principal the
+ * handler gets (none for a session held to enrolling in TOTP on an `optional` route that does not admit it).
+ */
+function authorize(route: RouteDef, principal: Principal | undefined): Principal | undefined {
   const auth = route.auth;
-  if (auth.kind === 'none' || auth.kind === 'optional') return;
+  if (principal?.totpEnrolmentRequired && !route.duringTotpEnrolment) {
+    if (auth.kind === 'optional') return undefined;
+    throw new AppError('forbidden', { reason: 'totp_enrolment_required' }, { messageKey: 'error.forbidden.totp_enrolment_required' });
+  }
+  if (auth.kind === 'none' || auth.kind === 'optional') return principal;
   if (!principal) throw new AppError('unauthorized');
   if (auth.kind === 'session' && principal.via !== 'session') throw new AppError('unauthorized', { reason: 'session_required' });
   if (auth.kind === 'scope') requireScope(principal, auth.scope);
+  return principal;
 }
 
 /** Registers each route declaration on the Fastify instance, with auth, rate limit, validation and envelope. */
@@ -289,7 +297,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         }
         // eslint-disable-next-line @typescript-eslint/only-throw-error -- the authenticator's own error, rethrown once the rate limit is counted
         if (authError) throw authError;
-        authorize(route, principal);
+        principal = authorize(route, principal);
         if (principal?.via === 'session' && UNSAFE_METHODS.has(request.method)) assertSameOrigin(request, deps.publicUrl);
         const {
           params,

@@ -59,6 +59,12 @@ export interface RouteDef<
   description?: string;
   tags: string[];
   auth: RouteAuth;
+  /**
+   * Admits a session held to enrolling in TOTP (Principal.totpEnrolmentRequired): the enrolment
+   * routes, GET /api/v1/me and logout. Every other route refuses it (403), or on an `optional` route
+   * treats it as anonymous.
+   */
+  duringTotpEnrolment?: boolean;
   /** Rate bucket counted for this route, or null for none. */
   bucket: RateBucket | null;
   /**
