@@ -240,20 +240,19 @@ function needed<T>(part: T | undefined, route: RouteDef, what: string): T {
 }
 
 /**
- * Checks what the route's auth requires of the (possibly absent) principal; answers the principal the
- * handler gets (none for a session held to enrolling in TOTP on an `optional` route that does not admit it).
+ * Checks what the route's auth requires of the (possibly absent) principal. A session held to
+ * enrolling in TOTP is refused by every route that reads credentials but the enrolment's own, even an
+ * `optional` one: answered as anonymous, it would get a confusing 401 or a public view instead.
  */
-function authorize(route: RouteDef, principal: Principal | undefined): Principal | undefined {
+function authorize(route: RouteDef, principal: Principal | undefined): void {
   const auth = route.auth;
   if (principal?.totpEnrolmentRequired && !route.duringTotpEnrolment) {
-    if (auth.kind === 'optional') return undefined;
     throw new AppError('forbidden', { reason: 'totp_enrolment_required' }, { messageKey: 'error.forbidden.totp_enrolment_required' });
   }
-  if (auth.kind === 'none' || auth.kind === 'optional') return principal;
+  if (auth.kind === 'none' || auth.kind === 'optional') return;
   if (!principal) throw new AppError('unauthorized');
   if (auth.kind === 'session' && principal.via !== 'session') throw new AppError('unauthorized', { reason: 'session_required' });
   if (auth.kind === 'scope') requireScope(principal, auth.scope);
-  return principal;
 }
 
 /** Registers each route declaration on the Fastify instance, with auth, rate limit, validation and envelope. */
@@ -297,7 +296,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
         }
         // eslint-disable-next-line @typescript-eslint/only-throw-error -- the authenticator's own error, rethrown once the rate limit is counted
         if (authError) throw authError;
-        principal = authorize(route, principal);
+        authorize(route, principal);
         if (principal?.via === 'session' && UNSAFE_METHODS.has(request.method)) assertSameOrigin(request, deps.publicUrl);
         const {
           params,

@@ -61,8 +61,7 @@ export interface RouteDef<
   auth: RouteAuth;
   /**
    * Admits a session held to enrolling in TOTP (Principal.totpEnrolmentRequired): the enrolment
-   * routes, GET /api/v1/me and logout. Every other route refuses it (403), or on an `optional` route
-   * treats it as anonymous.
+   * routes, GET /api/v1/me and logout. Every other route that reads credentials refuses it (403).
    */
   duringTotpEnrolment?: boolean;
   /** Rate bucket counted for this route, or null for none. */
