@@ -22,8 +22,7 @@ const SignedInSchema = z
     user: UserSchema,
     session: z.object({ expires_at: z.iso.datetime() }),
     totp_enrolment_required: z.boolean().meta({
-      description:
-        'True for a staff account without TOTP while staff must have it: the session reaches only the enrolment routes until TOTP is on.',
+      description: 'True for a staff account without TOTP while staff must have it: the session reaches only the enrolment routes until TOTP is on.',
     }),
   })
   .meta({ id: 'SignedIn' });

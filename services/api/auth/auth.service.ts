@@ -58,8 +58,7 @@ export interface ChallengeResult {
 
 export type LoginResult = SessionResult | ChallengeResult;
 
-const challengeRefused = () =>
-  new AppError('unauthorized', { reason: 'challenge_invalid' }, { messageKey: 'error.unauthorized.challenge_invalid' });
+const challengeRefused = () => new AppError('unauthorized', { reason: 'challenge_invalid' }, { messageKey: 'error.unauthorized.challenge_invalid' });
 
 /**
  * Login with brute-force protection. Attempts are counted per submitted e-mail whether or not
@@ -236,7 +235,13 @@ export function authService(
       const user = await users.findById(live.user_id);
       if (!user) throw challengeRefused();
       if (used === 'recovery_code') {
-        abuse.audit({ action: 'auth.recovery_code_used', actorId: user.id, target: user.id, ip: client.ip, details: { left: await totp.countRecoveryCodesLeft(user.id) } });
+        abuse.audit({
+          action: 'auth.recovery_code_used',
+          actorId: user.id,
+          target: user.id,
+          ip: client.ip,
+          details: { left: await totp.countRecoveryCodesLeft(user.id) },
+        });
       }
       return succeeded(live.email, taken.allowance, user, client);
     },

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { Resvg } from '@resvg/resvg-js';
 import type { FastifyInstance } from 'fastify';
-import jsQR from 'jsqr';
+import jsQRModule from 'jsqr';
 import { sql } from 'kysely';
 import { Secret, TOTP } from 'otpauth';
 import { pino } from 'pino';
@@ -11,6 +11,9 @@ import { auditRepository } from '#shared/audit/audit.repository.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { buildApp } from '#services/app.js';
+
+// jsqr is CommonJS: its function is the default export of the module object.
+const jsQR = jsQRModule.default;
 
 // Two-factor sign-in by TOTP through the real HTTP app on PGlite: enrolment, the two-step sign-in,
 // replays, recovery codes, challenges, lockout and CAPTCHA across both steps, the staff requirement,

@@ -27,13 +27,10 @@ const passwordAndFactor = z.union([
 const factorOf = (body: { code: string } | { recovery_code: string }): SecondFactor =>
   'code' in body ? { code: body.code } : { recovery_code: body.recovery_code };
 
-const RecoveryCodesSchema = z
-  .array(z.string())
-  .length(RECOVERY_CODES)
-  .meta({
-    description:
-      'Ten recovery codes, shown this once (only their SHA-256 is stored): each signs in once in place of a code (POST /auth/login/totp, `recovery_code`).',
-  });
+const RecoveryCodesSchema = z.array(z.string()).length(RECOVERY_CODES).meta({
+  description:
+    'Ten recovery codes, shown this once (only their SHA-256 is stored): each signs in once in place of a code (POST /auth/login/totp, `recovery_code`).',
+});
 
 const TotpStatusSchema = z
   .object({

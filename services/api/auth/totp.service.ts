@@ -133,7 +133,11 @@ export function totpService(
     async confirm(input: { userId: string; code: string; ip: string }): Promise<string[]> {
       const row = await totp.find(input.userId);
       if (!row || row.enabled_at) {
-        throw new AppError('conflict', { reason: row ? 'totp_enabled' : 'totp_not_pending' }, { messageKey: `error.conflict.${row ? 'totp_enabled' : 'totp_not_pending'}` });
+        throw new AppError(
+          'conflict',
+          { reason: row ? 'totp_enabled' : 'totp_not_pending' },
+          { messageKey: `error.conflict.${row ? 'totp_enabled' : 'totp_not_pending'}` },
+        );
       }
       const step = stepOf(box.open(row.secret, purposeOf(input.userId)), input.code);
       if (step === undefined) throw codeRefused();

@@ -58,7 +58,8 @@ export const de: Catalogue = {
   'error.forbidden.reset_link_used': 'Dieser Link zum Zurücksetzen des Passworts wurde bereits verwendet: Fordern Sie einen neuen an.',
   'error.forbidden.reset_link_expired': 'Dieser Link zum Zurücksetzen des Passworts ist abgelaufen (Links gelten eine Stunde): Fordern Sie einen neuen an.',
   // Two-factor sign-in (TOTP, issue 36).
-  'error.forbidden.totp_code_wrong': 'Der Code ist falsch oder wurde schon verwendet: Geben Sie den aktuellen Code Ihrer Authenticator-App oder einen unbenutzten Wiederherstellungscode ein.',
+  'error.forbidden.totp_code_wrong':
+    'Der Code ist falsch oder wurde schon verwendet: Geben Sie den aktuellen Code Ihrer Authenticator-App oder einen unbenutzten Wiederherstellungscode ein.',
   'error.forbidden.totp_enrolment_required': 'Staff-Konten müssen die Zwei-Faktor-Anmeldung nutzen: Richten Sie sie zuerst auf Ihrer Kontoseite ein.',
   'error.conflict.totp_enabled': 'Die Zwei-Faktor-Anmeldung ist bereits aktiv: Schalten Sie sie zuerst aus, um sie neu einzurichten.',
   'error.conflict.totp_not_pending': 'Keine Zwei-Faktor-Einrichtung wartet auf einen Code: Beginnen Sie sie erneut.',

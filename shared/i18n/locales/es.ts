@@ -58,7 +58,8 @@ export const es: Catalogue = {
   'error.forbidden.reset_link_used': 'Este enlace para restablecer la contraseña ya se usó: solicite uno nuevo.',
   'error.forbidden.reset_link_expired': 'Este enlace para restablecer la contraseña ha caducado (los enlaces valen una hora): solicite uno nuevo.',
   // Two-factor sign-in (TOTP, issue 36).
-  'error.forbidden.totp_code_wrong': 'El código es incorrecto o ya se usó: introduzca el código actual de su aplicación de autenticación o un código de recuperación sin usar.',
+  'error.forbidden.totp_code_wrong':
+    'El código es incorrecto o ya se usó: introduzca el código actual de su aplicación de autenticación o un código de recuperación sin usar.',
   'error.forbidden.totp_enrolment_required': 'Las cuentas de staff deben usar el inicio de sesión en dos pasos: actívelo primero en la página de su cuenta.',
   'error.conflict.totp_enabled': 'El inicio de sesión en dos pasos ya está activado: desactívelo primero para configurarlo de nuevo.',
   'error.conflict.totp_not_pending': 'Ninguna configuración en dos pasos espera un código: empiécela de nuevo.',

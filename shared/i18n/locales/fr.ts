@@ -58,8 +58,10 @@ export const fr: Catalogue = {
   'error.forbidden.reset_link_used': 'Ce lien de réinitialisation du mot de passe a déjà servi : demandez-en un nouveau.',
   'error.forbidden.reset_link_expired': 'Ce lien de réinitialisation du mot de passe a expiré (un lien vaut une heure) : demandez-en un nouveau.',
   // Two-factor sign-in (TOTP, issue 36).
-  'error.forbidden.totp_code_wrong': 'Le code est faux ou a déjà servi : saisissez le code actuel de votre application d’authentification, ou un code de secours inutilisé.',
-  'error.forbidden.totp_enrolment_required': 'Les comptes staff doivent utiliser la connexion à deux facteurs : activez-la d’abord sur la page de votre compte.',
+  'error.forbidden.totp_code_wrong':
+    'Le code est faux ou a déjà servi : saisissez le code actuel de votre application d’authentification, ou un code de secours inutilisé.',
+  'error.forbidden.totp_enrolment_required':
+    'Les comptes staff doivent utiliser la connexion à deux facteurs : activez-la d’abord sur la page de votre compte.',
   'error.conflict.totp_enabled': 'La connexion à deux facteurs est déjà activée : désactivez-la d’abord pour la configurer de nouveau.',
   'error.conflict.totp_not_pending': 'Aucune configuration à deux facteurs n’attend de code : recommencez-la.',
   'error.conflict.totp_not_enabled': 'La connexion à deux facteurs n’est pas activée pour ce compte.',
