@@ -10,6 +10,7 @@ import type { Context } from '#shared/context.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
 import { buildApp } from '#services/app.js';
 
 // jsqr is CommonJS: its function is the default export of the module object.
@@ -62,6 +63,9 @@ const stepNow = () => Math.floor(Date.now() / 30_000);
 const codeAt = (secret: string, step: number) => TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: step * 30_000 });
 
 const audits = (action: string, actorId: string) => auditRepository(context.db.db).list({ action, actorId });
+/** Waits for one audit entry (they are written after the answer). */
+const audited = (action: string, actorId: string) =>
+  waitFor(async () => (await audits(action, actorId)).length === 1, 5000, { message: `one ${action} audit entry` });
 
 /** Starts and confirms an enrolment with the code of `step`; answers the secret and the recovery codes. */
 async function enrol(cookie: string, step = stepNow()): Promise<{ secret: string; codes: string[] }> {
@@ -146,8 +150,8 @@ describe('enrolment', () => {
     const status = (await send('GET', '/api/v1/me/totp', undefined, { cookie })).json().data;
     expect(status).toMatchObject({ enabled: true, pending: false, recovery_codes_left: 10 });
     expect(Date.parse(status.enrolled_at)).toBeGreaterThan(Date.now() - 60_000);
-    expect(await audits('user.totp_enrolment_started', account.id)).toHaveLength(1);
-    expect(await audits('user.totp_enabled', account.id)).toHaveLength(1);
+    await audited('user.totp_enrolment_started', account.id);
+    await audited('user.totp_enabled', account.id);
 
     // Enabled: a new enrolment is refused until TOTP is turned off.
     const again = await send('POST', '/api/v1/me/totp', { password: TEST_PASSWORD }, { cookie });
@@ -198,7 +202,7 @@ describe('sign-in with TOTP', () => {
     const signedIn = await totpStep({ challenge: await passwordStep(account.email), recovery_code: first!.toUpperCase().replace(/-/g, ' ') });
     expect(signedIn.statusCode, signedIn.body).toBe(200);
     expect((await send('GET', '/api/v1/me/totp', undefined, { cookie: sessionCookieOf(signedIn) })).json().data.recovery_codes_left).toBe(9);
-    expect(await audits('auth.recovery_code_used', account.id)).toHaveLength(1);
+    await audited('auth.recovery_code_used', account.id);
     const twice = await totpStep({ challenge: await passwordStep(account.email), recovery_code: first });
     expect(twice.statusCode, twice.body).toBe(401);
     expect(twice.json().error.details.reason).toBe('second_factor_wrong');
@@ -264,7 +268,7 @@ describe('sign-in with TOTP', () => {
     expect(locked.statusCode, locked.body).toBe(429);
     expect(locked.json().error.details.reason).toBe('device_locked');
     expect(locked.headers['retry-after']).toBeDefined();
-    expect(await audits('auth.device_lockout', account.id)).toHaveLength(1);
+    await audited('auth.device_lockout', account.id);
   });
 });
 
@@ -289,7 +293,7 @@ describe('changes with TOTP on', () => {
     const codes = regenerated.json().data.recovery_codes as string[];
     secrets.push(...codes);
     expect(codes).toHaveLength(10);
-    expect(await audits('user.totp_recovery_codes_regenerated', account.id)).toHaveLength(1);
+    await audited('user.totp_recovery_codes_regenerated', account.id);
 
     const oldCode = await send('DELETE', '/api/v1/me/totp', { password: TEST_PASSWORD, recovery_code: account.codes[0] }, { cookie: account.cookie });
     expect(oldCode.statusCode, oldCode.body).toBe(403);
@@ -299,7 +303,7 @@ describe('changes with TOTP on', () => {
     const disabled = await send('DELETE', '/api/v1/me/totp', { password: TEST_PASSWORD, recovery_code: codes[0] }, { cookie: account.cookie });
     expect(disabled.statusCode, disabled.body).toBe(200);
     expect(disabled.json().data).toEqual({ enabled: false });
-    expect(await audits('user.totp_disabled', account.id)).toHaveLength(1);
+    await audited('user.totp_disabled', account.id);
     // One step again.
     const login = await send('POST', '/auth/login', { email: account.email, password: TEST_PASSWORD });
     expect(login.json().data.status).toBe('signed_in');
@@ -335,7 +339,7 @@ describe('TOTP required for staff', () => {
     const on = await send('PATCH', '/api/v1/settings/security', { require_totp_for_staff: true }, { cookie: staffCookie });
     expect(on.statusCode, on.body).toBe(200);
     expect(on.json().data).toEqual({ require_totp_for_staff: true });
-    expect(await audits('settings.security_changed', staff.id)).toHaveLength(1);
+    await audited('settings.security_changed', staff.id);
     try {
       const held = await send('GET', '/api/v1/users', undefined, { cookie: otherCookie });
       expect(held.statusCode, held.body).toBe(403);
