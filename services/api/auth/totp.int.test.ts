@@ -235,7 +235,7 @@ describe('sign-in with TOTP', () => {
     expect((await totpStep({ challenge: await passwordStep(account.email), recovery_code: account.codes[1] })).statusCode).toBe(200);
   });
 
-  it('counts wrong codes as failed attempts: the account locks, and then even the right code is refused', async () => {
+  it('asks for a CAPTCHA on the second step as on the first, wrong codes counting as failed attempts', async () => {
     const account = await accountWithTotp();
     const challenge = await passwordStep(account.email); // attempt 1 (a right password clears no count)
     for (let attempt = 2; attempt <= 4; attempt += 1) {

@@ -32,7 +32,7 @@ export function totpRepository(db: Kysely<DB>) {
         .onConflict((conflict) =>
           conflict
             .column('user_id')
-            .doUpdateSet({ secret: sealedSecret, created_at: sql`now()`, last_step: null } as never)
+            .doUpdateSet({ secret: sealedSecret, last_step: null })
             .where('user_totp.enabled_at', 'is', null),
         )
         .returning('user_id')
@@ -70,7 +70,7 @@ export function totpRepository(db: Kysely<DB>) {
         .updateTable('user_totp')
         .set({ last_step: step })
         .where('user_id', '=', userId)
-        .where((eb) => eb.or([eb('last_step', 'is', null), eb('last_step', '<', step as never)]))
+        .where((eb) => eb.or([eb('last_step', 'is', null), eb('last_step', '<', String(step))]))
         .returning('user_id')
         .executeTakeFirst();
       return row !== undefined;
