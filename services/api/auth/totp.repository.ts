@@ -29,12 +29,7 @@ export function totpRepository(db: Kysely<DB>) {
       const row = await db
         .insertInto('user_totp')
         .values({ user_id: userId, secret: sealedSecret })
-        .onConflict((conflict) =>
-          conflict
-            .column('user_id')
-            .doUpdateSet({ secret: sealedSecret, last_step: null })
-            .where('user_totp.enabled_at', 'is', null),
-        )
+        .onConflict((conflict) => conflict.column('user_id').doUpdateSet({ secret: sealedSecret, last_step: null }).where('user_totp.enabled_at', 'is', null))
         .returning('user_id')
         .executeTakeFirst();
       return row !== undefined;
