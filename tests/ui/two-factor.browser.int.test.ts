@@ -1,6 +1,7 @@
 import { Secret, TOTP } from 'otpauth';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/wait.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
 
 // Two-factor sign-in in a real browser: set up on the account page (the QR code and its key shown,
@@ -84,6 +85,8 @@ describe('two-factor sign-in', () => {
     // Another browser: the password, then the code of the next step (the first one was taken).
     const other = await openPage(platform);
     await passwordStep(other.page, account.email);
+    // The step's field has the focus: the code can be typed at once.
+    await waitFor(() => other.page.evaluate(() => document.activeElement?.id === 'login-code'), 5000, { message: 'the code field focused' });
     expect(await seriousA11yViolations(other.page)).toEqual([]);
     await screenshot(other.page, 'login-totp-desktop');
     await other.page.getByLabel('Code', { exact: true }).fill(codeAt(secret, step));

@@ -3,7 +3,7 @@
 // the authenticator app or a recovery code. A lockout (429) shows Retry-After as a countdown with the
 // button disabled; with ENABLE_CAPTCHA, a 403 `captcha_required` on either step carries an ALTCHA
 // proof-of-work challenge that the browser solves and sends with the step's next attempt.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, load } from '../api/client.js';
 import { solveCaptcha, type CaptchaChallenge } from '../app/captcha.js';
 import { formatWait } from '../app/format.js';
@@ -26,11 +26,11 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
   const [challenge, setChallenge] = useState<string>();
   const [recovery, setRecovery] = useState(false);
   const [code, setCode] = useState('');
-  const secondHeading = useRef<HTMLHeadingElement>(null);
-  // The second step replaces the form: the focus goes to its heading, so a screen reader says where it is.
+  // The second step replaces the form: the focus goes to its field (described by the step's intro,
+  // so a screen reader says where it is), ready for the code; again when switching to a recovery code.
   useEffect(() => {
-    if (challenge !== undefined) secondHeading.current?.focus();
-  }, [challenge !== undefined]);
+    if (challenge !== undefined) document.getElementById('login-code')?.focus();
+  }, [challenge !== undefined, recovery]);
 
   useEffect(() => {
     document.title = `${t('login.title')} · linktrack`;
@@ -149,10 +149,10 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
           <LanguagePicker />
         </div>
         <main class="login-card" id="content">
-          <h1 tabIndex={-1} ref={secondHeading}>
-            {t('login.totp_title')}
-          </h1>
-          <p class="muted">{recovery ? t('login.totp_recovery_intro') : t('login.totp_intro')}</p>
+          <h1>{t('login.totp_title')}</h1>
+          <p class="muted" id="login-code-intro">
+            {recovery ? t('login.totp_recovery_intro') : t('login.totp_intro')}
+          </p>
           <form onSubmit={submit}>
             <div class="field">
               <label for="login-code">{recovery ? t('totp.recovery_code') : t('totp.code')}</label>
@@ -168,6 +168,7 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
                   maxLength={64}
                   value={code}
                   onInput={(event) => setCode(event.currentTarget.value)}
+                  aria-describedby="login-code-intro"
                 />
               ) : (
                 <input
@@ -181,7 +182,7 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
                   maxLength={7}
                   value={code}
                   onInput={(event) => setCode(event.currentTarget.value)}
-                  aria-describedby="login-code-hint"
+                  aria-describedby="login-code-intro login-code-hint"
                 />
               )}
               {recovery ? null : (
