@@ -1,4 +1,4 @@
-// Re-encrypts the webhook secrets under the current SECRETS_KEY, as the api and worker roles do at
+// Re-encrypts the webhook and TOTP secrets under the current SECRETS_KEY, as the api (and, for webhooks, worker) roles do at
 // start, without restarting anything; then reports what is left under another key. Step 3 of a key
 // rotation (docs/operations.md, "Secrets at rest and retention"): drop SECRETS_KEY_PREVIOUS once this says 0.
 // Reads the same environment as the platform (DATABASE_URL, SECRETS_KEY, SECRETS_KEY_PREVIOUS, or
@@ -12,6 +12,8 @@ import { createLogger } from '#shared/logger.js';
 import { loadSecretBox } from '#shared/secrets/keys.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
+import { totpRepository } from '#services/api/auth/totp.repository.js';
+import { sealTotpSecrets } from '#services/api/auth/totp.service.js';
 
 let config: Config;
 try {
@@ -36,6 +38,11 @@ try {
       (left > 0 ? ' (no configured key opens them: add the key they were sealed with to SECRETS_KEY_PREVIOUS)' : '') +
       '\n',
   );
+  const totp = totpRepository(database.db);
+  const totpReport = await sealTotpSecrets({ totp }, box, log);
+  const totpLeft = await totp.countSecretsNotSealedWith(box.currentKeyId!);
+  process.stdout.write(`TOTP secrets: ${totpReport.sealed} re-encrypted under key ${box.currentKeyId}; ${totpLeft} not under it\n`);
+  left += totpLeft;
 } finally {
   await database.close();
 }

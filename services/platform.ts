@@ -48,6 +48,11 @@ export async function startPlatform(config: Config): Promise<Platform> {
       if (sealed > 0) await context.cache.bump(WEBHOOKS_VERSION_KEY);
     }
     if (has('api')) {
+      // TOTP secrets (issue 36) are opened only by the api role: it re-seals those of a previous key.
+      const { sealTotpSecrets } = await import('./api/auth/totp.service.js');
+      await sealTotpSecrets(repositories, context.secrets, log);
+    }
+    if (has('api')) {
       const { bootstrapAdmin } = await import('./api/users/bootstrap.js');
       const admin = await bootstrapAdmin({ config, repositories });
       if (admin.created) {

@@ -11,6 +11,8 @@ import { usersRepository } from '#shared/users/users.repository.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { passwordResetsRepository } from './api/auth/password-resets.repository.js';
 import { sessionsRepository } from './api/auth/sessions.repository.js';
+import { totpRepository } from './api/auth/totp.repository.js';
+import { settingsRepository } from './api/settings/settings.repository.js';
 import { tokensRepository } from './api/tokens/tokens.repository.js';
 import { visitorSaltsRepository } from './enricher/visitor-salts.repository.js';
 
@@ -50,6 +52,8 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
     users: usersRepository(postgres),
     sessions: sessionsRepository(postgres),
     passwordResets: passwordResetsRepository(postgres),
+    totp: totpRepository(postgres),
+    settings: settingsRepository(postgres),
     tokens: tokensRepository(postgres),
     links: linksRepository(postgres),
     subdomains: subdomainsRepository(postgres),

@@ -413,7 +413,7 @@ export const CONFIG_VARS = {
   SECRETS_KEY: [
     optionalString(secretsKey),
     {
-      doc: 'Key that encrypts webhook signing secrets in Postgres (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Required with `DATABASE_URL` for processes running the api or worker role (every such node needs the same key); without `DATABASE_URL` a key is generated on first start into `DATA_DIR/secrets.key` (mode 0600) and reused. docs/operations.md, "Secrets at rest and retention", tells how to rotate it.',
+      doc: 'Key that encrypts webhook signing secrets and TOTP secrets (two-factor sign-in) in Postgres (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Required with `DATABASE_URL` for processes running the api or worker role (every such node needs the same key); without `DATABASE_URL` a key is generated on first start into `DATA_DIR/secrets.key` (mode 0600) and reused. docs/operations.md, "Secrets at rest and retention", tells how to rotate it.',
     },
   ],
   SECRETS_KEY_PREVIOUS: [

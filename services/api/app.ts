@@ -14,6 +14,9 @@ import { createMailer } from './auth/mailer.js';
 import { passwordRoutes } from './auth/password.routes.js';
 import { passwordService } from './auth/password.service.js';
 import { sessionsRoutes } from './auth/sessions.routes.js';
+import { totpRoutes } from './auth/totp.routes.js';
+import { totpService } from './auth/totp.service.js';
+import { settingsRoutes } from './settings/settings.routes.js';
 import { deviceCookieKey, deviceCookies } from './auth/device-cookie.js';
 import type { AbuseGuard } from './auth/abuse.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
@@ -110,6 +113,8 @@ export async function createApi(
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
     ...passwordRoutes(context, passwords),
     ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
+    ...totpRoutes(totpService(deps, abuse)),
+    ...settingsRoutes(repositories, (entry) => abuse.audit(entry)),
     ...usersRoutes(repositories),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),

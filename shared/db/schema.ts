@@ -177,7 +177,44 @@ export interface NotificationsTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
+/** TOTP of an account (issue 36): the secret sealed with the secrets key, bound to the user. */
+export interface UserTotpTable {
+  user_id: string;
+  secret: string;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  /** Null while the enrolment waits for its first code. */
+  enabled_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The last time-step a code was accepted for (bigint: read as a string). */
+  last_step: ColumnType<string | null, number | null | undefined, number | null>;
+}
+
+export interface TotpRecoveryCodesTable {
+  user_id: string;
+  code_hash: string;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface LoginChallengesTable {
+  id_hash: string;
+  user_id: string;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface PlatformSettingsTable {
+  name: string;
+  value: ColumnType<unknown, string, string>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  updated_by: string | null;
+}
+
 export interface DB {
+  user_totp: UserTotpTable;
+  totp_recovery_codes: TotpRecoveryCodesTable;
+  login_challenges: LoginChallengesTable;
+  platform_settings: PlatformSettingsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   notifications: NotificationsTable;

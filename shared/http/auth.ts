@@ -16,6 +16,11 @@ export interface Principal {
    * api bucket of a token and the anti-spam count of identities per IP.
    */
   identity: string;
+  /**
+   * Set on the session of a staff account without TOTP while staff must have it: the registrar
+   * admits it only to routes marked `duringTotpEnrolment` (403 `totp_enrolment_required` elsewhere).
+   */
+  totpEnrolmentRequired?: boolean;
 }
 
 /** 403 `forbidden` (missing_scope) unless the principal holds the scope. */

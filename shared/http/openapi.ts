@@ -49,13 +49,16 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
   registry.registerComponent('securitySchemes', 'bearerToken', {
     type: 'http',
     scheme: 'bearer',
-    description: 'API token (`svc_u_…`) created with POST /api/v1/tokens.',
+    description:
+      'API token (`svc_u_…`) created with POST /api/v1/tokens. Not affected by two-factor sign-in (TOTP): a token is already a second ' +
+      'credential, and keeps working for an account with TOTP on or held to enrolling in it.',
   });
   registry.registerComponent('securitySchemes', 'sessionCookie', {
     type: 'apiKey',
     in: 'cookie',
     name: SESSION_COOKIE,
-    description: "Session from POST /auth/login. Writes with it must come from the platform's own origin (Origin or Referer), or answer 403 `forbidden`.",
+    description:
+      "Session from POST /auth/login (and POST /auth/login/totp for an account with two-factor sign-in). Writes with it must come from the platform's own origin (Origin or Referer), or answer 403 `forbidden`.",
   });
   registry.register('FailureEnvelope', failureSchema());
   const errorResponse = errorResponses(registry);
@@ -130,7 +133,9 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       {
         name: 'auth',
         description:
-          'Login (session cookie), logout, CAPTCHA challenges, the current account, its password (change, reset by e-mail) and its sessions (list, sign out).',
+          'Login (session cookie; a second step with a TOTP code for an account with two-factor sign-in), logout, CAPTCHA challenges, the ' +
+          'current account, its password (change, reset by e-mail), its two-factor sign-in (TOTP; API tokens are not affected) and its ' +
+          'sessions (list, sign out).',
       },
       { name: 'tokens', description: 'API tokens: `Authorization: Bearer svc_u_…`. Only their SHA-256 is stored; the secret is shown once.' },
       { name: 'users', description: 'Accounts, created by staff, who can also issue password-reset links for them.' },

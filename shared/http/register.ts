@@ -239,9 +239,16 @@ function needed<T>(part: T | undefined, route: RouteDef, what: string): T {
   return part;
 }
 
-/** Checks what the route's auth requires of the (possibly absent) principal. */
+/**
+ * Checks what the route's auth requires of the (possibly absent) principal. A session held to
+ * enrolling in TOTP is refused by every route that reads credentials but the enrolment's own, even an
+ * `optional` one: answered as anonymous, it would get a confusing 401 or a public view instead.
+ */
 function authorize(route: RouteDef, principal: Principal | undefined): void {
   const auth = route.auth;
+  if (principal?.totpEnrolmentRequired && !route.duringTotpEnrolment) {
+    throw new AppError('forbidden', { reason: 'totp_enrolment_required' }, { messageKey: 'error.forbidden.totp_enrolment_required' });
+  }
   if (auth.kind === 'none' || auth.kind === 'optional') return;
   if (!principal) throw new AppError('unauthorized');
   if (auth.kind === 'session' && principal.via !== 'session') throw new AppError('unauthorized', { reason: 'session_required' });

@@ -59,6 +59,11 @@ export interface RouteDef<
   description?: string;
   tags: string[];
   auth: RouteAuth;
+  /**
+   * Admits a session held to enrolling in TOTP (Principal.totpEnrolmentRequired): the enrolment
+   * routes, GET /api/v1/me and logout. Every other route that reads credentials refuses it (403).
+   */
+  duringTotpEnrolment?: boolean;
   /** Rate bucket counted for this route, or null for none. */
   bucket: RateBucket | null;
   /**

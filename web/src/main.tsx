@@ -13,6 +13,7 @@ import { LoginPage } from './pages/login.js';
 import { NotFoundPage } from './pages/not-found.js';
 import { OverviewPage } from './pages/overview.js';
 import { ForgotPasswordPage, ResetPasswordPage } from './pages/password-reset.js';
+import { TotpRequiredPage } from './pages/two-factor.js';
 import './styles.css';
 
 const SubdomainsPage = lazy(() => import('./pages/subdomains.js').then((module) => module.SubdomainsPage));
@@ -99,6 +100,8 @@ function Root() {
   if (session.state === 'loading') return <Loading />;
   if (session.state === 'error') return <ErrorState error={session.error} retry={() => void refresh()} />;
   if (session.state === 'signed-out') return <LoginPage reason={session.reason} />;
+  // A staff account while staff must use two-factor sign-in and it has not set it up: only that (the API refuses the rest).
+  if (session.me.totp_enrolment_required) return <TotpRequiredPage />;
   return <SignedInRoutes />;
 }
 

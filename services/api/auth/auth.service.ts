@@ -8,6 +8,7 @@ import { secretHash } from './authenticator.js';
 import type { AbuseGuard } from './abuse.js';
 import type { Captcha } from './captcha.js';
 import type { DeviceCookies } from './device-cookie.js';
+import { checkSecondFactor, totpEnrolmentRequired, type SecondFactor } from './totp.service.js';
 import type { Repositories } from '#services/repositories.js';
 
 /** The account key of the brute-force counters: any submitted e-mail, existing or not. */
@@ -32,14 +33,32 @@ const accountAllowance = (email: string): Allowance => ({
 });
 const deviceAllowance = (device: string): Allowance => ({ failures: `bf:dev-fail:${device}`, lock: `bf:dev-lock:${device}`, reason: 'device_locked', device });
 
-export interface LoginResult {
+/** How long the second step of a sign-in may follow its password. */
+export const CHALLENGE_TTL_MS = 5 * 60_000;
+
+/** A sign-in that is complete: a new session. */
+export interface SessionResult {
+  kind: 'session';
   /** The cookie value (the session secret); only its hash is stored. */
   secret: string;
   expiresAt: Date;
   user: UserView;
   /** A fresh device cookie for the browser that signed in. */
   device: { value: string; expiresAt: Date };
+  /** A staff account without TOTP while staff must have it: the session reaches only the enrolment routes until it has. */
+  totpEnrolmentRequired: boolean;
 }
+
+/** A right password for an account with TOTP: the second step (POST /auth/login/totp) takes this challenge and a code. */
+export interface ChallengeResult {
+  kind: 'totp';
+  challenge: string;
+  expiresAt: Date;
+}
+
+export type LoginResult = SessionResult | ChallengeResult;
+
+const challengeRefused = () => new AppError('unauthorized', { reason: 'challenge_invalid' }, { messageKey: 'error.unauthorized.challenge_invalid' });
 
 /**
  * Login with brute-force protection. Attempts are counted per submitted e-mail whether or not
@@ -53,12 +72,12 @@ export interface LoginResult {
  * browsers. A forged, expired or another account's cookie counts for nothing.
  */
 export function authService(
-  context: Pick<Context, 'config' | 'cache' | 'log'> & { repositories: Pick<Repositories, 'users' | 'sessions'> },
+  context: Pick<Context, 'config' | 'cache' | 'log' | 'secrets'> & { repositories: Pick<Repositories, 'users' | 'sessions' | 'totp' | 'settings'> },
   captcha: Captcha,
   abuse: Pick<AbuseGuard, 'audit'>,
   devices: DeviceCookies,
 ) {
-  const { users, sessions } = context.repositories;
+  const { users, sessions, totp } = context.repositories;
   const { bruteforce } = context.config;
   // A real scrypt hash to check wrong e-mails against, so that they take as long as wrong passwords.
   const decoy = hashPassword(randomBytes(16).toString('hex'));
@@ -83,10 +102,92 @@ export function authService(
     return { secret, expiresAt };
   };
 
+  /** An attempt taken from an allowance: refused before any check when the CAPTCHA or the lock says so. */
+  const takeAttempt = async (email: string, deviceCookie: string | undefined, solution: string | undefined) => {
+    const allowance = await allowanceOf(email, deviceCookie);
+    // A known device has its own allowance: the CAPTCHA guards the account's shared one.
+    if (context.config.captcha.enabled && !allowance.device) {
+      const solved = solution !== undefined && (await captcha.verify(solution));
+      // Without a solved CAPTCHA, the attempt takes one of the CAPTCHA_AFTER a window admits, atomically
+      // (one increment in the shared cache) and before any check: parallel guesses cannot all pass a
+      // requirement that a failure sets only once its check is done.
+      if (!solved && (await context.cache.increment(captchaKey(email), bruteforce.windowSec)) > context.config.captcha.after) {
+        throw new AppError(
+          'forbidden',
+          { reason: solution ? 'captcha_invalid' : 'captcha_required', challenge: await captcha.challenge() },
+          { messageKey: 'error.forbidden.captcha_required' },
+        );
+      }
+    }
+    // The attempt is taken before the password is checked, atomically (one increment in the shared
+    // cache): of any number of parallel guesses, from any number of addresses, only the first
+    // BRUTEFORCE_MAX_ATTEMPTS of a window reach the check; the others are refused as locked.
+    const attempt = await context.cache.increment(allowance.failures, bruteforce.windowSec);
+    if (attempt > bruteforce.maxAttempts) {
+      const ttl = Math.max(await context.cache.ttlMs(allowance.lock), await context.cache.ttlMs(allowance.failures));
+      throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: allowance.reason });
+    }
+    // A lock taken after this request passed the route's check (by a parallel attempt, whose
+    // success then cleared the counter) still holds.
+    await assertAllowanceOpen(allowance);
+    return { allowance, attempt };
+  };
+
+  /** A failed attempt (a wrong password or code): keeps the CAPTCHA required, locks at the maximum. */
+  const failed = async (email: string, taken: { allowance: Allowance; attempt: number }, userId: string | null, ip: string) => {
+    const { allowance, attempt } = taken;
+    // The CAPTCHA stays required for a window after the last failure.
+    if (context.config.captcha.enabled && !allowance.device) await context.cache.expire(captchaKey(email), bruteforce.windowSec);
+    if (attempt === bruteforce.maxAttempts) {
+      await context.cache.flag(allowance.lock, bruteforce.lockoutSec);
+      // The counter, now past the maximum, refuses every attempt already on its way; it ends with
+      // the lock, so that the next window starts afresh when the lock is over.
+      await context.cache.expire(allowance.failures, bruteforce.lockoutSec);
+      const what = allowance.device ? 'a known device of an account' : 'account';
+      context.log.warn({ account: accountKey(email), ip, device: allowance.device }, `${what} locked after repeated failed logins`);
+      abuse.audit({
+        action: allowance.device ? 'auth.device_lockout' : 'auth.lockout',
+        actorId: userId,
+        target: accountKey(email),
+        ip,
+        details: { failures: attempt, ...(allowance.device ? { device: allowance.device } : {}) },
+      });
+    }
+  };
+
+  /** Every factor was right: the count it was taken from is cleared and a session starts. */
+  const succeeded = async (
+    email: string,
+    allowance: Allowance,
+    user: NonNullable<Awaited<ReturnType<typeof users.findById>>>,
+    client: { ip: string; userAgent: string | null; locale: Locale },
+  ): Promise<SessionResult> => {
+    // A success clears the count it was taken from: a known device's success leaves the account's
+    // (others' guesses) as it is.
+    await context.cache.remove(allowance.failures);
+    if (!allowance.device) await context.cache.remove(captchaKey(email));
+    await users.setLocale(user.id, client.locale);
+    const { secret, expiresAt } = await startSession(user.id, client);
+    return {
+      kind: 'session',
+      secret,
+      expiresAt,
+      user: toUserView(user),
+      device: await devices.issue(accountKey(email)),
+      totpEnrolmentRequired: await totpEnrolmentRequired(context.repositories, user),
+    };
+  };
+
   return {
     /** Answers 429 while the allowance this attempt would spend (the account's, or its known device's) is locked. */
     async assertNotLocked(email: string, deviceCookie: string | undefined): Promise<void> {
       await assertAllowanceOpen(await allowanceOf(email, deviceCookie));
+    },
+
+    /** As assertNotLocked, for the second step: the allowance of the challenge's account (nothing for an unknown challenge). */
+    async assertChallengeNotLocked(challenge: string, deviceCookie: string | undefined): Promise<void> {
+      const live = await totp.findLiveChallenge(secretHash(challenge));
+      if (live) await assertAllowanceOpen(await allowanceOf(live.email, deviceCookie));
     },
 
     /** Signs in; the route has checked the lock first (assertNotLocked, before the auth bucket counts). */
@@ -94,63 +195,55 @@ export function authService(
       input: { email: string; password: string; captcha?: string },
       client: { ip: string; userAgent: string | null; deviceCookie?: string; locale: Locale },
     ): Promise<LoginResult> {
-      const allowance = await allowanceOf(input.email, client.deviceCookie);
-      // A known device has its own allowance: the CAPTCHA guards the account's shared one.
-      if (context.config.captcha.enabled && !allowance.device) {
-        const solved = input.captcha !== undefined && (await captcha.verify(input.captcha));
-        // Without a solved CAPTCHA, the attempt takes one of the CAPTCHA_AFTER a window admits, atomically
-        // (one increment in the shared cache) and before any check: parallel guesses cannot all pass a
-        // requirement that a failure sets only once its check is done.
-        if (!solved && (await context.cache.increment(captchaKey(input.email), bruteforce.windowSec)) > context.config.captcha.after) {
-          throw new AppError(
-            'forbidden',
-            { reason: input.captcha ? 'captcha_invalid' : 'captcha_required', challenge: await captcha.challenge() },
-            { messageKey: 'error.forbidden.captcha_required' },
-          );
-        }
-      }
-      // The attempt is taken before the password is checked, atomically (one increment in the shared
-      // cache): of any number of parallel guesses, from any number of addresses, only the first
-      // BRUTEFORCE_MAX_ATTEMPTS of a window reach the check; the others are refused as locked.
-      const attempt = await context.cache.increment(allowance.failures, bruteforce.windowSec);
-      if (attempt > bruteforce.maxAttempts) {
-        const ttl = Math.max(await context.cache.ttlMs(allowance.lock), await context.cache.ttlMs(allowance.failures));
-        throw retryLater('rate_limited', ttl / 1000, { bucket: 'auth', reason: allowance.reason });
-      }
-      // A lock taken after this request passed the route's check (by a parallel attempt, whose
-      // success then cleared the counter) still holds.
-      await assertAllowanceOpen(allowance);
+      const taken = await takeAttempt(input.email, client.deviceCookie, input.captcha);
       const user = await users.findByEmail(input.email);
       const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoy));
       if (!user || !valid) {
-        // The CAPTCHA stays required for a window after the last failure.
-        if (context.config.captcha.enabled && !allowance.device) await context.cache.expire(captchaKey(input.email), bruteforce.windowSec);
-        if (attempt === bruteforce.maxAttempts) {
-          await context.cache.flag(allowance.lock, bruteforce.lockoutSec);
-          // The counter, now past the maximum, refuses every attempt already on its way; it ends with
-          // the lock, so that the next window starts afresh when the lock is over.
-          await context.cache.expire(allowance.failures, bruteforce.lockoutSec);
-          const what = allowance.device ? 'a known device of an account' : 'account';
-          context.log.warn({ account: accountKey(input.email), ip: client.ip, device: allowance.device }, `${what} locked after repeated failed logins`);
-          abuse.audit({
-            action: allowance.device ? 'auth.device_lockout' : 'auth.lockout',
-            actorId: user?.id ?? null,
-            target: accountKey(input.email),
-            ip: client.ip,
-            details: { failures: attempt, ...(allowance.device ? { device: allowance.device } : {}) },
-          });
-        }
+        await failed(input.email, taken, user?.id ?? null, client.ip);
         throw new AppError('unauthorized', { reason: 'invalid_credentials' }, { messageKey: 'error.unauthorized.invalid_credentials' });
       }
-      // A success clears the count it was taken from: a known device's success leaves the account's
-      // (others' guesses) as it is.
-      await context.cache.remove(allowance.failures);
-      if (!allowance.device) await context.cache.remove(captchaKey(input.email));
-      // The password is the first factor; a second one (TOTP) is to be asked here, before startSession,
-      // under the same allowance, lock and CAPTCHA as the password.
-      await users.setLocale(user.id, client.locale);
-      const { secret, expiresAt } = await startSession(user.id, client);
-      return { secret, expiresAt, user: toUserView(user), device: await devices.issue(accountKey(input.email)) };
+      if (await totp.isEnabled(user.id)) {
+        // The password is right, and the second factor is asked for; the count stays as it is.
+        const challenge = randomBytes(32).toString('base64url');
+        const expiresAt = new Date(Date.now() + CHALLENGE_TTL_MS);
+        await totp.insertChallenge({ idHash: secretHash(challenge), userId: user.id, expiresAt });
+        return { kind: 'totp', challenge, expiresAt };
+      }
+      return succeeded(input.email, taken.allowance, user, client);
+    },
+
+    /**
+     * The second step: a live challenge and a code (of a step later than any accepted before) or an
+     * unused recovery code start the session and spend the challenge. A wrong code is a failed
+     * attempt of the account's (or its known device's) allowance; an unknown, spent or expired
+     * challenge is 401 `challenge_invalid`.
+     */
+    async loginWithTotp(
+      input: { challenge: string; factor: SecondFactor; captcha?: string },
+      client: { ip: string; userAgent: string | null; deviceCookie?: string; locale: Locale },
+    ): Promise<SessionResult> {
+      const idHash = secretHash(input.challenge);
+      const live = await totp.findLiveChallenge(idHash);
+      if (!live) throw challengeRefused();
+      const taken = await takeAttempt(live.email, client.deviceCookie, input.captcha);
+      const used = await checkSecondFactor(totp, context.secrets, live.user_id, input.factor);
+      if (!used) {
+        await failed(live.email, taken, live.user_id, client.ip);
+        throw new AppError('unauthorized', { reason: 'second_factor_wrong' }, { messageKey: 'error.unauthorized.second_factor_wrong' });
+      }
+      if (!(await totp.spendChallenge(idHash))) throw challengeRefused();
+      const user = await users.findById(live.user_id);
+      if (!user) throw challengeRefused();
+      if (used === 'recovery_code') {
+        abuse.audit({
+          action: 'auth.recovery_code_used',
+          actorId: user.id,
+          target: user.id,
+          ip: client.ip,
+          details: { left: await totp.countRecoveryCodesLeft(user.id) },
+        });
+      }
+      return succeeded(live.email, taken.allowance, user, client);
     },
 
     async logout(sessionHash: string): Promise<void> {

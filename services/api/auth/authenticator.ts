@@ -9,6 +9,7 @@ import { SCOPES, sessionScopes, type Scope } from '#shared/http/scopes.js';
 import { ipInRanges } from '#shared/ip.js';
 import type { TokenWithUser } from '../tokens/tokens.repository.js';
 import type { AbuseGuard } from './abuse.js';
+import { totpEnrolmentRequired } from './totp.service.js';
 import type { Repositories } from '#services/repositories.js';
 
 /** `svc_u_` + 12 hex (the prefix shown in lists) + `_` + 43 base64url characters (256 random bits). */
@@ -47,7 +48,7 @@ export interface TokenAuthenticator extends Authenticator {
  * recorded write-behind.
  */
 export function createAuthenticator(
-  context: Pick<Context, 'cache' | 'log'> & { repositories: Pick<Repositories, 'tokens' | 'sessions'> },
+  context: Pick<Context, 'cache' | 'log'> & { repositories: Pick<Repositories, 'tokens' | 'sessions' | 'totp' | 'settings'> },
   abuse: Pick<AbuseGuard, 'audit'>,
 ): TokenAuthenticator {
   const { tokens, sessions } = context.repositories;
@@ -153,7 +154,7 @@ export function createAuthenticator(
       // Not awaited: the request needs no answer from it, and a failed write costs only a stale time.
       sessions.touch(sessionHash, new Date(now)).catch((error: unknown) => context.log.warn({ err: error }, 'recording session use failed'));
     }
-    return {
+    const principal: Principal = {
       userId: session.user_id,
       email: session.email,
       role: session.role,
@@ -162,6 +163,12 @@ export function createAuthenticator(
       sessionHash,
       identity: `user:${session.user_id}`,
     };
+    // Read on every request of a staff session (two small reads; staff are few), so that requiring
+    // TOTP holds staff sessions open before it at once, and enabling TOTP frees one at once.
+    if (session.role === 'staff' && (await totpEnrolmentRequired(context.repositories, { id: session.user_id, role: session.role }))) {
+      principal.totpEnrolmentRequired = true;
+    }
+    return principal;
   };
 
   return {

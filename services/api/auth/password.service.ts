@@ -26,6 +26,35 @@ const changeFailuresKey = (userId: string) => `pw:change-fail:${userId}`;
 const linkRefused = (state: 'unknown' | 'used' | 'expired') =>
   new AppError('forbidden', { reason: `reset_link_${state}` }, { messageKey: `error.forbidden.reset_link_${state}` });
 
+/**
+ * Checks that the caller knows the account's current password (and passes `also`, a second check
+ * such as a TOTP code, which throws its own refusal), before a change to the account's credentials.
+ * One count per account, shared by every such change: BRUTEFORCE_MAX_ATTEMPTS tries within
+ * BRUTEFORCE_WINDOW, taken before the checks (atomically, as login attempts), refuse the rest of the
+ * window; a success clears it. Answers the account.
+ */
+export async function reauthenticate(
+  context: Pick<Context, 'config' | 'cache'> & { repositories: Pick<Repositories, 'users'> },
+  userId: string,
+  password: string,
+  also?: () => Promise<void>,
+) {
+  const { bruteforce } = context.config;
+  const key = changeFailuresKey(userId);
+  const attempt = await context.cache.increment(key, bruteforce.windowSec);
+  if (attempt > bruteforce.maxAttempts) {
+    throw retryLater('rate_limited', (await context.cache.ttlMs(key)) / 1000, { reason: 'password_attempts' });
+  }
+  const user = await context.repositories.users.findById(userId);
+  if (!user) throw new AppError('unauthorized');
+  if (!(await verifyPassword(password, user.password_hash))) {
+    throw new AppError('forbidden', { reason: 'current_password_wrong' }, { messageKey: 'error.forbidden.current_password' });
+  }
+  if (also) await also();
+  await context.cache.remove(key);
+  return user;
+}
+
 const weakRefusal = () => new AppError('conflict', { password: rule('password_common') }, { messageKey: 'error.conflict.password_common' });
 
 /**
@@ -79,18 +108,7 @@ export function passwordService(
      * sign-up strength check. Every other session of the account is revoked; the caller's stays.
      */
     async change(input: { userId: string; sessionHash: string; current: string; next: string; ip: string }): Promise<{ otherSessionsRevoked: number }> {
-      const { bruteforce } = config;
-      // Counted before the check, atomically, as login attempts are: parallel guesses get no more checks.
-      const attempt = await context.cache.increment(changeFailuresKey(input.userId), bruteforce.windowSec);
-      if (attempt > bruteforce.maxAttempts) {
-        throw retryLater('rate_limited', (await context.cache.ttlMs(changeFailuresKey(input.userId))) / 1000, { reason: 'password_attempts' });
-      }
-      const user = await users.findById(input.userId);
-      if (!user) throw new AppError('unauthorized');
-      if (!(await verifyPassword(input.current, user.password_hash))) {
-        throw new AppError('forbidden', { reason: 'current_password_wrong' }, { messageKey: 'error.forbidden.current_password' });
-      }
-      await context.cache.remove(changeFailuresKey(input.userId));
+      const user = await reauthenticate(context, input.userId, input.current);
       if (await isWeakPassword(input.next, [user.email, user.display_name ?? ''])) throw weakRefusal();
       await users.setPasswordHash(user.id, await hashPassword(input.next));
       const otherSessionsRevoked = await sessions.revokeAllOf(user.id, input.sessionHash);

@@ -57,6 +57,15 @@ export const de: Catalogue = {
   'error.forbidden.reset_link_unknown': 'Dieser Link zum Zurücksetzen des Passworts ist ungültig: Fordern Sie einen neuen an.',
   'error.forbidden.reset_link_used': 'Dieser Link zum Zurücksetzen des Passworts wurde bereits verwendet: Fordern Sie einen neuen an.',
   'error.forbidden.reset_link_expired': 'Dieser Link zum Zurücksetzen des Passworts ist abgelaufen (Links gelten eine Stunde): Fordern Sie einen neuen an.',
+  // Two-factor sign-in (TOTP, issue 36).
+  'error.forbidden.totp_code_wrong':
+    'Der Code ist falsch oder wurde schon verwendet: Geben Sie den aktuellen Code Ihrer Authenticator-App oder einen unbenutzten Wiederherstellungscode ein.',
+  'error.forbidden.totp_enrolment_required': 'Staff-Konten müssen die Zwei-Faktor-Anmeldung nutzen: Richten Sie sie zuerst auf Ihrer Kontoseite ein.',
+  'error.conflict.totp_enabled': 'Die Zwei-Faktor-Anmeldung ist bereits aktiv: Schalten Sie sie zuerst aus, um sie neu einzurichten.',
+  'error.conflict.totp_not_pending': 'Keine Zwei-Faktor-Einrichtung wartet auf einen Code: Beginnen Sie sie erneut.',
+  'error.conflict.totp_not_enabled': 'Die Zwei-Faktor-Anmeldung ist für dieses Konto nicht aktiv.',
+  'error.unauthorized.second_factor_wrong': 'Der Code ist falsch oder wurde schon verwendet.',
+  'error.unauthorized.challenge_invalid': 'Diese Anmeldung ist abgelaufen oder wurde bereits abgeschlossen: Melden Sie sich erneut mit Ihrem Passwort an.',
   'mail.password_reset.subject': 'Passwort zurücksetzen',
   'mail.password_reset.body':
     'Jemand hat angefordert, das Passwort Ihres Kontos {email} zurückzusetzen.\n\nUm ein neues Passwort zu wählen, öffnen Sie innerhalb einer Stunde diesen Link:\n{link}\n\nDer Link funktioniert einmal. Danach ist auf jedem Gerät eine Anmeldung mit dem neuen Passwort nötig: Alle Sitzungen werden abgemeldet.\n\nWenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Ihr Passwort bleibt unverändert.',

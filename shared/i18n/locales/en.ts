@@ -54,6 +54,14 @@ export const en = {
   'error.forbidden.reset_link_unknown': 'This password reset link is not valid: ask for a new one.',
   'error.forbidden.reset_link_used': 'This password reset link was already used: ask for a new one.',
   'error.forbidden.reset_link_expired': 'This password reset link has expired (links are valid for one hour): ask for a new one.',
+  // Two-factor sign-in (TOTP, issue 36).
+  'error.forbidden.totp_code_wrong': 'The code is wrong, or was used already: enter the current code of your authenticator app, or an unused recovery code.',
+  'error.forbidden.totp_enrolment_required': 'Staff accounts must use two-factor sign-in: set it up on your account page first.',
+  'error.conflict.totp_enabled': 'Two-factor sign-in is already on: turn it off first to set it up again.',
+  'error.conflict.totp_not_pending': 'No two-factor set-up is waiting for a code: start it again.',
+  'error.conflict.totp_not_enabled': 'Two-factor sign-in is not on for this account.',
+  'error.unauthorized.second_factor_wrong': 'The code is wrong, or was used already.',
+  'error.unauthorized.challenge_invalid': 'This sign-in has expired or was already completed: sign in again with your password.',
   'mail.password_reset.subject': 'Reset your password',
   'mail.password_reset.body':
     'Someone asked to reset the password of your account {email}.\n\nTo choose a new password, open this link within one hour:\n{link}\n\nThe link works once. Signing in with the new password will be needed on every device: all sessions are signed out.\n\nIf you did not ask for this, ignore this e-mail: your password stays as it is.',

@@ -57,6 +57,15 @@ export const es: Catalogue = {
   'error.forbidden.reset_link_unknown': 'Este enlace para restablecer la contraseña no es válido: solicite uno nuevo.',
   'error.forbidden.reset_link_used': 'Este enlace para restablecer la contraseña ya se usó: solicite uno nuevo.',
   'error.forbidden.reset_link_expired': 'Este enlace para restablecer la contraseña ha caducado (los enlaces valen una hora): solicite uno nuevo.',
+  // Two-factor sign-in (TOTP, issue 36).
+  'error.forbidden.totp_code_wrong':
+    'El código es incorrecto o ya se usó: introduzca el código actual de su aplicación de autenticación o un código de recuperación sin usar.',
+  'error.forbidden.totp_enrolment_required': 'Las cuentas de staff deben usar el inicio de sesión en dos pasos: actívelo primero en la página de su cuenta.',
+  'error.conflict.totp_enabled': 'El inicio de sesión en dos pasos ya está activado: desactívelo primero para configurarlo de nuevo.',
+  'error.conflict.totp_not_pending': 'Ninguna configuración en dos pasos espera un código: empiécela de nuevo.',
+  'error.conflict.totp_not_enabled': 'El inicio de sesión en dos pasos no está activado en esta cuenta.',
+  'error.unauthorized.second_factor_wrong': 'El código es incorrecto o ya se usó.',
+  'error.unauthorized.challenge_invalid': 'Este inicio de sesión caducó o ya se completó: inicie sesión de nuevo con su contraseña.',
   'mail.password_reset.subject': 'Restablecer su contraseña',
   'mail.password_reset.body':
     'Alguien pidió restablecer la contraseña de su cuenta {email}.\n\nPara elegir una contraseña nueva, abra este enlace antes de una hora:\n{link}\n\nEl enlace funciona una vez. Después habrá que iniciar sesión con la contraseña nueva en cada dispositivo: se cierran todas las sesiones.\n\nSi no lo pidió usted, ignore este correo: su contraseña no cambia.',

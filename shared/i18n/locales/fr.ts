@@ -57,6 +57,16 @@ export const fr: Catalogue = {
   'error.forbidden.reset_link_unknown': "Ce lien de réinitialisation du mot de passe n'est pas valide : demandez-en un nouveau.",
   'error.forbidden.reset_link_used': 'Ce lien de réinitialisation du mot de passe a déjà servi : demandez-en un nouveau.',
   'error.forbidden.reset_link_expired': 'Ce lien de réinitialisation du mot de passe a expiré (un lien vaut une heure) : demandez-en un nouveau.',
+  // Two-factor sign-in (TOTP, issue 36).
+  'error.forbidden.totp_code_wrong':
+    'Le code est faux ou a déjà servi : saisissez le code actuel de votre application d’authentification, ou un code de secours inutilisé.',
+  'error.forbidden.totp_enrolment_required':
+    'Les comptes staff doivent utiliser la connexion à deux facteurs : activez-la d’abord sur la page de votre compte.',
+  'error.conflict.totp_enabled': 'La connexion à deux facteurs est déjà activée : désactivez-la d’abord pour la configurer de nouveau.',
+  'error.conflict.totp_not_pending': 'Aucune configuration à deux facteurs n’attend de code : recommencez-la.',
+  'error.conflict.totp_not_enabled': 'La connexion à deux facteurs n’est pas activée pour ce compte.',
+  'error.unauthorized.second_factor_wrong': 'Le code est faux ou a déjà servi.',
+  'error.unauthorized.challenge_invalid': 'Cette connexion a expiré ou est déjà terminée : reconnectez-vous avec votre mot de passe.',
   'mail.password_reset.subject': 'Réinitialiser votre mot de passe',
   'mail.password_reset.body':
     "Quelqu'un a demandé la réinitialisation du mot de passe de votre compte {email}.\n\nPour choisir un nouveau mot de passe, ouvrez ce lien dans l'heure :\n{link}\n\nLe lien ne sert qu'une fois. Il faudra ensuite se connecter avec le nouveau mot de passe sur chaque appareil : toutes les sessions sont fermées.\n\nSi vous n'avez rien demandé, ignorez ce message : votre mot de passe reste inchangé.",

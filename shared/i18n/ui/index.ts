@@ -13,6 +13,7 @@ import { staff } from './staff.js';
 import { stats } from './stats.js';
 import { subdomains } from './subdomains.js';
 import { tokens } from './tokens.js';
+import { twoFactor } from './two-factor.js';
 import { visits } from './visits.js';
 import { webhooks } from './webhooks.js';
 
@@ -32,6 +33,7 @@ const areas = [
   notifications,
   staff,
   publicPage,
+  twoFactor,
 ] as const;
 
 type Area = (typeof areas)[number];

@@ -1,38 +1,16 @@
-// Sign in: POST /auth/login sets the session cookie. A lockout (429) shows Retry-After as a
-// countdown with the button disabled; with ENABLE_CAPTCHA, a 403 `captcha_required` carries an
-// ALTCHA proof-of-work challenge that the browser solves (altcha-lib, Web Crypto) and sends with
-// the next attempt. The challenge is self-hosted: nothing leaves for a third party.
-import { solveChallenge } from 'altcha-lib';
+// Sign in: POST /auth/login sets the session cookie; for an account with two-factor sign-in it
+// answers a challenge instead, and a second step (POST /auth/login/totp) takes it with a code from
+// the authenticator app or a recovery code. A lockout (429) shows Retry-After as a countdown with the
+// button disabled; with ENABLE_CAPTCHA, a 403 `captcha_required` on either step carries an ALTCHA
+// proof-of-work challenge that the browser solves and sends with the step's next attempt.
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, load } from '../api/client.js';
+import { solveCaptcha, type CaptchaChallenge } from '../app/captcha.js';
 import { formatWait } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
 import { LanguagePicker } from '../app/shell.js';
 import { Notice } from '../app/ui.js';
-
-interface Challenge {
-  algorithm: string;
-  challenge: string;
-  maxnumber?: number;
-  salt: string;
-  signature: string;
-}
-
-/** Solves an ALTCHA challenge into the base64 payload the login takes as `captcha`. */
-async function solve(challenge: Challenge): Promise<string> {
-  const solution = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
-  if (!solution) throw new Error('no solution');
-  return btoa(
-    JSON.stringify({
-      algorithm: challenge.algorithm,
-      challenge: challenge.challenge,
-      number: solution.number,
-      salt: challenge.salt,
-      signature: challenge.signature,
-    }),
-  );
-}
 
 export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
   const { t, locale } = useI18n();
@@ -44,6 +22,15 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
   const [lockedUntil, setLockedUntil] = useState<number>();
   const [now, setNow] = useState(Date.now());
   const [captcha, setCaptcha] = useState<'solving' | 'failed'>();
+  /** The second step's challenge, once the password was right for an account with two-factor sign-in. */
+  const [challenge, setChallenge] = useState<string>();
+  const [recovery, setRecovery] = useState(false);
+  const [code, setCode] = useState('');
+  // The second step replaces the form: the focus goes to its field (described by the step's intro,
+  // so a screen reader says where it is), ready for the code; again when switching to a recovery code.
+  useEffect(() => {
+    if (challenge !== undefined) document.getElementById('login-code')?.focus();
+  }, [challenge !== undefined, recovery]);
 
   useEffect(() => {
     document.title = `${t('login.title')} · linktrack`;
@@ -63,12 +50,15 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
 
   const secondsLeft = lockedUntil === undefined ? 0 : Math.max(0, Math.ceil((lockedUntil - now) / 1000));
 
-  /** One login attempt; a CAPTCHA demand is solved in the browser and the attempt made again with it, once. */
-  const attempt = async (captchaPayload?: string): Promise<void> => {
+  /**
+   * One attempt of a step; a CAPTCHA demand is solved in the browser and the attempt made again with
+   * it, once. Answers the step's result, or undefined when the attempt was refused (and says why).
+   */
+  const attempt = async <T,>(send: (captcha?: string) => Promise<T>, captchaPayload?: string): Promise<T | undefined> => {
     try {
-      await load(api.POST('/auth/login', { body: { email, password, ...(captchaPayload ? { captcha: captchaPayload } : {}) } }));
+      const result = await send(captchaPayload);
       setCaptcha(undefined);
-      await refresh();
+      return result;
     } catch (caught) {
       if (caught instanceof ApiError && caught.status === 429) {
         setCaptcha(undefined);
@@ -82,17 +72,23 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
         setCaptcha('solving');
         let solved: string;
         try {
-          solved = await solve(caught.details.challenge as Challenge);
+          solved = await solveCaptcha(caught.details.challenge as CaptchaChallenge);
         } catch {
           setCaptcha('failed');
-          return;
+          return undefined;
         }
         setCaptcha(undefined);
-        await attempt(solved);
+        return attempt(send, solved);
       } else {
         setCaptcha(undefined);
+        // A challenge that expired or was completed elsewhere: back to the password.
+        if (caught instanceof ApiError && caught.details.reason === 'challenge_invalid') {
+          setChallenge(undefined);
+          setPassword('');
+        }
         setError(caught instanceof Error ? caught.message : String(caught));
       }
+      return undefined;
     }
   };
 
@@ -102,11 +98,124 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
     setBusy(true);
     setError(undefined);
     try {
-      await attempt();
+      if (challenge === undefined) {
+        const result = await attempt((captchaPayload) =>
+          load(api.POST('/auth/login', { body: { email, password, ...(captchaPayload ? { captcha: captchaPayload } : {}) } })),
+        );
+        if (result?.status === 'totp_required') {
+          setChallenge(result.challenge);
+          setCode('');
+        } else if (result) await refresh();
+      } else {
+        const factor = recovery ? { recovery_code: code.trim() } : { code: code.replace(/\s/g, '') };
+        const result = await attempt((captchaPayload) =>
+          load(api.POST('/auth/login/totp', { body: { challenge, ...factor, ...(captchaPayload ? { captcha: captchaPayload } : {}) } })),
+        );
+        if (result) await refresh();
+      }
     } finally {
       setBusy(false);
     }
   };
+
+  const backToPassword = () => {
+    setChallenge(undefined);
+    setError(undefined);
+    setPassword('');
+  };
+
+  const notices = (
+    <>
+      {lockedUntil !== undefined ? (
+        <Notice kind="error">
+          <span class="countdown" data-seconds={secondsLeft}>
+            {t('login.locked', { when: formatWait(locale, secondsLeft) })}
+          </span>
+        </Notice>
+      ) : error ? (
+        <Notice kind="error">{error}</Notice>
+      ) : null}
+      {captcha === 'solving' ? <Notice kind="info">{t('login.captcha')}</Notice> : null}
+      {captcha === 'failed' ? <Notice kind="error">{t('login.captcha_failed')}</Notice> : null}
+    </>
+  );
+  const blocked = busy || lockedUntil !== undefined || captcha === 'solving';
+
+  if (challenge !== undefined) {
+    return (
+      <div class="login">
+        <div class="login-top">
+          <span class="brand">{t('app.name')}</span>
+          <LanguagePicker />
+        </div>
+        <main class="login-card" id="content">
+          <h1>{t('login.totp_title')}</h1>
+          <p class="muted" id="login-code-intro">
+            {recovery ? t('login.totp_recovery_intro') : t('login.totp_intro')}
+          </p>
+          <form onSubmit={submit}>
+            <div class="field">
+              <label for="login-code">{recovery ? t('totp.recovery_code') : t('totp.code')}</label>
+              {recovery ? (
+                <input
+                  id="login-code"
+                  key="recovery"
+                  type="text"
+                  autocomplete="off"
+                  autocapitalize="none"
+                  spellcheck={false}
+                  required
+                  maxLength={64}
+                  value={code}
+                  onInput={(event) => setCode(event.currentTarget.value)}
+                  aria-describedby="login-code-intro"
+                />
+              ) : (
+                <input
+                  id="login-code"
+                  key="code"
+                  type="text"
+                  inputMode="numeric"
+                  autocomplete="one-time-code"
+                  pattern="[0-9 ]{6,7}"
+                  required
+                  maxLength={7}
+                  value={code}
+                  onInput={(event) => setCode(event.currentTarget.value)}
+                  aria-describedby="login-code-intro login-code-hint"
+                />
+              )}
+              {recovery ? null : (
+                <small class="hint" id="login-code-hint">
+                  {t('totp.code_hint')}
+                </small>
+              )}
+            </div>
+            {notices}
+            <button type="submit" class="button-primary" disabled={blocked}>
+              {busy ? t('login.submitting') : t('login.totp_submit')}
+            </button>
+          </form>
+          <p class="login-forgot login-links">
+            <button
+              type="button"
+              class="button-quiet"
+              onClick={() => {
+                setRecovery(!recovery);
+                setCode('');
+                setError(undefined);
+              }}
+            >
+              {recovery ? t('totp.use_code') : t('totp.use_recovery')}
+            </button>
+            <button type="button" class="button-quiet" onClick={backToPassword}>
+              {t('login.totp_back')}
+            </button>
+          </p>
+        </main>
+      </div>
+    );
+  }
 
   return (
     <div class="login">
@@ -134,18 +243,8 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
               onInput={(event) => setPassword(event.currentTarget.value)}
             />
           </div>
-          {lockedUntil !== undefined ? (
-            <Notice kind="error">
-              <span class="countdown" data-seconds={secondsLeft}>
-                {t('login.locked', { when: formatWait(locale, secondsLeft) })}
-              </span>
-            </Notice>
-          ) : error ? (
-            <Notice kind="error">{error}</Notice>
-          ) : null}
-          {captcha === 'solving' ? <Notice kind="info">{t('login.captcha')}</Notice> : null}
-          {captcha === 'failed' ? <Notice kind="error">{t('login.captcha_failed')}</Notice> : null}
-          <button type="submit" class="button-primary" disabled={busy || lockedUntil !== undefined || captcha === 'solving'}>
+          {notices}
+          <button type="submit" class="button-primary" disabled={blocked}>
             {busy ? t('login.submitting') : t('login.submit')}
           </button>
         </form>

@@ -8,6 +8,7 @@ import { formatDateTime } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, MetaPager, Notice, PageHeader, useCursorPages, useLoad } from '../app/ui.js';
 import './staff.css';
+import { SecuritySettings } from './staff-security.js';
 
 type User = Schemas['User'];
 type Role = User['role'];
@@ -256,6 +257,7 @@ export function StaffPage() {
           <p class="muted page-intro">{t('staff.intro')}</p>
           <CreateAccount onCreated={created} />
           <AccountList listing={listing} />
+          <SecuritySettings />
         </>
       )}
     </>
