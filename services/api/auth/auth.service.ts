@@ -4,7 +4,7 @@ import { AppError, retryLater } from '#shared/errors.js';
 import type { Locale } from '#shared/i18n/index.js';
 import { hashPassword, verifyPassword } from '#shared/password.js';
 import { toUserView, type UserView } from '../users/users.view.js';
-import { secretHash } from './authenticator.js';
+import { accountDisabled, secretHash } from './authenticator.js';
 import type { AbuseGuard } from './abuse.js';
 import type { Captcha } from './captcha.js';
 import type { DeviceCookies } from './device-cookie.js';
@@ -142,6 +142,8 @@ export function authService(
         }
         throw new AppError('unauthorized', { reason: 'invalid_credentials' }, { messageKey: 'error.unauthorized.invalid_credentials' });
       }
+      // Told only to a caller who gave the right password; the attempt stays counted, as a failure.
+      if (user.disabled_at) throw accountDisabled();
       // A success clears the count it was taken from: a known device's success leaves the account's
       // (others' guesses) as it is.
       await context.cache.remove(allowance.failures);

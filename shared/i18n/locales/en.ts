@@ -54,6 +54,12 @@ export const en = {
   'error.forbidden.reset_link_unknown': 'This password reset link is not valid: ask for a new one.',
   'error.forbidden.reset_link_used': 'This password reset link was already used: ask for a new one.',
   'error.forbidden.reset_link_expired': 'This password reset link has expired (links are valid for one hour): ask for a new one.',
+  'error.unauthorized.account_disabled': 'This account is disabled: staff have to re-enable it.',
+  'error.forbidden.reset_account_disabled': 'This account is disabled: its password cannot be reset until staff re-enable it.',
+  'error.conflict.account_disabled': 'This account is disabled: re-enable it before issuing a password reset link.',
+  'error.conflict.cannot_disable_self': 'You cannot disable your own account: another staff member has to.',
+  'error.conflict.last_active_staff': 'This is the last active staff account: it cannot be disabled.',
+  'error.conflict.user_delete_unavailable': 'Accounts cannot be deleted yet (data lifecycle is not available): disable the account instead.',
   'mail.password_reset.subject': 'Reset your password',
   'mail.password_reset.body':
     'Someone asked to reset the password of your account {email}.\n\nTo choose a new password, open this link within one hour:\n{link}\n\nThe link works once. Signing in with the new password will be needed on every device: all sessions are signed out.\n\nIf you did not ask for this, ignore this e-mail: your password stays as it is.',
