@@ -88,7 +88,14 @@ export function usersRepository(db: Kysely<DB>) {
       disabled: boolean,
     ): Promise<{ refused?: undefined; user: UserRow; changed: boolean; sessionsRevoked: number } | { refused: 'last_active_staff' } | undefined> {
       return db.transaction().execute(async (trx) => {
-        const activeStaff = await trx.selectFrom('users').select('id').where('role', '=', 'staff').where('disabled_at', 'is', null).orderBy('id').forUpdate().execute();
+        const activeStaff = await trx
+          .selectFrom('users')
+          .select('id')
+          .where('role', '=', 'staff')
+          .where('disabled_at', 'is', null)
+          .orderBy('id')
+          .forUpdate()
+          .execute();
         const user = await trx.selectFrom('users').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
         if (!user) return undefined;
         if ((user.disabled_at !== null) === disabled) return { user, changed: false, sessionsRevoked: 0 };

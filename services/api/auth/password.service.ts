@@ -27,8 +27,7 @@ const linkRefused = (state: 'unknown' | 'used' | 'expired') =>
   new AppError('forbidden', { reason: `reset_link_${state}` }, { messageKey: `error.forbidden.reset_link_${state}` });
 
 /** A disabled account's password cannot be reset (its links were spent when it was disabled; this guards a race). */
-const resetOfDisabled = () =>
-  new AppError('forbidden', { reason: 'account_disabled' }, { messageKey: 'error.forbidden.reset_account_disabled' });
+const resetOfDisabled = () => new AppError('forbidden', { reason: 'account_disabled' }, { messageKey: 'error.forbidden.reset_account_disabled' });
 
 const weakRefusal = () => new AppError('conflict', { password: rule('password_common') }, { messageKey: 'error.conflict.password_common' });
 

@@ -297,7 +297,14 @@ describe('the last active staff account', () => {
     const [a, b] = ids as [string, string];
     const audited: AuditEntry[] = [];
     const service = usersService({ cache: createMemoryCache(), repositories: { users } }, { audit: (entry) => audited.push(entry) });
-    const principal = (userId: string): Principal => ({ userId, email: '', role: 'staff', via: 'session', scopes: new Set(['admin']), identity: `user:${userId}` });
+    const principal = (userId: string): Principal => ({
+      userId,
+      email: '',
+      role: 'staff',
+      via: 'session',
+      scopes: new Set(['admin']),
+      identity: `user:${userId}`,
+    });
     // Both requests passed authentication; a's disabling of b commits first.
     expect(await service.setDisabled(principal(a), b, true, '203.0.113.1')).toMatchObject({ id: b, disabled: true });
     const refused = await service.setDisabled(principal(b), a, true, '203.0.113.2').catch((error: unknown) => error);

@@ -101,7 +101,7 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
         return toUserView((await users.findById(id))!);
       },
     }),
-      defineRoute({
+    defineRoute({
       operationId: 'updateUser',
       method: 'PATCH',
       path: '/api/v1/users/{id}',
@@ -125,7 +125,7 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
       summary: 'Delete an account: refused until data lifecycle exists; disable the account instead (staff only)',
       description:
         'A staff session, or a token with the admin scope. What deleting an account does to its links, visits, exports and ' +
-        'webhooks is the data-lifecycle rules\' to say, and they do not exist yet: so an existing account is never deleted, and ' +
+        "webhooks is the data-lifecycle rules' to say, and they do not exist yet: so an existing account is never deleted, and " +
         'the answer is always 409 `conflict` with `details.reason` `user_delete_unavailable` (and `details.instead` `disable`: ' +
         'PATCH /api/v1/users/{id} with `disabled: true` stops the account at once). The refused attempt is audited ' +
         '(`user.delete_refused`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`.',

@@ -15,10 +15,7 @@ import { toUserView, type UserView } from './users.view.js';
  * read per request. Tokens are kept: re-enabling gives an integration its tokens back; sessions are
  * revoked at re-enabling, so the person signs in again.
  */
-export function usersService(
-  context: Pick<Context, 'cache'> & { repositories: Pick<Repositories, 'users'> },
-  abuse: Pick<AbuseGuard, 'audit'>,
-) {
+export function usersService(context: Pick<Context, 'cache'> & { repositories: Pick<Repositories, 'users'> }, abuse: Pick<AbuseGuard, 'audit'>) {
   const { users } = context.repositories;
   return {
     /**

@@ -57,12 +57,14 @@ export const de: Catalogue = {
   'error.forbidden.reset_link_unknown': 'Dieser Link zum Zurücksetzen des Passworts ist ungültig: Fordern Sie einen neuen an.',
   'error.forbidden.reset_link_used': 'Dieser Link zum Zurücksetzen des Passworts wurde bereits verwendet: Fordern Sie einen neuen an.',
   'error.forbidden.reset_link_expired': 'Dieser Link zum Zurücksetzen des Passworts ist abgelaufen (Links gelten eine Stunde): Fordern Sie einen neuen an.',
-  'error.unauthorized.account_disabled': 'Dieses Konto ist deaktiviert: Es muss vom Staff wieder aktiviert werden.',
-  'error.forbidden.reset_account_disabled': 'Dieses Konto ist deaktiviert: Sein Passwort kann erst zurückgesetzt werden, wenn der Staff es wieder aktiviert.',
+  'error.unauthorized.account_disabled': 'Dieses Konto ist deaktiviert: Mitarbeitende müssen es wieder aktivieren.',
+  'error.forbidden.reset_account_disabled':
+    'Dieses Konto ist deaktiviert: Sein Passwort kann erst zurückgesetzt werden, wenn Mitarbeitende es wieder aktivieren.',
   'error.conflict.account_disabled': 'Dieses Konto ist deaktiviert: Aktivieren Sie es wieder, bevor Sie einen Link zum Zurücksetzen ausstellen.',
-  'error.conflict.cannot_disable_self': 'Sie können Ihr eigenes Konto nicht deaktivieren: Das muss ein anderes Staff-Mitglied tun.',
-  'error.conflict.last_active_staff': 'Dies ist das letzte aktive Staff-Konto: Es kann nicht deaktiviert werden.',
-  'error.conflict.user_delete_unavailable': 'Konten können noch nicht gelöscht werden (der Datenlebenszyklus fehlt noch): Deaktivieren Sie das Konto stattdessen.',
+  'error.conflict.cannot_disable_self': 'Sie können Ihr eigenes Konto nicht deaktivieren: Das müssen andere Mitarbeitende tun.',
+  'error.conflict.last_active_staff': 'Dies ist das letzte aktive Konto von Mitarbeitenden: Es kann nicht deaktiviert werden.',
+  'error.conflict.user_delete_unavailable':
+    'Konten können noch nicht gelöscht werden (der Datenlebenszyklus fehlt noch): Deaktivieren Sie das Konto stattdessen.',
   'mail.password_reset.subject': 'Passwort zurücksetzen',
   'mail.password_reset.body':
     'Jemand hat angefordert, das Passwort Ihres Kontos {email} zurückzusetzen.\n\nUm ein neues Passwort zu wählen, öffnen Sie innerhalb einer Stunde diesen Link:\n{link}\n\nDer Link funktioniert einmal. Danach ist auf jedem Gerät eine Anmeldung mit dem neuen Passwort nötig: Alle Sitzungen werden abgemeldet.\n\nWenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Ihr Passwort bleibt unverändert.',

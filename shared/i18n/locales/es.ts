@@ -57,12 +57,13 @@ export const es: Catalogue = {
   'error.forbidden.reset_link_unknown': 'Este enlace para restablecer la contraseña no es válido: solicite uno nuevo.',
   'error.forbidden.reset_link_used': 'Este enlace para restablecer la contraseña ya se usó: solicite uno nuevo.',
   'error.forbidden.reset_link_expired': 'Este enlace para restablecer la contraseña ha caducado (los enlaces valen una hora): solicite uno nuevo.',
-  'error.unauthorized.account_disabled': 'Esta cuenta está desactivada: el staff tiene que reactivarla.',
-  'error.forbidden.reset_account_disabled': 'Esta cuenta está desactivada: su contraseña no se puede restablecer hasta que el staff la reactive.',
+  'error.unauthorized.account_disabled': 'Esta cuenta está desactivada: el personal tiene que reactivarla.',
+  'error.forbidden.reset_account_disabled': 'Esta cuenta está desactivada: su contraseña no se puede restablecer hasta que el personal la reactive.',
   'error.conflict.account_disabled': 'Esta cuenta está desactivada: reactívela antes de emitir un enlace de restablecimiento.',
-  'error.conflict.cannot_disable_self': 'No puede desactivar su propia cuenta: otro miembro del staff tiene que hacerlo.',
-  'error.conflict.last_active_staff': 'Es la última cuenta de staff activa: no se puede desactivar.',
-  'error.conflict.user_delete_unavailable': 'Todavía no se pueden eliminar cuentas (el ciclo de vida de los datos aún no existe): desactive la cuenta en su lugar.',
+  'error.conflict.cannot_disable_self': 'No puede desactivar su propia cuenta: otro miembro del personal tiene que hacerlo.',
+  'error.conflict.last_active_staff': 'Es la última cuenta activa del personal: no se puede desactivar.',
+  'error.conflict.user_delete_unavailable':
+    'Todavía no se pueden eliminar cuentas (el ciclo de vida de los datos aún no existe): desactive la cuenta en su lugar.',
   'mail.password_reset.subject': 'Restablecer su contraseña',
   'mail.password_reset.body':
     'Alguien pidió restablecer la contraseña de su cuenta {email}.\n\nPara elegir una contraseña nueva, abra este enlace antes de una hora:\n{link}\n\nEl enlace funciona una vez. Después habrá que iniciar sesión con la contraseña nueva en cada dispositivo: se cierran todas las sesiones.\n\nSi no lo pidió usted, ignore este correo: su contraseña no cambia.',

@@ -57,12 +57,13 @@ export const fr: Catalogue = {
   'error.forbidden.reset_link_unknown': "Ce lien de réinitialisation du mot de passe n'est pas valide : demandez-en un nouveau.",
   'error.forbidden.reset_link_used': 'Ce lien de réinitialisation du mot de passe a déjà servi : demandez-en un nouveau.',
   'error.forbidden.reset_link_expired': 'Ce lien de réinitialisation du mot de passe a expiré (un lien vaut une heure) : demandez-en un nouveau.',
-  'error.unauthorized.account_disabled': 'Ce compte est désactivé : le staff doit le réactiver.',
-  'error.forbidden.reset_account_disabled': 'Ce compte est désactivé : son mot de passe ne peut pas être réinitialisé tant que le staff ne l’a pas réactivé.',
+  'error.unauthorized.account_disabled': 'Ce compte est désactivé : l’équipe doit le réactiver.',
+  'error.forbidden.reset_account_disabled': 'Ce compte est désactivé : son mot de passe ne peut pas être réinitialisé tant que l’équipe ne l’a pas réactivé.',
   'error.conflict.account_disabled': 'Ce compte est désactivé : réactivez-le avant d’émettre un lien de réinitialisation.',
-  'error.conflict.cannot_disable_self': 'Vous ne pouvez pas désactiver votre propre compte : un autre membre du staff doit le faire.',
-  'error.conflict.last_active_staff': 'C’est le dernier compte staff actif : il ne peut pas être désactivé.',
-  'error.conflict.user_delete_unavailable': 'Les comptes ne peuvent pas encore être supprimés (le cycle de vie des données n’existe pas encore) : désactivez plutôt le compte.',
+  'error.conflict.cannot_disable_self': 'Vous ne pouvez pas désactiver votre propre compte : un autre membre de l’équipe doit le faire.',
+  'error.conflict.last_active_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas être désactivé.',
+  'error.conflict.user_delete_unavailable':
+    'Les comptes ne peuvent pas encore être supprimés (le cycle de vie des données n’existe pas encore) : désactivez plutôt le compte.',
   'mail.password_reset.subject': 'Réinitialiser votre mot de passe',
   'mail.password_reset.body':
     "Quelqu'un a demandé la réinitialisation du mot de passe de votre compte {email}.\n\nPour choisir un nouveau mot de passe, ouvrez ce lien dans l'heure :\n{link}\n\nLe lien ne sert qu'une fois. Il faudra ensuite se connecter avec le nouveau mot de passe sur chaque appareil : toutes les sessions sont fermées.\n\nSi vous n'avez rien demandé, ignorez ce message : votre mot de passe reste inchangé.",
