@@ -54,7 +54,7 @@ export const en = {
   'error.forbidden.reset_link_unknown': 'This password reset link is not valid: ask for a new one.',
   'error.forbidden.reset_link_used': 'This password reset link was already used: ask for a new one.',
   'error.forbidden.reset_link_expired': 'This password reset link has expired (links are valid for one hour): ask for a new one.',
-  'error.unauthorized.account_disabled': 'This account is disabled: staff have to re-enable it.',
+  'error.unauthorized.account_disabled': 'This account is disabled: ask staff to re-enable it.',
   'error.forbidden.reset_account_disabled': 'This account is disabled: its password cannot be reset until staff re-enable it.',
   'error.conflict.account_disabled': 'This account is disabled: re-enable it before issuing a password reset link.',
   'error.conflict.cannot_disable_self': 'You cannot disable your own account: another staff member has to.',
