@@ -42,8 +42,10 @@ export function passwordResetsRepository(db: Kysely<DB>) {
           .where('token_hash', '=', tokenHash)
           .where('used_at', 'is', null)
           .where('expires_at', '>', now)
-          .where(({ not, exists, selectFrom }) =>
-            not(exists(selectFrom('users').select('id').whereRef('users.id', '=', 'password_resets.user_id').where('users.disabled_at', 'is not', null))),
+          .where((eb) =>
+            eb.not(
+              eb.exists(eb.selectFrom('users').select('id').whereRef('users.id', '=', 'password_resets.user_id').where('users.disabled_at', 'is not', null)),
+            ),
           )
           .returning('user_id')
           .executeTakeFirst();
