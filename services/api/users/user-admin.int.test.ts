@@ -5,7 +5,7 @@ import { auditRepository } from '#shared/audit/audit.repository.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import { usersRepository } from '#shared/users/users.repository.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
-import { closeContext } from '#tests/support/context.js';
+import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
 import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
 import type { listenerClient } from '#tests/support/listener.js';
 import { claimSubdomain, createOwner } from '#tests/support/owners.js';
@@ -16,6 +16,7 @@ import type { AuditEntry } from '#shared/audit/audit.repository.js';
 import { createMemoryCache } from '#shared/cache/cache.js';
 import type { Principal } from '#shared/http/auth.js';
 import { usersService } from './users.service.js';
+import { buildApp } from '#services/app.js';
 
 // User administration by staff (PATCH and DELETE /api/v1/users/{id}) through the real HTTP app on
 // the real store (PGlite, or Postgres and Redis in the services run): what a disabled account's
@@ -80,6 +81,26 @@ describe('PATCH /api/v1/users/{id} (disable, re-enable)', () => {
     const wrong = await login(owner.email, 'not the password at all');
     expect(wrong.json().error.details).toEqual({ reason: 'invalid_credentials' });
     await waitFor(async () => (await audits('user.disabled', staff.id)).some((row) => row.target === owner.id), 5000);
+  });
+
+  it('refuses the token on another API node that had it cached (its own context, sharing the store and cache in the services run)', async () => {
+    // A second node: its own authenticator and token cache; in the services run also its own Postgres pool and Redis client.
+    const otherContext = SERVICES_MODE ? await createTestContext() : context;
+    const { app: other } = await buildApp(otherContext);
+    try {
+      const owner = await createOwner(context, app);
+      expect((await other.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+      expect((await other.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+      expect((await setDisabled(owner.id, true)).statusCode).toBe(200);
+      const refused = await other.inject({ url: '/api/v1/me', headers: owner.auth });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.json().error.details).toEqual({ reason: 'account_disabled' });
+      expect((await setDisabled(owner.id, false)).statusCode).toBe(200);
+      expect((await other.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+    } finally {
+      await other.close();
+      if (otherContext !== context) await closeContext(otherContext);
+    }
   });
 
   it('re-enables: sign-in and API tokens work again, the sessions of before stay signed out; audited', async () => {
