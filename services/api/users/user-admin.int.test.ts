@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
@@ -17,6 +17,8 @@ import { createMemoryCache } from '#shared/cache/cache.js';
 import type { Principal } from '#shared/http/auth.js';
 import { usersService } from './users.service.js';
 import { buildApp } from '#services/app.js';
+import { createRepositories } from '#services/repositories.js';
+import { createAuthenticator } from '../auth/authenticator.js';
 
 // User administration by staff (PATCH and DELETE /api/v1/users/{id}) through the real HTTP app on
 // the real store (PGlite, or Postgres and Redis in the services run): what a disabled account's
@@ -208,6 +210,37 @@ describe('PATCH /api/v1/users/{id} (disable, re-enable)', () => {
     const users = list.json().data.users as { id: string; disabled: boolean }[];
     expect(users.find((user) => user.id === account.id)).toMatchObject({ disabled: true, disabled_at: expect.any(String) });
     expect(users.find((user) => user.id === staff.id)).toMatchObject({ disabled: false, disabled_at: null });
+  });
+});
+
+describe('the cost of the disabled check', () => {
+  it('adds no store read per request: a cached token is read once per tokens version, a session by its one usual look-up (reads counted)', async () => {
+    const owner = await createOwner(context, app);
+    const repositories = createRepositories(context);
+    const reads = { token: 0, session: 0 };
+    const tokens = { ...repositories.tokens, findByHashWithUser: (hash: string) => (reads.token++, repositories.tokens.findByHashWithUser(hash)) };
+    const sessions = { ...repositories.sessions, findLiveWithUser: (hash: string) => (reads.session++, repositories.sessions.findLiveWithUser(hash)) };
+    const authenticator = createAuthenticator({ cache: context.cache, log: context.log, repositories: { tokens, sessions } }, { audit: () => undefined });
+    const cookie = owner.cookie.slice('lt_session='.length);
+    const request = (headers: Record<string, string>, cookies: Record<string, string> = {}) =>
+      ({ headers, cookies, ip: '203.0.113.9' }) as unknown as FastifyRequest;
+    try {
+      for (let i = 0; i < 100; i++) {
+        expect((await authenticator.authenticate(request(owner.auth)))?.userId).toBe(owner.id);
+        expect((await authenticator.authenticate(request({}, { lt_session: cookie })))?.userId).toBe(owner.id);
+      }
+      expect(reads).toEqual({ token: 1, session: 100 });
+      expect((await setDisabled(owner.id, true)).statusCode).toBe(200);
+      for (let i = 0; i < 100; i++) {
+        await expect(Promise.resolve().then(() => authenticator.authenticate(request(owner.auth)))).rejects.toMatchObject({
+          details: { reason: 'account_disabled' },
+        });
+      }
+      // A refused token is cached as any other: one read for the new version, then none.
+      expect(reads).toEqual({ token: 2, session: 100 });
+    } finally {
+      await authenticator.close();
+    }
   });
 });
 
