@@ -15,3 +15,16 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
     },
   });
 }
+
+/** A credential-like parameter of a URL's query or fragment, also behind an escaped `#` (`%23`, as some mail clients write it). */
+const URL_SECRET = /((?:[?&#;]|%23)(?:token|secret|password)=)[^&#;\s]*/gi;
+
+/**
+ * The URL as a log line may hold it: the value of any `token`, `secret` or `password` parameter
+ * replaced by `[redacted]`. A reset link carries its secret in the fragment, which browsers never
+ * send, but a client may still put it in a query or escape the `#`; a URL without `=` is returned
+ * as it is, at the cost of one scan.
+ */
+export function redactUrl(url: string): string {
+  return url.includes('=') ? url.replace(URL_SECRET, '$1[redacted]') : url;
+}

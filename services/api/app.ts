@@ -23,6 +23,7 @@ import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
 import { usersRoutes } from './users/users.routes.js';
+import { usersService } from './users/users.service.js';
 import { deadLettersRoutes } from './dead-letters/dead-letters.routes.js';
 import { deadLettersService } from './dead-letters/dead-letters.service.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
@@ -115,7 +116,7 @@ export async function createApi(
     ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
     ...totpRoutes(totpService(deps, abuse)),
     ...settingsRoutes(repositories, (entry) => abuse.audit(entry)),
-    ...usersRoutes(repositories),
+    ...usersRoutes(repositories, usersService(deps, abuse)),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
     ...subdomainsRoutes(subdomains),

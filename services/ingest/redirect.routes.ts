@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Context } from '#shared/context.js';
+import { redactUrl } from '#shared/logger.js';
 import { uuidv7At } from '#shared/ids.js';
 import { isoTimeAt } from '#shared/time.js';
 import { counterChildren } from '#shared/metrics.js';
@@ -149,7 +150,7 @@ function createRedirector(deps: ShortHostDeps) {
     if (attack || !subdomain) {
       if (attack) {
         visits.enqueue(visitOf(asked, 'attack', '', subdomain ?? (request.hostname ?? '').slice(0, 63), '', asked.path.slice(0, 200), false));
-        log.info({ request_id: request.id, attack, ip: request.ip, url: url.slice(0, 500) }, 'attack attempt');
+        log.info({ request_id: request.id, attack, ip: request.ip, url: redactUrl(url.slice(0, 500)) }, 'attack attempt');
       }
       return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }));
     }

@@ -11,6 +11,8 @@ export interface UsersTable {
   locale: ColumnType<'en' | 'de' | 'fr' | 'es' | null, 'en' | 'de' | 'fr' | 'es' | null | undefined, 'en' | 'de' | 'fr' | 'es' | null>;
   created_at: ColumnType<Date, Date | string | undefined, never>;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  /** Set while staff have disabled the account (its sessions and tokens refused, no sign-in); null when active. */
+  disabled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface SchemaMigrationsTable {

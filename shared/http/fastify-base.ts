@@ -4,6 +4,7 @@ import proxyAddr from '@fastify/proxy-addr';
 import { LogController, type FastifyHttpOptions, type FastifyReply, type FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../context.js';
+import { redactUrl } from '../logger.js';
 import { AppError } from '../errors.js';
 import { negotiateLocale, t, type Locale } from '../i18n/index.js';
 import { counterChildren, histogramChildren } from '../metrics.js';
@@ -290,7 +291,7 @@ function createRecorder(context: RecorderDeps): Recorder {
     found.answered.inc();
     // The line is not even built when the level is off (every redirect passes here).
     if (log.isLevelEnabled('info'))
-      log.info({ request_id: id, method, url, route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
+      log.info({ request_id: id, method, url: redactUrl(url), route, status, took_ms: Math.round(tookMs * 100) / 100, ip, user_agent: userAgent }, 'request');
   };
 }
 

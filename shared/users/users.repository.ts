@@ -1,5 +1,7 @@
-import { sql, type Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { DB, UsersTable } from '../db/schema.js';
+
+export type UserRow = Selectable<UsersTable>;
 
 export interface NewUser {
   email: string;
@@ -44,7 +46,7 @@ export function usersRepository(db: Kysely<DB>) {
     async listPage(limit: number, at: { afterId?: string } | { offset: number }) {
       let query = db
         .selectFrom('users')
-        .select(['id', 'email', 'role', 'display_name', 'created_at'])
+        .select(['id', 'email', 'role', 'display_name', 'created_at', 'disabled_at'])
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .limit(limit);
@@ -72,6 +74,54 @@ export function usersRepository(db: Kysely<DB>) {
         .where('id', '=', id)
         .where((eb) => eb.or([eb('locale', 'is', null), eb('locale', '!=', locale)]))
         .execute();
+    },
+    /**
+     * Disables or re-enables an account, in one transaction that holds the rows of the active staff
+     * accounts (FOR UPDATE), so that two staff disabling each other at once cannot leave none.
+     * Disabling spends the account's open reset links; re-enabling revokes every session it still
+     * had (they were refused while it was disabled, and are not brought back). Answers the account
+     * after the change, whether it changed, and how many sessions were revoked; `refused` says why
+     * nothing was done, undefined for an unknown account.
+     */
+    async setDisabled(
+      id: string,
+      disabled: boolean,
+    ): Promise<{ refused?: undefined; user: UserRow; changed: boolean; sessionsRevoked: number } | { refused: 'last_active_staff' } | undefined> {
+      return db.transaction().execute(async (trx) => {
+        const activeStaff = await trx
+          .selectFrom('users')
+          .select('id')
+          .where('role', '=', 'staff')
+          .where('disabled_at', 'is', null)
+          .orderBy('id')
+          .forUpdate()
+          .execute();
+        const user = await trx.selectFrom('users').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+        if (!user) return undefined;
+        if ((user.disabled_at !== null) === disabled) return { user, changed: false, sessionsRevoked: 0 };
+        const now = new Date();
+        let sessionsRevoked = 0;
+        if (disabled) {
+          if (user.role === 'staff' && activeStaff.every((staff) => staff.id === id)) return { refused: 'last_active_staff' as const };
+          await trx.updateTable('password_resets').set({ used_at: now }).where('user_id', '=', id).where('used_at', 'is', null).execute();
+        } else {
+          const revoked = await trx
+            .updateTable('sessions')
+            .set({ revoked_at: now })
+            .where('user_id', '=', id)
+            .where('revoked_at', 'is', null)
+            .where('expires_at', '>', now)
+            .executeTakeFirst();
+          sessionsRevoked = Number(revoked.numUpdatedRows);
+        }
+        const changed = await trx
+          .updateTable('users')
+          .set({ disabled_at: disabled ? now : null, updated_at: now })
+          .where('id', '=', id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return { user: changed, changed: true, sessionsRevoked };
+      });
     },
     async findByEmail(email: string) {
       return db

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
+import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
 
-// The staff page in a real browser: staff create accounts that can then sign in; everyone else
-// gets the forbidden state (the API refuses them with 403) and no Staff item in the navigation.
+// The staff page in a real browser: staff create accounts that can then sign in, and disable and
+// re-enable them after a confirmation; everyone else gets the forbidden state (the API refuses them
+// with 403) and no Staff item in the navigation.
 let platform: UiPlatform;
 
 beforeAll(async () => {
@@ -51,7 +52,7 @@ describe('staff page', () => {
       const row = accounts.getByRole('row').filter({ hasText: email });
       await row.waitFor();
       // What staff typed is text, never markup.
-      expect(await row.getByRole('cell').allTextContents()).toEqual([email, 'New <i>Owner</i>', 'Owner', expect.any(String), 'Reset link']);
+      expect(await row.getByRole('cell').allTextContents()).toEqual([email, 'New <i>Owner</i>', 'Owner', 'Active', expect.any(String), 'Reset linkDisable']);
       await screenshot(page, 'staff-created-desktop');
 
       // The same e-mail again (in capitals): the conflict is shown on the e-mail field.
@@ -103,4 +104,89 @@ describe('staff page', () => {
     expect(desktop.problems).toEqual([]);
     await desktop.browserContext.close();
   });
+
+  it(
+    'lets staff disable an account after a confirmation (it can no longer sign in) and re-enable it, with the keyboard, on a desktop and a phone',
+    { timeout: 90_000 },
+    async () => {
+      const staff = await newAccount(platform, 'staff');
+      const target = await newAccount(platform);
+      const { page, problems, browserContext } = await openPage(platform);
+      await signIn(page, staff.email);
+      await page.goto('/staff');
+      const accounts = page.getByRole('table', { name: 'Accounts' });
+      const row = accounts.getByRole('row').filter({ hasText: target.email });
+      await row.waitFor();
+      expect(await row.getByRole('cell').nth(3).textContent()).toBe('Active');
+      // Staff's own row offers no Disable (the API refuses it), and deleting is explained, not offered.
+      const own = accounts.getByRole('row').filter({ hasText: staff.email });
+      expect(await own.getByRole('button', { name: /Disable/ }).count()).toBe(0);
+      expect(await own.textContent()).toContain('You');
+      await page.getByText('Accounts cannot be deleted yet').waitFor();
+      expect(await page.getByRole('button', { name: /Delete/ }).count()).toBe(0);
+
+      // The confirmation says what disabling does; Escape leaves everything as it was.
+      await row.getByRole('button', { name: `Disable ${target.email}` }).click();
+      const dialog = page.getByRole('dialog', { name: `Disable ${target.email}?` });
+      await dialog.waitFor();
+      expect(await dialog.textContent()).toContain('Its links keep redirecting');
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, 'staff-disable-confirm-desktop');
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'hidden' });
+      expect(await row.getByRole('cell').nth(3).textContent()).toBe('Active');
+
+      // Keyboard only: focus the row's Disable, Enter opens the dialog, Tab reaches its confirm button.
+      await row.getByRole('button', { name: `Disable ${target.email}` }).focus();
+      await page.keyboard.press('Enter');
+      await dialog.waitFor();
+      const confirm = dialog.getByRole('button', { name: 'Disable', exact: true });
+      for (let tabs = 0; tabs < 5 && !(await confirm.evaluate((element) => element === document.activeElement)); tabs++) await page.keyboard.press('Tab');
+      expect(await confirm.evaluate((element) => element === document.activeElement)).toBe(true);
+      await page.keyboard.press('Enter');
+      await page.getByText(`Account ${target.email} disabled.`).waitFor();
+      await row.getByRole('cell').nth(3).filter({ hasText: 'Disabled' }).waitFor();
+      expect(await row.getByRole('button', { name: `Reset link` }).count()).toBe(0);
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, 'staff-disabled-desktop');
+
+      // The disabled account is told why it cannot sign in.
+      const refused = await openPage(platform, { viewport: 'phone' });
+      await refused.page.goto('/login');
+      await refused.page.getByLabel('E-mail').fill(target.email);
+      await refused.page.getByLabel('Password').fill(TEST_PASSWORD);
+      await refused.page.getByRole('button', { name: 'Sign in' }).click();
+      await refused.page.getByText('This account is disabled').waitFor();
+      expect(await seriousA11yViolations(refused.page)).toEqual([]);
+      await screenshot(refused.page, 'staff-disabled-sign-in-phone');
+      await refused.browserContext.close();
+
+      // Re-enabled on a phone-sized screen: the account signs in again.
+      const phone = await openPage(platform, { viewport: 'phone' });
+      await signIn(phone.page, staff.email);
+      await phone.page.goto('/staff');
+      const phoneRow = phone.page.getByRole('table', { name: 'Accounts' }).getByRole('row').filter({ hasText: target.email });
+      await phoneRow.getByRole('cell').nth(3).filter({ hasText: 'Disabled' }).waitFor();
+      expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      await phoneRow.getByRole('button', { name: `Re-enable ${target.email}` }).press('Enter');
+      const enable = phone.page.getByRole('dialog', { name: `Re-enable ${target.email}?` });
+      await enable.waitFor();
+      expect(await enable.textContent()).toContain('stay signed out');
+      expect(await seriousA11yViolations(phone.page)).toEqual([]);
+      await screenshot(phone.page, 'staff-enable-confirm-phone');
+      await enable.getByRole('button', { name: 'Re-enable', exact: true }).press('Enter');
+      await phone.page.getByText(`Account ${target.email} re-enabled. It can sign in again.`).waitFor();
+      await phoneRow.getByRole('cell').nth(3).filter({ hasText: 'Active' }).waitFor();
+      await screenshot(phone.page, 'staff-enabled-phone');
+      expect(phone.problems).toEqual([]);
+      await phone.browserContext.close();
+
+      const back = await openPage(platform);
+      await signIn(back.page, target.email);
+      await back.page.getByRole('heading', { name: 'Overview' }).waitFor();
+      await back.browserContext.close();
+      expect(problems).toEqual([]);
+      await browserContext.close();
+    },
+  );
 });

@@ -97,6 +97,8 @@ export function authRoutes(
         "Retry-After and the auth bucket's rate-limit headers, nothing remaining until then; the lock wins over the " +
         'counter); a successful login clears the count. Each attempt is taken atomically before its password is checked, so at most ' +
         'BRUTEFORCE_MAX_ATTEMPTS passwords are checked per e-mail and window whatever the concurrency; the others answer as locked. Wrong e-mail and wrong password answer the same 401, in the same time. ' +
+        'The right password of an account staff have disabled is 401 `unauthorized` with `details.reason` `account_disabled` ' +
+        '(no session; the attempt stays counted as a failure). ' +
         'With ENABLE_CAPTCHA, after CAPTCHA_AFTER failures for an e-mail the answer is 403 `forbidden` with ' +
         '`details.reason` `captcha_required` (`captcha_invalid` for a wrong or spent solution) and a proof-of-work challenge in ' +
         '`details.challenge` until a login carries a solved one; attempts without one are counted atomically before any check, so ' +

@@ -4,7 +4,7 @@ import { AppError, retryLater } from '#shared/errors.js';
 import type { Locale } from '#shared/i18n/index.js';
 import { hashPassword, verifyPassword } from '#shared/password.js';
 import { toUserView, type UserView } from '../users/users.view.js';
-import { secretHash } from './authenticator.js';
+import { accountDisabled, secretHash } from './authenticator.js';
 import type { AbuseGuard } from './abuse.js';
 import type { Captcha } from './captcha.js';
 import type { DeviceCookies } from './device-cookie.js';
@@ -202,6 +202,8 @@ export function authService(
         await failed(input.email, taken, user?.id ?? null, client.ip);
         throw new AppError('unauthorized', { reason: 'invalid_credentials' }, { messageKey: 'error.unauthorized.invalid_credentials' });
       }
+      // Told only to a caller who gave the right password; the attempt stays counted, as a failure.
+      if (user.disabled_at) throw accountDisabled();
       if (await totp.isEnabled(user.id)) {
         // The password is right, and the second factor is asked for; the count stays as it is.
         const challenge = randomBytes(32).toString('base64url');
@@ -234,6 +236,8 @@ export function authService(
       if (!(await totp.spendChallenge(idHash))) throw challengeRefused();
       const user = await users.findById(live.user_id);
       if (!user) throw challengeRefused();
+      // Disabled by staff between the two steps.
+      if (user.disabled_at) throw accountDisabled();
       if (used === 'recovery_code') {
         abuse.audit({
           action: 'auth.recovery_code_used',

@@ -36,6 +36,13 @@ export const SESSION_SEEN_EVERY_MS = 60_000;
 /** last_used_at/last_used_ip are written behind, at most this late. */
 export const LAST_USED_FLUSH_MS = 2_000;
 
+/**
+ * The answer to a session or token of a disabled account. Read from the user row the look-up
+ * already joins: a session's on every request, a token's when its cached record is read again
+ * (disabling bumps TOKENS_VERSION_KEY), so it costs no query of its own.
+ */
+export const accountDisabled = () => new AppError('unauthorized', { reason: 'account_disabled' }, { messageKey: 'error.unauthorized.account_disabled' });
+
 export interface TokenAuthenticator extends Authenticator {
   /** Stops the write-behind timer after writing what is pending. */
   close(): Promise<void>;
@@ -125,6 +132,7 @@ export function createAuthenticator(
     const { token } = entry;
     if (token.revoked_at) throw new AppError('invalid_token', { reason: 'revoked' });
     if (entry.expiresAtMs !== null && entry.expiresAtMs <= Date.now()) throw new AppError('invalid_token', { reason: 'expired' });
+    if (token.disabled_at) throw accountDisabled();
     const ip = request.ip;
     if (token.ip_allowlist.length > 0 && !ipInRanges(ip, token.ip_allowlist)) {
       throw new AppError('forbidden', { reason: 'ip_not_allowed' });
@@ -149,6 +157,7 @@ export function createAuthenticator(
     const sessionHash = secretHash(cookie);
     const session = await sessions.findLiveWithUser(sessionHash);
     if (!session) return undefined;
+    if (session.disabled_at) throw accountDisabled();
     const now = Date.now();
     if (!session.last_seen_at || now - session.last_seen_at.getTime() >= SESSION_SEEN_EVERY_MS) {
       // Not awaited: the request needs no answer from it, and a failed write costs only a stale time.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
@@ -339,6 +340,37 @@ describe('POST /api/v1/users/{id}/password-reset (staff-issued links)', () => {
     const staff = await createAccount(context, 'staff');
     const unknown = await post(`/api/v1/users/${crypto.randomUUID()}/password-reset`, undefined, { cookie: await loginCookie(app, staff.email) });
     expect(unknown.statusCode).toBe(404);
+  });
+});
+
+describe('reset secrets at rest and in request logs', () => {
+  it('stores a link as the SHA-256 of its secret only: no column of its row holds the secret or the link', async () => {
+    const staff = await createAccount(context, 'staff');
+    const account = await createAccount(context);
+    const link = await staffIssue(await loginCookie(app, staff.email, TEST_PASSWORD, clientIp()), account.id);
+    const token = tokenOf(link.url);
+    const rows = await context.db.db.selectFrom('password_resets').selectAll().where('user_id', '=', account.id).execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.token_hash).toBe(createHash('sha256').update(token).digest('hex'));
+    const stored = JSON.stringify(rows);
+    expect(stored.includes(token)).toBe(false);
+    expect(stored.includes(link.url)).toBe(false);
+  });
+
+  it('writes no reset secret a client put in a URL (a query, or a fragment a mail client escaped) into the request log', async () => {
+    const staff = await createAccount(context, 'staff');
+    const account = await createAccount(context);
+    const token = tokenOf((await staffIssue(await loginCookie(app, staff.email, TEST_PASSWORD, clientIp()), account.id)).url);
+    const before = logLines.length;
+    for (const url of [`/login/reset?token=${token}`, `/login/reset%23token=${token}`, `/auth/password-reset/confirm?token=${token}&x=1`]) {
+      await app.inject({ method: 'GET', url, remoteAddress: clientIp() });
+    }
+    await post(`/auth/password-reset/confirm?token=${token}`, { token, password: NEW_PASSWORD });
+    const written = logLines.slice(before).join('');
+    // The request lines were written (with the path and the redaction), and none holds the secret.
+    expect(written).toContain('/login/reset');
+    expect(written).toContain('token=[redacted]');
+    expect(written.includes(token)).toBe(false);
   });
 });
 

@@ -57,7 +57,7 @@ export function passwordRoutes({ config }: Pick<Context, 'config'>, service: Pas
       description:
         'Answers 202 at once, the same for any address, existing or not; then, when the address names an account and SMTP_URL is set, ' +
         `a link to \`${RESET_LINK_PATH}#token=…\` on PUBLIC_URL is mailed to it in the language the account last signed in with ` +
-        '(else the language of this request). The link is valid for one hour and works once; only its SHA-256 is stored. Without ' +
+        '(else the language of this request); a disabled account is sent nothing. The link is valid for one hour and works once; only its SHA-256 is stored. Without ' +
         'SMTP_URL nothing is mailed: staff issue links with POST /api/v1/users/{id}/password-reset. Limited per IP by the auth ' +
         'bucket (RATE_LIMIT_AUTH) and per submitted address, existing or not, by PASSWORD_RESET_PER_ADDRESS (429 `rate_limited`, ' +
         '`details.reason` `address_limited`, with Retry-After).',
@@ -85,7 +85,8 @@ export function passwordRoutes({ config }: Pick<Context, 'config'>, service: Pas
       summary: "Set a new password with a reset link's token; every session of the account is signed out",
       description:
         'The token is the part after `#token=` of the link. An unknown, used or expired link is 403 `forbidden` with ' +
-        '`details.reason` `reset_link_unknown`, `reset_link_used` or `reset_link_expired`. ' +
+        '`details.reason` `reset_link_unknown`, `reset_link_used` or `reset_link_expired`; a link of an account staff have ' +
+        'disabled is 403 `forbidden`, `details.reason` `account_disabled`. ' +
         NEW_PASSWORD_RULES +
         ' (the link stays usable). On success the link and every other open link of the account are spent, every session of the ' +
         'account is revoked, and nobody is signed in: sign in with the new password. Audited (`user.password_reset`).',
@@ -117,7 +118,8 @@ export function passwordRoutes({ config }: Pick<Context, 'config'>, service: Pas
         'A staff session, or a token with the admin scope. For platforms without SMTP_URL, or a user who cannot reach their mailbox: ' +
         'the answer carries the link (shown once; only its SHA-256 is stored), valid for one hour and usable once, exactly as a mailed ' +
         'one (POST /auth/password-reset/confirm). Nothing is mailed, and the account keeps its password and sessions until the link is ' +
-        'used. Audited (`user.password_reset_issued`). An unknown id is 404 `not_found`.',
+        'used. Audited (`user.password_reset_issued`). An unknown id is 404 `not_found`; a disabled account is 409 `conflict`, ' +
+        '`details.reason` `account_disabled` (re-enable it first).',
       tags: ['users'],
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
@@ -127,7 +129,7 @@ export function passwordRoutes({ config }: Pick<Context, 'config'>, service: Pas
         expires_at: z.iso.datetime(),
       }),
       status: 201,
-      errors: ['not_found'],
+      errors: ['not_found', 'conflict'],
       handler: async ({ params, principal, request }) => {
         const link = await service.issueByStaff({ staffId: principal!.userId, userId: params.id, ip: request.ip });
         return { url: link.url, expires_at: link.expiresAt.toISOString() };

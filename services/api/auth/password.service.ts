@@ -55,6 +55,9 @@ export async function reauthenticate(
   return user;
 }
 
+/** A disabled account's password cannot be reset (its links were spent when it was disabled; this guards a race). */
+const resetOfDisabled = () => new AppError('forbidden', { reason: 'account_disabled' }, { messageKey: 'error.forbidden.reset_account_disabled' });
+
 const weakRefusal = () => new AppError('conflict', { password: rule('password_common') }, { messageKey: 'error.conflict.password_common' });
 
 /**
@@ -86,7 +89,8 @@ export function passwordService(
   /** Looks the address up and mails a link to an account it names; whatever happens, the request was answered already. */
   const mailLink = async (email: string, ip: string, requestLocale: Locale) => {
     const user = await users.findByEmail(email);
-    if (!user) return;
+    // A disabled account gets no link: a reset must not lead back into it (the answer was the same already).
+    if (!user || user.disabled_at) return;
     if (!mailer) {
       log.warn({ user_id: user.id }, 'password reset asked for, but SMTP_URL is not set: staff can issue a reset link instead');
       return;
@@ -148,6 +152,7 @@ export function passwordService(
     async confirmReset(input: { token: string; password: string; ip: string }): Promise<{ sessionsRevoked: number }> {
       const tokenHash = secretHash(input.token);
       const link = await passwordResets.stateOf(tokenHash);
+      if (link.state === 'account_disabled') throw resetOfDisabled();
       if (link.state !== 'valid') throw linkRefused(link.state);
       if (await isWeakPassword(input.password, [link.email])) throw weakRefusal();
       const redeemed = await passwordResets.redeem(tokenHash, await hashPassword(input.password));
@@ -167,6 +172,7 @@ export function passwordService(
     async issueByStaff(input: { staffId: string; userId: string; ip: string }): Promise<{ url: string; expiresAt: Date }> {
       const user = await users.findById(input.userId);
       if (!user) throw new AppError('not_found', { resource: 'user' });
+      if (user.disabled_at) throw new AppError('conflict', { reason: 'account_disabled' }, { messageKey: 'error.conflict.account_disabled' });
       const link = await issue(user.id, input.staffId, input.ip);
       abuse.audit({ action: 'user.password_reset_issued', actorId: input.staffId, target: user.id, ip: input.ip });
       return link;

@@ -27,12 +27,12 @@ export function sessionsRepository(db: Kysely<DB>) {
         })
         .execute();
     },
-    /** The live session with its user: not revoked, not expired. */
+    /** The live session with its user: not revoked, not expired (`disabled_at` set: the account is disabled). */
     async findLiveWithUser(idHash: string) {
       return db
         .selectFrom('sessions')
         .innerJoin('users', 'users.id', 'sessions.user_id')
-        .select(['sessions.id_hash', 'sessions.expires_at', 'sessions.last_seen_at', 'users.id as user_id', 'users.email', 'users.role'])
+        .select(['sessions.id_hash', 'sessions.expires_at', 'sessions.last_seen_at', 'users.id as user_id', 'users.email', 'users.role', 'users.disabled_at'])
         .where('sessions.id_hash', '=', idHash)
         .where('sessions.revoked_at', 'is', null)
         .where('sessions.expires_at', '>', new Date())

@@ -3,8 +3,8 @@ import type { ApiTokensTable, DB } from '#shared/db/schema.js';
 
 export type TokenRow = Selectable<ApiTokensTable>;
 
-/** A token with what authentication needs of its user. */
-export type TokenWithUser = TokenRow & { email: string; role: 'staff' | 'user' };
+/** A token with what authentication needs of its user (`disabled_at` set: the account is disabled). */
+export type TokenWithUser = TokenRow & { email: string; role: 'staff' | 'user'; disabled_at: Date | null };
 
 export interface NewToken {
   userId: string;
@@ -41,7 +41,7 @@ export function tokensRepository(db: Kysely<DB>) {
         .selectFrom('api_tokens')
         .innerJoin('users', 'users.id', 'api_tokens.user_id')
         .selectAll('api_tokens')
-        .select(['users.email', 'users.role'])
+        .select(['users.email', 'users.role', 'users.disabled_at'])
         .where('api_tokens.token_hash', '=', tokenHash)
         .executeTakeFirst();
     },

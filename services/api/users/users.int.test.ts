@@ -54,6 +54,8 @@ describe('GET /api/v1/users', () => {
       role: 'user',
       display_name: 'Listed 2',
       created_at: expect.any(String),
+      disabled: false,
+      disabled_at: null,
     });
     expect(JSON.stringify(first)).not.toMatch(/password|scrypt/);
 

@@ -5,6 +5,7 @@ import { collectionMeta, cursorParam, PageMetaSchema, PAGINATION_NOTE, pagingOf,
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { hashPassword, isWeakPassword } from '#shared/password.js';
 import type { Repositories } from '#services/repositories.js';
+import type { UsersService } from './users.service.js';
 import { toUserView } from './users.view.js';
 import { rule } from '#shared/i18n/index.js';
 
@@ -15,15 +16,28 @@ export const UserSchema = z
     role: z.enum(['staff', 'user']),
     display_name: z.string().nullable(),
     created_at: z.iso.datetime(),
+    disabled: z.boolean().meta({ description: 'True while staff have disabled the account (PATCH /api/v1/users/{id}).' }),
+    disabled_at: z.iso.datetime().nullable().meta({ description: 'When the account was disabled; null while it is active.' }),
   })
   .meta({ id: 'User' });
+
+const DISABLE_NOTE =
+  'A staff session, or a token with the admin scope. `disabled: true` disables the account: on their very next request its ' +
+  'sessions and API tokens answer 401 `unauthorized` with `details.reason` `account_disabled` (on every API process: tokens ' +
+  'cached in memory are read again), it cannot sign in (401 `account_disabled`, told only to a caller who gave the right ' +
+  'password), and no reset link can be issued, mailed or used for it (its open links are spent). Its links keep redirecting: ' +
+  'to stop them, staff expire or delete them (PATCH or DELETE /api/v1/links/{id} with the admin scope). `disabled: false` ' +
+  're-enables it: it can sign in again and its API tokens work again, but the sessions it had stay signed out. Staff cannot ' +
+  'disable their own account (409 `conflict`, `details.reason` `cannot_disable_self`) nor the last active staff account ' +
+  '(409, `last_active_staff`). Setting the state the account already has changes nothing. Audited (`user.disabled`, ' +
+  '`user.enabled`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`.';
 
 /** A users cursor is opaque: a version tag and the id of the last account of the previous page (an unknown id: an empty page). */
 const encodeCursor = (id: string) => `u1.${id}`;
 const USER_CURSOR = /^u1\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Accounts: staff create users (so that tests and scripts can set up several owners) and list them. */
-export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] {
+/** Accounts: staff create users (so that tests and scripts can set up several owners), list, disable and re-enable them. */
+export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: UsersService): RouteDef[] {
   return [
     defineRoute({
       operationId: 'listUsers',
@@ -86,6 +100,42 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>): RouteDef[] 
         if (!id) throw new AppError('conflict', { email: rule('already_registered') });
         return toUserView((await users.findById(id))!);
       },
+    }),
+    defineRoute({
+      operationId: 'updateUser',
+      method: 'PATCH',
+      path: '/api/v1/users/{id}',
+      summary: 'Disable or re-enable an account (staff only)',
+      description: DISABLE_NOTE,
+      tags: ['users'],
+      auth: { kind: 'scope', scope: 'admin' },
+      bucket: 'api',
+      params: z.object({ id: z.uuid() }),
+      body: z.strictObject({
+        disabled: z.boolean().meta({ description: 'true disables the account, false re-enables it.', example: true }),
+      }),
+      response: UserSchema,
+      errors: ['not_found', 'conflict'],
+      handler: async ({ params, body, principal, request }) => service.setDisabled(principal!, params.id, body.disabled, request.ip),
+    }),
+    defineRoute({
+      operationId: 'deleteUser',
+      method: 'DELETE',
+      path: '/api/v1/users/{id}',
+      summary: 'Delete an account: refused until data lifecycle exists; disable the account instead (staff only)',
+      description:
+        'A staff session, or a token with the admin scope. What deleting an account does to its links, visits, exports and ' +
+        "webhooks is the data-lifecycle rules' to say, and they do not exist yet: so an existing account is never deleted, and " +
+        'the answer is always 409 `conflict` with `details.reason` `user_delete_unavailable` (and `details.instead` `disable`: ' +
+        'PATCH /api/v1/users/{id} with `disabled: true` stops the account at once). The refused attempt is audited ' +
+        '(`user.delete_refused`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`.',
+      tags: ['users'],
+      auth: { kind: 'scope', scope: 'admin' },
+      bucket: 'api',
+      params: z.object({ id: z.uuid() }),
+      // No success response: until data lifecycle exists, a delete never succeeds.
+      errors: ['not_found', 'conflict'],
+      handler: async ({ params, principal, request }) => service.delete(principal!, params.id, request.ip),
     }),
   ];
 }

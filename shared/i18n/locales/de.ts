@@ -66,6 +66,14 @@ export const de: Catalogue = {
   'error.conflict.totp_not_enabled': 'Die Zwei-Faktor-Anmeldung ist für dieses Konto nicht aktiv.',
   'error.unauthorized.second_factor_wrong': 'Der Code ist falsch oder wurde schon verwendet.',
   'error.unauthorized.challenge_invalid': 'Diese Anmeldung ist abgelaufen oder wurde bereits abgeschlossen: Melden Sie sich erneut mit Ihrem Passwort an.',
+  'error.unauthorized.account_disabled': 'Dieses Konto ist deaktiviert: Mitarbeitende müssen es wieder aktivieren.',
+  'error.forbidden.reset_account_disabled':
+    'Dieses Konto ist deaktiviert: Sein Passwort kann erst zurückgesetzt werden, wenn Mitarbeitende es wieder aktivieren.',
+  'error.conflict.account_disabled': 'Dieses Konto ist deaktiviert: Aktivieren Sie es wieder, bevor Sie einen Link zum Zurücksetzen ausstellen.',
+  'error.conflict.cannot_disable_self': 'Sie können Ihr eigenes Konto nicht deaktivieren: Das müssen andere Mitarbeitende tun.',
+  'error.conflict.last_active_staff': 'Dies ist das letzte aktive Konto von Mitarbeitenden: Es kann nicht deaktiviert werden.',
+  'error.conflict.user_delete_unavailable':
+    'Konten können noch nicht gelöscht werden (der Datenlebenszyklus fehlt noch): Deaktivieren Sie das Konto stattdessen.',
   'mail.password_reset.subject': 'Passwort zurücksetzen',
   'mail.password_reset.body':
     'Jemand hat angefordert, das Passwort Ihres Kontos {email} zurückzusetzen.\n\nUm ein neues Passwort zu wählen, öffnen Sie innerhalb einer Stunde diesen Link:\n{link}\n\nDer Link funktioniert einmal. Danach ist auf jedem Gerät eine Anmeldung mit dem neuen Passwort nötig: Alle Sitzungen werden abgemeldet.\n\nWenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Ihr Passwort bleibt unverändert.',

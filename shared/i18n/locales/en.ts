@@ -62,6 +62,12 @@ export const en = {
   'error.conflict.totp_not_enabled': 'Two-factor sign-in is not on for this account.',
   'error.unauthorized.second_factor_wrong': 'The code is wrong, or was used already.',
   'error.unauthorized.challenge_invalid': 'This sign-in has expired or was already completed: sign in again with your password.',
+  'error.unauthorized.account_disabled': 'This account is disabled: ask staff to re-enable it.',
+  'error.forbidden.reset_account_disabled': 'This account is disabled: its password cannot be reset until staff re-enable it.',
+  'error.conflict.account_disabled': 'This account is disabled: re-enable it before issuing a password reset link.',
+  'error.conflict.cannot_disable_self': 'You cannot disable your own account: another staff member has to.',
+  'error.conflict.last_active_staff': 'This is the last active staff account: it cannot be disabled.',
+  'error.conflict.user_delete_unavailable': 'Accounts cannot be deleted yet (data lifecycle is not available): disable the account instead.',
   'mail.password_reset.subject': 'Reset your password',
   'mail.password_reset.body':
     'Someone asked to reset the password of your account {email}.\n\nTo choose a new password, open this link within one hour:\n{link}\n\nThe link works once. Signing in with the new password will be needed on every device: all sessions are signed out.\n\nIf you did not ask for this, ignore this e-mail: your password stays as it is.',

@@ -66,6 +66,13 @@ export const es: Catalogue = {
   'error.conflict.totp_not_enabled': 'El inicio de sesión en dos pasos no está activado en esta cuenta.',
   'error.unauthorized.second_factor_wrong': 'El código es incorrecto o ya se usó.',
   'error.unauthorized.challenge_invalid': 'Este inicio de sesión caducó o ya se completó: inicie sesión de nuevo con su contraseña.',
+  'error.unauthorized.account_disabled': 'Esta cuenta está desactivada: el personal tiene que reactivarla.',
+  'error.forbidden.reset_account_disabled': 'Esta cuenta está desactivada: su contraseña no se puede restablecer hasta que el personal la reactive.',
+  'error.conflict.account_disabled': 'Esta cuenta está desactivada: reactívela antes de emitir un enlace de restablecimiento.',
+  'error.conflict.cannot_disable_self': 'No puede desactivar su propia cuenta: otro miembro del personal tiene que hacerlo.',
+  'error.conflict.last_active_staff': 'Es la última cuenta activa del personal: no se puede desactivar.',
+  'error.conflict.user_delete_unavailable':
+    'Todavía no se pueden eliminar cuentas (el ciclo de vida de los datos aún no existe): desactive la cuenta en su lugar.',
   'mail.password_reset.subject': 'Restablecer su contraseña',
   'mail.password_reset.body':
     'Alguien pidió restablecer la contraseña de su cuenta {email}.\n\nPara elegir una contraseña nueva, abra este enlace antes de una hora:\n{link}\n\nEl enlace funciona una vez. Después habrá que iniciar sesión con la contraseña nueva en cada dispositivo: se cierran todas las sesiones.\n\nSi no lo pidió usted, ignore este correo: su contraseña no cambia.',

@@ -67,6 +67,13 @@ export const fr: Catalogue = {
   'error.conflict.totp_not_enabled': 'La connexion à deux facteurs n’est pas activée pour ce compte.',
   'error.unauthorized.second_factor_wrong': 'Le code est faux ou a déjà servi.',
   'error.unauthorized.challenge_invalid': 'Cette connexion a expiré ou est déjà terminée : reconnectez-vous avec votre mot de passe.',
+  'error.unauthorized.account_disabled': 'Ce compte est désactivé : l’équipe doit le réactiver.',
+  'error.forbidden.reset_account_disabled': 'Ce compte est désactivé : son mot de passe ne peut pas être réinitialisé tant que l’équipe ne l’a pas réactivé.',
+  'error.conflict.account_disabled': 'Ce compte est désactivé : réactivez-le avant d’émettre un lien de réinitialisation.',
+  'error.conflict.cannot_disable_self': 'Vous ne pouvez pas désactiver votre propre compte : un autre membre de l’équipe doit le faire.',
+  'error.conflict.last_active_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas être désactivé.',
+  'error.conflict.user_delete_unavailable':
+    'Les comptes ne peuvent pas encore être supprimés (le cycle de vie des données n’existe pas encore) : désactivez plutôt le compte.',
   'mail.password_reset.subject': 'Réinitialiser votre mot de passe',
   'mail.password_reset.body':
     "Quelqu'un a demandé la réinitialisation du mot de passe de votre compte {email}.\n\nPour choisir un nouveau mot de passe, ouvrez ce lien dans l'heure :\n{link}\n\nLe lien ne sert qu'une fois. Il faudra ensuite se connecter avec le nouveau mot de passe sur chaque appareil : toutes les sessions sont fermées.\n\nSi vous n'avez rien demandé, ignorez ce message : votre mot de passe reste inchangé.",

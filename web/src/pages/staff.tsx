@@ -1,18 +1,17 @@
 // Staff: create accounts (POST /api/v1/users) and see every account, newest first
 // (GET /api/v1/users). Both need the admin scope, which only staff sessions carry: anyone else gets
-// the API's 403, shown as the forbidden state (the navigation hides the page from them too). Staff also
-// issue a password-reset link for an account (POST /api/v1/users/{id}/password-reset), shown once to copy.
+// the API's 403, shown as the forbidden state (the navigation hides the page from them too). The
+// accounts table (staff-accounts.tsx) issues reset links and disables or re-enables accounts.
 import { useState } from 'preact/hooks';
-import { api, ApiError, call, load, type Schemas } from '../api/client.js';
-import { formatDateTime } from '../app/format.js';
+import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { useI18n } from '../app/i18n.js';
-import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, MetaPager, Notice, PageHeader, useCursorPages, useLoad } from '../app/ui.js';
+import { ErrorState, Field, fieldError, Loading, Notice, PageHeader } from '../app/ui.js';
+import { AccountList, useListing } from './staff-accounts.js';
 import './staff.css';
 import { SecuritySettings } from './staff-security.js';
 
 type User = Schemas['User'];
 type Role = User['role'];
-const PAGE_SIZE = 25;
 const MIN_PASSWORD = 12;
 
 interface Draft {
@@ -138,100 +137,6 @@ function CreateAccount({ onCreated }: { onCreated: (user: User) => void }) {
   );
 }
 
-type Listing = ReturnType<typeof useListing>;
-
-/** The accounts list's pages (a stack of cursors for going back) and its load. */
-function useListing(round: number) {
-  const pages = useCursorPages();
-  const { cursor } = pages;
-  const loaded = useLoad(
-    (signal) => call(api.GET('/api/v1/users', { params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })),
-    [cursor, round],
-  );
-  return { loaded, pages };
-}
-
-/** A reset link just issued (POST /api/v1/users/{id}/password-reset): shown once, to hand over privately. */
-interface IssuedLink {
-  email: string;
-  url: string;
-  expiresAt: string;
-}
-
-function AccountList({ listing: { loaded, pages } }: { listing: Listing }) {
-  const { t, locale } = useI18n();
-  const [issued, setIssued] = useState<IssuedLink>();
-  const [issueError, setIssueError] = useState<string>();
-  const issue = async (user: User) => {
-    setIssueError(undefined);
-    try {
-      const link = await load(api.POST('/api/v1/users/{id}/password-reset', { params: { path: { id: user.id } } }));
-      setIssued({ email: user.email, url: link.url, expiresAt: link.expires_at });
-    } catch (caught) {
-      setIssued(undefined);
-      setIssueError(caught instanceof Error ? caught.message : String(caught));
-    }
-  };
-  return (
-    <section aria-labelledby="staff-accounts">
-      <h2 id="staff-accounts">{t('staff.accounts')}</h2>
-      {issued ? (
-        <div class="reset-link" role="group" aria-label={t('staff.reset_link')}>
-          <Notice kind="info">{t('staff.reset_link_issued', { email: issued.email, when: formatDateTime(locale, issued.expiresAt) })}</Notice>
-          <code>{issued.url}</code>
-          <CopyButton text={issued.url} />
-        </div>
-      ) : null}
-      {issueError ? <Notice kind="error">{issueError}</Notice> : null}
-      <Async loaded={loaded}>
-        {({ data, meta }) =>
-          data.users.length === 0 ? (
-            <Empty />
-          ) : (
-            <>
-              <div class="table-wrap" tabIndex={0} role="region" aria-label={t('staff.accounts')}>
-                <table class="accounts-table">
-                  <caption class="visually-hidden">{t('staff.accounts')}</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">{t('staff.email')}</th>
-                      <th scope="col">{t('staff.display_name')}</th>
-                      <th scope="col">{t('staff.role')}</th>
-                      <th scope="col">{t('staff.created_at')}</th>
-                      <th scope="col">{t('account.session_actions')}</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.users.map((user) => (
-                      <tr key={user.id}>
-                        <td class="wrap">{user.email}</td>
-                        <td class="wrap">{user.display_name ?? <span class="muted">—</span>}</td>
-                        <td>{user.role === 'staff' ? <strong class="role-staff">{t('staff.role_staff')}</strong> : t('staff.role_user')}</td>
-                        <td class="nowrap">{formatDateTime(locale, user.created_at)}</td>
-                        <td>
-                          <button
-                            type="button"
-                            class="button-quiet button-small"
-                            aria-label={t('staff.reset_link_label', { email: user.email })}
-                            onClick={() => void issue(user)}
-                          >
-                            {t('staff.reset_link')}
-                          </button>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <MetaPager pages={pages} meta={meta} />
-            </>
-          )
-        }
-      </Async>
-    </section>
-  );
-}
-
 export function StaffPage() {
   const { t } = useI18n();
   const [round, setRound] = useState(0);
@@ -256,7 +161,7 @@ export function StaffPage() {
         <>
           <p class="muted page-intro">{t('staff.intro')}</p>
           <CreateAccount onCreated={created} />
-          <AccountList listing={listing} />
+          <AccountList listing={listing} onChanged={() => setRound((value) => value + 1)} />
           <SecuritySettings />
         </>
       )}

@@ -1,0 +1,369 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from '#shared/context.js';
+import { auditRepository } from '#shared/audit/audit.repository.js';
+import { migrateDatabase } from '#shared/migrations/postgres.js';
+import { usersRepository } from '#shared/users/users.repository.js';
+import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
+import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
+import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
+import type { listenerClient } from '#tests/support/listener.js';
+import { claimSubdomain, createOwner } from '#tests/support/owners.js';
+import { startTestPlatform } from '#tests/support/platform.js';
+import { waitFor } from '#tests/support/wait.js';
+import { AppError } from '#shared/errors.js';
+import type { AuditEntry } from '#shared/audit/audit.repository.js';
+import { createMemoryCache } from '#shared/cache/cache.js';
+import type { Principal } from '#shared/http/auth.js';
+import { usersService } from './users.service.js';
+import { buildApp } from '#services/app.js';
+import { createRepositories } from '#services/repositories.js';
+import { createAuthenticator } from '../auth/authenticator.js';
+
+// User administration by staff (PATCH and DELETE /api/v1/users/{id}) through the real HTTP app on
+// the real store (PGlite, or Postgres and Redis in the services run): what a disabled account's
+// sessions, tokens, sign-in, reset links and links do, and the refusals.
+
+let context: Context;
+let app: FastifyInstance;
+let ingest: ReturnType<typeof listenerClient>;
+let origin: string;
+let staff: { id: string; email: string; cookie: string };
+
+beforeAll(async () => {
+  ({ context, app, ingest } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '1000000:60' }));
+  origin = new URL(context.config.publicUrl).origin;
+  const account = await createAccount(context, 'staff');
+  staff = { ...account, cookie: await loginCookie(app, account.email, TEST_PASSWORD, clientIp()) };
+});
+
+afterAll(async () => {
+  await app?.close();
+  if (context) await closeContext(context);
+});
+
+/** A distinct client address per call, so that the auth bucket of one test never limits another. */
+function clientIp() {
+  return `198.51.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+}
+
+const setDisabled = (id: string, disabled: unknown, headers: Record<string, string> = { cookie: staff.cookie }) =>
+  app.inject({ method: 'PATCH', url: `/api/v1/users/${id}`, headers: { origin, ...headers }, payload: { disabled } as Record<string, unknown> });
+
+const remove = (id: string, headers: Record<string, string> = { cookie: staff.cookie }) =>
+  app.inject({ method: 'DELETE', url: `/api/v1/users/${id}`, headers: { origin, ...headers } });
+
+const login = (email: string, password = TEST_PASSWORD) =>
+  app.inject({ method: 'POST', url: '/auth/login', payload: { email, password }, remoteAddress: clientIp() });
+
+const audits = (action: string, actorId: string) => auditRepository(context.db.db).list({ action, actorId });
+
+describe('PATCH /api/v1/users/{id} (disable, re-enable)', () => {
+  it("refuses a disabled account's session and token on their very next request (401 account_disabled), and its sign-in", async () => {
+    const owner = await createOwner(context, app);
+    // The token was used, so its record sits in the authenticator's cache when the account is disabled.
+    expect((await app.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+    expect((await app.inject({ url: '/api/v1/me', headers: { cookie: owner.cookie } })).statusCode).toBe(200);
+
+    const disabled = await setDisabled(owner.id, true);
+    expect(disabled.statusCode, disabled.body).toBe(200);
+    expect(disabled.json().data).toMatchObject({ id: owner.id, disabled: true, disabled_at: expect.any(String) });
+
+    for (const headers of [owner.auth, { cookie: owner.cookie }]) {
+      const refused = await app.inject({ url: '/api/v1/links', headers });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.json().error).toMatchObject({ code: 'unauthorized', details: { reason: 'account_disabled' } });
+      expect(refused.json().error.message).toContain('disabled');
+    }
+    // The right password is told the account is disabled, and gets no session; a wrong one learns nothing new.
+    const right = await login(owner.email);
+    expect(right.statusCode).toBe(401);
+    expect(right.json().error.details).toEqual({ reason: 'account_disabled' });
+    expect(right.cookies.find((cookie) => cookie.name === 'lt_session')).toBeUndefined();
+    const wrong = await login(owner.email, 'not the password at all');
+    expect(wrong.json().error.details).toEqual({ reason: 'invalid_credentials' });
+    await waitFor(async () => (await audits('user.disabled', staff.id)).some((row) => row.target === owner.id), 5000);
+  });
+
+  it('refuses the token on another API node that had it cached (its own context, sharing the store and cache in the services run)', async () => {
+    // A second node: its own authenticator and token cache; in the services run also its own Postgres pool and Redis client.
+    const otherContext = SERVICES_MODE ? await createTestContext() : context;
+    const { app: other } = await buildApp(otherContext);
+    try {
+      const owner = await createOwner(context, app);
+      expect((await other.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+      expect((await other.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+      expect((await setDisabled(owner.id, true)).statusCode).toBe(200);
+      const refused = await other.inject({ url: '/api/v1/me', headers: owner.auth });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.json().error.details).toEqual({ reason: 'account_disabled' });
+      expect((await setDisabled(owner.id, false)).statusCode).toBe(200);
+      expect((await other.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+    } finally {
+      await other.close();
+      if (otherContext !== context) await closeContext(otherContext);
+    }
+  });
+
+  it('re-enables: sign-in and API tokens work again, the sessions of before stay signed out; audited', async () => {
+    const owner = await createOwner(context, app);
+    expect((await setDisabled(owner.id, true)).statusCode).toBe(200);
+    const enabled = await setDisabled(owner.id, false);
+    expect(enabled.statusCode, enabled.body).toBe(200);
+    expect(enabled.json().data).toMatchObject({ id: owner.id, disabled: false, disabled_at: null });
+
+    expect((await app.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+    const oldSession = await app.inject({ url: '/api/v1/me', headers: { cookie: owner.cookie } });
+    expect(oldSession.statusCode).toBe(401);
+    expect(oldSession.json().error.details?.reason).not.toBe('account_disabled');
+    const cookie = await loginCookie(app, owner.email, TEST_PASSWORD, clientIp());
+    expect((await app.inject({ url: '/api/v1/me', headers: { cookie } })).statusCode).toBe(200);
+    const [row] = await waitFor(async () => {
+      const rows = (await audits('user.enabled', staff.id)).filter((entry) => entry.target === owner.id);
+      return rows.length > 0 && rows;
+    }, 5000);
+    expect(row!.details).toEqual({ sessions_revoked: 1 });
+  });
+
+  it('keeps the links of a disabled account redirecting', async () => {
+    const owner = await createOwner(context, app);
+    const subdomain = await claimSubdomain(app, { ...owner });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: owner.auth,
+      payload: { subdomain, target_url: 'https://example.com/kept' },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const { slug } = created.json().data;
+    const visit = () => ingest.inject({ method: 'GET', url: `/${slug}`, headers: { host: `${subdomain}.localhost:8080` }, remoteAddress: clientIp() });
+    expect((await visit()).statusCode).toBe(302);
+    expect((await setDisabled(owner.id, true)).statusCode).toBe(200);
+    const redirected = await visit();
+    expect(redirected.statusCode).toBe(302);
+    expect(redirected.headers.location).toBe('https://example.com/kept');
+  });
+
+  it('changes nothing, and audits nothing, when the account already has the state asked for', async () => {
+    const account = await createAccount(context);
+    const first = await setDisabled(account.id, false);
+    expect(first.statusCode).toBe(200);
+    expect(first.json().data).toMatchObject({ disabled: false, disabled_at: null });
+    expect((await setDisabled(account.id, true)).statusCode).toBe(200);
+    const again = await setDisabled(account.id, true);
+    expect(again.statusCode).toBe(200);
+    await waitFor(async () => (await audits('user.disabled', staff.id)).some((row) => row.target === account.id), 5000);
+    expect((await audits('user.disabled', staff.id)).filter((row) => row.target === account.id)).toHaveLength(1);
+  });
+
+  it("refuses a staff member's own account (409 cannot_disable_self), through a session or an admin token", async () => {
+    const token = await mintToken(app, staff.cookie, origin, { name: 'admin', scopes: ['admin'] });
+    const callers: Record<string, string>[] = [{ cookie: staff.cookie }, { authorization: `Bearer ${token.token}` }];
+    for (const headers of callers) {
+      const refused = await setDisabled(staff.id, true, headers);
+      expect(refused.statusCode).toBe(409);
+      expect(refused.json().error).toMatchObject({ code: 'conflict', details: { reason: 'cannot_disable_self' } });
+      expect(refused.json().error.message).toContain('your own account');
+    }
+    expect((await app.inject({ url: '/api/v1/me', headers: { cookie: staff.cookie } })).statusCode).toBe(200);
+  });
+
+  it('disables another staff account through an admin token', async () => {
+    const other = await createAccount(context, 'staff');
+    const token = await mintToken(app, staff.cookie, origin, { name: 'admin', scopes: ['admin'] });
+    const done = await setDisabled(other.id, true, { authorization: `Bearer ${token.token}` });
+    expect(done.statusCode, done.body).toBe(200);
+    expect((await login(other.email)).json().error.details).toEqual({ reason: 'account_disabled' });
+  });
+
+  it('refuses non-staff callers (403), anonymous ones (401), unknown ids (404) and bodies other than {disabled: boolean} (422)', async () => {
+    const user = await createOwner(context, app);
+    const victim = await createAccount(context);
+    for (const headers of [{ cookie: user.cookie }, user.auth]) {
+      const refused = await setDisabled(victim.id, true, headers);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'missing_scope', required_scope: 'admin' } });
+    }
+    expect((await setDisabled(victim.id, true, {})).statusCode).toBe(401);
+    expect((await login(victim.email)).statusCode).toBe(200);
+    const unknown = await setDisabled(crypto.randomUUID(), true);
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().error.code).toBe('not_found');
+    const invalid: [Record<string, unknown>, number, string][] = [
+      [{ disabled: 'yes' }, 422, 'validation_error'],
+      [{}, 400, 'missing_parameter'],
+      [{ disabled: true, role: 'staff' }, 400, 'bad_request'],
+    ];
+    for (const [payload, status, code] of invalid) {
+      const answer = await app.inject({ method: 'PATCH', url: `/api/v1/users/${victim.id}`, headers: { origin, cookie: staff.cookie }, payload });
+      expect(answer.statusCode, JSON.stringify(payload)).toBe(status);
+      expect(answer.json().error.code).toBe(code);
+    }
+    expect((await login(victim.email)).statusCode).toBe(200);
+    expect((await setDisabled('not-a-uuid', true)).statusCode).toBe(422);
+  });
+
+  it('lists the state of every account for staff', async () => {
+    const account = await createAccount(context);
+    expect((await setDisabled(account.id, true)).statusCode).toBe(200);
+    const list = await app.inject({ url: '/api/v1/users?limit=100', headers: { cookie: staff.cookie } });
+    const users = list.json().data.users as { id: string; disabled: boolean }[];
+    expect(users.find((user) => user.id === account.id)).toMatchObject({ disabled: true, disabled_at: expect.any(String) });
+    expect(users.find((user) => user.id === staff.id)).toMatchObject({ disabled: false, disabled_at: null });
+  });
+});
+
+describe('the cost of the disabled check', () => {
+  it('adds no store read per request: a cached token is read once per tokens version, a session by its one usual look-up (reads counted)', async () => {
+    const owner = await createOwner(context, app);
+    const repositories = createRepositories(context);
+    const reads = { token: 0, session: 0 };
+    const tokens = { ...repositories.tokens, findByHashWithUser: (hash: string) => (reads.token++, repositories.tokens.findByHashWithUser(hash)) };
+    const sessions = { ...repositories.sessions, findLiveWithUser: (hash: string) => (reads.session++, repositories.sessions.findLiveWithUser(hash)) };
+    const authenticator = createAuthenticator({ cache: context.cache, log: context.log, repositories: { tokens, sessions } }, { audit: () => undefined });
+    const cookie = owner.cookie.slice('lt_session='.length);
+    const request = (headers: Record<string, string>, cookies: Record<string, string> = {}) =>
+      ({ headers, cookies, ip: '203.0.113.9' }) as unknown as FastifyRequest;
+    try {
+      for (let i = 0; i < 100; i++) {
+        expect((await authenticator.authenticate(request(owner.auth)))?.userId).toBe(owner.id);
+        expect((await authenticator.authenticate(request({}, { lt_session: cookie })))?.userId).toBe(owner.id);
+      }
+      expect(reads).toEqual({ token: 1, session: 100 });
+      expect((await setDisabled(owner.id, true)).statusCode).toBe(200);
+      for (let i = 0; i < 100; i++) {
+        await expect(Promise.resolve().then(() => authenticator.authenticate(request(owner.auth)))).rejects.toMatchObject({
+          details: { reason: 'account_disabled' },
+        });
+      }
+      // A refused token is cached as any other: one read for the new version, then none.
+      expect(reads).toEqual({ token: 2, session: 100 });
+    } finally {
+      await authenticator.close();
+    }
+  });
+});
+
+describe('password reset of a disabled account', () => {
+  it('issues no staff link (409 account_disabled), and a link issued before the disabling no longer works', async () => {
+    const account = await createAccount(context);
+    const issued = await app.inject({ method: 'POST', url: `/api/v1/users/${account.id}/password-reset`, headers: { origin, cookie: staff.cookie } });
+    expect(issued.statusCode).toBe(201);
+    const token = /#token=([\w-]+)$/.exec(issued.json().data.url)![1]!;
+    expect((await setDisabled(account.id, true)).statusCode).toBe(200);
+
+    const refused = await app.inject({ method: 'POST', url: `/api/v1/users/${account.id}/password-reset`, headers: { origin, cookie: staff.cookie } });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().error.details).toEqual({ reason: 'account_disabled' });
+    const confirm = await app.inject({
+      method: 'POST',
+      url: '/auth/password-reset/confirm',
+      payload: { token, password: 'plum tractor velvet orbit lantern' },
+      remoteAddress: clientIp(),
+    });
+    expect(confirm.statusCode).toBe(403);
+    // Disabling spent the account's open links: a reset cannot lead back in, even after re-enabling.
+    expect(confirm.json().error.details.reason).toBe('reset_link_used');
+    expect((await setDisabled(account.id, false)).statusCode).toBe(200);
+    expect((await login(account.email)).statusCode).toBe(200);
+  });
+
+  it('refuses a link of an account disabled after the link was taken out (a race): 403 account_disabled', async () => {
+    const account = await createAccount(context);
+    const issued = await app.inject({ method: 'POST', url: `/api/v1/users/${account.id}/password-reset`, headers: { origin, cookie: staff.cookie } });
+    const token = /#token=([\w-]+)$/.exec(issued.json().data.url)![1]!;
+    // As if the link had been taken out between the disabling's transaction and its use: the account is disabled, the link open.
+    await context.db.db.updateTable('users').set({ disabled_at: new Date() }).where('id', '=', account.id).execute();
+    const confirm = await app.inject({
+      method: 'POST',
+      url: '/auth/password-reset/confirm',
+      payload: { token, password: 'plum tractor velvet orbit lantern' },
+      remoteAddress: clientIp(),
+    });
+    expect(confirm.statusCode).toBe(403);
+    expect(confirm.json().error.details).toEqual({ reason: 'account_disabled' });
+    expect(confirm.json().error.message).toContain('disabled');
+  });
+});
+
+describe('DELETE /api/v1/users/{id}', () => {
+  it('is refused with its reason (409 user_delete_unavailable, disable instead), deletes nothing, and audits the attempt', async () => {
+    const account = await createAccount(context);
+    const refused = await remove(account.id);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().error).toMatchObject({ code: 'conflict', details: { reason: 'user_delete_unavailable', instead: 'disable' } });
+    expect(refused.json().error.message).toContain('disable the account instead');
+    expect((await login(account.email)).statusCode).toBe(200);
+    const [row] = await waitFor(async () => {
+      const rows = (await audits('user.delete_refused', staff.id)).filter((entry) => entry.target === account.id);
+      return rows.length > 0 && rows;
+    }, 5000);
+    expect(row!.details).toEqual({ reason: 'user_delete_unavailable' });
+  });
+
+  it('answers 403 to non-staff callers, 401 to anonymous ones and 404 for an unknown id', async () => {
+    const user = await createOwner(context, app);
+    const victim = await createAccount(context);
+    for (const headers of [{ cookie: user.cookie }, user.auth]) {
+      const refused = await remove(victim.id, headers);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error.details).toMatchObject({ reason: 'missing_scope' });
+    }
+    expect((await remove(victim.id, {})).statusCode).toBe(401);
+    expect((await remove(crypto.randomUUID())).statusCode).toBe(404);
+  });
+});
+
+describe('the last active staff account', () => {
+  let fresh: FreshDatabase | undefined;
+  afterEach(async () => {
+    await fresh?.drop();
+    fresh = undefined;
+  });
+
+  const staffPair = async () => {
+    fresh = await createFreshDatabase();
+    await migrateDatabase(fresh.database);
+    const users = usersRepository(fresh.database.db);
+    const ids = await Promise.all(
+      ['a', 'b'].map((name) => users.insertIfAbsent({ email: `${name}@staff.example`, passwordHash: 'scrypt$unused', role: 'staff' })),
+    );
+    return { users, ids: ids as string[] };
+  };
+
+  it('cannot be disabled: 409 last_active_staff', async () => {
+    const { users, ids } = await staffPair();
+    expect(await users.setDisabled(ids[0]!, true)).toMatchObject({ changed: true });
+    expect(await users.setDisabled(ids[1]!, true)).toEqual({ refused: 'last_active_staff' });
+    expect((await users.findById(ids[1]!))!.disabled_at).toBeNull();
+  });
+
+  it('survives two staff disabling each other at once: one of the two stays active', async () => {
+    const { users, ids } = await staffPair();
+    const results = await Promise.all(ids.map((id) => users.setDisabled(id, true)));
+    expect(results.filter((result) => result?.refused === 'last_active_staff')).toHaveLength(1);
+    const rows = await Promise.all(ids.map((id) => users.findById(id)));
+    expect(rows.filter((row) => row!.disabled_at === null)).toHaveLength(1);
+  });
+
+  it('is refused by the service with 409 last_active_staff to a staff caller authenticated just before being disabled (audit recorded in memory)', async () => {
+    const { users, ids } = await staffPair();
+    const [a, b] = ids as [string, string];
+    const audited: AuditEntry[] = [];
+    const service = usersService({ cache: createMemoryCache(), repositories: { users } }, { audit: (entry) => audited.push(entry) });
+    const principal = (userId: string): Principal => ({
+      userId,
+      email: '',
+      role: 'staff',
+      via: 'session',
+      scopes: new Set(['admin']),
+      identity: `user:${userId}`,
+    });
+    // Both requests passed authentication; a's disabling of b commits first.
+    expect(await service.setDisabled(principal(a), b, true, '203.0.113.1')).toMatchObject({ id: b, disabled: true });
+    const refused = await service.setDisabled(principal(b), a, true, '203.0.113.2').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused).toMatchObject({ code: 'conflict', status: 409, details: { reason: 'last_active_staff' } });
+    expect(audited.map((entry) => entry.action)).toEqual(['user.disabled']);
+  });
+});

@@ -1,0 +1,193 @@
+// The staff page's accounts table (GET /api/v1/users): each account's state, a password-reset link
+// to hand over (POST /api/v1/users/{id}/password-reset), and disabling or re-enabling the account
+// after a confirmation (PATCH /api/v1/users/{id}). Deleting is not offered: the API refuses it until
+// data lifecycle exists (DELETE answers 409 user_delete_unavailable), and the page says so instead of
+// showing a button that can only fail.
+import { useEffect, useState } from 'preact/hooks';
+import { api, call, load, type Schemas } from '../api/client.js';
+import { formatDateTime } from '../app/format.js';
+import { useI18n } from '../app/i18n.js';
+import { useMe } from '../app/session.js';
+import { Async, CopyButton, Empty, MetaPager, Notice, useCursorPages, useLoad, useModalDialog } from '../app/ui.js';
+
+type User = Schemas['User'];
+const PAGE_SIZE = 25;
+
+/** The accounts list's pages (a stack of cursors for going back) and its load. */
+export function useListing(round: number) {
+  const pages = useCursorPages();
+  const { cursor } = pages;
+  const loaded = useLoad(
+    (signal) => call(api.GET('/api/v1/users', { params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } }, signal })),
+    [cursor, round],
+  );
+  return { loaded, pages };
+}
+
+type Listing = ReturnType<typeof useListing>;
+
+/** A reset link just issued: shown once, to hand over privately. */
+interface IssuedLink {
+  email: string;
+  url: string;
+  expiresAt: string;
+}
+
+/** Asks before disabling or re-enabling an account, saying what it does; the API's refusal (own account, last staff) shows in it. */
+function StateDialog({ user, onClose, onChanged }: { user: User | undefined; onClose: () => void; onChanged: (user: User) => void }) {
+  const { t } = useI18n();
+  const dialog = useModalDialog(user !== undefined);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  useEffect(() => setError(undefined), [user]);
+  const disabling = user ? !user.disabled : true;
+  const confirm = async () => {
+    if (!user) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      onChanged(await load(api.PATCH('/api/v1/users/{id}', { params: { path: { id: user.id } }, body: { disabled: disabling } })));
+    } catch (caught) {
+      setError(caught instanceof Error ? caught.message : String(caught));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <dialog ref={dialog} onClose={onClose} aria-labelledby="user-state-title" aria-describedby="user-state-body">
+      {user ? (
+        <>
+          <h2 id="user-state-title">{t(disabling ? 'staff.disable_title' : 'staff.enable_title', { email: user.email })}</h2>
+          <p id="user-state-body">{t(disabling ? 'staff.disable_body' : 'staff.enable_body')}</p>
+          {error ? <Notice kind="error">{error}</Notice> : null}
+          <div class="form-actions">
+            <button type="button" onClick={() => dialog.current?.close()}>
+              {t('action.cancel')}
+            </button>
+            <button type="button" class={disabling ? 'button-danger' : 'button-primary'} onClick={confirm} disabled={busy}>
+              {busy ? t('action.saving') : t(disabling ? 'staff.disable' : 'staff.enable')}
+            </button>
+          </div>
+        </>
+      ) : null}
+    </dialog>
+  );
+}
+
+/** The accounts, with their state and what staff can do to each. */
+export function AccountList({ listing: { loaded, pages }, onChanged }: { listing: Listing; onChanged: () => void }) {
+  const { t, locale } = useI18n();
+  const me = useMe();
+  const [issued, setIssued] = useState<IssuedLink>();
+  const [issueError, setIssueError] = useState<string>();
+  const [confirming, setConfirming] = useState<User>();
+  const [changed, setChanged] = useState<User>();
+  const issue = async (user: User) => {
+    setIssueError(undefined);
+    try {
+      const link = await load(api.POST('/api/v1/users/{id}/password-reset', { params: { path: { id: user.id } } }));
+      setIssued({ email: user.email, url: link.url, expiresAt: link.expires_at });
+    } catch (caught) {
+      setIssued(undefined);
+      setIssueError(caught instanceof Error ? caught.message : String(caught));
+    }
+  };
+  return (
+    <section aria-labelledby="staff-accounts">
+      <h2 id="staff-accounts">{t('staff.accounts')}</h2>
+      <p class="muted">{t('staff.delete_unavailable')}</p>
+      {issued ? (
+        <div class="reset-link" role="group" aria-label={t('staff.reset_link')}>
+          <Notice kind="info">{t('staff.reset_link_issued', { email: issued.email, when: formatDateTime(locale, issued.expiresAt) })}</Notice>
+          <code>{issued.url}</code>
+          <CopyButton text={issued.url} />
+        </div>
+      ) : null}
+      {issueError ? <Notice kind="error">{issueError}</Notice> : null}
+      {changed ? <Notice kind="ok">{t(changed.disabled ? 'staff.disabled_done' : 'staff.enabled_done', { email: changed.email })}</Notice> : null}
+      <StateDialog
+        user={confirming}
+        onClose={() => setConfirming(undefined)}
+        onChanged={(user) => {
+          setChanged(user);
+          setConfirming(undefined);
+          onChanged();
+        }}
+      />
+      <Async loaded={loaded}>
+        {({ data, meta }) =>
+          data.users.length === 0 ? (
+            <Empty />
+          ) : (
+            <>
+              <div class="table-wrap" tabIndex={0} role="region" aria-label={t('staff.accounts')}>
+                <table class="accounts-table">
+                  <caption class="visually-hidden">{t('staff.accounts')}</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">{t('staff.email')}</th>
+                      <th scope="col">{t('staff.display_name')}</th>
+                      <th scope="col">{t('staff.role')}</th>
+                      <th scope="col">{t('staff.state')}</th>
+                      <th scope="col">{t('staff.created_at')}</th>
+                      <th scope="col">{t('account.session_actions')}</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {data.users.map((user) => (
+                      <tr key={user.id} class={user.disabled ? 'account-disabled' : undefined}>
+                        <td class="wrap">{user.email}</td>
+                        <td class="wrap">{user.display_name ?? <span class="muted">—</span>}</td>
+                        <td>{user.role === 'staff' ? <strong class="role-staff">{t('staff.role_staff')}</strong> : t('staff.role_user')}</td>
+                        <td class="nowrap">
+                          {user.disabled ? (
+                            <span class="state-disabled" title={user.disabled_at ? formatDateTime(locale, user.disabled_at) : undefined}>
+                              {t('staff.state_disabled')}
+                            </span>
+                          ) : (
+                            t('staff.state_active')
+                          )}
+                        </td>
+                        <td class="nowrap">{formatDateTime(locale, user.created_at)}</td>
+                        <td>
+                          <div class="account-actions">
+                            {user.disabled ? null : (
+                              <button
+                                type="button"
+                                class="button-quiet button-small"
+                                aria-label={t('staff.reset_link_label', { email: user.email })}
+                                onClick={() => void issue(user)}
+                              >
+                                {t('staff.reset_link')}
+                              </button>
+                            )}
+                            {user.id === me.id ? (
+                              <span class="muted">{t('staff.you')}</span>
+                            ) : (
+                              <button
+                                type="button"
+                                class="button-quiet button-small"
+                                aria-label={t(user.disabled ? 'staff.enable_label' : 'staff.disable_label', { email: user.email })}
+                                onClick={() => {
+                                  setChanged(undefined);
+                                  setConfirming(user);
+                                }}
+                              >
+                                {t(user.disabled ? 'staff.enable' : 'staff.disable')}
+                              </button>
+                            )}
+                          </div>
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <MetaPager pages={pages} meta={meta} />
+            </>
+          )
+        }
+      </Async>
+    </section>
+  );
+}
