@@ -220,7 +220,10 @@ describe('the cost of the disabled check', () => {
     const reads = { token: 0, session: 0 };
     const tokens = { ...repositories.tokens, findByHashWithUser: (hash: string) => (reads.token++, repositories.tokens.findByHashWithUser(hash)) };
     const sessions = { ...repositories.sessions, findLiveWithUser: (hash: string) => (reads.session++, repositories.sessions.findLiveWithUser(hash)) };
-    const authenticator = createAuthenticator({ cache: context.cache, log: context.log, repositories: { tokens, sessions } }, { audit: () => undefined });
+    const authenticator = createAuthenticator(
+      { cache: context.cache, log: context.log, repositories: { tokens, sessions, settings: repositories.settings, totp: repositories.totp } },
+      { audit: () => undefined },
+    );
     const cookie = owner.cookie.slice('lt_session='.length);
     const request = (headers: Record<string, string>, cookies: Record<string, string> = {}) =>
       ({ headers, cookies, ip: '203.0.113.9' }) as unknown as FastifyRequest;
