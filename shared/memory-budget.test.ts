@@ -51,10 +51,9 @@ describe('resolveMemoryLimit', () => {
 });
 
 describe('memoryBudget', () => {
-  it('sizes chDB and PGlite for 1 GiB: 90 % for the engine, spills past a tenth, caches of a few MiB', () => {
+  it('sizes chDB and PGlite for 1 GiB: caches of a few MiB, spills past a tenth, and leaves the engine its own memory limit', () => {
     const budget = memoryBudget(1024, 'default', 2);
     expect(budget.chdb.server).toMatchObject({
-      max_server_memory_usage: 922 * MiB,
       mark_cache_size: 32 * MiB,
       index_mark_cache_size: 8 * MiB,
       primary_index_cache_size: 16 * MiB,
@@ -62,6 +61,7 @@ describe('memoryBudget', () => {
       background_schedule_pool_size: 2,
       max_thread_pool_size: 64,
     });
+    expect(budget.chdb.server).not.toHaveProperty('max_server_memory_usage');
     expect(budget.chdb.query).toEqual({
       max_threads: 2,
       max_bytes_before_external_group_by: 102 * MiB,
@@ -74,7 +74,6 @@ describe('memoryBudget', () => {
     const budget = memoryBudget(256, 'MEMORY_LIMIT_MB', 8);
     expect(budget.chdb.query.max_threads).toBe(1);
     expect(budget.chdb.server.background_pool_size).toBe(1);
-    expect(budget.chdb.server.max_server_memory_usage).toBe(230 * MiB);
     expect(budget.chdb.server.mark_cache_size).toBe(8 * MiB);
     expect(budget.chdb.query.max_bytes_before_external_group_by).toBe(32 * MiB);
     expect(budget.pgliteSharedBuffersMb).toBe(16);
@@ -84,7 +83,7 @@ describe('memoryBudget', () => {
     const budget = memoryBudget(16 * 1024, 'cgroup', 4);
     expect(budget.chdb.query.max_threads).toBe(4);
     expect(budget.chdb.server.background_pool_size).toBe(4);
-    expect(budget.chdb.server.max_server_memory_usage).toBe(Math.round(16 * 1024 * 0.9) * MiB);
+    expect(budget.chdb.server.mark_cache_size).toBe(512 * MiB);
     expect(budget.pgliteSharedBuffersMb).toBe(128);
   });
 

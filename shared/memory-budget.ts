@@ -64,12 +64,13 @@ export function resolveMemoryLimit(
 const clamp = (value: number, min: number, max: number) => Math.min(max, Math.max(min, Math.round(value)));
 
 /**
- * The sizes a limit gives the engines. chDB's memory tracker stops the engine at 90 % of the limit,
- * as ClickHouse does at 90 % of a machine's memory: lower is not safe, because the tracker counts
- * the engine's caches and parts as well as its queries, and inserts of 10 000 visits then failed
- * with MEMORY_LIMIT_EXCEEDED at 40 % (410 MiB of 1 GiB, measured after about 50 inserts). A query's
- * GROUP BY and ORDER BY spill to disk past a tenth of the limit instead of growing. The caches are
- * a few MiB each, not ClickHouse's 5 GiB: the one-process platform's tables are small.
+ * The sizes a limit gives the engines: chDB's caches a few MiB each, not ClickHouse's 5 GiB (the
+ * one-process platform's tables are small), its merges and threads by the limit and the cores, and
+ * a query's GROUP BY and ORDER BY spilled to disk past a tenth of the limit instead of growing.
+ * chDB's own memory limit is left to the engine (90 % of its cgroup's limit or of the machine's
+ * memory): its tracker counts caches, parts and merges as well as queries, and a limit from the
+ * budget failed work the engine otherwise completes — 10 000-row inserts into `visits` at 410 MiB,
+ * a million-row INSERT … SELECT (the stats-export bench's seeding) at 922 MiB.
  */
 export function memoryBudget(limitMb: number, source: MemoryLimitSource, cores = availableParallelism()): MemoryBudget {
   const bytes = (fraction: number, minMb: number, maxMb: number) => clamp(limitMb * fraction, minMb, maxMb) * MiB;
@@ -78,7 +79,6 @@ export function memoryBudget(limitMb: number, source: MemoryLimitSource, cores =
     source,
     chdb: {
       server: {
-        max_server_memory_usage: bytes(0.9, 230, 1024 * 1024),
         mark_cache_size: bytes(1 / 32, 8, 1024),
         index_mark_cache_size: bytes(1 / 128, 2, 256),
         primary_index_cache_size: bytes(1 / 64, 4, 512),

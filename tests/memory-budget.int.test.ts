@@ -49,7 +49,7 @@ describe('memory budget', () => {
     for (const _start of ['first', 'restart']) {
       const taken = await storesOpenedWith(dataDir, { MEMORY_LIMIT_MB: '512' });
       expect(taken.settings).toEqual({
-        max_server_memory_usage: String(expected.chdb.server.max_server_memory_usage),
+        primary_index_cache_size: String(expected.chdb.server.primary_index_cache_size),
         mark_cache_size: String(expected.chdb.server.mark_cache_size),
         background_pool_size: '1',
         max_threads: '1',

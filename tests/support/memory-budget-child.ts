@@ -13,7 +13,7 @@ const context = await createContext(loadConfig(process.env));
 try {
   const server = await selectRows<{ name: string; value: string }>(
     context.analytics.client,
-    `SELECT name, value FROM system.server_settings WHERE name IN ('max_server_memory_usage', 'mark_cache_size', 'background_pool_size')`,
+    `SELECT name, value FROM system.server_settings WHERE name IN ('primary_index_cache_size', 'mark_cache_size', 'background_pool_size')`,
     {},
   );
   const query = await selectRows<{ name: string; value: string }>(
