@@ -170,7 +170,7 @@ export const CONFIG_VARS = {
         .max(1_048_576, 'must be an integer from 256 to 1048576'),
     ),
     {
-      doc: "Memory (MiB) this process may use; unset, the limit of its cgroup (v2 `memory.max`, v1 `memory.limit_in_bytes`), else 1024 (or the machine's memory when smaller). The embedded engines are sized from it: chDB's memory limit, caches, pools and threads, and PGlite's `shared_buffers` (docs/configuration.md, Memory budget).",
+      doc: "Memory (MiB) this process may use; unset, the limit of its cgroup (v2 `memory.max`, v1 `memory.limit_in_bytes`), else 1024 (or the machine's memory when smaller). The embedded engines are sized from it: chDB's caches, merge and thread pools, threads per query and the size past which a query spills to disk, and PGlite's `shared_buffers` (docs/configuration.md, Memory budget).",
     },
   ],
   KAFKA_BROKERS: [
