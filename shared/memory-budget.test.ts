@@ -51,7 +51,7 @@ describe('resolveMemoryLimit', () => {
 });
 
 describe('memoryBudget', () => {
-  it('sizes chDB and PGlite for 1 GiB: caches of a few MiB, spills past a tenth, and leaves the engine its own memory limit', () => {
+  it('sizes chDB and PGlite for 1 GiB: caches of a few MiB, threads by the cores, and leaves the engine its own memory limit', () => {
     const budget = memoryBudget(1024, 'default', 2);
     expect(budget.chdb.server).toMatchObject({
       mark_cache_size: 32 * MiB,
@@ -62,11 +62,7 @@ describe('memoryBudget', () => {
       max_thread_pool_size: 64,
     });
     expect(budget.chdb.server).not.toHaveProperty('max_server_memory_usage');
-    expect(budget.chdb.query).toEqual({
-      max_threads: 2,
-      max_bytes_before_external_group_by: 102 * MiB,
-      max_bytes_before_external_sort: 102 * MiB,
-    });
+    expect(budget.chdb.query).toEqual({ max_threads: 2 });
     expect(budget.pgliteSharedBuffersMb).toBe(32);
   });
 
@@ -75,7 +71,6 @@ describe('memoryBudget', () => {
     expect(budget.chdb.query.max_threads).toBe(1);
     expect(budget.chdb.server.background_pool_size).toBe(1);
     expect(budget.chdb.server.mark_cache_size).toBe(8 * MiB);
-    expect(budget.chdb.query.max_bytes_before_external_group_by).toBe(32 * MiB);
     expect(budget.pgliteSharedBuffersMb).toBe(16);
   });
 

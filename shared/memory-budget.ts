@@ -65,12 +65,13 @@ const clamp = (value: number, min: number, max: number) => Math.min(max, Math.ma
 
 /**
  * The sizes a limit gives the engines: chDB's caches a few MiB each, not ClickHouse's 5 GiB (the
- * one-process platform's tables are small), its merges and threads by the limit and the cores, and
- * a query's GROUP BY and ORDER BY spilled to disk past a tenth of the limit instead of growing.
+ * one-process platform's tables are small), its merges and threads by the limit and the cores.
  * chDB's own memory limit is left to the engine (90 % of its cgroup's limit or of the machine's
  * memory): its tracker counts caches, parts and merges as well as queries, and a limit from the
  * budget failed work the engine otherwise completes — 10 000-row inserts into `visits` at 410 MiB,
- * a million-row INSERT … SELECT (the stats-export bench's seeding) at 922 MiB.
+ * a million-row INSERT … SELECT (the stats-export bench's seeding) at 922 MiB. Nor does a query
+ * spill its GROUP BY or sort to disk early: past a tenth of 1 GiB that halved the speed of a
+ * million-visit link's report and of its CSV export.
  */
 export function memoryBudget(limitMb: number, source: MemoryLimitSource, cores = availableParallelism()): MemoryBudget {
   const bytes = (fraction: number, minMb: number, maxMb: number) => clamp(limitMb * fraction, minMb, maxMb) * MiB;
@@ -94,8 +95,6 @@ export function memoryBudget(limitMb: number, source: MemoryLimitSource, cores =
       },
       query: {
         max_threads: clamp(limitMb / 512, 1, cores),
-        max_bytes_before_external_group_by: bytes(0.1, 32, 8 * 1024),
-        max_bytes_before_external_sort: bytes(0.1, 32, 8 * 1024),
       },
     },
     pgliteSharedBuffersMb: clamp(limitMb / 32, 16, 128),

@@ -53,7 +53,6 @@ describe('memory budget', () => {
         mark_cache_size: String(expected.chdb.server.mark_cache_size),
         background_pool_size: '1',
         max_threads: '1',
-        max_bytes_before_external_sort: String(expected.chdb.query.max_bytes_before_external_sort),
       });
       expect(taken.sharedBuffers).toBe('16MB');
     }

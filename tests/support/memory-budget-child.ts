@@ -18,7 +18,7 @@ try {
   );
   const query = await selectRows<{ name: string; value: string }>(
     context.analytics.client,
-    `SELECT name, value FROM system.settings WHERE name IN ('max_threads', 'max_bytes_before_external_sort')`,
+    `SELECT name, value FROM system.settings WHERE name IN ('max_threads')`,
     {},
   );
   const { rows } = await sql<{ shared_buffers: string }>`SHOW shared_buffers`.execute(context.db.db);
