@@ -85,7 +85,6 @@ export function memoryBudget(limitMb: number, source: MemoryLimitSource, cores =
         primary_index_cache_size: bytes(1 / 64, 4, 512),
         vector_similarity_index_cache_size: bytes(1 / 256, 1, 64),
         query_condition_cache_size: bytes(1 / 128, 2, 100),
-        compiled_expression_cache_size: bytes(1 / 64, 4, 128),
         // Merges: one at a time below 1 GiB (each running merge holds its parts' blocks), else up to
         // one per core, at most 4. The schedule pool runs the tables' housekeeping.
         background_pool_size: clamp(limitMb / 512, 1, Math.max(1, Math.min(cores, 4))),
