@@ -59,7 +59,6 @@ describe('memoryBudget', () => {
       primary_index_cache_size: 16 * MiB,
       background_pool_size: 2,
       background_schedule_pool_size: 2,
-      max_thread_pool_size: 64,
     });
     expect(budget.chdb.server).not.toHaveProperty('max_server_memory_usage');
     expect(budget.chdb.query).toEqual({ max_threads: 2 });

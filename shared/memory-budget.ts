@@ -89,8 +89,6 @@ export function memoryBudget(limitMb: number, source: MemoryLimitSource, cores =
         // one per core, at most 4. The schedule pool runs the tables' housekeeping.
         background_pool_size: clamp(limitMb / 512, 1, Math.max(1, Math.min(cores, 4))),
         background_schedule_pool_size: clamp(limitMb / 512, 1, 4),
-        max_thread_pool_size: clamp(limitMb / 16, 32, 10_000),
-        max_io_thread_pool_size: clamp(limitMb / 64, 4, 100),
       },
       query: {
         max_threads: clamp(limitMb / 512, 1, cores),
