@@ -89,7 +89,7 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     if (config.dir !== ':memory:') mkdirSync(config.dir, { recursive: true });
     // Loaded only here: chDB maps a ClickHouse engine of some 200 MB, which a process on a ClickHouse server never needs.
     const { createChdbConnection } = load('chdb/connection') as typeof ChdbConnection;
-    // The engine's server settings (memory limit, caches, pools) are fixed when the first connection
+    // The engine's server settings (caches, merge pools) are fixed when the first connection
     // to the data directory starts it, from that connection's arguments; createChdbConnection takes
     // none, so a session opened first with the memory budget's starts the engine, and the client's
     // connection then joins it. The session stays open while the client is.
@@ -102,7 +102,7 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     // call: an insert after one with a deduplication token would carry that stale token and be
     // dropped as a duplicate. The client's defaults go with every call (a call's own settings win),
     // so every call states its deduplication settings, none unless it names a token.
-    // Query settings (threads, memory per query) are the connection's own: they go with every call.
+    // Query settings (threads per query) are the connection's own: they go with every call.
     const defaults = { ...settings, ...config.budget?.query, ...NO_DEDUPLICATION };
     client = createClient({ connection, clickhouse_settings: defaults });
     insertEncoded = async ({ table, columns, body, settings: own }) => {
