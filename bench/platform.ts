@@ -10,8 +10,10 @@
 // redirects for `seconds` with a browser's user agent. The server's CPU time (user + system of its
 // every thread, from /proc) is read from the load's start until every answered redirect is counted
 // in the owner's report (rows and rollups): CPU per stored visit is that over the visits stored.
-// Peak RSS is the kernel's high-water mark of the process (VmHWM), over its whole life.
-// Targets (issue 25): ≤ 40 µs of server CPU per stored visit, ≤ 600 MB peak RSS, redirect p99 ≤ 10 ms.
+// Peak RSS is the kernel's high-water mark of the process (VmHWM), over its whole life. Each start's
+// time to healthy and its resident memory 20 s later (idle, before any load) are printed too.
+// Targets (issues 25, 37): ≤ 40 µs of server CPU per stored visit, ≤ 600 MB peak RSS, redirect p99 ≤ 10 ms,
+// ≤ 300 MB idle, a first start ≤ 10 s and a restart ≤ 3 s.
 // PROFILE=1 adds --cpu-prof: the server writes a .cpuprofile into bench-profiles/ when it stops.
 import { otherLoad, pad } from './lib/load.js';
 import { measurePlatform, type Figures } from './lib/platform-run.js';
@@ -24,7 +26,7 @@ if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(connections) 
   console.error('usage: bash bench/run.sh platform [seconds ≥ 1] [connections ≥ 1] [redirects/s, 0: as fast as answered]');
   process.exit(1);
 }
-const TARGETS = { cpuUs: 40, rssMb: 600, p99Ms: 10 };
+const TARGETS = { cpuUs: 40, rssMb: 600, p99Ms: 10, idleMb: 300 };
 
 console.log(
   `node ${process.version}; ${seconds} s of redirects from ${connections} connections (autocannon, its own process), ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent`,
@@ -50,6 +52,10 @@ for (const r of results) {
     `${r.mode.padEnd(10)}${pad(String(r.answered), 9)}${pad(r.rps.toFixed(0), 13)}${pad(String(r.p50), 8)}${pad(String(r.p99), 8)}${pad(r.drainS.toFixed(1), 9)}${pad(r.cpuUs.toFixed(1), 14)}${pad(r.peakRssMb.toFixed(0), 13)}`,
   );
 }
+for (const r of results)
+  console.log(
+    `${r.mode}: start to healthy ${r.startS.first.toFixed(1)} s on an empty DATA_DIR (target ≤ 10), ${r.startS.restart.toFixed(1)} s restarted (≤ 3); idle RSS 20 s after it ${r.idleMb.first.toFixed(0)} MB and ${r.idleMb.restart.toFixed(0)} MB (≤ ${TARGETS.idleMb})`,
+  );
 for (const r of results) console.log(`${r.mode}: ${r.inserts} inserts into visits, ${r.rowsPerInsert.toFixed(0)} rows each`);
 for (const r of results)
   console.log(

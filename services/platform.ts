@@ -166,7 +166,9 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
     process.exit(1);
   }
   const { context, url } = platform;
-  context.log.info({ url, roles: config.roles, nice, startup_ms: Math.round(performance.now() - started) }, 'listening');
+  // The memory budget the embedded engines were sized from (MEMORY_LIMIT_MB, the cgroup's limit or the default).
+  const memory = { memory_limit_mb: config.memory.limitMb, memory_limit_from: config.memory.source };
+  context.log.info({ url, roles: config.roles, nice, ...memory, startup_ms: Math.round(performance.now() - started) }, 'listening');
   process.stdout.write(`linktrack ${config.roles.join(',')} listening on ${url} (health: ${url}/api/v1/health)\n`);
 
   const shutdown = (signal: string) => {

@@ -18,8 +18,9 @@ describe('loadConfig', () => {
     expect(config.port).toBe(8080);
     expect(config.baseDomain).toBe('localhost');
     expect(config.roles).toEqual(['api', 'ingest', 'enricher', 'worker']);
-    expect(config.database).toEqual({ kind: 'pglite', dir: './data/pg' });
-    expect(config.analytics).toEqual({ kind: 'chdb', dir: './data/chdb' });
+    // The embedded engines' sizes come from the memory budget (shared/memory-budget.test.ts).
+    expect(config.database).toEqual({ kind: 'pglite', dir: './data/pg', sharedBuffersMb: config.memory.pgliteSharedBuffersMb });
+    expect(config.analytics).toEqual({ kind: 'chdb', dir: './data/chdb', budget: config.memory.chdb });
     expect(config.messageLog).toEqual({ kind: 'lmdb', dir: './data/log', commitDelayMs: 50, capacity: 1_000_000, minFreeBytes: 256 * 1_048_576 });
     expect(config.jobs).toEqual({ dir: './data/jobs', minFreeBytes: 256 * 1_048_576 });
     expect(config.redisUrl).toBeUndefined();

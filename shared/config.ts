@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { memoryBudget, resolveMemoryLimit, type MemoryBudget } from './memory-budget.js';
 import { RESERVED_RATE_BUCKETS } from './reserved.js';
 import { parseKey } from './secrets/secret-box.js';
 
@@ -159,6 +160,18 @@ export const CONFIG_VARS = {
   CLICKHOUSE_URL: [
     optionalString(urlWithScheme(['http', 'https'])),
     { doc: 'ClickHouse HTTP URL (user, password and database may be in the URL); without it chDB runs under `DATA_DIR/chdb`.', production: true },
+  ],
+  MEMORY_LIMIT_MB: [
+    optionalString(
+      z.coerce
+        .number({ error: 'must be an integer from 256 to 1048576' })
+        .int('must be an integer from 256 to 1048576')
+        .min(256, 'must be an integer from 256 to 1048576')
+        .max(1_048_576, 'must be an integer from 256 to 1048576'),
+    ),
+    {
+      doc: "Memory (MiB) this process may use; unset, the limit of its cgroup (v2 `memory.max`, v1 `memory.limit_in_bytes`), else 1024 (or the machine's memory when smaller). The embedded engines are sized from it: chDB's caches, merge and thread pools, threads per query and the size past which a query spills to disk, and PGlite's `shared_buffers` (docs/configuration.md, Memory budget).",
+    },
   ],
   KAFKA_BROKERS: [
     optionalString(
@@ -486,8 +499,10 @@ export interface Config {
   secureCookies: boolean;
   roles: Role[];
   dataDir: string;
-  database: { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; poolMax: number };
-  analytics: { kind: 'chdb'; dir: string } | { kind: 'clickhouse'; url: string };
+  database: { kind: 'pglite'; dir: string; /** Unset: 32 MiB. */ sharedBuffersMb?: number } | { kind: 'postgres'; url: string; poolMax: number };
+  analytics: { kind: 'chdb'; dir: string; /** Unset: the engine's own defaults. */ budget?: MemoryBudget['chdb'] } | { kind: 'clickhouse'; url: string };
+  /** What this process may use and the embedded engines' sizes derived from it (MEMORY_LIMIT_MB). */
+  memory: MemoryBudget;
   messageLog:
     | { kind: 'lmdb'; dir: string; commitDelayMs: number; capacity: number; minFreeBytes: number }
     | { kind: 'kafka'; brokers: string[]; clientId: string; topicPrefix: string; packMessages: number };
@@ -566,6 +581,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const rateLimits = Object.fromEntries(RATE_BUCKET_NAMES.map((bucket) => [bucket, env[RATE_BUCKETS[bucket].env]])) as Record<RateBucket, RateRule>;
   const dataDir = env.DATA_DIR;
+  const limit = resolveMemoryLimit(env.MEMORY_LIMIT_MB);
+  const memory = memoryBudget(limit.limitMb, limit.source);
   const publicUrl = (env.PUBLIC_URL ?? `http://${env.BASE_DOMAIN}:${env.PORT}`).replace(/\/+$/, '');
   return {
     env: env.NODE_ENV,
@@ -577,8 +594,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     secureCookies: publicUrl.startsWith('https:'),
     roles: env.SERVICE_ROLES,
     dataDir,
-    database: env.DATABASE_URL ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX } : { kind: 'pglite', dir: `${dataDir}/pg` },
-    analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb` },
+    database: env.DATABASE_URL
+      ? { kind: 'postgres', url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX }
+      : { kind: 'pglite', dir: `${dataDir}/pg`, sharedBuffersMb: memory.pgliteSharedBuffersMb },
+    analytics: env.CLICKHOUSE_URL ? { kind: 'clickhouse', url: env.CLICKHOUSE_URL } : { kind: 'chdb', dir: `${dataDir}/chdb`, budget: memory.chdb },
+    memory,
     messageLog: env.KAFKA_BROKERS
       ? { kind: 'kafka', brokers: env.KAFKA_BROKERS, clientId: env.KAFKA_CLIENT_ID, topicPrefix: env.KAFKA_TOPIC_PREFIX, packMessages: env.KAFKA_PACK_MESSAGES }
       : {

@@ -28,6 +28,10 @@ export interface Figures {
   drainS: number;
   cpuUs: number;
   peakRssMb: number;
+  /** Start to a healthy `/api/v1/health`, s: on an empty DATA_DIR, and the restart on its data. */
+  startS: { first: number; restart: number };
+  /** Resident MB (VmRSS) 20 s after each start was healthy, before any load. */
+  idleMb: { first: number; restart: number };
   /** Memory at the load's end, MB: resident, V8's heap, buffers outside the heap. */
   memory: { rssMb: number; heapMb: number; externalMb: number };
   /** Inserts into `visits` over the process's life, and their mean size in rows. */
@@ -52,6 +56,9 @@ export const LOAD_ENV = {
   RATE_LIMIT_API: '1000000:60',
   BURST_MAX_VISITS: '0',
 } as const;
+
+/** How long a started process idles before its resident memory is read (issue 37's idle figure). */
+const IDLE_MS = 20_000;
 
 /** The compiled entry point the benchmarks start (`bash bench/run.sh` builds it). */
 export const ENTRY = join(PROJECT_ROOT, 'dist-bench/services/main.js');
@@ -96,11 +103,17 @@ async function measure(
   // The first start creates the data (PGlite's initdb, both stores' migrations) and seeds it; a
   // platform lives on data made before, so the measured process is a restart on that DATA_DIR. (A
   // first start's process keeps PGlite's initdb memory for its life: its peak is printed too.)
+  let startedAt = performance.now();
   const first = startProcess(env, [ENTRY]);
   let seeded: Awaited<ReturnType<typeof seed>>;
   let firstPeakMb: number;
+  const startS = { first: 0, restart: 0 };
+  const idleMb = { first: 0, restart: 0 };
   try {
     await waitHealthy(first, { timeoutMs: 120_000 });
+    startS.first = (performance.now() - startedAt) / 1000;
+    await sleep(IDLE_MS);
+    idleMb.first = memoryOf(first.child.pid!, 'VmRSS');
     seeded = await seed(port);
     firstPeakMb = memoryOf(first.child.pid!, 'VmHWM');
     first.child.kill('SIGTERM');
@@ -108,7 +121,10 @@ async function measure(
   } finally {
     killAll();
   }
-  console.log(`${mode}: the first start (creating DATA_DIR) peaked at ${firstPeakMb.toFixed(0)} MB resident`);
+  console.log(
+    `${mode}: the first start (creating DATA_DIR): healthy after ${startS.first.toFixed(1)} s, ${idleMb.first.toFixed(0)} MB resident ${IDLE_MS / 1000} s later, peaked at ${firstPeakMb.toFixed(0)} MB resident`,
+  );
+  startedAt = performance.now();
   const server = startProcess(env, [...profileArgs(), ENTRY]);
   const pid = server.child.pid!;
   // Resident memory through the run, by phase: where the peak comes from.
@@ -127,6 +143,11 @@ async function measure(
   }, 200);
   try {
     await waitHealthy(server, { timeoutMs: 120_000 });
+    startS.restart = (performance.now() - startedAt) / 1000;
+    phase = 'idle';
+    await sleep(IDLE_MS);
+    idleMb.restart = memoryOf(pid, 'VmRSS');
+    console.log(`${mode}: the restart: healthy after ${startS.restart.toFixed(1)} s, ${idleMb.restart.toFixed(0)} MB resident ${IDLE_MS / 1000} s later`);
     const url = `http://127.0.0.1:${port}/${seeded.slug}`;
     const headers = { host: seeded.host, 'user-agent': BROWSER_UA };
     // Warm-up: the JIT and the caches, then every warm-up visit stored before the measured load.
@@ -168,6 +189,8 @@ async function measure(
       drainS,
       cpuUs,
       peakRssMb: memoryOf(pid, 'VmHWM'),
+      startS,
+      idleMb,
       threads,
       inserts: 0,
       rowsPerInsert: 0,

@@ -3,8 +3,10 @@ import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import type * as ClickHouse from '@clickhouse/client';
 import type { ClickHouseClient, ClickHouseClientConfigOptions } from '@clickhouse/client';
+import type * as ChdbModule from 'chdb';
 import type * as ChdbConnection from 'chdb/connection';
 import type { Config } from '../config.js';
+import { chdbServerArgs } from '../memory-budget.js';
 import { isoTimeAt } from '../time.js';
 
 /**
@@ -70,6 +72,7 @@ export function createAnalytics(config: Config['analytics']): Analytics {
   const settings = { date_time_input_format: 'best_effort' as const, output_format_json_quote_64bit_integers: 0 as const };
   let client: ClickHouseClient;
   let insertEncoded: Analytics['insertEncoded'];
+  let starter: { close(): void } | undefined;
   if (config.kind === 'clickhouse') {
     client = createClient({ url: config.url, clickhouse_settings: settings, request_timeout: 30_000 });
     // The client's insert encodes rows itself (a JSON format wants an object stream): the statement
@@ -86,6 +89,11 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     if (config.dir !== ':memory:') mkdirSync(config.dir, { recursive: true });
     // Loaded only here: chDB maps a ClickHouse engine of some 200 MB, which a process on a ClickHouse server never needs.
     const { createChdbConnection } = load('chdb/connection') as typeof ChdbConnection;
+    // The engine's server settings (caches, merge pools) are fixed when the first connection
+    // to the data directory starts it, from that connection's arguments; createChdbConnection takes
+    // none, so a session opened first with the memory budget's starts the engine, and the client's
+    // connection then joins it. The session stays open while the client is.
+    starter = config.budget ? new (load('chdb') as typeof ChdbModule).Session(config.dir, { connectionArgs: chdbServerArgs(config.budget.server) }) : undefined;
     // chdb types its connection against @clickhouse/client-common, which @clickhouse/client bundles
     // as its own copy: the same interface under two declarations, hence the cast.
     const chdb = createChdbConnection({ path: config.dir });
@@ -94,7 +102,8 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     // call: an insert after one with a deduplication token would carry that stale token and be
     // dropped as a duplicate. The client's defaults go with every call (a call's own settings win),
     // so every call states its deduplication settings, none unless it names a token.
-    const defaults = { ...settings, ...NO_DEDUPLICATION };
+    // Query settings (threads per query) are the connection's own: they go with every call.
+    const defaults = { ...settings, ...config.budget?.query, ...NO_DEDUPLICATION };
     client = createClient({ connection, clickhouse_settings: defaults });
     insertEncoded = async ({ table, columns, body, settings: own }) => {
       await chdb.chdb.rawInsert({ table, columns, values: body, format: ENCODED_FORMAT, settings: { ...defaults, ...own } });
@@ -110,6 +119,7 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     },
     async close() {
       await client.close();
+      starter?.close();
     },
   };
 }

@@ -1,4 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
@@ -67,7 +71,10 @@ export async function createDatabase(config: Config['database']): Promise<Databa
       },
     };
   }
-  if (config.dir !== 'memory://') mkdirSync(config.dir, { recursive: true });
+  if (config.dir !== 'memory://') {
+    mkdirSync(config.dir, { recursive: true });
+    if (!existsSync(join(config.dir, 'PG_VERSION'))) await initdbApart(config.dir);
+  }
   // Loaded here: a process on a Postgres server never loads PGlite (the edges stay small).
   const [{ PGlite }, { pg_trgm }, { PGliteDialect }] = await Promise.all([
     import('@electric-sql/pglite'),
@@ -75,10 +82,11 @@ export async function createDatabase(config: Config['database']): Promise<Databa
     import('kysely-pglite-dialect'),
   ]);
   // pg_trgm backs the substring search of links (`q`), as it does on a Postgres server.
-  // shared_buffers 32MB, not Postgres's 128MB: in the one-process platform the tables are small and
-  // the files are in the operating system's cache anyway; the smaller buffer pool kept the process
-  // about 100 MB smaller once restarted on its data (bench/platform.ts, peak RSS).
-  const pglite = await PGlite.create(config.dir, { extensions: { pg_trgm }, startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB'] });
+  // shared_buffers from the memory budget (32MB at 1 GiB), not Postgres's 128MB: in the one-process
+  // platform the tables are small and the files are in the operating system's cache anyway; 32MB
+  // kept the process about 100 MB smaller once restarted on its data (bench/platform.ts, peak RSS).
+  const sharedBuffers = `shared_buffers=${config.sharedBuffersMb ?? 32}MB`;
+  const pglite = await PGlite.create(config.dir, { extensions: { pg_trgm }, startParams: [...PGlite.defaultStartParams, '-c', sharedBuffers] });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   return {
     kind: 'pglite',
@@ -99,4 +107,16 @@ export async function createDatabase(config: Config['database']): Promise<Databa
       if (!pglite.closed) await pglite.close();
     },
   };
+}
+
+/**
+ * Creates PGlite's data directory (initdb) in a child process. initdb grows PGlite's WebAssembly
+ * memory to about 750 MB, and WebAssembly memory never shrinks: done in this process, a first start
+ * kept it for its life (a worker thread returns only part of it). The child's memory goes with it,
+ * and this process then opens the directory as a restart does.
+ */
+async function initdbApart(dir: string): Promise<void> {
+  const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  const script = 'require(process.argv[1]).PGlite.create(process.argv[2]).then((pg) => pg.close())';
+  await promisify(execFile)(process.execPath, ['-e', script, pglite, dir]);
 }

@@ -55,7 +55,8 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     ...overrides,
   });
   if (config.database.kind === 'pglite') config.database = { kind: 'pglite', dir: 'memory://' };
-  if (config.analytics.kind === 'chdb') config.analytics = { kind: 'chdb', dir: CHDB_DIR };
+  // The memory budget as the platform's (MEMORY_LIMIT_MB, else this machine's cgroup or the default).
+  if (config.analytics.kind === 'chdb') config.analytics = { kind: 'chdb', dir: CHDB_DIR, budget: config.analytics.budget };
   // Each context its own durable message log, job queue and spool (a context plays one process), unless the test names its DATA_DIR.
   if (overrides.DATA_DIR === undefined) {
     const root = join(tmpdir(), `${LOG_DIR_PREFIX}${process.pid}`);
