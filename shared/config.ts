@@ -219,7 +219,7 @@ export const CONFIG_VARS = {
   KAFKA_PACK_MESSAGES: [
     withDefault(z.coerce.number().int().min(1).max(10_000), 500),
     {
-      doc: 'With Kafka: most visits (or beacons) of one link an ingest node packs into one Kafka record of `visits.raw` (`tracker.raw`), their values joined by line feeds under the header `lt-packed`; Kafka\'s cost is per record. 1 sends one record a visit, as releases before this setting did; enrichers read both, so upgrade them before ingest nodes (docs/operations.md).',
+      doc: "With Kafka: most visits (or beacons) of one link an ingest node packs into one Kafka record of `visits.raw` (`tracker.raw`), their values joined by line feeds under the header `lt-packed`; Kafka's cost is per record. 1 sends one record a visit, as releases before this setting did; enrichers read both, so upgrade them before ingest nodes (docs/operations.md).",
     },
   ],
   KAFKA_TOPIC_PREFIX: [
