@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Consumer as PlatformaticConsumer, Producer as PlatformaticProducer, stringDeserializers, stringSerializers } from '@platformatic/kafka';
 import kafkajs, { CompressionTypes, Kafka, logLevel } from 'kafkajs';
 import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
-import { v7 as uuidv7 } from 'uuid';
+import { sampleVisit } from './lib/sample-visit.js';
 
 const runs = Number(process.argv[2] ?? 3);
 const total = Number(process.argv[3] ?? 20_000);
@@ -48,33 +48,9 @@ kafkajs.CompressionCodecs[CompressionTypes.LZ4] = () => ({
   decompress: (buffer: Buffer) => Promise.resolve(decompressFrameSync(buffer)),
 });
 
-const AGENTS = [
-  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
-  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1',
-  'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0',
-];
-
 /** A batch of visit messages as the edge publishes them: the visit's JSON, keyed by link id. */
 function visitBatch(from: number): { key: string; value: string }[] {
-  return Array.from({ length: BATCH }, (_, n) => {
-    const i = from + n;
-    const visit = {
-      visit_id: uuidv7(),
-      ts: new Date().toISOString(),
-      kind: 'visit',
-      owner_id: '0193a1f2-7c1e-7d3a-9b1e-3f6c2a1d4e5f',
-      expects_beacon: false,
-      subdomain: 'bench-shop',
-      link_id: `l_bench${i % 50}`,
-      slug: `s${i % 50}`,
-      ip_public: `81.2.${(i >> 8) % 256}.${i % 256}`,
-      user_agent: AGENTS[i % AGENTS.length]!,
-      referrer: i % 3 === 0 ? 'https://news.example/item' : '',
-      accept_language: 'en-GB,en;q=0.9',
-      query: i % 2 === 0 ? 'utm_source=newsletter&utm_medium=email' : '',
-    };
-    return { key: visit.link_id, value: JSON.stringify(visit) };
-  });
+  return Array.from({ length: BATCH }, (_, n) => sampleVisit(from + n, { id: `l_bench${(from + n) % 50}`, slug: `s${(from + n) % 50}` }));
 }
 
 interface Phase {

@@ -14,12 +14,12 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
-import { v7 as uuidv7 } from 'uuid';
 import { createLogger } from '#shared/logger.js';
 import { createKafkaLog } from '#shared/message-log/kafka.js';
 import type { LogMessage } from '#shared/message-log/message-log.js';
 import { TOPIC_NAMES, TOPICS } from '#shared/message-log/topics.js';
 import { createMetrics } from '#shared/metrics.js';
+import { sampleVisit } from './lib/sample-visit.js';
 
 const runs = Number(process.argv[2] ?? 3);
 const total = Number(process.argv[3] ?? 50_000);
@@ -29,12 +29,6 @@ if (brokers.length === 0 || !Number.isInteger(runs) || runs < 1 || !Number.isInt
   console.error('usage: KAFKA_BROKERS=host:port bash bench/run.sh kafka-pack [runs ≥ 1] [messages, a multiple of 1 000]');
   process.exit(1);
 }
-
-const AGENTS = [
-  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
-  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1',
-  'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0',
-];
 
 /** A deterministic generator (mulberry32): every run draws the same links. */
 function random(seed: number): () => number {
@@ -77,24 +71,8 @@ const SHAPES: { name: string; link: (draw: () => number) => () => number }[] = [
 function visits(link: () => number): LogMessage[][] {
   return Array.from({ length: total / BATCH + 1 }, (_, b) =>
     Array.from({ length: BATCH }, (_, n) => {
-      const i = b * BATCH + n;
       const linkNumber = link();
-      const visit = {
-        visit_id: uuidv7(),
-        ts: new Date().toISOString(),
-        kind: 'visit',
-        owner_id: '0193a1f2-7c1e-7d3a-9b1e-3f6c2a1d4e5f',
-        expects_beacon: false,
-        subdomain: 'bench-shop',
-        link_id: `0193a1f2-7c1e-7d3a-9b1e-${String(linkNumber).padStart(12, '0')}`,
-        slug: `s${linkNumber}`,
-        ip_public: `81.2.${(i >> 8) % 256}.${i % 256}`,
-        user_agent: AGENTS[i % AGENTS.length]!,
-        referrer: i % 3 === 0 ? 'https://news.example/item' : '',
-        accept_language: 'en-GB,en;q=0.9',
-        query: i % 2 === 0 ? 'utm_source=newsletter&utm_medium=email' : '',
-      };
-      return { key: visit.link_id, value: JSON.stringify(visit) };
+      return sampleVisit(b * BATCH + n, { id: `0193a1f2-7c1e-7d3a-9b1e-${String(linkNumber).padStart(12, '0')}`, slug: `s${linkNumber}` });
     }),
   );
 }

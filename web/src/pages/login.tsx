@@ -9,7 +9,7 @@ import { solveCaptcha, type CaptchaChallenge } from '../app/captcha.js';
 import { formatWait } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
-import { LanguagePicker } from '../app/shell.js';
+import { SignedOutCard } from '../app/signed-out-card.js';
 import { Notice } from '../app/ui.js';
 
 export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
@@ -32,9 +32,6 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
     if (challenge !== undefined) document.getElementById('login-code')?.focus();
   }, [challenge !== undefined, recovery]);
 
-  useEffect(() => {
-    document.title = `${t('login.title')} · linktrack`;
-  }, [t]);
   useEffect(() => {
     if (lockedUntil === undefined) return;
     const timer = setInterval(() => {
@@ -143,115 +140,101 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
 
   if (challenge !== undefined) {
     return (
-      <div class="login">
-        <div class="login-top">
-          <span class="brand">{t('app.name')}</span>
-          <LanguagePicker />
-        </div>
-        <main class="login-card" id="content">
-          <h1>{t('login.totp_title')}</h1>
-          <p class="muted" id="login-code-intro">
-            {recovery ? t('login.totp_recovery_intro') : t('login.totp_intro')}
-          </p>
-          <form onSubmit={submit}>
-            <div class="field">
-              <label for="login-code">{recovery ? t('totp.recovery_code') : t('totp.code')}</label>
-              {recovery ? (
-                <input
-                  id="login-code"
-                  key="recovery"
-                  type="text"
-                  autocomplete="off"
-                  autocapitalize="none"
-                  spellcheck={false}
-                  required
-                  maxLength={64}
-                  value={code}
-                  onInput={(event) => setCode(event.currentTarget.value)}
-                  aria-describedby="login-code-intro"
-                />
-              ) : (
-                <input
-                  id="login-code"
-                  key="code"
-                  type="text"
-                  inputMode="numeric"
-                  autocomplete="one-time-code"
-                  pattern="[0-9 ]{6,7}"
-                  required
-                  maxLength={7}
-                  value={code}
-                  onInput={(event) => setCode(event.currentTarget.value)}
-                  aria-describedby="login-code-intro login-code-hint"
-                />
-              )}
-              {recovery ? null : (
-                <small class="hint" id="login-code-hint">
-                  {t('totp.code_hint')}
-                </small>
-              )}
-            </div>
-            {notices}
-            <button type="submit" class="button-primary" disabled={blocked}>
-              {busy ? t('login.submitting') : t('login.totp_submit')}
-            </button>
-          </form>
-          <p class="login-forgot login-links">
-            <button
-              type="button"
-              class="button-quiet"
-              onClick={() => {
-                setRecovery(!recovery);
-                setCode('');
-                setError(undefined);
-              }}
-            >
-              {recovery ? t('totp.use_code') : t('totp.use_recovery')}
-            </button>
-            <button type="button" class="button-quiet" onClick={backToPassword}>
-              {t('login.totp_back')}
-            </button>
-          </p>
-        </main>
-      </div>
+      <SignedOutCard title={t('login.totp_title')}>
+        <p class="muted" id="login-code-intro">
+          {recovery ? t('login.totp_recovery_intro') : t('login.totp_intro')}
+        </p>
+        <form onSubmit={submit}>
+          <div class="field">
+            <label for="login-code">{recovery ? t('totp.recovery_code') : t('totp.code')}</label>
+            {recovery ? (
+              <input
+                id="login-code"
+                key="recovery"
+                type="text"
+                autocomplete="off"
+                autocapitalize="none"
+                spellcheck={false}
+                required
+                maxLength={64}
+                value={code}
+                onInput={(event) => setCode(event.currentTarget.value)}
+                aria-describedby="login-code-intro"
+              />
+            ) : (
+              <input
+                id="login-code"
+                key="code"
+                type="text"
+                inputMode="numeric"
+                autocomplete="one-time-code"
+                pattern="[0-9 ]{6,7}"
+                required
+                maxLength={7}
+                value={code}
+                onInput={(event) => setCode(event.currentTarget.value)}
+                aria-describedby="login-code-intro login-code-hint"
+              />
+            )}
+            {recovery ? null : (
+              <small class="hint" id="login-code-hint">
+                {t('totp.code_hint')}
+              </small>
+            )}
+          </div>
+          {notices}
+          <button type="submit" class="button-primary" disabled={blocked}>
+            {busy ? t('login.submitting') : t('login.totp_submit')}
+          </button>
+        </form>
+        <p class="login-forgot login-links">
+          <button
+            type="button"
+            class="button-quiet"
+            onClick={() => {
+              setRecovery(!recovery);
+              setCode('');
+              setError(undefined);
+            }}
+          >
+            {recovery ? t('totp.use_code') : t('totp.use_recovery')}
+          </button>
+          <button type="button" class="button-quiet" onClick={backToPassword}>
+            {t('login.totp_back')}
+          </button>
+        </p>
+      </SignedOutCard>
     );
   }
 
   return (
-    <div class="login">
-      <div class="login-top">
-        <span class="brand">{t('app.name')}</span>
-        <LanguagePicker />
-      </div>
-      <main class="login-card" id="content">
-        <h1>{t('login.title')}</h1>
-        <p class="muted">{t('login.intro')}</p>
-        {reason === 'signed-out' ? <Notice kind="info">{t('login.signed_out')}</Notice> : null}
-        <form onSubmit={submit} noValidate={false}>
-          <div class="field">
-            <label for="login-email">{t('login.email')}</label>
-            <input id="login-email" type="email" autocomplete="username" required value={email} onInput={(event) => setEmail(event.currentTarget.value)} />
-          </div>
-          <div class="field">
-            <label for="login-password">{t('login.password')}</label>
-            <input
-              id="login-password"
-              type="password"
-              autocomplete="current-password"
-              required
-              value={password}
-              onInput={(event) => setPassword(event.currentTarget.value)}
-            />
-          </div>
-          {notices}
-          <button type="submit" class="button-primary" disabled={blocked}>
-            {busy ? t('login.submitting') : t('login.submit')}
-          </button>
-        </form>
-        <p class="login-forgot">
-          <a href="/login/forgot">{t('forgot.link')}</a>
-        </p>
-      </main>
-    </div>
+    <SignedOutCard title={t('login.title')}>
+      <p class="muted">{t('login.intro')}</p>
+      {reason === 'signed-out' ? <Notice kind="info">{t('login.signed_out')}</Notice> : null}
+      <form onSubmit={submit} noValidate={false}>
+        <div class="field">
+          <label for="login-email">{t('login.email')}</label>
+          <input id="login-email" type="email" autocomplete="username" required value={email} onInput={(event) => setEmail(event.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="login-password">{t('login.password')}</label>
+          <input
+            id="login-password"
+            type="password"
+            autocomplete="current-password"
+            required
+            value={password}
+            onInput={(event) => setPassword(event.currentTarget.value)}
+          />
+        </div>
+        {notices}
+        <button type="submit" class="button-primary" disabled={blocked}>
+          {busy ? t('login.submitting') : t('login.submit')}
+        </button>
+      </form>
+      <p class="login-forgot">
+        <a href="/login/forgot">{t('forgot.link')}</a>
+      </p>
+    </SignedOutCard>
   );
 }

@@ -2,33 +2,12 @@
 // address), and the page the link opens (`/login/reset#token=…`), which sets a new password with it
 // (POST /auth/password-reset/confirm). The token sits in the URL's fragment, which the browser never
 // sends to the server; the page takes it out of the address bar and history at once.
-import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, ApiError, load } from '../api/client.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
-import { LanguagePicker } from '../app/shell.js';
+import { SignedOutCard } from '../app/signed-out-card.js';
 import { Field, fieldError, Notice } from '../app/ui.js';
-
-/** The frame of the signed-out pages, as the sign-in page has it. */
-function SignedOutCard({ title, children }: { title: string; children: ComponentChildren }) {
-  const { t } = useI18n();
-  useEffect(() => {
-    document.title = `${title} · linktrack`;
-  }, [title]);
-  return (
-    <div class="login">
-      <div class="login-top">
-        <span class="brand">{t('app.name')}</span>
-        <LanguagePicker />
-      </div>
-      <main class="login-card" id="content">
-        <h1>{title}</h1>
-        {children}
-      </main>
-    </div>
-  );
-}
 
 export function ForgotPasswordPage() {
   const { t } = useI18n();
