@@ -57,3 +57,16 @@ export async function createFreshDatabase(): Promise<FreshDatabase> {
     },
   };
 }
+
+/**
+ * For a test that changes a platform-wide setting (such as `require_totp_for_staff`), which the
+ * other test files would see on the services run's shared Postgres: a database of its own there,
+ * as the overrides of its context, and what drops it (after the context is closed). Embedded,
+ * every context has its own PGlite already: nothing to do.
+ */
+export async function ownServerDatabase(prefix: string): Promise<{ overrides: Record<string, string>; drop: () => Promise<void> }> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) return { overrides: {}, drop: async () => undefined };
+  const own = await serverDatabase(serverUrl, prefix);
+  return { overrides: { DATABASE_URL: own.url }, drop: own.drop };
+}

@@ -1,6 +1,7 @@
 import { Secret, TOTP } from 'otpauth';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ownServerDatabase } from '../support/fresh-database.js';
 import { waitFor } from '../support/wait.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
 
@@ -9,13 +10,17 @@ import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startU
 // recovery codes shown once; signing in with a code, and on a phone in German with a recovery code;
 // staff requiring it, and a staff account without it held to setting it up. axe on each step.
 let platform: UiPlatform;
+let database: Awaited<ReturnType<typeof ownServerDatabase>> | undefined;
 
 beforeAll(async () => {
-  platform = await startUiPlatform();
+  // require_totp_for_staff is platform-wide: on the services run's shared Postgres, other files' staff would be held by it.
+  database = await ownServerDatabase('lt_ui_totp');
+  platform = await startUiPlatform(database.overrides);
 }, 120_000);
 
 afterAll(async () => {
   await platform?.stop();
+  await database?.drop();
 });
 
 const stepNow = () => Math.floor(Date.now() / 30_000);

@@ -10,6 +10,7 @@ import type { Context } from '#shared/context.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
+import { ownServerDatabase } from '#tests/support/fresh-database.js';
 import { waitFor } from '#tests/support/wait.js';
 import { buildApp } from '#services/app.js';
 
@@ -29,6 +30,8 @@ const logLines: string[] = [];
 /** Every TOTP secret, recovery code and challenge the tests handled: none may appear in the log or the tables. */
 const secrets: string[] = [];
 
+let database: Awaited<ReturnType<typeof ownServerDatabase>> | undefined;
+
 beforeAll(async () => {
   const log = pino(
     { level: 'trace' },
@@ -39,8 +42,10 @@ beforeAll(async () => {
       },
     }),
   );
+  // require_totp_for_staff is platform-wide: on the services run's shared Postgres, other files' staff would be held by it.
+  database = await ownServerDatabase('lt_totp');
   context = await createTestContext(
-    { BRUTEFORCE_MAX_ATTEMPTS: '4', BRUTEFORCE_WINDOW: '60', ENABLE_CAPTCHA: '1', CAPTCHA_AFTER: '3', LOG_LEVEL: 'trace' },
+    { BRUTEFORCE_MAX_ATTEMPTS: '4', BRUTEFORCE_WINDOW: '60', ENABLE_CAPTCHA: '1', CAPTCHA_AFTER: '3', LOG_LEVEL: 'trace', ...database.overrides },
     { log },
   );
   app = (await buildApp(context)).app;
@@ -50,6 +55,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   if (context) await closeContext(context);
+  await database?.drop();
 });
 
 /** A distinct client address per call, so that the auth bucket of one test never limits another. */
