@@ -26,12 +26,22 @@ export async function serverDatabase(serverUrl: string, prefix: string): Promise
   return {
     url: url.toString(),
     async drop() {
-      const client = new pg.Client({ connectionString: serverUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
+      // FORCE ends the database's remaining sessions, but not one of another role (an autovacuum
+      // worker that has just started on it: "must be a member of the role whose process is being
+      // terminated"): such a session ends by itself in a moment, so the drop is tried again.
+      for (let attempt = 1; ; attempt++) {
+        const client = new pg.Client({ connectionString: serverUrl });
+        await client.connect();
+        try {
+          await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+          return;
+        } catch (error) {
+          const code = (error as { code?: string }).code;
+          if (attempt >= 10 || (code !== '42501' && code !== '55006')) throw error;
+        } finally {
+          await client.end();
+        }
+        await new Promise((resolve) => setTimeout(resolve, 300));
       }
     },
   };

@@ -76,7 +76,8 @@ describe('account page', () => {
     expect(await meStatus(page)).toBe(401);
     expect(problems).toEqual([]);
     await Promise.all([browserContext.close(), elsewhere.browserContext.close(), third.browserContext.close()]);
-  });
+    // Three browsers, four sign-ins (each a password hash) and two axe runs: 5 s alone, over 30 s on a loaded CI machine.
+  }, 90_000);
 
   it('fits a phone and speaks German', async () => {
     const account = await newAccount(platform);
