@@ -325,6 +325,43 @@ export function Field({ label, hint, error, children, id }: { label: string; hin
   );
 }
 
+/**
+ * The current password, as every change of a credential asks for it (the account's password, two-factor
+ * set-up and changes): a Field whose input the browser fills with the saved password, described by
+ * its hint and its error.
+ */
+export function CurrentPasswordField({
+  id,
+  label,
+  hint,
+  error,
+  value,
+  onValue,
+}: {
+  id: string;
+  label: string;
+  hint?: string;
+  error?: string;
+  value: string;
+  onValue: (value: string) => void;
+}) {
+  const describedBy = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ');
+  return (
+    <Field id={id} label={label} hint={hint} error={error}>
+      <input
+        id={id}
+        type="password"
+        autocomplete="current-password"
+        required
+        value={value}
+        onInput={(event) => onValue(event.currentTarget.value)}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={describedBy || undefined}
+      />
+    </Field>
+  );
+}
+
 /** The message of a field in a validation_error's details (details map field to rule). */
 export function fieldError(error: unknown, field: string): string | undefined {
   if (!(error instanceof ApiError) || error.code !== 'validation_error') return undefined;

@@ -7,7 +7,7 @@ import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
-import { Async, Empty, Field, fieldError, Notice, PageHeader, useLoad } from '../app/ui.js';
+import { Async, CurrentPasswordField, Empty, Field, fieldError, Notice, PageHeader, useLoad } from '../app/ui.js';
 import { TwoFactorSection } from './two-factor.js';
 import './account.css';
 
@@ -54,18 +54,7 @@ function ChangePassword({ onChanged }: { onChanged: () => void }) {
       <h2 id="password-title">{t('account.password_title')}</h2>
       <p class="muted">{t('account.password_intro')}</p>
       <form onSubmit={submit}>
-        <Field id="current-password" label={t('account.current_password')} error={currentError}>
-          <input
-            id="current-password"
-            type="password"
-            autocomplete="current-password"
-            required
-            value={current}
-            onInput={(event) => setCurrent(event.currentTarget.value)}
-            aria-invalid={currentError ? true : undefined}
-            aria-describedby={currentError ? 'current-password-error' : undefined}
-          />
-        </Field>
+        <CurrentPasswordField id="current-password" label={t('account.current_password')} error={currentError} value={current} onValue={setCurrent} />
         <Field id="new-password" label={t('account.new_password')} hint={t('account.new_password_hint')} error={newError}>
           <input
             id="new-password"

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError, load } from '../api/client.js';
 import { useI18n } from '../app/i18n.js';
 import { useMe } from '../app/session.js';
-import { CopyButton, Field, fieldError, Notice } from '../app/ui.js';
+import { CopyButton, CurrentPasswordField, Field, fieldError, Notice } from '../app/ui.js';
 
 /** The message of a refused step: shown under the field it concerns, else as a notice. */
 export function errorFor(error: unknown, reasons: string[], field: string): string | undefined {
@@ -85,18 +85,7 @@ export function Reauthenticate({ action, onDone, onCancel }: { action: 'off' | '
     <form onSubmit={submit} aria-labelledby={`${id}-title`}>
       <h3 id={`${id}-title`}>{action === 'off' ? t('totp.turn_off') : t('totp.regenerate')}</h3>
       <p class="muted">{action === 'off' ? t('totp.turn_off_intro') : t('totp.regenerate_intro')}</p>
-      <Field id={`${id}-password`} label={t('account.current_password')} error={passwordError}>
-        <input
-          id={`${id}-password`}
-          type="password"
-          autocomplete="current-password"
-          required
-          value={password}
-          onInput={(event) => setPassword(event.currentTarget.value)}
-          aria-invalid={passwordError ? true : undefined}
-          aria-describedby={passwordError ? `${id}-password-error` : undefined}
-        />
-      </Field>
+      <CurrentPasswordField id={`${id}-password`} label={t('account.current_password')} error={passwordError} value={password} onValue={setPassword} />
       <Field id={`${id}-code`} label={recovery ? t('totp.recovery_code') : t('totp.code')} error={codeError}>
         <input
           id={`${id}-code`}

@@ -8,7 +8,7 @@ import { formatDateTime } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
 import { LanguagePicker } from '../app/shell.js';
-import { Async, CopyButton, Field, Notice, useLoad } from '../app/ui.js';
+import { Async, CopyButton, CurrentPasswordField, Field, Notice, useLoad } from '../app/ui.js';
 import { errorFor, Reauthenticate, RecoveryCodes } from './two-factor-parts.js';
 import './two-factor.css';
 
@@ -51,18 +51,14 @@ function Enrol({ onEnabled, onCancel }: { onEnabled: (codes: string[]) => void; 
     const passwordError = errorFor(error, ['current_password_wrong'], 'password');
     return (
       <form onSubmit={start}>
-        <Field id="totp-password" label={t('account.current_password')} hint={t('totp.password_hint')} error={passwordError}>
-          <input
-            id="totp-password"
-            type="password"
-            autocomplete="current-password"
-            required
-            value={password}
-            onInput={(event) => setPassword(event.currentTarget.value)}
-            aria-invalid={passwordError ? true : undefined}
-            aria-describedby={passwordError ? 'totp-password-hint totp-password-error' : 'totp-password-hint'}
-          />
-        </Field>
+        <CurrentPasswordField
+          id="totp-password"
+          label={t('account.current_password')}
+          hint={t('totp.password_hint')}
+          error={passwordError}
+          value={password}
+          onValue={setPassword}
+        />
         {error && !passwordError ? <Notice kind="error">{error.message}</Notice> : null}
         <div class="totp-actions">
           <button type="submit" class="button-primary" disabled={busy}>
