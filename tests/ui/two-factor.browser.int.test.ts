@@ -114,7 +114,7 @@ describe('two-factor sign-in', () => {
     expect(problems).toEqual([]);
     expect(other.problems).toEqual([]);
     await Promise.all([browserContext.close(), other.browserContext.close()]);
-  });
+  }, 90_000);
 
   it('signs in with a recovery code instead, on a phone in German', async () => {
     const account = await newAccount(platform);
@@ -140,7 +140,7 @@ describe('two-factor sign-in', () => {
     await screenshot(page, 'account-totp-phone-de');
     expect(problems).toEqual([]);
     await browserContext.close();
-  });
+  }, 90_000);
 
   it('lets staff require it: a staff account without it can only set it up, then reaches the dashboard', async () => {
     const admin = await newAccount(platform, 'staff');
@@ -168,5 +168,5 @@ describe('two-factor sign-in', () => {
     await page.getByText('Saved.').waitFor();
     expect(problems).toEqual([]);
     await browserContext.close();
-  });
+  }, 90_000);
 });
