@@ -59,7 +59,12 @@ if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(connections) 
   console.error('usage: bash bench/run.sh cluster [seconds ≥ 1] [connections ≥ 3] [redirects/s in all, 0: as fast as answered]');
   process.exit(1);
 }
-const INGEST_NODES = 3;
+/** Ingest nodes (CLUSTER_INGEST_NODES, 3 by default): each its own process on core 0 with the core process. */
+const INGEST_NODES = Number(process.env.CLUSTER_INGEST_NODES ?? 3);
+if (!Number.isInteger(INGEST_NODES) || INGEST_NODES < 1 || INGEST_NODES > 8) {
+  console.error('CLUSTER_INGEST_NODES: 1 to 8');
+  process.exit(1);
+}
 /** The target: services CPU per stored visit (all platform processes, the broker apart) ≤ 1.2 × the one-process figure. */
 const TARGET_RATIO = 1.2;
 const TRICKLE = { seconds: 10, perNode: 20 };
