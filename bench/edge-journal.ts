@@ -4,7 +4,7 @@
 // one process. CPU µs per visit (user + system, the log's writer thread included), the median of
 // each over the rounds.
 //   bash bench/run.sh edge-journal [rounds]
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '#shared/logger.js';
@@ -35,6 +35,7 @@ async function run(journal: '1' | '0', n: number) {
   const used = process.cpuUsage(cpu);
   await producer.close(1000);
   await messageLog.close();
+  rmSync(dir, { recursive: true, force: true });
   return (used.user + used.system) / n;
 }
 const results: Record<string, number[]> = { '0': [], '1': [] };
