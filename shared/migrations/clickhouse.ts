@@ -1,6 +1,6 @@
 import { selectRows, type Analytics } from '../analytics/analytics.js';
 import { CLICKHOUSE_MIGRATIONS } from '../paths.js';
-import { runMigrations, type AppliedMigration, type MigrationSession } from './runner.js';
+import { runMigrations, schemaVersion, type AppliedMigration, type MigrationSession, type SchemaVersion } from './runner.js';
 
 /** Splits a ClickHouse migration into statements (one per `;` at a line end, a trailing comment allowed); the HTTP interface takes one at a time. */
 export function splitStatements(script: string): string[] {
@@ -13,6 +13,8 @@ export function splitStatements(script: string): string[] {
 /** The ClickHouse side of a migration run: statements one at a time, the record after them. */
 function clickhouseSession({ client }: Analytics): MigrationSession {
   return {
+    failureNote:
+      'ClickHouse DDL is not transactional: the statements of this migration before the failing one stay applied, and the migration is not recorded. Migrations are written to be run again (IF NOT EXISTS), so the next start, once the cause is fixed, runs it again from its first statement.',
     async createTable() {
       await client.command({
         query: `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -46,4 +48,18 @@ function clickhouseSession({ client }: Analytics): MigrationSession {
  */
 export async function migrateAnalytics(analytics: Analytics, dir = CLICKHOUSE_MIGRATIONS): Promise<string[]> {
   return runMigrations({ exclusive: (run) => run(clickhouseSession(analytics)) }, dir);
+}
+
+/** The schema version of the ClickHouse store: the newest migration applied (null before any) and the newest this build has. */
+export async function analyticsSchemaVersion({ client }: Pick<Analytics, 'client'>, dir = CLICKHOUSE_MIGRATIONS): Promise<SchemaVersion> {
+  const [exists] = await selectRows<{ n: number | string }>(
+    client,
+    "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'schema_migrations'",
+    {},
+  );
+  const applied =
+    Number(exists?.n) > 0
+      ? ((await selectRows<{ version: string }>(client, 'SELECT max(version) AS version FROM schema_migrations FINAL', {}))[0]?.version ?? '')
+      : '';
+  return schemaVersion(applied === '' ? null : applied, dir);
 }

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MigrationChecksumError, readMigrations } from './runner.js';
+import { MigrationChecksumError, MigrationFailedError, readMigrations } from './runner.js';
 import { POSTGRES_MIGRATIONS } from '../paths.js';
 import { SERVICES_MODE } from '#tests/support/context.js';
 import { createFreshDatabase } from '#tests/support/fresh-database.js';
 import type { Database } from '../db/database.js';
-import { migrateDatabase } from './postgres.js';
+import { databaseSchemaVersion, migrateDatabase } from './postgres.js';
 
 /** Cleanups of the current test (fresh databases, temp dirs), run after it whatever its outcome. */
 const cleanups: (() => Promise<void>)[] = [];
@@ -125,6 +125,36 @@ describe(`migrateDatabase (${SERVICES_MODE ? 'postgres' : 'pglite'})`, () => {
     expect(await recorded(database)).toEqual([]);
     expect(await tableExists(database, 'widgets')).toBe(false);
     expect(await tableExists(database, 'gadgets')).toBe(false);
+  });
+
+  it('leaves the data as it was when an upgrade fails, and the error names the migration, the cause and the rollback', async () => {
+    const database = await freshDatabase();
+    const { dir, write } = migrationsDir({ '0001_widgets.sql': CREATE_A });
+    await migrateDatabase(database, dir);
+    await sql`INSERT INTO widgets VALUES (1, 'one'), (2, 'two')`.execute(database.db);
+    write({
+      '0002_rename.sql': 'ALTER TABLE widgets RENAME COLUMN name TO label;\nUPDATE widgets SET label = upper(label);\n',
+      '0003_broken.sql': 'DELETE FROM widgets WHERE id = 1;\nALTER TABLE widgets ADD COLUMN size no_such_type;\n',
+    });
+    const failure = migrateDatabase(database, dir);
+    await expect(failure).rejects.toBeInstanceOf(MigrationFailedError);
+    await expect(failure).rejects.toThrow(/^migration 0003_broken failed: .*no_such_type.*Nothing of this upgrade was applied/);
+    const widgets = await sql<{ id: number; name: string }>`SELECT id, name FROM widgets ORDER BY id`.execute(database.db);
+    expect(widgets.rows).toEqual([
+      { id: 1, name: 'one' },
+      { id: 2, name: 'two' },
+    ]);
+    expect(await databaseSchemaVersion(database, dir)).toEqual({ applied: '0001', expected: '0003', up_to_date: false });
+  });
+
+  it('reports the schema version: null before any migration, the newest applied after', async () => {
+    const database = await freshDatabase();
+    const { dir } = migrationsDir({ '0001_widgets.sql': CREATE_A });
+    expect(await databaseSchemaVersion(database, dir)).toEqual({ applied: null, expected: '0001', up_to_date: false });
+    await migrateDatabase(database, dir);
+    expect(await databaseSchemaVersion(database, dir)).toEqual({ applied: '0001', expected: '0001', up_to_date: true });
+    const later = migrationsDir({ '0001_widgets.sql': CREATE_A, '0002_gadgets.sql': CREATE_B }).dir;
+    expect(await databaseSchemaVersion(database, later)).toEqual({ applied: '0001', expected: '0002', up_to_date: false });
   });
 
   it('applies each migration once when two runs start at the same time', async () => {

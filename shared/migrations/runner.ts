@@ -34,6 +34,26 @@ export class MigrationChecksumError extends Error {
   }
 }
 
+/**
+ * Thrown when a migration's SQL fails: names the migration and carries the store's own message, so
+ * the log says which file failed and why. `note` tells the operator what state the store is in.
+ */
+export class MigrationFailedError extends Error {
+  constructor(
+    readonly migration: string,
+    cause: unknown,
+    note: string,
+  ) {
+    super(`migration ${migration} failed: ${cause instanceof Error ? cause.message : String(cause)}. ${note}`, { cause });
+    this.name = 'MigrationFailedError';
+  }
+}
+
+/** The newest version of a migrations folder: what this build expects a store to have applied. */
+export function latestVersion(dir: string): string | null {
+  return readMigrations(dir).at(-1)?.version ?? null;
+}
+
 /** Returns the migrations not yet applied, refusing if an applied one was edited. */
 export function pendingMigrations(files: MigrationFile[], applied: AppliedMigration[]): MigrationFile[] {
   const done = new Map(applied.map((row) => [row.version, row.checksum]));
@@ -60,6 +80,8 @@ export interface MigrationSession {
   apply(migration: MigrationFile): Promise<void>;
   /** Records one migration as applied, once its SQL succeeded. */
   record(migration: MigrationFile): Promise<void>;
+  /** What a failure leaves behind, for the error's message. */
+  failureNote: string;
 }
 
 /** A store to migrate: `exclusive` runs a whole migration run under the store's guard against a concurrent one. */
@@ -70,7 +92,8 @@ export interface MigrationStore {
 /**
  * Applies the pending migrations of `dir` to a store, in order, each recorded after it succeeded;
  * refuses (MigrationChecksumError) before applying anything when an applied file was edited, and
- * rethrows a failing migration's error. Returns the migrations applied, `NNNN_name` each.
+ * throws MigrationFailedError (the file, the store's message, what state it left) when one fails.
+ * Returns the migrations applied, `NNNN_name` each.
  */
 export async function runMigrations(store: MigrationStore, dir: string): Promise<string[]> {
   const files = readMigrations(dir);
@@ -78,9 +101,30 @@ export async function runMigrations(store: MigrationStore, dir: string): Promise
     await session.createTable();
     const pending = pendingMigrations(files, await session.applied());
     for (const migration of pending) {
-      await session.apply(migration);
+      try {
+        await session.apply(migration);
+      } catch (error) {
+        throw new MigrationFailedError(`${migration.version}_${migration.name}`, error, session.failureNote);
+      }
       await session.record(migration);
     }
     return pending.map((migration) => `${migration.version}_${migration.name}`);
   });
+}
+
+/** A store's applied schema version beside the one this build expects. */
+export interface SchemaVersion {
+  applied: string | null;
+  expected: string | null;
+  up_to_date: boolean;
+}
+
+const expectedByDir = new Map<string, string | null>();
+
+/** Builds a SchemaVersion from the applied version and the build's migrations folder. */
+export function schemaVersion(applied: string | null, dir: string): SchemaVersion {
+  // The build's files do not change while it runs: read once per folder.
+  if (!expectedByDir.has(dir)) expectedByDir.set(dir, latestVersion(dir));
+  const expected = expectedByDir.get(dir) ?? null;
+  return { applied, expected, up_to_date: applied === expected };
 }

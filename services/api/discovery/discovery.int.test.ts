@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,6 +6,7 @@ import { RATE_BUCKET_NAMES, loadConfig } from '#shared/config.js';
 import type { Context } from '#shared/context.js';
 import { ERROR_CATALOGUE, ERROR_CODES } from '#shared/errors.js';
 import type { RouteDef } from '#shared/http/route.js';
+import { CLICKHOUSE_MIGRATIONS, POSTGRES_MIGRATIONS } from '#shared/paths.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
 import { buildApp } from '#services/app.js';
 
@@ -60,6 +62,20 @@ describe('GET /api/v1/health', () => {
 });
 
 describe('GET /api/v1/status', () => {
+  it('shows the schema versions: the last migration applied to Postgres and ClickHouse, and the last this build expects', async () => {
+    const newest = (dir: string) =>
+      readdirSync(dir)
+        .filter((file) => /^\d{4}_.*\.sql$/.test(file))
+        .sort()
+        .at(-1)!
+        .slice(0, 4);
+    const { data } = (await app.inject({ url: '/api/v1/status' })).json();
+    expect(data.schema).toEqual({
+      database: { applied: newest(POSTGRES_MIGRATIONS), expected: newest(POSTGRES_MIGRATIONS), up_to_date: true },
+      analytics: { applied: newest(CLICKHOUSE_MIGRATIONS), expected: newest(CLICKHOUSE_MIGRATIONS), up_to_date: true },
+    });
+  });
+
   it('reports version 2.0.0, features and the live configuration of all eight buckets', async () => {
     const config = loadConfig({ ...process.env, RATE_LIMIT_TRACK: '77:30', RATE_LIMIT_AUTH: '5:600' });
     const custom = (await buildApp({ ...context, config: { ...context.config, rateLimits: config.rateLimits } })).app;

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { RATE_BUCKETS, RATE_BUCKET_NAMES } from '#shared/config.js';
 import { DEPENDENCIES, dependencyKinds, type Clients, type Context } from '#shared/context.js';
 import { metricTotal } from '#shared/metrics.js';
+import { analyticsSchemaVersion } from '#shared/migrations/clickhouse.js';
+import { databaseSchemaVersion } from '#shared/migrations/postgres.js';
 import { AppError, ERROR_CATALOGUE, ERROR_CODES, errorDocs } from '#shared/errors.js';
 import { buildOpenApiDocument } from '#shared/http/openapi.js';
 import type { RateLimiter } from '#shared/http/rate-limit.js';
@@ -86,6 +88,14 @@ const RateRuleSchema = z.object({
   keyed_by: z.string(),
 });
 
+const SchemaVersionSchema = z.object({
+  applied: z.string().nullable().meta({ description: 'The newest migration this store has applied (`NNNN`); null before the first.' }),
+  expected: z.string().nullable().meta({ description: 'The newest migration this build has: what `applied` is once the build started on the store.' }),
+  up_to_date: z
+    .boolean()
+    .meta({ description: '`applied` equals `expected`. False while another node of an older or newer build is the last to have migrated.' }),
+});
+
 const StatusSchema = z
   .object({
     name: z.string(),
@@ -116,6 +126,10 @@ const StatusSchema = z
         cooldown_sec: z.number().int(),
       }),
       session_ttl_sec: z.number().int(),
+    }),
+    schema: z.object({ database: SchemaVersionSchema, analytics: SchemaVersionSchema }).meta({
+      description:
+        'Schema versions: for Postgres (`database`, postgres/migrations) and ClickHouse (`analytics`, clickhouse/migrations), the last migration applied and the last this build expects. Migrations are forward-only; see docs/operations.md, "Backup, restore and upgrades".',
     }),
     counters: z.object({
       requests_total: z.number().int().min(0),
@@ -302,6 +316,10 @@ export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): Ro
               cooldown_sec: config.spam.cooldownSec,
             },
             session_ttl_sec: config.sessionTtlSec,
+          },
+          schema: {
+            database: await databaseSchemaVersion(context.db),
+            analytics: await analyticsSchemaVersion(context.analytics),
           },
           counters: {
             requests_total: await metricTotal(metrics.httpRequests),

@@ -1,0 +1,121 @@
+// Safe upgrades (issue 38): a DATA_DIR written by an earlier build — the build just before the newest
+// ClickHouse migration was added, so it lacks the newest migrations of both stores — is opened by this
+// build, which migrates it forward; every record and report the earlier build wrote is intact. The
+// earlier build's source comes from this clone's history (`git archive`), run on this clone's
+// node_modules: CI clones with history.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { CLICKHOUSE_MIGRATIONS, POSTGRES_MIGRATIONS, PROJECT_ROOT } from '#shared/paths.js';
+import { SERVICES_MODE } from './support/context.js';
+import { ADMIN, client, freePort, killAll, load, seed, settledCounts, startProcess, startReceiver, waitHealthy } from './support/platform-process.js';
+
+const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '' };
+
+const dirs: string[] = [];
+
+afterEach(() => killAll());
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const git = (...args: string[]) => execFileSync('git', args, { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();
+
+/** The source of the build before the newest ClickHouse migration, in a temp folder that uses this clone's node_modules. */
+function earlierBuild(): { root: string; commit: string } {
+  const added = git('log', '-1', '--diff-filter=A', '--format=%H', '--', 'clickhouse/migrations');
+  if (!added) throw new Error('the upgrade test needs the clone with its history (git log found no migration being added)');
+  const commit = git('rev-parse', `${added}^`);
+  const root = mkdtempSync(join(tmpdir(), 'linktrack-earlier-build-'));
+  dirs.push(root);
+  execFileSync('sh', ['-c', `git archive ${commit} | tar -x -C "${root}"`], { cwd: PROJECT_ROOT });
+  symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(root, 'node_modules'));
+  return { root, commit };
+}
+
+const newest = (dir: string) =>
+  readdirSync(dir)
+    .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
+    .sort()
+    .at(-1)!
+    .slice(0, 4);
+
+/** What an owner sees of everything they made: links, webhooks, the subdomain's report and visit list. */
+async function records(port: number, token: string, subdomain: string) {
+  const call = client(port);
+  const auth = { authorization: `Bearer ${token}` };
+  const links = await call('GET', `/api/v1/links?subdomain=${subdomain}`, undefined, auth);
+  const webhooks = await call('GET', '/api/v1/webhooks', undefined, auth);
+  const report = await call('GET', `/api/v1/stats/subdomain/${subdomain}?since=2020-01-01T00:00:00Z`, undefined, auth);
+  const visits = await call('GET', `/api/v1/visits?subdomain=${subdomain}&limit=100`, undefined, auth);
+  for (const answer of [links, webhooks, report, visits]) expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+  // Short URLs carry the process's port, which differs between the two processes.
+  const portless = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll(`:${port}/`, ':PORT/'));
+  return {
+    links: portless(links.json.data),
+    webhooks: webhooks.json.data,
+    totals: report.json.data.totals,
+    visits: (visits.json.data.visits as { visit_id: string }[]).sort((a, b) => a.visit_id.localeCompare(b.visit_id)),
+    visit_total: visits.json.meta.total,
+  };
+}
+
+describe.skipIf(SERVICES_MODE)('a DATA_DIR written by an earlier build, opened by this one', () => {
+  it('is migrated forward with every link, token (by hash), webhook, visit and report intact', async () => {
+    const { root } = earlierBuild();
+    expect(readdirSync(join(root, 'clickhouse', 'migrations')).length).toBeLessThan(readdirSync(CLICKHOUSE_MIGRATIONS).length);
+    expect(readdirSync(join(root, 'postgres', 'migrations')).length).toBeLessThan(readdirSync(POSTGRES_MIGRATIONS).length);
+    const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-upgrade-'));
+    dirs.push(dataDir);
+    const receiver = await startReceiver();
+    try {
+      const env = {
+        ...EMBEDDED,
+        DATA_DIR: dataDir,
+        HOST: '127.0.0.1',
+        ADMIN_EMAIL: ADMIN.email,
+        ADMIN_PASSWORD: ADMIN.password,
+        RATE_LIMIT_REDIRECT: '100000000:60',
+        BURST_MAX_VISITS: '100000',
+        WEBHOOK_ALLOWLIST: '127.0.0.1',
+      };
+      const oldPort = await freePort();
+      const old = startProcess({ ...env, PORT: String(oldPort) }, ['--import', 'tsx', join(root, 'services/main.ts')]);
+      await waitHealthy(old, { timeoutMs: 90_000 });
+      const seeded = await seed(oldPort, { webhookUrl: receiver.url });
+      const traffic = load(oldPort, seeded.host, `/${seeded.slug}`, { connections: 4 });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await traffic.stop();
+      const answered = traffic.answered.length;
+      expect(answered).toBeGreaterThan(0);
+      await settledCounts(oldPort, seeded.token, seeded.linkId, answered);
+      const before = await records(oldPort, seeded.token, seeded.subdomain);
+      expect(before.visit_total).toBe(answered);
+      old.child.kill('SIGTERM');
+      await old.exited;
+
+      const port = await freePort();
+      const current = startProcess({ ...env, PORT: String(port), LOG_LEVEL: 'info' });
+      await waitHealthy(current, { timeoutMs: 90_000 });
+      expect(current.output()).toMatch(/migrations applied/);
+      const status = await client(port)('GET', '/api/v1/status');
+      expect(status.json.data.schema).toEqual({
+        database: { applied: newest(POSTGRES_MIGRATIONS), expected: newest(POSTGRES_MIGRATIONS), up_to_date: true },
+        analytics: { applied: newest(CLICKHOUSE_MIGRATIONS), expected: newest(CLICKHOUSE_MIGRATIONS), up_to_date: true },
+      });
+      // The token minted by the earlier build still authenticates (its hash was kept), and every record reads the same.
+      expect(await records(port, seeded.token, seeded.subdomain)).toEqual(before);
+      expect((await client(port)('POST', '/auth/login', ADMIN)).status).toBe(200);
+      // The link still redirects, and the new visit is counted on top of the old ones.
+      const after = load(port, seeded.host, `/${seeded.slug}`, { connections: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await after.stop();
+      expect(after.answered.length).toBeGreaterThan(0);
+      await settledCounts(port, seeded.token, seeded.linkId, answered + after.answered.length);
+    } finally {
+      await receiver.close();
+    }
+  }, 240_000);
+});
