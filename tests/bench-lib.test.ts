@@ -40,13 +40,17 @@ describe('CPU accounting from /proc', () => {
     try {
       // Read while it runs (a thread that ended takes its time out of /proc/<pid>/task), until it has had 50 ms of a core.
       const deadline = Date.now() + 8_000;
-      let kinds = threadKinds([]);
+      let threads: [string, number][] = [];
+      let kinds = threadKinds(threads);
       while (kinds.helpers < 50_000 && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        kinds = threadKinds(threadsPer(before, threadsOf(process.pid), 1));
+        threads = threadsPer(before, threadsOf(process.pid), 1);
+        kinds = threadKinds(threads);
       }
       expect(kinds.helpers).toBeGreaterThanOrEqual(50_000);
-      expect(kinds.ClickHouse).toBe(0);
+      // The worker's time is not filed elsewhere. A loaded CI machine once gave another thread of the
+      // test process a clock tick (10 ms) in the span: a tick is not the worker's 50 ms and more.
+      expect(kinds.ClickHouse, JSON.stringify(threads)).toBeLessThan(kinds.helpers / 2);
     } finally {
       await worker.terminate();
     }
