@@ -110,7 +110,7 @@ export async function createApi(
   const mailer = createMailer(config.smtp);
   const passwords = passwordService(deps, abuse, mailer);
   const routes: RouteDef[] = [
-    ...discoveryRoutes({ context, limiter, routes: served }),
+    ...discoveryRoutes({ context, limiter, routes: served, visits: repositories.visits }),
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
     ...passwordRoutes(context, passwords),
     ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
@@ -124,7 +124,7 @@ export async function createApi(
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
-    ...exportsRoutes(exportsService({ repositories, stats }), inFlight),
+    ...exportsRoutes(exportsService({ repositories, stats, rawVisitsSinceOf: (ownerId, only) => subdomains.rawVisitsSinceOf(ownerId, only) }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
     ...reservedRoutes(),
   ];

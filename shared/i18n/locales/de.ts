@@ -101,6 +101,7 @@ export const de: Catalogue = {
   'rule.at_least_one_field': 'muss mindestens ein Feld setzen',
   'rule.country_code': 'muss ein zweistelliger Ländercode sein',
   'rule.time_zone': 'muss der Name einer IANA-Zeitzone wie Europe/Berlin sein',
+  'rule.retention_days': 'muss eine ganze Zahl von Tagen von 1 bis {max} (das Maximum des Betreibers) oder null sein',
   'rule.reserved': 'ist reserviert',
   'rule.slug': 'muss aus 1 bis 64 Buchstaben, Ziffern, _ oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
   'rule.tag': 'muss aus 1 bis 32 Buchstaben, Ziffern, _, ., : oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',

@@ -96,6 +96,7 @@ export const en = {
   'rule.at_least_one_field': 'must set at least one field',
   'rule.country_code': 'must be a two-letter country code',
   'rule.time_zone': 'must be an IANA time zone name such as Europe/Berlin',
+  'rule.retention_days': "must be a whole number of days from 1 to {max} (the operator's maximum), or null",
   'rule.reserved': 'is reserved',
   'rule.slug': 'must be 1 to 64 letters, digits, _ or -, starting with a letter or digit',
   'rule.tag': 'must be 1 to 32 letters, digits, _, ., : or -, starting with a letter or digit',

@@ -100,6 +100,7 @@ export const es: Catalogue = {
   'rule.at_least_one_field': 'debe indicar al menos un campo',
   'rule.country_code': 'debe ser un código de país de dos letras',
   'rule.time_zone': 'debe ser el nombre de una zona horaria IANA como Europe/Berlin',
+  'rule.retention_days': 'debe ser un número entero de días de 1 a {max} (el máximo del operador), o null',
   'rule.reserved': 'está reservado',
   'rule.slug': 'debe tener de 1 a 64 letras, dígitos, _ o -, y empezar por una letra o un dígito',
   'rule.tag': 'debe tener de 1 a 32 letras, dígitos, _, ., : o -, y empezar por una letra o un dígito',

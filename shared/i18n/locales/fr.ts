@@ -101,6 +101,7 @@ export const fr: Catalogue = {
   'rule.at_least_one_field': 'doit définir au moins un champ',
   'rule.country_code': 'doit être un code de pays à deux lettres',
   'rule.time_zone': "doit être le nom d'un fuseau horaire IANA comme Europe/Berlin",
+  'rule.retention_days': 'doit être un nombre entier de jours de 1 à {max} (le maximum de l’opérateur), ou null',
   'rule.reserved': 'est réservé',
   'rule.slug': 'doit compter 1 à 64 lettres, chiffres, _ ou -, et commencer par une lettre ou un chiffre',
   'rule.tag': 'doit compter 1 à 32 lettres, chiffres, _, ., : ou -, et commencer par une lettre ou un chiffre',
