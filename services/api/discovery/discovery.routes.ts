@@ -44,7 +44,7 @@ const HealthSchema = z
       } satisfies Record<(typeof DEPENDENCIES)[number], z.ZodType>)
       .meta({
         description:
-          'One check per dependency this process has. `analytics` is absent from a process none of whose roles reads or writes visits (`ingest`, `worker`): it opens no analytics store.',
+          'One check per dependency this process has. `analytics` is absent from a process none of whose roles reads or writes visits (`ingest` alone): it opens no analytics store.',
       }),
     consumers: z
       .array(
