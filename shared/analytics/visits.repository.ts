@@ -14,6 +14,14 @@ export const LINK_DIMS = `('country', toString(country)),
   ('referrer_host', toString(referrer_host)),
   ('utm_source', toString(utm_source))`;
 
+/** What an erasure names: exactly one of a link, a subdomain, a visitor's IP address, or a visit. */
+export interface ErasureTarget {
+  link_id?: string;
+  subdomain?: string;
+  ip?: string;
+  visit_id?: string;
+}
+
 /** Which visits a list or an export reads (conditions over `visits`: visitConditions). */
 export interface VisitFilters {
   subdomain?: string;
@@ -278,6 +286,49 @@ export function visitsRepository(analytics: Analytics) {
       if (deleted === 0) return 0;
       await removeVisits(where, params, token);
       return deleted;
+    },
+
+    /**
+     * Erases raw visits: those of `ownerId` (every owner's when undefined: staff) matching `target`
+     * (a link, a subdomain, a public IP, or one visit id, with every version of it), with their beacon
+     * states; the rollups keep counting them (see removeVisits). `token` deduplicates the fold into the
+     * link rollup (a retry of the same request). Answers the rows deleted and the IP addresses and user
+     * agents they held, so that copies of them kept elsewhere can be scrubbed.
+     */
+    async erase(ownerId: string | undefined, target: ErasureTarget, token: string) {
+      const where: string[] = [];
+      const params: Record<string, unknown> = {};
+      if (ownerId !== undefined) {
+        where.push('owner_id = {owner:String}');
+        params.owner = ownerId;
+      }
+      if (target.link_id !== undefined) {
+        where.push('link_id = {link:String}');
+        params.link = target.link_id;
+      }
+      if (target.subdomain !== undefined) {
+        where.push('subdomain = {subdomain:String}');
+        params.subdomain = target.subdomain;
+      }
+      if (target.ip !== undefined) {
+        where.push('(ip_public = {ip:String} OR ip_lan = {ip:String})');
+        params.ip = target.ip;
+      }
+      if (target.visit_id !== undefined) {
+        where.push('visit_id = {visit:UUID}');
+        params.visit = target.visit_id;
+      }
+      const condition = where.join(' AND ');
+      const [found] = await rows(
+        `SELECT count() AS n, groupUniqArray(1000)(ip_public) AS ips, groupUniqArray(1000)(ip_lan) AS lan, groupUniqArray(1000)(user_agent) AS agents FROM visits WHERE ${condition}`,
+        params,
+      );
+      const deleted = Number(found?.n ?? 0);
+      const personal = [...((found?.ips as string[]) ?? []), ...((found?.lan as string[]) ?? []), ...((found?.agents as string[]) ?? [])].filter(
+        (value) => value !== '',
+      );
+      if (deleted > 0) await removeVisits(condition, params, token);
+      return { deleted, personal };
     },
 
     /** When the oldest raw visit kept was made (ms), or null when none is. */

@@ -99,6 +99,7 @@ export const de: Catalogue = {
   'rule.already_registered': 'bereits registriert',
   'rule.client_id_reused': 'wurde bereits mit einem anderen Anfrageinhalt verwendet',
   'rule.at_least_one_field': 'muss mindestens ein Feld setzen',
+  'rule.exactly_one_field': 'muss genau ein Feld setzen',
   'rule.country_code': 'muss ein zweistelliger Ländercode sein',
   'rule.time_zone': 'muss der Name einer IANA-Zeitzone wie Europe/Berlin sein',
   'rule.retention_days': 'muss eine ganze Zahl von Tagen von 1 bis {max} (das Maximum des Betreibers) oder null sein',

@@ -94,6 +94,7 @@ export const en = {
   'rule.already_registered': 'already registered',
   'rule.client_id_reused': 'was already used with a different request body',
   'rule.at_least_one_field': 'must set at least one field',
+  'rule.exactly_one_field': 'must set exactly one field',
   'rule.country_code': 'must be a two-letter country code',
   'rule.time_zone': 'must be an IANA time zone name such as Europe/Berlin',
   'rule.retention_days': "must be a whole number of days from 1 to {max} (the operator's maximum), or null",

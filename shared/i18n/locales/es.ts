@@ -98,6 +98,7 @@ export const es: Catalogue = {
   'rule.already_registered': 'ya registrado',
   'rule.client_id_reused': 'ya se usó con otro cuerpo de solicitud',
   'rule.at_least_one_field': 'debe indicar al menos un campo',
+  'rule.exactly_one_field': 'debe indicar exactamente un campo',
   'rule.country_code': 'debe ser un código de país de dos letras',
   'rule.time_zone': 'debe ser el nombre de una zona horaria IANA como Europe/Berlin',
   'rule.retention_days': 'debe ser un número entero de días de 1 a {max} (el máximo del operador), o null',

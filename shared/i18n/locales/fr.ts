@@ -99,6 +99,7 @@ export const fr: Catalogue = {
   'rule.already_registered': 'déjà enregistré',
   'rule.client_id_reused': 'a déjà été utilisé avec un autre corps de requête',
   'rule.at_least_one_field': 'doit définir au moins un champ',
+  'rule.exactly_one_field': 'doit indiquer exactement un champ',
   'rule.country_code': 'doit être un code de pays à deux lettres',
   'rule.time_zone': "doit être le nom d'un fuseau horaire IANA comme Europe/Berlin",
   'rule.retention_days': 'doit être un nombre entier de jours de 1 à {max} (le maximum de l’opérateur), ou null',
