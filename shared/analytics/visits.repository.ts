@@ -318,6 +318,8 @@ export function visitsRepository(analytics: Analytics) {
         where.push('visit_id = {visit:UUID}');
         params.visit = target.visit_id;
       }
+      // Nothing named would be every visit: never.
+      if (where.length === 0) throw new Error('an erasure names an owner or a target');
       const condition = where.join(' AND ');
       const [found] = await rows(
         `SELECT count() AS n, groupUniqArray(1000)(ip_public) AS ips, groupUniqArray(1000)(ip_lan) AS lan, groupUniqArray(1000)(user_agent) AS agents FROM visits WHERE ${condition}`,

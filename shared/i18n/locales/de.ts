@@ -72,8 +72,7 @@ export const de: Catalogue = {
   'error.conflict.account_disabled': 'Dieses Konto ist deaktiviert: Aktivieren Sie es wieder, bevor Sie einen Link zum Zurücksetzen ausstellen.',
   'error.conflict.cannot_disable_self': 'Sie können Ihr eigenes Konto nicht deaktivieren: Das müssen andere Mitarbeitende tun.',
   'error.conflict.last_active_staff': 'Dies ist das letzte aktive Konto von Mitarbeitenden: Es kann nicht deaktiviert werden.',
-  'error.conflict.user_delete_unavailable':
-    'Konten können noch nicht gelöscht werden (der Datenlebenszyklus fehlt noch): Deaktivieren Sie das Konto stattdessen.',
+  'error.conflict.cannot_delete_self': 'Sie können Ihr eigenes Konto hier nicht löschen: Das muss eine andere Person aus dem Team tun.',
   'mail.password_reset.subject': 'Passwort zurücksetzen',
   'mail.password_reset.body':
     'Jemand hat angefordert, das Passwort Ihres Kontos {email} zurückzusetzen.\n\nUm ein neues Passwort zu wählen, öffnen Sie innerhalb einer Stunde diesen Link:\n{link}\n\nDer Link funktioniert einmal. Danach ist auf jedem Gerät eine Anmeldung mit dem neuen Passwort nötig: Alle Sitzungen werden abgemeldet.\n\nWenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Ihr Passwort bleibt unverändert.',

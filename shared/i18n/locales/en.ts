@@ -67,7 +67,7 @@ export const en = {
   'error.conflict.account_disabled': 'This account is disabled: re-enable it before issuing a password reset link.',
   'error.conflict.cannot_disable_self': 'You cannot disable your own account: another staff member has to.',
   'error.conflict.last_active_staff': 'This is the last active staff account: it cannot be disabled.',
-  'error.conflict.user_delete_unavailable': 'Accounts cannot be deleted yet (data lifecycle is not available): disable the account instead.',
+  'error.conflict.cannot_delete_self': 'You cannot delete your own account here: another staff member has to.',
   'mail.password_reset.subject': 'Reset your password',
   'mail.password_reset.body':
     'Someone asked to reset the password of your account {email}.\n\nTo choose a new password, open this link within one hour:\n{link}\n\nThe link works once. Signing in with the new password will be needed on every device: all sessions are signed out.\n\nIf you did not ask for this, ignore this e-mail: your password stays as it is.',

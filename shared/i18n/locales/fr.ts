@@ -72,8 +72,7 @@ export const fr: Catalogue = {
   'error.conflict.account_disabled': 'Ce compte est désactivé : réactivez-le avant d’émettre un lien de réinitialisation.',
   'error.conflict.cannot_disable_self': 'Vous ne pouvez pas désactiver votre propre compte : un autre membre de l’équipe doit le faire.',
   'error.conflict.last_active_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas être désactivé.',
-  'error.conflict.user_delete_unavailable':
-    'Les comptes ne peuvent pas encore être supprimés (le cycle de vie des données n’existe pas encore) : désactivez plutôt le compte.',
+  'error.conflict.cannot_delete_self': 'Vous ne pouvez pas supprimer votre propre compte ici : un autre membre de l’équipe doit le faire.',
   'mail.password_reset.subject': 'Réinitialiser votre mot de passe',
   'mail.password_reset.body':
     "Quelqu'un a demandé la réinitialisation du mot de passe de votre compte {email}.\n\nPour choisir un nouveau mot de passe, ouvrez ce lien dans l'heure :\n{link}\n\nLe lien ne sert qu'une fois. Il faudra ensuite se connecter avec le nouveau mot de passe sur chaque appareil : toutes les sessions sont fermées.\n\nSi vous n'avez rien demandé, ignorez ce message : votre mot de passe reste inchangé.",
