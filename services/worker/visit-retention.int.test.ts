@@ -7,7 +7,8 @@ import { closeContext, createTestContext } from '#tests/support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { withRepositories } from '#tests/support/repositories.js';
 import { buildApp } from '#services/app.js';
-import { pruneRawVisits } from './retention.js';
+import { waitFor } from '#tests/support/wait.js';
+import { pruneRawVisits, retentionJob, startRetention } from './retention.js';
 
 // Retention of raw visits per subdomain (issue 38): visits spread over 400 days, a retention of 90.
 // The job deletes the raw rows older than 90 days (and their beacon states); the rollups, filled when
@@ -182,11 +183,27 @@ describe('visits_retention_days', () => {
     expect(await pruneRawVisits(withRepositories(context))).toBe(0);
   });
 
+  it("the worker's hourly retention job prunes them: run now, it deletes another subdomain's raw visits past its own retention", async () => {
+    const patched = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${other}`, headers: alice.auth, payload: { visits_retention_days: 200 } });
+    expect(patched.statusCode).toBe(200);
+    const retention = await startRetention(withRepositories(context));
+    try {
+      // A schedule left by an earlier worker keeps its hour: run it now.
+      await context.jobs.enqueue(retentionJob, {});
+      await waitFor(async () => (await rawCount(other, 200)) === 0, 30_000, { message: 'the visits older than 200 days to go' });
+    } finally {
+      await retention.stop();
+    }
+    expect(await rawCount(other)).toBe(200);
+    // The first subdomain's are as the direct run left them.
+    expect(await rawCount(sub)).toBe(90);
+  });
+
   it('the health page and the metric show the oldest raw visit', async () => {
     const health = (await get(undefined, '/api/v1/health')).json().data;
     expect(health.raw_visits.oldest_at).not.toBeNull();
-    // Other test files' visits share the store: the oldest is at least as old as this file's oldest kept.
-    expect(Date.parse(health.raw_visits.oldest_at)).toBeLessThanOrEqual(now - (DAYS - 1) * DAY_MS);
+    // Other test files' visits share the store: the oldest is at least as old as this file's oldest kept (199 days, on the other subdomain).
+    expect(Date.parse(health.raw_visits.oldest_at)).toBeLessThanOrEqual(now - 199 * DAY_MS);
     const metrics = (await get(undefined, '/metrics')).body;
     const gauge = /^visits_oldest_raw_timestamp_seconds (\S+)$/m.exec(metrics);
     expect(Number(gauge?.[1])).toBeCloseTo(Date.parse(health.raw_visits.oldest_at) / 1000, 0);
