@@ -80,7 +80,7 @@ export async function buildApp(context: ProcessContext, options: AppOptions = {}
 
   // Health and metrics in every process: the API lists them among its discovery routes; without it
   // they are all this app serves.
-  const own = api ? api.routes : probeRoutes(context);
+  const own = api ? api.routes : probeRoutes(context, composed.kind === 'full' ? composed.repositories.visits : undefined);
   const extra = options.extraRoutes ?? [];
   const routes = [...own, ...extra];
   served = [...routes, ...(ingest?.routes ?? [])];

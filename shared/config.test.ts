@@ -98,8 +98,12 @@ describe('loadConfig', () => {
   it('keeps secrets at rest in DATA_DIR/secrets.key on the embedded stores, and prunes after 30 and 365 days by default', () => {
     const config = loadConfig({ DATA_DIR: '/var/lib/linktrack' });
     expect(config.secrets).toEqual({ key: undefined, previous: [], keyFile: '/var/lib/linktrack/secrets.key' });
-    expect(config.retention).toEqual({ webhookDeliveriesDays: 30, auditDays: 365 });
-    expect(loadConfig({ WEBHOOK_DELIVERY_RETENTION_DAYS: '0', AUDIT_RETENTION_DAYS: '7' }).retention).toEqual({ webhookDeliveriesDays: 0, auditDays: 7 });
+    expect(config.retention).toEqual({ webhookDeliveriesDays: 30, auditDays: 365, visitsMaxDays: 0 });
+    expect(loadConfig({ WEBHOOK_DELIVERY_RETENTION_DAYS: '0', AUDIT_RETENTION_DAYS: '7', VISITS_RETENTION_DAYS_MAX: '400' }).retention).toEqual({
+      webhookDeliveriesDays: 0,
+      auditDays: 7,
+      visitsMaxDays: 400,
+    });
   });
 
   it('reads SECRETS_KEY as base64 or hex of 32 bytes and SECRETS_KEY_PREVIOUS as a list', () => {

@@ -445,6 +445,12 @@ export const CONFIG_VARS = {
     withDefault(retentionDays(36_500), 365),
     { doc: "Days an audit-log row (`audit_log`) is kept; older rows are deleted by the worker's hourly retention job. 0 keeps them forever." },
   ],
+  VISITS_RETENTION_DAYS_MAX: [
+    withDefault(retentionDays(36_500), 0),
+    {
+      doc: "Most days any subdomain keeps its raw visits (ClickHouse `visits`): an owner's `visits_retention_days` may not exceed it, and a subdomain without one keeps them this long. Older rows are deleted by the worker's hourly retention job; the statistics keep counting them. 0: no maximum (a subdomain without `visits_retention_days` keeps them forever).",
+    },
+  ],
   SMTP_URL: [
     optionalString(urlWithScheme(['smtp', 'smtps'])),
     {
@@ -542,7 +548,7 @@ export interface Config {
    */
   secrets: { key: Buffer | undefined; previous: Buffer[]; keyFile: string | undefined };
   /** Days rows are kept (0: forever). */
-  retention: { webhookDeliveriesDays: number; auditDays: number };
+  retention: { webhookDeliveriesDays: number; auditDays: number; visitsMaxDays: number };
   rateLimits: Record<RateBucket, RateRule>;
 }
 
@@ -650,7 +656,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     smtp: env.SMTP_URL ? { url: env.SMTP_URL, from: env.SMTP_FROM ?? `linktrack <noreply@${env.BASE_DOMAIN}>` } : undefined,
     passwordResetPerAddress: env.PASSWORD_RESET_PER_ADDRESS,
     secrets: { key: env.SECRETS_KEY, previous: env.SECRETS_KEY_PREVIOUS, keyFile: env.DATABASE_URL ? undefined : `${dataDir}/secrets.key` },
-    retention: { webhookDeliveriesDays: env.WEBHOOK_DELIVERY_RETENTION_DAYS, auditDays: env.AUDIT_RETENTION_DAYS },
+    retention: {
+      webhookDeliveriesDays: env.WEBHOOK_DELIVERY_RETENTION_DAYS,
+      auditDays: env.AUDIT_RETENTION_DAYS,
+      visitsMaxDays: env.VISITS_RETENTION_DAYS_MAX,
+    },
     rateLimits,
   };
 }

@@ -37,10 +37,10 @@ export interface Context {
 
 /**
  * The roles that read or write visits in the analytics store: the API (stats, visit lists, exports,
- * public pages) and the enricher (inserts). A process running none of them (an ingest node, a
- * worker) opens no analytics store.
+ * public pages), the enricher (inserts) and the worker (raw-visit retention deletes). A process
+ * running none of them (an ingest node) opens no analytics store.
  */
-export const ANALYTICS_ROLES: readonly Role[] = ['api', 'enricher'];
+export const ANALYTICS_ROLES: readonly Role[] = ['api', 'enricher', 'worker'];
 
 /** True when one of `roles` needs the analytics store. */
 export function needsAnalytics(roles: readonly Role[]): boolean {

@@ -107,7 +107,7 @@ export type MessageVariant =
   | 'error.conflict.account_disabled'
   | 'error.conflict.cannot_disable_self'
   | 'error.conflict.last_active_staff'
-  | 'error.conflict.user_delete_unavailable'
+  | 'error.conflict.cannot_delete_self'
   | 'error.forbidden.consent_required'
   | 'error.forbidden.origin_not_allowed'
   | 'error.forbidden.destination_not_allowed'

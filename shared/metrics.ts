@@ -35,6 +35,7 @@ export interface Metrics {
   visitSpoolMessages: Gauge<'topic'>;
   visitSpoolBytes: Gauge<'topic'>;
   visitSpoolOldestAge: Gauge<'topic'>;
+  visitsOldestRaw: Gauge;
 }
 
 /** Builds a fresh registry with default process metrics and the platform's instruments. */
@@ -219,6 +220,11 @@ export function createMetrics(): Metrics {
       name: 'visit_spool_oldest_age_seconds',
       help: "Age of the oldest message on an ingest node's spool not yet acknowledged by Kafka, by topic (0: none).",
       labelNames: ['topic'],
+      registers: [registry],
+    }),
+    visitsOldestRaw: new Gauge({
+      name: 'visits_oldest_raw_timestamp_seconds',
+      help: 'Time (Unix seconds) of the oldest raw visit kept in the analytics store (0: none), as last read by this process (the retention job, the health page).',
       registers: [registry],
     }),
     jobsProcessed: new Counter({

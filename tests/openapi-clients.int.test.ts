@@ -118,14 +118,20 @@ describe('every list declares its pagination meta', () => {
     for (const [path, item] of lists) {
       const schema = (item.get!.responses['200'] as { content: { 'application/json': { schema: { properties: { meta: Json } } } } }).content['application/json']
         .schema;
-      expect(schema.properties.meta.$ref, path).toBe(
-        path === '/api/v1/notifications' ? '#/components/schemas/NotificationPageMeta' : '#/components/schemas/PageMeta',
-      );
+      // Two lists extend the page meta: notifications (unread count) and visits (raw_visits_since).
+      const own: Record<string, string> = { '/api/v1/notifications': 'NotificationPageMeta', '/api/v1/visits': 'VisitPageMeta' };
+      expect(schema.properties.meta.$ref, path).toBe(`#/components/schemas/${own[path] ?? 'PageMeta'}`);
     }
   });
 
   it('pages answered by cursor, by number and of notifications match their declared meta', async () => {
-    for (const url of ['/api/v1/links?limit=1', '/api/v1/links?limit=1&page=2', '/api/v1/tokens?limit=1', '/api/v1/notifications?limit=1']) {
+    for (const url of [
+      '/api/v1/links?limit=1',
+      '/api/v1/links?limit=1&page=2',
+      '/api/v1/tokens?limit=1',
+      '/api/v1/notifications?limit=1',
+      '/api/v1/visits?limit=1',
+    ]) {
       const response = await get(url, url.startsWith('/api/v1/tokens') ? { cookie: owner.cookie } : owner.auth);
       expect(response.statusCode, response.body).toBe(200);
       expect(matchesDocument(url.split('?')[0]!, 'get', '200', response.json()), url).toEqual([]);

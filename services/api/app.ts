@@ -37,6 +37,8 @@ import { statsService, type StatsService } from './stats/stats.service.js';
 import { visitsRoutes } from './visits/visits.routes.js';
 import { visitsService, type VisitsService } from './visits/visits.service.js';
 import { legacyRoutes } from './legacy/legacy.routes.js';
+import { erasuresRoutes } from './erasures/erasures.routes.js';
+import { erasuresService } from './erasures/erasures.service.js';
 import { exportsRoutes } from './exports/exports.routes.js';
 import { exportsService } from './exports/exports.service.js';
 import { reservedRoutes } from './reserved/reserved.routes.js';
@@ -110,7 +112,7 @@ export async function createApi(
   const mailer = createMailer(config.smtp);
   const passwords = passwordService(deps, abuse, mailer);
   const routes: RouteDef[] = [
-    ...discoveryRoutes({ context, limiter, routes: served }),
+    ...discoveryRoutes({ context, limiter, routes: served, visits: repositories.visits }),
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
     ...passwordRoutes(context, passwords),
     ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
@@ -124,7 +126,8 @@ export async function createApi(
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
-    ...exportsRoutes(exportsService({ repositories, stats }), inFlight),
+    ...erasuresRoutes(erasuresService({ repositories, subdomains })),
+    ...exportsRoutes(exportsService({ repositories, stats, rawVisitsSinceOf: (ownerId, only) => subdomains.rawVisitsSinceOf(ownerId, only) }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
     ...reservedRoutes(),
   ];

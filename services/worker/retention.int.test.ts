@@ -94,7 +94,7 @@ const auditAges = async (context: Context, action: string) =>
 describe(`retention (${SERVICES_MODE ? 'BullMQ' : 'in process'})`, () => {
   it('running the job deletes delivery-log rows older than 30 days and audit rows older than 365 days (the defaults); newer ones stay', async () => {
     const context = withRetention();
-    expect(context.config.retention).toEqual({ webhookDeliveriesDays: 30, auditDays: 365 });
+    expect(context.config.retention).toEqual({ webhookDeliveriesDays: 30, auditDays: 365, visitsMaxDays: 0 });
     // Ages in days, newest first.
     const seqs = await deliveriesAged(context, [0, 29, 31, 400]);
     const action = await auditAged(context, [0, 364, 366, 1000]);

@@ -6,13 +6,13 @@ import { startRetention, type RetentionDeps } from './retention.js';
 import { startWebhooks, type WebhooksWorkerDeps } from './webhooks.js';
 
 /** The repositories the worker role reads and writes. */
-export type WorkerRepositories = Pick<Repositories, 'webhooks' | 'users' | 'audit'>;
+export type WorkerRepositories = Pick<Repositories, 'webhooks' | 'users' | 'audit'> & Partial<Pick<Repositories, 'visits' | 'subdomains'>>;
 
 /**
  * The worker role: background jobs (BullMQ workers in production, the durable one-process runner on LMDB embedded).
  * Webhook delivery, fed by the dispatcher on the `events` topic, and the hourly retention job that
- * prunes the webhook delivery log and the audit log. It reads and writes Postgres only: a worker
- * process opens no analytics store. A composition root: the platform hands it the
+ * prunes the webhook delivery log, the audit log and the raw visits past their subdomain's retention
+ * (a worker process opens the analytics store for those). A composition root: the platform hands it the
  * process's repositories; run alone (tests, benches) it builds them from the context's clients.
  */
 export async function startWorker(

@@ -1,5 +1,6 @@
 import { selectRows, type Analytics } from './analytics.js';
 import { BUCKET_SEC, type Dimension } from './rollups.js';
+import { LINK_DIMS } from './visits.repository.js';
 
 /**
  * Merges the rollups' visitor sketches (clickhouse/migrations/0004_stats_visitors_sketch.sql):
@@ -108,7 +109,7 @@ export function statsRepository(analytics: Analytics) {
     /**
      * Top values of each dimension, most visits first (ties by value), at most `limit` each but the
      * `whole` dimensions, read whole. Subdomains and users read the `stats_dims` rollup, a link its own
-     * rows of `visits`.
+     * rows of `visits` and, for those retention or an erasure deleted, `stats_link_dims`.
      */
     async breakdowns(target: Target, range: Range, dims: readonly Dimension[], limit: number, whole: readonly Dimension[]) {
       // One query for both: a whole dimension is limited by (dim, value), which is one row each.
@@ -117,20 +118,19 @@ export function statsRepository(analytics: Analytics) {
       const params = { owner: target.ownerId, sub: target.subdomain ?? target.id, link: target.id, dims, whole, since: range.since, until: range.until };
       return target.scope === 'link'
         ? rows<{ dim: Dimension; value: string; visits: number }>(
-            `SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, count() AS visits
-             FROM visits
-             ARRAY JOIN [
-               ('country', toString(country)),
-               ('city', if(city = '', '', concat(toString(country), '|', toString(city)))),
-               ('browser', toString(browser)),
-               ('os', toString(os)),
-               ('device_type', toString(device_type)),
-               ('referrer_host', toString(referrer_host)),
-               ('utm_source', toString(utm_source))
-             ] AS pair
-             WHERE subdomain = {sub:String} AND link_id = {link:String} AND owner_id = {owner:String} AND version = 0
-               AND kind IN ${HUMAN_KINDS} AND ts >= toDateTime64({since:UInt32}, 3) AND ts < toDateTime64({until:UInt32}, 3)
-               AND dim IN {dims:Array(String)}
+            `SELECT dim, value, toUInt64(sum(count)) AS visits FROM (
+               SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, count() AS count
+               FROM visits
+               ARRAY JOIN [${LINK_DIMS}] AS pair
+               WHERE subdomain = {sub:String} AND link_id = {link:String} AND owner_id = {owner:String} AND version = 0
+                 AND kind IN ${HUMAN_KINDS} AND ts >= toDateTime64({since:UInt32}, 3) AND ts < toDateTime64({until:UInt32}, 3)
+                 AND dim IN {dims:Array(String)}
+               GROUP BY dim, value
+               UNION ALL
+               SELECT dim, value, visits AS count FROM stats_link_dims
+               WHERE owner_id = {owner:String} AND subdomain = {sub:String} AND link_id = {link:String} AND dim IN {dims:Array(String)}
+                 AND bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({until:UInt32})
+             )
              GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
             params,
           )

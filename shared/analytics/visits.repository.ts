@@ -1,8 +1,26 @@
+import { createHash } from 'node:crypto';
 import { deduplicatedBy, selectRows, toClickHouseTime, type Analytics, type EncodedInsert } from './analytics.js';
 
 /** What a row of `visits` records (its `kind`): a redirect, a bot's visit, an attack attempt, a visit the tracker started. */
 export const VISIT_KINDS = ['visit', 'bot', 'attack', 'beacon'] as const;
 export type VisitKind = (typeof VISIT_KINDS)[number];
+
+/** A link's breakdown dimensions, as (dim, value) pairs of a `visits` row: its report reads them from `visits` and `stats_link_dims`. */
+export const LINK_DIMS = `('country', toString(country)),
+  ('city', if(city = '', '', concat(toString(country), '|', toString(city)))),
+  ('browser', toString(browser)),
+  ('os', toString(os)),
+  ('device_type', toString(device_type)),
+  ('referrer_host', toString(referrer_host)),
+  ('utm_source', toString(utm_source))`;
+
+/** What an erasure names: exactly one of a link, a subdomain, a visitor's IP address, or a visit. */
+export interface ErasureTarget {
+  link_id?: string;
+  subdomain?: string;
+  ip?: string;
+  visit_id?: string;
+}
 
 /** Which visits a list or an export reads (conditions over `visits`: visitConditions). */
 export interface VisitFilters {
@@ -128,6 +146,33 @@ const BLOCK_ROWS_QUERY = (columns: string) => `SELECT ${columns} FROM visits
 export function visitsRepository(analytics: Analytics) {
   const { client } = analytics;
   const rows = (query: string, params: Record<string, unknown>) => selectRows<Record<string, unknown>>(client, query, params);
+  /**
+   * Deletes the visits matching `where` and their beacon states, waiting until the mutations are
+   * done (mutations_sync = 2): the next read no longer sees them. The rollups are other tables, filled
+   * when a visit was inserted, and keep counting them; a link's breakdowns, read from `visits`, get
+   * the deleted rows folded into `stats_link_dims` first, deduplicated by `token` (a retry of the same
+   * deletion adds them once). Beacon states go before the visits, while the visits still name them.
+   */
+  const removeVisits = async (where: string, params: Record<string, unknown>, token: string) => {
+    await client.command({
+      query: `INSERT INTO stats_link_dims
+        SELECT owner_id, subdomain, link_id, tupleElement(pair, 1) AS dim, toStartOfFifteenMinutes(ts) AS bucket,
+               tupleElement(pair, 2) AS value, toUInt64(count()) AS visits
+        FROM visits
+        ARRAY JOIN [${LINK_DIMS}] AS pair
+        WHERE (${where}) AND version = 0 AND owner_id != '' AND link_id != '' AND kind IN ('visit', 'beacon')
+        GROUP BY owner_id, subdomain, link_id, dim, bucket, value`,
+      query_params: params,
+      clickhouse_settings: deduplicatedBy(token),
+    });
+    const wait = { mutations_sync: '2' } as const;
+    await client.command({
+      query: `ALTER TABLE visit_beacons DELETE WHERE visit_id IN (SELECT visit_id FROM visits WHERE ${where})`,
+      query_params: params,
+      clickhouse_settings: wait,
+    });
+    await client.command({ query: `ALTER TABLE visits DELETE WHERE ${where}`, query_params: params, clickhouse_settings: wait });
+  };
 
   /**
    * The newest `needed` rows of a list that ends at `top` (ms): asked first of the last hour before
@@ -218,6 +263,80 @@ export function visitsRepository(analytics: Analytics) {
     /** Inserts whole rows (newer versions of stored visits), deduplicated by `token`. */
     async insertRows(rows: Record<string, unknown>[], token: string): Promise<void> {
       await client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(token) });
+    },
+
+    /**
+     * Deletes the raw visits older than their subdomain's cutoff (ms): `cutoffs` by subdomain name,
+     * `fallback` for every other subdomain (0: none deleted), and their beacon states with them.
+     * Counts first, so that an hour with nothing to delete rewrites no part. Answers the rows deleted
+     * (every stored version of a visit counts).
+     */
+    async pruneOlderThan(cutoffs: Map<string, number>, fallback: number): Promise<number> {
+      // The same cutoffs (the job rounds them to the hour) make the same token: a retry folds nothing twice.
+      const token = `prune:${createHash('sha256')
+        .update(JSON.stringify([[...cutoffs], fallback]))
+        .digest('hex')}`;
+      const latest = Math.max(fallback, ...cutoffs.values());
+      if (latest <= 0) return 0;
+      const where =
+        'ts < fromUnixTimestamp64Milli({latest:Int64}) AND toUnixTimestamp64Milli(ts) < transform(toString(subdomain), {names:Array(String)}, {cutoffs:Array(Int64)}, {fallback:Int64})';
+      const params = { latest, names: [...cutoffs.keys()], cutoffs: [...cutoffs.values()], fallback };
+      const [counted] = await rows(`SELECT count() AS n FROM visits WHERE ${where}`, params);
+      const deleted = Number(counted?.n ?? 0);
+      if (deleted === 0) return 0;
+      await removeVisits(where, params, token);
+      return deleted;
+    },
+
+    /**
+     * Erases raw visits: those of `ownerId` (every owner's when undefined: staff) matching `target`
+     * (a link, a subdomain, a public IP, or one visit id, with every version of it), with their beacon
+     * states; the rollups keep counting them (see removeVisits). `token` deduplicates the fold into the
+     * link rollup (a retry of the same request). Answers the rows deleted and the IP addresses and user
+     * agents they held, so that copies of them kept elsewhere can be scrubbed.
+     */
+    async erase(ownerId: string | undefined, target: ErasureTarget, token: string) {
+      const where: string[] = [];
+      const params: Record<string, unknown> = {};
+      if (ownerId !== undefined) {
+        where.push('owner_id = {owner:String}');
+        params.owner = ownerId;
+      }
+      if (target.link_id !== undefined) {
+        where.push('link_id = {link:String}');
+        params.link = target.link_id;
+      }
+      if (target.subdomain !== undefined) {
+        where.push('subdomain = {subdomain:String}');
+        params.subdomain = target.subdomain;
+      }
+      if (target.ip !== undefined) {
+        where.push('(ip_public = {ip:String} OR ip_lan = {ip:String})');
+        params.ip = target.ip;
+      }
+      if (target.visit_id !== undefined) {
+        where.push('visit_id = {visit:UUID}');
+        params.visit = target.visit_id;
+      }
+      // Nothing named would be every visit: never.
+      if (where.length === 0) throw new Error('an erasure names an owner or a target');
+      const condition = where.join(' AND ');
+      const [found] = await rows(
+        `SELECT count() AS n, groupUniqArray(1000)(ip_public) AS ips, groupUniqArray(1000)(ip_lan) AS lan, groupUniqArray(1000)(user_agent) AS agents FROM visits WHERE ${condition}`,
+        params,
+      );
+      const deleted = Number(found?.n ?? 0);
+      const personal = [...((found?.ips as string[]) ?? []), ...((found?.lan as string[]) ?? []), ...((found?.agents as string[]) ?? [])].filter(
+        (value) => value !== '',
+      );
+      if (deleted > 0) await removeVisits(condition, params, token);
+      return { deleted, personal };
+    },
+
+    /** When the oldest raw visit kept was made (ms), or null when none is. */
+    async oldestTs(): Promise<number | null> {
+      const [row] = await rows('SELECT count() AS n, toUnixTimestamp64Milli(min(ts)) AS ms FROM visits', {});
+      return Number(row?.n ?? 0) > 0 ? Number(row!.ms) : null;
     },
 
     /**

@@ -89,6 +89,8 @@ export interface SubdomainsTable {
   stats_max_items: ColumnType<number, number | undefined, number>;
   /** Site origins the tracker may run on (canonical, as in an Origin header); empty: any site. */
   tracker_origins: ColumnType<string[], string[] | undefined, string[]>;
+  /** Days raw visits are kept (null: as long as VISITS_RETENTION_DAYS_MAX allows). */
+  visits_retention_days: ColumnType<number | null, number | null | undefined, number | null>;
   /** Live links of the subdomain, kept by triggers (bigint, read as a string). */
   live_links: ColumnType<string, never, never>;
   created_at: ColumnType<Date, Date | string | undefined, never>;

@@ -148,6 +148,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
         description:
           'Subdomains (`{name}.{BASE_DOMAIN}`) and their privacy policies. Private by default. GET /api/v1/subdomains/{name} is the public page payload.',
       },
+      { name: 'erasures', description: "Erasure of raw visits (a link's, a subdomain's, a visitor's); the statistics keep their counts." },
       { name: 'links', description: 'Short links: create (idempotent with client_id), list, read, update, soft delete, duplicate, QR code.' },
       {
         name: 'tracker',

@@ -44,6 +44,11 @@ export function subdomainsRepository(db: Kysely<DB>) {
         .limit(limit)
         .execute();
     },
+    /** The subdomains with a retention of their own (their name and days). */
+    async withVisitsRetention(): Promise<{ name: string; visits_retention_days: number }[]> {
+      const found = await db.selectFrom('subdomains').select(['name', 'visits_retention_days']).where('visits_retention_days', 'is not', null).execute();
+      return found.map((row) => ({ name: row.name, visits_retention_days: row.visits_retention_days! }));
+    },
     async listByOwner(ownerId: string): Promise<SubdomainRow[]> {
       return db.selectFrom('subdomains').selectAll().where('owner_id', '=', ownerId).orderBy('name').execute();
     },

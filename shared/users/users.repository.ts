@@ -54,6 +54,37 @@ export function usersRepository(db: Kysely<DB>) {
       else if (at.afterId) query = query.where(sql<boolean>`(created_at, id) < (select u.created_at, u.id from users u where u.id = ${at.afterId})`);
       return query.execute();
     },
+    /**
+     * Deletes an account and, by the schema's cascades, its sessions, API tokens, subdomains, links
+     * (which then redirect no more), webhooks with their delivery log, and notifications; audit rows
+     * keep their action with the actor emptied. Answers what it deleted, counted in the same
+     * transaction, or undefined when there is no such account.
+     */
+    async deleteAccount(id: string) {
+      return db.transaction().execute(async (trx) => {
+        const counted = await trx
+          .selectNoFrom((eb) => [
+            eb.selectFrom('links').select(eb.fn.countAll<string>().as('n')).where('owner_id', '=', id).as('links'),
+            eb.selectFrom('subdomains').select(eb.fn.countAll<string>().as('n')).where('owner_id', '=', id).as('subdomains'),
+            eb.selectFrom('webhooks').select(eb.fn.countAll<string>().as('n')).where('owner_id', '=', id).as('webhooks'),
+            eb.selectFrom('api_tokens').select(eb.fn.countAll<string>().as('n')).where('user_id', '=', id).as('tokens'),
+            eb.selectFrom('sessions').select(eb.fn.countAll<string>().as('n')).where('user_id', '=', id).as('sessions'),
+          ])
+          .executeTakeFirstOrThrow();
+        const live = await trx.selectFrom('links').selectAll().where('owner_id', '=', id).where('deleted_at', 'is', null).execute();
+        const deleted = await trx.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+        if (Number(deleted.numDeletedRows) === 0) return undefined;
+        return {
+          /** The links that redirected until now: the edges drop them from their caches. */
+          live,
+          links: Number(counted.links),
+          subdomains: Number(counted.subdomains),
+          webhooks: Number(counted.webhooks),
+          tokens: Number(counted.tokens),
+          sessions: Number(counted.sessions),
+        };
+      });
+    },
     async findById(id: string) {
       return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
     },

@@ -146,6 +146,22 @@ export function webhooksRepository(db: Kysely<DB>) {
      * Deletes at most `limit` delivery-log rows attempted before `cutoff`, oldest first; returns how
      * many. Rows another deleter holds are skipped, not waited for (two workers share the work).
      */
+    /**
+     * Clears the kept response excerpt and error of delivery-log rows that contain any of `needles`
+     * (a visitor's IP address or user agent: a receiver may echo the payload), of the webhooks of
+     * `ownerId` (all when undefined). Answers the rows scrubbed.
+     */
+    async scrubAttempts(needles: string[], ownerId: string | undefined): Promise<number> {
+      if (needles.length === 0) return 0;
+      const patterns = needles.map((needle) => `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      let query = db
+        .updateTable('webhook_deliveries')
+        .set({ response_excerpt: null, error: null })
+        .where((eb) => eb.or([eb('response_excerpt', 'like', eb.fn.any(eb.val(patterns))), eb('error', 'like', eb.fn.any(eb.val(patterns)))]));
+      if (ownerId !== undefined) query = query.where('webhook_id', 'in', (eb) => eb.selectFrom('webhooks').select('id').where('owner_id', '=', ownerId));
+      const result = await query.executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    },
     async deleteAttemptsBefore(cutoff: Date, limit: number): Promise<number> {
       const result = await db
         .deleteFrom('webhook_deliveries')

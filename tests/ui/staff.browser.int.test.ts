@@ -122,7 +122,7 @@ describe('staff page', () => {
       const own = accounts.getByRole('row').filter({ hasText: staff.email });
       expect(await own.getByRole('button', { name: /Disable/ }).count()).toBe(0);
       expect(await own.textContent()).toContain('You');
-      await page.getByText('Accounts cannot be deleted yet').waitFor();
+      await page.getByText('Deleting an account, with its links').waitFor();
       expect(await page.getByRole('button', { name: /Delete/ }).count()).toBe(0);
 
       // The confirmation says what disabling does; Escape leaves everything as it was.

@@ -10,6 +10,7 @@ import type { RateLimiter } from '#shared/http/rate-limit.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { DEFAULT_LOCALE, LOCALES, LOCALE_CODES, t } from '#shared/i18n/index.js';
 import { VERSION } from '#shared/version.js';
+import type { Repositories } from '#services/repositories.js';
 import { assessHealth, consumerReport, probeDependencies } from './health.js';
 
 const tags = ['discovery'];
@@ -45,7 +46,7 @@ const HealthSchema = z
       } satisfies Record<(typeof DEPENDENCIES)[number], z.ZodType>)
       .meta({
         description:
-          'One check per dependency this process has. `analytics` is absent from a process none of whose roles reads or writes visits (`ingest`, `worker`): it opens no analytics store.',
+          'One check per dependency this process has. `analytics` is absent from a process none of whose roles reads or writes visits (`ingest` alone): it opens no analytics store.',
       }),
     consumers: z
       .array(
@@ -73,6 +74,16 @@ const HealthSchema = z
       .meta({
         description:
           'Only on an ingest node with Kafka: its store-and-forward spool (DATA_DIR/spool), per topic. `status` is `degraded` while Kafka refuses the forwarded batches or the oldest spooled message is older than 10 s.',
+      }),
+    raw_visits: z
+      .object({
+        oldest_at: z.iso.datetime().nullable().meta({ description: 'The oldest raw visit kept (ClickHouse `visits`); null when none is.' }),
+        checked_at: z.iso.datetime().meta({ description: 'When it was read (at most once a minute per process).' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'Only on a process with the analytics store, once it answers: what retention (visits_retention_days, VISITS_RETENTION_DAYS_MAX) and erasures have left. Also the metric `visits_oldest_raw_timestamp_seconds`.',
       }),
     degraded: z.array(z.object({ component: z.string(), effect: z.string() })).meta({
       description:
@@ -160,6 +171,26 @@ const IndexSchema = z
   })
   .meta({ id: 'ApiIndex' });
 
+const OLDEST_EVERY_MS = 60_000;
+
+/**
+ * The oldest raw visit, read at most once a minute (health is probed often; `min(ts)` reads the parts'
+ * min-max indexes of the partition key, but a probe should not depend on that), and set on the
+ * `visits_oldest_raw_timestamp_seconds` gauge. Without the analytics store's repositories, nothing.
+ */
+function oldestRawVisit(context: Pick<ProbeDeps, 'metrics'>, visits: Pick<Repositories['visits'], 'oldestTs'> | undefined) {
+  let last: { oldest_at: string | null; checked_at: string; at: number } | undefined;
+  return async () => {
+    if (!visits) return undefined;
+    if (!last || Date.now() - last.at >= OLDEST_EVERY_MS) {
+      const ms = await visits.oldestTs();
+      context.metrics.visitsOldestRaw.set(ms === null ? 0 : ms / 1000);
+      last = { oldest_at: ms === null ? null : new Date(ms).toISOString(), checked_at: new Date().toISOString(), at: Date.now() };
+    }
+    return { oldest_at: last.oldest_at, checked_at: last.checked_at };
+  };
+}
+
 /** What health and metrics read: the clients they probe, the config, the metrics, the start time. */
 export type ProbeDeps = Clients & Pick<Context, 'config' | 'metrics' | 'startedAt' | 'spool'>;
 
@@ -169,6 +200,8 @@ export interface DiscoveryDeps {
   limiter: RateLimiter;
   /** All routes of the app, read at request time (the list is complete once the app is built). */
   routes: () => RouteDef[];
+  /** Where the health page reads the oldest raw visit. */
+  visits: Pick<Repositories['visits'], 'oldestTs'>;
 }
 
 /**
@@ -176,8 +209,9 @@ export interface DiscoveryDeps {
  * process, Prometheus scrapes each one). A process with the api role lists them among its discovery
  * routes.
  */
-export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: RouteDef] {
+export function probeRoutes(context: ProbeDeps, visits?: Pick<Repositories['visits'], 'oldestTs'>): [health: RouteDef, metrics: RouteDef] {
   const { config, metrics } = context;
+  const oldest = oldestRawVisit(context, visits);
   const health = defineRoute({
     operationId: 'getHealth',
     method: 'GET',
@@ -191,6 +225,8 @@ export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: Rou
     response: HealthSchema,
     handler: async () => {
       const [checks, consumers] = await Promise.all([probeDependencies(context), consumerReport(context)]);
+      // A failed read leaves the field out: the `analytics` check beside it says whether the store answers.
+      const rawVisits = checks.analytics?.status === 'ok' ? await oldest().catch(() => undefined) : undefined;
       const spool = context.spool?.status();
       const { down, critical, degraded } = assessHealth(config.roles, checks, consumers, spool);
       if (critical) {
@@ -209,6 +245,7 @@ export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: Rou
         checks,
         consumers,
         ...(spool ? { spool } : {}),
+        ...(rawVisits ? { raw_visits: rawVisits } : {}),
       };
     },
   });
@@ -228,9 +265,9 @@ export function probeRoutes(context: ProbeDeps): [health: RouteDef, metrics: Rou
 }
 
 /** The API's discovery routes and the probes, in the order the index lists them: index, health, status, OpenAPI, errors, languages, metrics. */
-export function discoveryRoutes({ context, limiter, routes }: DiscoveryDeps): RouteDef[] {
+export function discoveryRoutes({ context, limiter, routes, visits }: DiscoveryDeps): RouteDef[] {
   const { config, metrics } = context;
-  const [health, metricsRoute] = probeRoutes(context);
+  const [health, metricsRoute] = probeRoutes(context, visits);
   let openapi: string | undefined;
   return [
     defineRoute({

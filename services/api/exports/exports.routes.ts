@@ -58,10 +58,14 @@ export function exportsRoutes(service: ExportsService, inFlight: InFlightGuard):
       response: z.string().meta({ description: 'The file.' }),
       raw: {
         contentType: ['text/csv', 'application/json', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'application/pdf'],
-        description: 'The export, as an attachment. `X-Export-Rows` (CSV, JSON, XLSX): the rows stored when it started, an upper bound, for progress.',
+        description:
+          'The export, as an attachment. `X-Export-Rows` (CSV, JSON, XLSX): the rows stored when it started, an upper bound, for progress. ' +
+          "`X-Raw-Visits-Since` (every format; the JSON export's `meta.raw_visits_since` too): from when raw visits exist, as the visit " +
+          "list's `meta.raw_visits_since` says it; absent (null) when none has been deleted for age.",
         schemas: {
           'application/json': successSchema(z.object({ visits: z.array(z.record(z.string(), z.unknown())) })).meta({
-            description: 'The envelope, with the visits (the columns of GET /api/v1/visits) in data.visits and their number in meta.count.',
+            description:
+              'The envelope, with the visits (the columns of GET /api/v1/visits) in data.visits, their number in meta.count and meta.raw_visits_since (see X-Raw-Visits-Since).',
           }),
         },
       },
@@ -82,6 +86,7 @@ export function exportsRoutes(service: ExportsService, inFlight: InFlightGuard):
         reply.header('Content-Disposition', attachment(started.filename));
         reply.header('Cache-Control', 'no-store');
         if (started.rows !== undefined) reply.header('X-Export-Rows', String(started.rows));
+        if (started.rawVisitsSince) reply.header('X-Raw-Visits-Since', started.rawVisitsSince);
         return { contentType: started.contentType, body: started.body };
       },
     }),

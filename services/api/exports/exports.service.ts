@@ -161,7 +161,16 @@ export type ExportsService = ReturnType<typeof exportsService>;
  * so memory stays flat whatever the size in both storage modes; CSV and JSON slices are formatted
  * by ClickHouse and passed on as they come.
  */
-export function exportsService({ repositories, stats }: { repositories: Pick<Repositories, 'exports' | 'audit'>; stats: StatsService }) {
+export function exportsService({
+  repositories,
+  stats,
+  rawVisitsSinceOf = async () => null,
+}: {
+  repositories: Pick<Repositories, 'exports' | 'audit'>;
+  stats: StatsService;
+  /** Since when the raw visits of an owner's subdomains (or of one) are all kept: SubdomainsService.rawVisitsSinceOf. */
+  rawVisitsSinceOf?: (ownerId: string, subdomain?: string) => Promise<Date | null>;
+}) {
   const { exports: visits, audit: audits } = repositories;
 
   /**
@@ -204,13 +213,25 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
   }
 
   /** The JSON export is one envelope: `data.visits` streamed, `meta` (with the count) at the end. */
-  async function* jsonRows(scoped: Scoped, slices: [number, number][], requestId: string, started: number): AsyncGenerator<Buffer | string> {
+  async function* jsonRows(
+    scoped: Scoped,
+    slices: [number, number][],
+    requestId: string,
+    started: number,
+    rawSince: string | null,
+  ): AsyncGenerator<Buffer | string> {
     yield '{"ok":true,"data":{"visits":[';
     const items = new JsonArrayItems();
     for (const slice of slices) {
       for await (const chunk of visits.sliceBytes(scoped, slice, 'JSONEachRow')) yield items.of(chunk);
     }
-    const meta = { request_id: requestId, server_time_utc: new Date().toISOString(), took_ms: Math.round(performance.now() - started), count: items.count };
+    const meta = {
+      request_id: requestId,
+      server_time_utc: new Date().toISOString(),
+      took_ms: Math.round(performance.now() - started),
+      count: items.count,
+      raw_visits_since: rawSince,
+    };
     yield `\n]},"meta":${JSON.stringify(meta)}}\n`;
   }
 
@@ -323,6 +344,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
       });
       const stamp = new Date().toISOString().slice(0, 10).replaceAll('-', '');
       const filename = `visits-${scoped.scope}-${scoped.scope === 'user' ? 'all' : scoped.scopeId}-${stamp}.${format}`;
+      const rawSince = (await rawVisitsSinceOf(scoped.ownerId, scoped.filters.subdomain))?.toISOString() ?? null;
       let body: Readable;
       let rows: number | undefined;
       if (format !== 'pdf') {
@@ -330,7 +352,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         rows = plan.rows;
         // Byte streams, not object streams: an object stream reads up to 16 slices ahead of the socket.
         if (format === 'csv') body = Readable.from(csvRows(scoped, plan.slices, bom), { objectMode: false });
-        else if (format === 'json') body = Readable.from(jsonRows(scoped, plan.slices, request.id, started), { objectMode: false });
+        else if (format === 'json') body = Readable.from(jsonRows(scoped, plan.slices, request.id, started, rawSince), { objectMode: false });
         else body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped, plan.slices));
       } else {
         const report = await stats.ownerReport(principal, scoped.scope, scoped.scope === 'user' ? 'me' : scoped.scopeId, {
@@ -340,7 +362,7 @@ export function exportsService({ repositories, stats }: { repositories: Pick<Rep
         });
         body = pdfStream(scoped, report, scoped.scope === 'user' ? 'all subdomains' : `${scoped.scope} ${scoped.scopeId}`);
       }
-      return { body, contentType: CONTENT_TYPES[format], filename, rows };
+      return { body, contentType: CONTENT_TYPES[format], filename, rows, rawVisitsSince: rawSince };
     },
   };
 }

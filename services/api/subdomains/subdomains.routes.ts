@@ -5,7 +5,7 @@ import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { PolicyPatchShape, PolicySchema } from '#shared/policy/policy.js';
 import { TrackerOriginsInput } from '#shared/tracker/origins.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
-import { MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, type SubdomainsService } from './subdomains.service.js';
+import { MAX_RETENTION_DAYS, MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, type SubdomainsService } from './subdomains.service.js';
 import { rule } from '#shared/i18n/index.js';
 
 const tags = ['subdomains'];
@@ -33,6 +33,19 @@ const SubdomainSchema = z
     tracker_origins: z.array(z.string()).meta({
       description: 'The site origins the tracker may run on for this subdomain (canonical); empty: any site. See the request field.',
       example: ['https://example.org'],
+    }),
+    visits_retention_days: z
+      .number()
+      .int()
+      .min(1)
+      .nullable()
+      .meta({
+        description:
+          "Days the subdomain's raw visits (the visit list, exports) are kept; older ones are deleted by the hourly retention job, " +
+          'while the statistics keep counting them. null: as long as the operator allows (VISITS_RETENTION_DAYS_MAX; forever when it is 0).',
+      }),
+    raw_visits_since: z.iso.datetime().nullable().meta({
+      description: 'The moment before which raw visits may have been deleted by that retention (now less the days in force); null: none are.',
     }),
     ...PolicySchema.shape,
     created_at: z.iso.datetime(),
@@ -138,13 +151,28 @@ export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
       description:
         'Fields sit at the top level of the body, by their spec names; absent fields keep their value. At least one field. ' +
         '`tracker_origins` replaces the whole list (`[]`: any site again); the ingest edge applies a change within moments (a ' +
-        'change notice), at the latest within a minute.',
+        'change notice), at the latest within a minute. `visits_retention_days` sets how long raw visits are kept.',
       tags,
       auth: { kind: 'scope', scope: 'subdomain:write' },
       bucket: 'api',
       params: z.object({ name: z.string().max(63) }),
       body: z
-        .strictObject({ title: titleSchema.nullable().optional(), tracker_origins: TrackerOriginsInput.optional(), ...PolicyPatchShape })
+        .strictObject({
+          title: titleSchema.nullable().optional(),
+          tracker_origins: TrackerOriginsInput.optional(),
+          visits_retention_days: z
+            .number()
+            .int(rule('retention_days', { max: MAX_RETENTION_DAYS }))
+            .min(1, rule('retention_days', { max: MAX_RETENTION_DAYS }))
+            .max(MAX_RETENTION_DAYS, rule('retention_days', { max: MAX_RETENTION_DAYS }))
+            .nullable()
+            .optional()
+            .meta({
+              description:
+                'Days raw visits are kept (null: as long as the operator allows). More than VISITS_RETENTION_DAYS_MAX (when it is not 0) is 422 `validation_error`. A shorter retention applies at the next hourly run.',
+            }),
+          ...PolicyPatchShape,
+        })
         .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
       response: SubdomainSchema,

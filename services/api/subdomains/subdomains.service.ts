@@ -7,6 +7,7 @@ import type { LinkRow } from '#shared/links/links.repository.js';
 import type { SubdomainChanges, SubdomainRow } from '#shared/subdomains/subdomains.repository.js';
 import { publishSubdomainNotice } from '#shared/subdomains/subdomain-notices.js';
 import { rule } from '#shared/i18n/index.js';
+import { latestCutoff, rawVisitsSince, retentionDaysOf } from '#shared/analytics/visit-retention.js';
 import type { Repositories } from '#services/repositories.js';
 
 /** Names nobody can claim: hosts the platform or mail/DNS conventions use. */
@@ -63,6 +64,9 @@ export const SUBDOMAIN_NAME = /^[a-z0-9][a-z0-9-](?:[a-z0-9]|[a-z0-9-][a-z0-9]|(
 /** The IDNA reserved form (`--` in positions 3–4, punycode `xn--` included), told apart for its own message. */
 export const IDNA_FORM = /^..--/;
 
+/** The longest retention anyone may set: VISITS_RETENTION_DAYS_MAX's own bound (a hundred years). */
+export const MAX_RETENTION_DAYS = 36_500;
+
 /** Subdomains one account may hold (staff included: a runaway script should stop somewhere). */
 export const MAX_SUBDOMAINS_PER_OWNER = 50;
 
@@ -74,6 +78,8 @@ export type SubdomainView = {
   owner_id: string;
   links_count: number;
   tracker_origins: string[];
+  visits_retention_days: number | null;
+  raw_visits_since: string | null;
   created_at: string;
   updated_at: string;
 } & Policy;
@@ -107,6 +113,9 @@ export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log'
   const { subdomains, links } = repositories;
   const origin = (name: string) => shortUrl(config, name, '');
 
+  const rawSince = (row: Pick<SubdomainRow, 'visits_retention_days'>) =>
+    rawVisitsSince(retentionDaysOf(row.visits_retention_days, config.retention.visitsMaxDays));
+
   const toView = (row: SubdomainRow): SubdomainView => ({
     name: row.name,
     title: row.title,
@@ -114,6 +123,8 @@ export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log'
     owner_id: row.owner_id,
     links_count: Number(row.live_links),
     tracker_origins: row.tracker_origins,
+    visits_retention_days: row.visits_retention_days,
+    raw_visits_since: rawSince(row)?.toISOString() ?? null,
     ...policyOf(row),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
@@ -159,6 +170,10 @@ export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log'
     },
     async update(principal: Principal, name: string, changes: SubdomainChanges): Promise<SubdomainView> {
       await managed(principal, name);
+      const max = config.retention.visitsMaxDays;
+      if (changes.visits_retention_days && max > 0 && changes.visits_retention_days > max) {
+        throw new AppError('validation_error', { visits_retention_days: rule('retention_days', { max }) });
+      }
       const row = await subdomains.update(name, changes);
       if (!row) throw new AppError('not_found', { subdomain: name });
       if (changes.tracker_origins !== undefined) await publishSubdomainNotice(deps, row.name);
@@ -181,11 +196,16 @@ export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log'
       if (view.owner) page.owner = { display_name: row.owner_display_name };
       return page;
     },
-    /** A subdomain's owner and what the public may see of it, for the public link list. */
+    /** A subdomain's owner, what the public may see of it, and since when its raw visits are all kept (null: all are), for the visit lists. */
     async policyView(name: string) {
       const row = await subdomains.find(name);
       if (!row) throw new AppError('not_found', { subdomain: name });
-      return { ownerId: row.owner_id, view: publicView(policyOf(row)) };
+      return { ownerId: row.owner_id, view: publicView(policyOf(row)), rawVisitsSince: rawSince(row) };
+    },
+    /** Since when every raw visit of the subdomains of `ownerId` is kept (the latest of their cutoffs; null: all are). */
+    async rawVisitsSinceOf(ownerId: string, only?: string): Promise<Date | null> {
+      const rows = only ? [await subdomains.find(only)].filter((row) => row !== undefined) : await subdomains.listByOwner(ownerId);
+      return latestCutoff(rows.map(rawSince));
     },
   };
 }

@@ -4,6 +4,8 @@ import type { Context } from '#shared/context.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import { usersRepository } from '#shared/users/users.repository.js';
+import { deduplicatedBy, selectRows, toClickHouseTime } from '#shared/analytics/analytics.js';
+import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
 import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
@@ -290,18 +292,82 @@ describe('password reset of a disabled account', () => {
 });
 
 describe('DELETE /api/v1/users/{id}', () => {
-  it('is refused with its reason (409 user_delete_unavailable, disable instead), deletes nothing, and audits the attempt', async () => {
-    const account = await createAccount(context);
-    const refused = await remove(account.id);
-    expect(refused.statusCode).toBe(409);
-    expect(refused.json().error).toMatchObject({ code: 'conflict', details: { reason: 'user_delete_unavailable', instead: 'disable' } });
-    expect(refused.json().error.message).toContain('disable the account instead');
-    expect((await login(account.email)).statusCode).toBe(200);
+  it("deletes the account's links (they stop redirecting), tokens, webhooks, sessions and raw visits, frees its subdomain, answers the counts and audits them", async () => {
+    const owner = await createOwner(context, app);
+    const subdomain = await claimSubdomain(app, { ...owner });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: owner.auth,
+      payload: { subdomain, target_url: 'https://example.com/gone' },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const { slug, id: linkId } = created.json().data;
+    const hook = await app.inject({
+      method: 'POST',
+      url: '/api/v1/webhooks',
+      headers: owner.auth,
+      payload: { url: 'https://receiver.example/hook', events: ['visit.new'] },
+    });
+    expect(hook.statusCode, hook.body).toBe(201);
+    const visit = () => ingest.inject({ method: 'GET', url: `/${slug}`, headers: { host: `${subdomain}.localhost:8080` }, remoteAddress: clientIp() });
+    expect((await visit()).statusCode).toBe(302);
+    expect((await visit()).statusCode).toBe(302);
+    const rawVisits = async () => {
+      const [row] = await selectRows<{ n: number }>(context.analytics.client, 'SELECT count() AS n FROM visits WHERE owner_id = {owner:String}', {
+        owner: owner.id,
+      });
+      return Number(row!.n);
+    };
+    // This platform runs no enricher: the account's raw visits are stored as the enricher stores them.
+    await context.analytics.client.insert({
+      table: 'visits',
+      values: [1, 2].map((i) => ({
+        visit_id: crypto.randomUUID(),
+        ts: toClickHouseTime(Date.now() - i * 60_000),
+        kind: 'visit',
+        owner_id: owner.id,
+        subdomain,
+        link_id: linkId,
+        slug,
+        ip_public: '203.0.113.7',
+      })),
+      format: 'JSONEachRow',
+      clickhouse_settings: deduplicatedBy(`user-delete-${owner.id}`),
+    });
+    expect(await rawVisits()).toBe(2);
+
+    const deleted = await remove(owner.id);
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    const { data } = deleted.json();
+    expect(data.id).toBe(owner.id);
+    expect(data.deleted).toMatchObject({ links: 1, subdomains: 1, webhooks: 1, tokens: 1, sessions: 1 });
+    expect(data.deleted.visits).toBe(2);
+
+    expect(await rawVisits()).toBe(0);
+    await waitFor(async () => (await visit()).statusCode === 404, 10_000, { message: 'the edge to drop the link' });
+    expect((await app.inject({ url: '/api/v1/links', headers: owner.auth })).statusCode).toBe(401);
+    expect((await app.inject({ url: '/api/v1/links', headers: { cookie: owner.cookie } })).statusCode).toBe(401);
+    expect((await login(owner.email)).statusCode).toBe(401);
+    expect((await app.inject({ url: `/api/v1/links/${linkId}`, headers: { cookie: staff.cookie } })).statusCode).toBe(404);
+    // The name is free again.
+    const other = await createOwner(context, app);
+    const claimed = await app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: other.auth, payload: { name: subdomain } });
+    expect(claimed.statusCode, claimed.body).toBe(201);
+
     const [row] = await waitFor(async () => {
-      const rows = (await audits('user.delete_refused', staff.id)).filter((entry) => entry.target === account.id);
+      const rows = (await audits('user.deleted', staff.id)).filter((entry) => entry.target === owner.id);
       return rows.length > 0 && rows;
     }, 5000);
-    expect(row!.details).toEqual({ reason: 'user_delete_unavailable' });
+    expect(row!.details).toEqual(data.deleted);
+    expect((await remove(owner.id)).statusCode).toBe(404);
+  });
+
+  it("refuses a staff member's own account (409 cannot_delete_self) and deletes nothing", async () => {
+    const refused = await remove(staff.id);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().error).toMatchObject({ code: 'conflict', details: { reason: 'cannot_delete_self' } });
+    expect((await login(staff.email)).statusCode).toBe(200);
   });
 
   it('answers 403 to non-staff callers, 401 to anonymous ones and 404 for an unknown id', async () => {
@@ -353,7 +419,10 @@ describe('the last active staff account', () => {
     const { users, ids } = await staffPair();
     const [a, b] = ids as [string, string];
     const audited: AuditEntry[] = [];
-    const service = usersService({ cache: createMemoryCache(), repositories: { users } }, { audit: (entry) => audited.push(entry) });
+    const service = usersService(
+      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users, visits: visitsRepository(context.analytics) } },
+      { audit: (entry) => audited.push(entry) },
+    );
     const principal = (userId: string): Principal => ({
       userId,
       email: '',

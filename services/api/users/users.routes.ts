@@ -122,20 +122,35 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
       operationId: 'deleteUser',
       method: 'DELETE',
       path: '/api/v1/users/{id}',
-      summary: 'Delete an account: refused until data lifecycle exists; disable the account instead (staff only)',
+      summary: 'Delete an account with its links, tokens, webhooks, sessions and raw visits (staff only)',
       description:
-        'A staff session, or a token with the admin scope. What deleting an account does to its links, visits, exports and ' +
-        "webhooks is the data-lifecycle rules' to say, and they do not exist yet: so an existing account is never deleted, and " +
-        'the answer is always 409 `conflict` with `details.reason` `user_delete_unavailable` (and `details.instead` `disable`: ' +
-        'PATCH /api/v1/users/{id} with `disabled: true` stops the account at once). The refused attempt is audited ' +
-        '(`user.delete_refused`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`.',
+        'A staff session, or a token with the admin scope. Deletes the raw visits of the account (ClickHouse `visits` and beacon ' +
+        'states), then the account and, with it, its sessions, API tokens, subdomains (their names become free), links (they stop ' +
+        'redirecting: every edge drops them within moments), webhooks with their delivery log, notifications and two-factor ' +
+        'settings. Audit rows stay, their actor emptied; the deletion is audited (`user.deleted`, with the counts). Not undoable: ' +
+        'export first (GET /api/v1/export as the account, or as staff with `link_id` or `subdomain`; GET /api/v1/links), or ' +
+        'disable the account instead (PATCH /api/v1/users/{id} with `disabled: true`). One’s own account is 409 `conflict` ' +
+        '(`cannot_delete_self`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`. ' +
+        'Teams do not exist yet: the rule that an account owning a team’s only subdomain is refused comes with them.',
       tags: ['users'],
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
       params: z.object({ id: z.uuid() }),
-      // No success response: until data lifecycle exists, a delete never succeeds.
+      response: z
+        .object({
+          id: z.uuid(),
+          deleted: z.object({
+            links: z.number().int().min(0).meta({ description: 'Links, live or soft-deleted.' }),
+            subdomains: z.number().int().min(0),
+            webhooks: z.number().int().min(0),
+            tokens: z.number().int().min(0),
+            sessions: z.number().int().min(0),
+            visits: z.number().int().min(0).meta({ description: 'Raw visit rows (every stored version counts).' }),
+          }),
+        })
+        .meta({ id: 'DeletedUser' }),
       errors: ['not_found', 'conflict'],
-      handler: async ({ params, principal, request }) => service.delete(principal!, params.id, request.ip),
+      handler: async ({ params, principal, request }) => service.delete(principal!, params.id, request.ip, request.id),
     }),
   ];
 }

@@ -3,6 +3,7 @@ import { AppError } from '#shared/errors.js';
 import type { Principal } from '#shared/http/auth.js';
 import type { Repositories } from '#services/repositories.js';
 import type { AbuseGuard } from '../auth/abuse.js';
+import { publishLinkNotice, toRedirectLink } from '#shared/links/link-notices.js';
 import { TOKENS_VERSION_KEY } from '../auth/authenticator.js';
 import { toUserView, type UserView } from './users.view.js';
 
@@ -15,7 +16,10 @@ import { toUserView, type UserView } from './users.view.js';
  * read per request. Tokens are kept: re-enabling gives an integration its tokens back; sessions are
  * revoked at re-enabling, so the person signs in again.
  */
-export function usersService(context: Pick<Context, 'cache'> & { repositories: Pick<Repositories, 'users'> }, abuse: Pick<AbuseGuard, 'audit'>) {
+export function usersService(
+  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users' | 'visits'> },
+  abuse: Pick<AbuseGuard, 'audit'>,
+) {
   const { users } = context.repositories;
   return {
     /**
@@ -47,14 +51,24 @@ export function usersService(context: Pick<Context, 'cache'> & { repositories: P
     },
 
     /**
-     * Deleting an account waits for the data-lifecycle rules (issue 38): what happens to its links,
-     * visits and exports is not decided yet, so the delete is refused (409 `conflict`,
-     * `details.reason` `user_delete_unavailable`) and the refusal audited (`user.delete_refused`).
+     * Deletes an account (staff; not one's own: 409 `conflict` `cannot_delete_self`): its raw visits
+     * in the analytics store (the statistics rows of its subdomains go with nothing to read them), then
+     * the account with its sessions, API tokens, subdomains, links, webhooks and their delivery log.
+     * The edges drop its links, every node its cached tokens. Audited (`user.deleted`, with the counts).
      */
-    async delete(principal: Principal, id: string, ip: string): Promise<never> {
+    async delete(principal: Principal, id: string, ip: string, requestId: string) {
       if (!(await users.findById(id))) throw new AppError('not_found', { resource: 'user' });
-      abuse.audit({ action: 'user.delete_refused', actorId: principal.userId, target: id, ip, details: { reason: 'user_delete_unavailable' } });
-      throw new AppError('conflict', { reason: 'user_delete_unavailable', instead: 'disable' }, { messageKey: 'error.conflict.user_delete_unavailable' });
+      if (id === principal.userId) throw new AppError('conflict', { reason: 'cannot_delete_self' }, { messageKey: 'error.conflict.cannot_delete_self' });
+      // Visits first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
+      const { deleted: visits } = await context.repositories.visits.erase(id, {}, `account:${id}:${requestId}`);
+      const removed = await users.deleteAccount(id);
+      if (!removed) throw new AppError('not_found', { resource: 'user' });
+      const { live, ...counts } = removed;
+      await context.cache.bump(TOKENS_VERSION_KEY);
+      for (const row of live) await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
+      const deleted = { ...counts, visits };
+      abuse.audit({ action: 'user.deleted', actorId: principal.userId, target: id, ip, details: deleted });
+      return { id, deleted };
     },
   };
 }

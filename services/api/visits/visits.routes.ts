@@ -88,7 +88,20 @@ export const PublicVisitSchema = VisitSchema.pick({
       'Never the visit id, the link id, the owner or the coordinates (latitude, longitude).',
   });
 
-/** The filters of a visit list, the same for the list and its exports (GET /api/v1/exports). */
+/** The moment raw visits are complete from, as the visit list's meta and the JSON export's meta say it. */
+export const RAW_VISITS_SINCE = z.iso
+  .datetime()
+  .nullable()
+  .meta({
+    description:
+      "From when raw visits exist: visits before it may have been deleted by the subdomain's retention (visits_retention_days, " +
+      'VISITS_RETENTION_DAYS_MAX); the statistics still count them. Over several subdomains (no `subdomain` filter), the latest of ' +
+      'their cutoffs. null: no raw visit has been deleted for age. An erasure (POST /api/v1/erasures) removes visits of any age.',
+  });
+
+const VisitPageMetaSchema = PageMetaSchema.extend({ raw_visits_since: RAW_VISITS_SINCE }).meta({ id: 'VisitPageMeta' });
+
+/** The filters of a visit list, the same for the list and its exports (GET /api/v1/export). */
 export const VISIT_FILTER_QUERY = {
   subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).optional(),
   link_id: z.string().regex(LINK_ID, rule('link_id')).optional(),
@@ -132,7 +145,7 @@ export function visitsRoutes(service: VisitsService): RouteDef[] {
         cursor: cursorParam(VISIT_CURSOR),
       }),
       response: z.object({ visits: z.array(z.union([VisitSchema, PublicVisitSchema])) }),
-      meta: PageMetaSchema,
+      meta: VisitPageMetaSchema,
       errors: ['unauthorized', 'not_found', 'not_owner'],
       handler: async ({ principal, query, respond }) => {
         const { limit, cursor, page, ...filters } = query;

@@ -51,12 +51,13 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
    * The owner of a link named by `link_id`, as the rest of the API treats other owners' objects
    * (and the export the same filter): 404 `not_found` unknown, 403 `not_owner` another owner's.
    */
-  const linkOwner = async (principal: Principal, id: string): Promise<string> => {
+  const linkOf = async (principal: Principal, id: string) => {
     const row = await links.findById(id);
     if (!row) throw new AppError('not_found', { link: id });
     if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { link: id });
-    return row.owner_id;
+    return row;
   };
+  const linkOwner = async (principal: Principal, id: string): Promise<string> => (await linkOf(principal, id)).owner_id;
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
   const ownerPage = async (ownerId: string, filters: VisitFilters, paging: Paging) => {
@@ -115,28 +116,33 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
      * A `link_id` must name one of the caller's links (404 unknown, 403 not_owner), as in the export.
      */
     async list(principal: Principal | undefined, filters: VisitFilters, paging: Paging) {
+      const since = (page: { items: Record<string, unknown>[]; meta: ReturnType<typeof collectionMeta> }, cutoff: Date | null) => ({
+        items: page.items,
+        meta: { ...page.meta, raw_visits_since: cutoff?.toISOString() ?? null },
+      });
       if (!principal) {
         if (filters.subdomain === undefined) throw new AppError('unauthorized', { hint: 'send credentials, or name a subdomain for its public visits' });
         const name = filters.subdomain.toLowerCase();
-        const { ownerId, view } = await subdomains.policyView(name);
+        const { ownerId, view, rawVisitsSince } = await subdomains.policyView(name);
         if (!view.visitsList) throw new AppError('forbidden', { reason: 'visits_not_public', subdomain: name });
-        return publicPage(name, ownerId, view, filters, paging);
+        return since(await publicPage(name, ownerId, view, filters, paging), rawVisitsSince);
       }
       if (filters.subdomain !== undefined) {
         const name = filters.subdomain.toLowerCase();
-        const { ownerId, view } = await subdomains.policyView(name);
+        const { ownerId, view, rawVisitsSince } = await subdomains.policyView(name);
         if (!canManage(principal, ownerId)) {
           if (!view.visitsList) throw new AppError('not_owner', { subdomain: name });
-          return publicPage(name, ownerId, view, filters, paging);
+          return since(await publicPage(name, ownerId, view, filters, paging), rawVisitsSince);
         }
         requireScope(principal, 'stats:read');
         if (filters.link_id !== undefined) await linkOwner(principal, filters.link_id);
-        return ownerPage(ownerId, { ...filters, subdomain: name }, paging);
+        return since(await ownerPage(ownerId, { ...filters, subdomain: name }, paging), rawVisitsSince);
       }
       requireScope(principal, 'stats:read');
       // Staff with `admin` read the link's owner's visits; anyone else only their own.
-      const ownerId = filters.link_id !== undefined ? await linkOwner(principal, filters.link_id) : principal.userId;
-      return ownerPage(ownerId, filters, paging);
+      const link = filters.link_id !== undefined ? await linkOf(principal, filters.link_id) : undefined;
+      const ownerId = link?.owner_id ?? principal.userId;
+      return since(await ownerPage(ownerId, filters, paging), await subdomains.rawVisitsSinceOf(ownerId, link?.subdomain));
     },
   };
 }

@@ -72,8 +72,7 @@ export const de: Catalogue = {
   'error.conflict.account_disabled': 'Dieses Konto ist deaktiviert: Aktivieren Sie es wieder, bevor Sie einen Link zum Zurücksetzen ausstellen.',
   'error.conflict.cannot_disable_self': 'Sie können Ihr eigenes Konto nicht deaktivieren: Das müssen andere Mitarbeitende tun.',
   'error.conflict.last_active_staff': 'Dies ist das letzte aktive Konto von Mitarbeitenden: Es kann nicht deaktiviert werden.',
-  'error.conflict.user_delete_unavailable':
-    'Konten können noch nicht gelöscht werden (der Datenlebenszyklus fehlt noch): Deaktivieren Sie das Konto stattdessen.',
+  'error.conflict.cannot_delete_self': 'Sie können Ihr eigenes Konto hier nicht löschen: Das muss eine andere Person aus dem Team tun.',
   'mail.password_reset.subject': 'Passwort zurücksetzen',
   'mail.password_reset.body':
     'Jemand hat angefordert, das Passwort Ihres Kontos {email} zurückzusetzen.\n\nUm ein neues Passwort zu wählen, öffnen Sie innerhalb einer Stunde diesen Link:\n{link}\n\nDer Link funktioniert einmal. Danach ist auf jedem Gerät eine Anmeldung mit dem neuen Passwort nötig: Alle Sitzungen werden abgemeldet.\n\nWenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Ihr Passwort bleibt unverändert.',
@@ -99,8 +98,10 @@ export const de: Catalogue = {
   'rule.already_registered': 'bereits registriert',
   'rule.client_id_reused': 'wurde bereits mit einem anderen Anfrageinhalt verwendet',
   'rule.at_least_one_field': 'muss mindestens ein Feld setzen',
+  'rule.exactly_one_field': 'muss genau ein Feld setzen',
   'rule.country_code': 'muss ein zweistelliger Ländercode sein',
   'rule.time_zone': 'muss der Name einer IANA-Zeitzone wie Europe/Berlin sein',
+  'rule.retention_days': 'muss eine ganze Zahl von Tagen von 1 bis {max} (das Maximum des Betreibers) oder null sein',
   'rule.reserved': 'ist reserviert',
   'rule.slug': 'muss aus 1 bis 64 Buchstaben, Ziffern, _ oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
   'rule.tag': 'muss aus 1 bis 32 Buchstaben, Ziffern, _, ., : oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',

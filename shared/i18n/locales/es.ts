@@ -71,8 +71,7 @@ export const es: Catalogue = {
   'error.conflict.account_disabled': 'Esta cuenta está desactivada: reactívela antes de emitir un enlace de restablecimiento.',
   'error.conflict.cannot_disable_self': 'No puede desactivar su propia cuenta: otro miembro del personal tiene que hacerlo.',
   'error.conflict.last_active_staff': 'Es la última cuenta activa del personal: no se puede desactivar.',
-  'error.conflict.user_delete_unavailable':
-    'Todavía no se pueden eliminar cuentas (el ciclo de vida de los datos aún no existe): desactive la cuenta en su lugar.',
+  'error.conflict.cannot_delete_self': 'No puede eliminar su propia cuenta aquí: debe hacerlo otro miembro del personal.',
   'mail.password_reset.subject': 'Restablecer su contraseña',
   'mail.password_reset.body':
     'Alguien pidió restablecer la contraseña de su cuenta {email}.\n\nPara elegir una contraseña nueva, abra este enlace antes de una hora:\n{link}\n\nEl enlace funciona una vez. Después habrá que iniciar sesión con la contraseña nueva en cada dispositivo: se cierran todas las sesiones.\n\nSi no lo pidió usted, ignore este correo: su contraseña no cambia.',
@@ -98,8 +97,10 @@ export const es: Catalogue = {
   'rule.already_registered': 'ya registrado',
   'rule.client_id_reused': 'ya se usó con otro cuerpo de solicitud',
   'rule.at_least_one_field': 'debe indicar al menos un campo',
+  'rule.exactly_one_field': 'debe indicar exactamente un campo',
   'rule.country_code': 'debe ser un código de país de dos letras',
   'rule.time_zone': 'debe ser el nombre de una zona horaria IANA como Europe/Berlin',
+  'rule.retention_days': 'debe ser un número entero de días de 1 a {max} (el máximo del operador), o null',
   'rule.reserved': 'está reservado',
   'rule.slug': 'debe tener de 1 a 64 letras, dígitos, _ o -, y empezar por una letra o un dígito',
   'rule.tag': 'debe tener de 1 a 32 letras, dígitos, _, ., : o -, y empezar por una letra o un dígito',

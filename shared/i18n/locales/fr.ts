@@ -72,8 +72,7 @@ export const fr: Catalogue = {
   'error.conflict.account_disabled': 'Ce compte est désactivé : réactivez-le avant d’émettre un lien de réinitialisation.',
   'error.conflict.cannot_disable_self': 'Vous ne pouvez pas désactiver votre propre compte : un autre membre de l’équipe doit le faire.',
   'error.conflict.last_active_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas être désactivé.',
-  'error.conflict.user_delete_unavailable':
-    'Les comptes ne peuvent pas encore être supprimés (le cycle de vie des données n’existe pas encore) : désactivez plutôt le compte.',
+  'error.conflict.cannot_delete_self': 'Vous ne pouvez pas supprimer votre propre compte ici : un autre membre de l’équipe doit le faire.',
   'mail.password_reset.subject': 'Réinitialiser votre mot de passe',
   'mail.password_reset.body':
     "Quelqu'un a demandé la réinitialisation du mot de passe de votre compte {email}.\n\nPour choisir un nouveau mot de passe, ouvrez ce lien dans l'heure :\n{link}\n\nLe lien ne sert qu'une fois. Il faudra ensuite se connecter avec le nouveau mot de passe sur chaque appareil : toutes les sessions sont fermées.\n\nSi vous n'avez rien demandé, ignorez ce message : votre mot de passe reste inchangé.",
@@ -99,8 +98,10 @@ export const fr: Catalogue = {
   'rule.already_registered': 'déjà enregistré',
   'rule.client_id_reused': 'a déjà été utilisé avec un autre corps de requête',
   'rule.at_least_one_field': 'doit définir au moins un champ',
+  'rule.exactly_one_field': 'doit indiquer exactement un champ',
   'rule.country_code': 'doit être un code de pays à deux lettres',
   'rule.time_zone': "doit être le nom d'un fuseau horaire IANA comme Europe/Berlin",
+  'rule.retention_days': 'doit être un nombre entier de jours de 1 à {max} (le maximum de l’opérateur), ou null',
   'rule.reserved': 'est réservé',
   'rule.slug': 'doit compter 1 à 64 lettres, chiffres, _ ou -, et commencer par une lettre ou un chiffre',
   'rule.tag': 'doit compter 1 à 32 lettres, chiffres, _, ., : ou -, et commencer par une lettre ou un chiffre',

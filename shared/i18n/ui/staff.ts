@@ -34,7 +34,7 @@ export const staff = uiMessages({
     'staff.disabled_done': 'Account {email} disabled.',
     'staff.enabled_done': 'Account {email} re-enabled. It can sign in again.',
     'staff.delete_unavailable':
-      'Accounts cannot be deleted yet: what happens to their links and statistics is not decided. Disable an account to stop it at once.',
+      'Deleting an account, with its links, tokens, webhooks and raw visits, is done through the API (DELETE /api/v1/users/{id}) and cannot be undone: export its data first. Disable an account to stop it at once.',
   },
   de: {
     'staff.title': 'Mitarbeitende',
@@ -69,7 +69,7 @@ export const staff = uiMessages({
     'staff.disabled_done': 'Konto {email} deaktiviert.',
     'staff.enabled_done': 'Konto {email} wieder aktiviert. Es kann sich wieder anmelden.',
     'staff.delete_unavailable':
-      'Konten können noch nicht gelöscht werden: Was mit ihren Links und Statistiken geschieht, ist noch nicht entschieden. Deaktivieren Sie ein Konto, um es sofort zu stoppen.',
+      'Ein Konto mit seinen Links, Tokens, Webhooks und Rohbesuchen wird über die API gelöscht (DELETE /api/v1/users/{id}); das lässt sich nicht rückgängig machen: Exportieren Sie seine Daten vorher. Deaktivieren Sie ein Konto, um es sofort zu stoppen.',
   },
   fr: {
     'staff.title': 'Équipe',
@@ -104,7 +104,7 @@ export const staff = uiMessages({
     'staff.disabled_done': 'Compte {email} désactivé.',
     'staff.enabled_done': 'Compte {email} réactivé. Il peut de nouveau se connecter.',
     'staff.delete_unavailable':
-      'Les comptes ne peuvent pas encore être supprimés : le sort de leurs liens et statistiques n’est pas décidé. Désactivez un compte pour l’arrêter aussitôt.',
+      'La suppression d’un compte, avec ses liens, jetons, webhooks et visites brutes, se fait par l’API (DELETE /api/v1/users/{id}) et est définitive : exportez ses données avant. Désactivez un compte pour l’arrêter aussitôt.',
   },
   es: {
     'staff.title': 'Personal',
@@ -139,6 +139,6 @@ export const staff = uiMessages({
     'staff.disabled_done': 'Cuenta {email} desactivada.',
     'staff.enabled_done': 'Cuenta {email} reactivada. Puede volver a iniciar sesión.',
     'staff.delete_unavailable':
-      'Todavía no se pueden eliminar cuentas: no está decidido qué pasa con sus enlaces y estadísticas. Desactiva una cuenta para detenerla al instante.',
+      'Una cuenta se elimina, con sus enlaces, tokens, webhooks y visitas sin procesar, mediante la API (DELETE /api/v1/users/{id}) y no se puede deshacer: exporta antes sus datos. Desactiva una cuenta para detenerla al instante.',
   },
 });

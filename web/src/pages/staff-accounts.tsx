@@ -1,8 +1,7 @@
 // The staff page's accounts table (GET /api/v1/users): each account's state, a password-reset link
 // to hand over (POST /api/v1/users/{id}/password-reset), and disabling or re-enabling the account
-// after a confirmation (PATCH /api/v1/users/{id}). Deleting is not offered: the API refuses it until
-// data lifecycle exists (DELETE answers 409 user_delete_unavailable), and the page says so instead of
-// showing a button that can only fail.
+// after a confirmation (PATCH /api/v1/users/{id}). Deleting (DELETE /api/v1/users/{id}, not undoable)
+// is not offered here yet: the page points at the API and at exporting first.
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, load, type Schemas } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
