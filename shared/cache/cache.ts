@@ -9,6 +9,12 @@ import { unavailableDependency } from '../unavailable.js';
 export interface Cache {
   kind: 'memory' | 'redis';
   redis: Redis | undefined;
+  /**
+   * What begins every key this cache writes on Redis (REDIS_PREFIX and a colon): callers that write
+   * keys on `redis` themselves (the rate limiter) begin theirs with it too, so that environments
+   * sharing one Redis never share a count. Empty in memory.
+   */
+  keyPrefix: string;
   /** Whether what this cache counts is shared with the other nodes now (Redis connected); in memory, always: it is the only store. */
   connected(): boolean;
   /**
@@ -62,6 +68,7 @@ export function createMemoryCache(): Cache {
   return {
     kind: 'memory',
     redis: undefined,
+    keyPrefix: '',
     connected: () => true,
     async increment(key, windowSec) {
       const entry = live(key) ?? { count: 0, expiresAt: Date.now() + windowSec * 1000 };
@@ -163,6 +170,7 @@ export function createRedisCache(url: string, keyPrefix = 'lt', onFallback: (err
   return {
     kind: 'redis',
     redis,
+    keyPrefix: prefix,
     connected,
     increment: (key, windowSec) =>
       either(

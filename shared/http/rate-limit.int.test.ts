@@ -116,7 +116,7 @@ describe('the edge buckets (redirect, track): counted in process, shared with th
   it.runIf(SERVICES_MODE)(
     'two nodes on one Redis: each counts alone until its flush, then both see the shared total and refuse the client over the limit',
     async () => {
-      const other = createRedisCache(process.env.REDIS_URL!);
+      const other = createRedisCache(process.env.REDIS_URL!, context.config.redisPrefix);
       try {
         await other.ping();
         const nodeA = limiterWith({ RATE_LIMIT_REDIRECT: '5:60' });
@@ -125,7 +125,7 @@ describe('the edge buckets (redirect, track): counted in process, shared with th
         const allowed = (limiter: RateLimiter) => (limiter.check('redirect', key) as { allowed: boolean }).allowed;
         expect([allowed(nodeA), allowed(nodeA), allowed(nodeA)]).toEqual([true, true, true]);
         await afterFlushes();
-        expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${key}`))).toBe(3);
+        expect(Number(await context.cache.redis!.get(`${context.cache.keyPrefix}rl:redirect:${key}`))).toBe(3);
         // Node B has not flushed this key yet: it counts its own 3 (within one interval, 6 > 5 get through).
         expect([allowed(nodeB), allowed(nodeB), allowed(nodeB)]).toEqual([true, true, true]);
         await afterFlushes();
@@ -139,8 +139,8 @@ describe('the edge buckets (redirect, track): counted in process, shared with th
         expect(decision.remaining).toBe(0);
         expect(decision.resetSec).toBeGreaterThan(55);
         await afterFlushes();
-        expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${key}`))).toBe(10);
-        const ttl = await context.cache.redis!.pttl(`lt:rl:redirect:${key}`);
+        expect(Number(await context.cache.redis!.get(`${context.cache.keyPrefix}rl:redirect:${key}`))).toBe(10);
+        const ttl = await context.cache.redis!.pttl(`${context.cache.keyPrefix}rl:redirect:${key}`);
         expect(ttl).toBeGreaterThan(55_000);
         expect(ttl).toBeLessThanOrEqual(60_000);
       } finally {
@@ -148,6 +148,30 @@ describe('the edge buckets (redirect, track): counted in process, shared with th
       }
     },
   );
+
+  it.runIf(SERVICES_MODE)('counts apart from an environment with another REDIS_PREFIX on the same Redis', async () => {
+    // Two environments sharing one Redis (staging and production, or the test files of one run) each
+    // have their own counts: a client refused in one is not refused in the other.
+    const otherEnvironment = createRedisCache(process.env.REDIS_URL!, `${context.config.redisPrefix}-other`);
+    try {
+      await otherEnvironment.ping();
+      const here = limiterWith({ RATE_LIMIT_REDIRECT: '2:60' });
+      const there = limiterWith({ RATE_LIMIT_REDIRECT: '2:60' }, otherEnvironment);
+      const key = uniqueName('ip');
+      const allowed = (limiter: RateLimiter) => (limiter.check('redirect', key) as { allowed: boolean }).allowed;
+      expect([allowed(here), allowed(here), allowed(here)]).toEqual([true, true, false]);
+      await afterFlushes();
+      expect([allowed(there), allowed(there)]).toEqual([true, true]);
+      await afterFlushes();
+      expect(allowed(there)).toBe(false);
+      // Each environment's key holds its own requests: here the three flushed, there the two flushed before its third.
+      expect(Number(await context.cache.redis!.get(`${context.config.redisPrefix}:rl:redirect:${key}`))).toBe(3);
+      expect(Number(await context.cache.redis!.get(`${context.config.redisPrefix}-other:rl:redirect:${key}`))).toBe(2);
+      expect(await context.cache.redis!.exists(`lt:rl:redirect:${key}`)).toBe(0);
+    } finally {
+      await otherEnvironment.close();
+    }
+  });
 
   it.runIf(SERVICES_MODE)('keeps the window its first request opened, in Redis too, and starts a new one after it', async () => {
     const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '3:1' });
@@ -157,7 +181,7 @@ describe('the edge buckets (redirect, track): counted in process, shared with th
     expect([allowed(), allowed(), allowed(), allowed()]).toEqual([true, true, true, false]);
     await afterFlushes();
     // The key expires in Redis when the window its first request opened ends, not a window after the flush.
-    const ttl = await context.cache.redis!.pttl(`lt:rl:redirect:${key}`);
+    const ttl = await context.cache.redis!.pttl(`${context.cache.keyPrefix}rl:redirect:${key}`);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(1_000 - (Date.now() - opened) + 50);
     expect(allowed()).toBe(false);
@@ -165,7 +189,7 @@ describe('the edge buckets (redirect, track): counted in process, shared with th
     const next = limiter.check('redirect', key) as { allowed: boolean; remaining: number };
     expect([next.allowed, next.remaining]).toEqual([true, 2]);
     await afterFlushes();
-    expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${key}`))).toBe(1);
+    expect(Number(await context.cache.redis!.get(`${context.cache.keyPrefix}rl:redirect:${key}`))).toBe(1);
   });
 
   it.runIf(SERVICES_MODE)(
@@ -174,16 +198,16 @@ describe('the edge buckets (redirect, track): counted in process, shared with th
       const limiter = limiterWith({ RATE_LIMIT_REDIRECT: '2:60' });
       const broken = uniqueName('ip');
       const fine = uniqueName('ip');
-      await context.cache.redis!.lpush(`lt:rl:redirect:${broken}`, 'not a counter');
+      await context.cache.redis!.lpush(`${context.cache.keyPrefix}rl:redirect:${broken}`, 'not a counter');
       const errorsBefore = await storeErrors('redirect');
       const allowed = (key: string) => (limiter.check('redirect', key) as { allowed: boolean }).allowed;
       expect([allowed(broken), allowed(fine)]).toEqual([true, true]);
       await afterFlushes();
       expect(await storeErrors('redirect')).toBeGreaterThan(errorsBefore);
-      expect(Number(await context.cache.redis!.get(`lt:rl:redirect:${fine}`))).toBe(1);
+      expect(Number(await context.cache.redis!.get(`${context.cache.keyPrefix}rl:redirect:${fine}`))).toBe(1);
       // The broken key keeps its count here: the limit still holds on this node.
       expect([allowed(broken), allowed(broken)]).toEqual([true, false]);
-      await context.cache.redis!.del(`lt:rl:redirect:${broken}`);
+      await context.cache.redis!.del(`${context.cache.keyPrefix}rl:redirect:${broken}`);
     },
   );
 

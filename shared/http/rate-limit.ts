@@ -223,7 +223,10 @@ export function createRateLimiter(deps: {
 }): RateLimiter {
   const { redis } = deps.cache;
   const shared = Object.fromEntries(
-    RATE_BUCKET_NAMES.map((bucket) => [bucket, redis ? new RedisStore(false, false, redis, `lt:rl:${bucket}:`) : new LocalStore(false, false, MEMORY_KEYS)]),
+    RATE_BUCKET_NAMES.map((bucket) => [
+      bucket,
+      redis ? new RedisStore(false, false, redis, `${deps.cache.keyPrefix}rl:${bucket}:`) : new LocalStore(false, false, MEMORY_KEYS),
+    ]),
   ) as Record<RateBucket, Store>;
   // While Redis is not connected, each bucket counts in this process (no request waits for a reconnect).
   const own = redis
@@ -240,7 +243,9 @@ export function createRateLimiter(deps: {
     if (!('rateLimitShare' in sharing)) redis.defineCommand('rateLimitShare', { lua: SHARE_LUA });
     const connected = () => deps.cache.connected();
     for (const bucket of deps.batched ?? BATCHED_BUCKETS) {
-      tallies[bucket] = new SharedTally(sharing, `lt:rl:${bucket}:`, deps.rules[bucket].windowSec * 1000, connected, (error) => storeError(bucket, error));
+      tallies[bucket] = new SharedTally(sharing, `${deps.cache.keyPrefix}rl:${bucket}:`, deps.rules[bucket].windowSec * 1000, connected, (error) =>
+        storeError(bucket, error),
+      );
     }
   }
 
