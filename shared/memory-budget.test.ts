@@ -23,21 +23,91 @@ function cgroupRoot(files: Record<string, string>): string {
   return root;
 }
 
+/** Mount lines of /proc/self/mountinfo as a host with both hierarchies (v1's memory controller, v2 without it) shows them. */
+const HYBRID_MOUNTS = [
+  '31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',
+  '32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu',
+  '35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory',
+  '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
+].join('\n');
+/** A v2-only host (or a container with its own cgroup namespace): one cgroup2 mount. */
+const V2_MOUNTS = '30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate';
+const NO_LIMIT_V1 = '9223372036854771712\n';
+
 describe('cgroupLimitMb', () => {
-  it('reads cgroup v2 memory.max', () => {
-    expect(cgroupLimitMb(cgroupRoot({ 'memory.max': `${512 * MiB}\n` }), 64 * GiB)).toBe(512);
+  it("reads cgroup v1 memory.limit_in_bytes of the process's own cgroup, not the hierarchy's root", () => {
+    const root = cgroupRoot({
+      'proc/self/cgroup': '5:cpu:/\n4:memory:/bench/run-1\n0::/\n',
+      'proc/self/mountinfo': HYBRID_MOUNTS,
+      'sys/fs/cgroup/memory/memory.limit_in_bytes': NO_LIMIT_V1,
+      'sys/fs/cgroup/memory/bench/memory.limit_in_bytes': NO_LIMIT_V1,
+      'sys/fs/cgroup/memory/bench/run-1/memory.limit_in_bytes': `${1024 * MiB}\n`,
+    });
+    expect(cgroupLimitMb(root, 64 * GiB)).toBe(1024);
   });
 
-  it('reads cgroup v1 memory.limit_in_bytes', () => {
-    expect(cgroupLimitMb(cgroupRoot({ 'memory/memory.limit_in_bytes': `${768 * MiB}\n` }), 64 * GiB)).toBe(768);
+  it('keeps the smallest limit of the cgroup and the cgroups above it (v1 and v2)', () => {
+    const v1 = cgroupRoot({
+      'proc/self/cgroup': '4:memory:/outer/inner\n0::/\n',
+      'proc/self/mountinfo': HYBRID_MOUNTS,
+      'sys/fs/cgroup/memory/outer/memory.limit_in_bytes': `${600 * MiB}\n`,
+      'sys/fs/cgroup/memory/outer/inner/memory.limit_in_bytes': `${2 * GiB}\n`,
+    });
+    expect(cgroupLimitMb(v1, 64 * GiB)).toBe(600);
+    const v2 = cgroupRoot({
+      'proc/self/cgroup': '0::/system.slice/linktrack.service\n',
+      'proc/self/mountinfo': V2_MOUNTS,
+      'sys/fs/cgroup/system.slice/memory.max': `${1536 * MiB}\n`,
+      'sys/fs/cgroup/system.slice/linktrack.service/memory.max': 'max\n',
+    });
+    expect(cgroupLimitMb(v2, 64 * GiB)).toBe(1536);
   });
 
-  it('finds no limit in v2 "max", in v1\'s page-aligned largest value, above the machine, or without the files', () => {
-    expect(cgroupLimitMb(cgroupRoot({ 'memory.max': 'max\n' }), 64 * GiB)).toBeUndefined();
-    expect(cgroupLimitMb(cgroupRoot({ 'memory/memory.limit_in_bytes': '9223372036854771712\n' }), 64 * GiB)).toBeUndefined();
-    expect(cgroupLimitMb(cgroupRoot({ 'memory.max': `${128 * GiB}` }), 64 * GiB)).toBeUndefined();
+  it("reads cgroup v2 memory.max in a container, whose cgroup is its mount's root", () => {
+    const namespaced = cgroupRoot({
+      'proc/self/cgroup': '0::/\n',
+      'proc/self/mountinfo': V2_MOUNTS,
+      'sys/fs/cgroup/memory.max': `${512 * MiB}\n`,
+    });
+    expect(cgroupLimitMb(namespaced, 64 * GiB)).toBe(512);
+    // Without a cgroup namespace the container sees the host's path, and its mount's root is that path.
+    const hostPath = cgroupRoot({
+      'proc/self/cgroup': '4:memory:/docker/abc\n',
+      'proc/self/mountinfo': '35 31 0:32 /docker/abc /sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory',
+      'sys/fs/cgroup/memory/memory.limit_in_bytes': `${768 * MiB}\n`,
+    });
+    expect(cgroupLimitMb(hostPath, 64 * GiB)).toBe(768);
+  });
+
+  it('reads a mount point with an escaped space', () => {
+    const root = cgroupRoot({
+      'proc/self/cgroup': '0::/run\n',
+      'proc/self/mountinfo': '30 23 0:26 / /sys/fs/cgroup\\040v2 rw - cgroup2 cgroup2 rw',
+      'sys/fs/cgroup v2/run/memory.max': `${900 * MiB}\n`,
+    });
+    expect(cgroupLimitMb(root, 64 * GiB)).toBe(900);
+  });
+
+  it('finds no limit in v2 "max", in v1\'s page-aligned largest value, above the machine, in garbage, or without the files', () => {
+    const v2 = (limit: string) =>
+      cgroupLimitMb(cgroupRoot({ 'proc/self/cgroup': '0::/\n', 'proc/self/mountinfo': V2_MOUNTS, 'sys/fs/cgroup/memory.max': limit }), 64 * GiB);
+    expect(v2('max\n')).toBeUndefined();
+    expect(v2(`${128 * GiB}`)).toBeUndefined();
+    expect(v2('garbage')).toBeUndefined();
+    const v1 = cgroupRoot({
+      'proc/self/cgroup': '4:memory:/\n',
+      'proc/self/mountinfo': HYBRID_MOUNTS,
+      'sys/fs/cgroup/memory/memory.limit_in_bytes': NO_LIMIT_V1,
+    });
+    expect(cgroupLimitMb(v1, 64 * GiB)).toBeUndefined();
+    // A v1 limit in another controller's hierarchy (cpu) is not the memory controller's.
+    const otherController = cgroupRoot({
+      'proc/self/cgroup': '5:cpu:/run\n4:memory:/\n',
+      'proc/self/mountinfo': HYBRID_MOUNTS,
+      'sys/fs/cgroup/cpu/run/memory.limit_in_bytes': `${256 * MiB}`,
+    });
+    expect(cgroupLimitMb(otherController, 64 * GiB)).toBeUndefined();
     expect(cgroupLimitMb(cgroupRoot({}), 64 * GiB)).toBeUndefined();
-    expect(cgroupLimitMb(cgroupRoot({ 'memory.max': 'garbage' }), 64 * GiB)).toBeUndefined();
   });
 });
 

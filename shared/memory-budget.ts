@@ -4,6 +4,7 @@
 // cores); an embedded chDB shares the process with Node and PGlite, so each is given its share.
 import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
+import { dirname } from 'node:path';
 
 /** Where the limit came from: the setting, the process's cgroup, or the default. */
 export type MemoryLimitSource = 'MEMORY_LIMIT_MB' | 'cgroup' | 'default';
@@ -30,24 +31,84 @@ const MiB = 1_048_576;
 const NO_LIMIT_ABOVE = 2 ** 60;
 
 /**
- * The memory limit of this process's cgroup in MiB (v2 `memory.max`, else v1
- * `memory.limit_in_bytes`, under `root`), or undefined when none is set or it is larger than the
- * machine.
+ * The memory limit of this process's cgroup in MiB, or undefined when none is set or it is larger
+ * than the machine. The cgroup is the one /proc/self/cgroup names (v2's `0::/path` and v1's
+ * `memory` line), found under its hierarchy's mount point (/proc/self/mountinfo): a process in a
+ * cgroup of its own on a host (`/sys/fs/cgroup/memory/<run>/`) as well as one in a container,
+ * whose cgroup is its mount's root. The limit kept is the smallest of v2's `memory.max` and v1's
+ * `memory.limit_in_bytes` of that cgroup and of each cgroup above it (a parent's limit binds its
+ * children). `fsRoot` prefixes every path read (tests lay out a /proc and /sys of their own).
  */
-export function cgroupLimitMb(root = '/sys/fs/cgroup', machineBytes = totalmem()): number | undefined {
-  for (const file of [`${root}/memory.max`, `${root}/memory/memory.limit_in_bytes`]) {
-    let text: string;
+export function cgroupLimitMb(fsRoot = '', machineBytes = totalmem()): number | undefined {
+  const read = (path: string) => {
     try {
-      text = readFileSync(file, 'utf8').trim();
+      return readFileSync(fsRoot + path, 'utf8');
     } catch {
-      continue; // not this cgroup version
+      return undefined;
     }
-    if (text === 'max') return undefined;
-    const bytes = Number(text);
-    if (!Number.isFinite(bytes) || bytes <= 0 || bytes >= NO_LIMIT_ABOVE || bytes >= machineBytes) return undefined;
-    return Math.floor(bytes / MiB);
+  };
+  const membership = read('/proc/self/cgroup');
+  const mounts = read('/proc/self/mountinfo');
+  if (membership === undefined || mounts === undefined) return undefined; // not Linux
+  let smallest = Infinity;
+  for (const { path, mount } of cgroupDirs(membership, mounts)) {
+    const file = mount.version === 2 ? 'memory.max' : 'memory.limit_in_bytes';
+    // From the process's cgroup up to its hierarchy's root: the smallest limit on the way binds.
+    for (let dir = mount.point + path; ; dir = dirname(dir)) {
+      const bytes = limitBytes(read(`${dir}/${file}`));
+      if (bytes !== undefined) smallest = Math.min(smallest, bytes);
+      if (dir.length <= mount.point.length) break;
+    }
   }
-  return undefined;
+  if (smallest >= NO_LIMIT_ABOVE || smallest >= machineBytes) return undefined;
+  return Math.floor(smallest / MiB);
+}
+
+/** A limit file's bytes: undefined for v2's `max`, a missing file or text that is not a positive number. */
+function limitBytes(text: string | undefined): number | undefined {
+  const bytes = Number(text?.trim());
+  return text !== undefined && Number.isFinite(bytes) && bytes > 0 ? bytes : undefined;
+}
+
+interface CgroupMount {
+  version: 1 | 2;
+  /** Where the hierarchy is mounted, and which of its cgroups is that mount's root. */
+  point: string;
+  root: string;
+}
+
+/**
+ * The folders of this process's memory cgroups, v2's and v1's, each as a path below its hierarchy's
+ * mount point: /proc/self/cgroup's path less the mount's root (a container's mount root is its own
+ * cgroup, where /proc/self/cgroup may still show the host's path or `/`).
+ */
+function cgroupDirs(membership: string, mountinfo: string): { path: string; mount: CgroupMount }[] {
+  const mounts: CgroupMount[] = [];
+  for (const line of mountinfo.split('\n')) {
+    const [before, after] = line.split(' - ');
+    if (!before || !after) continue;
+    const fields = before.split(' ');
+    const [fsType, , superOptions = ''] = after.split(' ');
+    // mountinfo escapes spaces and the like in paths as octal (\040).
+    const unescape = (path = '') => path.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+    const [root, point] = [unescape(fields[3]), unescape(fields[4])];
+    if (fsType === 'cgroup2') mounts.push({ version: 2, point, root });
+    else if (fsType === 'cgroup' && superOptions.split(',').includes('memory')) mounts.push({ version: 1, point, root });
+  }
+  const dirs: { path: string; mount: CgroupMount }[] = [];
+  for (const line of membership.split('\n')) {
+    const match = /^(\d+):([^:]*):(.*)$/.exec(line.trim());
+    if (!match) continue;
+    const [, id, controllers, path] = match as unknown as [string, string, string, string];
+    const version = id === '0' && controllers === '' ? 2 : controllers.split(',').includes('memory') ? 1 : undefined;
+    if (!version) continue;
+    for (const mount of mounts.filter((candidate) => candidate.version === version)) {
+      const root = mount.root === '/' ? '' : mount.root;
+      const below = root && (path === root || path.startsWith(`${root}/`)) ? path.slice(root.length) : root ? '' : path;
+      dirs.push({ path: below === '/' ? '' : below, mount });
+    }
+  }
+  return dirs;
 }
 
 /** The limit a process keeps: MEMORY_LIMIT_MB when set, else its cgroup's, else the default (at most the machine's memory). */
