@@ -14,9 +14,13 @@
 // time to healthy and its resident memory 20 s later (idle, before any load) are printed too.
 // Targets (issues 25, 37): ≤ 40 µs of server CPU per stored visit, ≤ 600 MB peak RSS, redirect p99 ≤ 10 ms,
 // ≤ 300 MB idle, a first start ≤ 10 s and a restart ≤ 3 s.
+// The baseline (issue 37): in the same run, a bare Fastify app answering a fixed 302 (lib/bare-app.ts),
+// started as the platform is and loaded with the same seconds, connections and rate, on the same
+// cores; its server CPU per request is printed, and each mode's CPU per stored visit as a ratio of
+// it (target ≤ 2.5×). BASELINE=0 leaves it out.
 // PROFILE=1 adds --cpu-prof: the server writes a .cpuprofile into bench-profiles/ when it stops.
 import { otherLoad, pad } from './lib/load.js';
-import { measurePlatform, type Figures } from './lib/platform-run.js';
+import { measureBare, measurePlatform, type BareFigures, type Figures } from './lib/platform-run.js';
 
 const seconds = Number(process.argv[2] ?? 20);
 const connections = Number(process.argv[3] ?? 50);
@@ -26,7 +30,7 @@ if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(connections) 
   console.error('usage: bash bench/run.sh platform [seconds ≥ 1] [connections ≥ 1] [redirects/s, 0: as fast as answered]');
   process.exit(1);
 }
-const TARGETS = { cpuUs: 40, rssMb: 600, p99Ms: 10, idleMb: 300 };
+const TARGETS = { cpuUs: 40, rssMb: 600, p99Ms: 10, idleMb: 300, bareRatio: 2.5 };
 
 console.log(
   `node ${process.version}; ${seconds} s of redirects from ${connections} connections (autocannon, its own process), ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent`,
@@ -38,6 +42,15 @@ let failed = false;
 for (const mode of modes) {
   try {
     results.push(await measurePlatform(mode, { seconds, connections, rate }));
+  } catch (error) {
+    failed = true;
+    console.error(`benchmark failed: ${(error as Error).message}`);
+  }
+}
+let bare: BareFigures | undefined;
+if (process.env.BASELINE !== '0') {
+  try {
+    bare = await measureBare({ seconds, connections, rate });
   } catch (error) {
     failed = true;
     console.error(`benchmark failed: ${(error as Error).message}`);
@@ -67,5 +80,16 @@ for (const r of results) {
   console.log(
     `${r.mode}: CPU ${r.cpuUs.toFixed(1)} µs/visit (target ≤ ${TARGETS.cpuUs}): ${verdict(r.cpuUs <= TARGETS.cpuUs)}; peak RSS ${r.peakRssMb.toFixed(0)} MB (≤ ${TARGETS.rssMb}): ${verdict(r.peakRssMb <= TARGETS.rssMb)}; p99 ${r.p99} ms (≤ ${TARGETS.p99Ms}): ${verdict(r.p99 <= TARGETS.p99Ms)}`,
   );
+}
+if (bare) {
+  console.log(
+    `bare Fastify 302 (same seconds, connections, rate and cores): ${bare.answered} requests, ${bare.rps.toFixed(0)}/s, p50 ${bare.p50} ms, p99 ${bare.p99} ms, CPU ${bare.cpuUs.toFixed(1)} µs/request`,
+  );
+  for (const r of results) {
+    const ratio = r.cpuUs / bare.cpuUs;
+    console.log(
+      `${r.mode}: CPU per stored visit ${r.cpuUs.toFixed(1)} µs = ${ratio.toFixed(2)}× the bare app's ${bare.cpuUs.toFixed(1)} µs per request (target ≤ ${TARGETS.bareRatio}×): ${ratio <= TARGETS.bareRatio ? 'within target' : 'BELOW target'}`,
+    );
+  }
 }
 process.exit(failed ? 1 : 0);

@@ -16,8 +16,8 @@
 // slows a run) printed beside it.
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Fastify from 'fastify';
 import { buildApp } from '#services/app.js';
+import { bareApp } from './lib/bare-app.js';
 import { runBench } from './lib/context.js';
 import { metricTotal } from '#shared/metrics.js';
 import { TOPICS } from '#shared/message-log/topics.js';
@@ -53,9 +53,8 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:
     });
     if (created.statusCode !== 201) throw new Error(`link creation failed: ${created.body}`);
 
-    const bare = Fastify();
+    const bare = bareApp();
     closers.push(() => bare.close());
-    bare.get('/:slug', async (_request, reply) => reply.code(302).header('location', 'https://example.com/landing').send());
     await bare.listen({ host: '127.0.0.1', port: 0 });
     const barePort = (bare.server.address() as AddressInfo).port;
 

@@ -16,6 +16,15 @@ function pinCores(): string[] {
 let loadPrefix: string[] | undefined;
 /** Pins once (on first use): the command prefix of the load generator. */
 const corePinning = (): string[] => (loadPrefix ??= pinCores());
+/**
+ * Lets a server process (and its threads) run on every core, whatever this process was pinned to
+ * when it started it: the platform bench's servers — the platform and its bare baseline alike — are
+ * placed the same way, whichever started after the first load pinned this process to core 0.
+ */
+export function onEveryCore(pid: number): void {
+  if (cpus().length < 2) return;
+  spawnSync('taskset', ['-a', '-cp', `0-${cpus().length - 1}`, String(pid)], { stdio: 'ignore' });
+}
 export function pinningNote(): string {
   return corePinning().length > 0 ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)';
 }

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { serverDatabase } from '#tests/support/fresh-database.js';
 import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '#tests/support/platform-process.js';
-import { cannon } from './load.js';
+import { cannon, onEveryCore } from './load.js';
 import { cpuOf, memoryOf, threadsOf, threadsPer } from './proc.js';
 
 export interface LoadShape {
@@ -105,6 +105,7 @@ async function measure(
   // first start's process keeps PGlite's initdb memory for its life: its peak is printed too.)
   let startedAt = performance.now();
   const first = startProcess(env, [ENTRY]);
+  onEveryCore(first.child.pid!);
   let seeded: Awaited<ReturnType<typeof seed>>;
   let firstPeakMb: number;
   const startS = { first: 0, restart: 0 };
@@ -127,6 +128,7 @@ async function measure(
   startedAt = performance.now();
   const server = startProcess(env, [...profileArgs(), ENTRY]);
   const pid = server.child.pid!;
+  onEveryCore(pid);
   // Resident memory through the run, by phase: where the peak comes from.
   let phase = 'start';
   const peakByPhase = new Map<string, number>();
@@ -223,5 +225,43 @@ export async function waitStored(port: number, seeded: { token: string; linkId: 
     if (performance.now() > deadline)
       throw new Error(`${visits} visits answered, ${stored.rows} stored (${stored.rollups} in the rollups) after ${timeoutMs / 1000} s`);
     await sleep(100);
+  }
+}
+
+/** The bare baseline's figures under one load shape: server CPU per request (from /proc, as the platform's) and latency. */
+export interface BareFigures {
+  answered: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuUs: number;
+}
+
+/**
+ * The bare Fastify 302 (lib/bare-server.ts) under the platform's load shape: started as the
+ * platform is (node on the compiled code, on every core), warmed up for 3 s, then loaded for the
+ * same seconds, connections and rate; its CPU time (every thread, from /proc) over the requests
+ * answered is the baseline of CPU per stored visit.
+ */
+export async function measureBare({ seconds, connections, rate }: LoadShape): Promise<BareFigures> {
+  const port = await freePort();
+  const server = startProcess({ PORT: String(port) }, [join(PROJECT_ROOT, 'dist-bench/bench/lib/bare-server.js')]);
+  const pid = server.child.pid!;
+  onEveryCore(pid);
+  try {
+    await waitHealthy(server, { timeoutMs: 30_000 });
+    const url = `http://127.0.0.1:${port}/load`;
+    const headers = { host: 'bare.localhost', 'user-agent': BROWSER_UA };
+    await cannon(url, { durationSec: 3, connections, headers, expectStatus: 302 });
+    const cpuBefore = cpuOf(pid);
+    const started = performance.now();
+    const measured = await cannon(url, { durationSec: seconds, connections, headers, expectStatus: 302, ...(rate > 0 ? { rate } : {}) });
+    const cpuUs = (cpuOf(pid) - cpuBefore) / measured.total;
+    const rps = measured.total / ((performance.now() - started) / 1000);
+    return { answered: measured.total, rps, p50: measured.p50, p99: measured.p99, cpuUs };
+  } catch (error) {
+    throw new Error(`bare baseline: ${(error as Error).message}\n${server.output().split('\n').slice(-20).join('\n')}`, { cause: error });
+  } finally {
+    killAll();
   }
 }
