@@ -15,7 +15,10 @@ const ErasureBody = z
       .string()
       .refine((value) => isIP(value) !== 0, rule('ip_address'))
       .optional()
-      .meta({ description: "One visitor: every raw visit whose public or LAN IP address is this one (the caller's visits; staff: everyone's)." }),
+      .meta({
+        description: "One visitor: every raw visit whose public or LAN IP address is this one (the caller's visits; staff: everyone's).",
+        anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }],
+      }),
     visit_id: z.uuid().optional().meta({ description: 'One visit, every stored version of it.' }),
   })
   .refine((body) => Object.values(body).filter((value) => value !== undefined).length === 1, { error: rule('exactly_one_field') })
