@@ -296,20 +296,9 @@ export function visitsRepository(analytics: Analytics) {
      * agents they held, so that copies of them kept elsewhere can be scrubbed.
      */
     async erase(ownerId: string | undefined, target: ErasureTarget, token: string) {
-      const where: string[] = [];
-      const params: Record<string, unknown> = {};
-      if (ownerId !== undefined) {
-        where.push('owner_id = {owner:String}');
-        params.owner = ownerId;
-      }
-      if (target.link_id !== undefined) {
-        where.push('link_id = {link:String}');
-        params.link = target.link_id;
-      }
-      if (target.subdomain !== undefined) {
-        where.push('subdomain = {subdomain:String}');
-        params.subdomain = target.subdomain;
-      }
+      // The owner, the link and the subdomain as every list and export names them.
+      const { where, params } = visitConditions(ownerId, { link_id: target.link_id, subdomain: target.subdomain });
+      // A visitor is theirs by either address (the lists' `ip` filter reads the public one only).
       if (target.ip !== undefined) {
         where.push('(ip_public = {ip:String} OR ip_lan = {ip:String})');
         params.ip = target.ip;

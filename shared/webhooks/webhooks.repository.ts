@@ -143,10 +143,6 @@ export function webhooksRepository(db: Kysely<DB>) {
       return countOf(db.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId));
     },
     /**
-     * Deletes at most `limit` delivery-log rows attempted before `cutoff`, oldest first; returns how
-     * many. Rows another deleter holds are skipped, not waited for (two workers share the work).
-     */
-    /**
      * Clears the kept response excerpt and error of delivery-log rows that contain any of `needles`
      * (a visitor's IP address or user agent: a receiver may echo the payload), of the webhooks of
      * `ownerId` (all when undefined). Answers the rows scrubbed.
@@ -162,6 +158,10 @@ export function webhooksRepository(db: Kysely<DB>) {
       const result = await query.executeTakeFirst();
       return Number(result.numUpdatedRows);
     },
+    /**
+     * Deletes at most `limit` delivery-log rows attempted before `cutoff`, oldest first; returns how
+     * many. Rows another deleter holds are skipped, not waited for (two workers share the work).
+     */
     async deleteAttemptsBefore(cutoff: Date, limit: number): Promise<number> {
       const result = await db
         .deleteFrom('webhook_deliveries')

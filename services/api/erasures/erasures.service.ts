@@ -1,7 +1,7 @@
 import type { ErasureTarget } from '#shared/analytics/visits.repository.js';
-import { AppError } from '#shared/errors.js';
-import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
 import type { Repositories } from '#services/repositories.js';
+import { linkOfCaller } from '../links/link-access.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** What an erasure answers: what it named and what it removed. */
@@ -35,12 +35,7 @@ export function erasuresService({
     async erase(principal: Principal, target: ErasureTarget, request: { id: string; ip: string }): Promise<ErasureResult> {
       requireScope(principal, 'stats:read');
       let ownerId: string | undefined = principal.scopes.has('admin') ? undefined : principal.userId;
-      if (target.link_id !== undefined) {
-        const link = await links.findById(target.link_id);
-        if (!link) throw new AppError('not_found', { link: target.link_id });
-        if (!canManage(principal, link.owner_id)) throw new AppError('not_owner', { link: target.link_id });
-        ownerId = link.owner_id;
-      }
+      if (target.link_id !== undefined) ownerId = (await linkOfCaller(links, principal, target.link_id)).owner_id;
       if (target.subdomain !== undefined) ownerId = (await subdomains.managed(principal, target.subdomain)).owner_id;
       const { deleted, personal } = await visits.erase(ownerId, target, `erasure:${request.id}`);
       const scrubbed = await webhooks.scrubAttempts(personal, ownerId);

@@ -5,6 +5,7 @@ import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
 import type { PublicView } from '#shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '#shared/time.js';
 import { isUuid } from '#shared/ids.js';
+import { linkOfCaller } from '../links/link-access.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 import type { Repositories } from '#services/repositories.js';
 import { rule } from '#shared/i18n/index.js';
@@ -168,9 +169,7 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
       return { ownerId: row.owner_id, scope, id: row.name, subdomain: row.name };
     }
     if (scope === 'link') {
-      const row = await links.findById(id);
-      if (!row) throw new AppError('not_found', { link: id });
-      if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { link: id });
+      const row = await linkOfCaller(links, principal, id);
       return { ownerId: row.owner_id, scope, id: row.id, subdomain: row.subdomain };
     }
     const userId = id === 'me' ? principal.userId : id;

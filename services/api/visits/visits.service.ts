@@ -4,6 +4,7 @@ import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
 import { collectionMeta, type Paging } from '#shared/http/pagination.js';
 import { publicVisitRow, type PublicView } from '#shared/policy/policy.js';
 import type { Repositories } from '#services/repositories.js';
+import { linkOfCaller } from '../links/link-access.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 
 /** The filters a public list takes: the others would tell about hidden columns or ids. */
@@ -51,12 +52,7 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
    * The owner of a link named by `link_id`, as the rest of the API treats other owners' objects
    * (and the export the same filter): 404 `not_found` unknown, 403 `not_owner` another owner's.
    */
-  const linkOf = async (principal: Principal, id: string) => {
-    const row = await links.findById(id);
-    if (!row) throw new AppError('not_found', { link: id });
-    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { link: id });
-    return row;
-  };
+  const linkOf = (principal: Principal, id: string) => linkOfCaller(links, principal, id);
   const linkOwner = async (principal: Principal, id: string): Promise<string> => (await linkOf(principal, id)).owner_id;
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
