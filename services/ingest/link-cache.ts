@@ -51,7 +51,11 @@ export async function createLinkCache(
     ttl: freshMs,
     allowStale: true,
     noDeleteOnStaleGet: true,
-    fetchMethod: async (key, stale, { signal, options }) => {
+    // A notice that sets an entry aborts its read in flight. Without this, lru-cache rejects the
+    // waiting redirects at once with the abort (a 500 for a link's first visit); with it the read
+    // completes, the cache keeps the notice's newer entry, and lookup answers from that.
+    ignoreFetchAbort: true,
+    fetchMethod: async (key, stale, { options }) => {
       const slash = key.indexOf('/');
       let row: Awaited<ReturnType<typeof links.findLiveBySlug>>;
       try {
@@ -63,7 +67,6 @@ export async function createLinkCache(
         options.ttl = refreshRetryMs;
         return stale;
       }
-      if (signal.aborted) return undefined;
       if (!row) options.ttl = NEGATIVE_MS;
       const link = row ? toRedirectLink(row) : null;
       return { link, version: link?.version ?? 0 };
@@ -107,7 +110,9 @@ export async function createLinkCache(
         return held.link;
       }
       misses.inc();
-      return cache.fetch(key).then((entry) => entry?.link ?? null);
+      // What the cache holds once the read is done: the read itself, or a notice's newer entry that
+      // replaced it meanwhile (the read's own result is then older than what the node knows).
+      return cache.fetch(key).then((entry) => (cache.peek(key, { allowStale: true }) ?? entry)?.link ?? null);
     },
     async close() {
       await unsubscribe();

@@ -42,6 +42,10 @@ export async function createTrackerOrigins(
     ttl: freshMs,
     allowStale: true,
     noDeleteOnStaleGet: true,
+    // A notice that drops an entry aborts its read in flight. Without this, lru-cache rejects the
+    // waiting beacons at once with the abort (they answered 500); with it, they get what the read
+    // returns, and the cache keeps none of it (the entry was dropped, so the read no longer owns it).
+    ignoreFetchAbort: true,
     fetchMethod: async (name, stale, { options }) => {
       let origins: string[] | undefined;
       try {
