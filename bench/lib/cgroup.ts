@@ -10,8 +10,13 @@ import { memoryCgroupMounts, type CgroupMount } from '#shared/memory-budget.js';
 export interface MemoryCgroup {
   version: 1 | 2;
   dir: string;
-  /** Moves a process (all its threads) into the cgroup: what it allocates from then on is charged here. */
-  add(pid: number): void;
+  /**
+   * A command prefix that runs a command in the cgroup from its first instruction: a shell writes its
+   * own pid into `cgroup.procs` and execs the command, which keeps that pid. (Moving a running
+   * process in leaves what it allocated before charged where it was: v1's move_charge_at_immigrate
+   * is gone from recent kernels, and v2 never had it.)
+   */
+  prefix: string[];
   /** Bytes charged now: the processes' own memory and the page cache of the files they read and wrote. */
   usageBytes(): number;
   /** The kernel's high-water mark of `usageBytes` (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`; undefined on a v2 kernel without it). */
@@ -64,8 +69,6 @@ export function createMemoryCgroup(name: string, limitBytes: number): MemoryCgro
       writeFileSync(file('memory.limit_in_bytes'), String(limitBytes));
       // memsw counts memory and swap together: equal to the cap, it allows no swap beyond it.
       if (existsSync(file('memory.memsw.limit_in_bytes'))) writeFileSync(file('memory.memsw.limit_in_bytes'), String(limitBytes));
-      // What the process allocated before it was moved in moves with it (anonymous and file pages).
-      writeFileSync(file('memory.move_charge_at_immigrate'), '3');
     }
   } catch (error) {
     rmdirSync(dir);
@@ -74,7 +77,7 @@ export function createMemoryCgroup(name: string, limitBytes: number): MemoryCgro
   return {
     version: mount.version,
     dir,
-    add: (pid) => writeFileSync(file('cgroup.procs'), String(pid)),
+    prefix: ['/bin/sh', '-c', 'echo $$ > "$0" && exec "$@"', file('cgroup.procs')],
     usageBytes: () => Number(read(file(mount.version === 2 ? 'memory.current' : 'memory.usage_in_bytes'))),
     peakBytes: () => {
       const path = file(mount.version === 2 ? 'memory.peak' : 'memory.max_usage_in_bytes');
