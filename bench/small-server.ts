@@ -29,15 +29,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createAnalytics } from '#shared/analytics/analytics.js';
 import { loadConfig } from '#shared/config.js';
+import { PROJECT_ROOT } from '#shared/paths.js';
 import { BROWSER_UA, client, freePort, killAll, seed, startProcess, storedCounts, waitHealthy, type Started } from '#tests/support/platform-process.js';
-import { createMemoryCgroup, MEMORY_STAT_KEYS, type MemoryCgroup } from './lib/cgroup.js';
+import { createMemoryCgroup, dropPageCache, MEMORY_STAT_KEYS, type MemoryCgroup } from './lib/cgroup.js';
 import { downloadExport } from './lib/export-download.js';
 import { cannon, median, otherLoad, pinClientSide } from './lib/load.js';
 import { ENTRY, LOAD_ENV, waitStored } from './lib/platform-run.js';
-import { cpuOf, memoryOf } from './lib/proc.js';
-import { seedVisits } from './lib/seed-visits.js';
+import { cpuOf, mappedFiles, memoryOf } from './lib/proc.js';
+import { seedVisitsInChild } from './lib/seed-visits.js';
 
 const seconds = Number(process.argv[2] ?? 60);
 const rate = Number(process.argv[3] ?? 2000);
@@ -126,20 +126,29 @@ async function run(): Promise<void> {
   const me = await call('GET', '/api/v1/me', undefined, auth);
   const exported = await call('POST', '/api/v1/links', { subdomain: seeded.subdomain, slug: 'exported', target_url: 'https://example.com/exported' }, auth);
   if (me.status !== 200 || exported.status !== 201) throw new Error(`set-up: me ${me.status}, link ${exported.status} ${JSON.stringify(exported.json)}`);
+  // The files of the project the platform maps (libchdb.so above all), read before stopping it.
+  const mapped = mappedFiles(first.child.pid!, PROJECT_ROOT);
   first.child.kill('SIGTERM');
   await first.exited;
-  const analytics = createAnalytics(loadConfig({ ...process.env, ...env }).analytics);
-  try {
-    const hot = exported.json.data.id as string;
-    // seedVisits spreads a subdomain's other visits over 199 further links; all of these go to `hot`.
-    await seedVisits(
-      { analytics },
-      { total: visits, mine: visits, days: DAYS, ownerId: me.json.data.id, subdomain: seeded.subdomain, hot, hotRows: visits, links: [hot] },
-    );
-  } finally {
-    await analytics.close();
-  }
+  const hot = exported.json.data.id as string;
+  // seedVisits spreads a subdomain's other visits over 199 further links; all of these go to `hot`.
+  await seedVisitsInChild(loadConfig({ ...process.env, ...env }).analytics, {
+    total: visits,
+    mine: visits,
+    days: DAYS,
+    ownerId: me.json.data.id,
+    subdomain: seeded.subdomain,
+    hot,
+    hotRows: visits,
+    links: [hot],
+  });
   console.log(`set-up (first start, owner, links, ${visits} visits into chDB): ${((performance.now() - started) / 1000).toFixed(0)} s`);
+
+  // Nothing maps them now (the set-up's processes have ended): the measured process reads them again, charged to its cgroup.
+  const dropped = dropPageCache(mapped);
+  console.log(
+    `page cache of the project's files the platform maps (${mapped.map((path) => path.slice(path.lastIndexOf('/') + 1)).join(', ')}): ${dropped ? 'dropped, so that the capped process is charged for them' : 'NOT dropped (dd refused): they may be charged elsewhere'}`,
+  );
 
   // The measured process: the restart on that data, in the cgroup, on core 0.
   cgroup = createMemoryCgroup(`linktrack-small-server-${process.pid}`, CAP_MB * MiB);
@@ -301,12 +310,12 @@ function sampleMemory(server: Started, cgroup: MemoryCgroup) {
       console.log(`the process's last sample: RssAnon ${last.anon.toFixed(0)} MB, RssFile ${last.file.toFixed(0)} MB`);
       const charged = MEMORY_STAT_KEYS[cgroup.version].map((key) => `${key} ${mb(atPeak.stat[key] ?? 0)}`).join(', ');
       console.log(`memory.stat at the highest charge sampled (${mb(atPeak.charge)} MB): ${charged} MB`);
-      // A page of the page cache is charged to the cgroup that first read it: libchdb.so's code,
-      // read before by this process (the seeding) or any other chDB on the machine, is mapped by the
-      // platform without being charged here. On a server of its own it would be.
+      // A page of the page cache is charged to the cgroup that first read it: what the platform maps
+      // from outside the project (node's binary, the C libraries), read by other processes of the
+      // machine before, is not charged here. On a server of its own it would be.
       const mapped = atPeak.stat[cgroup.version === 2 ? 'file_mapped' : 'mapped_file'] ?? 0;
       console.log(
-        `of the process's mapped files then (RssFile ${atPeak.rssFile.toFixed(0)} MB), ${Math.max(0, atPeak.rssFile - mapped / MiB).toFixed(0)} MB were charged to other cgroups (pages first read there: libchdb.so's code above all); a server of its own would charge them`,
+        `of the process's mapped files then (RssFile ${atPeak.rssFile.toFixed(0)} MB), ${Math.max(0, atPeak.rssFile - mapped / MiB).toFixed(0)} MB were charged to other cgroups (pages first read there: node's binary, the system's libraries, and libchdb.so's if its page cache was not dropped); a server of its own would charge them`,
       );
     },
   };

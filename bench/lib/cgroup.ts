@@ -3,6 +3,7 @@
 // was (the cgroup's memory.stat). cgroup v2 (`memory.max`) where a v2 hierarchy holds the memory
 // controller, else v1 (`memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes` when swap is
 // accounted). The cgroup is made at the hierarchy's root, beside whatever cgroup this process is in.
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { memoryCgroupMounts, type CgroupMount } from '#shared/memory-budget.js';
@@ -114,3 +115,13 @@ export const MEMORY_STAT_KEYS = {
   1: ['rss', 'cache', 'mapped_file', 'shmem'],
   2: ['anon', 'file', 'file_mapped', 'shmem', 'kernel'],
 } as const;
+
+/**
+ * Drops the page cache of files no process maps (GNU dd's `iflag=nocache count=0`), so that the
+ * next process to read them is charged for their pages: a page of the page cache is charged to the
+ * cgroup that first read it, and a library read before by a process elsewhere would be mapped by
+ * the capped process for free. Pages still mapped somewhere stay. False when dd refused a file.
+ */
+export function dropPageCache(paths: string[]): boolean {
+  return paths.every((path) => spawnSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none'], { stdio: 'ignore' }).status === 0);
+}
