@@ -305,7 +305,9 @@ function sampleMemory(server: Started, cgroup: MemoryCgroup) {
     phase: 'start',
     stop: () => clearInterval(timer),
     print: () => {
-      console.log('\npeak MB by phase (sampled every 200 ms): process VmRSS = RssAnon + RssFile (+ shmem); cgroup charge and its memory.stat lines');
+      console.log(
+        "\npeak MB by phase (sampled every 200 ms): the process's VmRSS = RssAnon + RssFile (+ shmem); the cgroup's charge, its memory.stat lines, and held = anonymous + mapped files + shmem (the charge less the page cache the kernel reclaims at the cap)",
+      );
       for (const [phase, byName] of peaks) console.log(`  ${phase.padEnd(18)} ${[...byName].map(([name, value]) => `${name} ${value.toFixed(0)}`).join(', ')}`);
       console.log(`the process's last sample: RssAnon ${last.anon.toFixed(0)} MB, RssFile ${last.file.toFixed(0)} MB`);
       const charged = MEMORY_STAT_KEYS[cgroup.version].map((key) => `${key} ${mb(atPeak.stat[key] ?? 0)}`).join(', ');
@@ -336,6 +338,7 @@ function sampleMemory(server: Started, cgroup: MemoryCgroup) {
       const stat = cgroup.stat();
       if (charge > atPeak.charge) Object.assign(atPeak, { charge, stat, rssFile: last.file });
       for (const key of MEMORY_STAT_KEYS[cgroup.version]) keep(sampler.phase, key, (stat[key] ?? NaN) / MiB);
+      keep(sampler.phase, 'held', heldBytes(stat, cgroup.version) / MiB);
     } catch {
       // the cgroup is being removed
     }
@@ -343,15 +346,20 @@ function sampleMemory(server: Started, cgroup: MemoryCgroup) {
   return sampler;
 }
 
-/** The cgroup's verdict: its peak charge, OOM kills (any fails the run) and memory.stat's breakdown now. */
+/** The cgroup's verdict: its peak charge and its OOM kills (any fails the run). */
 function printCgroup(cgroup: MemoryCgroup, server: Started): void {
   const peak = cgroup.peakBytes();
   const kills = cgroup.oomKills();
   console.log(
-    `cgroup: peak charge ${peak === undefined ? 'not reported by this kernel' : `${mb(peak)} MB`} of ${CAP_MB} MiB (the kernel's high-water mark: the process's memory and the page cache charged to it)`,
+    `cgroup: peak charge ${peak === undefined ? 'not reported by this kernel' : `${mb(peak)} MB`} of ${CAP_MB} MiB (the kernel's high-water mark: the process's memory and the page cache charged to it, which the kernel reclaims at the cap before it kills)`,
   );
   console.log(
     `OOM kills in the cgroup: ${kills ?? 'not counted by this kernel'}${server.child.signalCode ? `; the platform ended by ${server.child.signalCode}` : ''}`,
   );
   if (kills === undefined || kills > 0) failures.push(`OOM kills in the cgroup: ${kills ?? 'unknown'} (must be 0)`);
+}
+
+/** What the kernel cannot reclaim from the cgroup without taking it from the process: its own memory, the files it maps (its code) and shared memory. */
+function heldBytes(stat: Record<string, number>, version: 1 | 2): number {
+  return version === 2 ? (stat.anon ?? 0) + (stat.file_mapped ?? 0) + (stat.shmem ?? 0) : (stat.rss ?? 0) + (stat.mapped_file ?? 0) + (stat.shmem ?? 0);
 }
