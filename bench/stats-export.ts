@@ -11,11 +11,11 @@
 // app (auth, rate limit, validation, ClickHouse, envelope) with app.inject, one at a time. Exports
 // are read over a real socket, as a client downloads them, while the process's resident memory is
 // sampled every 20 ms (chDB is in this process: its memory counts).
-import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '#services/app.js';
 import { claimSubdomain, createOwner } from '#tests/support/owners.js';
 import { runBench } from './lib/context.js';
+import { downloadExport } from './lib/export-download.js';
 import { quantile } from './lib/load.js';
 import { seedVisits } from './lib/seed-visits.js';
 
@@ -98,24 +98,18 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
     await timed('public: subdomain, 30 days by day', `/api/v1/stats?subdomain=${subdomain}`, {}, 100);
 
     /** Downloads an export over the socket, sampling this process's resident memory. */
-    const download = (format: string) =>
-      new Promise<{ bytes: number; seconds: number; peakGrowth: number }>((resolve, reject) => {
-        global.gc?.();
-        const baseline = process.memoryUsage().rss;
-        let peak = baseline;
-        const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-        const t = performance.now();
-        let bytes = 0;
-        get({ host: '127.0.0.1', port, path: `/api/v1/export?format=${format}&link_id=${hot}`, headers: owner.auth }, (response) => {
-          if (response.statusCode !== 200) reject(new Error(`export ${format}: ${response.statusCode}`));
-          response.on('data', (chunk: Buffer) => (bytes += chunk.length));
-          response.on('end', () => {
-            clearInterval(sampler);
-            resolve({ bytes, seconds: (performance.now() - t) / 1000, peakGrowth: peak - baseline });
-          });
-          response.on('error', reject);
-        }).on('error', reject);
-      });
+    const download = async (format: string) => {
+      global.gc?.();
+      const baseline = process.memoryUsage().rss;
+      let peak = baseline;
+      const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+      try {
+        const { bytes, seconds } = await downloadExport(port, format, hot, owner.auth);
+        return { bytes, seconds, peakGrowth: peak - baseline };
+      } finally {
+        clearInterval(sampler);
+      }
+    };
     console.log(`\nexports of ${exportRows} rows (the hot link), downloaded over a socket:`);
     const csv = await download('csv');
     const csvRate = exportRows / csv.seconds;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from './config.js';
-import { cgroupLimitMb, chdbServerArgs, memoryBudget, resolveMemoryLimit } from './memory-budget.js';
+import { cgroupLimitMb, chdbServerArgs, memoryBudget, memoryCgroupMounts, resolveMemoryLimit } from './memory-budget.js';
 
 const MiB = 1_048_576;
 const GiB = 1024 * MiB;
@@ -108,6 +108,17 @@ describe('cgroupLimitMb', () => {
     });
     expect(cgroupLimitMb(otherController, 64 * GiB)).toBeUndefined();
     expect(cgroupLimitMb(cgroupRoot({}), 64 * GiB)).toBeUndefined();
+  });
+});
+
+describe('memoryCgroupMounts', () => {
+  it("lists v1's memory hierarchy and every cgroup2 mount, not v1's other controllers nor other file systems", () => {
+    expect(memoryCgroupMounts(HYBRID_MOUNTS)).toEqual([
+      { version: 1, point: '/sys/fs/cgroup/memory', root: '/' },
+      { version: 2, point: '/sys/fs/cgroup/unified', root: '/' },
+    ]);
+    expect(memoryCgroupMounts(V2_MOUNTS)).toEqual([{ version: 2, point: '/sys/fs/cgroup', root: '/' }]);
+    expect(memoryCgroupMounts('')).toEqual([]);
   });
 });
 

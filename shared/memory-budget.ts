@@ -70,7 +70,8 @@ function limitBytes(text: string | undefined): number | undefined {
   return text !== undefined && Number.isFinite(bytes) && bytes > 0 ? bytes : undefined;
 }
 
-interface CgroupMount {
+/** A mounted cgroup hierarchy that holds the memory controller. */
+export interface CgroupMount {
   version: 1 | 2;
   /** Where the hierarchy is mounted, and which of its cgroups is that mount's root. */
   point: string;
@@ -78,11 +79,11 @@ interface CgroupMount {
 }
 
 /**
- * The folders of this process's memory cgroups, v2's and v1's, each as a path below its hierarchy's
- * mount point: /proc/self/cgroup's path less the mount's root (a container's mount root is its own
- * cgroup, where /proc/self/cgroup may still show the host's path or `/`).
+ * The cgroup hierarchies in a /proc/…/mountinfo text that may hold the memory controller: every
+ * cgroup2 mount (whether memory is enabled there is in its `cgroup.controllers`) and the v1 mounts
+ * with the `memory` option.
  */
-function cgroupDirs(membership: string, mountinfo: string): { path: string; mount: CgroupMount }[] {
+export function memoryCgroupMounts(mountinfo: string): CgroupMount[] {
   const mounts: CgroupMount[] = [];
   for (const line of mountinfo.split('\n')) {
     const [before, after] = line.split(' - ');
@@ -95,6 +96,16 @@ function cgroupDirs(membership: string, mountinfo: string): { path: string; moun
     if (fsType === 'cgroup2') mounts.push({ version: 2, point, root });
     else if (fsType === 'cgroup' && superOptions.split(',').includes('memory')) mounts.push({ version: 1, point, root });
   }
+  return mounts;
+}
+
+/**
+ * The folders of this process's memory cgroups, v2's and v1's, each as a path below its hierarchy's
+ * mount point: /proc/self/cgroup's path less the mount's root (a container's mount root is its own
+ * cgroup, where /proc/self/cgroup may still show the host's path or `/`).
+ */
+function cgroupDirs(membership: string, mountinfo: string): { path: string; mount: CgroupMount }[] {
+  const mounts = memoryCgroupMounts(mountinfo);
   const dirs: { path: string; mount: CgroupMount }[] = [];
   for (const line of membership.split('\n')) {
     const match = /^(\d+):([^:]*):(.*)$/.exec(line.trim());

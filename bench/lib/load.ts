@@ -25,6 +25,19 @@ export function onEveryCore(pid: number): void {
   if (cpus().length < 2) return;
   spawnSync('taskset', ['-a', '-cp', `0-${cpus().length - 1}`, String(pid)], { stdio: 'ignore' });
 }
+/** Pins a process and its threads to one core (threads it starts later inherit it); false without taskset or a second core. */
+export function pinToCore(pid: number, core: number): boolean {
+  if (cpus().length < 2) return false;
+  return spawnSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' }).status === 0;
+}
+/**
+ * For a benchmark whose server is another process, pinned to core 0 with `pinToCore`: this process
+ * (the client of the reports and exports, the samplers) joins the load generator on core 1, so that
+ * the server's core runs the server alone. False when it cannot pin.
+ */
+export function pinClientSide(): boolean {
+  return corePinning().length > 0 && pinToCore(process.pid, 1);
+}
 export function pinningNote(): string {
   return corePinning().length > 0 ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)';
 }

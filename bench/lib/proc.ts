@@ -93,3 +93,13 @@ export function memoryOf(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssAnon' | 'Rs
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) / 1024 : NaN;
 }
+
+/** The files a process maps (/proc/<pid>/maps) whose paths start with `under`: its libraries and memory-mapped data there. */
+export function mappedFiles(pid: number, under: string): string[] {
+  const paths = new Set<string>();
+  for (const line of readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n')) {
+    const path = line.split(/\s+/).slice(5).join(' ');
+    if (path.startsWith(under)) paths.add(path);
+  }
+  return [...paths];
+}

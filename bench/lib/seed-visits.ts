@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import type { Config } from '#shared/config.js';
 import type { Context } from '#shared/context.js';
 
 export interface SeedPlan {
@@ -22,7 +25,7 @@ export interface SeedPlan {
  * ten countries, eight cities, five browsers and systems, four referrers and UTM sources, about
  * three million distinct visitors.
  */
-export async function seedVisits(context: Context, plan: SeedPlan): Promise<void> {
+export async function seedVisits(context: Pick<Context, 'analytics'>, plan: SeedPlan): Promise<void> {
   const { total, mine, days, hotRows } = plan;
   const chunk = 1_000_000;
   for (let from = 0; from < total; from += chunk) {
@@ -52,4 +55,21 @@ export async function seedVisits(context: Context, plan: SeedPlan): Promise<void
       query_params: { owner: plan.ownerId, subdomain: plan.subdomain, hot: plan.hot, links: plan.links },
     });
   }
+}
+
+/**
+ * `seedVisits` in a child process (the compiled seed-visits-child.js beside this file), on the
+ * analytics store of a platform's configuration while that platform is stopped (one chDB per folder):
+ * chDB, its threads and its library's pages stay out of the calling process.
+ */
+export function seedVisitsInChild(analytics: Config['analytics'], plan: SeedPlan): Promise<void> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'seed-visits-child.js'), JSON.stringify(analytics), JSON.stringify(plan)], {
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`seeding the visits failed (exit ${code}): ${stderr.slice(-2_000)}`))));
+  });
 }

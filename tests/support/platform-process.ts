@@ -40,10 +40,16 @@ const started: Started[] = [];
 
 /**
  * Starts `services/main.ts` (from source, as `make run` does once built) with the environment given on
- * top of this one; `command` replaces node's arguments (a benchmark starts the compiled entry point).
+ * top of this one; `command` replaces node's arguments (a benchmark starts the compiled entry point),
+ * and `prefix` runs node through a command that execs it, keeping its pid (a cgroup's, `taskset`).
  */
-export function startProcess(env: Record<string, string>, command = ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')]): Started {
-  const child = spawn(process.execPath, command, {
+export function startProcess(
+  env: Record<string, string>,
+  command = ['--import', 'tsx', join(PROJECT_ROOT, 'services/main.ts')],
+  prefix: string[] = [],
+): Started {
+  const [executable, ...args] = [...prefix, process.execPath, ...command];
+  const child = spawn(executable!, args, {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
