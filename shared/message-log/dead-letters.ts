@@ -62,7 +62,7 @@ export interface ErasedTarget {
 
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** The textual forms of an IP address a message may hold: as written, and (IPv6) canonical (RFC 5952) and in full. */
+/** The textual forms of an IP address a message may hold: as written, and (IPv6) canonical (RFC 5952), uncompressed and zero-padded. */
 export function ipForms(ip: string): string[] {
   const forms = new Set([ip]);
   try {
@@ -71,6 +71,7 @@ export function ipForms(ip: string): string[] {
       const v6 = address as ipaddr.IPv6;
       forms.add(v6.toRFC5952String());
       forms.add(v6.toNormalizedString());
+      forms.add(v6.toFixedLengthString());
       if (v6.isIPv4MappedAddress()) forms.add(v6.toIPv4Address().toString());
     }
   } catch {
