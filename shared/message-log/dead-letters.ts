@@ -71,7 +71,13 @@ export function ipForms(ip: string): string[] {
       const v6 = address as ipaddr.IPv6;
       forms.add(v6.toRFC5952String());
       forms.add(v6.toNormalizedString());
-      forms.add(v6.toFixedLengthString());
+      forms.add(
+        v6
+          .toNormalizedString()
+          .split(':')
+          .map((part) => part.padStart(4, '0'))
+          .join(':'),
+      );
       if (v6.isIPv4MappedAddress()) forms.add(v6.toIPv4Address().toString());
     }
   } catch {
