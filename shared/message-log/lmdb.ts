@@ -337,7 +337,7 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
       const kept = messages.map(([key, value, headers], index) => !match(withOffset(key, value, headers, segment.start + index)));
       if (kept.every(Boolean)) continue;
       const runs: { segment: Segment; stored: StoredSegment }[] = [];
-      for (let index = 0; index < messages.length; ) {
+      for (let index = 0; index < messages.length;) {
         if (!kept[index]) {
           removed++;
           index++;

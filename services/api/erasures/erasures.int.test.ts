@@ -261,7 +261,14 @@ describe('POST /api/v1/erasures', () => {
       { key: link.id, value: JSON.stringify(rawVisit(sub, { owner_id: alice.id, link_id: link.id, slug: link.slug, ip_public: lateIp, user_agent: agent })) },
     ]);
     // No enricher runs: the visit stays in the log. A short bound, so that the test does not wait 30 s.
-    const principal: Principal = { userId: alice.id, email: 'alice@example.org', role: 'user', via: 'token', scopes: new Set(['stats:read']), identity: 'test' };
+    const principal: Principal = {
+      userId: alice.id,
+      email: 'alice@example.org',
+      role: 'user',
+      via: 'token',
+      scopes: new Set(['stats:read']),
+      identity: 'test',
+    };
     const impatient = erasuresService({
       ...context,
       repositories: createRepositories(context),
