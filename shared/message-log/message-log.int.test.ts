@@ -343,6 +343,24 @@ describe(`message log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lm
     expect(numbers((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'fresh', limit: 10 })).messages)).not.toEqual(expect.arrayContaining([3]));
   });
 
+  it.skipIf(!SERVICES_MODE)('Kafka: a removal waits while a member is in the group it sets, and goes on once it left', async () => {
+    const log = isolatedLog();
+    await publishNumbered(log, 3);
+    const handed: number[] = [];
+    const member = await log.consume({ groupId: 'busy', topic: TOPICS.visitsDlq, handler: async (messages) => void handed.push(...numbers(messages)) });
+    await waitFor(() => handed.length === 3, DEADLINE_MS, { message: 'the member consumed' });
+    let done = false;
+    const removal = log.remove({ topic: TOPICS.visitsDlq, groupId: 'busy' }, (candidate) => numbers([candidate])[0] === 1).finally(() => (done = true));
+    // Past the scan of the topic (a group join, about 3 s): still waiting for the member to leave.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    expect(done).toBe(false);
+    await member.stop();
+    expect(await removal).toBe(1);
+    // The member had passed them all: none is pending, and the one picked is gone from the topic.
+    expect((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'busy', limit: 10 })).pending).toBe(0);
+    expect(numbers((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'fresh', limit: 10 })).messages)).not.toContain(1);
+  });
+
   it('runs takes of one group in one process one after the other: no message is handed over twice', async () => {
     const log = isolatedLog();
     await publishNumbered(log, 4);
