@@ -126,7 +126,7 @@ export async function createApi(
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
-    ...erasuresRoutes(erasuresService({ repositories, subdomains })),
+    ...erasuresRoutes(erasuresService({ ...context, repositories, subdomains })),
     ...exportsRoutes(exportsService({ repositories, stats, rawVisitsSinceOf: (ownerId, only) => subdomains.rawVisitsSinceOf(ownerId, only) }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
     ...reservedRoutes(),

@@ -1,7 +1,7 @@
 import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { Context } from '#shared/context.js';
 import { BeaconMessageSchema, beaconStateOf, uuidv7Time, type BeaconMessage, type BeaconState } from '#shared/tracker/beacon.js';
-import { TOPICS } from '#shared/message-log/topics.js';
+import { ENRICHER_GROUPS, TOPICS } from '#shared/message-log/topics.js';
 import { DLQ_HEADERS } from '#shared/message-log/dead-letters.js';
 import { batchRedelivered, type Consumer, type LogMessage } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
@@ -12,7 +12,7 @@ import { isolatePoison } from './poison.js';
 import { failedIn } from './stages.js';
 import { batchToken } from './visit-writer.js';
 
-const BEACON_GROUP = 'enricher-beacons';
+const BEACON_GROUP = ENRICHER_GROUPS[TOPICS.trackerRaw];
 
 /** Decodes and validates one message of `tracker.raw`. Pure: no I/O. */
 function decodeBeacon(message: LogMessage): Decoded<BeaconMessage> {

@@ -1,6 +1,6 @@
 import type { Context } from '#shared/context.js';
 import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
-import { TOPICS } from '#shared/message-log/topics.js';
+import { ENRICHER_GROUPS, TOPICS } from '#shared/message-log/topics.js';
 import { batchRedelivered, type BatchControl, type Consumer, type LogMessage } from '#shared/message-log/message-log.js';
 import { createEventBus, type EventDraft, type EventType, type LiveEventType } from '#shared/events/events.js';
 import { matches, webhookCache, type WebhookCache } from '#shared/webhooks/subscriptions.js';
@@ -32,7 +32,7 @@ export function decodeVisit(message: LogMessage): Outcome {
   return decoded.kind === 'ok' ? { kind: 'ok', visit: decoded.value } : decoded;
 }
 
-const ENRICHER_GROUP = 'enricher';
+const ENRICHER_GROUP = ENRICHER_GROUPS[TOPICS.visitsRaw];
 
 /** A batch of visits enriched and ready to be stored. */
 interface Derived {

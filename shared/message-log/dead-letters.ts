@@ -1,3 +1,5 @@
+import ipaddr from 'ipaddr.js';
+import type { LogMessage } from './message-log.js';
 import { TOPICS } from './topics.js';
 
 /** Headers of a dead letter on `visits.dlq` (written by services/enricher/decode.ts, read by the staff API). */
@@ -48,4 +50,85 @@ export function ownHeaders(headers: Record<string, string> | undefined): Record<
 /** The headers a replayed dead letter is republished with: its own, and one replay more. */
 export function replayHeaders(headers: Record<string, string> | undefined): Record<string, string> {
   return { ...ownHeaders(headers), [DLQ_HEADERS.replays]: String(dlqReplaysOf(headers) + 1) };
+}
+
+/** What an erasure names (shared/analytics/visits.repository.ts ErasureTarget): exactly one of these. */
+export interface ErasedTarget {
+  link_id?: string;
+  subdomain?: string;
+  ip?: string;
+  visit_id?: string;
+}
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The textual forms of an IP address a message may hold: as written, and (IPv6) canonical (RFC 5952), uncompressed and zero-padded. */
+export function ipForms(ip: string): string[] {
+  const forms = new Set([ip]);
+  try {
+    const address = ipaddr.parse(ip);
+    if (address.kind() === 'ipv6') {
+      const v6 = address as ipaddr.IPv6;
+      forms.add(v6.toRFC5952String());
+      forms.add(v6.toNormalizedString());
+      forms.add(
+        v6
+          .toNormalizedString()
+          .split(':')
+          .map((part) => part.padStart(4, '0'))
+          .join(':'),
+      );
+      if (v6.isIPv4MappedAddress()) forms.add(v6.toIPv4Address().toString());
+    }
+  } catch {
+    // Not an address ipaddr reads: the text as written is all there is to look for.
+  }
+  return [...forms];
+}
+
+/** A string field of a JSON object as it appears in its text, even in text that is not (or not whole) JSON. */
+const fieldOf = (text: string, field: string): string | undefined => {
+  try {
+    const value = (JSON.parse(text) as Record<string, unknown> | null)?.[field];
+    if (typeof value === 'string') return value;
+  } catch {
+    // Not JSON: read it from the text below.
+  }
+  return new RegExp(`"${field}"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)"`).exec(text)?.[1];
+};
+
+/**
+ * Which dead letters an erasure removes (they are raw messages of `visits.raw` or `tracker.raw` that
+ * failed to decode or validate, JSON or not, so they are matched on their text): a dead letter whose
+ * value, key or headers hold the erased IP address (any of its forms, not as part of a longer
+ * address), or the erased visit id; or that belongs to the erased link (its key, which is the link id
+ * on `visits.raw`, or the link id anywhere in its text) or subdomain (`"subdomain":"<name>"` in its
+ * text). With `ownerId` (an owner erasing their own), a dead letter whose text names another owner
+ * (`owner_id`) is left alone; one that names none is removed when it matches.
+ */
+export function erasedDeadLetter(target: ErasedTarget, ownerId: string | undefined): (message: LogMessage) => boolean {
+  const texts = (message: LogMessage) => [message.key, message.value, ...Object.values(message.headers ?? {})];
+  let matches: (message: LogMessage) => boolean;
+  if (target.ip !== undefined) {
+    // Not inside a longer address (1.2.3.4 is not 11.2.3.45, 2001:db8::1 not 2001:db8::12), a port after it allowed.
+    const forms = ipForms(target.ip).map((form) =>
+      form.includes(':') ? `(?<![0-9a-f:])${escaped(form)}(?![0-9a-f]|[.:][0-9a-f])` : `(?<![0-9.])${escaped(form)}(?![0-9]|\\.[0-9])`,
+    );
+    const address = new RegExp(forms.join('|'), 'i');
+    matches = (message) => texts(message).some((text) => address.test(text));
+  } else if (target.visit_id !== undefined) {
+    const id = target.visit_id.toLowerCase();
+    matches = (message) => texts(message).some((text) => text.toLowerCase().includes(id));
+  } else if (target.link_id !== undefined) {
+    const id = target.link_id;
+    matches = (message) => message.key === id || texts(message).some((text) => text.includes(id));
+  } else if (target.subdomain !== undefined) {
+    const name = target.subdomain;
+    matches = (message) => fieldOf(message.value, 'subdomain') === name;
+  } else return () => false;
+  if (ownerId === undefined) return matches;
+  return (message) => {
+    const owner = fieldOf(message.value, 'owner_id');
+    return (owner === undefined || owner === ownerId) && matches(message);
+  };
 }

@@ -14,6 +14,7 @@ import {
   type Consumer,
   type ConsumeOptions,
   type ConsumerStatus,
+  type GroupPosition,
   type LogMessage,
   type StoredLogMessage,
   type MessageLog,
@@ -25,6 +26,8 @@ export const DEFAULT_PACK_MESSAGES = 500;
 const SEND_CHUNK = 1_000;
 /** Longest a peek or a take may take with its short-lived consumer (group join and fetches). */
 const INSPECT_TIMEOUT_MS = 20_000;
+/** Longest a removal waits for another process's member to leave the group it sets (a take elsewhere). */
+const BUSY_GROUP_WAIT_MS = 15_000;
 /**
  * How long the group waits for a silent member before its partitions go to another one (a member
  * SIGKILLed, a host gone): a stock broker's least (group.min.session.timeout.ms, 6 s), so that a
@@ -356,7 +359,47 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
       Promise.all([client.fetchTopicOffsets(name(topic)), client.fetchOffsets({ groupId: fullGroup, topics: [name(topic)] })]),
     );
     const done = new Map((committed?.partitions ?? []).map((entry) => [entry.partition, Number(entry.offset)]));
-    return ends.map(({ partition, low, high }) => ({ partition, committed: Math.max(Number(low), done.get(partition) ?? -1), end: Number(high) }));
+    return ends.map(({ partition, low, high }) => ({
+      partition,
+      low: Number(low),
+      committed: Math.max(Number(low), done.get(partition) ?? -1),
+      end: Number(high),
+    }));
+  };
+
+  /**
+   * Runs `step` once the group has no member (a take of another process ends within its bound),
+   * again while the broker says it has one, until BUSY_GROUP_WAIT_MS passed.
+   */
+  const whenGroupIdle = async <T>(fullGroup: string, step: () => Promise<T>): Promise<T> => {
+    const client = await getAdmin();
+    const deadline = Date.now() + BUSY_GROUP_WAIT_MS;
+    for (;;) {
+      const { groups } = await retried(() => client.describeGroups([fullGroup]));
+      const state = groups[0]?.state ?? 'Dead';
+      if (state === 'Empty' || state === 'Dead') {
+        try {
+          return await step();
+        } catch (error) {
+          // kafkajs's setOffsets refuses a group a member joined in between ("must have no running instances").
+          if (!/no running instances/.test((error as Error).message) || Date.now() >= deadline) throw error;
+        }
+      } else if (Date.now() >= deadline) throw new Error(`group ${fullGroup} stayed busy (${state}) for ${BUSY_GROUP_WAIT_MS} ms: nothing removed, try again`);
+      await sleep(250);
+    }
+  };
+
+  /** Reads each partition whole (from its oldest record to `ends`) with a throw-away group, deleted after. */
+  const readAll = async (topic: Topic, groupId: string, starts: Map<number, number>, ends: Map<number, number>) => {
+    const scanGroup = `${options.topicPrefix}${groupId}.scan.${randomUUID()}`;
+    const { read, consumer } = await readPartitions(topic, scanGroup, starts, ends, Number.MAX_SAFE_INTEGER);
+    if (consumer) {
+      await consumer.disconnect();
+      await getAdmin()
+        .then((client) => client.deleteGroups([scanGroup]))
+        .catch((error: unknown) => log.warn({ err: error, group: scanGroup }, 'could not delete the group of a scan; the broker expires it'));
+    }
+    return read;
   };
 
   /** How many partitions the topic has (its metadata). */
@@ -570,6 +613,55 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
         } finally {
           await consumer.disconnect();
         }
+      });
+    },
+    async positions(topic, groupId): Promise<GroupPosition[]> {
+      await ensureTopics();
+      return (await positionsOf(topic, options.topicPrefix + groupId)).map(({ partition, committed, end }) => ({ partition, committed, end }));
+    },
+    async remove({ topic, groupId }, match) {
+      return takeInOrder(`${topic}\u0000${groupId}`, async () => {
+        await ensureTopics();
+        const fullGroup = options.topicPrefix + groupId;
+        const positions = await positionsOf(topic, fullGroup);
+        const read = await readAll(
+          topic,
+          groupId,
+          new Map(positions.map(({ partition, low }) => [partition, low])),
+          new Map(positions.map(({ partition, end }) => [partition, end])),
+        );
+        /** Per partition holding a match: where it ended when read, and the pending messages kept. */
+        const rewrites: { partition: number; end: number; kept: StoredLogMessage[] }[] = [];
+        let removed = 0;
+        for (const { partition, committed, end } of positions) {
+          const messages = read.get(partition) ?? [];
+          const matching = messages.filter(match).length;
+          if (matching === 0) continue;
+          removed += matching;
+          rewrites.push({ partition, end, kept: messages.filter((message) => message.offset >= committed && !match(message)) });
+        }
+        if (removed === 0) return 0;
+        const client = await getAdmin();
+        await whenGroupIdle(fullGroup, async () => {
+          const now = await positionsOf(topic, fullGroup);
+          const moved = now.filter(({ partition, committed }) => committed !== positions.find((known) => known.partition === partition)?.committed);
+          if (moved.length > 0) throw new Error(`group ${fullGroup} moved while ${topic} was read (a take); nothing removed, try again`);
+        });
+        const producer = await getProducer();
+        for (const { partition, kept } of rewrites) {
+          const records = kept.map(({ key, value, headers }) => ({ partition, key, value, headers }));
+          for (let start = 0; start < records.length; start += SEND_CHUNK) {
+            await producer.send({ topic: name(topic), compression: COMPRESSION, acks: -1, messages: records.slice(start, start + SEND_CHUNK) });
+          }
+        }
+        await retried(() =>
+          client.deleteTopicRecords({ topic: name(topic), partitions: rewrites.map(({ partition, end }) => ({ partition, offset: String(end) })) }),
+        );
+        // The pending messages kept begin where each partition ended when read (with what came meanwhile): the group starts there.
+        await whenGroupIdle(fullGroup, () =>
+          client.setOffsets({ groupId: fullGroup, topic: name(topic), partitions: rewrites.map(({ partition, end }) => ({ partition, offset: String(end) })) }),
+        );
+        return removed;
       });
     },
     async consumers() {

@@ -12,6 +12,7 @@ import {
   type Consumer,
   type ConsumeOptions,
   type ConsumerStatus,
+  type GroupPosition,
   type LogMessage,
   type Peeked,
   type StoredLogMessage,
@@ -262,7 +263,8 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
    * read last is kept decoded for the next call (a consumer reads a segment over several batches).
    */
   const reader = <M>(topic: Topic, make: (key: string, value: string, headers: Record<string, string> | undefined, offset: number) => M) => {
-    let cached: { start: number; messages: StoredMessage[] } | undefined;
+    // By the segment itself: an erasure replaces a segment by parts that may start where it started.
+    let cached: { segment: Segment; messages: StoredMessage[] } | undefined;
     return (from: number, max: number): { messages: M[]; end: number } => {
       const entry = topicLog(topic);
       const out: M[] = [];
@@ -273,10 +275,10 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
         if (segmentEnd <= at) continue;
         if (segmentEnd > entry.durable) break;
         if (segment.start > at) at = segment.start;
-        if (cached?.start !== segment.start) {
+        if (cached?.segment !== segment) {
           const stored = messagesDb.get([topic, segment.start, segment.count]);
           if (!stored) break;
-          cached = { start: segment.start, messages: decodeSegment(stored) };
+          cached = { segment, messages: decodeSegment(stored) };
         }
         for (let index = at - segment.start; index < segment.count && out.length < max; index++, at++) {
           const [key, value, headers] = cached.messages[index]!;
@@ -301,13 +303,76 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
 
   /** Where a group stands: its committed offset, or the oldest stored message for a group the topic does not know (as consume starts it), never below what retention kept. */
   const committedOf = (entry: TopicLog, groupId: string) => Math.max(entry.groups.get(groupId) ?? 0, entry.segments[0]?.start ?? entry.end);
+  /** Durable messages stored from offset `from` on (an erasure leaves gaps: offsets are not a count). */
+  const storedFrom = (entry: TopicLog, from: number) => {
+    let count = 0;
+    for (const { start, count: size } of entry.segments) {
+      if (start + size > entry.durable) break;
+      count += Math.max(0, start + size - Math.max(start, from));
+    }
+    return count;
+  };
   const peekPage = (topic: Topic, groupId: string, limit: number, from?: Record<number, number>): Peeked => {
     const entry = topicLog(topic);
     const committed = committedOf(entry, groupId);
     const start = Math.max(committed, from?.[0] ?? committed);
     const { messages } = reader(topic, withOffset)(start, limit);
     const next = messages.length > 0 ? messages.at(-1)!.offset + 1 : start;
-    return { messages, next: { 0: next }, more: next < entry.durable, pending: Math.max(0, entry.durable - committed) };
+    return { messages, next: { 0: next }, more: storedFrom(entry, next) > 0, pending: storedFrom(entry, committed) };
+  };
+  /**
+   * Deletes the durable messages of a topic that `match` picks, in one transaction: a segment holding
+   * one is replaced by the runs of messages it keeps, at their offsets (the others become gaps, which
+   * readers skip). The count deleted.
+   */
+  const removeMatching = async (topic: Topic, match: (message: StoredLogMessage) => boolean): Promise<number> => {
+    const entry = topicLog(topic);
+    const rewrites: { segment: Segment; runs: { segment: Segment; stored: StoredSegment }[] }[] = [];
+    let removed = 0;
+    for (const segment of entry.segments) {
+      if (segment.start + segment.count > entry.durable) break;
+      const stored = messagesDb.get([topic, segment.start, segment.count]);
+      if (!stored) continue;
+      const messages = decodeSegment(stored);
+      const kept = messages.map(([key, value, headers], index) => !match(withOffset(key, value, headers, segment.start + index)));
+      if (kept.every(Boolean)) continue;
+      const runs: { segment: Segment; stored: StoredSegment }[] = [];
+      for (let index = 0; index < messages.length;) {
+        if (!kept[index]) {
+          removed++;
+          index++;
+          continue;
+        }
+        let end = index;
+        while (end < messages.length && kept[end]) end++;
+        const run = messages.slice(index, end).map(([key, value, headers]) => asLogMessage(key, value, headers));
+        runs.push({ segment: { start: segment.start + index, count: end - index }, stored: encodeSegment(run) });
+        index = end;
+      }
+      rewrites.push({ segment, runs });
+    }
+    if (removed === 0) return 0;
+    // The topic's end is kept across a restart even when its last messages are the ones deleted (offsets never go back).
+    const end = entry.end;
+    await wrote(
+      () =>
+        env.transaction(() => {
+          for (const { segment, runs } of rewrites) {
+            void messagesDb.remove([topic, segment.start, segment.count]);
+            for (const run of runs) void messagesDb.put([topic, run.segment.start, run.segment.count], run.stored);
+          }
+          void floorsDb.put(topic, Math.max(end, floorsDb.get(topic) ?? 0));
+        }),
+      'erase',
+    );
+    for (const { segment, runs } of rewrites) {
+      const at = entry.segments.indexOf(segment);
+      if (at >= 0) entry.segments.splice(at, 1, ...runs.map((run) => run.segment));
+      // Reclaimed meanwhile (every group passed it): its parts go too.
+      else for (const run of runs) void wrote(() => messagesDb.remove([topic, run.segment.start, run.segment.count]), 'erase').catch(() => undefined);
+    }
+    measure(topic, entry);
+    return removed;
   };
   const takeInOrder = keyedQueue();
 
@@ -494,6 +559,17 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
         reclaim(topic, entry, lowWater(entry));
         measure(topic, entry);
         return messages;
+      });
+    },
+    async positions(topic, groupId): Promise<GroupPosition[]> {
+      if (closed) throw new Error('the message log is closed');
+      const entry = topicLog(topic);
+      return [{ partition: 0, committed: committedOf(entry, groupId), end: entry.end }];
+    },
+    async remove({ topic, groupId }, match) {
+      return takeInOrder(`${topic}\u0000${groupId}`, async () => {
+        if (closed) throw new Error('the message log is closed');
+        return removeMatching(topic, match);
       });
     },
     async consumers() {

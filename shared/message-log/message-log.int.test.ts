@@ -321,6 +321,46 @@ describe(`message log inspection: peek and take (${SERVICES_MODE ? 'kafka' : 'lm
     expect(await log.take({ topic: TOPICS.visitsDlq, groupId: 'taker', limit: 10 }, async () => undefined)).toEqual([]);
   });
 
+  it('removes the messages a predicate picks, pending or passed: the other pending ones stay pending and are taken next', async () => {
+    const log = isolatedLog();
+    await publishNumbered(log, 5);
+    await log.take({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 2 }, async () => undefined);
+    const erased = new Set([1, 3]);
+    const pick = (candidate: StoredLogMessage) => erased.has(numbers([candidate])[0]!);
+    // The one-process log has already dropped what every group passed (1); Kafka keeps it until the removal.
+    expect(await log.remove({ topic: TOPICS.visitsDlq, groupId: 'replay' }, pick)).toBe(log.kind === 'lmdb' ? 1 : 2);
+    const page = await log.peek({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 });
+    expect(numbers(page.messages)).toEqual([2, 4]);
+    expect(page).toMatchObject({ pending: 2, more: false });
+    expect(page.messages.find((kept) => numbers([kept])[0] === 4)!.headers).toMatchObject({ 'x-n': '4' });
+    // Nothing picked: nothing rewritten.
+    expect(await log.remove({ topic: TOPICS.visitsDlq, groupId: 'replay' }, pick)).toBe(0);
+    await log.publish(TOPICS.visitsDlq, [message('later', 5)]);
+    expect(numbers(await log.take({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 }, async () => undefined))).toEqual([2, 4, 5]);
+    expect((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 })).pending).toBe(0);
+    // What a fresh group reads of the whole topic holds none of the removed ones.
+    expect(numbers((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'fresh', limit: 10 })).messages)).not.toEqual(expect.arrayContaining([1]));
+    expect(numbers((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'fresh', limit: 10 })).messages)).not.toEqual(expect.arrayContaining([3]));
+  });
+
+  it.skipIf(!SERVICES_MODE)('Kafka: a removal waits while a member is in the group it sets, and goes on once it left', async () => {
+    const log = isolatedLog();
+    await publishNumbered(log, 3);
+    const handed: number[] = [];
+    const member = await log.consume({ groupId: 'busy', topic: TOPICS.visitsDlq, handler: async (messages) => void handed.push(...numbers(messages)) });
+    await waitFor(() => handed.length === 3, DEADLINE_MS, { message: 'the member consumed' });
+    let done = false;
+    const removal = log.remove({ topic: TOPICS.visitsDlq, groupId: 'busy' }, (candidate) => numbers([candidate])[0] === 1).finally(() => (done = true));
+    // Past the scan of the topic (a group join, about 3 s): still waiting for the member to leave.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    expect(done).toBe(false);
+    await member.stop();
+    expect(await removal).toBe(1);
+    // The member had passed them all: none is pending, and the one picked is gone from the topic.
+    expect((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'busy', limit: 10 })).pending).toBe(0);
+    expect(numbers((await log.peek({ topic: TOPICS.visitsDlq, groupId: 'fresh', limit: 10 })).messages)).not.toContain(1);
+  });
+
   it('runs takes of one group in one process one after the other: no message is handed over twice', async () => {
     const log = isolatedLog();
     await publishNumbered(log, 4);
@@ -589,6 +629,28 @@ describe.skipIf(SERVICES_MODE)('durable one-process message log inspection', () 
       const page = await reopened.peek({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 });
       expect(numbers(page.messages)).toEqual([3]);
       expect(page.messages[0]).toMatchObject({ partition: 0, offset: 3 });
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('keeps what a removal deleted across a close and reopen, and the passed message it kept (one segment), and never gives an offset again', async () => {
+    const log = durableLog(createMetrics(), 1_000);
+    await log.publish(
+      TOPICS.visitsDlq,
+      range(0, 4).map((n) => message('k', n)),
+    );
+    await log.take({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 1 }, async () => undefined);
+    expect(await log.remove({ topic: TOPICS.visitsDlq, groupId: 'replay' }, (candidate) => [1, 3].includes(numbers([candidate])[0]!))).toBe(2);
+    await log.close();
+    const reopened = durableLog(createMetrics(), 1_000, 500, log.dir);
+    try {
+      expect(numbers((await reopened.peek({ topic: TOPICS.visitsDlq, groupId: 'fresh', limit: 10 })).messages)).toEqual([0, 2]);
+      expect((await reopened.peek({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 })).messages).toMatchObject([{ offset: 2 }]);
+      await reopened.publish(TOPICS.visitsDlq, [message('k', 4)]);
+      const page = await reopened.peek({ topic: TOPICS.visitsDlq, groupId: 'replay', limit: 10 });
+      expect(page.messages.map(({ offset }) => offset)).toEqual([2, 4]);
+      expect(page.pending).toBe(2);
     } finally {
       await reopened.close();
     }

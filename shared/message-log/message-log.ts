@@ -128,6 +128,15 @@ export interface PeekOptions {
   from?: LogPositions;
 }
 
+/** Where a group stands on one partition of a topic. */
+export interface GroupPosition {
+  partition: number;
+  /** The group's committed offset (the oldest message kept when it has none, or retention passed it). */
+  committed: number;
+  /** The offset the next message published gets (Kafka: the high watermark; here, counting publishes in flight). */
+  end: number;
+}
+
 /** A page of messages a group has not committed. */
 export interface Peeked {
   /** Oldest first: each partition's in offset order; Kafka's partitions merged by record time. */
@@ -157,6 +166,20 @@ export interface MessageLog {
    * of one process for one group run one after the other. Resolves with the messages taken.
    */
   take(options: { topic: Topic; groupId: string; limit: number }, handler: (messages: StoredLogMessage[]) => Promise<void>): Promise<StoredLogMessage[]>;
+  /** Where `groupId` stands on each partition of `topic` (the erasure waits for the enricher's groups with it). */
+  positions(topic: Topic, groupId: string): Promise<GroupPosition[]>;
+  /**
+   * Removes every message of `topic` that `match` picks, wherever it is (an erasure: dead letters), and
+   * resolves with how many. `groupId` is the group whose committed position marks what is pending
+   * (the dead letters' replay group): what it had not committed stays pending, what it had stays
+   * passed. The durable one-process log deletes the matching messages in one transaction (their
+   * offsets become gaps, as a compacted topic's). Kafka cannot delete one record: in each partition
+   * holding a match, the pending messages that do not match are published again at its end, in their
+   * order, everything before is deleted (`deleteTopicRecords`) and the group is set where they begin,
+   * so the messages the group had passed there are gone too. Serialised with `take` of the same group
+   * in this process; on Kafka, waits (bounded) while another process's member is in the group.
+   */
+  remove(options: { topic: Topic; groupId: string }, match: (message: StoredLogMessage) => boolean): Promise<number>;
   /** The consumers of this process, with their lag (visit_log_consumer_lag is set from the same figures). */
   consumers(): Promise<ConsumerStatus[]>;
   ping(): Promise<void>;

@@ -9,3 +9,6 @@ export const TOPICS = {
 
 export type Topic = (typeof TOPICS)[keyof typeof TOPICS];
 export const TOPIC_NAMES = Object.values(TOPICS) as Topic[];
+
+/** The enricher's consumer groups: what they commit is stored in the analytics store (an erasure waits for them). */
+export const ENRICHER_GROUPS = { [TOPICS.visitsRaw]: 'enricher', [TOPICS.trackerRaw]: 'enricher-beacons' } as const;

@@ -5,14 +5,25 @@ import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deduplicatedBy, selectRows, toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import type { Principal } from '#shared/http/auth.js';
+import { DLQ_HEADERS, DLQ_REPLAY_GROUP } from '#shared/message-log/dead-letters.js';
+import type { Consumer, StoredLogMessage } from '#shared/message-log/message-log.js';
+import { ENRICHER_GROUPS, TOPICS } from '#shared/message-log/topics.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
+import { createRepositories } from '#services/repositories.js';
+import { rawVisit } from '#tests/support/visits.js';
+import { waitFor } from '#tests/support/wait.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { insertWebhook } from '#tests/support/webhooks.js';
 import { buildApp } from '#services/app.js';
+import { erasuresService } from './erasures.service.js';
 
-// Erasure (issue 38): after erasing a visitor, no row of the analytics store, no export and no kept
-// webhook delivery excerpt holds their IP address or user agent, and the reports' totals are unchanged.
+// Erasure (issue 38): after erasing a visitor, no row of the analytics store, no export, no kept
+// webhook delivery excerpt and no dead letter holds their IP address or user agent, and the reports'
+// totals are unchanged. A visit still in the message log when the erasure begins is not stored after it.
 type Json = Record<string, any>;
 
 const DAY_MS = 86_400_000;
@@ -29,6 +40,9 @@ const ip = `198.51.100.${10 + Math.floor(Math.random() * 200)}`;
 const agent = `ErasureTest/${randomUUID()}`;
 let visitorIds: string[];
 let deliveries: string[];
+let enricher: Consumer | undefined;
+/** Another visitor, whose visit is still in the message log when they are erased. */
+const lateIp = `198.51.100.${210 + Math.floor(Math.random() * 40)}`;
 
 const row = (age: number, i: number, visitor: boolean) => ({
   visit_id: v7({ msecs: now - age }),
@@ -125,6 +139,17 @@ beforeAll(async () => {
     clickhouse_settings: deduplicatedBy(`erase-beacon-${sub}`),
   });
   visitorIds = visitor.map((visit) => visit.visit_id);
+  // Dead letters: two of the visitor (a visit that failed validation, a cut-off one that is no JSON), one of someone else.
+  const dead = (value: string, key = link.id as string) => ({
+    key,
+    value,
+    headers: { [DLQ_HEADERS.reason]: 'invalid visit', [DLQ_HEADERS.source]: TOPICS.visitsRaw, [DLQ_HEADERS.at]: new Date().toISOString() },
+  });
+  await context.messageLog.publish(TOPICS.visitsDlq, [
+    dead(JSON.stringify({ ...rawVisit(sub, { owner_id: alice.id, link_id: link.id, ip_public: ip, user_agent: agent }), ts: 'yesterday' })),
+    dead(`{"owner_id":"${alice.id}","ip_public":"${ip}","user_agent":"${agent}","ts":"20`),
+    dead(JSON.stringify({ ...rawVisit(sub, { owner_id: alice.id, link_id: link.id, ip_public: '203.0.113.99' }), ts: 'yesterday' })),
+  ]);
   // The delivery log keeps receivers' answers: two of them echo the visitor's IP or user agent.
   const { row: hook } = await insertWebhook(context, { owner_id: alice.id, url: 'https://receiver.example/hook', events: ['visit.new'] });
   const excerpts = [`{"ip_public":"${ip}"}`, null, '{"ok":true}'];
@@ -149,7 +174,14 @@ beforeAll(async () => {
   );
 });
 
+/** The dead letters still pending (after the replay group's position), whole. */
+const pendingDeadLetters = async (): Promise<StoredLogMessage[]> =>
+  (await context.messageLog.peek({ topic: TOPICS.visitsDlq, groupId: DLQ_REPLAY_GROUP, limit: 100 })).messages;
+const holding = (messages: StoredLogMessage[], needle: string) =>
+  messages.filter((message) => [message.key, message.value, ...Object.values(message.headers ?? {})].some((text) => text.includes(needle)));
+
 afterAll(async () => {
+  await enricher?.stop();
   await app?.close();
   if (context) await closeContext(context);
 });
@@ -173,7 +205,8 @@ describe('POST /api/v1/erasures', () => {
     expect([unknown.statusCode, unknown.json().error.code]).toEqual([404, 'not_found']);
     const theirs = await post(bob, { ip });
     expect(theirs.statusCode).toBe(200);
-    expect(theirs.json().data).toMatchObject({ visits_deleted: 0, webhook_deliveries_scrubbed: 0 });
+    expect(theirs.json().data).toMatchObject({ visits_deleted: 0, webhook_deliveries_scrubbed: 0, dead_letters_removed: 0 });
+    expect(holding(await pendingDeadLetters(), ip)).toHaveLength(2);
     expect(await analyticsRowsHolding(agent)).toMatchObject({ visits: 4 });
   });
 
@@ -184,7 +217,17 @@ describe('POST /api/v1/erasures', () => {
 
     const response = await post(alice, { ip });
     expect(response.statusCode).toBe(200);
-    expect(response.json().data).toEqual({ target: { ip }, visits_deleted: 4, webhook_deliveries_scrubbed: 2 });
+    expect(response.json().data).toEqual({ target: { ip }, visits_deleted: 4, webhook_deliveries_scrubbed: 2, dead_letters_removed: 2 });
+    // No dead letter holds them any more, pending or not; the other visitor's is still pending, and replayable.
+    const left = await pendingDeadLetters();
+    expect(holding(left, ip)).toEqual([]);
+    expect(holding(left, agent)).toEqual([]);
+    expect(holding(left, '203.0.113.99')).toHaveLength(1);
+    const everything = (await context.messageLog.peek({ topic: TOPICS.visitsDlq, groupId: `erasure-audit-${sub}`, limit: 100 })).messages;
+    expect(holding(everything, ip)).toEqual([]);
+    // A replay (the staff API takes from the replay group) gets the one left.
+    const replayed = await context.messageLog.take({ topic: TOPICS.visitsDlq, groupId: DLQ_REPLAY_GROUP, limit: 100 }, async () => undefined);
+    expect(replayed.map((message) => holding([message], '203.0.113.99').length)).toEqual([1]);
 
     for (const needle of [ip, agent, '192.168.1.20']) expect(await analyticsRowsHolding(needle), needle).toEqual({});
     const [beacon] = await selectRows<{ n: number }>(context.analytics.client, 'SELECT count() AS n FROM visit_beacons WHERE visit_id IN {ids:Array(UUID)}', {
@@ -211,6 +254,54 @@ describe('POST /api/v1/erasures', () => {
     expect(audited.rows).toHaveLength(1);
     expect(audited.rows[0]!.target).toBe('ip:erased');
     expect(JSON.stringify(audited.rows[0])).not.toContain(ip);
+  });
+
+  it('a visit still in the message log: an erasure the enricher does not catch up with answers 503 and erases nothing', async () => {
+    await context.messageLog.publish(TOPICS.visitsRaw, [
+      { key: link.id, value: JSON.stringify(rawVisit(sub, { owner_id: alice.id, link_id: link.id, slug: link.slug, ip_public: lateIp, user_agent: agent })) },
+    ]);
+    // No enricher runs: the visit stays in the log. A short bound, so that the test does not wait 30 s.
+    const principal: Principal = {
+      userId: alice.id,
+      email: 'alice@example.org',
+      role: 'user',
+      via: 'token',
+      scopes: new Set(['stats:read']),
+      identity: 'test',
+    };
+    const impatient = erasuresService({
+      ...context,
+      repositories: createRepositories(context),
+      subdomains: { managed: () => Promise.reject(new Error('not used')) },
+      waitMs: 300,
+    });
+    await context.messageLog.publish(TOPICS.visitsDlq, [{ key: link.id, value: `{"ip_public":"${lateIp}"` }]);
+    const failed = await impatient.erase(principal, { ip: lateIp }, { id: 'late-1', ip: '127.0.0.1' }).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(AppError);
+    expect((failed as AppError).code).toBe('service_unavailable');
+    // Nothing half done: the dead letter is still there, no audit row was written.
+    expect(holding(await pendingDeadLetters(), lateIp)).toHaveLength(1);
+    const audited = await sql<{ n: string }>`SELECT count(*) AS n FROM audit_log WHERE action = 'erasure' AND actor_id = ${alice.id}`.execute(context.db.db);
+    expect(Number(audited.rows[0]!.n)).toBe(1);
+  });
+
+  it('a visit answered just before the erasure, still in the message log, is stored first and erased with the rest: never stored after the answer', async () => {
+    // The erasure begins while no enricher runs; the enricher starts a moment later.
+    const answer = post(alice, { ip: lateIp });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    enricher = await startVisitConsumer(context);
+    const response = await answer;
+    expect(response.statusCode, response.body).toBe(200);
+    expect(response.json().data).toMatchObject({ visits_deleted: 1, dead_letters_removed: 1 });
+    // Whatever the enricher still does after the answer, the visit stays erased.
+    await waitFor(
+      async () => (await context.messageLog.positions(TOPICS.visitsRaw, ENRICHER_GROUPS[TOPICS.visitsRaw])).every(({ committed, end }) => committed >= end),
+      30_000,
+      { message: 'the enricher has committed everything' },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await analyticsRowsHolding(lateIp)).toEqual({});
+    expect(holding(await pendingDeadLetters(), lateIp)).toEqual([]);
   });
 
   it("erasing a link removes all its raw visits and keeps its report; a subdomain's likewise", async () => {

@@ -33,6 +33,15 @@ const ErasureSchema = z
       .int()
       .min(0)
       .meta({ description: "Webhook delivery-log rows whose kept response excerpt or error held an erased visit's IP address or user agent, now cleared." }),
+    dead_letters_removed: z
+      .number()
+      .int()
+      .min(0)
+      .meta({
+        description:
+          'Dead letters (`visits.dlq`, pending or replayed) removed: those holding the erased IP address (any of its textual forms) or visit id, ' +
+          'or belonging to the erased link or subdomain (with an owner erasing, not those naming another owner).',
+      }),
   })
   .meta({ id: 'Erasure' });
 
@@ -49,7 +58,11 @@ export function erasuresRoutes(service: ErasuresService): RouteDef[] {
         "excerpts that hold the erased visits' IP addresses or user agents. The statistics keep their counts (they hold no IP address " +
         'or user agent). Needs `stats:read` or a session; staff with `admin` may erase any owner’s visits. Another owner’s link or ' +
         'subdomain is 403 `not_owner`, an unknown one 404 `not_found`. Audited (`erasure`; the IP address asked for is not kept). ' +
-        'Dead letters (`visits.dlq`) are not rewritten: the log keeps them until its own retention.',
+        'Removes the matching dead letters (`visits.dlq`): on Kafka, in a partition holding one, the other pending dead letters are ' +
+        'published again at its end and those already replayed there are dropped. First waits until the enricher has stored every visit ' +
+        'and beacon the message log held when the request began, so that none of them is stored after the answer: when it has not within ' +
+        '30 s, 503 `service_unavailable` and nothing is erased (try again). A 503 after that (the dead letters could not be removed) ' +
+        'names in `details` what was erased already; the same request again finishes it.',
       tags,
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',

@@ -1,14 +1,25 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErasureTarget } from '#shared/analytics/visits.repository.js';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
 import { requireScope, type Principal } from '#shared/http/auth.js';
+import { DLQ_REPLAY_GROUP, erasedDeadLetter } from '#shared/message-log/dead-letters.js';
+import { ENRICHER_GROUPS, TOPICS } from '#shared/message-log/topics.js';
 import type { Repositories } from '#services/repositories.js';
 import { linkOfCaller } from '../links/link-access.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
+
+/** Longest an erasure waits for the enricher to store what was published before it began (then 503, nothing erased). */
+export const ERASURE_WAIT_MS = 30_000;
+/** How often the enricher's positions are read meanwhile. */
+const POLL_MS = 100;
 
 /** What an erasure answers: what it named and what it removed. */
 export interface ErasureResult {
   target: ErasureTarget;
   visits_deleted: number;
   webhook_deliveries_scrubbed: number;
+  dead_letters_removed: number;
 }
 
 export type ErasuresService = ReturnType<typeof erasuresService>;
@@ -20,26 +31,89 @@ export type ErasuresService = ReturnType<typeof erasuresService>;
 export function erasuresService({
   repositories,
   subdomains,
-}: {
+  messageLog,
+  log,
+  waitMs = ERASURE_WAIT_MS,
+}: Pick<Context, 'messageLog' | 'log'> & {
   repositories: Pick<Repositories, 'visits' | 'links' | 'webhooks' | 'audit'>;
   subdomains: Pick<SubdomainsService, 'managed'>;
+  waitMs?: number;
 }) {
   const { visits, links, webhooks, audit } = repositories;
+
+  /** The 503 of an erasure that could not run (or finish): the cause is logged, the answer names what. */
+  const unavailable = (error: unknown, reason: string, details: Record<string, unknown> = {}) => {
+    if (error instanceof AppError) return error;
+    log.warn({ err: error, ...details }, `erasure: ${reason}`);
+    return new AppError(
+      'service_unavailable',
+      { reason, ...details },
+      { messageKey: 'error.service_unavailable.dependency', params: { names: 'visit_log' }, cause: error },
+    );
+  };
+
+  /**
+   * Waits until the enricher has stored every visit and beacon the message log held when the erasure
+   * began (its groups' committed positions reach the ends read then), so that none of them reaches
+   * the analytics store after the erasure. Bounded by `waitMs`. What an edge still holds (its buffer,
+   * its spool while Kafka is away) is not in the log yet: docs/operations.md says so.
+   */
+  const storedSoFar = async () => {
+    const deadline = Date.now() + waitMs;
+    const topics = [TOPICS.visitsRaw, TOPICS.trackerRaw] as const;
+    const ends = await Promise.all(
+      topics.map(async (topic) => new Map((await messageLog.positions(topic, ENRICHER_GROUPS[topic])).map(({ partition, end }) => [partition, end]))),
+    );
+    for (;;) {
+      const behind = await Promise.all(
+        topics.map(async (topic, index) =>
+          (await messageLog.positions(topic, ENRICHER_GROUPS[topic])).reduce(
+            (sum, { partition, committed }) => sum + Math.max(0, (ends[index]!.get(partition) ?? 0) - committed),
+            0,
+          ),
+        ),
+      );
+      if (behind.every((count) => count === 0)) return;
+      if (Date.now() >= deadline) {
+        throw new AppError(
+          'service_unavailable',
+          { reason: `the enricher has not stored the visits published before the erasure within ${waitMs} ms; nothing was erased, try again`, behind },
+          { messageKey: 'error.service_unavailable.dependency', params: { names: 'enricher' } },
+        );
+      }
+      await sleep(POLL_MS);
+    }
+  };
+
   return {
     /**
-     * Erases the raw visits `target` names, with their beacon states, and scrubs the webhook
-     * delivery-log rows that hold one of their IP addresses or user agents. A link or subdomain of
-     * someone else is 403 `not_owner`, an unknown one 404, as elsewhere; by IP or visit id, only the
-     * caller's visits (staff: everyone's). Audited.
+     * Erases the raw visits `target` names, with their beacon states, scrubs the webhook delivery-log
+     * rows that hold one of their IP addresses or user agents, and removes the dead letters that hold
+     * the IP address or visit id or belong to the link or subdomain. First waits (bounded) until the
+     * enricher has stored what was published before: 503 `service_unavailable` and nothing erased
+     * when it does not. A link or subdomain of someone else is 403 `not_owner`, an unknown one 404, as
+     * elsewhere; by IP or visit id, only the caller's visits (staff: everyone's). Audited.
      */
     async erase(principal: Principal, target: ErasureTarget, request: { id: string; ip: string }): Promise<ErasureResult> {
       requireScope(principal, 'stats:read');
       let ownerId: string | undefined = principal.scopes.has('admin') ? undefined : principal.userId;
       if (target.link_id !== undefined) ownerId = (await linkOfCaller(links, principal, target.link_id)).owner_id;
       if (target.subdomain !== undefined) ownerId = (await subdomains.managed(principal, target.subdomain)).owner_id;
+      try {
+        await storedSoFar();
+      } catch (error) {
+        throw unavailable(error, 'wait for the enricher to store what was published before the erasure');
+      }
       const { deleted, personal } = await visits.erase(ownerId, target, `erasure:${request.id}`);
       const scrubbed = await webhooks.scrubAttempts(personal, ownerId);
-      const result = { target, visits_deleted: deleted, webhook_deliveries_scrubbed: scrubbed };
+      let removed: number;
+      try {
+        removed = await messageLog.remove({ topic: TOPICS.visitsDlq, groupId: DLQ_REPLAY_GROUP }, erasedDeadLetter(target, ownerId));
+      } catch (error) {
+        // The raw visits are gone already; the same erasure again removes the dead letters (it is idempotent).
+        throw unavailable(error, 'remove the dead letters of the erasure', { visits_deleted: deleted, webhook_deliveries_scrubbed: scrubbed });
+      }
+      const result = { target, visits_deleted: deleted, webhook_deliveries_scrubbed: scrubbed, dead_letters_removed: removed };
       // The audit row names what was erased, never the IP address asked for: that would keep it.
       const named = target.ip !== undefined ? { ip: 'erased' } : target;
       await audit.insert({
