@@ -12,7 +12,7 @@ import { isolatePoison } from './poison.js';
 import { failedIn } from './stages.js';
 import { batchToken } from './visit-writer.js';
 
-const BEACON_GROUP = 'enricher-beacons';
+export const BEACON_GROUP = 'enricher-beacons';
 
 /** Decodes and validates one message of `tracker.raw`. Pure: no I/O. */
 function decodeBeacon(message: LogMessage): Decoded<BeaconMessage> {

@@ -32,7 +32,7 @@ export function decodeVisit(message: LogMessage): Outcome {
   return decoded.kind === 'ok' ? { kind: 'ok', visit: decoded.value } : decoded;
 }
 
-const ENRICHER_GROUP = 'enricher';
+export const ENRICHER_GROUP = 'enricher';
 
 /** A batch of visits enriched and ready to be stored. */
 interface Derived {
