@@ -138,6 +138,9 @@ describe.skipIf(SERVICES_MODE)('npm run backup and npm run restore of a running 
 
       const manifest = JSON.parse(readFileSync(join(backupDir, 'manifest.json'), 'utf8'));
       expect(manifest.platform).toBe('running');
+      // As private as DATA_DIR: it may hold the secrets key.
+      expect(statSync(backupDir).mode & 0o777).toBe(0o700);
+      for (const name of readdirSync(backupDir)) expect(statSync(join(backupDir, name)).mode & 0o777, name).toBe(0o600);
       expect(manifest.files.map((file: { path: string }) => file.path).sort()).toEqual(['analytics.tar', 'database.tar.gz', 'secrets.key']);
       const checkpoint = manifest.checkpoint.find((entry: { topic: string }) => entry.topic === 'visits.raw').offset as number;
       const sourceRecords = await records(port, seeded.token, seeded.subdomain);
@@ -204,7 +207,9 @@ describe.skipIf(SERVICES_MODE)('npm run backup and npm run restore of a running 
       expect(stopped.stderr).toBe('');
       expect(stopped.stdout).toMatch(/the platform is stopped/);
       expect(JSON.parse(readFileSync(join(stoppedDir, 'manifest.json'), 'utf8')).platform).toBe('stopped');
-      process.stdout.write(`BACKUP_FIGURES ${JSON.stringify({ answeredBefore, during, checkpoint, took_ms: manifest.took_ms, files: manifest.files })}\n`);
+      process.stdout.write(
+        `BACKUP_FIGURES ${JSON.stringify({ answeredBefore, during, checkpoint, took_ms: manifest.took_ms, timings: manifest.timings, files: manifest.files })}\n`,
+      );
     } finally {
       await receiver.close();
     }

@@ -110,6 +110,8 @@ export async function takeBackup(deps: BackupDeps, target: string): Promise<Mani
   }
   mkdirSync(target, { recursive: true, mode: 0o700 });
   let resume: (() => Promise<void>) | undefined;
+  let paused: number | undefined;
+  const timings: Manifest['timings'] = { checkpoint_ms: 0, enricher_paused_ms: 0, database_dump_ms: 0 };
   try {
     let checkpoint: Checkpoint[] = wanted.map(({ topic, group, committed }) => ({ topic, group, offset: committed }));
     if (running) {
@@ -121,7 +123,9 @@ export async function takeBackup(deps: BackupDeps, target: string): Promise<Mani
           throw new BackupRefusedError(`the enricher did not store the visits answered before the backup within ${CHECKPOINT_WAIT_MS} ms: no backup was taken`);
         await sleep(20);
       }
+      timings.checkpoint_ms = Date.now() - startedAt.getTime();
       resume = await running.pause();
+      paused = Date.now();
       checkpoint = await Promise.all(
         wanted.map(async ({ topic, group }) => ({ topic, group, offset: (await positionOf(messageLog, { topic, group })).committed })),
       );
@@ -135,8 +139,12 @@ export async function takeBackup(deps: BackupDeps, target: string): Promise<Mani
     // The analytics store is copied: the enricher stores the visits answered meanwhile.
     await resume?.();
     resume = undefined;
+    if (paused) timings.enricher_paused_ms = Date.now() - paused;
     moveFile(staged, join(target, BACKUP_FILES.analytics));
+    chmodSync(join(target, BACKUP_FILES.analytics), 0o600);
+    const dumped = Date.now();
     const tar = await db.snapshot();
+    timings.database_dump_ms = Date.now() - dumped;
     await pipeline(Readable.fromWeb(tar.stream() as never), createGzip(), createWriteStream(join(target, BACKUP_FILES.database), { mode: 0o600 }));
     const files: string[] = [BACKUP_FILES.analytics, BACKUP_FILES.database];
     const keyFile = deps.config.secrets.keyFile;
@@ -150,6 +158,7 @@ export async function takeBackup(deps: BackupDeps, target: string): Promise<Mani
       build: VERSION,
       started_at: startedAt.toISOString(),
       took_ms: Date.now() - startedAt.getTime(),
+      timings,
       platform: running ? 'running' : 'stopped',
       schema: { database, analytics: analyticsSchema },
       checkpoint,

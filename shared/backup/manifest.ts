@@ -33,6 +33,11 @@ export interface Manifest {
   /** When the backup began (ISO 8601): what was answered before is in it. */
   started_at: string;
   took_ms: number;
+  /**
+   * Where the time went: waiting for the edge and the enricher, the enricher's pause (the analytics
+   * backup), and the database dump (every statement of the platform waits for it).
+   */
+  timings: { checkpoint_ms: number; enricher_paused_ms: number; database_dump_ms: number };
   /** Whether the platform ran (the backup was taken by it, over its control socket) or was stopped. */
   platform: 'running' | 'stopped';
   /** The stores' schema versions, as GET /api/v1/status shows them. */
