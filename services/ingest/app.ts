@@ -36,7 +36,7 @@ export interface IngestApp {
   /** The tracker's route declarations (for the OpenAPI document). */
   routes: RouteDef[];
   /** True once every visit and beacon taken before the call is in the message log (or counted as dropped); false at `deadlineMs`. */
-  settled(deadlineMs: number): Promise<boolean>;
+  settled: (deadlineMs: number) => Promise<boolean>;
 }
 
 /** Paths the ingest edge answers on every host (the tracker), not only on short hosts. */

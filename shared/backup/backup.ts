@@ -1,16 +1,4 @@
-import {
-  chmodSync,
-  copyFileSync,
-  createReadStream,
-  createWriteStream,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, copyFileSync, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -222,7 +210,7 @@ export async function restoreBackup(deps: RestoreDeps, source: string): Promise<
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   try {
     const tar = await promisify(gunzip)(await readFile(join(source, BACKUP_FILES.database)));
-    await loadPgliteDataDir(config.database.dir, new Blob([new Uint8Array(tar.buffer, tar.byteOffset, tar.byteLength) as Uint8Array<ArrayBuffer>]));
+    await loadPgliteDataDir(config.database.dir, new Blob([new Uint8Array(tar)]));
     const staging = chdbBackupsDir(config.analytics.dir);
     mkdirSync(staging, { recursive: true, mode: 0o700 });
     const staged = join(staging, BACKUP_FILES.analytics);
