@@ -41,7 +41,7 @@ try {
     ADMIN_EMAIL: ADMIN.email,
     ADMIN_PASSWORD: ADMIN.password,
     RATE_LIMIT_REDIRECT: '100000000:60',
-    BURST_MAX_VISITS: '100000000',
+    BURST_MAX_VISITS: '100000',
   });
   await waitHealthy(platform, { timeoutMs: 120_000 });
   const seeded = await seed(port);
