@@ -11,7 +11,7 @@ import { createLogger } from '#shared/logger.js';
 import { createMetrics } from '#shared/metrics.js';
 import { createDurableLog } from '#shared/message-log/lmdb.js';
 import { loadSecretBox } from '#shared/secrets/keys.js';
-import { askControl } from '#services/control.js';
+import { askControl, controlSocketUnfit } from '#services/control.js';
 import { ENRICHER_CHECKPOINT_GROUPS } from '#services/enricher/checkpoint-groups.js';
 
 const [dir] = process.argv.slice(2);
@@ -51,6 +51,11 @@ function done(outcome: { ok: true; manifest: unknown } | { ok: false; error: str
   process.exit(0);
 }
 
+const unfit = controlSocketUnfit(config.dataDir);
+if (unfit) {
+  process.stderr.write(`backup refused: ${unfit} (or stop the platform and copy DATA_DIR: docs/operations.md, "Backup and restore, one process")\n`);
+  process.exit(1);
+}
 const answer = await askControl(config.dataDir, { command: 'backup', target });
 if (answer) done(answer, 'taken by the running platform');
 

@@ -86,4 +86,9 @@ describe('the control socket of the one-process platform (a real unix socket)', 
     cleanup.push(() => server.close());
     expect(await askControl(dir, { command: 'ping' })).toEqual({ ok: true, manifest: null });
   });
+
+  it('refuses a DATA_DIR whose socket path is longer than a unix socket takes, saying so', async () => {
+    const dir = join(dataDir(), 'd'.repeat(120));
+    await expect(listenControl(dir, log, async () => ({}))).rejects.toThrow(/longer than the 107 bytes a unix socket takes: give DATA_DIR a shorter path/);
+  });
 });

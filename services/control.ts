@@ -15,6 +15,17 @@ export const CONTROL_SOCKET = 'control.sock';
 /** The path of the control socket of a DATA_DIR. */
 export const controlSocketPath = (dataDir: string) => join(dataDir, CONTROL_SOCKET);
 
+/** The longest unix socket path the system takes (sun_path, 108 bytes with its terminating zero). */
+const MAX_SOCKET_PATH = 107;
+
+/** Why DATA_DIR cannot hold the control socket (its path too long), or undefined when it can. */
+export function controlSocketUnfit(dataDir: string): string | undefined {
+  const path = controlSocketPath(dataDir);
+  return Buffer.byteLength(path) > MAX_SOCKET_PATH
+    ? `the control socket's path ${path} is longer than the ${MAX_SOCKET_PATH} bytes a unix socket takes: give DATA_DIR a shorter path`
+    : undefined;
+}
+
 /** A request over the control socket. */
 export type ControlRequest =
   | {
@@ -30,6 +41,8 @@ export type ControlAnswer = { ok: true; manifest: unknown } | { ok: false; error
 
 /** Listens on the control socket of `dataDir`; each request goes to `handle`, one at a time (a second asks while one runs is refused). */
 export async function listenControl(dataDir: string, log: Logger, handle: (target: string) => Promise<unknown>): Promise<Server> {
+  const unfit = controlSocketUnfit(dataDir);
+  if (unfit) throw new Error(unfit);
   const path = controlSocketPath(dataDir);
   // A socket file left by a process that was killed: nothing answers on it.
   rmSync(path, { force: true });
