@@ -44,6 +44,8 @@ export interface App {
    * short-host listener or `app`): what a request over a socket meets first.
    */
   listener?: RequestListener;
+  /** With the ingest role: true once every visit and beacon the edge took before the call is in the message log (IngestApp.settled). */
+  settled?: (deadlineMs: number) => Promise<boolean>;
 }
 
 /**
@@ -117,7 +119,7 @@ export async function buildApp(context: ProcessContext, options: AppOptions = {}
   // Tests' extra routes are checked as the API's are, when the process has it.
   registerRoutes(app, extra, api?.registrar ?? { publicUrl: config.publicUrl });
 
-  return { app, routes: served, ingest: ingest?.app, listener };
+  return { app, routes: served, ingest: ingest?.app, listener, ...(ingest ? { settled: ingest.settled } : {}) };
 }
 
 /**

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config, type Role } from '#shared/config.js';
-import { closeContext, createProcessContext, type ProcessContext } from '#shared/context.js';
+import type { Server } from 'node:net';
+import type { BackupDeps } from '#shared/backup/backup.js';
+import { closeContext, createProcessContext, type Context, type ProcessContext } from '#shared/context.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { buildApp } from './app.js';
@@ -69,6 +71,8 @@ export async function startPlatform(config: Config): Promise<Platform> {
   }
 
   const consumers: Consumer[] = [];
+  /** Stops the enricher after its batch in flight and returns what starts it again (a backup's pause). */
+  let pauseEnricher: (() => Promise<() => Promise<void>>) | undefined;
   if (has('enricher') || has('worker')) {
     // One cache of webhooks for the enricher (which visits raise events) and the worker (where they go).
     const { webhookCache } = await import('#shared/webhooks/subscriptions.js');
@@ -76,7 +80,13 @@ export async function startPlatform(config: Config): Promise<Platform> {
     if (has('enricher')) {
       if (composed.kind !== 'full') throw new Error('the enricher role runs without the analytics store (ANALYTICS_ROLES must list it)');
       const { startVisitConsumer } = await import('./enricher/visit-consumer.js');
-      consumers.push(await startVisitConsumer(composed.context, composed.repositories, subscriptions));
+      const start = () => startVisitConsumer(composed.context, composed.repositories, subscriptions);
+      consumers.push(await start());
+      const slot = consumers.length - 1;
+      pauseEnricher = async () => {
+        await consumers[slot]!.stop();
+        return async () => void (consumers[slot] = await start());
+      };
     }
     if (has('worker')) {
       const { startWorker } = await import('./worker/worker.js');
@@ -84,8 +94,10 @@ export async function startPlatform(config: Config): Promise<Platform> {
     }
   }
 
-  const { app } = await buildApp(context, { repositories });
+  const { app, settled } = await buildApp(context, { repositories });
   await app.listen({ port: config.port, host: config.host });
+  // The one-process platform takes its own backups (npm run backup asks it over this socket).
+  const control = composed.kind === 'full' && pauseEnricher ? await listenBackups(composed.context, { settled, pause: pauseEnricher }) : undefined;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${config.port}`;
 
   let stopping: Promise<void> | undefined;
@@ -94,6 +106,7 @@ export async function startPlatform(config: Config): Promise<Platform> {
       const started = Date.now();
       // Stop taking requests first (the edge hands what it buffered to the message log), then drain
       // the one-process log, then let consumers finish their batch and jobs their run.
+      await new Promise<void>((resolve) => (control ? control.close(() => resolve()) : resolve()));
       await app.close();
       // An edge's spool: forwarded to Kafka while it takes them (what is left is forwarded at the next start).
       if (context.spool) await drainSpool(context, started + config.shutdownTimeoutMs * 0.7);
@@ -102,6 +115,32 @@ export async function startPlatform(config: Config): Promise<Platform> {
       await closeContext(context);
     })());
   return { context, app, url, stop };
+}
+
+/**
+ * The control socket of a one-process platform on the embedded stores (services/control.ts): a
+ * backup request takes a consistent backup in this process (shared/backup), checkpointed at the
+ * enricher's groups. None on servers (Postgres, ClickHouse, Kafka): their own tools back them up.
+ */
+async function listenBackups(context: Context, running: NonNullable<BackupDeps['running']>): Promise<Server | undefined> {
+  const { config } = context;
+  if (config.database.kind !== 'pglite' || config.analytics.kind !== 'chdb' || config.messageLog.kind !== 'lmdb') return undefined;
+  const [{ listenControl }, { takeBackup }, { ENRICHER_CHECKPOINT_GROUPS }] = await Promise.all([
+    import('./control.js'),
+    import('#shared/backup/backup.js'),
+    import('./enricher/checkpoint-groups.js'),
+  ]);
+  try {
+    return await listenControl(config.dataDir, context.log, async (target) => {
+      const manifest = await takeBackup({ ...context, groups: ENRICHER_CHECKPOINT_GROUPS, running }, target);
+      context.log.info({ target, took_ms: manifest.took_ms, checkpoint: manifest.checkpoint }, 'backup taken');
+      return manifest;
+    });
+  } catch (error) {
+    // The platform serves without it; npm run backup refuses the same DATA_DIR (it must not open the stores this process holds).
+    context.log.error({ err: error }, 'no control socket: npm run backup cannot ask this platform for a backup while it runs');
+    return undefined;
+  }
 }
 
 /**

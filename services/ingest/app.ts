@@ -35,6 +35,8 @@ export interface IngestApp {
   shortHosts: ShortHosts;
   /** The tracker's route declarations (for the OpenAPI document). */
   routes: RouteDef[];
+  /** True once every visit and beacon taken before the call is in the message log (or counted as dropped); false at `deadlineMs`. */
+  settled: (deadlineMs: number) => Promise<boolean>;
 }
 
 /** Paths the ingest edge answers on every host (the tracker), not only on short hosts. */
@@ -140,7 +142,8 @@ export async function buildIngestApp(
     registerRoutes(scope, routes, registrar);
   });
   await app.ready();
-  return { app, shortHosts, routes };
+  const settled = async (deadlineMs: number) => (await Promise.all([visits.settled(deadlineMs), beacons.settled(deadlineMs)])).every(Boolean);
+  return { app, shortHosts, routes, settled };
 }
 
 /**

@@ -71,6 +71,22 @@ describe('visit producer (with a stub message log that fails while the broker is
     await producer.close();
   });
 
+  it('settled() waits for the visits enqueued before it (not those after), and answers false at its deadline while the log is down', async () => {
+    const { log, published, state } = flakyLog();
+    const producer = createVisitProducer(contextWith(log, 1_000));
+    for (let i = 0; i < 20; i++) producer.enqueue(visit(i));
+    expect(await producer.settled(Date.now() + 150)).toBe(false);
+    const settled = producer.settled(Date.now() + 10_000);
+    // Enqueued after the call: settled() does not wait for these.
+    state.down = false;
+    for (let i = 20; i < 30; i++) producer.enqueue(visit(i));
+    expect(await settled).toBe(true);
+    expect(published.length).toBeGreaterThanOrEqual(20);
+    expect(await producer.settled(Date.now() + 10_000)).toBe(true);
+    expect(published.length).toBe(30);
+    await producer.close();
+  });
+
   // The durable one-process log acknowledges a call at its next group commit (50 ms): 1 000 a call
   // capped the edge at 20 000 visits/s. Kafka acknowledges within milliseconds, and a record batch
   // must stay under the broker's message size limit.

@@ -28,6 +28,11 @@ export interface LogProducer<T> {
   enqueue(item: T): boolean;
   /** Visits waiting. */
   buffered(): number;
+  /**
+   * Resolves true once every item enqueued before the call is in the log or counted as dropped (a
+   * backup's checkpoint: what was answered before it began), false at `deadlineMs` (epoch ms).
+   */
+  settled(deadlineMs: number): Promise<boolean>;
   /** Publishes what is buffered (until `deadlineMs`), then stops. */
   close(deadlineMs?: number): Promise<void>;
 }
@@ -91,6 +96,15 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
   const delay = metrics.visitLogDelay.labels({ topic });
   let running: Promise<void> | undefined;
   let closing = false;
+  /** Items ever enqueued, and ever taken out of the buffer (published or dropped): settled() compares them. */
+  let enqueued = 0;
+  let done = 0;
+  /** Takes the first `count` items out of the buffer (published or dropped). */
+  const taken = (count: number) => {
+    buffer.splice(0, count);
+    takenAt.splice(0, count);
+    done += count;
+  };
   let lastDropLog = 0;
   // Every redirect passes here: the count is handed to prom-client when read, the gauge read then.
   onCollect(metrics.visitsBuffered, () => closing || metrics.visitsBuffered.set({ topic }, buffer.length));
@@ -102,6 +116,7 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
       buffer.push(message);
       takenAt.push(now);
     }
+    enqueued += journal.recovered.length;
     log.warn({ topic, messages: journal.recovered.length }, 'journal of a previous run found: its messages are published again, flagged redelivered');
   }
 
@@ -120,8 +135,7 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
       try {
         await messageLog.publish(topic, sent);
         delay.observe((performance.now() - takenAt[0]!) / 1000);
-        buffer.splice(0, sent.length);
-        takenAt.splice(0, sent.length);
+        taken(sent.length);
         batch = undefined;
         release?.();
         release = undefined;
@@ -134,8 +148,7 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
             lastDropLog = Date.now();
             log.error({ dropped: sent.length }, `${error.message} (counted in visits_dropped_total)`);
           }
-          buffer.splice(0, sent.length);
-          takenAt.splice(0, sent.length);
+          taken(sent.length);
           batch = undefined;
           release?.();
           release = undefined;
@@ -180,11 +193,20 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
         buffer.push(message);
       } else buffer.push(item);
       takenAt.push(performance.now());
+      enqueued++;
       accepted(kindOf(item)).inc();
       kick();
       return true;
     },
     buffered: () => buffer.length,
+    async settled(deadlineMs) {
+      const target = enqueued;
+      while (done < target) {
+        if (Date.now() >= deadlineMs) return false;
+        await sleep(5);
+      }
+      return true;
+    },
     async close(deadlineMs = 5_000) {
       const deadline = Date.now() + deadlineMs;
       while (buffer.length > 0 && Date.now() < deadline) {
@@ -195,6 +217,7 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
       if (buffer.length > 0) {
         metrics.visitsDropped.inc({ reason: 'shutdown', topic }, buffer.length);
         log.error({ lost: buffer.length }, 'visits still buffered at shutdown (counted in visits_dropped_total)');
+        done += buffer.length;
         buffer.length = 0;
         takenAt.length = 0;
       }

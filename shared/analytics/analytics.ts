@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import type * as ClickHouse from '@clickhouse/client';
 import type { ClickHouseClient, ClickHouseClientConfigOptions } from '@clickhouse/client';
@@ -61,6 +62,11 @@ export interface Analytics {
   close(): Promise<void>;
 }
 
+/** The folder of chDB's data directory `dir` where the engine may write and read backups (BACKUP … TO File): absolute, as the engine wants. */
+export function chdbBackupsDir(dir: string): string {
+  return join(resolve(dir), 'backups');
+}
+
 /** Builds the ClickHouse client from the validated config; only the connection differs between modes. */
 export function createAnalytics(config: Config['analytics']): Analytics {
   // Loaded when a client is made, not when this module is imported: the repositories import the
@@ -93,7 +99,13 @@ export function createAnalytics(config: Config['analytics']): Analytics {
     // to the data directory starts it, from that connection's arguments; createChdbConnection takes
     // none, so a session opened first with the memory budget's starts the engine, and the client's
     // connection then joins it. The session stays open while the client is.
-    starter = config.budget ? new (load('chdb') as typeof ChdbModule).Session(config.dir, { connectionArgs: chdbServerArgs(config.budget.server) }) : undefined;
+    // The engine also takes BACKUP and RESTORE to files in chdbBackupsDir only (a backup of the running
+    // platform, shared/backup): no statement can write a backup anywhere else.
+    const serverArgs = [
+      ...(config.budget ? chdbServerArgs(config.budget.server) : []),
+      ...(config.dir === ':memory:' ? [] : [`--backups.allowed_path=${chdbBackupsDir(config.dir)}/`]),
+    ];
+    starter = serverArgs.length > 0 ? new (load('chdb') as typeof ChdbModule).Session(config.dir, { connectionArgs: serverArgs }) : undefined;
     // chdb types its connection against @clickhouse/client-common, which @clickhouse/client bundles
     // as its own copy: the same interface under two declarations, hence the cast.
     const chdb = createChdbConnection({ path: config.dir });

@@ -17,6 +17,11 @@ export interface Database {
    * serialised across processes by an advisory lock.
    */
   migrateInTransaction<T>(work: (tx: ScriptRunner) => Promise<T>): Promise<T>;
+  /**
+   * PGlite only: a tar of its data directory, taken after a checkpoint while no other statement runs
+   * (every query of the process waits for it), so the copy is consistent (a backup, shared/backup).
+   */
+  snapshot?(): Promise<Blob>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -99,6 +104,14 @@ export async function createDatabase(config: Config['database']): Promise<Databa
         }),
       );
     },
+    async snapshot() {
+      // PGlite runs one statement at a time: inside a transaction of its own nothing else runs, and the
+      // checkpoint first writes what its shared buffers hold, so the files are the database itself.
+      return pglite.transaction(async (tx) => {
+        await tx.exec('CHECKPOINT');
+        return pglite.dumpDataDir('none');
+      });
+    },
     async ping() {
       await pglite.query('SELECT 1');
     },
@@ -107,6 +120,14 @@ export async function createDatabase(config: Config['database']): Promise<Databa
       if (!pglite.closed) await pglite.close();
     },
   };
+}
+
+/** Writes PGlite's data directory `dir` (which must not exist yet) from a tar of one (Database.snapshot): a restore. */
+export async function loadPgliteDataDir(dir: string, tar: Blob): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  mkdirSync(dir, { recursive: true });
+  const pglite = await PGlite.create(dir, { loadDataDir: tar });
+  await pglite.close();
 }
 
 /**
