@@ -31,7 +31,18 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '#shared/config.js';
 import { PROJECT_ROOT } from '#shared/paths.js';
-import { BROWSER_UA, client, freePort, killAll, seed, startProcess, storedCounts, waitHealthy, type Started } from '#tests/support/platform-process.js';
+import {
+  BROWSER_UA,
+  EMBEDDED_STORES,
+  client,
+  freePort,
+  killAll,
+  seed,
+  startProcess,
+  storedCounts,
+  waitHealthy,
+  type Started,
+} from '#tests/support/platform-process.js';
 import { createMemoryCgroup, dropPageCache, MEMORY_STAT_KEYS, type MemoryCgroup } from './lib/cgroup.js';
 import { downloadExport } from './lib/export-download.js';
 import { cannon, median, otherLoad, pinClientSide } from './lib/load.js';
@@ -102,12 +113,7 @@ async function run(): Promise<void> {
   console.log(`before the run: ${await otherLoad()}`);
   const port = await freePort();
   const env: Record<string, string> = {
-    DATABASE_URL: '',
-    REDIS_URL: '',
-    KAFKA_BROKERS: '',
-    CLICKHOUSE_URL: '',
-    SECRETS_KEY: '',
-    SECRETS_KEY_PREVIOUS: '',
+    ...EMBEDDED_STORES,
     MEMORY_LIMIT_MB: '',
     ...LOAD_ENV,
     // The `listening` line names the memory budget; requests are not logged at any level.

@@ -5,29 +5,18 @@
 // Exit codes: 0 done, 1 refused or failed (the message says why), 2 usage or configuration.
 import { resolve } from 'node:path';
 import { takeBackup } from '#shared/backup/backup.js';
-import { ConfigError, loadConfig, type Config } from '#shared/config.js';
+import { configOrExit, folderArgument } from './lib/cli.js';
 import { createDatabase } from '#shared/db/database.js';
 import { createLogger } from '#shared/logger.js';
 import { createMetrics } from '#shared/metrics.js';
 import { createDurableLog } from '#shared/message-log/lmdb.js';
 import { loadSecretBox } from '#shared/secrets/keys.js';
 import { askControl, controlSocketUnfit } from '#services/control.js';
-import { ENRICHER_CHECKPOINT_GROUPS } from '#services/enricher/checkpoint-groups.js';
+import { ENRICHER_TOPIC_GROUPS } from '#shared/message-log/caught-up.js';
 
-const [dir] = process.argv.slice(2);
-if (!dir) {
-  process.stderr.write('usage: npm run backup -- <folder>   (an empty or new folder)\n');
-  process.exit(2);
-}
+const dir = folderArgument('npm run backup -- <folder>   (an empty or new folder)');
 const target = resolve(dir);
-let config: Config;
-try {
-  config = loadConfig(process.env);
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  process.stderr.write(`${error.message}\n`);
-  process.exit(2);
-}
+const config = configOrExit();
 if (config.database.kind !== 'pglite' || config.analytics.kind !== 'chdb' || config.messageLog.kind !== 'lmdb') {
   process.stderr.write(
     'npm run backup is for the one-process platform (no DATABASE_URL, CLICKHOUSE_URL or KAFKA_BROKERS): back up servers with their own tools (docs/operations.md, "Backup and restore, production")\n',
@@ -67,7 +56,7 @@ const analytics = createAnalytics(config.analytics);
 const messageLog = createDurableLog(config.messageLog, log, createMetrics());
 try {
   const secrets = loadSecretBox(config.secrets, log);
-  const manifest = await takeBackup({ config, db, analytics, messageLog, secrets, groups: ENRICHER_CHECKPOINT_GROUPS }, target);
+  const manifest = await takeBackup({ config, db, analytics, messageLog, secrets, groups: ENRICHER_TOPIC_GROUPS }, target);
   await Promise.all([messageLog.close(), analytics.close(), db.close()]);
   done({ ok: true, manifest }, 'the platform is stopped');
 } catch (error) {

@@ -5,7 +5,7 @@
 // DATA_DIR on the embedded stores while the platform is stopped). Exits 1 when a secret is left.
 //
 //   tsx scripts/reseal-secrets.ts            (in the image: node dist/scripts/reseal-secrets.js)
-import { ConfigError, loadConfig, type Config } from '#shared/config.js';
+import { configOrExit } from './lib/cli.js';
 import { createDatabase } from '#shared/db/database.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import { createLogger } from '#shared/logger.js';
@@ -15,15 +15,8 @@ import { sealWebhookSecrets } from '#shared/webhooks/secrets.js';
 import { totpRepository } from '#services/api/auth/totp.repository.js';
 import { sealTotpSecrets } from '#services/api/auth/totp.service.js';
 
-let config: Config;
-try {
-  // The roles that hold the key: so that a missing SECRETS_KEY with DATABASE_URL is refused here too.
-  config = loadConfig({ ...process.env, SERVICE_ROLES: 'api,worker' });
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  process.stderr.write(`${error.message}\n`);
-  process.exit(2);
-}
+// The roles that hold the key: so that a missing SECRETS_KEY with DATABASE_URL is refused here too.
+const config = configOrExit({ ...process.env, SERVICE_ROLES: 'api,worker' });
 const log = createLogger({ logLevel: 'warn' });
 const box = loadSecretBox(config.secrets, log);
 const database = await createDatabase(config.database);

@@ -5,23 +5,12 @@
 // Exit codes: 0 done, 1 refused or failed (the message says why), 2 usage or configuration.
 import { resolve } from 'node:path';
 import { restoreBackup } from '#shared/backup/backup.js';
-import { ConfigError, loadConfig, type Config } from '#shared/config.js';
+import { configOrExit, folderArgument } from './lib/cli.js';
 import { keyId } from '#shared/secrets/secret-box.js';
 import { askControl } from '#services/control.js';
 
-const [dir] = process.argv.slice(2);
-if (!dir) {
-  process.stderr.write('usage: npm run restore -- <backup folder>   (into DATA_DIR, which must be empty)\n');
-  process.exit(2);
-}
-let config: Config;
-try {
-  config = loadConfig(process.env);
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  process.stderr.write(`${error.message}\n`);
-  process.exit(2);
-}
+const dir = folderArgument('npm run restore -- <backup folder>   (into DATA_DIR, which must be empty)');
+const config = configOrExit();
 if (await askControl(config.dataDir, { command: 'ping' }).catch(() => undefined)) {
   process.stderr.write(`restore refused: a platform is running on DATA_DIR ${config.dataDir}: restore into an empty DATA_DIR no platform uses\n`);
   process.exit(1);

@@ -125,14 +125,14 @@ export async function startPlatform(config: Config): Promise<Platform> {
 async function listenBackups(context: Context, running: NonNullable<BackupDeps['running']>): Promise<Server | undefined> {
   const { config } = context;
   if (config.database.kind !== 'pglite' || config.analytics.kind !== 'chdb' || config.messageLog.kind !== 'lmdb') return undefined;
-  const [{ listenControl }, { takeBackup }, { ENRICHER_CHECKPOINT_GROUPS }] = await Promise.all([
+  const [{ listenControl }, { takeBackup }, { ENRICHER_TOPIC_GROUPS }] = await Promise.all([
     import('./control.js'),
     import('#shared/backup/backup.js'),
-    import('./enricher/checkpoint-groups.js'),
+    import('#shared/message-log/caught-up.js'),
   ]);
   try {
     return await listenControl(config.dataDir, context.log, async (target) => {
-      const manifest = await takeBackup({ ...context, groups: ENRICHER_CHECKPOINT_GROUPS, running }, target);
+      const manifest = await takeBackup({ ...context, groups: ENRICHER_TOPIC_GROUPS, running }, target);
       context.log.info({ target, took_ms: manifest.took_ms, checkpoint: manifest.checkpoint }, 'backup taken');
       return manifest;
     });

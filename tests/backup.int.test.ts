@@ -12,9 +12,18 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { verifySignature } from '#shared/webhooks/signature.js';
 import { SERVICES_MODE } from './support/context.js';
-import { ADMIN, client, freePort, killAll, load, seed, settledCounts, startProcess, storedCounts, waitHealthy } from './support/platform-process.js';
-
-const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '' };
+import {
+  EMBEDDED_PLATFORM_ENV,
+  client,
+  freePort,
+  killAll,
+  load,
+  seed,
+  settledCounts,
+  startProcess,
+  storedCounts,
+  waitHealthy,
+} from './support/platform-process.js';
 
 const dirs: string[] = [];
 const tempDir = (prefix: string) => {
@@ -34,7 +43,7 @@ function run(script: 'backup' | 'restore', dir: string, dataDir: string): Promis
     execFile(
       process.execPath,
       ['--import', 'tsx', join(PROJECT_ROOT, `scripts/${script}.ts`), dir],
-      { cwd: PROJECT_ROOT, env: { ...process.env, ...EMBEDDED, DATA_DIR: dataDir }, timeout: 90_000 },
+      { cwd: PROJECT_ROOT, env: { ...process.env, ...EMBEDDED_PLATFORM_ENV, DATA_DIR: dataDir }, timeout: 90_000 },
       (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -81,15 +90,7 @@ describe.skipIf(SERVICES_MODE)('npm run backup and npm run restore of a running 
     const source = tempDir('linktrack-backup-source-');
     const receiver = await signedReceiver();
     try {
-      const env = {
-        ...EMBEDDED,
-        HOST: '127.0.0.1',
-        ADMIN_EMAIL: ADMIN.email,
-        ADMIN_PASSWORD: ADMIN.password,
-        RATE_LIMIT_REDIRECT: '100000000:60',
-        BURST_MAX_VISITS: '100000',
-        WEBHOOK_ALLOWLIST: '127.0.0.1',
-      };
+      const env = EMBEDDED_PLATFORM_ENV;
       const port = await freePort();
       const platform = startProcess({ ...env, DATA_DIR: source, PORT: String(port) });
       await waitHealthy(platform, { timeoutMs: 90_000 });

@@ -10,9 +10,19 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CLICKHOUSE_MIGRATIONS, POSTGRES_MIGRATIONS, PROJECT_ROOT } from '#shared/paths.js';
 import { SERVICES_MODE } from './support/context.js';
-import { ADMIN, client, freePort, killAll, load, seed, settledCounts, startProcess, startReceiver, waitHealthy } from './support/platform-process.js';
-
-const EMBEDDED = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '' };
+import {
+  ADMIN,
+  EMBEDDED_PLATFORM_ENV,
+  client,
+  freePort,
+  killAll,
+  load,
+  seed,
+  settledCounts,
+  startProcess,
+  startReceiver,
+  waitHealthy,
+} from './support/platform-process.js';
 
 const dirs: string[] = [];
 
@@ -71,16 +81,7 @@ describe.skipIf(SERVICES_MODE)('a DATA_DIR written by an earlier build, opened b
     dirs.push(dataDir);
     const receiver = await startReceiver();
     try {
-      const env = {
-        ...EMBEDDED,
-        DATA_DIR: dataDir,
-        HOST: '127.0.0.1',
-        ADMIN_EMAIL: ADMIN.email,
-        ADMIN_PASSWORD: ADMIN.password,
-        RATE_LIMIT_REDIRECT: '100000000:60',
-        BURST_MAX_VISITS: '100000',
-        WEBHOOK_ALLOWLIST: '127.0.0.1',
-      };
+      const env = { ...EMBEDDED_PLATFORM_ENV, DATA_DIR: dataDir };
       const oldPort = await freePort();
       const old = startProcess({ ...env, PORT: String(oldPort) }, ['--import', 'tsx', join(root, 'services/main.ts')]);
       await waitHealthy(old, { timeoutMs: 90_000 });

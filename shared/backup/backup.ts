@@ -2,7 +2,6 @@ import { chmodSync, copyFileSync, createWriteStream, existsSync, mkdirSync, read
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createGzip, gunzip } from 'node:zlib';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -10,7 +9,7 @@ import { chdbBackupsDir, type Analytics } from '../analytics/analytics.js';
 import type { Config } from '../config.js';
 import { loadPgliteDataDir, type Database } from '../db/database.js';
 import type { MessageLog } from '../message-log/message-log.js';
-import type { Topic } from '../message-log/topics.js';
+import { behind, logEnds, waitCaughtUp, type GroupOfTopic } from '../message-log/caught-up.js';
 import { analyticsSchemaVersion } from '../migrations/clickhouse.js';
 import { databaseSchemaVersion } from '../migrations/postgres.js';
 import { latestVersion } from '../migrations/runner.js';
@@ -33,12 +32,6 @@ import {
 /** How long a backup waits for the edge to hand what it answered to the log, and for the enricher to store it. */
 export const CHECKPOINT_WAIT_MS = 30_000;
 
-/** A consumer group whose topic the analytics store is filled from: the checkpoint waits for it. */
-export interface CheckpointGroup {
-  topic: Topic;
-  group: string;
-}
-
 /** What a backup reads: the one-process stores and, when the platform runs, its edge and its enricher. */
 export interface BackupDeps {
   config: Pick<Config, 'secrets' | 'analytics'>;
@@ -47,20 +40,13 @@ export interface BackupDeps {
   messageLog: MessageLog;
   secrets: Pick<SecretBox, 'currentKeyId'>;
   /** The groups that fill the analytics store from the log (the enricher's). */
-  groups: CheckpointGroup[];
+  groups: GroupOfTopic[];
   /**
    * The running platform: `settled` resolves true once the edge has handed to the log everything it
    * answered before the call; `pause` stops the enricher after its batch in flight and returns what
    * starts it again. Absent when the platform is stopped: then nothing may wait in the log.
    */
   running?: { settled?: (deadlineMs: number) => Promise<boolean>; pause: () => Promise<() => Promise<void>> };
-}
-
-/** Where a group stands in its topic: its committed offset and the end of what the log holds durably. */
-async function positionOf(messageLog: MessageLog, { topic, group }: CheckpointGroup): Promise<{ committed: number; end: number }> {
-  const page = await messageLog.peek({ topic, groupId: group, limit: 0 });
-  const committed = page.next[0] ?? 0;
-  return { committed, end: committed + page.pending };
 }
 
 /**
@@ -88,12 +74,12 @@ export async function takeBackup(deps: BackupDeps, target: string): Promise<Mani
   const deadline = startedAt.getTime() + CHECKPOINT_WAIT_MS;
   if (running?.settled && !(await running.settled(deadline)))
     throw new BackupRefusedError(`the edge did not hand its visits to the message log within ${CHECKPOINT_WAIT_MS} ms: no backup was taken`);
-  const wanted = await Promise.all(deps.groups.map(async (group) => ({ ...group, ...(await positionOf(messageLog, group)) })));
+  const ends = await logEnds(messageLog, deps.groups);
   if (!running) {
-    const waiting = wanted.filter(({ committed, end }) => end > committed);
+    const waiting = (await behind(messageLog, ends)).filter(({ messages }) => messages > 0);
     if (waiting.length > 0)
       throw new BackupRefusedError(
-        `the message log holds ${waiting.map(({ topic, committed, end }) => `${end - committed} messages of ${topic}`).join(' and ')} not yet stored: start the platform and take the backup while it runs (its enricher stores them first)`,
+        `the message log holds ${waiting.map(({ topic, messages }) => `${messages} messages of ${topic}`).join(' and ')} not yet stored: start the platform and take the backup while it runs (its enricher stores them first)`,
       );
   }
   mkdirSync(target, { recursive: true, mode: 0o700 });
@@ -101,23 +87,18 @@ export async function takeBackup(deps: BackupDeps, target: string): Promise<Mani
   let paused: number | undefined;
   const timings: Manifest['timings'] = { checkpoint_ms: 0, enricher_paused_ms: 0, database_dump_ms: 0 };
   try {
-    let checkpoint: Checkpoint[] = wanted.map(({ topic, group, committed }) => ({ topic, group, offset: committed }));
     if (running) {
-      // Every message below the positions read above is stored before the enricher pauses.
-      for (;;) {
-        const now = await Promise.all(wanted.map(async (group) => ({ group, at: await positionOf(messageLog, group) })));
-        if (now.every(({ group, at }) => at.committed >= group.end)) break;
-        if (Date.now() > deadline)
-          throw new BackupRefusedError(`the enricher did not store the visits answered before the backup within ${CHECKPOINT_WAIT_MS} ms: no backup was taken`);
-        await sleep(20);
-      }
+      // Every message below the ends read above is stored before the enricher pauses.
+      if ((await waitCaughtUp(messageLog, ends, deadline, 20)).length > 0)
+        throw new BackupRefusedError(`the enricher did not store the visits answered before the backup within ${CHECKPOINT_WAIT_MS} ms: no backup was taken`);
       timings.checkpoint_ms = Date.now() - startedAt.getTime();
       resume = await running.pause();
       paused = Date.now();
-      checkpoint = await Promise.all(
-        wanted.map(async ({ topic, group }) => ({ topic, group, offset: (await positionOf(messageLog, { topic, group })).committed })),
-      );
     }
+    // Where the enricher stands (paused, or stopped with nothing left): the point the backup holds.
+    const checkpoint: Checkpoint[] = await Promise.all(
+      deps.groups.map(async ({ topic, group }) => ({ topic, group, offset: (await messageLog.positions(topic, group))[0]?.committed ?? 0 })),
+    );
     const repository = analyticsBackupRepository(analytics);
     const staging = chdbBackupsDir(config.analytics.dir);
     const staged = join(staging, `backup-${startedAt.getTime()}-${process.pid}.tar`);

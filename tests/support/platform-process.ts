@@ -13,6 +13,24 @@ import { waitFor } from './wait.js';
 export const ADMIN = { email: 'durability@example.com', password: 'durability test password' };
 
 /** A browser's user agent: the load's visits are people's visits (not bots), so they raise `visit.new`. */
+/** No server stores, whatever the environment of the run: the platform opens PGlite, chDB and LMDB, with its key in DATA_DIR. */
+export const EMBEDDED_STORES = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', CLICKHOUSE_URL: '', SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '' };
+
+/**
+ * The environment of a one-process platform on embedded stores, whatever the test run's own
+ * (services mode sets DATABASE_URL and the like): its admin, no rate limits in the way, and webhook
+ * deliveries allowed to a receiver on loopback. Add DATA_DIR and PORT.
+ */
+export const EMBEDDED_PLATFORM_ENV = {
+  ...EMBEDDED_STORES,
+  HOST: '127.0.0.1',
+  ADMIN_EMAIL: ADMIN.email,
+  ADMIN_PASSWORD: ADMIN.password,
+  RATE_LIMIT_REDIRECT: '100000000:60',
+  BURST_MAX_VISITS: '100000',
+  WEBHOOK_ALLOWLIST: '127.0.0.1',
+};
+
 export const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0';
 
 /** A loopback port nothing listens on now. */

@@ -1,10 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErasureTarget } from '#shared/analytics/visits.repository.js';
 import type { Context } from '#shared/context.js';
 import { AppError } from '#shared/errors.js';
 import { requireScope, type Principal } from '#shared/http/auth.js';
 import { DLQ_REPLAY_GROUP, erasedDeadLetter } from '#shared/message-log/dead-letters.js';
-import { ENRICHER_GROUPS, TOPICS } from '#shared/message-log/topics.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import { ENRICHER_TOPIC_GROUPS, logEnds, waitCaughtUp } from '#shared/message-log/caught-up.js';
 import type { Repositories } from '#services/repositories.js';
 import { linkOfCaller } from '../links/link-access.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
@@ -60,28 +60,16 @@ export function erasuresService({
    */
   const storedSoFar = async () => {
     const deadline = Date.now() + waitMs;
-    const topics = [TOPICS.visitsRaw, TOPICS.trackerRaw] as const;
-    const ends = await Promise.all(
-      topics.map(async (topic) => new Map((await messageLog.positions(topic, ENRICHER_GROUPS[topic])).map(({ partition, end }) => [partition, end]))),
-    );
-    for (;;) {
-      const behind = await Promise.all(
-        topics.map(async (topic, index) =>
-          (await messageLog.positions(topic, ENRICHER_GROUPS[topic])).reduce(
-            (sum, { partition, committed }) => sum + Math.max(0, (ends[index]!.get(partition) ?? 0) - committed),
-            0,
-          ),
-        ),
+    const left = await waitCaughtUp(messageLog, await logEnds(messageLog, ENRICHER_TOPIC_GROUPS), deadline, POLL_MS);
+    if (left.length > 0) {
+      throw new AppError(
+        'service_unavailable',
+        {
+          reason: `the enricher has not stored the visits published before the erasure within ${waitMs} ms; nothing was erased, try again`,
+          behind: Object.fromEntries(left.map(({ topic, messages }) => [topic, messages])),
+        },
+        { messageKey: 'error.service_unavailable.dependency', params: { names: 'enricher' } },
       );
-      if (behind.every((count) => count === 0)) return;
-      if (Date.now() >= deadline) {
-        throw new AppError(
-          'service_unavailable',
-          { reason: `the enricher has not stored the visits published before the erasure within ${waitMs} ms; nothing was erased, try again`, behind },
-          { messageKey: 'error.service_unavailable.dependency', params: { names: 'enricher' } },
-        );
-      }
-      await sleep(POLL_MS);
     }
   };
 
