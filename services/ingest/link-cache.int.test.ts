@@ -115,8 +115,14 @@ describe('a change notice that arrives while a read is in flight (it aborts the 
       await held.asked;
       const changed = { ...kept, target_url: 'https://example.com/changed', version: kept.version + 1 };
       await publishLinkNotice(context, { kind: 'upsert', link: changed });
-      // The notice is applied (it replaces the read in flight) before the read is let go.
-      await waitFor(async () => (await cache.lookup(subdomain, 'kept'))?.target_url === 'https://example.com/changed', 10_000);
+      // The notice is applied (it replaces the read in flight) before the read is let go. Until it is,
+      // a lookup joins the held read, so each try gives up after 50 ms (on Redis the notice takes a
+      // round trip: a try that waited for the held read waited for ever).
+      await waitFor(
+        () =>
+          Promise.race([Promise.resolve(cache.lookup(subdomain, 'kept')).then((link) => link?.target_url === 'https://example.com/changed'), sleep(50, false)]),
+        10_000,
+      );
       held.release();
       expect(await lookup).toMatchObject({ link: { target_url: 'https://example.com/changed' } });
     } finally {
