@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { decodeVisit } from './visit-consumer.js';
-import { enrich } from './enrichment.js';
-import { encodeVisits, toVisitRow as visitRowOf, VISIT_ROW_COLUMNS } from './visit-writer.js';
+import { enrich, type Enrichment } from './enrichment.js';
+import { encodeVisits, toVisitRow as visitRowOf, VISIT_ROW_COLUMNS, visitRowValues } from './visit-writer.js';
 
 /** The row of a visit enriched without geolocation (no address is known). */
 const toVisitRow = (visit: RawVisit) => visitRowOf(visit, enrich(visit, { lookup: () => undefined }));
@@ -245,6 +245,66 @@ describe('toVisitRow', () => {
     const judged = enrich(raw(), { lookup: () => undefined });
     Object.assign(judged, { kind: 'bot', is_bot: 1, bot_name: 'burst', is_unique: 1, visitor_hash: 'f'.repeat(32) });
     expect(Object.keys(visitRowOf(raw(), judged))).toEqual(columns);
+  });
+
+  it('puts each value under its own column: every column of a visit whose fields all differ', () => {
+    const visit = raw({ referrer: 'https://ref.example/x', query: 'utm_source=s&utm_medium=m&utm_campaign=c&utm_term=t&utm_content=n', accept_language: 'de' });
+    const enrichment: Enrichment = {
+      kind: 'bot',
+      country: 'DE',
+      region: 'BE',
+      city: 'Berlin',
+      latitude: 52.5,
+      longitude: 13.4,
+      browser: 'Firefox',
+      browser_version: '121',
+      os: 'Linux',
+      os_version: '6',
+      device_type: 'desktop',
+      is_bot: 1,
+      bot_name: 'burst',
+      is_attack: 0,
+      attack_type: 'none-here',
+      visitor_hash: 'h'.repeat(64),
+      is_unique: 1,
+    };
+    expect(visitRowOf(visit, enrichment)).toStrictEqual({
+      visit_id: VISIT_ID,
+      ts: '2025-03-04 05:06:07.089',
+      kind: 'bot',
+      owner_id: 'owner-1',
+      subdomain: 'acme',
+      link_id: 'link-1',
+      slug: 'promo',
+      ip_public: '203.0.113.7',
+      user_agent: BROWSER,
+      referrer: 'https://ref.example/x',
+      referrer_host: 'ref.example',
+      accept_language: 'de',
+      query: 'utm_source=s&utm_medium=m&utm_campaign=c&utm_term=t&utm_content=n',
+      utm_source: 's',
+      utm_medium: 'm',
+      utm_campaign: 'c',
+      utm_term: 't',
+      utm_content: 'n',
+      country: 'DE',
+      region: 'BE',
+      city: 'Berlin',
+      latitude: 52.5,
+      longitude: 13.4,
+      browser: 'Firefox',
+      browser_version: '121',
+      os: 'Linux',
+      os_version: '6',
+      device_type: 'desktop',
+      is_bot: 1,
+      bot_name: 'burst',
+      is_attack: 0,
+      attack_type: 'none-here',
+      visitor_hash: 'h'.repeat(64),
+      is_unique: 1,
+    });
+    expect(visitRowValues(visit, enrichment)).toEqual(Object.values(visitRowOf(visit, enrichment)));
   });
 
   it('flags bots and attacks from the kind', () => {

