@@ -111,6 +111,7 @@ export async function createApi(
   const qr = createQrRenderer();
   const mailer = createMailer(config.smtp);
   const passwords = passwordService(deps, abuse, mailer);
+  const erasures = erasuresService({ ...context, repositories, subdomains });
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served, visits: repositories.visits }),
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
@@ -118,7 +119,7 @@ export async function createApi(
     ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
     ...totpRoutes(totpService(deps, abuse)),
     ...settingsRoutes(repositories, (entry) => abuse.audit(entry)),
-    ...usersRoutes(repositories, usersService(deps, abuse)),
+    ...usersRoutes(repositories, usersService(deps, abuse, erasures)),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
     ...subdomainsRoutes(subdomains),
@@ -126,7 +127,7 @@ export async function createApi(
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
-    ...erasuresRoutes(erasuresService({ ...context, repositories, subdomains })),
+    ...erasuresRoutes(erasures),
     ...exportsRoutes(exportsService({ repositories, stats, rawVisitsSinceOf: (ownerId, only) => subdomains.rawVisitsSinceOf(ownerId, only) }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
     ...reservedRoutes(),

@@ -125,6 +125,9 @@ export function erasedDeadLetter(target: ErasedTarget, ownerId: string | undefin
   } else if (target.subdomain !== undefined) {
     const name = target.subdomain;
     matches = (message) => fieldOf(message.value, 'subdomain') === name;
+  } else if (ownerId !== undefined) {
+    // No target but an owner: an account's deletion, every dead letter that names the account.
+    return (message) => fieldOf(message.value, 'owner_id') === ownerId;
   } else return () => false;
   if (ownerId === undefined) return matches;
   return (message) => {

@@ -113,5 +113,26 @@ export function erasuresService({
       });
       return { ...result, target };
     },
+
+    /**
+     * An account's deletion, before the account goes: waits for the enricher as an erasure does (503
+     * and nothing erased when it does not catch up), then erases every raw visit of the account and
+     * removes the dead letters that name it. Audited by the deletion itself.
+     */
+    async eraseAccount(ownerId: string, requestId: string): Promise<{ visits: number; dead_letters: number }> {
+      try {
+        await storedSoFar();
+      } catch (error) {
+        throw unavailable(error, "wait for the enricher to store what was published before the account's deletion");
+      }
+      const { deleted } = await visits.erase(ownerId, {}, `account:${ownerId}:${requestId}`);
+      try {
+        const removed = await messageLog.remove({ topic: TOPICS.visitsDlq, groupId: DLQ_REPLAY_GROUP }, erasedDeadLetter({}, ownerId));
+        return { visits: deleted, dead_letters: removed };
+      } catch (error) {
+        // The account is still there: the same deletion again removes them.
+        throw unavailable(error, "remove the dead letters of the account's deletion", { visits_deleted: deleted });
+      }
+    },
   };
 }

@@ -4,8 +4,7 @@ import type { Context } from '#shared/context.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import { migrateDatabase } from '#shared/migrations/postgres.js';
 import { usersRepository } from '#shared/users/users.repository.js';
-import { deduplicatedBy, selectRows, toClickHouseTime } from '#shared/analytics/analytics.js';
-import { visitsRepository } from '#shared/analytics/visits.repository.js';
+import { selectRows } from '#shared/analytics/analytics.js';
 import { createAccount, loginCookie, mintToken, TEST_PASSWORD } from '#tests/support/accounts.js';
 import { closeContext, createTestContext, SERVICES_MODE } from '#tests/support/context.js';
 import { createFreshDatabase, type FreshDatabase } from '#tests/support/fresh-database.js';
@@ -18,6 +17,10 @@ import type { AuditEntry } from '#shared/audit/audit.repository.js';
 import { createMemoryCache } from '#shared/cache/cache.js';
 import type { Principal } from '#shared/http/auth.js';
 import { usersService } from './users.service.js';
+import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
+import type { Consumer } from '#shared/message-log/message-log.js';
+import { TOPICS } from '#shared/message-log/topics.js';
+import { DLQ_REPLAY_GROUP } from '#shared/message-log/dead-letters.js';
 import { buildApp } from '#services/app.js';
 import { createRepositories } from '#services/repositories.js';
 import { createAuthenticator } from '../auth/authenticator.js';
@@ -31,15 +34,19 @@ let app: FastifyInstance;
 let ingest: ReturnType<typeof listenerClient>;
 let origin: string;
 let staff: { id: string; email: string; cookie: string };
+let enricher: Consumer;
 
 beforeAll(async () => {
   ({ context, app, ingest } = await startTestPlatform({ RATE_LIMIT_REDIRECT: '1000000:60' }));
+  // An account's deletion waits for the enricher to store what the log holds, as an erasure does.
+  enricher = await startVisitConsumer(context);
   origin = new URL(context.config.publicUrl).origin;
   const account = await createAccount(context, 'staff');
   staff = { ...account, cookie: await loginCookie(app, account.email, TEST_PASSWORD, clientIp()) };
 });
 
 afterAll(async () => {
+  await enricher?.stop();
   await app?.close();
   if (context) await closeContext(context);
 });
@@ -319,23 +326,16 @@ describe('DELETE /api/v1/users/{id}', () => {
       });
       return Number(row!.n);
     };
-    // This platform runs no enricher: the account's raw visits are stored as the enricher stores them.
-    await context.analytics.client.insert({
-      table: 'visits',
-      values: [1, 2].map((i) => ({
-        visit_id: crypto.randomUUID(),
-        ts: toClickHouseTime(Date.now() - i * 60_000),
-        kind: 'visit',
-        owner_id: owner.id,
-        subdomain,
-        link_id: linkId,
-        slug,
-        ip_public: '203.0.113.7',
-      })),
-      format: 'JSONEachRow',
-      clickhouse_settings: deduplicatedBy(`user-delete-${owner.id}`),
-    });
-    expect(await rawVisits()).toBe(2);
+    await waitFor(async () => (await rawVisits()) === 2, 30_000, { message: 'the two visits stored' });
+    // Dead letters: one naming the account, one another account's.
+    const otherOwner = crypto.randomUUID();
+    await context.messageLog.publish(TOPICS.visitsDlq, [
+      { key: linkId, value: JSON.stringify({ owner_id: owner.id, link_id: linkId, ip_public: '203.0.113.7', user_agent: 'cut' }).slice(0, -3) },
+      { key: 'kept', value: JSON.stringify({ owner_id: otherOwner, ip_public: '203.0.113.8' }).slice(0, -3) },
+    ]);
+    const deadLetters = async () =>
+      (await context.messageLog.peek({ topic: TOPICS.visitsDlq, groupId: DLQ_REPLAY_GROUP, limit: 1000 })).messages.map((message) => message.value);
+    expect((await deadLetters()).filter((value) => value.includes(owner.id))).toHaveLength(1);
 
     const deleted = await remove(owner.id);
     expect(deleted.statusCode, deleted.body).toBe(200);
@@ -343,6 +343,10 @@ describe('DELETE /api/v1/users/{id}', () => {
     expect(data.id).toBe(owner.id);
     expect(data.deleted).toMatchObject({ links: 1, subdomains: 1, webhooks: 1, tokens: 1, sessions: 1 });
     expect(data.deleted.visits).toBe(2);
+    expect(data.deleted.dead_letters).toBe(1);
+    const left = await deadLetters();
+    expect(left.filter((value) => value.includes(owner.id))).toEqual([]);
+    expect(left.filter((value) => value.includes(otherOwner))).toHaveLength(1);
 
     expect(await rawVisits()).toBe(0);
     await waitFor(async () => (await visit()).statusCode === 404, 10_000, { message: 'the edge to drop the link' });
@@ -420,8 +424,9 @@ describe('the last active staff account', () => {
     const [a, b] = ids as [string, string];
     const audited: AuditEntry[] = [];
     const service = usersService(
-      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users, visits: visitsRepository(context.analytics) } },
+      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users } },
       { audit: (entry) => audited.push(entry) },
+      { eraseAccount: () => Promise.reject(new Error('no account is deleted here')) },
     );
     const principal = (userId: string): Principal => ({
       userId,

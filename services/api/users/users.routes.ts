@@ -124,8 +124,9 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
       path: '/api/v1/users/{id}',
       summary: 'Delete an account with its links, tokens, webhooks, sessions and raw visits (staff only)',
       description:
-        'A staff session, or a token with the admin scope. Deletes the raw visits of the account (ClickHouse `visits` and beacon ' +
-        'states), then the account and, with it, its sessions, API tokens, subdomains (their names become free), links (they stop ' +
+        'A staff session, or a token with the admin scope. First waits (up to 30 s) until the enricher has stored what the message ' +
+        'log held, as an erasure does (else 503 `service_unavailable`, nothing deleted). Deletes the raw visits of the account ' +
+        '(ClickHouse `visits` and beacon states) and the dead letters that name it, then the account and, with it, its sessions, API tokens, subdomains (their names become free), links (they stop ' +
         'redirecting: every edge drops them within moments), webhooks with their delivery log, notifications and two-factor ' +
         'settings. Audit rows stay, their actor emptied; the deletion is audited (`user.deleted`, with the counts). Not undoable: ' +
         'export first (GET /api/v1/export as the account, or as staff with `link_id` or `subdomain`; GET /api/v1/links), or ' +
@@ -146,10 +147,11 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
             tokens: z.number().int().min(0),
             sessions: z.number().int().min(0),
             visits: z.number().int().min(0).meta({ description: 'Raw visit rows (every stored version counts).' }),
+            dead_letters: z.number().int().min(0).meta({ description: 'Dead letters (`visits.dlq`) that named the account, removed.' }),
           }),
         })
         .meta({ id: 'DeletedUser' }),
-      errors: ['not_found', 'conflict'],
+      errors: ['not_found', 'conflict', 'service_unavailable'],
       handler: async ({ params, principal, request }) => service.delete(principal!, params.id, request.ip, request.id),
     }),
   ];

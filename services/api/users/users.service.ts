@@ -6,6 +6,7 @@ import type { AbuseGuard } from '../auth/abuse.js';
 import { publishLinkNotice, toRedirectLink } from '#shared/links/link-notices.js';
 import { TOKENS_VERSION_KEY } from '../auth/authenticator.js';
 import { toUserView, type UserView } from './users.view.js';
+import type { ErasuresService } from '../erasures/erasures.service.js';
 
 /**
  * User administration by staff: disabling and re-enabling accounts, and the refused delete.
@@ -17,8 +18,9 @@ import { toUserView, type UserView } from './users.view.js';
  * revoked at re-enabling, so the person signs in again.
  */
 export function usersService(
-  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users' | 'visits'> },
+  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users'> },
   abuse: Pick<AbuseGuard, 'audit'>,
+  erasures: Pick<ErasuresService, 'eraseAccount'>,
 ) {
   const { users } = context.repositories;
   return {
@@ -52,21 +54,22 @@ export function usersService(
 
     /**
      * Deletes an account (staff; not one's own: 409 `conflict` `cannot_delete_self`): its raw visits
-     * in the analytics store (the statistics rows of its subdomains go with nothing to read them), then
+     * in the analytics store, once the enricher stored what the log held (the statistics rows of its
+     * subdomains go with nothing to read them), and the dead letters naming it; then
      * the account with its sessions, API tokens, subdomains, links, webhooks and their delivery log.
      * The edges drop its links, every node its cached tokens. Audited (`user.deleted`, with the counts).
      */
     async delete(principal: Principal, id: string, ip: string, requestId: string) {
       if (!(await users.findById(id))) throw new AppError('not_found', { resource: 'user' });
       if (id === principal.userId) throw new AppError('conflict', { reason: 'cannot_delete_self' }, { messageKey: 'error.conflict.cannot_delete_self' });
-      // Visits first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
-      const { deleted: visits } = await context.repositories.visits.erase(id, {}, `account:${id}:${requestId}`);
+      // Visits and dead letters first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
+      const { visits, dead_letters } = await erasures.eraseAccount(id, requestId);
       const removed = await users.deleteAccount(id);
       if (!removed) throw new AppError('not_found', { resource: 'user' });
       const { live, ...counts } = removed;
       await context.cache.bump(TOKENS_VERSION_KEY);
       for (const row of live) await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
-      const deleted = { ...counts, visits };
+      const deleted = { ...counts, visits, dead_letters };
       abuse.audit({ action: 'user.deleted', actorId: principal.userId, target: id, ip, details: deleted });
       return { id, deleted };
     },
