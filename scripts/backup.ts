@@ -5,6 +5,7 @@
 // Exit codes: 0 done, 1 refused or failed (the message says why), 2 usage or configuration.
 import { resolve } from 'node:path';
 import { takeBackup } from '#shared/backup/backup.js';
+import { analyticsBackupRepository } from '#shared/backup/backup.repository.js';
 import { configOrExit, folderArgument } from './lib/cli.js';
 import { createDatabase } from '#shared/db/database.js';
 import { createLogger } from '#shared/logger.js';
@@ -56,7 +57,10 @@ const analytics = createAnalytics(config.analytics);
 const messageLog = createDurableLog(config.messageLog, log, createMetrics());
 try {
   const secrets = loadSecretBox(config.secrets, log);
-  const manifest = await takeBackup({ config, db, analytics, messageLog, secrets, groups: ENRICHER_TOPIC_GROUPS }, target);
+  const manifest = await takeBackup(
+    { config, db, analytics, backups: analyticsBackupRepository(analytics), messageLog, secrets, groups: ENRICHER_TOPIC_GROUPS },
+    target,
+  );
   await Promise.all([messageLog.close(), analytics.close(), db.close()]);
   done({ ok: true, manifest }, 'the platform is stopped');
 } catch (error) {

@@ -5,6 +5,7 @@
 // Exit codes: 0 done, 1 refused or failed (the message says why), 2 usage or configuration.
 import { resolve } from 'node:path';
 import { restoreBackup } from '#shared/backup/backup.js';
+import { analyticsBackupRepository } from '#shared/backup/backup.repository.js';
 import { configOrExit, folderArgument } from './lib/cli.js';
 import { keyId } from '#shared/secrets/secret-box.js';
 import { askControl } from '#services/control.js';
@@ -19,7 +20,14 @@ try {
   const { createAnalytics } = await import('#shared/analytics/analytics.js');
   const analyticsConfig = config.analytics;
   const manifest = await restoreBackup(
-    { config, openAnalytics: () => createAnalytics(analyticsConfig), configuredKeyId: config.secrets.key ? keyId(config.secrets.key) : undefined },
+    {
+      config,
+      openAnalytics: () => {
+        const analytics = createAnalytics(analyticsConfig);
+        return { backups: analyticsBackupRepository(analytics), close: () => analytics.close() };
+      },
+      configuredKeyId: config.secrets.key ? keyId(config.secrets.key) : undefined,
+    },
     resolve(dir),
   );
   process.stdout.write(

@@ -97,7 +97,10 @@ export async function startPlatform(config: Config): Promise<Platform> {
   const { app, settled } = await buildApp(context, { repositories });
   await app.listen({ port: config.port, host: config.host });
   // The one-process platform takes its own backups (npm run backup asks it over this socket).
-  const control = composed.kind === 'full' && pauseEnricher ? await listenBackups(composed.context, { settled, pause: pauseEnricher }) : undefined;
+  const control =
+    composed.kind === 'full' && pauseEnricher
+      ? await listenBackups(composed.context, composed.repositories.backups, { settled, pause: pauseEnricher })
+      : undefined;
   const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${config.port}`;
 
   let stopping: Promise<void> | undefined;
@@ -122,7 +125,7 @@ export async function startPlatform(config: Config): Promise<Platform> {
  * backup request takes a consistent backup in this process (shared/backup), checkpointed at the
  * enricher's groups. None on servers (Postgres, ClickHouse, Kafka): their own tools back them up.
  */
-async function listenBackups(context: Context, running: NonNullable<BackupDeps['running']>): Promise<Server | undefined> {
+async function listenBackups(context: Context, backups: BackupDeps['backups'], running: NonNullable<BackupDeps['running']>): Promise<Server | undefined> {
   const { config } = context;
   if (config.database.kind !== 'pglite' || config.analytics.kind !== 'chdb' || config.messageLog.kind !== 'lmdb') return undefined;
   const [{ listenControl }, { takeBackup }, { ENRICHER_TOPIC_GROUPS }] = await Promise.all([
@@ -132,7 +135,7 @@ async function listenBackups(context: Context, running: NonNullable<BackupDeps['
   ]);
   try {
     return await listenControl(config.dataDir, context.log, async (target) => {
-      const manifest = await takeBackup({ ...context, groups: ENRICHER_TOPIC_GROUPS, running }, target);
+      const manifest = await takeBackup({ ...context, backups, groups: ENRICHER_TOPIC_GROUPS, running }, target);
       context.log.info({ target, took_ms: manifest.took_ms, checkpoint: manifest.checkpoint }, 'backup taken');
       return manifest;
     });

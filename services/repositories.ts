@@ -1,5 +1,6 @@
 import { beaconsRepository } from '#shared/analytics/beacons.repository.js';
 import { exportsRepository } from '#shared/analytics/exports.repository.js';
+import { analyticsBackupRepository } from '#shared/backup/backup.repository.js';
 import { statsRepository } from '#shared/analytics/stats.repository.js';
 import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
@@ -42,6 +43,7 @@ export function createRepositories({ db, analytics }: Pick<Context, 'db' | 'anal
     beacons: beaconsRepository(analytics),
     stats: statsRepository(analytics),
     exports: exportsRepository(analytics),
+    backups: analyticsBackupRepository(analytics),
   };
 }
 

@@ -34,3 +34,5 @@ export function analyticsBackupRepository({ client }: Pick<Analytics, 'client'>)
     },
   };
 }
+
+export type AnalyticsBackupRepository = ReturnType<typeof analyticsBackupRepository>;

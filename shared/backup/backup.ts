@@ -16,7 +16,7 @@ import { latestVersion } from '../migrations/runner.js';
 import { CLICKHOUSE_MIGRATIONS, POSTGRES_MIGRATIONS } from '../paths.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { VERSION } from '../version.js';
-import { analyticsBackupRepository } from './backup.repository.js';
+import type { AnalyticsBackupRepository } from './backup.repository.js';
 import {
   BACKUP_FILES,
   BackupRefusedError,
@@ -37,6 +37,8 @@ export interface BackupDeps {
   config: Pick<Config, 'secrets' | 'analytics'>;
   db: Database;
   analytics: Analytics;
+  /** The analytics store's backup and restore (the composition root builds it). */
+  backups: AnalyticsBackupRepository;
   messageLog: MessageLog;
   secrets: Pick<SecretBox, 'currentKeyId'>;
   /** The groups that fill the analytics store from the log (the enricher's). */
@@ -64,7 +66,7 @@ export interface BackupDeps {
  * A failure removes what it wrote; the enricher runs again in every case.
  */
 export async function takeBackup(deps: BackupDeps, target: string): Promise<Manifest> {
-  const { db, analytics, messageLog, running, config } = deps;
+  const { db, analytics, backups: repository, messageLog, running, config } = deps;
   if (db.kind !== 'pglite' || !db.snapshot || config.analytics.kind !== 'chdb' || messageLog.kind !== 'lmdb')
     throw new BackupRefusedError(
       'npm run backup backs up the one-process stores (PGlite, chDB, the LMDB log); with DATABASE_URL, CLICKHOUSE_URL or KAFKA_BROKERS use each server\'s tools (docs/operations.md, "Backup and restore, production")',
@@ -99,7 +101,6 @@ export async function takeBackup(deps: BackupDeps, target: string): Promise<Mani
     const checkpoint: Checkpoint[] = await Promise.all(
       deps.groups.map(async ({ topic, group }) => ({ topic, group, offset: (await messageLog.positions(topic, group))[0]?.committed ?? 0 })),
     );
-    const repository = analyticsBackupRepository(analytics);
     const staging = chdbBackupsDir(config.analytics.dir);
     const staged = join(staging, `backup-${startedAt.getTime()}-${process.pid}.tar`);
     mkdirSync(staging, { recursive: true, mode: 0o700 });
@@ -159,8 +160,8 @@ function moveFile(from: string, to: string): void {
 /** What a restore needs: the configuration of the (empty) DATA_DIR it writes, and the analytics client it opens there. */
 export interface RestoreDeps {
   config: Pick<Config, 'dataDir' | 'database' | 'analytics' | 'secrets'>;
-  /** Opens the analytics store of the new DATA_DIR (after the database is written). */
-  openAnalytics: () => Analytics;
+  /** Opens the analytics store of the new DATA_DIR (after the database is written), with its backup repository. */
+  openAnalytics: () => { backups: AnalyticsBackupRepository; close: () => Promise<void> };
   /** The key id of the configured SECRETS_KEY, if any. */
   configuredKeyId: string | undefined;
 }
@@ -198,7 +199,7 @@ export async function restoreBackup(deps: RestoreDeps, source: string): Promise<
     copyFileSync(join(source, BACKUP_FILES.analytics), staged);
     const analytics = deps.openAnalytics();
     try {
-      await analyticsBackupRepository(analytics).restore(staged);
+      await analytics.backups.restore(staged);
     } finally {
       await analytics.close();
       rmSync(staged, { force: true });
