@@ -96,14 +96,12 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
   const delay = metrics.visitLogDelay.labels({ topic });
   let running: Promise<void> | undefined;
   let closing = false;
-  /** Items ever enqueued, and ever taken out of the buffer (published or dropped): settled() compares them. */
+  /** Items ever enqueued: those no longer in the buffer (enqueued - buffer.length) were published or dropped. */
   let enqueued = 0;
-  let done = 0;
   /** Takes the first `count` items out of the buffer (published or dropped). */
   const taken = (count: number) => {
     buffer.splice(0, count);
     takenAt.splice(0, count);
-    done += count;
   };
   let lastDropLog = 0;
   // Every redirect passes here: the count is handed to prom-client when read, the gauge read then.
@@ -201,7 +199,7 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
     buffered: () => buffer.length,
     async settled(deadlineMs) {
       const target = enqueued;
-      while (done < target) {
+      while (enqueued - buffer.length < target) {
         if (Date.now() >= deadlineMs) return false;
         await sleep(5);
       }
@@ -217,7 +215,6 @@ function createLogProducer<T>(context: LogProducerDeps, topic: Topic, keyOf: (it
       if (buffer.length > 0) {
         metrics.visitsDropped.inc({ reason: 'shutdown', topic }, buffer.length);
         log.error({ lost: buffer.length }, 'visits still buffered at shutdown (counted in visits_dropped_total)');
-        done += buffer.length;
         buffer.length = 0;
         takenAt.length = 0;
       }
