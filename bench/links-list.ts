@@ -1,21 +1,26 @@
 // Latency of GET /api/v1/links for an owner with 100 000 links: p50/p95/p99 per query shape, through
 // the whole app (auth, rate limit, validation, SQL, envelope) with app.inject, requests one at a time.
-//   bash bench/run.sh links-list [links] [requests-per-shape]
+//   bash bench/run.sh links-list [links] [requests-per-shape] [visits]
 // Embedded PGlite unless DATABASE_URL is set (then that Postgres server). Besides the owner's links,
 // another owner holds a fifth as many, so the indexes must separate owners as they do in production.
 // The links are bulk-inserted with SQL (generate_series), not through the API: the benchmark measures
 // reads. The plan of the first page is printed (EXPLAIN) to show which index answers it.
+// `include=clicks` shapes read each listed link's click counts from the rollups: `visits` visits of
+// the last 30 days are generated in ClickHouse first (bench/lib/seed-visits.ts), most of them on the
+// 200 newest links, so that the first pages have counts to sum.
 import { sql } from 'kysely';
 import type { Context } from '#shared/context.js';
 import { buildApp } from '#services/app.js';
 import { runBench } from './lib/context.js';
+import { seedVisits } from './lib/seed-visits.js';
 import { quantile } from './lib/load.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 
 const total = Number(process.argv[2] ?? 100_000);
 const perShape = Number(process.argv[3] ?? 200);
-if (!Number.isInteger(total) || total < 1000 || !Number.isInteger(perShape) || perShape < 10) {
-  console.error('usage: bash bench/run.sh links-list [links ≥ 1000] [requests-per-shape ≥ 10]');
+const visits = Number(process.argv[4] ?? 1_000_000);
+if (!Number.isInteger(total) || total < 1000 || !Number.isInteger(perShape) || perShape < 10 || !Number.isInteger(visits) || visits < 1000) {
+  console.error('usage: bash bench/run.sh links-list [links ≥ 1000] [requests-per-shape ≥ 10] [visits ≥ 1000]');
   process.exit(1);
 }
 
@@ -60,6 +65,22 @@ await runBench({ RATE_LIMIT_API: '1000000000:60' }, async (context) => {
     return response.json<{ data: { links: unknown[] }; meta: { next_cursor: string | null; total: number } }>();
   };
 
+  const newest = (await fetchJson('/api/v1/links?limit=200')).data.links.map((link) => (link as { id: string }).id);
+  const seedingVisits = performance.now();
+  await seedVisits(context, {
+    total: visits,
+    mine: Math.floor(visits * 0.9),
+    days: 30,
+    ownerId: owner.id,
+    subdomain: subdomains[0]!,
+    hot: newest[0]!,
+    hotRows: Math.floor(visits / 10),
+    links: newest,
+  });
+  console.log(
+    `${visits} visits of the last 30 days generated in ClickHouse, 90 % on the owner's 200 newest links (${((performance.now() - seedingVisits) / 1000).toFixed(1)} s)`,
+  );
+
   // A cursor deep in the list: the one after walking 20 000 links (page size 200).
   let deepCursor: string | null = null;
   for (let i = 0; i < 100; i++) deepCursor = (await fetchJson(`/api/v1/links?limit=200${deepCursor ? `&cursor=${deepCursor}` : ''}`)).meta.next_cursor;
@@ -67,6 +88,8 @@ await runBench({ RATE_LIMIT_API: '1000000000:60' }, async (context) => {
   const shapes: [string, string][] = [
     ['first page (limit 50)', '/api/v1/links'],
     ['first page (limit 200)', '/api/v1/links?limit=200'],
+    ['first page, include=clicks', '/api/v1/links?include=clicks'],
+    ['limit 200, include=clicks', '/api/v1/links?limit=200&include=clicks'],
     ['cursor 20 000 links deep', `/api/v1/links?cursor=${deepCursor}`],
     ['one subdomain', `/api/v1/links?subdomain=${subdomains[1]}`],
     ['tag=promo (10 %)', '/api/v1/links?tag=promo'],
@@ -75,7 +98,7 @@ await runBench({ RATE_LIMIT_API: '1000000000:60' }, async (context) => {
     ['since (last 1 000)', `/api/v1/links?since=${encodeURIComponent(new Date(Date.now() - 1_000_000).toISOString())}`],
     ['?page=100 (offset 4 950)', '/api/v1/links?page=100'],
   ];
-  console.log(`\n${'shape'.padEnd(28)}${'p50 ms'.padStart(9)}${'p95 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'total'.padStart(9)}`);
+  console.log(`\n${'shape'.padEnd(30)}${'p50 ms'.padStart(9)}${'p95 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'total'.padStart(9)}`);
   for (const [name, url] of shapes) {
     const first = await fetchJson(url); // warm-up, and the total it reports
     const times: number[] = [];
@@ -86,7 +109,7 @@ await runBench({ RATE_LIMIT_API: '1000000000:60' }, async (context) => {
     }
     times.sort((a, b) => a - b);
     console.log(
-      `${name.padEnd(28)}${quantile(times, 0.5).toFixed(1).padStart(9)}${quantile(times, 0.95).toFixed(1).padStart(9)}${quantile(times, 0.99).toFixed(1).padStart(9)}${String(first.meta.total).padStart(9)}`,
+      `${name.padEnd(30)}${quantile(times, 0.5).toFixed(1).padStart(9)}${quantile(times, 0.95).toFixed(1).padStart(9)}${quantile(times, 0.99).toFixed(1).padStart(9)}${String(first.meta.total).padStart(9)}`,
     );
   }
 

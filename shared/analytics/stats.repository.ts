@@ -145,6 +145,24 @@ export function statsRepository(analytics: Analytics) {
           );
     },
 
+    /**
+     * Human visits of each of an owner's links, from the daily rollup: one row per link and UTC day
+     * since `firstDay` (epoch seconds of its midnight; `d`, the day's), and one row (`d` 0) for all days before it.
+     * Links without visits have no row.
+     */
+    async linkClicks(ownerId: string, linkIds: readonly string[], firstDay: number) {
+      if (linkIds.length === 0) return [];
+      // Aliases differ from the columns (`day`, `visits`): an alias named as a column shadows it inside the aggregates.
+      return rows<{ link_id: string; d: number; human: unknown }>(
+        `SELECT scope_id AS link_id, if(day >= toDate(toDateTime({first:UInt32})), toUnixTimestamp(toDateTime(day, 'UTC')), 0) AS d,
+                toUInt64(sumIf(visits, kind IN ${HUMAN_KINDS})) AS human
+         FROM stats_series_daily
+         WHERE owner_id = {owner:String} AND scope = 'link' AND scope_id IN {ids:Array(String)}
+         GROUP BY link_id, d`,
+        { owner: ownerId, ids: linkIds, first: firstDay },
+      );
+    },
+
     /** The time zones ClickHouse knows (`system.time_zones`). */
     async timeZones(): Promise<string[]> {
       return (await rows<{ time_zone: string }>('SELECT time_zone FROM system.time_zones', {})).map((row) => row.time_zone);

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
+import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
 
@@ -455,6 +457,72 @@ describe('links page', () => {
     expect(await page.getByLabel('Target URL').count()).toBe(0);
     await page.goto('/links/l_doesnotexist0000');
     await page.getByRole('alert').filter({ hasText: 'Something went wrong' }).waitFor();
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it("shows each link's clicks: the total leads to its statistics, the sparkline reads out the last 7 days, and the link's page shows them too", async () => {
+    const { owner, subdomain } = await newOwner();
+    const busy = await createLink(owner, { subdomain, target_url: 'https://example.com/busy', title: 'Busy link' });
+    const quiet = await createLink(owner, { subdomain, target_url: 'https://example.com/quiet', title: 'Quiet link' });
+    const day = 86_400_000;
+    const now = Date.now();
+    const today = Math.floor(now / day) * day;
+    // Stored as the enricher stores visits: 1 234 today and 2 days ago, 5 a month ago, and a bot that is no click.
+    const visits = [
+      ...Array.from({ length: 1_200 }, (_, i) => ({ at: Math.max(today, now - 60_000) - i, kind: 'visit' })),
+      ...Array.from({ length: 34 }, (_, i) => ({ at: today - 2 * day + i, kind: 'visit' })),
+      ...Array.from({ length: 5 }, (_, i) => ({ at: today - 30 * day + i, kind: 'visit' })),
+      { at: now - 1000, kind: 'bot' },
+    ];
+    await platform.context.analytics.client.insert({
+      table: 'visits',
+      format: 'JSONEachRow',
+      values: visits.map(({ at, kind }, i) => ({
+        visit_id: uuidv7({ msecs: at }),
+        ts: toClickHouseTime(at),
+        kind,
+        owner_id: owner.id,
+        subdomain,
+        link_id: busy.id,
+        slug: busy.slug,
+        visitor_hash: `v${i}`,
+        is_bot: kind === 'bot' ? 1 : 0,
+      })),
+    });
+    const { page, problems, browserContext } = await ownerPage(owner);
+    await page.goto('/links');
+    const busyRow = row(page, busy.slug);
+    await busyRow.waitFor();
+    const total = busyRow.getByRole('link', { name: `1,239 Clicks, ${busy.slug}` });
+    await total.waitFor();
+    const sparkline = busyRow.getByRole('img');
+    expect(await sparkline.getAttribute('aria-label')).toMatch(/^1,239 clicks in all; last 7 days: .*: 0, .*: 34, .*: 0, .*: 1,200$/);
+    await expect
+      .poll(() =>
+        row(page, quiet.slug)
+          .getByRole('link', { name: `0 Clicks, ${quiet.slug}` })
+          .count(),
+      )
+      .toBe(1);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'links-table-clicks');
+    // The keyboard reaches the total, and it opens the link's statistics.
+    await total.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`**/stats/link/${busy.id}`);
+
+    await page.goto(`/links/${busy.id}`);
+    await page.getByRole('heading', { level: 1, name: 'Busy link' }).waitFor();
+    const facts = page.locator('.link-facts');
+    await facts.getByRole('link', { name: `1,239 Clicks, ${busy.slug}` }).waitFor();
+    expect(await facts.textContent()).toContain('Last 7 days1,234');
+    // Saving an edit keeps the counts on screen (the PATCH answer has none).
+    await page.getByLabel('Title').fill('Busy link, renamed');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Busy link, renamed' }).waitFor();
+    await facts.getByRole('link', { name: `1,239 Clicks, ${busy.slug}` }).waitFor();
+    await screenshot(page, 'links-detail-clicks');
     expect(problems).toEqual([]);
     await browserContext.close();
   });

@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { v7 as uuidv7 } from 'uuid';
+import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { Context } from '#shared/context.js';
 import { decodeEvents, type PlatformEvent } from '#shared/events/events.js';
 import { subscribeLinkNotices, type LinkNotice } from '#shared/links/link-notices.js';
@@ -592,6 +594,84 @@ describe('GET /api/v1/links?subdomain= (public)', () => {
     expect((await get(undefined, `/api/v1/subdomains/${subdomain}`)).json().data.links).toEqual([]);
     await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { stats_publish_delay_sec: 0 } });
     expect((await get(undefined, `/api/v1/links?subdomain=${subdomain}`)).json().data.links).toHaveLength(1);
+  });
+});
+
+describe('click counts (include=clicks)', () => {
+  const DAY_MS = 86_400_000;
+  /** Stores visits of the owner's link as the enricher would (the rollup views count them on insert). */
+  const storeVisits = async (owner: TestOwner, subdomain: string, link: Json, visits: { at: number; kind: string }[]) => {
+    const rows = visits.map(({ at, kind }, i) => ({
+      visit_id: uuidv7({ msecs: at }),
+      ts: toClickHouseTime(at),
+      kind,
+      owner_id: owner.id,
+      subdomain,
+      link_id: link.id,
+      slug: link.slug,
+      ip_public: '203.0.113.7',
+      visitor_hash: `v${i}`,
+      is_bot: kind === 'bot' ? 1 : 0,
+    }));
+    await context.analytics.client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`clicks-${link.id}`) });
+  };
+
+  it('adds total, last 7 days and per-day human visits from the rollups, to the list and to one link, only when asked', async () => {
+    const owner = await createOwner(context, app);
+    const subdomain = await claimSubdomain(app, owner);
+    const busy = await createLink(owner, { subdomain, target_url: 'https://example.com/busy' });
+    const quiet = await createLink(owner, { subdomain, target_url: 'https://example.com/quiet' });
+    const now = Date.now();
+    const today = Math.floor(now / DAY_MS) * DAY_MS;
+    const todayAt = Math.max(today, now - 60_000);
+    await storeVisits(owner, subdomain, busy, [
+      ...Array.from({ length: 3 }, () => ({ at: todayAt, kind: 'visit' })),
+      { at: todayAt, kind: 'beacon' },
+      { at: todayAt, kind: 'bot' },
+      { at: todayAt, kind: 'attack' },
+      ...Array.from({ length: 2 }, () => ({ at: today - 3 * DAY_MS + 3_600_000, kind: 'visit' })),
+      ...Array.from({ length: 4 }, () => ({ at: today - 30 * DAY_MS, kind: 'visit' })),
+    ]);
+    const days = Array.from({ length: 7 }, (_, i) => new Date(today - (6 - i) * DAY_MS).toISOString().slice(0, 10));
+
+    const listed = await get(owner, `/api/v1/links?subdomain=${subdomain}&include=clicks`);
+    expect(listed.statusCode).toBe(200);
+    const byId = new Map<string, Json>(listed.json().data.links.map((link: Json) => [link.id, link]));
+    expect(byId.get(busy.id)!.clicks).toEqual({
+      total: 10,
+      last_7_days: 6,
+      daily: days.map((date, i) => ({ date, visits: i === 6 ? 4 : i === 3 ? 2 : 0 })),
+    });
+    expect(byId.get(quiet.id)!.clicks).toEqual({ total: 0, last_7_days: 0, daily: days.map((date) => ({ date, visits: 0 })) });
+
+    const one = await get(owner, `/api/v1/links/${busy.id}?include=clicks`);
+    expect(one.statusCode).toBe(200);
+    expect(one.json().data.clicks).toEqual(byId.get(busy.id)!.clicks);
+
+    // Not asked for: the Link is as it always was.
+    expect((await get(owner, `/api/v1/links?subdomain=${subdomain}`)).json().data.links[0]).not.toHaveProperty('clicks');
+    expect((await get(owner, `/api/v1/links/${busy.id}`)).json().data).not.toHaveProperty('clicks');
+  });
+
+  it('refuses another value, a public list asking for clicks, and another owner asking for a link with clicks', async () => {
+    const owner = await createOwner(context, app);
+    const subdomain = await claimSubdomain(app, owner, { stats_show_links: true });
+    const link = await createLink(owner, { subdomain, target_url: 'https://example.com/c' });
+    await storeVisits(owner, subdomain, link, [{ at: Date.now() - 1000, kind: 'visit' }]);
+
+    const other = await get(owner, `/api/v1/links?include=visits`);
+    expect(other.statusCode).toBe(422);
+    expect(Object.keys(other.json().error.details)).toEqual(['include']);
+
+    for (const caller of [undefined, bob]) {
+      const response = await get(caller, `/api/v1/links?subdomain=${subdomain}&include=clicks`);
+      expect(response.statusCode).toBe(422);
+      expect(response.body).not.toContain('"clicks"');
+      expect(Object.keys(response.json().error.details)).toEqual(['include']);
+    }
+    const foreign = await get(bob, `/api/v1/links/${link.id}?include=clicks`);
+    expect([403, 404]).toContain(foreign.statusCode);
+    expect(foreign.body).not.toContain('"clicks"');
   });
 });
 

@@ -8,7 +8,7 @@ import { assertNoBody } from '#shared/http/register.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from '#shared/links/urls.js';
 import { LINK_ID } from '#shared/ids.js';
 import { RESERVED_SLUGS } from '#shared/links/slugs.js';
-import { type LinksService, REDIRECT_TYPES } from './links.service.js';
+import { CLICK_TREND_DAYS, type LinksService, REDIRECT_TYPES } from './links.service.js';
 import { IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js';
 import type { QrRenderer } from './qr.js';
 import { MAX_QR_MARGIN, MAX_QR_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
@@ -62,6 +62,31 @@ const redirectSchema = z
   .union(REDIRECT_TYPES.map((code) => z.literal(code)))
   .meta({ description: 'HTTP status of the redirect: 301, 302 (default), 307 or 308.' });
 
+const LinkClicksSchema = z
+  .object({
+    total: z.number().int().min(0).meta({ description: 'Every human visit the link has had (the rollups: retention and erasures do not lower it).' }),
+    last_7_days: z.number().int().min(0).meta({ description: 'The sum of `daily`.' }),
+    daily: z
+      .array(z.object({ date: z.iso.date().meta({ description: 'A UTC day.' }), visits: z.number().int().min(0) }))
+      .length(CLICK_TREND_DAYS)
+      .meta({ description: `The last ${CLICK_TREND_DAYS} UTC days, oldest first, today (so far) last; days without visits are 0.` }),
+  })
+  .meta({
+    id: 'LinkClicks',
+    description:
+      'Human visits of the link (redirects and visits the tracker started; bots and attack attempts are not clicks), from the ' +
+      "statistics rollups: the same count as the link's statistics. Only with `include=clicks`. Counted as the enricher stores visits, " +
+      'usually within a second or two of the redirect.',
+  });
+
+/** `include=clicks`: each owner's Link gains `clicks`. One read of the rollups per page, so it is asked for, not always paid for. */
+const includeQuery = {
+  include: z
+    .literal('clicks')
+    .optional()
+    .meta({ description: "`clicks` adds each link's click counts (`clicks`: total, last 7 days, and per day). Owners only: a public list answers 422." }),
+};
+
 const LinkSchema = z
   .object({
     id: z.string().meta({ description: 'Opaque, URL-safe, not sequential.', example: 'l_3q2-Xb9PzR1c_aKm' }),
@@ -84,6 +109,7 @@ const LinkSchema = z
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
     deleted_at: z.iso.datetime().nullable().meta({ description: 'Set once soft-deleted (only seen in the DELETE answer).' }),
+    clicks: LinkClicksSchema.optional(),
   })
   .meta({ id: 'Link' });
 
@@ -117,6 +143,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         q: textField(200).optional(),
         tag: textField(32).optional(),
         since: dateTimeField().optional(),
+        ...includeQuery,
         ...pagingQuery,
       }),
       response: z.object({ links: z.array(z.union([LinkSchema, PublicLinkSchema])) }),
@@ -188,9 +215,10 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
       params: idParams,
+      query: z.object(includeQuery),
       response: LinkSchema,
       errors: ['not_found', 'not_owner'],
-      handler: async ({ principal, params }) => service.get(principal!, params.id),
+      handler: async ({ principal, params, query }) => service.get(principal!, params.id, { clicks: query.include === 'clicks' }),
     }),
     defineRoute({
       operationId: 'updateLink',

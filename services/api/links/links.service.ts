@@ -41,6 +41,19 @@ export interface LinkView {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** Only with `include=clicks`. */
+  clicks?: LinkClicks;
+}
+
+/** Days in a link's click trend (`clicks.daily`): today (UTC) and the six before it. */
+export const CLICK_TREND_DAYS = 7;
+
+/** A link's human visits (redirects and tracker-started visits; bots and attack attempts apart), from the rollups. */
+export interface LinkClicks {
+  total: number;
+  last_7_days: number;
+  /** The last 7 UTC days, oldest first, today last (so far). */
+  daily: { date: string; visits: number }[];
 }
 
 export interface NewLinkInput {
@@ -94,15 +107,15 @@ function bodyHash(fields: Record<string, unknown>): string {
 }
 
 /** Public lists take only the subdomain and paging: the filters search owner data. */
-function assertNoOwnerFilters(filters: { q?: string; tag?: string; since?: string }): void {
-  for (const field of ['q', 'tag', 'since'] as const) {
+function assertNoOwnerFilters(filters: { q?: string; tag?: string; since?: string; include?: string }): void {
+  for (const field of ['q', 'tag', 'since', 'include'] as const) {
     if (filters[field] !== undefined) throw new AppError('validation_error', { [field]: rule('owner_filters_only') });
   }
 }
 
 /** What the links service uses: the links repository, the config, the cache (link notices to the edge), the event bus and the subdomains service. */
 export interface LinksDeps extends Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> {
-  repositories: Pick<Repositories, 'links'>;
+  repositories: Pick<Repositories, 'links' | 'stats'>;
   subdomains: SubdomainsService;
   events: EventBus;
 }
@@ -111,7 +124,37 @@ export type LinksService = ReturnType<typeof linksService>;
 
 export function linksService(deps: LinksDeps) {
   const { config, subdomains, events } = deps;
-  const { links } = deps.repositories;
+  const { links, stats } = deps.repositories;
+
+  /**
+   * The views with their click counts: one read of the daily rollup per owner among them (a page
+   * is one owner's links, but staff may list another's).
+   */
+  const withClicks = async (views: LinkView[], owners: string[], now = Date.now()): Promise<LinkView[]> => {
+    const today = Math.floor(now / 86_400_000) * 86_400;
+    const first = today - (CLICK_TREND_DAYS - 1) * 86_400;
+    const byOwner = new Map<string, string[]>();
+    views.forEach((view, index) => byOwner.set(owners[index]!, [...(byOwner.get(owners[index]!) ?? []), view.id]));
+    const counted = new Map<string, { total: number; days: Map<number, number> }>();
+    for (const [ownerId, ids] of byOwner) {
+      for (const row of await stats.linkClicks(ownerId, ids, first)) {
+        const entry = counted.get(row.link_id) ?? { total: 0, days: new Map<number, number>() };
+        const visits = Number(row.human);
+        entry.total += visits;
+        if (Number(row.d) !== 0) entry.days.set(Number(row.d), visits);
+        counted.set(row.link_id, entry);
+      }
+    }
+    return views.map((view) => {
+      const entry = counted.get(view.id);
+      const daily = Array.from({ length: CLICK_TREND_DAYS }, (_, index) => {
+        const day = first + index * 86_400;
+        return { date: new Date(day * 1000).toISOString().slice(0, 10), visits: entry?.days.get(day) ?? 0 };
+      });
+      const last7 = daily.reduce((sum, day) => sum + day.visits, 0);
+      return { ...view, clicks: { total: entry?.total ?? 0, last_7_days: last7, daily } };
+    });
+  };
 
   const toView = (row: LinkRow, now = Date.now()): LinkView => ({
     id: row.id,
@@ -234,8 +277,10 @@ export function linksService(deps: LinksDeps) {
       return { link: toView(row), replay: false };
     },
 
-    async get(principal: Principal, id: string): Promise<LinkView> {
-      return toView(await managed(principal, id));
+    async get(principal: Principal, id: string, options: { clicks?: boolean } = {}): Promise<LinkView> {
+      const row = await managed(principal, id);
+      const view = toView(row);
+      return options.clicks ? (await withClicks([view], [row.owner_id]))[0]! : view;
     },
 
     async update(principal: Principal, id: string, patch: LinkPatch): Promise<LinkView> {
@@ -301,7 +346,7 @@ export function linksService(deps: LinksDeps) {
      * manages it (links:read needed), else its public list when the policy shows links, else 403
      * not_owner.
      */
-    async list(principal: Principal, filters: { subdomain?: string; q?: string; tag?: string; since?: string }, paging: Paging) {
+    async list(principal: Principal, filters: { subdomain?: string; q?: string; tag?: string; since?: string; include?: 'clicks' }, paging: Paging) {
       const filter: LinkFilter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
       if (filters.subdomain !== undefined) {
         const { ownerId, view } = await subdomains.policyView(filters.subdomain);
@@ -314,14 +359,21 @@ export function linksService(deps: LinksDeps) {
       } else filter.ownerId = principal.userId;
       requireScope(principal, 'links:read');
       const now = Date.now();
-      return paged(filter, paging, (row) => toView(row, now));
+      if (filters.include !== 'clicks') return paged(filter, paging, (row) => toView(row, now));
+      const page = await paged(filter, paging, (row) => ({ view: toView(row, now), owner: row.owner_id }));
+      const items = await withClicks(
+        page.items.map((item) => item.view),
+        page.items.map((item) => item.owner),
+        now,
+      );
+      return { items, meta: page.meta };
     },
 
     /**
      * The public list of a subdomain: only when its policy shows links, only links neither deleted
      * nor expired and older than the publish delay, never more than its stats_max_items newest.
      */
-    async publicList(subdomain: string, filters: { q?: string; tag?: string; since?: string }, paging: Paging) {
+    async publicList(subdomain: string, filters: { q?: string; tag?: string; since?: string; include?: string }, paging: Paging) {
       const { view } = await subdomains.policyView(subdomain);
       if (!view.links) throw new AppError('forbidden', { reason: 'links_not_public', subdomain });
       assertNoOwnerFilters(filters);

@@ -6,14 +6,15 @@ import { formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { Async, Notice, PageHeader, useLoad } from '../app/ui.js';
 import { EditLinkForm } from './links-form.js';
-import { DeleteDialog, LinkState, QrCode, ShortUrl, TagList, type Link } from './links-parts.js';
+import { DeleteDialog, LinkClicks, LinkState, QrCode, ShortUrl, TagList, type Link } from './links-parts.js';
 
 export function LinkDetail({ id }: { id: string }) {
   const { t } = useI18n();
-  const loaded = useLoad((signal) => load(api.GET('/api/v1/links/{id}', { params: { path: { id } }, signal })), [id]);
+  const loaded = useLoad((signal) => load(api.GET('/api/v1/links/{id}', { params: { path: { id }, query: { include: 'clicks' } }, signal })), [id]);
   const [saved, setSaved] = useState<Link>();
-  // The saved answer replaces the loaded link until the id changes.
-  const link = saved?.id === id ? saved : loaded.state === 'ready' ? loaded.data : undefined;
+  // The saved answer replaces the loaded link until the id changes; it has no counts, so the loaded ones stay.
+  const clicks = loaded.state === 'ready' ? loaded.data.clicks : undefined;
+  const link = saved?.id === id ? { ...saved, clicks } : loaded.state === 'ready' ? loaded.data : undefined;
   const title = link ? (link.title ?? link.slug) : t('links.link');
   return (
     <>
@@ -116,6 +117,18 @@ function LinkView({ link, onSaved }: { link: Link; onSaved: (link: Link) => void
             <dd>
               <TagList tags={link.tags} />
             </dd>
+            {link.clicks ? (
+              <>
+                <dt>{t('links.clicks_total')}</dt>
+                <dd>
+                  <LinkClicks link={link} width={120} />
+                </dd>
+                <dt>{t('links.clicks_week')}</dt>
+                <dd>
+                  {formatNumber(locale, link.clicks.last_7_days)} <small class="muted">{t('links.clicks_note')}</small>
+                </dd>
+              </>
+            ) : null}
             <dt>{t('links.field.max_visits')}</dt>
             <dd>{link.max_visits === null ? t('links.unlimited') : formatNumber(locale, link.max_visits)}</dd>
             <dt>{t('links.field.expires')}</dt>

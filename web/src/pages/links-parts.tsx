@@ -2,7 +2,8 @@
 // the QR code with its downloads, and the modal dialogs (delete confirmation, QR).
 import type { Schemas } from '../api/client.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
-import { CopyButton, Modal } from '../app/ui.js';
+import { formatNumber } from '../app/format.js';
+import { CopyButton, Modal, Sparkline } from '../app/ui.js';
 
 export type Link = Schemas['Link'];
 
@@ -32,6 +33,34 @@ export function TagList({ tags }: { tags: string[] }) {
         </li>
       ))}
     </ul>
+  );
+}
+
+/**
+ * A link's clicks (`include=clicks`): the total, a link to its statistics, and the last 7 days as a
+ * sparkline whose label reads the days out. Nothing when the answer has no counts.
+ */
+export function LinkClicks({ link, width = 56 }: { link: Link; width?: number }) {
+  const { t, locale } = useI18n();
+  const clicks = link.clicks;
+  if (!clicks) return <span class="muted">—</span>;
+  const days = clicks.daily.map((day) => `${day.date}: ${formatNumber(locale, day.visits)}`).join(', ');
+  return (
+    <span class="link-clicks">
+      <a href={`/stats/link/${encodeURIComponent(link.id)}`} class="link-clicks-total">
+        {formatNumber(locale, clicks.total)}
+        <span class="visually-hidden">
+          {' '}
+          {t('links.col.clicks')}, {link.slug}
+        </span>
+      </a>
+      <Sparkline
+        values={clicks.daily.map((day) => day.visits)}
+        label={t('links.clicks_label', { total: formatNumber(locale, clicks.total), days })}
+        width={width}
+        height={20}
+      />
+    </span>
   );
 }
 

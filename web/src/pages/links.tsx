@@ -9,7 +9,7 @@ import { useI18n } from '../app/i18n.js';
 import { Async, CursorPager, Empty, Loading, Notice, PageHeader, useLoad, ErrorState } from '../app/ui.js';
 import { LinkDetail } from './links-detail.js';
 import { CreateLinkForm } from './links-form.js';
-import { DeleteDialog, LinkState, QrDialog, ShortUrl, TagList, type Link } from './links-parts.js';
+import { DeleteDialog, LinkClicks, LinkState, QrDialog, ShortUrl, TagList, type Link } from './links-parts.js';
 import './links.css';
 
 const DEFAULT_LIMIT = 25;
@@ -85,6 +85,7 @@ function LinksTable() {
               tag: filters.tag.trim() || undefined,
               page: filters.page,
               limit: filters.limit,
+              include: 'clicks',
             },
           },
           signal,
@@ -242,6 +243,7 @@ function LinksTable() {
                           <th scope="col">{t('links.col.short_url')}</th>
                           <th scope="col">{t('links.col.title')}</th>
                           <th scope="col">{t('links.col.target')}</th>
+                          <th scope="col">{t('links.col.clicks')}</th>
                           <th scope="col">{t('links.col.tags')}</th>
                           <th scope="col">{t('links.col.state')}</th>
                           <th scope="col">{t('links.col.created')}</th>
@@ -251,7 +253,7 @@ function LinksTable() {
                       <tbody>
                         {rows.length === 0 ? (
                           <tr>
-                            <td colSpan={7} class="muted">
+                            <td colSpan={8} class="muted">
                               {t('links.page_empty')}
                             </td>
                           </tr>
@@ -267,6 +269,9 @@ function LinksTable() {
                                 <span class="link-target" title={link.target_url}>
                                   {link.target_url.replace(/^https:\/\//, '')}
                                 </span>
+                              </td>
+                              <td class="nowrap">
+                                <LinkClicks link={link} />
                               </td>
                               <td>
                                 <TagList tags={link.tags} />
