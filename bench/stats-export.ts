@@ -87,6 +87,7 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
     console.log(
       `  (the subdomain's 30 days: ${report.totals.visits} human visits, ${report.totals.bots} bots, ${report.totals.attacks} attacks, ${report.series.length} points)`,
     );
+    await timed('owner: subdomain, 30 days, compare=previous', `/api/v1/stats/subdomain/${subdomain}?compare=previous`, owner.auth, 100);
     await timed(
       'owner: subdomain, 7 days by hour, tz Asia/Kolkata',
       `/api/v1/stats/subdomain/${subdomain}?granularity=hour&tz=Asia/Kolkata&since=${encodeURIComponent(new Date(Date.now() - 7 * 86_400_000).toISOString())}`,

@@ -1,6 +1,8 @@
 import { request } from 'node:http';
 import type { Page } from 'playwright-core';
+import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
 import { openPage as openBrowserPage, screenshot, SCREENSHOTS_DIR, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
@@ -87,7 +89,14 @@ async function openPage(...args: Parameters<typeof openBrowserPage>) {
   return opened;
 }
 
-const total = (page: Page, label: string) => page.locator('dl.totals > div', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) }).locator('dd');
+const total = (page: Page, label: string) =>
+  page
+    .locator('dl.totals > div', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) })
+    .locator('dd')
+    .first();
+/** A total's change against the previous period (compare=previous), under it. */
+const change = (page: Page, label: string) =>
+  page.locator('dl.totals > div', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) }).locator('dd.change');
 const breakdown = (page: Page, caption: string) => page.locator('table.bars', { has: page.locator('caption', { hasText: new RegExp(`^${caption}$`) }) });
 const chart = (page: Page) => page.locator('figure.chart');
 
@@ -311,6 +320,60 @@ describe('statistics page', () => {
     await alert.getByRole('button', { name: 'Show daily figures' }).click();
     await page.waitForURL(/range=90d&granularity=day/);
     expect(await total(page, 'Humans').textContent()).toBe('4');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it('shows each total against the previous period, and overlays that period on the chart and in its table', async () => {
+    const carol = await createOwner(platform.context, platform.app);
+    const own = await claimSubdomain(platform.app, carol);
+    const day = 86_400_000;
+    const now = Date.now();
+    // This week 3 people; the week before, 2 visits of one person and a bot; no attack in either.
+    const stored = (at: number, kind: string, visitor: string) => ({
+      visit_id: uuidv7({ msecs: at }),
+      ts: toClickHouseTime(at),
+      kind,
+      owner_id: carol.id,
+      subdomain: own,
+      visitor_hash: visitor,
+      is_bot: kind === 'bot' ? 1 : 0,
+    });
+    await platform.context.analytics.client.insert({
+      table: 'visits',
+      format: 'JSONEachRow',
+      values: [
+        stored(now - 3_600_000, 'visit', 'a'),
+        stored(now - 2 * day, 'visit', 'b'),
+        stored(now - 3 * day, 'visit', 'c'),
+        stored(now - 10 * day, 'visit', 'd'),
+        stored(now - 10 * day + 60_000, 'visit', 'd'),
+        stored(now - 11 * day, 'bot', 'e'),
+      ],
+    });
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, carol.email);
+    await page.goto(`/stats/subdomain/${own}?range=7d&granularity=day&tz=UTC`);
+    await page.getByRole('heading', { name: `Statistics of ${own}` }).waitFor();
+    expect(await total(page, 'Humans').textContent()).toBe('3');
+    expect(await change(page, 'Humans').textContent()).toBe('▲ +50% against 2 in the previous period of the same length');
+    expect(await change(page, 'Unique visitors').textContent()).toContain('+200%');
+    expect(await change(page, 'Bots').textContent()).toBe('▼ -100% against 1 in the previous period of the same length');
+    expect(await change(page, 'Attacks').textContent()).toBe('none in the previous period');
+    const figure = chart(page);
+    const overlay = figure.getByRole('button', { name: 'Previous period' });
+    expect(await overlay.getAttribute('aria-pressed')).toBe('false');
+    await overlay.focus();
+    await page.keyboard.press('Enter');
+    expect(await overlay.getAttribute('aria-pressed')).toBe('true');
+    await figure.getByText('Show the figures as a table').click();
+    const table = figure.locator('.chart-table table');
+    await table.waitFor();
+    expect(await table.locator('thead th').last().textContent()).toBe('Humans, previous period');
+    const previousColumn = await table.locator('tbody tr td:last-child').allTextContents();
+    expect(previousColumn.map(Number).reduce((a, b) => a + b, 0)).toBe(2);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-compare-desktop');
     expect(problems).toEqual([]);
     await browserContext.close();
   });

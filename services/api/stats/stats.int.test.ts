@@ -311,6 +311,70 @@ describe('GET /api/v1/stats/link/{id} and /user/{id}', () => {
   });
 });
 
+describe('compare=previous', () => {
+  it("adds the previous period of the same length, its series point for point, and each total's change", async () => {
+    const other = await claimSubdomain(app, alice);
+    const link = await createLink(alice, other, 'cmp');
+    const until = Math.floor(Date.now() / HOUR) * HOUR - 2 * HOUR;
+    const since = until - DAY;
+    const visit = (ts: number, kind: string, visitor: string) => ({
+      visit_id: v7({ msecs: ts }),
+      ts: toClickHouseTime(ts),
+      kind,
+      owner_id: alice.id,
+      subdomain: other,
+      link_id: link.id,
+      slug: link.slug,
+      visitor_hash: visitor,
+      is_bot: kind === 'bot' ? 1 : 0,
+    });
+    await context.analytics.client.insert({
+      table: 'visits',
+      values: [
+        // This period: 3 visits of 3 visitors; the one before: 2 visits of 1 visitor and a bot.
+        visit(until - HOUR, 'visit', 'c1'),
+        visit(until - 2 * HOUR, 'visit', 'c2'),
+        visit(since + 10 * 60_000, 'visit', 'c3'),
+        visit(since - HOUR, 'visit', 'p1'),
+        visit(since - 3 * HOUR, 'visit', 'p1'),
+        visit(since - 5 * HOUR, 'bot', 'p2'),
+        // Before the previous period: counted in neither.
+        visit(since - DAY - HOUR, 'visit', 'old'),
+      ],
+      format: 'JSONEachRow',
+      clickhouse_settings: deduplicatedBy(`stats-compare-${other}`),
+    });
+    const bounds = `since=${encodeURIComponent(new Date(since).toISOString())}&until=${encodeURIComponent(new Date(until).toISOString())}`;
+    for (const granularity of ['hour', 'day']) {
+      const data = await report(alice, `/api/v1/stats/subdomain/${other}?${bounds}&granularity=${granularity}&compare=previous`);
+      expect(data.totals).toEqual({ visits: 3, unique_visitors: 3, bots: 0, attacks: 0 });
+      expect(data.previous.range).toEqual({ since: new Date(since - DAY).toISOString(), until: new Date(since).toISOString() });
+      expect(data.previous.totals).toEqual({ visits: 2, unique_visitors: 1, bots: 1, attacks: 0 });
+      expect(data.change).toEqual({ visits: 0.5, unique_visitors: 2, bots: -1, attacks: null });
+      expect(data.previous.series.map((point: Json) => point.visits).reduce((a: number, b: number) => a + b, 0)).toBe(2);
+      if (granularity === 'hour') {
+        expect(data.series).toHaveLength(24);
+        expect(data.previous.series).toHaveLength(24);
+        expect(data.previous.series[0].t).toBe(new Date(since - DAY).toISOString());
+        // Point for point: the nth hour of the previous day beside the nth of this one.
+        expect(data.previous.series[21].visits).toBe(1);
+        expect(data.previous.series[23].visits).toBe(1);
+      }
+    }
+    const link1 = await report(alice, `/api/v1/stats/link/${link.id}?${bounds}&compare=previous`);
+    expect(link1.change.visits).toBe(0.5);
+
+    // Without compare, the report is as it was; an unknown comparison is 422; the public report knows no such parameter (400).
+    const plain = await report(alice, `/api/v1/stats/subdomain/${other}?${bounds}`);
+    expect(plain).not.toHaveProperty('previous');
+    expect(plain).not.toHaveProperty('change');
+    expect((await get(alice, `/api/v1/stats/subdomain/${other}?${bounds}&compare=year`)).statusCode).toBe(422);
+    const pub = await get(undefined, `/api/v1/stats?subdomain=${other}&compare=previous`);
+    expect(pub.statusCode).toBe(400);
+    expect(pub.json().error.details).toEqual({ unknown: ['compare'], in: 'query' });
+  });
+});
+
 describe('stats refusals', () => {
   it("refuses another owner's objects with 403 not_owner", async () => {
     for (const url of [`/api/v1/stats/subdomain/${sub}`, `/api/v1/stats/link/${linkA.id}`, `/api/v1/stats/user/${alice.id}`]) {

@@ -3,7 +3,7 @@ import { dateTimeField, integerParam } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { timeZoneVarNames } from '#shared/time.js';
 import { BUCKET_SEC, DIMENSIONS } from '#shared/analytics/rollups.js';
-import { DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
+import { COMPARISONS, DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
 
 const tags = ['stats'];
 
@@ -34,6 +34,20 @@ const TopItemSchema = z
   })
   .meta({ id: 'StatsTopItem' });
 
+const ratio = z
+  .number()
+  .nullable()
+  .meta({ description: '(this period − the previous) ÷ the previous, rounded to 4 decimals (0.25 is +25 %); null when the previous period had none.' });
+const PreviousSchema = z
+  .object({
+    range: z
+      .object({ since: z.iso.datetime(), until: z.iso.datetime() })
+      .meta({ description: 'The period of the same length that ends where `range` starts (its tz and granularity are `range`’s).' }),
+    totals: TotalsSchema,
+    series: z.array(PointSchema).meta({ description: "The previous period's points, as `series` (overlay them point by point: the nth on the nth)." }),
+  })
+  .meta({ id: 'StatsPrevious', description: 'Only with `compare=previous`.' });
+
 const ReportSchema = z
   .object({
     scope: z.enum(STATS_SCOPES),
@@ -56,6 +70,11 @@ const ReportSchema = z
         >,
       )
       .meta({ description: 'Top values of human visits per dimension, most visits first, at most `limit` each.' }),
+    previous: PreviousSchema.optional(),
+    change: z
+      .object({ visits: ratio, unique_visitors: ratio, bots: ratio, attacks: ratio })
+      .optional()
+      .meta({ id: 'StatsChange', description: "Only with `compare=previous`: each total's change against `previous.totals`." }),
   })
   .meta({ id: 'StatsReport' });
 
@@ -102,7 +121,17 @@ export function statsRoutes(service: StatsService, zones: [string, ...string[]])
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',
       params: z.object({ scope: z.enum(STATS_SCOPES), id: z.string().min(1).max(64) }),
-      query: z.object(reportQuery),
+      query: z.object({
+        ...reportQuery,
+        compare: z
+          .enum(COMPARISONS)
+          .optional()
+          .meta({
+            description:
+              '`previous` adds `previous` (the totals and series of the period of the same length just before `range`) and `change` ' +
+              '(each total against it). Owners only.',
+          }),
+      }),
       response: ReportSchema,
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, query }) => service.ownerReport(principal!, params.scope, params.id, query),

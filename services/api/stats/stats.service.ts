@@ -23,12 +23,15 @@ export type StatsScope = (typeof STATS_SCOPES)[number];
 export const GRANULARITIES = ['hour', 'day'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
 
+export const COMPARISONS = ['previous'] as const;
+
 export interface StatsQuery {
   since?: string;
   until?: string;
   granularity?: Granularity;
   tz?: string;
   limit?: number;
+  compare?: (typeof COMPARISONS)[number];
 }
 
 export interface Totals {
@@ -40,6 +43,9 @@ export interface Totals {
 export type Point = Totals & { t: string };
 type TopItem = { value: string; visits: number; country?: string; link_id?: string; slug?: string | null };
 
+/** Each total's change against the previous period: (now − before) ÷ before, null when before is 0. */
+export type Change = Record<keyof Totals, number | null>;
+
 export interface Report {
   scope: StatsScope;
   id: string;
@@ -47,6 +53,25 @@ export interface Report {
   totals: Totals;
   series: Point[];
   top: Partial<Record<Dimension, TopItem[]>>;
+  /** With `compare=previous`: the period of the same length just before, and each total's change. */
+  previous?: { range: { since: string; until: string }; totals: Totals; series: Point[] };
+  change?: Change;
+}
+
+/** The period of the same length that ends where the range starts (an empty range's is empty too). */
+export function previousRange(range: Range): Range {
+  return { ...range, since: range.since - (range.until - range.since), until: range.since };
+}
+
+/** Each total's change: a ratio rounded to 4 decimals (0.25 is +25 %), null when there was nothing before. */
+export function changeOf(now: Totals, before: Totals): Change {
+  const ratio = (a: number, b: number) => (b === 0 ? null : Math.round(((a - b) / b) * 10_000) / 10_000);
+  return {
+    visits: ratio(now.visits, before.visits),
+    unique_visitors: ratio(now.unique_visitors, before.unique_visitors),
+    bots: ratio(now.bots, before.bots),
+    attacks: ratio(now.attacks, before.attacks),
+  };
 }
 
 const floorBucket = (ms: number) => Math.floor(ms / 1000 / BUCKET_SEC) * BUCKET_SEC;
@@ -223,8 +248,17 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
       const target = await targetOf(principal, scope, id);
       const range = rangeOf(query);
       const dims = scope === 'link' ? DIMENSIONS.filter((dim) => dim !== 'link') : DIMENSIONS;
-      const found = await report(target, range, dims, query.limit ?? DEFAULT_TOP);
-      return { scope, id: target.id, range: rangeView(range), ...found };
+      const before = query.compare === 'previous' ? previousRange(range) : undefined;
+      const [found, earlier] = await Promise.all([
+        report(target, range, dims, query.limit ?? DEFAULT_TOP),
+        before ? seriesAndTotals(target, before) : undefined,
+      ]);
+      const answer: Report = { scope, id: target.id, range: rangeView(range), ...found };
+      if (before && earlier) {
+        answer.previous = { range: { since: iso(before.since), until: iso(before.until) }, ...earlier };
+        answer.change = changeOf(found.totals, earlier.totals);
+      }
+      return answer;
     },
 
     /**

@@ -45,6 +45,10 @@ export const stats = uiMessages({
     'stats.chart_label_day':
       'Chart of visits per day from {since} to {until} ({tz}): humans, unique visitors, bots and attacks. The table below has the same figures.',
     'stats.legend': 'Series shown in the chart',
+    'stats.previous_period': 'Previous period',
+    'stats.previous_humans': 'Humans, previous period',
+    'stats.change_title': 'against {before} in the previous period of the same length',
+    'stats.change_none': 'none in the previous period',
     'stats.chart_table': 'Show the figures as a table',
     'stats.when': 'Start of period',
     'stats.empty': 'No visits in this period.',
@@ -124,6 +128,10 @@ export const stats = uiMessages({
     'stats.chart_label_day':
       'Diagramm der Besuche pro Tag von {since} bis {until} ({tz}): Menschen, eindeutige Besucher, Bots und Angriffe. Die Tabelle darunter enthält dieselben Zahlen.',
     'stats.legend': 'Im Diagramm gezeigte Reihen',
+    'stats.previous_period': 'Vorheriger Zeitraum',
+    'stats.previous_humans': 'Menschen, vorheriger Zeitraum',
+    'stats.change_title': 'gegenüber {before} im vorherigen, gleich langen Zeitraum',
+    'stats.change_none': 'keine im vorherigen Zeitraum',
     'stats.chart_table': 'Zahlen als Tabelle zeigen',
     'stats.when': 'Beginn des Abschnitts',
     'stats.empty': 'Keine Besuche in diesem Zeitraum.',
@@ -204,6 +212,10 @@ export const stats = uiMessages({
     'stats.chart_label_day':
       'Graphique des visites par jour du {since} au {until} ({tz}) : humains, visiteurs uniques, robots et attaques. Le tableau ci-dessous donne les mêmes chiffres.',
     'stats.legend': 'Séries affichées dans le graphique',
+    'stats.previous_period': 'Période précédente',
+    'stats.previous_humans': 'Humains, période précédente',
+    'stats.change_title': 'par rapport à {before} sur la période précédente de même durée',
+    'stats.change_none': 'aucun sur la période précédente',
     'stats.chart_table': 'Afficher les chiffres sous forme de tableau',
     'stats.when': 'Début de la période',
     'stats.empty': 'Aucune visite pendant cette période.',
@@ -283,6 +295,10 @@ export const stats = uiMessages({
     'stats.chart_label_day':
       'Gráfico de visitas por día del {since} al {until} ({tz}): personas, visitantes únicos, bots y ataques. La tabla de abajo tiene las mismas cifras.',
     'stats.legend': 'Series mostradas en el gráfico',
+    'stats.previous_period': 'Período anterior',
+    'stats.previous_humans': 'Personas, período anterior',
+    'stats.change_title': 'frente a {before} en el período anterior de la misma duración',
+    'stats.change_none': 'ninguna en el período anterior',
     'stats.chart_table': 'Mostrar las cifras como tabla',
     'stats.when': 'Inicio del periodo',
     'stats.empty': 'No hay visitas en este periodo.',

@@ -33,13 +33,31 @@ const DAY_INCRS = [1, 2, 3, 7, 14, 28, 56, 91, 182, 364].map((days) => days * 86
 /** Taller on wide screens, never so tall a phone sees nothing else. */
 const heightFor = (width: number) => Math.round(Math.min(320, Math.max(220, width * 0.42)));
 
-export function SeriesChart({ series, tz, granularity, label }: { series: Point[]; tz: string; granularity: Granularity; label: string }) {
+/**
+ * `previous`: the previous period's points (compare=previous), drawn point for point over this
+ * period's (the nth beside the nth) as a dashed line of its humans, off until asked for.
+ */
+export function SeriesChart({
+  series,
+  previous,
+  tz,
+  granularity,
+  label,
+}: {
+  series: Point[];
+  previous?: Point[];
+  tz: string;
+  granularity: Granularity;
+  label: string;
+}) {
   const { t, locale } = useI18n();
   const holder = useRef<HTMLDivElement>(null);
   const chart = useRef<uPlot | null>(null);
   const [shown, setShown] = useState<boolean[]>(() => SERIES.map(() => true));
   const [hovered, setHovered] = useState<number | null>(null);
   const [tableOpen, setTableOpen] = useState(false);
+  const [overlay, setOverlay] = useState(false);
+  const earlier = (index: number) => previous?.[index]?.visits ?? null;
   const format = useMemo(() => periodFormat(locale, tz, granularity), [locale, tz, granularity]);
 
   useEffect(() => {
@@ -49,7 +67,11 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
     const color = (name: string) => style.getPropertyValue(name).trim() || style.color;
     const numbers = new Intl.NumberFormat(locale);
     const width = element.clientWidth || 320;
-    const data: uPlot.AlignedData = [series.map((point) => Date.parse(point.t) / 1000), ...SERIES.map((line) => series.map((point) => point[line.key]))];
+    const data: uPlot.AlignedData = [
+      series.map((point) => Date.parse(point.t) / 1000),
+      ...SERIES.map((line) => series.map((point) => point[line.key])),
+      ...(previous ? [series.map((_point, index) => earlier(index))] : []),
+    ];
     const axis = { stroke: color('--chart-text'), grid: { stroke: color('--chart-grid'), width: 1 }, ticks: { stroke: color('--chart-grid'), width: 1 } };
     const plot = new uPlot(
       {
@@ -86,6 +108,7 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
             fill: line.fill ? color(line.fill) : undefined,
             show: shown[index],
           })),
+          ...(previous ? [{ label: t('stats.previous_period'), stroke: color('--series-previous'), width: 2, dash: [2, 4], show: overlay }] : []),
         ],
         hooks: { setCursor: [(self) => setHovered(self.cursor.idx ?? null)] },
       },
@@ -103,8 +126,8 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
       plot.destroy();
       chart.current = null;
     };
-    // `shown` is applied to a live chart by toggle(); a new chart starts from it.
-  }, [series, tz, granularity, locale]);
+    // `shown` and `overlay` are applied to a live chart by toggle(); a new chart starts from them.
+  }, [series, previous, tz, granularity, locale]);
 
   const toggle = (index: number) => {
     const next = shown.map((value, at) => (at === index ? !value : value));
@@ -112,7 +135,13 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
     chart.current?.setSeries(index + 1, { show: next[index] });
   };
 
+  const toggleOverlay = () => {
+    setOverlay(!overlay);
+    chart.current?.setSeries(SERIES.length + 1, { show: !overlay });
+  };
+
   const point = hovered !== null ? series[hovered] : undefined;
+  const before = hovered !== null && overlay ? earlier(hovered) : null;
   return (
     <figure class="chart" data-granularity={granularity} data-tz={tz} data-points={series.length}>
       <figcaption class="visually-hidden">{t('stats.chart')}</figcaption>
@@ -123,10 +152,18 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
             {t(line.label)}
           </button>
         ))}
+        {previous ? (
+          <button type="button" class="button-small" aria-pressed={overlay} onClick={toggleOverlay}>
+            <span class="swatch swatch-previous" aria-hidden="true" />
+            {t('stats.previous_period')}
+          </button>
+        ) : null}
       </div>
       <p class="chart-readout muted">
         {point
-          ? `${format.format(new Date(point.t))}: ${SERIES.map((line) => `${t(line.label)} ${formatNumber(locale, point[line.key])}`).join(' · ')}`
+          ? `${format.format(new Date(point.t))}: ${SERIES.map((line) => `${t(line.label)} ${formatNumber(locale, point[line.key])}`).join(' · ')}${
+              before !== null ? ` · ${t('stats.previous_period')} ${formatNumber(locale, before)}` : ''
+            }`
           : '\u00a0'}
       </p>
       <div class="chart-canvas" ref={holder} role="img" aria-label={label} />
@@ -144,10 +181,15 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
                       {t(line.label)}
                     </th>
                   ))}
+                  {previous ? (
+                    <th scope="col" class="num">
+                      {t('stats.previous_humans')}
+                    </th>
+                  ) : null}
                 </tr>
               </thead>
               <tbody>
-                {series.map((row) => (
+                {series.map((row, index) => (
                   <tr key={row.t}>
                     <th scope="row">{format.format(new Date(row.t))}</th>
                     {SERIES.map((line) => (
@@ -155,6 +197,7 @@ export function SeriesChart({ series, tz, granularity, label }: { series: Point[
                         {formatNumber(locale, row[line.key])}
                       </td>
                     ))}
+                    {previous ? <td class="num">{earlier(index) === null ? '—' : formatNumber(locale, earlier(index))}</td> : null}
                   </tr>
                 ))}
               </tbody>

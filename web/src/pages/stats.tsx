@@ -199,6 +199,7 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
               granularity: query.granularity,
               tz: reportZone(query.tz),
               limit: 10,
+              compare: 'previous',
             },
           },
           signal,
@@ -444,20 +445,41 @@ function ReportError({ error, retry, onDaily }: { error: Error; retry: () => voi
   return <ErrorState error={error} retry={retry} />;
 }
 
-function Totals({ totals }: { totals: Report['totals'] }) {
+type TotalKey = keyof Report['totals'];
+
+/** A total's change against the previous period: an arrow and a percentage, said in words for screen readers. */
+function Change({ change, before }: { change: number | null; before: number }) {
   const { t, locale } = useI18n();
-  const items: [UiKey, number][] = [
-    ['stats.humans', totals.visits],
-    ['stats.unique', totals.unique_visitors],
-    ['stats.bots', totals.bots],
-    ['stats.attacks', totals.attacks],
+  const was = formatNumber(locale, before);
+  if (change === null) return <dd class="change change-none">{t('stats.change_none', { before: was })}</dd>;
+  const percent = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: Math.abs(change) < 0.1 ? 1 : 0, signDisplay: 'exceptZero' }).format(
+    change,
+  );
+  const direction = change > 0 ? 'up' : change < 0 ? 'down' : 'same';
+  return (
+    <dd class={`change change-${direction}`} title={t('stats.change_title', { before: was })}>
+      <span aria-hidden="true">{direction === 'up' ? '▲ ' : direction === 'down' ? '▼ ' : ''}</span>
+      {percent}
+      <span class="visually-hidden"> {t('stats.change_title', { before: was })}</span>
+    </dd>
+  );
+}
+
+function Totals({ totals, previous, change }: { totals: Report['totals']; previous?: Report['totals']; change?: Report['change'] }) {
+  const { t, locale } = useI18n();
+  const items: [UiKey, TotalKey][] = [
+    ['stats.humans', 'visits'],
+    ['stats.unique', 'unique_visitors'],
+    ['stats.bots', 'bots'],
+    ['stats.attacks', 'attacks'],
   ];
   return (
     <dl class="totals" aria-label={t('stats.totals')}>
-      {items.map(([label, value]) => (
+      {items.map(([label, key]) => (
         <div key={label}>
           <dt>{t(label)}</dt>
-          <dd>{formatNumber(locale, value)}</dd>
+          <dd>{formatNumber(locale, totals[key])}</dd>
+          {previous && change ? <Change change={change[key]} before={previous[key]} /> : null}
         </div>
       ))}
     </dl>
@@ -482,9 +504,10 @@ function ReportView({ report, search }: { report: Report; search: string }) {
     <>
       <section class="card" aria-labelledby="stats-chart-heading">
         <h2 id="stats-chart-heading">{t('stats.chart')}</h2>
-        <Totals totals={totals} />
+        <Totals totals={totals} previous={report.previous?.totals} change={report.change} />
         <SeriesChart
           series={report.series}
+          previous={report.previous?.series}
           tz={range.tz}
           granularity={range.granularity}
           label={t(labelKey, { since: when.format(new Date(range.since)), until: when.format(new Date(range.until)), tz: range.tz })}
