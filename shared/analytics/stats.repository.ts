@@ -1,6 +1,6 @@
 import { selectRows, type Analytics } from './analytics.js';
 import { BUCKET_SEC, type Dimension } from './rollups.js';
-import { LINK_DIMS } from './visits.repository.js';
+import { LINK_DIMS, visitConditions, type VisitFilters } from './visits.repository.js';
 
 /**
  * Merges the rollups' visitor sketches (clickhouse/migrations/0004_stats_visitors_sketch.sql):
@@ -63,6 +63,22 @@ const figures =
   `toUInt64(sumIf(visits, kind IN ${HUMAN_KINDS})) AS human, toUInt64(${VISITORS_MERGE_IF}(visitors, kind IN ${HUMAN_KINDS})) AS distinct_visitors, ` +
   `toUInt64(sumIf(visits, kind = 'bot')) AS bot_visits, toUInt64(sumIf(visits, kind = 'attack')) AS attack_visits`;
 export type Figures = { human: unknown; distinct_visitors: unknown; bot_visits: unknown; attack_visits: unknown };
+
+/**
+ * The conditions of a filtered report over `visits`: the target's rows (its owner; its subdomain;
+ * its link), the range, the first version of each visit, and the filters.
+ */
+function filteredConditions(target: Target, range: Range, filters: VisitFilters) {
+  const scoped: VisitFilters = {
+    ...filters,
+    subdomain: target.scope === 'user' ? undefined : target.subdomain,
+    link_id: target.scope === 'link' ? target.id : filters.link_id,
+    since: new Date(range.since * 1000).toISOString(),
+    until: new Date(range.until * 1000).toISOString(),
+  };
+  const { where, params } = visitConditions(target.ownerId, scoped);
+  return { where: [...where, 'version = 0'], params };
+}
 
 /**
  * The statistics queries: a subdomain's, a link's or a user's rows of the rollups
@@ -143,6 +159,38 @@ export function statsRepository(analytics: Analytics) {
              GROUP BY dim, value ORDER BY dim, visits DESC, value${limitBy}`,
             { ...params, ...splitOf(range) },
           );
+    },
+
+    /**
+     * A filtered report's figures, read from `visits` (the rollups keep no combination of values):
+     * each period's and, `whole` = 1, the range's (ROLLUP, as figuresByPeriod). The first version of
+     * each visit, as the rollups count it; the visitor sketch is the rollups' function, so the
+     * estimates agree with theirs.
+     */
+    async filteredByPeriod(target: Target, range: Range, filters: VisitFilters) {
+      const { where, params } = filteredConditions(target, range, filters);
+      return rows<Figures & { t: number; whole: number }>(
+        `SELECT toUnixTimestamp(${periodStart(range.granularity)}(ts, {tz:String})) AS t, grouping(t) AS whole,
+                toUInt64(countIf(kind IN ${HUMAN_KINDS})) AS human, toUInt64(uniqCombinedIf(12)(visitor_hash, kind IN ${HUMAN_KINDS})) AS distinct_visitors,
+                toUInt64(countIf(kind = 'bot')) AS bot_visits, toUInt64(countIf(kind = 'attack')) AS attack_visits
+         FROM visits WHERE ${where.join(' AND ')}
+         GROUP BY ROLLUP(t)`,
+        { ...params, tz: range.tz },
+      );
+    },
+
+    /** A filtered report's breakdowns from `visits`: as `breakdowns`, the link among them for subdomains and users. */
+    async filteredBreakdowns(target: Target, range: Range, filters: VisitFilters, dims: readonly Dimension[], limit: number, whole: readonly Dimension[]) {
+      const { where, params } = filteredConditions(target, range, filters);
+      const pairs = target.scope === 'link' ? LINK_DIMS : `${LINK_DIMS}, ('link', link_id)`;
+      return rows<{ dim: Dimension; value: string; visits: number }>(
+        `SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, toUInt64(count()) AS visits
+         FROM visits
+         ARRAY JOIN [${pairs}] AS pair
+         WHERE ${where.join(' AND ')} AND kind IN ${HUMAN_KINDS} AND dim IN {dims:Array(String)}
+         GROUP BY dim, value ORDER BY dim, visits DESC, value LIMIT ${limit} BY dim, if(dim IN {whole:Array(String)}, value, '')`,
+        { ...params, dims, whole },
+      );
     },
 
     /**

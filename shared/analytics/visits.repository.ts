@@ -31,6 +31,15 @@ export interface VisitFilters {
   country?: string;
   is_bot?: boolean;
   kind?: VisitKind;
+  /** Exact values of a visit's columns ('' matches the visits without one: direct traffic has no referrer host). */
+  referrer_host?: string;
+  browser?: string;
+  os?: string;
+  /** The `device_type` column. */
+  device?: string;
+  utm_source?: string;
+  utm_medium?: string;
+  utm_campaign?: string;
   /** Internal (the legacy API): any of these kinds. */
   kinds?: readonly VisitKind[];
   /** Internal (the legacy API): the visits of one public IP; public lists only with stats_show_ip. */
@@ -84,6 +93,17 @@ export const OWNER_VISIT_COLUMNS = [
 /** Columns stored as UInt8 0/1 that the API answers as booleans. */
 export const FLAG_COLUMNS: ReadonlySet<string> = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);
 
+/** The filters on a column's exact value, and their columns. */
+export const VALUE_FILTER_COLUMNS = [
+  ['referrer_host', 'referrer_host'],
+  ['browser', 'browser'],
+  ['os', 'os'],
+  ['device', 'device_type'],
+  ['utm_source', 'utm_source'],
+  ['utm_medium', 'utm_medium'],
+  ['utm_campaign', 'utm_campaign'],
+] as const satisfies readonly (readonly [keyof VisitFilters, string])[];
+
 /** WHERE conditions over `visits` and their parameters, for a filter set (with the owner when given). */
 export function visitConditions(ownerId: string | undefined, filters: VisitFilters): { where: string[]; params: Record<string, unknown> } {
   const where: string[] = [];
@@ -101,6 +121,10 @@ export function visitConditions(ownerId: string | undefined, filters: VisitFilte
   if (filters.is_bot !== undefined) add('is_bot = {bot:UInt8}', 'bot', filters.is_bot ? 1 : 0);
   if (filters.kind !== undefined) add('kind = {kind:String}', 'kind', filters.kind);
   if (filters.kinds !== undefined) add('kind IN {kinds:Array(String)}', 'kinds', filters.kinds);
+  for (const [filter, column] of VALUE_FILTER_COLUMNS) {
+    const value = filters[filter];
+    if (value !== undefined) add(`${column} = {f_${filter}:String}`, `f_${filter}`, value);
+  }
   if (filters.ip !== undefined) add('ip_public = {ip:String}', 'ip', filters.ip);
   return { where, params };
 }

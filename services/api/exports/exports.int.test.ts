@@ -182,6 +182,18 @@ describe('GET /api/v1/export', () => {
     expect(text).not.toContain(new Date(base + 1_000 * SECOND).toISOString());
   });
 
+  it("narrows the PDF report's figures by the same filters as the rows", async () => {
+    const since = new Date(base).toISOString();
+    const until = new Date(base + ROWS * SECOND).toISOString();
+    const response = await exported(alice, `format=pdf&subdomain=${sub}&since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}&country=fr`);
+    expect(response.statusCode).toBe(200);
+    const parser = new PDFParse({ data: new Uint8Array(response.rawPayload) });
+    const { text } = await parser.getText();
+    await parser.destroy();
+    expect(text).toMatch(/country: FR: \d+/);
+    expect(text).not.toMatch(/country: DE/);
+  });
+
   it('records every export in the audit log', async () => {
     await exported(alice, `format=csv&subdomain=${sub}&kind=attack`);
     const entries = await auditRepository(context.db.db).list({ action: 'export', actorId: alice.id });

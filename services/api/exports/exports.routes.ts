@@ -21,7 +21,7 @@ export function exportsRoutes(service: ExportsService, inFlight: InFlightGuard):
       path: '/api/v1/export',
       summary: "Export the caller's visits as CSV, JSON, XLSX or a PDF report (stats:read), streamed",
       description:
-        'The visit-list filters (`subdomain`, `link_id`, `since`, `until`, `country`, `is_bot`, `kind`), oldest first, every column of the ' +
+        'The visit-list filters (`subdomain`, `link_id`, `since`, `until`, `country`, `is_bot`, `kind`, `referrer_host`, `browser`, `os`, `device`, `utm_source`, `utm_medium`, `utm_campaign`), oldest first, every column of the ' +
         "owner's visit (times ISO 8601 UTC, flags true/false), complete: the privacy policy filters public reads, not the owner's exports. " +
         `Streamed with \`Content-Disposition: attachment\` (the file name is \`visits-<subdomain|link|user>-<name, link id or all>-<yyyymmdd>.<format>\`, ASCII letters, digits, \`.\`, \`_\` and \`-\` only): rows are read in time slices of about ${SLICE_ROWS}, so memory stays flat whatever ` +
         'the size. `csv`: UTF-8 with a byte-order mark (so that Excel and LibreOffice read it as UTF-8; `bom=false` leaves it out), a header ' +
@@ -30,7 +30,7 @@ export function exportsRoutes(service: ExportsService, inFlight: InFlightGuard):
         'so that a spreadsheet shows it as text (the quote stays visible); numbers of our own (`latitude`, `longitude`, `asn`), times and flags ' +
         'as they are. `json`: the envelope, `data.visits` streamed and `meta` (with `count`) at the end, the values as stored. ' +
         `\`xlsx\`: a sheet of up to ${XLSX_SHEET_ROWS} rows, continued on the next; text is stored as string cells, never formulas, as stored. \`pdf\`: a report of the period (the filters' ` +
-        "subdomain, link or all the caller's subdomains): totals, a chart of visits over time, top breakdowns, then the first " +
+        "subdomain, link or all the caller's subdomains, narrowed by the other filters as the rows are): totals, a chart of visits over time, top breakdowns, then the first " +
         `${PDF_ROW_CAP} visits, in embedded Unicode fonts (Latin, Greek, Cyrillic, Hebrew, Arabic shaped right to left, Chinese, Japanese kana; a character no font draws, such as an emoji or Korean Hangul, ` +
         "shows as �). CSV, JSON and XLSX answers carry `X-Export-Rows`: the rows stored in the export's range when it started, counted before " +
         'the first byte, for a progress display (a streamed answer has no Content-Length). It bounds the rows sent: a visit whose versions are ' +

@@ -6,7 +6,7 @@ import PDFDocument from 'pdfkit';
 import { OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits.repository.js';
 import { requireScope, type Principal } from '#shared/http/auth.js';
 import type { Repositories } from '#services/repositories.js';
-import type { Report, StatsScope, StatsService } from '../stats/stats.service.js';
+import { reportFiltersOf, type Report, type StatsScope, type StatsService } from '../stats/stats.service.js';
 import { unicodeText } from './pdf-fonts.js';
 
 export const EXPORT_FORMATS = ['csv', 'json', 'xlsx', 'pdf'] as const;
@@ -355,7 +355,9 @@ export function exportsService({
         else if (format === 'json') body = Readable.from(jsonRows(scoped, plan.slices, request.id, started, rawSince), { objectMode: false });
         else body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped, plan.slices));
       } else {
+        // The report's figures narrowed as the rows would be (its link is its scope already).
         const report = await stats.ownerReport(principal, scoped.scope, scoped.scope === 'user' ? 'me' : scoped.scopeId, {
+          ...reportFiltersOf({ ...filters, link_id: undefined }),
           since: filters.since,
           until: filters.until,
           granularity: filters.since && filters.until && Date.parse(filters.until) - Date.parse(filters.since) <= 3 * 86_400_000 ? 'hour' : 'day',

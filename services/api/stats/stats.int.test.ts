@@ -311,6 +311,100 @@ describe('GET /api/v1/stats/link/{id} and /user/{id}', () => {
   });
 });
 
+describe('filters (a filtered report reads the raw visits)', () => {
+  const filtered = (query: string, scope = `subdomain/${sub}`) => report(alice, `/api/v1/stats/${scope}?${range}&${query}`);
+
+  it('narrows totals, series and breakdowns to one value, and says which filters applied', async () => {
+    const data = await filtered('country=fr');
+    expect(data.filters).toEqual({ country: 'FR' });
+    // #1, #2 (day 0) and #4 (day 1): the bot is from the US, the attack attempt has no country.
+    expect(data.totals).toEqual({ visits: 3, unique_visitors: 3, bots: 0, attacks: 0 });
+    expect(data.series.map((point: Json) => point.visits)).toEqual([2, 1, 0, 0]);
+    expect(data.top.browser).toEqual([
+      { value: 'Chrome', visits: 1 },
+      { value: 'Firefox', visits: 1 },
+      { value: 'Safari', visits: 1 },
+    ]);
+    expect(data.top.country).toEqual([{ value: 'FR', visits: 3 }]);
+    expect(data.top.link).toEqual([
+      { value: linkA.id, link_id: linkA.id, slug: 'alpha', visits: 2 },
+      { value: linkB.id, link_id: linkB.id, slug: 'beta', visits: 1 },
+    ]);
+  });
+
+  it('stacks filters: each narrows what the others left', async () => {
+    expect((await filtered('country=FR&browser=Chrome')).totals).toEqual({ visits: 1, unique_visitors: 1, bots: 0, attacks: 0 });
+    const mobileB = await filtered(`link_id=${linkB.id}&device=mobile`);
+    expect(mobileB.totals).toEqual({ visits: 1, unique_visitors: 1, bots: 0, attacks: 0 });
+    expect(mobileB.top.referrer_host).toEqual([{ value: 'google.com', visits: 1 }]);
+    expect((await filtered('utm_source=newsletter&os=iOS')).totals.visits).toBe(1);
+    expect((await filtered('utm_source=newsletter&os=Linux')).totals).toEqual(zero);
+    // An empty value is "none": direct traffic (#2 and the beacon #7; the bot and the attack attempt had no referrer either).
+    const direct = await filtered('referrer_host=');
+    expect(direct.totals).toEqual({ visits: 2, unique_visitors: 2, bots: 1, attacks: 1 });
+    expect(direct.top.referrer_host).toEqual([{ value: '', visits: 2 }]);
+    expect((await filtered('kind=bot')).totals).toEqual({ visits: 0, unique_visitors: 0, bots: 1, attacks: 0 });
+  });
+
+  it('agrees with the rollups: each breakdown row, used as a filter, counts what the row says', async () => {
+    const whole = await report(alice, `/api/v1/stats/subdomain/${sub}?${range}`);
+    const checks: [string, string, Json[]][] = [
+      ['country', 'country', whole.top.country],
+      ['browser', 'browser', whole.top.browser],
+      ['os', 'os', whole.top.os],
+      ['device', 'device_type', whole.top.device_type],
+      ['referrer_host', 'referrer_host', whole.top.referrer_host],
+      ['utm_source', 'utm_source', whole.top.utm_source],
+      ['link_id', 'link', whole.top.link],
+    ];
+    for (const [filter, dim, rows] of checks) {
+      for (const row of rows) {
+        const data = await filtered(`${filter}=${encodeURIComponent(row.value)}`);
+        expect([filter, row.value, data.totals.visits]).toEqual([filter, row.value, row.visits]);
+        // Its own breakdown is that one row.
+        expect(data.top[dim]).toEqual([dim === 'link' ? row : { value: row.value, visits: row.visits }]);
+      }
+    }
+  });
+
+  it("filters a link's report and a user's, compares with the same filters, and refuses another link's id in a link's report", async () => {
+    const linkReport = await filtered('country=FR', `link/${linkA.id}`);
+    expect(linkReport.totals.visits).toBe(2);
+    expect(linkReport.top).not.toHaveProperty('link');
+    expect((await filtered('os=iOS', 'user/me')).totals.visits).toBe(1);
+    const compared = await filtered('country=FR&compare=previous');
+    expect(compared.previous.totals).toEqual(zero);
+    expect(compared.change).toEqual({ visits: null, unique_visitors: null, bots: null, attacks: null });
+    const wrong = await get(alice, `/api/v1/stats/link/${linkA.id}?link_id=${linkB.id}`);
+    expect(wrong.statusCode).toBe(422);
+    expect(Object.keys(wrong.json().error.details)).toEqual(['link_id']);
+    expect((await get(alice, `/api/v1/stats/subdomain/${sub}?country=France`)).statusCode).toBe(422);
+    expect((await get(alice, `/api/v1/stats/subdomain/${sub}?device=${'x'.repeat(201)}`)).statusCode).toBe(422);
+    // Another owner's subdomain stays 403 with filters, and tells nothing.
+    const foreign = await get(bob, `/api/v1/stats/subdomain/${sub}?country=FR`);
+    expect(foreign.statusCode).toBe(403);
+    expect(foreign.body).not.toContain('totals');
+  });
+
+  it('filters the visit list and the CSV export the same way; the public list takes none of the new filters', async () => {
+    const listed = await get(alice, `/api/v1/visits?subdomain=${sub}&browser=Firefox`);
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().data.visits.map((visit: Json) => [visit.browser, visit.os])).toEqual([['Firefox', 'Linux']]);
+    const newsletter = await get(alice, `/api/v1/visits?subdomain=${sub}&utm_source=newsletter&device=mobile`);
+    expect(newsletter.json().data.visits.map((visit: Json) => visit.city)).toEqual(['Lyon']);
+    const csv = await get(alice, `/api/v1/export?format=csv&subdomain=${sub}&utm_source=newsletter&bom=false`);
+    expect(csv.statusCode).toBe(200);
+    expect(csv.body.trim().split('\n')).toHaveLength(3);
+    const open = await claimSubdomain(app, alice, { stats_show_visits_list: true, stats_show_ua: true });
+    expect((await get(undefined, `/api/v1/visits?subdomain=${open}`)).statusCode).toBe(200);
+    for (const filter of ['browser=Firefox', 'referrer_host=t.co', 'utm_campaign=x', 'device=mobile']) {
+      const refused = await get(undefined, `/api/v1/visits?subdomain=${open}&${filter}`);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.body).not.toContain('"visits"');
+    }
+  });
+});
+
 describe('compare=previous', () => {
   it("adds the previous period of the same length, its series point for point, and each total's change", async () => {
     const other = await claimSubdomain(app, alice);

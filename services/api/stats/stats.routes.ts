@@ -3,6 +3,10 @@ import { dateTimeField, integerParam } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { timeZoneVarNames } from '#shared/time.js';
 import { BUCKET_SEC, DIMENSIONS } from '#shared/analytics/rollups.js';
+import { LINK_ID } from '#shared/ids.js';
+import { rule } from '#shared/i18n/index.js';
+import { VISIT_KINDS } from '#shared/analytics/visits.repository.js';
+import { VISIT_VALUE_FILTERS } from '../visits/visits.routes.js';
 import { COMPARISONS, DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
 
 const tags = ['stats'];
@@ -71,6 +75,22 @@ const ReportSchema = z
       )
       .meta({ description: 'Top values of human visits per dimension, most visits first, at most `limit` each.' }),
     previous: PreviousSchema.optional(),
+    filters: z
+      .object({
+        link_id: z.string().optional(),
+        country: z.string().optional(),
+        is_bot: z.boolean().optional(),
+        kind: z.enum(VISIT_KINDS).optional(),
+        referrer_host: z.string().optional(),
+        browser: z.string().optional(),
+        os: z.string().optional(),
+        device: z.string().optional(),
+        utm_source: z.string().optional(),
+        utm_medium: z.string().optional(),
+        utm_campaign: z.string().optional(),
+      })
+      .optional()
+      .meta({ description: 'The filters applied, when any: the figures are those of the raw visits that match them all.' }),
     change: z
       .object({ visits: ratio, unique_visitors: ratio, bots: ratio, attacks: ratio })
       .optional()
@@ -116,13 +136,23 @@ export function statsRoutes(service: StatsService, zones: [string, ...string[]])
         "`{scope}` `subdomain` (id: its name), `link` (id: the link id, deleted links included) or `user` (id: the caller's user id or `me`; " +
         "staff with the admin scope may name any user). Another owner's object answers 403 `not_owner`. Bots and attack attempts are " +
         'excluded from the human figures and reported beside them. ' +
-        RANGE_NOTE,
+        RANGE_NOTE +
+        ' Filters (`link_id`, `country`, `is_bot`, `kind`, `referrer_host`, `browser`, `os`, `device`, `utm_source`, `utm_medium`, ' +
+        '`utm_campaign`: exact values, all applied together, as the visit list takes them) narrow every figure: totals, series, ' +
+        'breakdowns and the comparison. A filtered report reads the raw visits, not the rollups: visits that retention or an erasure ' +
+        "removed are not in it (the subdomain's `raw_visits_since` says from when raw visits exist), and `data.filters` names what applied.",
       tags,
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',
       params: z.object({ scope: z.enum(STATS_SCOPES), id: z.string().min(1).max(64) }),
       query: z.object({
         ...reportQuery,
+        link_id: z
+          .string()
+          .regex(LINK_ID, rule('link_id'))
+          .optional()
+          .meta({ description: "Only this link's visits (a subdomain's or a user's report; a link's report takes only its own id)." }),
+        ...VISIT_VALUE_FILTERS,
         compare: z
           .enum(COMPARISONS)
           .optional()

@@ -1,5 +1,6 @@
 import { BUCKET_SEC, DIMENSIONS, type Dimension } from '#shared/analytics/rollups.js';
 import type { Figures, Range, Target } from '#shared/analytics/stats.repository.js';
+import type { VisitFilters } from '#shared/analytics/visits.repository.js';
 import { AppError } from '#shared/errors.js';
 import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
 import type { PublicView } from '#shared/policy/policy.js';
@@ -34,6 +35,32 @@ export interface StatsQuery {
   compare?: (typeof COMPARISONS)[number];
 }
 
+/** The filters an owner's report takes: what a visit is, and for a subdomain or a user, which link. */
+export type ReportFilters = Pick<
+  VisitFilters,
+  'link_id' | 'country' | 'is_bot' | 'kind' | 'referrer_host' | 'browser' | 'os' | 'device' | 'utm_source' | 'utm_medium' | 'utm_campaign'
+>;
+const REPORT_FILTERS = [
+  'link_id',
+  'country',
+  'is_bot',
+  'kind',
+  'referrer_host',
+  'browser',
+  'os',
+  'device',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+] as const satisfies readonly (keyof ReportFilters)[];
+
+/** The filters given (undefined ones left out); none: the report reads the rollups. */
+export function reportFiltersOf(query: ReportFilters): ReportFilters {
+  const given: ReportFilters = Object.fromEntries(REPORT_FILTERS.filter((key) => query[key] !== undefined).map((key) => [key, query[key]]));
+  if (given.country !== undefined) given.country = given.country.toUpperCase();
+  return given;
+}
+
 export interface Totals {
   visits: number;
   unique_visitors: number;
@@ -56,6 +83,8 @@ export interface Report {
   /** With `compare=previous`: the period of the same length just before, and each total's change. */
   previous?: { range: { since: string; until: string }; totals: Totals; series: Point[] };
   change?: Change;
+  /** The filters applied (a filtered report reads raw visits). */
+  filters?: ReportFilters;
 }
 
 /** The period of the same length that ends where the range starts (an empty range's is empty too). */
@@ -144,14 +173,34 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
     };
   };
 
+  /** The same from `visits`, for a filtered report: the rollups hold no combination of values. */
+  const filteredSeriesAndTotals = async (target: Target, range: Range, filters: ReportFilters): Promise<{ totals: Totals; series: Point[] }> => {
+    const [filled, periods] = await Promise.all([analytics.filteredByPeriod(target, range, filters), analytics.periods(range)]);
+    const byPeriod = new Map(filled.filter((row) => Number(row.whole) === 0).map((row) => [Number(row.t), row]));
+    return {
+      totals: totalsOf(filled.find((row) => Number(row.whole) === 1)),
+      series: periods.map(({ t }) => ({ t: iso(Number(t)), ...totalsOf(byPeriod.get(Number(t))) })),
+    };
+  };
+
   /**
    * Top values of each dimension, most visits first (ties by value), at most `limit` each but the
    * `whole` dimensions, read whole. Subdomains and users read the `stats_dims` rollup, a link its own
-   * rows of `visits`.
+   * rows of `visits`; a filtered report, `visits`.
    */
-  const breakdowns = async (target: Target, range: Range, dims: readonly Dimension[], limit: number, whole: readonly Dimension[]) => {
+  const breakdowns = async (
+    target: Target,
+    range: Range,
+    dims: readonly Dimension[],
+    limit: number,
+    whole: readonly Dimension[],
+    filters: ReportFilters = {},
+  ) => {
     if (dims.length === 0) return new Map<Dimension, { value: string; visits: number }[]>();
-    const found = await analytics.breakdowns(target, range, dims, limit, whole);
+    const found =
+      Object.keys(filters).length > 0
+        ? await analytics.filteredBreakdowns(target, range, filters, dims, limit, whole)
+        : await analytics.breakdowns(target, range, dims, limit, whole);
     const byDim = new Map<Dimension, { value: string; visits: number }[]>(dims.map((dim) => [dim, []]));
     for (const row of found) byDim.get(row.dim)?.push({ value: row.value, visits: Number(row.visits) });
     return byDim;
@@ -205,9 +254,20 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
     return { ownerId: userId, scope, id: userId };
   };
 
+  /** Totals and series, from the rollups, or from `visits` when filtered. */
+  const figuresOf = (target: Target, range: Range, filters: ReportFilters) =>
+    Object.keys(filters).length > 0 ? filteredSeriesAndTotals(target, range, filters) : seriesAndTotals(target, range);
+
   /** A report's figures. For the public, links are filtered to the public ones before the cut, so their breakdown is read whole. */
-  const report = async (target: Target, range: Range, dims: readonly Dimension[], top: number, publicLinks?: { before: Date; max: number }) => {
-    const [figured, byDim] = await Promise.all([seriesAndTotals(target, range), breakdowns(target, range, dims, top, publicLinks ? ['link'] : [])]);
+  const report = async (
+    target: Target,
+    range: Range,
+    dims: readonly Dimension[],
+    top: number,
+    publicLinks?: { before: Date; max: number },
+    filters: ReportFilters = {},
+  ) => {
+    const [figured, byDim] = await Promise.all([figuresOf(target, range, filters), breakdowns(target, range, dims, top, publicLinks ? ['link'] : [], filters)]);
     return { ...figured, top: await presented(byDim, publicLinks) };
   };
   const rangeView = (range: Range) => ({ since: iso(range.since), until: iso(range.until), tz: range.tz, granularity: range.granularity });
@@ -243,17 +303,22 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
     },
 
     /** An owner's report (stats:read): everything, bots and attack attempts beside human visits. */
-    async ownerReport(principal: Principal, scope: StatsScope, id: string, query: StatsQuery): Promise<Report> {
+    async ownerReport(principal: Principal, scope: StatsScope, id: string, query: StatsQuery & ReportFilters): Promise<Report> {
       requireScope(principal, 'stats:read');
       const target = await targetOf(principal, scope, id);
       const range = rangeOf(query);
+      const filters = reportFiltersOf(query);
+      if (scope === 'link' && filters.link_id !== undefined && filters.link_id !== target.id) {
+        throw new AppError('validation_error', { link_id: rule('link_filter_of_link') });
+      }
       const dims = scope === 'link' ? DIMENSIONS.filter((dim) => dim !== 'link') : DIMENSIONS;
       const before = query.compare === 'previous' ? previousRange(range) : undefined;
       const [found, earlier] = await Promise.all([
-        report(target, range, dims, query.limit ?? DEFAULT_TOP),
-        before ? seriesAndTotals(target, before) : undefined,
+        report(target, range, dims, query.limit ?? DEFAULT_TOP, undefined, filters),
+        before ? figuresOf(target, before, filters) : undefined,
       ]);
       const answer: Report = { scope, id: target.id, range: rangeView(range), ...found };
+      if (Object.keys(filters).length > 0) answer.filters = filters;
       if (before && earlier) {
         answer.previous = { range: { since: iso(before.since), until: iso(before.until) }, ...earlier };
         answer.change = changeOf(found.totals, earlier.totals);

@@ -101,21 +101,44 @@ export const RAW_VISITS_SINCE = z.iso
 
 const VisitPageMetaSchema = PageMetaSchema.extend({ raw_visits_since: RAW_VISITS_SINCE }).meta({ id: 'VisitPageMeta' });
 
+const valueFilter = (column: string) =>
+  z
+    .string()
+    .max(200)
+    .optional()
+    .meta({ description: `Visits whose ${column} is exactly this (case-sensitive, as stored and as breakdowns show it); empty: those without one.` });
+
+/**
+ * The filters on what a visit is (not where or when): the same for the visit list, its exports and
+ * the owner's statistics. Each names one value; several narrow together (AND).
+ */
+export const VISIT_VALUE_FILTERS = {
+  country: z
+    .string()
+    .regex(/^[A-Za-z]{2}$/, rule('country_code'))
+    .optional()
+    .meta({ description: 'ISO 3166-1 alpha-2 country code (either case).' }),
+  is_bot: z
+    .enum(['true', 'false'])
+    .transform((value) => value === 'true')
+    .optional(),
+  kind: z.enum(VISIT_KINDS).optional(),
+  referrer_host: valueFilter('referrer host (empty: direct traffic)'),
+  browser: valueFilter('browser (as `Chrome`, `Firefox`)'),
+  os: valueFilter('operating system (as `Windows`, `iOS`)'),
+  device: valueFilter('device type (`desktop`, `mobile`, `tablet`, or empty)'),
+  utm_source: valueFilter('utm_source'),
+  utm_medium: valueFilter('utm_medium'),
+  utm_campaign: valueFilter('utm_campaign'),
+};
+
 /** The filters of a visit list, the same for the list and its exports (GET /api/v1/export). */
 export const VISIT_FILTER_QUERY = {
   subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).optional(),
   link_id: z.string().regex(LINK_ID, rule('link_id')).optional(),
   since: dateTimeField().optional(),
   until: dateTimeField().optional(),
-  country: z
-    .string()
-    .regex(/^[A-Za-z]{2}$/, rule('country_code'))
-    .optional(),
-  is_bot: z
-    .enum(['true', 'false'])
-    .transform((value) => value === 'true')
-    .optional(),
-  kind: z.enum(VISIT_KINDS).optional(),
+  ...VISIT_VALUE_FILTERS,
 };
 
 /** The visit list: an owner's visits, or a subdomain's public list. */
@@ -128,7 +151,7 @@ export function visitsRoutes(service: VisitsService): RouteDef[] {
       summary: "List visits: the caller's (stats:read), or a subdomain's public list without credentials",
       description:
         "With credentials: the caller's visits (stats:read), newest first, filtered by `subdomain`, `link_id`, `since` (at or after), " +
-        "`until` (before), `country` (ISO code), `is_bot` and `kind`; a visit appears once, with the beacon's signals when they came. " +
+        "`until` (before), `country` (ISO code), `is_bot`, `kind`, `referrer_host`, `browser`, `os`, `device`, `utm_source`, `utm_medium` and `utm_campaign` (exact values, AND); a visit appears once, with the beacon's signals when they came. " +
         "Another owner's `subdomain` answers its public list, or 403 `not_owner` when its policy hides it. A `link_id` must name one " +
         "of the caller's links, as in the export: another owner's is 403 `not_owner`, an unknown one 404 `not_found`. Without credentials, " +
         '`subdomain` is required and the answer is its public list: only when its policy has stats_show_visits_list (else 403 ' +

@@ -106,6 +106,7 @@ export const de: Catalogue = {
   'rule.slug': 'muss aus 1 bis 64 Buchstaben, Ziffern, _ oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
   'rule.tag': 'muss aus 1 bis 32 Buchstaben, Ziffern, _, ., : oder - bestehen und mit einem Buchstaben oder einer Ziffer beginnen',
   'rule.owner_filters_only': 'Filter gelten nur für die Liste des Inhabers; eine öffentliche Liste nimmt subdomain und Blättern',
+  'rule.link_filter_of_link': 'der Bericht eines Links gilt diesem Link: link_id darf nur ihn nennen',
   'rule.dns_label':
     'muss ein DNS-Label sein: 3 bis 63 Kleinbuchstaben, Ziffern oder Bindestriche, nicht mit einem Bindestrich am Anfang oder Ende, kein Punycode',
   'rule.ip_address': 'muss eine IPv4- oder IPv6-Adresse sein',

@@ -102,6 +102,7 @@ export const en = {
   'rule.slug': 'must be 1 to 64 letters, digits, _ or -, starting with a letter or digit',
   'rule.tag': 'must be 1 to 32 letters, digits, _, ., : or -, starting with a letter or digit',
   'rule.owner_filters_only': "filters apply to the owner's list only; a public list takes subdomain and paging",
+  'rule.link_filter_of_link': "a link's report is of that link: link_id may only name it",
   'rule.dns_label': 'must be a DNS label: 3 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen, not punycode',
   'rule.ip_address': 'must be an IPv4 or IPv6 address',
   'rule.password_common':

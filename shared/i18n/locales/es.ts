@@ -105,6 +105,7 @@ export const es: Catalogue = {
   'rule.slug': 'debe tener de 1 a 64 letras, dígitos, _ o -, y empezar por una letra o un dígito',
   'rule.tag': 'debe tener de 1 a 32 letras, dígitos, _, ., : o -, y empezar por una letra o un dígito',
   'rule.owner_filters_only': 'los filtros solo se aplican a la lista del propietario; una lista pública admite subdomain y paginación',
+  'rule.link_filter_of_link': 'el informe de un enlace es de ese enlace: link_id solo puede nombrarlo',
   'rule.dns_label': 'debe ser una etiqueta DNS: de 3 a 63 letras minúsculas, dígitos o guiones, sin guion al principio ni al final, no punycode',
   'rule.ip_address': 'debe ser una dirección IPv4 o IPv6',
   'rule.password_common':

@@ -106,6 +106,7 @@ export const fr: Catalogue = {
   'rule.slug': 'doit compter 1 à 64 lettres, chiffres, _ ou -, et commencer par une lettre ou un chiffre',
   'rule.tag': 'doit compter 1 à 32 lettres, chiffres, _, ., : ou -, et commencer par une lettre ou un chiffre',
   'rule.owner_filters_only': 'les filtres ne valent que pour la liste du propriétaire ; une liste publique prend subdomain et la pagination',
+  'rule.link_filter_of_link': 'le rapport d’un lien porte sur ce lien : link_id ne peut nommer que lui',
   'rule.dns_label':
     "doit être une étiquette DNS : 3 à 63 lettres minuscules, chiffres ou traits d'union, sans trait d'union au début ni à la fin, pas de punycode",
   'rule.ip_address': 'doit être une adresse IPv4 ou IPv6',
