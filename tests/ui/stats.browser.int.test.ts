@@ -378,6 +378,45 @@ describe('statistics page', () => {
     await browserContext.close();
   });
 
+  it('filters by clicking breakdown rows: the filters stack as chips, live in the URL, survive a reload and come off one by one', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=7d&granularity=day&tz=UTC`);
+    await page.getByRole('heading', { name: `Statistics of ${sub}` }).waitFor();
+    expect(await total(page, 'Humans').textContent()).toBe('4');
+    await breakdown(page, 'Browsers')
+      .getByRole('link', { name: /^Chrome/ })
+      .click();
+    await page.waitForURL(/[?&]browser=Chrome(&|$)/);
+    await expect.poll(() => total(page, 'Humans').textContent()).toBe('2');
+    const chips = page.getByRole('group', { name: 'Filters of the report' });
+    expect(await chips.locator('li').allTextContents()).toEqual(['Browser: Chrome×']);
+    // The filtered breakdown is its one row, and no longer a filter link.
+    expect(await breakdown(page, 'Browsers').getByRole('link').count()).toBe(0);
+    // A second filter from the keyboard: it narrows what the first left.
+    const uk = breakdown(page, 'Countries').getByRole('link', { name: /^United Kingdom/ });
+    await uk.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/[?&]country=GB(&|$)/);
+    await expect.poll(() => total(page, 'Humans').textContent()).toBe('1');
+    expect(await chips.locator('li').count()).toBe(2);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-filters-desktop');
+    // The address is the report: a reload shows the same.
+    await page.reload();
+    await page.getByRole('heading', { name: `Statistics of ${sub}` }).waitFor();
+    await expect.poll(() => total(page, 'Humans').textContent()).toBe('1');
+    await page.getByRole('link', { name: 'Remove the filter Country: United Kingdom' }).click();
+    await page.waitForURL((url) => !url.search.includes('country='));
+    await expect.poll(() => total(page, 'Humans').textContent()).toBe('2');
+    await page.getByRole('link', { name: 'Remove the filter Browser: Chrome' }).click();
+    await page.waitForURL((url) => !url.search.includes('browser='));
+    await expect.poll(() => total(page, 'Humans').textContent()).toBe('4');
+    expect(await page.getByRole('group', { name: 'Filters of the report' }).count()).toBe(0);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it("shows the empty state to an owner without visits, forbidden for another owner's subdomain, not found for an unknown one", async () => {
     const { page, problems, browserContext } = await openPage(platform);
     await signIn(page, bob.email);

@@ -255,7 +255,8 @@ export function BarTable({
   caption: string;
   nameLabel: string;
   valueLabel: string;
-  rows: { name: string; value: number }[];
+  /** `href`: the row's name is a link there (a statistics breakdown's row filters the report by its value). */
+  rows: { name: string; value: number; href?: string; hint?: string }[];
 }) {
   const { locale, t } = useI18n();
   const max = Math.max(1, ...rows.map((row) => row.value));
@@ -282,7 +283,16 @@ export function BarTable({
             <tr key={row.name}>
               <td>
                 <span class="bar" style={{ width: `${Math.max(1, (row.value / max) * 100)}%` }} aria-hidden="true" />
-                <span class="bar-label">{row.name}</span>
+                <span class="bar-label">
+                  {row.href ? (
+                    <a href={row.href} title={row.hint}>
+                      {row.name}
+                      {row.hint ? <span class="visually-hidden"> ({row.hint})</span> : null}
+                    </a>
+                  ) : (
+                    row.name
+                  )}
+                </span>
               </td>
               <td class="num">{new Intl.NumberFormat(locale).format(row.value)}</td>
             </tr>

@@ -34,13 +34,40 @@ const PRESET_KEYS = Object.keys(PRESETS) as Preset[];
 const MAX_HOURLY_DAYS = 83;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
 
-/** The report a URL asks for: a preset period, or whole days from `since` to `until` in `tz`. */
+/**
+ * The filters a report can take from the page (the API's names), in the order chips show them. A
+ * breakdown row filters by its value; `link_id` comes with an address (a links table's row).
+ */
+const FILTER_KEYS = ['country', 'browser', 'os', 'device', 'referrer_host', 'utm_source', 'link_id'] as const;
+type FilterKey = (typeof FILTER_KEYS)[number];
+type Filters = Partial<Record<FilterKey, string>>;
+/** The breakdown each filter comes from. */
+const FILTER_OF: Partial<Record<Dimension, FilterKey>> = {
+  country: 'country',
+  browser: 'browser',
+  os: 'os',
+  device_type: 'device',
+  referrer_host: 'referrer_host',
+  utm_source: 'utm_source',
+};
+const DIM_OF: Record<FilterKey, Dimension> = {
+  country: 'country',
+  browser: 'browser',
+  os: 'os',
+  device: 'device_type',
+  referrer_host: 'referrer_host',
+  utm_source: 'utm_source',
+  link_id: 'link',
+};
+
+/** The report a URL asks for: a preset period, or whole days from `since` to `until` in `tz`, and its filters. */
 interface ReportQuery {
   preset: Preset | null;
   since: string;
   until: string;
   granularity: Granularity;
   tz: string;
+  filters: Filters;
 }
 
 /** The URL's query as a report query; what is missing or malformed falls back to the defaults. */
@@ -50,7 +77,10 @@ function parseQuery(query: Record<string, string>): ReportQuery {
   const granularity = query.granularity === 'hour' || query.granularity === 'day' ? query.granularity : preset === '24h' ? 'hour' : 'day';
   // An old name in a saved address (tz=Asia/Calcutta) opens the zone by its current one.
   const tz = query.tz && isTimeZone(query.tz) ? currentZoneName(query.tz) : viewerTimeZone();
-  return { preset, since: custom ? query.since! : '', until: custom ? query.until! : '', granularity, tz };
+  // A filter's value may be empty (referrer_host= is direct traffic): present is what counts.
+  const filters: Filters = {};
+  for (const key of FILTER_KEYS) if (typeof query[key] === 'string' && query[key].length <= 200) filters[key] = query[key];
+  return { preset, since: custom ? query.since! : '', until: custom ? query.until! : '', granularity, tz, filters };
 }
 
 function toSearch(query: ReportQuery): string {
@@ -62,6 +92,7 @@ function toSearch(query: ReportQuery): string {
   }
   search.set('granularity', query.granularity);
   search.set('tz', query.tz);
+  for (const key of FILTER_KEYS) if (query.filters[key] !== undefined) search.set(key, query.filters[key]);
   return search.toString();
 }
 
@@ -200,6 +231,7 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
               tz: reportZone(query.tz),
               limit: 10,
               compare: 'previous',
+              ...query.filters,
             },
           },
           signal,
@@ -227,6 +259,7 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
       ) : null}
       <TargetPicker scope={scope} id={id} targets={targets} search={search} />
       <Pickers query={query} hourly={hourly} onChange={setQuery} />
+      <FilterChips query={query} path={path} links={targets.state === 'ready' ? targets.data.links : []} />
       <div class="stats-results" aria-busy={updating || loaded.state === 'loading'}>
         {loaded.state === 'error' ? (
           <ReportError error={loaded.error} retry={loaded.reload} onDaily={() => setQuery({ ...query, granularity: 'day' })} />
@@ -247,7 +280,7 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
                     </span>
                   ) : null}
                 </p>
-                <ReportView report={report} search={search} />
+                <ReportView report={report} search={search} query={query} />
               </>
             )}
           </Async>
@@ -486,7 +519,7 @@ function Totals({ totals, previous, change }: { totals: Report['totals']; previo
   );
 }
 
-function ReportView({ report, search }: { report: Report; search: string }) {
+function ReportView({ report, search, query }: { report: Report; search: string; query: ReportQuery }) {
   const { t, locale } = useI18n();
   const { totals, range } = report;
   if (totals.visits + totals.bots + totals.attacks === 0) {
@@ -518,7 +551,7 @@ function ReportView({ report, search }: { report: Report; search: string }) {
         <div class="grid-2">
           {dims.map((dim) => (
             <div key={dim} class="card">
-              {dim === 'link' ? <LinkTable items={report.top.link!} search={search} /> : <Breakdown dim={dim} items={report.top[dim]!} />}
+              {dim === 'link' ? <LinkTable items={report.top.link!} search={search} /> : <Breakdown dim={dim} items={report.top[dim]!} query={query} />}
             </div>
           ))}
         </div>
@@ -542,7 +575,8 @@ function valueLabel(t: Translate, regions: Intl.DisplayNames | null, dim: Dimens
   return item.value;
 }
 
-function Breakdown({ dim, items }: { dim: Exclude<Dimension, 'link'>; items: TopItem[] }) {
+/** The filters in force as chips: each removes itself (a link to the report without it), and one clears them all. */
+function FilterChips({ query, path, links }: { query: ReportQuery; path: string; links: Link[] }) {
   const { t, locale } = useI18n();
   const regions = useMemo(() => {
     try {
@@ -551,7 +585,57 @@ function Breakdown({ dim, items }: { dim: Exclude<Dimension, 'link'>; items: Top
       return null;
     }
   }, [locale]);
-  const rows = items.map((item) => ({ name: valueLabel(t, regions, dim, item), value: item.visits }));
+  const given = FILTER_KEYS.filter((key) => query.filters[key] !== undefined);
+  if (given.length === 0) return null;
+  const without = (key: FilterKey) => {
+    const filters = { ...query.filters };
+    delete filters[key];
+    return `${path}?${toSearch({ ...query, filters })}`;
+  };
+  const label = (key: FilterKey) => {
+    const value = query.filters[key]!;
+    if (key === 'link_id') return links.find((link) => link.id === value)?.slug ?? value;
+    return valueLabel(t, regions, DIM_OF[key], { value, visits: 0 });
+  };
+  return (
+    <div class="filter-chips" role="group" aria-label={t('stats.filters')}>
+      <span class="muted">{t('stats.filtered_by')}</span>
+      <ul>
+        {given.map((key) => (
+          <li key={key} class="chip">
+            <span>
+              {t(dimColumn(DIM_OF[key]))}: <strong>{label(key)}</strong>
+            </span>
+            <a href={without(key)} class="chip-remove" aria-label={t('stats.filter_remove', { name: `${t(dimColumn(DIM_OF[key]))}: ${label(key)}` })}>
+              ×
+            </a>
+          </li>
+        ))}
+      </ul>
+      {given.length > 1 ? <a href={`${path}?${toSearch({ ...query, filters: {} })}`}>{t('stats.filter_clear')}</a> : null}
+      <p class="muted filter-note">{t('stats.filter_note')}</p>
+    </div>
+  );
+}
+
+function Breakdown({ dim, items, query }: { dim: Exclude<Dimension, 'link'>; items: TopItem[]; query: ReportQuery }) {
+  const { path } = useLocation();
+  const { t, locale } = useI18n();
+  const regions = useMemo(() => {
+    try {
+      return new Intl.DisplayNames(locale, { type: 'region' });
+    } catch {
+      return null;
+    }
+  }, [locale]);
+  const filter = FILTER_OF[dim];
+  const rows = items.map((item) => {
+    const name = valueLabel(t, regions, dim, item);
+    // A row filters the report by its value, unless that filter is on already (its only row, then).
+    const href =
+      filter && query.filters[filter] === undefined ? `${path}?${toSearch({ ...query, filters: { ...query.filters, [filter]: item.value } })}` : undefined;
+    return { name, value: item.visits, href, hint: href ? t('stats.filter_by', { name }) : undefined };
+  });
   return <BarTable caption={t(dimCaption(dim))} nameLabel={t(dimColumn(dim))} valueLabel={t('stats.visits')} rows={rows} />;
 }
 
