@@ -64,6 +64,18 @@ const figures =
   `toUInt64(sumIf(visits, kind = 'bot')) AS bot_visits, toUInt64(sumIf(visits, kind = 'attack')) AS attack_visits`;
 export type Figures = { human: unknown; distinct_visitors: unknown; bot_visits: unknown; attack_visits: unknown };
 
+/** Each breakdown of a filtered report: its dimension, the column it is grouped by (distinct names), and how that is made of a row of `visits`. */
+const FILTERED_DIMS: readonly (readonly [Dimension, string, string])[] = [
+  ['country', 'd_country', 'toString(country)'],
+  ['city', 'd_city', "if(city = '', '', concat(toString(country), '|', toString(city)))"],
+  ['browser', 'd_browser', 'toString(browser)'],
+  ['os', 'd_os', 'toString(os)'],
+  ['device_type', 'd_device_type', 'toString(device_type)'],
+  ['referrer_host', 'd_referrer_host', 'toString(referrer_host)'],
+  ['utm_source', 'd_utm_source', 'toString(utm_source)'],
+  ['link', 'd_link', 'link_id'],
+];
+
 /**
  * The conditions of a filtered report over `visits`: the target's rows (its owner; its subdomain;
  * its link), the range, the first version of each visit, and the filters.
@@ -179,18 +191,28 @@ export function statsRepository(analytics: Analytics) {
       );
     },
 
-    /** A filtered report's breakdowns from `visits`: as `breakdowns`, the link among them for subdomains and users. */
+    /**
+     * A filtered report's breakdowns from `visits`: as `breakdowns`, the link among them for subdomains
+     * and users. One pass with a grouping set per dimension (a quarter faster than pairing each row
+     * with every dimension by ARRAY JOIN, measured on 2 000 000 visits: 65–84 against 103–112 ms).
+     */
     async filteredBreakdowns(target: Target, range: Range, filters: VisitFilters, dims: readonly Dimension[], limit: number, whole: readonly Dimension[]) {
       const { where, params } = filteredConditions(target, range, filters);
-      const pairs = target.scope === 'link' ? LINK_DIMS : `${LINK_DIMS}, ('link', link_id)`;
-      return rows<{ dim: Dimension; value: string; visits: number }>(
-        `SELECT tupleElement(pair, 1) AS dim, tupleElement(pair, 2) AS value, toUInt64(count()) AS visits
-         FROM visits
-         ARRAY JOIN [${pairs}] AS pair
-         WHERE ${where.join(' AND ')} AND kind IN ${HUMAN_KINDS} AND dim IN {dims:Array(String)}
-         GROUP BY dim, value ORDER BY dim, visits DESC, value LIMIT ${limit} BY dim, if(dim IN {whole:Array(String)}, value, '')`,
-        { ...params, dims, whole },
+      const asked = FILTERED_DIMS.filter(([dim]) => dims.includes(dim) && (dim !== 'link' || target.scope !== 'link'));
+      if (asked.length === 0) return [];
+      // grouping(x) is 0 in the rows of the set that groups by x (standard SQL, ClickHouse's default).
+      const dimOf = `multiIf(${asked.map(([, column]) => `grouping(${column}) = 0, '${column}'`).join(', ')}, '')`;
+      const valueOf = `multiIf(${asked.map(([, column]) => `grouping(${column}) = 0, toString(${column})`).join(', ')}, '')`;
+      const found = await rows<{ column: string; value: string; visits: number }>(
+        `SELECT ${dimOf} AS column, ${valueOf} AS value, toUInt64(count()) AS visits
+         FROM (SELECT ${asked.map(([, column, expression]) => `${expression} AS ${column}`).join(', ')}
+               FROM visits WHERE ${where.join(' AND ')} AND kind IN ${HUMAN_KINDS})
+         GROUP BY GROUPING SETS (${asked.map(([, column]) => `(${column})`).join(', ')})
+         ORDER BY column, visits DESC, value LIMIT ${limit} BY column, if(column IN {whole:Array(String)}, value, '')`,
+        { ...params, whole: asked.filter(([dim]) => whole.includes(dim)).map(([, column]) => column) },
       );
+      const dimByColumn = new Map(asked.map(([dim, column]) => [column, dim]));
+      return found.map((row) => ({ dim: dimByColumn.get(row.column)!, value: row.value, visits: row.visits }));
     },
 
     /**

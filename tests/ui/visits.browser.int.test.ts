@@ -194,6 +194,48 @@ describe('visits page', () => {
     await browserContext.close();
   });
 
+  it("filters by a cell's value: browser, OS and referrer host become chips that stack, stay in the URL and come off", async () => {
+    const { page, problems, browserContext } = await signedIn();
+    await page.goto(`/visits?subdomain=${subdomain}`);
+    await rows(page).first().waitFor();
+    expect(await rows(page).count()).toBe(4);
+    await page
+      .locator('table.visits-table')
+      .getByRole('link', { name: /^Linux/ })
+      .first()
+      .click();
+    await page.waitForURL(/[?&]os=Linux(&|$)/);
+    // The Firefox visit from news.example and the probe: Googlebot and the script-laden agent name no OS.
+    await page.waitForFunction(() => document.querySelectorAll('table.visits-table tbody tr').length === 2);
+    const chips = page.getByRole('group', { name: 'Filters of the list' });
+    expect(await chips.locator('li').allTextContents()).toEqual(['Operating system: Linux×']);
+    const host = page.locator('table.visits-table').getByRole('link', { name: /^news\.example/ });
+    await host.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/[?&]referrer_host=news\.example(&|$)/);
+    await page.waitForFunction(() => document.querySelectorAll('table.visits-table tbody tr').length === 1);
+    expect(await chips.locator('li').count()).toBe(2);
+    // The form applies on top of the cells' filters: they stay.
+    await page.getByLabel('Kind').selectOption('visit');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/kind=visit/);
+    expect(new URL(page.url()).searchParams.get('os')).toBe('Linux');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'visits-filters-desktop');
+    await page.reload();
+    await rows(page).first().waitFor();
+    expect(await rows(page).count()).toBe(1);
+    await page.getByRole('link', { name: 'Remove the filter Operating system: Linux' }).click();
+    await page.waitForURL((url) => !url.search.includes('os='));
+    await page.getByRole('link', { name: 'Remove the filter Referrer host: news.example' }).click();
+    await page.waitForURL((url) => !url.search.includes('referrer_host='));
+    expect(await page.getByRole('group', { name: 'Filters of the list' }).count()).toBe(0);
+    // Kind=visit left: the two people's visits.
+    await page.waitForFunction(() => document.querySelectorAll('table.visits-table tbody tr').length === 2);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it('shows the API refusing filters on their fields, and the forbidden state for a subdomain whose list is not public', async () => {
     const { page, problems, browserContext } = await signedIn();
     await page.goto(`/visits?subdomain=${subdomain}`);

@@ -36,7 +36,28 @@ interface Filters {
   since?: string;
   until?: string;
   limit: number;
+  /** Value filters (a cell of the table adds one; chips remove them). */
+  browser?: string;
+  os?: string;
+  device?: string;
+  referrer_host?: string;
+  utm_source?: string;
+  utm_medium?: string;
+  utm_campaign?: string;
 }
+
+/** The filters a cell of the table adds; all but country (a field of the form) show as chips, in this order. */
+const VALUE_FILTERS = ['browser', 'os', 'device', 'referrer_host', 'utm_source', 'utm_medium', 'utm_campaign'] as const;
+type ValueFilter = (typeof VALUE_FILTERS)[number] | 'country';
+const VALUE_FILTER_LABELS: Record<(typeof VALUE_FILTERS)[number], UiKey> = {
+  browser: 'visits.value.browser',
+  os: 'visits.value.os',
+  device: 'visits.value.device',
+  referrer_host: 'visits.value.referrer_host',
+  utm_source: 'visits.value.utm_source',
+  utm_medium: 'visits.value.utm_medium',
+  utm_campaign: 'visits.value.utm_campaign',
+};
 
 function filtersOf(query: Record<string, string>): Filters {
   const text = (value: string | undefined) => (value ? value : undefined);
@@ -49,8 +70,18 @@ function filtersOf(query: Record<string, string>): Filters {
     since: text(query.since),
     until: text(query.until),
     limit: pageSizeOf(query.limit),
+    browser: text(query.browser),
+    os: text(query.os),
+    device: text(query.device),
+    referrer_host: text(query.referrer_host),
+    utm_source: text(query.utm_source),
+    utm_medium: text(query.utm_medium),
+    utm_campaign: text(query.utm_campaign),
   };
 }
+
+/** The list's address for these filters (the default page size left out). */
+const visitsUrl = (filters: Filters) => urlWith('/visits', { ...filters, limit: filters.limit === DEFAULT_PAGE_SIZE ? undefined : String(filters.limit) });
 
 const POLL_MS = 1_500;
 /**
@@ -126,6 +157,14 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
     setBackwards(since !== undefined && until !== undefined && since >= until);
     if (since !== undefined && until !== undefined && since >= until) return;
     onApply({
+      // The value filters the table's cells added stay (their chips remove them); country is a field.
+      browser: filters.browser,
+      os: filters.os,
+      device: filters.device,
+      referrer_host: filters.referrer_host,
+      utm_source: filters.utm_source,
+      utm_medium: filters.utm_medium,
+      utm_campaign: filters.utm_campaign,
       subdomain: draft.subdomain || undefined,
       link_id: draft.link_id || undefined,
       country: draft.country.trim() || undefined,
@@ -241,7 +280,47 @@ function FilterForm({ filters, error, onApply }: { filters: Filters; error: unkn
   );
 }
 
-function VisitTable({ visits, fresh }: { visits: VisitRow[]; fresh: Set<string> }) {
+/** A value of a cell that filters the list by it (a link to the list with that filter added), or plain text once it is applied. */
+function FilterValue({ filters, name, value, children }: { filters: Filters; name: ValueFilter; value: string | undefined; children?: string }) {
+  const { t } = useI18n();
+  const shown = children ?? value ?? '';
+  if (!value || filters[name] !== undefined) return <span class="cell-line">{shown}</span>;
+  return (
+    <a class="cell-line filter-value" href={visitsUrl({ ...filters, [name]: value })} title={t('visits.filter_by', { name: shown })}>
+      {shown}
+      <span class="visually-hidden"> ({t('visits.filter_by', { name: shown })})</span>
+    </a>
+  );
+}
+
+/** The value filters in force as chips: each removes itself; the form's own fields stay in the form. */
+function FilterChips({ filters }: { filters: Filters }) {
+  const { t } = useI18n();
+  const given = VALUE_FILTERS.filter((key) => filters[key] !== undefined);
+  if (given.length === 0) return null;
+  return (
+    <div class="filter-chips" role="group" aria-label={t('visits.chips')}>
+      <span class="muted">{t('visits.filtered_by')}</span>
+      <ul>
+        {given.map((key) => {
+          const name = `${t(VALUE_FILTER_LABELS[key])}: ${filters[key]!}`;
+          return (
+            <li key={key} class="chip">
+              <span>
+                {t(VALUE_FILTER_LABELS[key])}: <strong>{filters[key]}</strong>
+              </span>
+              <a class="chip-remove" href={visitsUrl({ ...filters, [key]: undefined })} aria-label={t('visits.filter_remove', { name })}>
+                ×
+              </a>
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
+
+function VisitTable({ visits, fresh, filters }: { visits: VisitRow[]; fresh: Set<string>; filters: Filters }) {
   const { t, locale } = useI18n();
   return (
     <div class="table-wrap">
@@ -263,10 +342,8 @@ function VisitTable({ visits, fresh }: { visits: VisitRow[]; fresh: Set<string> 
         <tbody>
           {visits.map((visit, index) => {
             const isFresh = visit.visit_id !== undefined && fresh.has(visit.visit_id);
-            const client = [[visit.browser, visit.browser_version], [visit.os, visit.os_version], [visit.device_type]]
-              .map((parts) => parts.filter(Boolean).join(' '))
-              .filter(Boolean);
-            const place = [visit.country, visit.region, visit.city].filter(Boolean).join(' · ');
+            const place = [visit.region, visit.city].filter(Boolean).join(' · ');
+            const client = Boolean(visit.browser || visit.os || visit.device_type);
             return (
               <tr key={visit.visit_id ?? `${visit.ts}-${index}`} class={isFresh ? 'visit-fresh' : undefined} data-visit-id={visit.visit_id}>
                 <td class="time-cell">
@@ -298,17 +375,45 @@ function VisitTable({ visits, fresh }: { visits: VisitRow[]; fresh: Set<string> 
                         : t('visits.bot_yes')
                       : t('visits.bot_no')}
                 </td>
-                <td>{place || '—'}</td>
                 <td>
-                  {client.length > 0
-                    ? client.map((part) => (
-                        <span key={part} class="cell-line">
-                          {part}
-                        </span>
-                      ))
-                    : '—'}
+                  {visit.country || place ? (
+                    <>
+                      {visit.country ? <FilterValue filters={filters} name="country" value={visit.country} /> : null}
+                      {place ? <span class="cell-line">{place}</span> : null}
+                    </>
+                  ) : (
+                    '—'
+                  )}
                 </td>
-                <td class="wrap referrer">{visit.referrer ? <span>{visit.referrer}</span> : <span class="muted">{t('visits.none')}</span>}</td>
+                <td>
+                  {client ? (
+                    <>
+                      {visit.browser ? (
+                        <FilterValue filters={filters} name="browser" value={visit.browser}>
+                          {[visit.browser, visit.browser_version].filter(Boolean).join(' ')}
+                        </FilterValue>
+                      ) : null}
+                      {visit.os ? (
+                        <FilterValue filters={filters} name="os" value={visit.os}>
+                          {[visit.os, visit.os_version].filter(Boolean).join(' ')}
+                        </FilterValue>
+                      ) : null}
+                      {visit.device_type ? <FilterValue filters={filters} name="device" value={visit.device_type} /> : null}
+                    </>
+                  ) : (
+                    '—'
+                  )}
+                </td>
+                <td class="wrap referrer">
+                  {visit.referrer ? <span class="cell-line">{visit.referrer}</span> : <span class="muted">{t('visits.none')}</span>}
+                  {visit.referrer_host ? <FilterValue filters={filters} name="referrer_host" value={visit.referrer_host} /> : null}
+                  {visit.utm_source ? (
+                    <FilterValue filters={filters} name="utm_source" value={visit.utm_source}>{`utm_source: ${visit.utm_source}`}</FilterValue>
+                  ) : null}
+                  {visit.utm_campaign ? (
+                    <FilterValue filters={filters} name="utm_campaign" value={visit.utm_campaign}>{`utm_campaign: ${visit.utm_campaign}`}</FilterValue>
+                  ) : null}
+                </td>
                 <td>
                   <Addresses visit={visit} />
                 </td>
@@ -416,9 +521,7 @@ export function VisitsPage() {
     };
   }, [live, key, loaded.state === 'ready' ? loaded.data : null]);
 
-  const apply = (next: Filters) => {
-    route(urlWith('/visits', { ...next, limit: next.limit === DEFAULT_PAGE_SIZE ? undefined : String(next.limit) }));
-  };
+  const apply = (next: Filters) => route(visitsUrl(next));
   const error = loaded.state === 'error' ? loaded.error : undefined;
   const validation = error instanceof ApiError && error.code === 'validation_error';
   const filtered = Object.values(listFilters).some((value) => value !== undefined);
@@ -433,6 +536,7 @@ export function VisitsPage() {
         ) : null}
       </PageHeader>
       <FilterForm filters={filters} error={error} onApply={apply} />
+      <FilterChips filters={filters} />
       <p class="live-state muted">{liveable ? (paused ? t('visits.live.paused') : t('visits.live.on')) : t('visits.live.off_page')}</p>
       <p class="live-announcement" role="status" aria-live="polite">
         {announcement}
@@ -448,7 +552,7 @@ export function VisitsPage() {
               <p>{filtered ? t('visits.empty_filtered') : t('visits.empty')}</p>
             </Empty>
           ) : (
-            <VisitTable visits={shown} fresh={fresh} />
+            <VisitTable visits={shown} fresh={fresh} filters={filters} />
           )}
           {shown.length > 0 || pages.hasPrevious ? (
             <MetaPager
