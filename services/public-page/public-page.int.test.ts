@@ -274,6 +274,40 @@ describe('public page of a subdomain', () => {
     expect((await open(counted.subdomain)).body).toContain('class="chart"');
   });
 
+  it('offers the periods as links (no script), counts only the one picked, by hour for 24 hours, and labels the chart', async () => {
+    const { subdomain } = await setup({ stats_public: true });
+    // The three visits are two days old: in the last 7 and 30 days, not in the last 24 hours.
+    const month = await open(subdomain);
+    expect(month.body).toContain('Statistics of the last 30 days');
+    expect(month.body).toContain('<nav class="periods" aria-label="Period">');
+    for (const period of ['24h', '7d', '30d', '90d']) expect(month.body).toContain(`href="?period=${period}"`);
+    expect(month.body).toMatch(/<a href="\?period=30d" aria-current="page">30 days<\/a>/);
+    expect(month.body).toMatch(/<figcaption class="muted">Visits per day \(UTC\), from .+ to .+; the highest day had 3\.<\/figcaption>/);
+    // The y axis: 0, half and the highest day; the x axis: first, middle and last day.
+    const labels = (axis: string) => month.body.match(new RegExp(`<text class="${axis}"[^>]*>[^<]+</text>`, 'g'))?.map((tick) => tick.replace(/<[^>]+>/g, ''));
+    expect(labels('y')).toEqual(['0', '2', '3']);
+    expect(labels('x')).toHaveLength(3);
+    expect(month.body).not.toContain('<script');
+
+    const day = await open(subdomain, {}, '/?period=24h');
+    expect(day.body).toContain('Statistics of the last 24 hours');
+    expect(day.body).toMatch(/<a href="\?period=24h" aria-current="page">/);
+    expect(day.body).toContain('No visits counted in this period yet.');
+
+    const week = await open(subdomain, {}, '/?period=7d');
+    expect(week.body).toContain('class="chart"');
+    expect(week.body.match(/<tbody>(?:(?!<\/tbody>).)*<\/tbody>/s)?.[0].match(/<tr>/g)).toHaveLength(8);
+
+    // The language stays in the links; an unknown period reads as the default, and says so.
+    const german = await open(subdomain, {}, '/?period=7d&lang=de');
+    expect(german.body).toContain('Statistiken der letzten 7 Tage');
+    expect(german.body).toContain('href="?period=90d&amp;lang=de"');
+    const odd = await open(subdomain, {}, '/?period=forever');
+    expect(odd.statusCode).toBe(200);
+    expect(odd.body).toContain('Statistics of the last 30 days');
+    expect(odd.body).not.toContain('<script');
+  });
+
   it('renders what users typed as text', async () => {
     const { subdomain } = await setup({ stats_show_links: true }, { title: '<img src=x onerror=alert(1)>', visits: 0 });
     await app.inject({

@@ -5,8 +5,10 @@ import { negotiateLocale } from '#shared/i18n/index.js';
 import { setRateLimitHeaders, type RateLimiter } from '#shared/http/rate-limit.js';
 import { htmlSecurityHeaders } from '#shared/http/security-headers.js';
 import {
-  PUBLIC_PAGE_DAYS,
   PUBLIC_PAGE_STYLE_HASH,
+  PUBLIC_PERIODS,
+  publicPeriodOf,
+  type PublicPeriod,
   renderPublicPage,
   renderUnknownSubdomain,
   type PublicPageData,
@@ -33,7 +35,7 @@ const HEADERS = {
  */
 export interface PublicReads {
   subdomains: { publicPage(name: string): Promise<PublicPagePayload> };
-  stats: { publicReport(name: string, query: { since: string; granularity: 'day' }): Promise<PublicReport> };
+  stats: { publicReport(name: string, query: { since: string; granularity: 'hour' | 'day' }): Promise<PublicReport> };
   visits: { list(principal: undefined, filters: { subdomain: string }, paging: { limit: number }): Promise<{ items: Record<string, unknown>[] }> };
 }
 
@@ -47,14 +49,15 @@ export interface PublicReads {
 export function publicPages({ config, subdomains, stats, visits }: Pick<Context, 'config'> & PublicReads, limiter: RateLimiter) {
   const product = { name: 'linktrack', url: new URL(config.publicUrl).origin };
 
-  const gather = async (name: string): Promise<PublicPageData> => {
+  const gather = async (name: string, period: PublicPeriod, lang: string | undefined): Promise<PublicPageData> => {
     const page = await subdomains.publicPage(name);
-    const since = new Date(Date.now() - PUBLIC_PAGE_DAYS * 86_400_000).toISOString();
+    const { ms, granularity } = PUBLIC_PERIODS[period];
+    const since = new Date(Date.now() - ms).toISOString();
     const [report, list] = await Promise.all([
-      page.public.stats ? stats.publicReport(name, { since, granularity: 'day' }) : undefined,
+      page.public.stats ? stats.publicReport(name, { since, granularity }) : undefined,
       page.public.visits_list ? visits.list(undefined, { subdomain: name }, { limit: Math.min(PAGE_VISITS, page.public.max_items) }) : undefined,
     ]);
-    return { page, report, visits: list?.items };
+    return { page, report, visits: list?.items, period, lang };
   };
 
   return {
@@ -63,12 +66,15 @@ export function publicPages({ config, subdomains, stats, visits }: Pick<Context,
       const checked = await limiter.check('default', request.ip);
       setRateLimitHeaders(reply, checked);
       if (!checked.allowed) throw retryLater('rate_limited', checked.resetSec, { bucket: 'default', limit: checked.limit });
-      const lang = (request.query as Record<string, unknown> | undefined)?.lang;
-      const locale = negotiateLocale(typeof lang === 'string' ? lang : undefined, request.headers['accept-language']);
+      const query = request.query as Record<string, unknown> | undefined;
+      const lang = typeof query?.lang === 'string' ? query.lang : undefined;
+      const locale = negotiateLocale(lang, request.headers['accept-language']);
+      // An unknown period shows the default one, and the page says which (a bad link still reads).
+      const period = publicPeriodOf(query?.period);
       reply.headers(HEADERS).header('Content-Language', locale).header('X-Request-Id', request.id);
       let page: string;
       try {
-        page = renderPublicPage(await gather(subdomain), locale, product);
+        page = renderPublicPage(await gather(subdomain, period, lang === locale ? lang : undefined), locale, product);
       } catch (error) {
         if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
         return reply

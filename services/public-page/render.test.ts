@@ -26,6 +26,7 @@ describe('the public page', () => {
   it("shows a link's slug and an attack attempt's path each with one leading slash", () => {
     const html = renderPublicPage(
       {
+        period: '30d',
         page,
         visits: [
           { ts: '2026-11-27T10:00:00.000Z', kind: 'attack', slug: '/etc/passwd' },
@@ -42,13 +43,13 @@ describe('the public page', () => {
 
   // Guards issue 34: "Visits 0" beside an empty chart box, right after the first visits.
   it('says the figures run to the last whole quarter hour and draws no empty chart', () => {
-    const empty = renderPublicPage({ page, report: report([0, 0, 0]) }, 'en', product);
+    const empty = renderPublicPage({ period: '30d', page, report: report([0, 0, 0]) }, 'en', product);
     expect(empty).toContain('Counted up to 11/27/26, 10:15:00 AM UTC, the end of the last whole quarter hour');
     expect(empty).not.toContain('class="chart"');
     expect(empty).toContain('No visits counted in this period yet.');
-    const german = renderPublicPage({ page, report: report([0, 0]) }, 'de', product);
+    const german = renderPublicPage({ period: '30d', page, report: report([0, 0]) }, 'de', product);
     expect(german).toContain('In diesem Zeitraum wurden noch keine Besuche gezählt.');
-    const drawn = renderPublicPage({ page, report: report([0, 2, 1]) }, 'en', product);
+    const drawn = renderPublicPage({ period: '30d', page, report: report([0, 2, 1]) }, 'en', product);
     expect(drawn).toContain('class="chart"');
     expect(drawn).not.toContain('No visits counted');
   });

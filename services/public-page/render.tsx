@@ -29,14 +29,31 @@ export interface PublicReport {
 
 export interface PublicPageData {
   page: PublicPagePayload;
+  /** The period shown (PUBLIC_PERIODS), from `?period=`. */
+  period: PublicPeriod;
+  /** The page's `?lang=`, kept in the period links. */
+  lang?: string;
   /** Present when the policy makes statistics public. */
   report?: PublicReport;
   /** Present when the policy makes the visit list public: public visit rows (only the columns the policy opens). */
   visits?: Record<string, unknown>[];
 }
 
-/** Days of statistics the page shows. */
-export const PUBLIC_PAGE_DAYS = 30;
+/**
+ * The periods a reader can pick (`?period=`, links: the page has no script), each with the
+ * granularity of its chart; 30 days unless another is asked for.
+ */
+export const PUBLIC_PERIODS = {
+  '24h': { ms: 86_400_000, granularity: 'hour' },
+  '7d': { ms: 7 * 86_400_000, granularity: 'day' },
+  '30d': { ms: 30 * 86_400_000, granularity: 'day' },
+  '90d': { ms: 90 * 86_400_000, granularity: 'day' },
+} as const;
+export type PublicPeriod = keyof typeof PUBLIC_PERIODS;
+export const DEFAULT_PUBLIC_PERIOD: PublicPeriod = '30d';
+/** A `?period=` value as a period: anything else is the default (the page names the one shown). */
+export const publicPeriodOf = (value: unknown): PublicPeriod =>
+  typeof value === 'string' && Object.hasOwn(PUBLIC_PERIODS, value) ? (value as PublicPeriod) : DEFAULT_PUBLIC_PERIOD;
 
 const CSS = `
 :root{color-scheme:light dark;--bg:#f6f7f9;--surface:#fff;--text:#1b1f24;--muted:#57606a;--border:#d0d7de;--accent:#0b5cad;--bar:#6d9fd6}
@@ -57,6 +74,10 @@ ul.links{list-style:none;margin:0;padding:0}ul.links li{padding:.5rem 0;border-b
 figure{margin:0}.chart line{stroke:var(--border);stroke-width:1}table.visits td,table.visits th{white-space:nowrap}
 details{margin-top:.75rem}summary{cursor:pointer}footer{margin-top:2rem;color:var(--muted);font-size:.9rem}
 :focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+nav.periods ul{display:flex;flex-wrap:wrap;gap:.5rem;list-style:none;margin:0 0 1rem;padding:0}
+nav.periods a{display:inline-block;padding:.3rem .75rem;border:1px solid var(--border);border-radius:999px;text-decoration:none}
+nav.periods a[aria-current=page]{background:var(--accent);border-color:var(--accent);color:var(--surface);font-weight:600}
+.chart text{fill:var(--muted);font-size:11px;font-family:inherit}.chart .axis{stroke:var(--muted)}figcaption{font-size:.9rem;margin-bottom:.5rem}
 `.trim();
 
 /** SHA-256 of the inline stylesheet, as the CSP's style-src names it. */
@@ -134,6 +155,9 @@ function Document({ locale, title, children }: { locale: Locale; title: string; 
 const numberOf = (locale: Locale) => new Intl.NumberFormat(locale);
 const dayOf = (locale: Locale) => new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeZone: 'UTC' });
 const timeOf = (locale: Locale) => new Intl.DateTimeFormat(locale, { dateStyle: 'short', timeStyle: 'medium', timeZone: 'UTC' });
+const hourOf = (locale: Locale) => new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+const shortDayOf = (locale: Locale) => new Intl.DateTimeFormat(locale, { month: 'short', day: 'numeric', timeZone: 'UTC' });
+const shortHourOf = (locale: Locale) => new Intl.DateTimeFormat(locale, { hour: 'numeric', minute: '2-digit', timeZone: 'UTC' });
 
 function delayText(t: T, seconds: number): string {
   if (seconds >= 86_400 && seconds % 86_400 === 0) return t('public.delay.days', { count: seconds / 86_400 });
@@ -141,34 +165,86 @@ function delayText(t: T, seconds: number): string {
   return t('public.delay.minutes', { count: Math.max(1, Math.round(seconds / 60)) });
 }
 
-/** Daily visits as SVG bars, each with its day and count as a tooltip. */
-function Chart({ series, locale, t }: { series: PublicReport['series']; locale: Locale; t: T }) {
+/**
+ * Visits per period as SVG bars, labelled: a caption says what is counted and over what, the y axis
+ * its scale (0, half and the highest value), the x axis the first, middle and last period; each
+ * bar's period and count is its tooltip, and the table below has them all.
+ */
+function Chart({
+  series,
+  locale,
+  t,
+  granularity,
+  range,
+}: {
+  series: PublicReport['series'];
+  locale: Locale;
+  t: T;
+  granularity: 'hour' | 'day';
+  range: PublicReport['range'];
+}) {
   const width = 600;
-  const height = 140;
+  const height = 160;
+  const left = 44;
+  const bottom = 20;
+  const top = 8;
+  const plot = { width: width - left - 4, height: height - bottom - top };
   const max = Math.max(1, ...series.map((point) => point.visits));
-  const slot = width / Math.max(1, series.length);
-  const day = dayOf(locale);
+  const slot = plot.width / Math.max(1, series.length);
+  const period = granularity === 'hour' ? hourOf(locale) : dayOf(locale);
   const numbers = numberOf(locale);
+  const y = (value: number) => top + plot.height - (value / max) * plot.height;
+  const ticks = max >= 2 ? [0, Math.round(max / 2), max] : [0, max];
+  const labelled = [...new Set([0, Math.floor((series.length - 1) / 2), series.length - 1])].filter((index) => index >= 0 && index < series.length);
+  const caption = t(granularity === 'hour' ? 'public.chart_caption_hour' : 'public.chart_caption_day', {
+    since: timeOf(locale).format(new Date(range.since)),
+    until: timeOf(locale).format(new Date(range.until)),
+    max: numbers.format(max),
+  });
   return (
     <figure>
-      <svg class="chart" viewBox={`0 0 ${width} ${height}`} role="img" aria-label={t('public.chart')}>
-        <line x1="0" y1={height - 0.5} x2={width} y2={height - 0.5} />
+      <figcaption class="muted">{caption}</figcaption>
+      <svg class="chart" viewBox={`0 0 ${width} ${height}`} role="img" aria-label={caption}>
+        {ticks.map((tick) => (
+          <g>
+            <line x1={left} y1={y(tick).toFixed(1)} x2={width} y2={y(tick).toFixed(1)} />
+            <text class="y" x={left - 6} y={(y(tick) + 4).toFixed(1)} text-anchor="end">
+              {numbers.format(tick)}
+            </text>
+          </g>
+        ))}
+        <line class="axis" x1={left} y1={top} x2={left} y2={top + plot.height} />
         {series.map((point, index) => {
-          const barHeight = point.visits === 0 ? 0 : Math.max(2, (point.visits / max) * (height - 4));
+          const barHeight = point.visits === 0 ? 0 : Math.max(2, (point.visits / max) * plot.height);
           return (
-            <rect x={(index * slot + slot * 0.1).toFixed(1)} y={(height - barHeight).toFixed(1)} width={(slot * 0.8).toFixed(1)} height={barHeight.toFixed(1)}>
-              <title>{`${day.format(new Date(point.t))}: ${numbers.format(point.visits)}`}</title>
+            <rect
+              x={(left + index * slot + slot * 0.1).toFixed(1)}
+              y={(top + plot.height - barHeight).toFixed(1)}
+              width={(slot * 0.8).toFixed(1)}
+              height={barHeight.toFixed(1)}
+            >
+              <title>{`${period.format(new Date(point.t))}: ${numbers.format(point.visits)}`}</title>
             </rect>
           );
         })}
+        {labelled.map((index, at) => (
+          <text
+            class="x"
+            x={(left + index * slot + slot / 2).toFixed(1)}
+            y={height - 4}
+            text-anchor={at === 0 && labelled.length > 1 ? 'start' : at === labelled.length - 1 && labelled.length > 1 ? 'end' : 'middle'}
+          >
+            {(granularity === 'hour' ? shortHourOf(locale) : shortDayOf(locale)).format(new Date(series[index]!.t))}
+          </text>
+        ))}
       </svg>
       <details>
-        <summary>{t('public.chart_table')}</summary>
+        <summary>{t(granularity === 'hour' ? 'public.chart_table_hour' : 'public.chart_table')}</summary>
         <div class="wrap">
           <table>
             <thead>
               <tr>
-                <th scope="col">{t('public.day')}</th>
+                <th scope="col">{t(granularity === 'hour' ? 'public.hour' : 'public.day')}</th>
                 <th scope="col" class="num">
                   {t('public.count')}
                 </th>
@@ -177,7 +253,7 @@ function Chart({ series, locale, t }: { series: PublicReport['series']; locale: 
             <tbody>
               {series.map((point) => (
                 <tr>
-                  <td>{day.format(new Date(point.t))}</td>
+                  <td>{period.format(new Date(point.t))}</td>
                   <td class="num">{numbers.format(point.visits)}</td>
                 </tr>
               ))}
@@ -186,6 +262,27 @@ function Chart({ series, locale, t }: { series: PublicReport['series']; locale: 
         </div>
       </details>
     </figure>
+  );
+}
+
+/** The period picker: a link per period (the page has no script), the one shown marked as current. */
+function Periods({ period, lang, t }: { period: PublicPeriod; lang?: string; t: T }) {
+  return (
+    <nav class="periods" aria-label={t('public.period')}>
+      <ul>
+        {(Object.keys(PUBLIC_PERIODS) as PublicPeriod[]).map((key) => {
+          const query = new URLSearchParams({ period: key });
+          if (lang) query.set('lang', lang);
+          return (
+            <li>
+              <a href={`?${query.toString()}`} aria-current={key === period ? 'page' : undefined}>
+                {t(`public.period.${key}` as UiKey)}
+              </a>
+            </li>
+          );
+        })}
+      </ul>
+    </nav>
   );
 }
 
@@ -258,7 +355,7 @@ function Visits({ rows, locale, t }: { rows: Record<string, unknown>[]; locale: 
 /** The public page of a subdomain: only what its policy opens, as the public endpoints give it. */
 export function renderPublicPage(data: PublicPageData, locale: Locale, product: { name: string; url: string }): string {
   const t = translatorOf(locale);
-  const { page, report, visits } = data;
+  const { page, report, visits, period, lang } = data;
   const heading = page.title ?? page.name;
   const numbers = numberOf(locale);
   const nothingPublic = !page.public.stats && !page.public.visits_list && !page.public.links;
@@ -297,7 +394,8 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
         ) : null}
         {report ? (
           <section aria-labelledby="stats">
-            <h2 id="stats">{t('public.stats', { days: PUBLIC_PAGE_DAYS })}</h2>
+            <h2 id="stats">{t('public.stats_of', { period: t(`public.period.${period}` as UiKey) })}</h2>
+            <Periods period={period} lang={lang} t={t} />
             <dl class="totals">
               {TOTALS.map(([field, key]) => (
                 <div key={field}>
@@ -309,7 +407,7 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
             <p class="muted">{t('public.until', { time: timeOf(locale).format(new Date(report.range.until)) })}</p>
             {/* No empty box: before the first counted quarter hour, a sentence says why there is nothing to draw. */}
             {report.series.some((point) => point.visits > 0) ? (
-              <Chart series={report.series} locale={locale} t={t} />
+              <Chart series={report.series} locale={locale} t={t} granularity={PUBLIC_PERIODS[period].granularity} range={report.range} />
             ) : (
               <p class="muted">{t('public.chart_empty')}</p>
             )}

@@ -149,6 +149,20 @@ describe('a new owner, end to end in the browser', () => {
     }
     expect(await seriousA11yViolations(publicPage)).toEqual([]);
     await screenshot(publicPage, 'public-page-desktop');
+    // The period picker: links, from the keyboard; the report follows, and still no request of its own.
+    const periods = publicPage.getByRole('navigation', { name: 'Period' });
+    expect(await periods.getByRole('link', { name: '30 days' }).getAttribute('aria-current')).toBe('page');
+    await periods.getByRole('link', { name: '24 hours' }).focus();
+    await publicPage.keyboard.press('Enter');
+    await publicPage.waitForURL(/\?period=24h$/);
+    await publicPage.getByRole('heading', { name: 'Statistics of the last 24 hours' }).waitFor();
+    expect(await periods.getByRole('link', { name: '24 hours' }).getAttribute('aria-current')).toBe('page');
+    // Counted to the last whole quarter hour: the chart, labelled by hour, or the sentence saying nothing is counted yet.
+    const chart = publicPage.getByRole('img', { name: /^Visits per hour \(UTC\), from .+ to .+; the highest hour had \d+\.$/ });
+    expect((await chart.count()) + (await publicPage.getByText('No visits counted in this period yet.').count())).toBe(1);
+    expect(await seriousA11yViolations(publicPage)).toEqual([]);
+    await screenshot(publicPage, 'public-page-24h-desktop');
+    expect(requests.map((request) => request.url())).toEqual([`${platform.shortOrigin(subdomain)}/`, `${platform.shortOrigin(subdomain)}/?period=24h`]);
     await publicPage.context().close();
     // Readable with JavaScript off, on a phone: it has none, and fits the screen.
     const phone = await openPage(platform, { viewport: 'phone', javaScriptEnabled: false });
