@@ -216,6 +216,23 @@ export function statsRepository(analytics: Analytics) {
     },
 
     /**
+     * Visitors right now: human visits and distinct visitors per subdomain since `sinceMs`, and over
+     * them all (`whole` = 1), from `visits` (the rollups count by quarter hours). The subdomains
+     * bound the read by the sort key.
+     */
+    async live(ownerId: string, subdomains: readonly string[], sinceMs: number) {
+      if (subdomains.length === 0) return [];
+      return rows<{ subdomain: string; whole: number; visitors: unknown; visits: unknown }>(
+        `SELECT subdomain, grouping(subdomain) AS whole, toUInt64(uniqCombinedIf(12)(visitor_hash, kind IN ${HUMAN_KINDS})) AS visitors,
+                toUInt64(countIf(kind IN ${HUMAN_KINDS})) AS visits
+         FROM visits
+         WHERE owner_id = {owner:String} AND subdomain IN {subs:Array(String)} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND version = 0
+         GROUP BY ROLLUP(subdomain)`,
+        { owner: ownerId, subs: subdomains, since: sinceMs },
+      );
+    },
+
+    /**
      * Human visits of each of an owner's links, from the daily rollup: one row per link and UTC day
      * since `firstDay` (epoch seconds of its midnight; `d`, the day's), and one row (`d` 0) for all days before it.
      * Links without visits have no row.

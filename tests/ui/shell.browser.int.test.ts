@@ -1,4 +1,7 @@
+import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toClickHouseTime } from '#shared/analytics/analytics.js';
+import { claimSubdomain, createOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The dashboard's frame in a real browser: served by the platform, signing in and out, the
@@ -140,6 +143,37 @@ describe('dashboard shell', () => {
     await page.getByRole('heading', { name: 'This page does not exist.' }).waitFor();
     expect(await page.getByRole('link', { name: 'Back to the overview' }).count()).toBe(1);
     expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it('shows the visitors of the last 5 minutes on the overview, and follows new ones without a reload', async () => {
+    const owner = await createOwner(platform.context, platform.app);
+    const name = await claimSubdomain(platform.app, owner);
+    const quiet = await claimSubdomain(platform.app, owner);
+    const store = (visitors: string[]) =>
+      platform.context.analytics.client.insert({
+        table: 'visits',
+        format: 'JSONEachRow',
+        values: visitors.map((visitor, i) => {
+          const at = Date.now() - 30_000 - i;
+          return { visit_id: uuidv7({ msecs: at }), ts: toClickHouseTime(at), kind: 'visit', owner_id: owner.id, subdomain: name, visitor_hash: visitor };
+        }),
+      });
+    await store(['a']);
+    const { page, problems, browserContext } = await openPage(platform);
+    // The page's timers run on a clock the test moves: the next ask comes without waiting 15 s.
+    await page.clock.install();
+    await signIn(page, owner.email);
+    const card = page.locator('li.card').filter({ hasText: name });
+    await card.getByText('1 visitor right now (last 5 minutes)').waitFor();
+    await page.locator('li.card').filter({ hasText: quiet }).getByText('0 visitors right now (last 5 minutes)').waitFor();
+    await page.locator('section.card').getByText('1 visitor right now (last 5 minutes)').waitFor();
+    await store(['b', 'c']);
+    await page.clock.runFor(16_000);
+    await card.getByText('3 visitors right now (last 5 minutes)').waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'overview-live-desktop');
     expect(problems).toEqual([]);
     await browserContext.close();
   });

@@ -469,6 +469,53 @@ describe('compare=previous', () => {
   });
 });
 
+describe('GET /api/v1/stats/live', () => {
+  it("counts the last 5 minutes' people of each subdomain and of all, from raw visits, quiet subdomains at 0", async () => {
+    const carol = await createOwner(context, app);
+    const [busy, quiet] = [await claimSubdomain(app, carol), await claimSubdomain(app, carol)];
+    const now = Date.now();
+    const visit = (ts: number, kind: string, visitor: string) => ({
+      visit_id: v7({ msecs: ts }),
+      ts: toClickHouseTime(ts),
+      kind,
+      owner_id: carol.id,
+      subdomain: busy,
+      visitor_hash: visitor,
+      is_bot: kind === 'bot' ? 1 : 0,
+    });
+    await context.analytics.client.insert({
+      table: 'visits',
+      // Two people (one twice) and a bot in the window; one person 10 minutes ago, outside it.
+      values: [
+        visit(now - 60_000, 'visit', 'a'),
+        visit(now - 30_000, 'visit', 'a'),
+        visit(now - 90_000, 'beacon', 'b'),
+        visit(now - 20_000, 'bot', 'c'),
+        visit(now - 600_000, 'visit', 'd'),
+      ],
+      format: 'JSONEachRow',
+      clickhouse_settings: deduplicatedBy(`live-${busy}`),
+    });
+    const all = await report(carol, '/api/v1/stats/live');
+    expect(all).toMatchObject({ window_sec: 300, visitors: 2, visits: 3 });
+    expect(Date.parse(all.since)).toBeGreaterThan(now - 301_000);
+    expect(all.subdomains).toEqual(
+      expect.arrayContaining([
+        { name: busy, visitors: 2, visits: 3 },
+        { name: quiet, visitors: 0, visits: 0 },
+      ]),
+    );
+    expect(all.subdomains).toHaveLength(2);
+    const one = await report(carol, `/api/v1/stats/live?subdomain=${quiet}`);
+    expect(one).toMatchObject({ visitors: 0, visits: 0, subdomains: [{ name: quiet, visitors: 0, visits: 0 }] });
+    expect((await get(bob, `/api/v1/stats/live?subdomain=${busy}`)).statusCode).toBe(403);
+    expect((await get(carol, '/api/v1/stats/live?subdomain=nosuchsubdomain9')).statusCode).toBe(404);
+    expect((await get(undefined, '/api/v1/stats/live')).statusCode).toBe(401);
+    const { token } = await mintToken(app, carol.cookie, new URL(context.config.publicUrl).origin, { name: 'links-only', scopes: ['links:read'] });
+    expect((await app.inject({ method: 'GET', url: '/api/v1/stats/live', headers: { authorization: `Bearer ${token}` } })).statusCode).toBe(403);
+  });
+});
+
 describe('stats refusals', () => {
   it("refuses another owner's objects with 403 not_owner", async () => {
     for (const url of [`/api/v1/stats/subdomain/${sub}`, `/api/v1/stats/link/${linkA.id}`, `/api/v1/stats/user/${alice.id}`]) {

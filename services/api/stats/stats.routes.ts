@@ -7,7 +7,17 @@ import { LINK_ID } from '#shared/ids.js';
 import { rule } from '#shared/i18n/index.js';
 import { VISIT_KINDS } from '#shared/analytics/visits.repository.js';
 import { VISIT_VALUE_FILTERS } from '../visits/visits.routes.js';
-import { COMPARISONS, DEFAULT_RANGE_DAYS, DEFAULT_TOP, GRANULARITIES, MAX_SERIES_POINTS, MAX_TOP, STATS_SCOPES, type StatsService } from './stats.service.js';
+import {
+  COMPARISONS,
+  DEFAULT_RANGE_DAYS,
+  LIVE_WINDOW_SEC,
+  DEFAULT_TOP,
+  GRANULARITIES,
+  MAX_SERIES_POINTS,
+  MAX_TOP,
+  STATS_SCOPES,
+  type StatsService,
+} from './stats.service.js';
 
 const tags = ['stats'];
 
@@ -165,6 +175,32 @@ export function statsRoutes(service: StatsService, zones: [string, ...string[]])
       response: ReportSchema,
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, query }) => service.ownerReport(principal!, params.scope, params.id, query),
+    }),
+    defineRoute({
+      operationId: 'getLiveStats',
+      method: 'GET',
+      path: '/api/v1/stats/live',
+      summary: "Visitors right now: the last 5 minutes of the caller's subdomains (stats:read)",
+      description:
+        `Human visits and distinct visitors of the last ${LIVE_WINDOW_SEC / 60} minutes, read from the raw visits (reports count whole quarter ` +
+        "hours): of all the caller's subdomains together and of each (every one listed, quiet ones at 0), or of one with `subdomain` " +
+        "(another owner's: 403 `not_owner`). A visit counts once the enricher has stored it, usually within a second or two. " +
+        'The dashboard asks every 15 s while its page is visible.',
+      tags,
+      auth: { kind: 'scope', scope: 'stats:read' },
+      bucket: 'api',
+      query: z.object({ subdomain: z.string().min(1).max(63).optional() }),
+      response: z
+        .object({
+          window_sec: count.meta({ description: 'The window: 300 s.' }),
+          since: z.iso.datetime().meta({ description: 'Its start.' }),
+          visitors: count.meta({ description: 'Distinct visitors (the reports’ estimate, exact up to 256).' }),
+          visits: count.meta({ description: 'Human visits.' }),
+          subdomains: z.array(z.object({ name: z.string(), visitors: count, visits: count })),
+        })
+        .meta({ id: 'LiveStats' }),
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, query }) => service.live(principal!, query.subdomain),
     }),
     defineRoute({
       operationId: 'getPublicStats',

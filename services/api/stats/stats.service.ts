@@ -70,6 +70,18 @@ export interface Totals {
 export type Point = Totals & { t: string };
 type TopItem = { value: string; visits: number; country?: string; link_id?: string; slug?: string | null };
 
+/** How far back "right now" looks: visitors of the last 5 minutes. */
+export const LIVE_WINDOW_SEC = 300;
+
+/** Visitors right now: the caller's subdomains together and each (all of them, quiet ones at 0). */
+export interface Live {
+  window_sec: number;
+  since: string;
+  visitors: number;
+  visits: number;
+  subdomains: { name: string; visitors: number; visits: number }[];
+}
+
 /** Each total's change against the previous period: (now − before) ÷ before, null when before is 0. */
 export type Change = Record<keyof Totals, number | null>;
 
@@ -143,7 +155,13 @@ function isUtc(tz: string): boolean {
  * breakdowns from its rows of `visits`.
  * Public reports go through the policy module's view: hidden breakdowns are never queried.
  */
-export function statsService({ repositories, subdomains }: { repositories: Pick<Repositories, 'stats' | 'links' | 'users'>; subdomains: SubdomainsService }) {
+export function statsService({
+  repositories,
+  subdomains,
+}: {
+  repositories: Pick<Repositories, 'stats' | 'links' | 'users' | 'subdomains'>;
+  subdomains: SubdomainsService;
+}) {
   const { stats: analytics, links, users } = repositories;
 
   const totalsOf = (row: Figures | undefined): Totals => ({
@@ -300,6 +318,36 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
       if (!principal) throw new AppError('unauthorized', { hint: 'send credentials, or name a subdomain for its public counters' });
       requireScope(principal, 'stats:read');
       return totals({ ownerId: principal.userId, scope: 'user', id: principal.userId }, { since: 0, until, tz: 'UTC', granularity: 'day' });
+    },
+
+    /**
+     * Visitors right now (stats:read): human visits and distinct visitors of the last
+     * LIVE_WINDOW_SEC seconds, of all the caller's subdomains and of each, or of one (`subdomain`).
+     */
+    async live(principal: Principal, subdomain?: string): Promise<Live> {
+      requireScope(principal, 'stats:read');
+      const rows =
+        subdomain !== undefined ? [await subdomains.managed(principal, subdomain.toLowerCase())] : await repositories.subdomains.listByOwner(principal.userId);
+      const ownerId = rows[0]?.owner_id ?? principal.userId;
+      const sinceMs = Date.now() - LIVE_WINDOW_SEC * 1000;
+      const found = await analytics.live(
+        ownerId,
+        rows.map((row) => row.name),
+        sinceMs,
+      );
+      const whole = found.find((row) => Number(row.whole) === 1);
+      const bySubdomain = new Map(found.filter((row) => Number(row.whole) === 0).map((row) => [row.subdomain, row]));
+      return {
+        window_sec: LIVE_WINDOW_SEC,
+        since: new Date(sinceMs).toISOString(),
+        visitors: Number(whole?.visitors ?? 0),
+        visits: Number(whole?.visits ?? 0),
+        subdomains: rows.map((row) => ({
+          name: row.name,
+          visitors: Number(bySubdomain.get(row.name)?.visitors ?? 0),
+          visits: Number(bySubdomain.get(row.name)?.visits ?? 0),
+        })),
+      };
     },
 
     /** An owner's report (stats:read): everything, bots and attack attempts beside human visits. */

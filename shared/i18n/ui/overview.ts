@@ -4,6 +4,8 @@ import { uiMessages } from './define.js';
 export const overview = uiMessages({
   en: {
     'overview.title': 'Overview',
+    'overview.live_one': '1 visitor right now (last 5 minutes)',
+    'overview.live_many': '{count} visitors right now (last 5 minutes)',
     'overview.range': 'Period',
     'overview.last_days': 'Last {days} days',
     'overview.visits': 'Visits',
@@ -18,6 +20,8 @@ export const overview = uiMessages({
   },
   de: {
     'overview.title': 'Übersicht',
+    'overview.live_one': '1 Besucher gerade (letzte 5 Minuten)',
+    'overview.live_many': '{count} Besucher gerade (letzte 5 Minuten)',
     'overview.range': 'Zeitraum',
     'overview.last_days': 'Letzte {days} Tage',
     'overview.visits': 'Besuche',
@@ -32,6 +36,8 @@ export const overview = uiMessages({
   },
   fr: {
     'overview.title': 'Vue d’ensemble',
+    'overview.live_one': '1 visiteur en ce moment (5 dernières minutes)',
+    'overview.live_many': '{count} visiteurs en ce moment (5 dernières minutes)',
     'overview.range': 'Période',
     'overview.last_days': '{days} derniers jours',
     'overview.visits': 'Visites',
@@ -46,6 +52,8 @@ export const overview = uiMessages({
   },
   es: {
     'overview.title': 'Resumen',
+    'overview.live_one': '1 visitante ahora (últimos 5 minutos)',
+    'overview.live_many': '{count} visitantes ahora (últimos 5 minutos)',
     'overview.range': 'Periodo',
     'overview.last_days': 'Últimos {days} días',
     'overview.visits': 'Visitas',

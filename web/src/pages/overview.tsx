@@ -1,13 +1,64 @@
 // Overview: for the last 7 or 30 days, the account's totals and each subdomain's, with a daily
-// trend line (GET /api/v1/stats/user/me and /api/v1/stats/subdomain/{name}, in the viewer's zone).
-import { useState } from 'preact/hooks';
+// trend line (GET /api/v1/stats/user/me and /api/v1/stats/subdomain/{name}, in the viewer's zone),
+// and the visitors right now (GET /api/v1/stats/live), kept current while the page is visible.
+import { useEffect, useState } from 'preact/hooks';
 import { api, load, type Schemas } from '../api/client.js';
 import { formatNumber, viewerTimeZone } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { Async, Empty, PageHeader, Sparkline, useLoad } from '../app/ui.js';
 
 type Report = Schemas['StatsReport'];
+type Live = Schemas['LiveStats'];
 const RANGES = [7, 30] as const;
+/** How often "right now" is asked again while the page is visible. */
+const LIVE_POLL_MS = 15_000;
+
+/**
+ * Visitors of the last 5 minutes (GET /api/v1/stats/live), asked again every 15 s while the page is
+ * visible (a hidden tab asks nothing, and asks at once when it comes back). Undefined until the first
+ * answer, and after a failed one: the figure is left out rather than shown stale.
+ */
+function useLive(): Live | undefined {
+  const [live, setLive] = useState<Live>();
+  useEffect(() => {
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const controller = new AbortController();
+    const round = async () => {
+      clearTimeout(timer);
+      if (stopped || document.visibilityState !== 'visible') return;
+      try {
+        const data = await load(api.GET('/api/v1/stats/live', { signal: controller.signal }));
+        if (!stopped) setLive(data);
+      } catch {
+        if (!stopped) setLive(undefined);
+      }
+      if (!stopped) timer = setTimeout(() => void round(), LIVE_POLL_MS);
+    };
+    const onVisibility = () => void round();
+    void round();
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      controller.abort();
+      document.removeEventListener('visibilitychange', onVisibility);
+    };
+  }, []);
+  return live;
+}
+
+/** "N visitors right now" (the last 5 minutes), or nothing before the first answer. */
+function RightNow({ figures }: { figures: { visitors: number } | undefined }) {
+  const { t, locale } = useI18n();
+  if (!figures) return null;
+  return (
+    <p class={`right-now${figures.visitors > 0 ? ' right-now-active' : ''}`} data-visitors={figures.visitors}>
+      <span class="right-now-dot" aria-hidden="true" />
+      {figures.visitors === 1 ? t('overview.live_one') : t('overview.live_many', { count: formatNumber(locale, figures.visitors) })}
+    </p>
+  );
+}
 
 async function report(scope: 'subdomain' | 'user', id: string, days: number, signal: AbortSignal): Promise<Report> {
   const since = new Date(Date.now() - days * 86_400_000).toISOString();
@@ -43,6 +94,7 @@ function Totals({ totals }: { totals: Report['totals'] }) {
 export function OverviewPage() {
   const { t } = useI18n();
   const [days, setDays] = useState<(typeof RANGES)[number]>(7);
+  const live = useLive();
   const loaded = useLoad(
     async (signal) => {
       const [subdomains, account] = await Promise.all([
@@ -78,6 +130,7 @@ export function OverviewPage() {
             <>
               <section class="card" aria-labelledby="overview-account">
                 <h2 id="overview-account">{t('overview.account')}</h2>
+                <RightNow figures={live} />
                 <Totals totals={account.totals} />
                 <Sparkline values={account.series.map((point) => point.visits)} label={t('overview.trend', { name: t('overview.account') })} width={320} />
               </section>
@@ -90,6 +143,7 @@ export function OverviewPage() {
                       </a>
                     </h2>
                     {subdomain.title ? <p class="muted">{subdomain.title}</p> : null}
+                    <RightNow figures={live?.subdomains.find((row) => row.name === subdomain.name)} />
                     <Totals totals={data.totals} />
                     <Sparkline values={data.series.map((point) => point.visits)} label={t('overview.trend', { name: subdomain.name })} />
                   </li>
