@@ -50,10 +50,25 @@ export function bitlyCsv(links: SourceLink[]): string {
   );
 }
 
-/** Dub's links export: Short link, Destination URL, Title, Clicks, Created at, Tags (comma-separated). */
+/**
+ * Dub's links export with every column chosen: Short link, Destination URL, Clicks, Leads, Conversions, Revenue,
+ * Created at, Link ID, Updated at, Tags (", "-separated), Archived. Dub exports no title.
+ */
 export function dubCsv(links: SourceLink[]): string {
   return csv(
-    ['Short link', 'Destination URL', 'Title', 'Clicks', 'Created at', 'Tags'],
-    links.map((l, i) => [`https://dub.sh/${l.slug}`, l.target, l.title, i, l.created.toISOString(), l.tags.join(', ')]),
+    ['Short link', 'Destination URL', 'Clicks', 'Leads', 'Conversions', 'Revenue', 'Created at', 'Link ID', 'Updated at', 'Tags', 'Archived'],
+    links.map((l, i) => [
+      `https://dub.sh/${l.slug}`,
+      l.target,
+      i,
+      0,
+      0,
+      '0.00',
+      l.created.toISOString(),
+      `link_${i}`,
+      l.created.toISOString(),
+      l.tags.join(', '),
+      'No',
+    ]),
   );
 }

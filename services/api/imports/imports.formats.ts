@@ -45,13 +45,13 @@ const FORMATS: Record<CsvSource, Format> = {
     slugOf: lastSegment,
     tagSeparator: /[,;]/,
   },
-  // Dub's links export: "Short link", "Destination URL", "Title", "Tags" (comma-separated), "Created at".
+  // Dub's links export: "Short link", "Destination URL", "Created at", "Tags" (", "-separated); it has no title.
   dub: {
     slug: ['short link', 'link'],
     target: ['destination url', 'url'],
-    title: ['title'],
+    title: [],
     tags: ['tags'],
-    created: ['created at', 'createdat'],
+    created: ['created at'],
     slugOf: lastSegment,
     tagSeparator: /,/,
   },

@@ -56,7 +56,7 @@ async function stored(subdomain: string) {
   return new Map(rows.map((row) => [row.slug, row]));
 }
 
-function expectImported(rows: Awaited<ReturnType<typeof stored>>, links: SourceLink[]) {
+function expectImported(rows: Awaited<ReturnType<typeof stored>>, links: (Omit<SourceLink, 'title'> & { title: string | null })[]) {
   for (const link of links) {
     const row = rows.get(link.slug.toLowerCase());
     expect(row, link.slug).toBeDefined();
@@ -125,11 +125,25 @@ describe('importing Bitly and Dub CSV exports', () => {
 
   it('imports a Dub export (https://dub.sh/<slug>, "a, b" tags), and again imports nothing', async () => {
     const subdomain = await claimSubdomain(app, alice);
-    const links = sourceLinks(30, 'db');
-    const csv = dubCsv(links);
+    // Dub's export has no title.
+    const source = sourceLinks(30, 'db');
+    const links = source.map((link) => ({ ...link, title: null }));
+    const csv = dubCsv(source);
     expect((await imports.importCsv(principalOf(alice), { source: 'dub', subdomain, csv, dryRun: false })).counts).toMatchObject({ created: 30 });
     expectImported(await stored(subdomain), links);
     expect((await imports.importCsv(principalOf(alice), { source: 'dub', subdomain, csv, dryRun: false })).counts).toMatchObject({ created: 0, exists: 30 });
+  });
+  it('does not bring back a link deleted since it was imported', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const csv = dubCsv(sourceLinks(3, 'del'));
+    const first = await imports.importCsv(principalOf(alice), { source: 'dub', subdomain, csv, dryRun: false });
+    const deleted = first.rows[1]!;
+    expect(deleted).toMatchObject({ status: 'created', slug: 'del1' });
+    const removed = await app.inject({ method: 'DELETE', url: `/api/v1/links/${'link_id' in deleted ? deleted.link_id : ''}`, headers: alice.auth });
+    expect(removed.statusCode).toBe(200);
+    const again = await imports.importCsv(principalOf(alice), { source: 'dub', subdomain, csv, dryRun: false });
+    expect(again.counts).toMatchObject({ created: 0, exists: 3 });
+    expect([...(await stored(subdomain)).keys()].sort()).toEqual(['del0', 'del2']);
   });
 });
 
