@@ -82,15 +82,22 @@ describe('importing a Shlink CSV export of 1 000 links', () => {
     const links = sourceLinks(1000, 'sh');
     const csv = shlinkCsv(links);
 
-    const dry = await imports.importCsv(principalOf(alice), { source: 'shlink', subdomain, csv, dryRun: true });
+    const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
+      const start = performance.now();
+      const result = await run();
+      return [result, performance.now() - start];
+    };
+    const [dry, dryMs] = await timed(() => imports.importCsv(principalOf(alice), { source: 'shlink', subdomain, csv, dryRun: true }));
     expect(dry.counts).toMatchObject({ would_create: 1000, created: 0, conflict: 0, refused: 0, unreadable: 0 });
     expect((await stored(subdomain)).size).toBe(0);
 
     const progress: number[] = [];
-    const first = await imports.importCsv(principalOf(alice), { source: 'shlink', subdomain, csv, dryRun: false }, (done, total) => {
-      expect(total).toBe(1000);
-      progress.push(done);
-    });
+    const [first, firstMs] = await timed(() =>
+      imports.importCsv(principalOf(alice), { source: 'shlink', subdomain, csv, dryRun: false }, (done, total) => {
+        expect(total).toBe(1000);
+        progress.push(done);
+      }),
+    );
     expect(first.counts).toMatchObject({ created: 1000, exists: 0, conflict: 0, refused: 0, unreadable: 0 });
     expect(progress.length).toBe(1000);
     expect(progress.at(-1)).toBe(1000);
@@ -98,9 +105,28 @@ describe('importing a Shlink CSV export of 1 000 links', () => {
     expect(rows.size).toBe(1000);
     expectImported(rows, links);
 
-    const second = await imports.importCsv(principalOf(alice), { source: 'shlink', subdomain, csv, dryRun: false });
+    const [second, secondMs] = await timed(() => imports.importCsv(principalOf(alice), { source: 'shlink', subdomain, csv, dryRun: false }));
     expect(second.counts).toMatchObject({ created: 0, exists: 1000 });
     expect((await stored(subdomain)).size).toBe(1000);
+
+    // Throughput, beside a baseline measured in the same run: 200 links created one by one through POST /api/v1/links.
+    const baseline = await claimSubdomain(app, alice);
+    const [, apiMs] = await timed(async () => {
+      for (let i = 0; i < 200; i++) {
+        const made = await app.inject({
+          method: 'POST',
+          url: '/api/v1/links',
+          headers: alice.auth,
+          payload: { subdomain: baseline, slug: `b${i}`, target_url: `https://example.com/${i}` },
+        });
+        expect(made.statusCode).toBe(201);
+      }
+    });
+    const perSecond = (rows: number, ms: number) => Math.round((rows / ms) * 1000);
+    process.stdout.write(
+      `import of 1 000 Shlink links: dry run ${perSecond(1000, dryMs)} rows/s, import ${perSecond(1000, firstMs)} rows/s, second run ${perSecond(1000, secondMs)} rows/s; ` +
+        `baseline POST /api/v1/links ${perSecond(200, apiMs)} links/s\n`,
+    );
   }, 300_000);
 
   it('resumes an interrupted import: the rows already in are reported as existing, the rest created', async () => {
