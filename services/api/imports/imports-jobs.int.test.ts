@@ -140,23 +140,27 @@ describe('POST /api/v1/imports runs an import as a job', () => {
 });
 
 describe('what POST /api/v1/imports and GET /api/v1/imports/{id} refuse', () => {
-  it('answers 422 validation_error to an unknown format and to a file whose header is not the source’s, storing nothing', async () => {
+  it('answers 422 validation_error to an unknown format and 400 to a missing file, storing nothing', async () => {
     const subdomain = await claimSubdomain(app, alice);
     const unknown = await start(alice, { source: 'tinyurl', subdomain, file: shlinkCsv(sourceLinks(1, 'u')) });
     expect(unknown.statusCode).toBe(422);
     expect(unknown.json().error.code).toBe('validation_error');
     expect(unknown.json().error.details).toHaveProperty('source');
-    const notShlink = await start(alice, { source: 'shlink', subdomain, file: 'a,b,c\r\n1,2,3\r\n' });
-    expect(notShlink.statusCode).toBe(422);
-    expect(notShlink.json().error).toMatchObject({ code: 'validation_error', details: { file: 'not a shlink export: no slug column' } });
     const missing = await start(alice, { source: 'shlink', subdomain });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().error.code).toBe('missing_parameter');
+    const extra = await start(alice, { source: 'shlink', subdomain, file: '', mode: 'fast' });
+    expect(extra.statusCode).toBe(400);
     expect(await context.db.db.selectFrom('imports').select('id').where('subdomain', '=', subdomain).execute()).toEqual([]);
   });
 
-  it('fails the import (validation_error) when the file stops being CSV past its header, creating nothing', async () => {
+  it('fails the import (validation_error) when the file is not the source’s export or stops being CSV, creating nothing', async () => {
     const subdomain = await claimSubdomain(app, alice);
+    const notShlink = await start(alice, { source: 'shlink', subdomain, file: 'a,b,c\r\n1,2,3\r\n' });
+    expect(notShlink.statusCode).toBe(202);
+    const wrong = await finished(alice, notShlink.json().data.id);
+    expect(wrong.data).toMatchObject({ status: 'failed', rows_read: 0, rows_total: null });
+    expect(wrong.data.error).toEqual({ code: 'validation_error', details: { file: 'not a shlink export: no slug column' } });
     const file = 'createdAt,shortCode,longUrl\r\n2021-01-01T00:00:00Z,ok,https://example.com/\r\n"2021-01-01,abc,https://example.com/\r\n';
     const started = await start(alice, { source: 'shlink', subdomain, file });
     expect(started.statusCode).toBe(202);

@@ -37,7 +37,7 @@ const ImportSchema = z
     status: z.enum(['queued', 'running', 'completed', 'failed']).meta({
       description:
         '`queued` until the worker takes it, `running`, then `completed` (every row has its report) or `failed` (`error` says why: ' +
-        'a file that turned out not to be CSV past its header is `validation_error`; a subdomain no longer yours `not_owner` or `not_found`).',
+        "a file that is not CSV or not the source's export is `validation_error`; a subdomain no longer yours `not_owner` or `not_found`).",
     }),
     error: z
       .object({ code: z.string(), details: z.record(z.string(), z.unknown()) })
@@ -78,8 +78,9 @@ export function importsRoutes(service: ImportsService): RouteDef[] {
       description:
         'The file travels as a JSON string (`file`, UTF-8, its text as exported) beside `source`, `subdomain` and `dry_run`. The answer is 202 ' +
         'with the import (`status` `queued`): the worker role imports it in the background; poll GET /api/v1/imports/{id} for its progress ' +
-        `and report. Checked before anything is stored: the subdomain (another owner's is 403 \`not_owner\`, an unknown one 404), the file's size (over ${IMPORT_MAX_BYTES} bytes: 413 ` +
-        "`payload_too_large`) and its header (not CSV, or without the source's slug or target column: 422 `validation_error`). Rows are " +
+        `and report. Checked before anything is stored: the subdomain (another owner's is 403 \`not_owner\`, an unknown one 404) and the file's size (over ${IMPORT_MAX_BYTES} bytes: 413 ` +
+        "`payload_too_large`). The job reads the file first: one that is not CSV, or lacks the source's slug or target column, fails the import " +
+        '(`status` `failed`, `error.code` `validation_error`) before any row is imported. Rows are ' +
         'imported in file order; each gets one status: `created`, `would_create` (dry run), `exists` (an earlier import of the source into ' +
         'the subdomain made it: nothing is written), `conflict` (`slug_taken`: another link has the slug; it is never overwritten), ' +
         '`refused` (`slug_invalid`, `slug_reserved`, `target_invalid`, `target_is_platform`) or `unreadable` (`slug_missing`, ' +
@@ -89,7 +90,7 @@ export function importsRoutes(service: ImportsService): RouteDef[] {
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
       bodyLimit: IMPORT_BODY_LIMIT,
-      body: z.object({
+      body: z.strictObject({
         source: z.enum(CSV_SOURCES).meta({ description: 'Whose export the file is (docs/importers.md describes each format).' }),
         subdomain: z.string().max(63).meta({ description: 'One of your subdomains: the links are created there.' }),
         dry_run: z.boolean().default(false).meta({ description: 'Report what would happen and write no link (default false).' }),
