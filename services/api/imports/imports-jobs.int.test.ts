@@ -139,6 +139,29 @@ describe('POST /api/v1/imports runs an import as a job', () => {
   }, 120_000);
 });
 
+describe('an import whose account is deleted while it runs', () => {
+  it('ends its job without a retry or a failure: the import, its report and its links went with the account', async () => {
+    const carol = await createOwner(context, app);
+    const subdomain = await claimSubdomain(app, carol);
+    const outcome = async (name: string) =>
+      (await context.metrics.jobsProcessed.get()).values.find((value) => value.labels.job === 'import.run' && value.labels.outcome === name)?.value ?? 0;
+    const [completed, retried, failed] = await Promise.all([outcome('completed'), outcome('retried'), outcome('failed')]);
+    const { id } = (await start(carol, { source: 'shlink', subdomain, file: shlinkCsv(sourceLinks(1000, 'gone')) })).json().data;
+    for (let read = 0; read < 50;) {
+      await sleep(100);
+      read = (await poll(carol, id, '?rows_limit=0')).json().data.rows_read;
+    }
+    expect(await withRepositories(context).repositories.users.deleteAccount(carol.id)).toBeDefined();
+    const deadline = Date.now() + 60_000;
+    while ((await outcome('completed')) === completed && Date.now() < deadline) await sleep(100);
+    expect(await outcome('completed')).toBe(completed + 1);
+    expect([await outcome('retried'), await outcome('failed')]).toEqual([retried, failed]);
+    expect(await context.db.db.selectFrom('imports').select('id').where('id', '=', id).execute()).toEqual([]);
+    expect(await context.db.db.selectFrom('import_rows').select('line').where('import_id', '=', id).execute()).toEqual([]);
+    expect(await liveLinks(subdomain)).toBe(0);
+  }, 120_000);
+});
+
 describe('what POST /api/v1/imports and GET /api/v1/imports/{id} refuse', () => {
   it('answers 422 validation_error to an unknown format and 400 to a missing file, storing nothing', async () => {
     const subdomain = await claimSubdomain(app, alice);

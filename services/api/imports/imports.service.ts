@@ -198,7 +198,8 @@ export function importsService(deps: ImportsDeps) {
      * IMPORT_CHECKPOINT_ROWS rows or IMPORT_CHECKPOINT_MS. A row imported after the last checkpoint of
      * an interrupted run is imported again: it then reports `exists` (its link is there). When
      * `stopping` says so (a shutdown), it checkpoints and is deferred: the next run goes on from there.
-     * A file that cannot be read, or a subdomain that is no longer the owner's, fails the import.
+     * A file that cannot be read, or a subdomain that is no longer the owner's, fails the import; an
+     * import deleted meanwhile (with its account) ends the job quietly.
      */
     async run(id: string, { final, stopping }: { final: boolean; stopping: () => boolean }): Promise<void> {
       const { imports } = stored();
@@ -241,7 +242,10 @@ export function importsService(deps: ImportsDeps) {
           await imports.finish(id, 'failed', { code: error.code, details: error.details });
           return;
         }
-        if (final && !(error instanceof DeferJob)) await imports.finish(id, 'failed', { code: 'internal_error', details: {} });
+        if (error instanceof DeferJob) throw error;
+        // Its account was deleted meanwhile (the import, its file and its links went with it): nothing is left to do.
+        if (!(await imports.find(id))) return;
+        if (final) await imports.finish(id, 'failed', { code: 'internal_error', details: {} });
         throw error;
       }
     },
