@@ -8,8 +8,7 @@ import { startRetention, type RetentionDeps } from './retention.js';
 import { startWebhooks, type WebhooksWorkerDeps } from './webhooks.js';
 
 /** The repositories the worker role reads and writes. */
-export type WorkerRepositories = Pick<Repositories, 'webhooks' | 'users' | 'audit' | 'imports' | 'links' | 'subdomains'> &
-  Partial<Pick<Repositories, 'visits'>>;
+export type WorkerRepositories = Pick<Repositories, 'webhooks' | 'users' | 'audit'> & Partial<Pick<Repositories, 'visits' | 'subdomains'>>;
 
 /**
  * The worker role: background jobs (BullMQ workers in production, the durable one-process runner on LMDB embedded).

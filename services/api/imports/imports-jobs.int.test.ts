@@ -71,7 +71,15 @@ describe('POST /api/v1/imports runs an import as a job', () => {
     const subdomain = await claimSubdomain(app, alice);
     const file = shlinkCsv(sourceLinks(1000, 'jb'));
 
-    const dry = await start(alice, { source: 'shlink', subdomain, file, dry_run: true });
+    const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
+      const started = performance.now();
+      return [await run(), performance.now() - started];
+    };
+    const [dry, dryMs] = await timed(async () => {
+      const answer = await start(alice, { source: 'shlink', subdomain, file, dry_run: true });
+      await finished(alice, answer.json().data.id);
+      return answer;
+    });
     expect(dry.statusCode).toBe(202);
     expect(dry.json().data).toMatchObject({ status: 'queued', dry_run: true, rows_read: 0, rows_total: null, file_bytes: Buffer.byteLength(file) });
     const dryDone = await finished(alice, dry.json().data.id);
@@ -79,11 +87,13 @@ describe('POST /api/v1/imports runs an import as a job', () => {
     expect(dryDone.data.counts).toEqual({ created: 0, would_create: 1000, exists: 0, conflict: 0, refused: 0, unreadable: 0 });
     expect(await liveLinks(subdomain)).toBe(0);
 
-    const started = await start(alice, { source: 'shlink', subdomain, file });
-    expect(started.statusCode).toBe(202);
+    const [[started, done], importMs] = await timed(async () => {
+      const answer = await start(alice, { source: 'shlink', subdomain, file });
+      expect(answer.statusCode).toBe(202);
+      expect(answer.json().data.id).toMatch(/^imp_[A-Za-z0-9_-]{16}$/);
+      return [answer, await finished(alice, answer.json().data.id)] as const;
+    });
     const { id } = started.json().data;
-    expect(id).toMatch(/^imp_[A-Za-z0-9_-]{16}$/);
-    const done = await finished(alice, id);
     expect(done.data.counts).toEqual({ created: 1000, would_create: 0, exists: 0, conflict: 0, refused: 0, unreadable: 0 });
     // Progress was visible on the way: some poll saw the import part-way through.
     expect(done.seen.some((read) => read > 0 && read < 1000)).toBe(true);
@@ -102,8 +112,10 @@ describe('POST /api/v1/imports runs an import as a job', () => {
     expect(last.rows.at(-1)).toMatchObject({ line: 1001, slug: 'jb999' });
     expect(last.next_rows_after).toBeNull();
 
-    const again = await start(alice, { source: 'shlink', subdomain, file });
-    const againDone = await finished(alice, again.json().data.id);
+    const [[again, againDone], againMs] = await timed(async () => {
+      const answer = await start(alice, { source: 'shlink', subdomain, file });
+      return [answer, await finished(alice, answer.json().data.id)] as const;
+    });
     expect(againDone.data.counts).toMatchObject({ created: 0, exists: 1000 });
     expect(await liveLinks(subdomain)).toBe(1000);
 
@@ -113,6 +125,25 @@ describe('POST /api/v1/imports runs an import as a job', () => {
     expect(list.json().data.imports.map((row: { id: string }) => row.id)).toEqual([again.json().data.id, id, dry.json().data.id]);
     const bobs = await app.inject({ method: 'GET', url: '/api/v1/imports', headers: bob.auth });
     expect(bobs.json().data.imports).toEqual([]);
+
+    // Throughput from the POST to the last poll, beside a baseline measured in the same run: 200 links created one by one through POST /api/v1/links.
+    const baseline = await claimSubdomain(app, alice);
+    const [, apiMs] = await timed(async () => {
+      for (let i = 0; i < 200; i++) {
+        const made = await app.inject({
+          method: 'POST',
+          url: '/api/v1/links',
+          headers: alice.auth,
+          payload: { subdomain: baseline, slug: `b${i}`, target_url: `https://example.com/${i}` },
+        });
+        expect(made.statusCode).toBe(201);
+      }
+    });
+    const perSecond = (rows: number, ms: number) => Math.round((rows / ms) * 1000);
+    process.stdout.write(
+      `import job of 1 000 Shlink links (POST to completed, polled every 200 ms): dry run ${perSecond(1000, dryMs)} rows/s, import ${perSecond(1000, importMs)} rows/s, ` +
+        `second run ${perSecond(1000, againMs)} rows/s; baseline POST /api/v1/links ${perSecond(200, apiMs)} links/s\n`,
+    );
 
     const audited = await context.db.db.selectFrom('audit_log').selectAll().where('action', '=', 'import.start').where('target', '=', `import:${id}`).execute();
     expect(audited).toHaveLength(1);
