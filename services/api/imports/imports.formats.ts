@@ -1,3 +1,4 @@
+import { parse as parseStream } from 'csv-parse';
 import { parse } from 'csv-parse/sync';
 import { AppError } from '#shared/errors.js';
 import type { ImportedLink } from '../links/links.service.js';
@@ -73,13 +74,58 @@ const FORMATS: Record<CsvSource, Format> = {
  */
 export function parseExport(source: CsvSource, csv: string): ParsedRow[] {
   if (Buffer.byteLength(csv) > IMPORT_MAX_BYTES) throw new AppError('payload_too_large', { file: `at most ${IMPORT_MAX_BYTES} bytes` });
-  const format = FORMATS[source];
   let records: string[][];
   try {
-    records = parse(csv, { bom: true, skip_empty_lines: true, relax_column_count: false, trim: false });
+    records = parse(csv, CSV_OPTIONS);
   } catch (error) {
-    throw new AppError('validation_error', { file: `not a CSV file: ${(error as Error).message}` });
+    throw notCsv(error);
   }
+  return rowsOf(source, records);
+}
+
+const CSV_OPTIONS = { bom: true, skip_empty_lines: true, relax_column_count: false, trim: false } as const;
+const notCsv = (error: unknown) => new AppError('validation_error', { file: `not a CSV file: ${(error as Error).message}` });
+
+/** Characters parseExportInSlices reads between two turns of the event loop (a few milliseconds of parsing). */
+export const PARSE_SLICE_CHARS = 64 * 1024;
+
+/**
+ * parseExport for a job: the file is parsed in slices of `slice` characters, yielding to the event
+ * loop between them, so that a 10 MiB file does not hold it for the whole parse (the job's process
+ * is the API's too in the one-process platform). Same rows, same refusals.
+ */
+export async function parseExportInSlices(source: CsvSource, csv: string, slice = PARSE_SLICE_CHARS): Promise<ParsedRow[]> {
+  if (Buffer.byteLength(csv) > IMPORT_MAX_BYTES) throw new AppError('payload_too_large', { file: `at most ${IMPORT_MAX_BYTES} bytes` });
+  const records: string[][] = [];
+  let failure: unknown;
+  const parser = parseStream(CSV_OPTIONS);
+  parser.on('data', (record: string[]) => records.push(record));
+  const ended = new Promise<void>((resolve) => {
+    parser.once('end', resolve);
+    // Every error (a write after the first one fails too) is heard; the first is the file's.
+    parser.on('error', (error) => {
+      failure ??= error;
+      resolve();
+    });
+  });
+  for (let at = 0; at < csv.length && failure === undefined;) {
+    let end = Math.min(at + slice, csv.length);
+    // A slice never ends between the two halves of a surrogate pair (each slice is encoded on its own).
+    const last = csv.charCodeAt(end - 1);
+    if (end < csv.length && last >= 0xd800 && last <= 0xdbff) end += end - 1 > at ? -1 : 1;
+    parser.write(csv.slice(at, end));
+    at = end;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  if (failure === undefined) parser.end();
+  await ended;
+  if (failure !== undefined) throw notCsv(failure);
+  return rowsOf(source, records);
+}
+
+/** The rows of a parsed file (its records, the header first), by the source's columns. */
+function rowsOf(source: CsvSource, records: string[][]): ParsedRow[] {
+  const format = FORMATS[source];
   const header = (records[0] ?? []).map((name) => name.trim().toLowerCase());
   const column = (names: string[]) => header.findIndex((name) => names.includes(name));
   const at = {

@@ -10,7 +10,7 @@ import { createEventBus } from '#shared/events/events.js';
 import type { Repositories } from '#services/repositories.js';
 import { linksService, type LinksService, type ImportOutcome } from '../links/links.service.js';
 import { subdomainsService, type SubdomainsService } from '../subdomains/subdomains.service.js';
-import { IMPORT_MAX_BYTES, parseExport, type CsvSource, type ParsedRow } from './imports.formats.js';
+import { IMPORT_MAX_BYTES, parseExport, parseExportInSlices, type CsvSource, type ParsedRow } from './imports.formats.js';
 
 /** What became of one row of the file: its line and the outcome, or why the row could not be read. */
 export type RowReport = { line: number } & (ImportOutcome | { status: 'unreadable'; reason: string });
@@ -212,7 +212,7 @@ export function importsService(deps: ImportsDeps) {
           { userId: job.owner_id, email: '', role: 'user', via: 'token', scopes: new Set(['links:write']), identity: `user:${job.owner_id}` },
           job.subdomain,
         );
-        const parsed = parseExport(source, file ?? '');
+        const parsed = await parseExportInSlices(source, file ?? '');
         await imports.markRunning(id, parsed.length);
         const counts = { ...zeroCounts(), ...job.counts };
         let read = job.rows_read;
