@@ -89,8 +89,8 @@ export async function startPlatform(config: Config): Promise<Platform> {
       };
     }
     if (has('worker')) {
-      const { startWorker } = await import('./worker/worker.js');
-      consumers.push(await startWorker(context, repositories, subscriptions));
+      const [{ startWorker }, { importRunner }] = await Promise.all([import('./worker/worker.js'), import('./api/imports/imports.service.js')]);
+      consumers.push(await startWorker(context, repositories, subscriptions, importRunner({ ...context, repositories })));
     }
   }
 

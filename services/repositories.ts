@@ -5,6 +5,7 @@ import { statsRepository } from '#shared/analytics/stats.repository.js';
 import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import type { Context, ProcessContext, ThinContext } from '#shared/context.js';
+import { importsRepository } from '#shared/imports/imports.repository.js';
 import { linksRepository } from '#shared/links/links.repository.js';
 import { platformSecretsRepository } from '#shared/secrets/platform-secrets.repository.js';
 import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
@@ -58,6 +59,7 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
     settings: settingsRepository(postgres),
     tokens: tokensRepository(postgres),
     links: linksRepository(postgres),
+    imports: importsRepository(postgres),
     subdomains: subdomainsRepository(postgres),
     webhooks: webhooksRepository(postgres),
     audit: auditRepository(postgres),

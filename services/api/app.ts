@@ -41,6 +41,8 @@ import { erasuresRoutes } from './erasures/erasures.routes.js';
 import { erasuresService } from './erasures/erasures.service.js';
 import { exportsRoutes } from './exports/exports.routes.js';
 import { exportsService } from './exports/exports.service.js';
+import { importsRoutes } from './imports/imports.routes.js';
+import { importsService } from './imports/imports.service.js';
 import { reservedRoutes } from './reserved/reserved.routes.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { webhooksService } from './webhooks/webhooks.service.js';
@@ -130,6 +132,7 @@ export async function createApi(
     ...erasuresRoutes(erasures),
     ...exportsRoutes(exportsService({ repositories, stats, rawVisitsSinceOf: (ownerId, only) => subdomains.rawVisitsSinceOf(ownerId, only) }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
+    ...importsRoutes(importsService({ links, subdomains, repositories, jobs: context.jobs })),
     ...reservedRoutes(),
   ];
   return {

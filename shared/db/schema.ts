@@ -214,7 +214,39 @@ export interface PlatformSettingsTable {
   updated_by: string | null;
 }
 
+/** An import of another shortener's export (issue 39): its file, state and progress. */
+export interface ImportsTable {
+  id: string;
+  seq: ColumnType<string, never, never>;
+  owner_id: string;
+  subdomain: string;
+  source: string;
+  dry_run: boolean;
+  status: 'queued' | 'running' | 'completed' | 'failed';
+  error: ColumnType<{ code: string; details: Record<string, unknown> } | null, never, string | null>;
+  file: string | null;
+  file_bytes: number;
+  rows_total: number | null;
+  rows_read: ColumnType<number, number | undefined, number>;
+  counts: ColumnType<Record<string, number>, string, string>;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** One row of an import's report, by its line in the file. */
+export interface ImportRowsTable {
+  import_id: string;
+  line: number;
+  status: string;
+  slug: string | null;
+  reason: string | null;
+  link_id: string | null;
+}
+
 export interface DB {
+  imports: ImportsTable;
+  import_rows: ImportRowsTable;
   user_totp: UserTotpTable;
   totp_recovery_codes: TotpRecoveryCodesTable;
   login_challenges: LoginChallengesTable;

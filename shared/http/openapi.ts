@@ -151,6 +151,10 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       { name: 'erasures', description: "Erasure of raw visits (a link's, a subdomain's, a visitor's); the statistics keep their counts." },
       { name: 'links', description: 'Short links: create (idempotent with client_id), list, read, update, soft delete, duplicate, QR code.' },
       {
+        name: 'imports',
+        description: "Imports of other shorteners' CSV exports (Bitly, Dub, Shlink) into a subdomain, as background jobs with progress and a per-row report.",
+      },
+      {
         name: 'tracker',
         description: 'The consent-gated browser tracker, served by ingest nodes on every host: /tracker.js, consent (a signed short-lived token) and collect.',
       },

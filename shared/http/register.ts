@@ -266,6 +266,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
     app.route({
       method: route.method,
       url: fastifyPath(route.path),
+      ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
       config: { routeDef: route },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         // Credentials are resolved first so that the api bucket can count per token; a bad token is

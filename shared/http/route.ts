@@ -76,6 +76,8 @@ export interface RouteDef<
   params?: P;
   query?: Q;
   body?: B;
+  /** The largest body of this route in bytes, when it is not BODY_LIMIT (an import's file). */
+  bodyLimit?: number;
   /** Schema of `data` in the success envelope, or of the raw body when `raw` is set; absent for routes that never succeed (501). */
   response?: R;
   /**

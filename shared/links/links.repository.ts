@@ -21,6 +21,8 @@ export interface NewLink {
   appendVisitId: boolean;
   clientId: string | null;
   clientBodyHash: string | null;
+  /** The creation time, when it is not now (an imported link keeps its source's). */
+  createdAt?: Date;
 }
 
 export interface LinkChanges {
@@ -82,6 +84,7 @@ export function linksRepository(db: Kysely<DB>) {
           append_visit_id: link.appendVisitId,
           client_id: link.clientId,
           client_body_hash: link.clientBodyHash,
+          ...(link.createdAt ? { created_at: link.createdAt } : {}),
         })
         .onConflict((oc) => oc.doNothing())
         .returningAll()

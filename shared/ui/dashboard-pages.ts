@@ -11,6 +11,7 @@ export const DASHBOARD_PAGES = [
   'visits',
   'attacks',
   'exports',
+  'imports',
   'tokens',
   'webhooks',
   'notifications',

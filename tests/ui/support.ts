@@ -12,6 +12,8 @@ import { buildApp } from '#services/app.js';
 import { DASHBOARD_DIR } from '#services/api/dashboard/dashboard.js';
 import { startVisitConsumer } from '#services/enricher/visit-consumer.js';
 import { startWorker } from '#services/worker/worker.js';
+import { importRunner } from '#services/api/imports/imports.service.js';
+import { withRepositories } from '../support/repositories.js';
 import type { Context } from '#shared/context.js';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { createAccount, TEST_PASSWORD } from '../support/accounts.js';
@@ -56,7 +58,7 @@ export async function startUiPlatform(overrides: Record<string, string> = {}, op
     RATE_LIMIT_TRACK: '100000:60',
     ...overrides,
   });
-  const consumers: Consumer[] = [await startVisitConsumer(context), await startWorker(context)];
+  const consumers: Consumer[] = [await startVisitConsumer(context), await startWorker(context, undefined, undefined, importRunner(withRepositories(context)))];
   const { app } = await buildApp(context);
   await app.listen({ port, host: '127.0.0.1' });
   const browser = await chromium.launch({

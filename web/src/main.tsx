@@ -22,6 +22,7 @@ const StatsPage = lazy(() => import('./pages/stats.js').then((module) => module.
 const VisitsPage = lazy(() => import('./pages/visits.js').then((module) => module.VisitsPage));
 const AttacksPage = lazy(() => import('./pages/attacks.js').then((module) => module.AttacksPage));
 const ExportsPage = lazy(() => import('./pages/exports.js').then((module) => module.ExportsPage));
+const ImportsPage = lazy(() => import('./pages/imports.js').then((module) => module.ImportsPage));
 const TokensPage = lazy(() => import('./pages/tokens.js').then((module) => module.TokensPage));
 const WebhooksPage = lazy(() => import('./pages/webhooks.js').then((module) => module.WebhooksPage));
 const NotificationsPage = lazy(() => import('./pages/notifications.js').then((module) => module.NotificationsPage));
@@ -44,6 +45,7 @@ function SignedInRoutes() {
             <Route path="/visits" component={VisitsPage} />
             <Route path="/attacks" component={AttacksPage} />
             <Route path="/exports" component={ExportsPage} />
+            <Route path="/imports" component={ImportsPage} />
             <Route path="/tokens" component={TokensPage} />
             <Route path="/webhooks" component={WebhooksPage} />
             <Route path="/webhooks/:id" component={WebhooksPage} />

@@ -69,6 +69,27 @@ export interface NewLinkInput {
   client_id?: string;
 }
 
+/** One link of an import, as its source file gave it (not yet checked). */
+export interface ImportedLink {
+  slug: string;
+  target_url: string;
+  title: string | null;
+  tags: string[];
+  created_at: Date | null;
+}
+
+/**
+ * What became of one imported link: `created` (`would_create` in a dry run); `exists` when an
+ * earlier import of the same source already created it; `conflict` when the slug is another link's
+ * (never overwritten); `refused` when the slug or the target is not acceptable here.
+ */
+export type ImportOutcome =
+  | { status: 'created' | 'would_create' | 'exists'; slug: string; link_id?: string }
+  | { status: 'conflict' | 'refused'; slug: string; reason: 'slug_taken' | 'slug_reserved' | 'slug_invalid' | 'target_invalid' | 'target_is_platform' };
+
+/** A custom slug as the API accepts it (links.routes.ts checks the same). */
+const SLUG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
 export interface LinkPatch {
   slug?: string;
   target_url?: string;
@@ -115,7 +136,8 @@ function assertNoOwnerFilters(filters: { q?: string; tag?: string; since?: strin
 
 /** What the links service uses: the links repository, the config, the cache (link notices to the edge), the event bus and the subdomains service. */
 export interface LinksDeps extends Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> {
-  repositories: Pick<Repositories, 'links' | 'stats'>;
+  /** `stats` for click counts (the API's); a worker's import engine, which may run without the analytics store, has none. */
+  repositories: Pick<Repositories, 'links'> & Partial<Pick<Repositories, 'stats'>>;
   subdomains: SubdomainsService;
   events: EventBus;
 }
@@ -131,6 +153,7 @@ export function linksService(deps: LinksDeps) {
    * is one owner's links, but staff may list another's).
    */
   const withClicks = async (views: LinkView[], owners: string[], now = Date.now()): Promise<LinkView[]> => {
+    if (!stats) throw new Error('click counts read the analytics store, which this process has not opened');
     const today = Math.floor(now / 86_400_000) * 86_400;
     const first = today - (CLICK_TREND_DAYS - 1) * 86_400;
     const byOwner = new Map<string, string[]>();
@@ -275,6 +298,49 @@ export function linksService(deps: LinksDeps) {
       if ('original' in row) return replayOf(row.original);
       await announceCreated(row);
       return { link: toView(row), replay: false };
+    },
+
+    /**
+     * Imports one link into a subdomain the caller manages (checked once by the importer). The link's
+     * client_id is `import:<source>:<slug>`, so a second import of the same row finds it (`exists`)
+     * and creates nothing; a slug taken by any other link is a `conflict`, never overwritten.
+     */
+    async importLink(subdomain: { name: string; owner_id: string }, source: string, input: ImportedLink, dryRun: boolean): Promise<ImportOutcome> {
+      const slug = input.slug.toLowerCase();
+      if (!SLUG_PATTERN.test(input.slug)) return { status: 'refused', slug, reason: 'slug_invalid' };
+      if ((RESERVED_SLUGS as readonly string[]).includes(slug)) return { status: 'refused', slug, reason: 'slug_reserved' };
+      const checked = checkTargetUrl(input.target_url, config);
+      if (!checked.ok) return { status: 'refused', slug, reason: checked.platform ? 'target_is_platform' : 'target_invalid' };
+      const clientId = `import:${source}:${subdomain.name}:${slug}`;
+      const earlier = await links.findByClientId(subdomain.owner_id, clientId);
+      if (earlier) return { status: 'exists', slug, link_id: earlier.id };
+      if (dryRun) {
+        const taken = await links.findLiveBySlug(subdomain.name, slug);
+        return taken ? { status: 'conflict', slug, reason: 'slug_taken' } : { status: 'would_create', slug };
+      }
+      const row = await links.insertIfFree({
+        id: newLinkId(),
+        ownerId: subdomain.owner_id,
+        subdomain: subdomain.name,
+        slug,
+        targetUrl: checked.url,
+        title: input.title,
+        tags: normalizeTags(input.tags),
+        expiresAt: null,
+        maxVisits: null,
+        redirectType: 302,
+        appendVisitId: false,
+        clientId,
+        clientBodyHash: null,
+        ...(input.created_at ? { createdAt: input.created_at } : {}),
+      });
+      if (!row) {
+        // A concurrent import of the same row won; else the slug is another link's.
+        const winner = await links.findByClientId(subdomain.owner_id, clientId);
+        return winner ? { status: 'exists', slug, link_id: winner.id } : { status: 'conflict', slug, reason: 'slug_taken' };
+      }
+      await announceCreated(row);
+      return { status: 'created', slug, link_id: row.id };
     },
 
     async get(principal: Principal, id: string, options: { clicks?: boolean } = {}): Promise<LinkView> {

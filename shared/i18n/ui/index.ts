@@ -4,6 +4,7 @@ import { account } from './account.js';
 import { attacks } from './attacks.js';
 import { common } from './common.js';
 import { exportsPage } from './exports.js';
+import { importsPage } from './imports.js';
 import { links } from './links.js';
 import { login } from './login.js';
 import { notifications } from './notifications.js';
@@ -28,6 +29,7 @@ const areas = [
   visits,
   attacks,
   exportsPage,
+  importsPage,
   tokens,
   webhooks,
   notifications,

@@ -23,6 +23,7 @@ export const NAV: NavItem[] = [
   { href: '/visits', label: 'nav.visits' },
   { href: '/attacks', label: 'nav.attacks' },
   { href: '/exports', label: 'nav.exports' },
+  { href: '/imports', label: 'nav.imports' },
   { href: '/tokens', label: 'nav.tokens' },
   { href: '/webhooks', label: 'nav.webhooks' },
   { href: '/notifications', label: 'nav.notifications' },

@@ -1,0 +1,268 @@
+import { randomBytes } from 'node:crypto';
+import type { Context } from '#shared/context.js';
+import { AppError } from '#shared/errors.js';
+import type { Principal } from '#shared/http/auth.js';
+import { canManage, requireScope } from '#shared/http/auth.js';
+import type { ImportReportRow, ImportRow } from '#shared/imports/imports.repository.js';
+import { importJob, type ImportRunner } from '#shared/imports/import-job.js';
+import { DeferJob } from '#shared/jobs/jobs.js';
+import { createEventBus } from '#shared/events/events.js';
+import type { Repositories } from '#services/repositories.js';
+import { linksService, type LinksService, type ImportOutcome } from '../links/links.service.js';
+import { subdomainsService, type SubdomainsService } from '../subdomains/subdomains.service.js';
+import { IMPORT_MAX_BYTES, parseExport, parseExportInSlices, type CsvSource, type ParsedRow } from './imports.formats.js';
+
+/** What became of one row of the file: its line and the outcome, or why the row could not be read. */
+export type RowReport = { line: number } & (ImportOutcome | { status: 'unreadable'; reason: string });
+
+export const ROW_STATUSES = ['created', 'would_create', 'exists', 'conflict', 'refused', 'unreadable'] as const;
+export type RowStatus = (typeof ROW_STATUSES)[number];
+
+export interface ImportReport {
+  source: CsvSource;
+  subdomain: string;
+  dry_run: boolean;
+  /** Rows per status. */
+  counts: Record<RowStatus, number>;
+  rows: RowReport[];
+}
+
+/** An import job as the API shows it. */
+export interface ImportView {
+  id: string;
+  subdomain: string;
+  source: string;
+  dry_run: boolean;
+  status: ImportRow['status'];
+  error: { code: string; details: Record<string, unknown> } | null;
+  file_bytes: number;
+  rows_total: number | null;
+  rows_read: number;
+  counts: Record<RowStatus, number>;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+/** Rows an import job imports between two checkpoints (its report's rows, its counts and the rows read, stored at once). */
+export const IMPORT_CHECKPOINT_ROWS = 100;
+/** Longest an import job runs without a checkpoint, so that a slow import shows its progress. */
+const IMPORT_CHECKPOINT_MS = 1_000;
+/** How long an import job stopped by a shutdown waits before it runs again (from its checkpoint). */
+const IMPORT_RESUME_DELAY_MS = 1_000;
+/** Longest slug a report row keeps (a refused one may be anything the file holds). */
+const REPORT_SLUG_CHARS = 200;
+
+const zeroCounts = (): Record<RowStatus, number> => ({ created: 0, would_create: 0, exists: 0, conflict: 0, refused: 0, unreadable: 0 });
+
+/** New import ids: `imp_` and 16 base64url characters (96 random bits). */
+const newImportId = () => `imp_${randomBytes(12).toString('base64url')}`;
+
+const toView = (row: ImportRow): ImportView => ({
+  id: row.id,
+  subdomain: row.subdomain,
+  source: row.source,
+  dry_run: row.dry_run,
+  status: row.status,
+  error: row.error,
+  file_bytes: row.file_bytes,
+  rows_total: row.rows_total,
+  rows_read: row.rows_read,
+  counts: { ...zeroCounts(), ...row.counts },
+  created_at: row.created_at.toISOString(),
+  started_at: row.started_at?.toISOString() ?? null,
+  finished_at: row.finished_at?.toISOString() ?? null,
+});
+
+const toReportRow = (report: RowReport): ImportReportRow => ({
+  line: report.line,
+  status: report.status,
+  slug: 'slug' in report ? report.slug.slice(0, REPORT_SLUG_CHARS) : null,
+  reason: 'reason' in report ? report.reason : null,
+  link_id: 'link_id' in report ? (report.link_id ?? null) : null,
+});
+
+export type ImportsService = ReturnType<typeof importsService>;
+
+/** What the imports service uses: the links and subdomains services, the imports and audit repositories, the job runner. */
+export interface ImportsDeps {
+  links: LinksService;
+  subdomains: SubdomainsService;
+  repositories?: Pick<Repositories, 'imports' | 'audit'>;
+  jobs?: Context['jobs'];
+}
+
+/**
+ * Imports of other shorteners' CSV exports into a subdomain the caller manages (links:write): at
+ * once (`importCsv`), or as a job (`start`, then the worker's `run`) whose progress and per-row
+ * report are stored. Rows are imported one by one in file order. Every row is idempotent (see
+ * LinksService.importLink), so running the same file again after an interruption resumes it.
+ */
+export function importsService(deps: ImportsDeps) {
+  const stored = () => {
+    if (!deps.repositories || !deps.jobs) throw new Error('import jobs need the imports repository and the job runner');
+    return { ...deps.repositories, jobs: deps.jobs };
+  };
+
+  /** The import of `id` as the caller may see it: someone else's is 404, as an unknown one. */
+  const visible = async (principal: Principal, id: string): Promise<ImportRow> => {
+    requireScope(principal, 'links:read');
+    const row = await stored().imports.find(id);
+    if (!row || !canManage(principal, row.owner_id)) throw new AppError('not_found', { import: id });
+    return row;
+  };
+
+  const importRow = async (subdomain: { name: string; owner_id: string }, source: CsvSource, row: ParsedRow, dryRun: boolean): Promise<RowReport> =>
+    'error' in row
+      ? { line: row.line, status: 'unreadable', reason: row.error }
+      : { line: row.line, ...(await deps.links.importLink(subdomain, source, row.link, dryRun)) };
+
+  return {
+    async importCsv(
+      principal: Principal,
+      input: { source: CsvSource; subdomain: string; csv: string; dryRun: boolean },
+      onProgress?: (done: number, total: number) => void,
+    ): Promise<ImportReport> {
+      requireScope(principal, 'links:write');
+      const subdomain = await deps.subdomains.managed(principal, input.subdomain);
+      const parsed = parseExport(input.source, input.csv);
+      const counts = zeroCounts();
+      const rows: RowReport[] = [];
+      for (const row of parsed) {
+        const report = await importRow(subdomain, input.source, row, input.dryRun);
+        counts[report.status]++;
+        rows.push(report);
+        onProgress?.(rows.length, parsed.length);
+      }
+      return { source: input.source, subdomain: subdomain.name, dry_run: input.dryRun, counts, rows };
+    },
+
+    /**
+     * Stores the file and queues its import as a job. The subdomain and the size are checked here
+     * (403/404, 413: nothing is stored); the file is read by the job, which fails the import when it is
+     * not the source's CSV export (a rule the schema cannot state is not a 422 of the request). Audited.
+     */
+    async start(
+      principal: Principal,
+      input: { source: CsvSource; subdomain: string; file: string; dryRun: boolean },
+      request: { id: string; ip: string },
+    ): Promise<ImportView> {
+      requireScope(principal, 'links:write');
+      const { imports, audit, jobs } = stored();
+      const subdomain = await deps.subdomains.managed(principal, input.subdomain);
+      if (Buffer.byteLength(input.file) > IMPORT_MAX_BYTES) throw new AppError('payload_too_large', { file: `at most ${IMPORT_MAX_BYTES} bytes` });
+      const row = await imports.insert({
+        id: newImportId(),
+        ownerId: subdomain.owner_id,
+        subdomain: subdomain.name,
+        source: input.source,
+        dryRun: input.dryRun,
+        file: input.file,
+        counts: zeroCounts(),
+      });
+      await audit.insert({
+        action: 'import.start',
+        actorId: principal.userId,
+        target: `import:${row.id}`,
+        ip: request.ip,
+        details: { subdomain: subdomain.name, source: input.source, dry_run: input.dryRun, file_bytes: row.file_bytes, request_id: request.id },
+      });
+      await jobs.enqueue(importJob, { id: row.id }, { jobId: row.id });
+      return toView(row);
+    },
+
+    async get(principal: Principal, id: string): Promise<ImportView> {
+      return toView(await visible(principal, id));
+    },
+
+    /** Rows of an import's report in file order, after line `after`, of one status or all. */
+    async rows(
+      principal: Principal,
+      id: string,
+      page: { after: number; limit: number; status?: RowStatus },
+    ): Promise<(ImportReportRow & { status: RowStatus })[]> {
+      await visible(principal, id);
+      // Stored by `run` from RowReport statuses only.
+      return (await stored().imports.rows(id, { afterLine: page.after, limit: page.limit, status: page.status })) as (ImportReportRow & {
+        status: RowStatus;
+      })[];
+    },
+
+    async list(principal: Principal, limit: number): Promise<ImportView[]> {
+      requireScope(principal, 'links:read');
+      return (await stored().imports.listByOwner(principal.userId, limit)).map(toView);
+    },
+
+    /**
+     * The job: imports the rows after the last checkpoint, storing a checkpoint every
+     * IMPORT_CHECKPOINT_ROWS rows or IMPORT_CHECKPOINT_MS. A row imported after the last checkpoint of
+     * an interrupted run is imported again: it then reports `exists` (its link is there). When
+     * `stopping` says so (a shutdown), it checkpoints and is deferred: the next run goes on from there.
+     * A file that cannot be read, or a subdomain that is no longer the owner's, fails the import; an
+     * import deleted meanwhile (with its account) ends the job quietly.
+     */
+    async run(id: string, { final, stopping }: { final: boolean; stopping: () => boolean }): Promise<void> {
+      const { imports } = stored();
+      const job = await imports.find(id);
+      if (!job || job.status === 'completed' || job.status === 'failed') return;
+      const source = job.source as CsvSource;
+      try {
+        const file = await imports.fileOf(id);
+        const subdomain = await deps.subdomains.managed(
+          { userId: job.owner_id, email: '', role: 'user', via: 'token', scopes: new Set(['links:write']), identity: `user:${job.owner_id}` },
+          job.subdomain,
+        );
+        const parsed = await parseExportInSlices(source, file ?? '');
+        await imports.markRunning(id, parsed.length);
+        const counts = { ...zeroCounts(), ...job.counts };
+        let read = job.rows_read;
+        let pending: ImportReportRow[] = [];
+        let since = Date.now();
+        const checkpoint = async () => {
+          await imports.checkpoint(id, pending, read, counts);
+          pending = [];
+          since = Date.now();
+        };
+        while (read < parsed.length) {
+          if (stopping()) {
+            await checkpoint();
+            throw new DeferJob(IMPORT_RESUME_DELAY_MS);
+          }
+          const report = await importRow(subdomain, source, parsed[read]!, job.dry_run);
+          counts[report.status]++;
+          pending.push(toReportRow(report));
+          read++;
+          if (pending.length >= IMPORT_CHECKPOINT_ROWS || Date.now() - since >= IMPORT_CHECKPOINT_MS) await checkpoint();
+        }
+        await checkpoint();
+        await imports.finish(id, 'completed');
+      } catch (error) {
+        if (error instanceof AppError) {
+          // The file or the subdomain: running it again changes nothing.
+          await imports.finish(id, 'failed', { code: error.code, details: error.details });
+          return;
+        }
+        if (error instanceof DeferJob) throw error;
+        // Its account was deleted meanwhile (the import, its file and its links went with it): nothing is left to do.
+        if (!(await imports.find(id))) return;
+        if (final) await imports.finish(id, 'failed', { code: 'internal_error', details: {} });
+        throw error;
+      }
+    },
+  };
+}
+
+/**
+ * The import engine for a worker: the import service over the process's clients and repositories,
+ * its `run` as the worker's ImportRunner (services/platform.ts hands it to the worker role).
+ */
+export function importRunner(
+  context: Pick<Context, 'config' | 'cache' | 'log' | 'metrics' | 'messageLog' | 'jobs'> & {
+    repositories: Pick<Repositories, 'imports' | 'audit' | 'links' | 'subdomains'>;
+  },
+): ImportRunner {
+  const subdomains = subdomainsService(context);
+  const links = linksService({ ...context, subdomains, events: createEventBus(context) });
+  const imports = importsService({ links, subdomains, repositories: context.repositories, jobs: context.jobs });
+  return (id, options) => imports.run(id, options);
+}
