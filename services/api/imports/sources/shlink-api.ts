@@ -1,5 +1,6 @@
 import { AppError } from '#shared/errors.js';
 import type { ImportedLink } from '#services/api/links/links.service.js';
+import { getJson, type SourceApi } from './api-client.js';
 import type { SourceVisit } from './history.js';
 
 /** Where a Shlink server is and the API key it gave (Shlink's `X-Api-Key` header). */
@@ -61,34 +62,19 @@ const MAX_PAGES = 100_000;
  * that is not Shlink's, is 503 `service_unavailable` (the source is the dependency down), so the import stops there and resumes when run again.
  */
 export function shlinkApi(options: ShlinkApiOptions) {
-  const base = `${options.url.replace(/\/+$/, '')}/rest/v3`;
+  const api: SourceApi = {
+    name: 'Shlink',
+    url: options.url,
+    base: `${options.url.replace(/\/+$/, '')}/rest/v3`,
+    headers: { 'X-Api-Key': options.apiKey },
+    fetch: options.fetch,
+  };
   const pageSize = options.pageSize ?? 500;
-  const fetcher = options.fetch ?? globalThis.fetch;
-
-  async function get<T>(path: string, params: Record<string, string | number>): Promise<T> {
-    const query = new URLSearchParams(Object.entries(params).map(([name, value]) => [name, String(value)]));
-    let response: Response;
-    try {
-      response = await fetcher(`${base}${path}?${query}`, { headers: { 'X-Api-Key': options.apiKey, accept: 'application/json' } });
-    } catch (error) {
-      throw new AppError('service_unavailable', { source: `Shlink at ${options.url} did not answer: ${(error as Error).message}` });
-    }
-    const text = await response.text();
-    if (response.status === 401 || response.status === 403) {
-      throw new AppError('validation_error', { api_key: `Shlink refused the API key (${response.status}${problemTitle(text)})` });
-    }
-    if (!response.ok) throw new AppError('service_unavailable', { source: `Shlink answered ${response.status}${problemTitle(text)} to ${path}` });
-    try {
-      return JSON.parse(text) as T;
-    } catch {
-      throw new AppError('service_unavailable', { source: `Shlink's answer to ${path} is not JSON` });
-    }
-  }
 
   async function pages<T>(path: string, key: 'shortUrls' | 'visits', params: Record<string, string> = {}): Promise<T[]> {
     const items: T[] = [];
     for (let page = 1; page <= MAX_PAGES; page++) {
-      const body = await get<Record<string, { data?: T[]; pagination?: Pagination }>>(path, { ...params, page, itemsPerPage: pageSize });
+      const body = await getJson<Record<string, { data?: T[]; pagination?: Pagination }>>(api, path, { ...params, page, itemsPerPage: pageSize });
       const list = body[key];
       if (!list || !Array.isArray(list.data) || !list.pagination)
         throw new AppError('service_unavailable', { source: `Shlink's answer to ${path} has no ${key}` });
@@ -123,15 +109,6 @@ export function shlinkApi(options: ShlinkApiOptions) {
     },
   };
 }
-
-const problemTitle = (text: string): string => {
-  try {
-    const problem = JSON.parse(text) as { title?: unknown };
-    return typeof problem.title === 'string' ? `: ${problem.title}` : '';
-  } catch {
-    return '';
-  }
-};
 
 /**
  * Shlink's visits as source visits. Shlink gives a visit no id (and never its address): a visit's key

@@ -7,9 +7,11 @@ import type { Principal } from '#shared/http/auth.js';
 import { buildApp } from '#services/app.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { sourceLinks, type SourceLink } from '#tests/support/import-fixtures.js';
+import { startKuttStandIn } from '#tests/support/kutt-stand-in.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { withRepositories } from '#tests/support/repositories.js';
-import { shlinkVisits, startShlinkStandIn, type ShlinkStandIn, type ShlinkVisitFixture } from '#tests/support/shlink-stand-in.js';
+import { shlinkVisits, startShlinkStandIn, type ShlinkVisitFixture } from '#tests/support/shlink-stand-in.js';
+import { yourlsClicks, yourlsMysqldump, yourlsPhpMyAdmin } from '#tests/support/yourls-dump.js';
 import { linksService } from '#services/api/links/links.service.js';
 import { subdomainsService } from '#services/api/subdomains/subdomains.service.js';
 import { sourceImports, type SourceImports } from './sources.service.js';
@@ -18,7 +20,7 @@ let context: Context;
 let app: FastifyInstance;
 let imports: SourceImports;
 let alice: TestOwner;
-const standIns: ShlinkStandIn[] = [];
+const standIns: { close(): Promise<void> }[] = [];
 
 const principalOf = (owner: TestOwner): Principal => ({
   userId: owner.id,
@@ -209,5 +211,161 @@ describe('importing from a local stand-in of Shlink’s REST API v3', () => {
     expect((await caught(imports.importFromSource(readOnly, { from: { source: 'shlink', url: closed.url, apiKey: 'k' }, subdomain, dryRun: true }))).code).toBe(
       'forbidden',
     );
+  });
+});
+
+describe('importing a YOURLS database export (yourls_url and yourls_log)', () => {
+  it('imports a mysqldump of 1 000 links and 100 000 yourls_log clicks with their times, referrers, agents, IPs and countries; a second run adds nothing', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const links = sourceLinks(1000, 'yl');
+    const clicks = links.slice(0, 40).flatMap((link, i) => yourlsClicks(link.slug, 2500, 1 + i * 2500, NEWEST));
+    const dump = yourlsMysqldump(links, clicks);
+    const from = { source: 'yourls' as const, dump };
+
+    const started = performance.now();
+    const first = await imports.importFromSource(principalOf(alice), { from, subdomain, dryRun: false });
+    const firstMs = performance.now() - started;
+    expect(first.counts).toMatchObject({ created: 1000, conflict: 0, refused: 0 });
+    expect(first.visits).toEqual({ added: 100_000, existing: 0, skipped: 0 });
+    expect(first.rows[0]).toMatchObject({ index: 0, status: 'created', slug: 'yl0', visits: { added: 2500 } });
+
+    const stored = await storedVisits(subdomain);
+    for (const row of first.rows.slice(0, 40)) {
+      const own = clicks.filter((click) => click.shorturl === links[row.index]!.slug);
+      expect(stored.get('link_id' in row ? row.link_id! : '')).toEqual({
+        visits: 2500,
+        imported: 0,
+        first: `${own.at(-1)!.click_time}.000`,
+        last: `${own[0]!.click_time}.000`,
+      });
+    }
+    const titled = await context.db.db
+      .selectFrom('links')
+      .select(['title', 'created_at', 'tags'])
+      .where('subdomain', '=', subdomain)
+      .where('slug', '=', 'yl3')
+      .executeTakeFirstOrThrow();
+    expect(titled).toEqual({ title: links[3]!.title, created_at: links[3]!.created, tags: [] });
+
+    const stats = await report(`/api/v1/stats/subdomain/${subdomain}?${RANGE}`);
+    expect(stats.totals.visits + stats.totals.bots).toBe(100_000);
+    const byCountry = new Map<string, number>();
+    for (const click of clicks) if (click.country_code) byCountry.set(click.country_code, (byCountry.get(click.country_code) ?? 0) + 1);
+    expect(
+      Object.fromEntries(
+        stats.top.country.filter((item: { value: string }) => item.value !== '').map((item: { value: string; visits: number }) => [item.value, item.visits]),
+      ),
+    ).toEqual(Object.fromEntries(byCountry));
+    const firstLink = first.rows[0]!;
+    const listed = await report(`/api/v1/visits?link_id=${'link_id' in firstLink ? firstLink.link_id : ''}&limit=3`);
+    expect(listed.visits[0]).toMatchObject({
+      imported_from: 'yourls',
+      ts: `${clicks[0]!.click_time.replace(' ', 'T')}.000Z`,
+      ip_public: clicks[0]!.ip_address,
+      referrer: '',
+      country: clicks[0]!.country_code,
+    });
+    expect(listed.visits[1]).toMatchObject({ referrer: clicks[1]!.referrer });
+
+    const second = await imports.importFromSource(principalOf(alice), { from, subdomain, dryRun: false });
+    expect(second.counts).toMatchObject({ created: 0, exists: 1000 });
+    expect(second.visits).toEqual({ added: 0, existing: 100_000, skipped: 0 });
+    expect((await report(`/api/v1/stats/subdomain/${subdomain}?${RANGE}`)).totals).toEqual(stats.totals);
+    // Baseline in the same run: the same dump's links alone (history: false) into another subdomain.
+    const baseline = await claimSubdomain(app, alice);
+    const baselineStart = performance.now();
+    const linksOnly = await imports.importFromSource(principalOf(alice), { from, subdomain: baseline, dryRun: false, history: false });
+    const linksOnlyMs = performance.now() - baselineStart;
+    expect(linksOnly.counts.created).toBe(1000);
+    expect(linksOnly.visits.added).toBe(0);
+    process.stdout.write(
+      `import of a YOURLS mysqldump: 1 000 links and 100 000 visits in ${Math.round(firstMs)} ms (${Math.round((100_000 / firstMs) * 1000)} visits/s overall); ` +
+        `baseline, the links alone: ${Math.round(linksOnlyMs)} ms; the history's share: ${Math.round(firstMs - linksOnlyMs)} ms, ` +
+        `${Math.round((100_000 / Math.max(1, firstMs - linksOnlyMs)) * 1000)} visits/s\n`,
+    );
+  }, 600_000);
+
+  it("shows imported IPs publicly only as the subdomain's policy allows, like live visits", async () => {
+    const links = sourceLinks(2, 'yp');
+    const dump = yourlsMysqldump(links, yourlsClicks('yp0', 5, 1, NEWEST));
+    const hidden = await claimSubdomain(app, alice, { stats_public: true, stats_show_visits_list: true, stats_show_geo: true });
+    const shown = await claimSubdomain(app, alice, { stats_public: true, stats_show_visits_list: true, stats_show_ip: true });
+    for (const subdomain of [hidden, shown]) await imports.importFromSource(principalOf(alice), { from: { source: 'yourls', dump }, subdomain, dryRun: false });
+    const publicList = async (subdomain: string) => {
+      const response = await app.inject({ method: 'GET', url: `/api/v1/visits?subdomain=${subdomain}` });
+      expect(response.statusCode, response.body).toBe(200);
+      return response.json().data.visits as Record<string, unknown>[];
+    };
+    const withoutIp = await publicList(hidden);
+    expect(withoutIp).toHaveLength(5);
+    expect(withoutIp.every((visit) => !('ip_public' in visit) && visit.country !== undefined)).toBe(true);
+    const withIp = await publicList(shown);
+    expect(withIp.map((visit) => visit.ip_public)).toEqual(['198.51.100.0', '198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4']);
+  });
+
+  it('reads phpMyAdmin’s export (INSERTs naming their columns, in another order) and dry-runs it without writing', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const links = sourceLinks(20, 'pm');
+    const dump = yourlsPhpMyAdmin(links, yourlsClicks('pm1', 30, 1, NEWEST));
+    const dry = await imports.importFromSource(principalOf(alice), { from: { source: 'yourls', dump }, subdomain, dryRun: true });
+    expect(dry.counts).toMatchObject({ would_create: 20 });
+    expect(dry.visits).toEqual({ added: 30, existing: 0, skipped: 0 });
+    expect((await report(`/api/v1/links?subdomain=${subdomain}`)).links).toHaveLength(0);
+    const done = await imports.importFromSource(principalOf(alice), { from: { source: 'yourls', dump }, subdomain, dryRun: false });
+    expect(done.rows[1]).toMatchObject({ status: 'created', slug: 'pm1', visits: { added: 30 } });
+    const link = (await report(`/api/v1/links?subdomain=${subdomain}`)).links.find((row: { slug: string }) => row.slug === 'pm1');
+    expect(link.target_url).toBe(links[1]!.target);
+  });
+
+  it('answers 422 validation_error to a dump without yourls_url rows, importing nothing', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const failure = await caught(
+      imports.importFromSource(principalOf(alice), {
+        from: { source: 'yourls', dump: 'CREATE TABLE `other` (`id` int);\nINSERT INTO `other` VALUES (1);' },
+        subdomain,
+        dryRun: false,
+      }),
+    );
+    expect(failure.code).toBe('validation_error');
+    expect(failure.details).toEqual({ dump: 'no rows of yourls_url: not a YOURLS database export' });
+  });
+});
+
+describe('importing from a local stand-in of Kutt’s API v2', () => {
+  it('imports 1 000 links page by page (50 at a time) with slugs, targets, descriptions as titles and dates; a second run creates nothing', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const links = sourceLinks(1000, 'kt');
+    const kutt = await startKuttStandIn(links);
+    standIns.push(kutt);
+    const from = { source: 'kutt' as const, url: kutt.url, apiKey: kutt.apiKey };
+    const first = await imports.importFromSource(principalOf(alice), { from, subdomain, dryRun: false });
+    expect(first.counts).toMatchObject({ created: 1000, conflict: 0, refused: 0 });
+    expect(first.visits).toEqual({ added: 0, existing: 0, skipped: 0 });
+    expect(kutt.requests).toHaveLength(20);
+    expect(kutt.requests.at(-1)).toBe('/api/v2/links?limit=50&skip=950');
+    const rows = await context.db.db
+      .selectFrom('links')
+      .select(['slug', 'target_url', 'title', 'created_at'])
+      .where('subdomain', '=', subdomain)
+      .where('deleted_at', 'is', null)
+      .execute();
+    expect(rows).toHaveLength(1000);
+    const bySlug = new Map(rows.map((row) => [row.slug, row]));
+    for (const [i, link] of links.entries()) {
+      expect(bySlug.get(link.slug)).toEqual({ slug: link.slug, target_url: link.target, title: i % 2 === 0 ? link.title : null, created_at: link.created });
+    }
+    const second = await imports.importFromSource(principalOf(alice), { from, subdomain, dryRun: false });
+    expect(second.counts).toMatchObject({ created: 0, exists: 1000 });
+  }, 600_000);
+
+  it('answers 422 validation_error naming the API key when the stand-in refuses it', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const kutt = await startKuttStandIn(sourceLinks(3, 'kw'));
+    standIns.push(kutt);
+    const failure = await caught(
+      imports.importFromSource(principalOf(alice), { from: { source: 'kutt', url: kutt.url, apiKey: 'nope' }, subdomain, dryRun: false }),
+    );
+    expect(failure.code).toBe('validation_error');
+    expect(failure.details).toEqual({ api_key: 'Kutt refused the API key (401: Unauthorized.)' });
   });
 });

@@ -4,15 +4,19 @@ import type { Repositories } from '#services/repositories.js';
 import type { ImportOutcome, LinksService } from '#services/api/links/links.service.js';
 import type { SubdomainsService } from '#services/api/subdomains/subdomains.service.js';
 import { visitHistory } from './history.js';
+import { kuttApi } from './kutt-api.js';
 import { shlinkApi, type SourceLinkWithHistory } from './shlink-api.js';
 import { yourlsDump } from './yourls-dump.js';
 
 /**
- * A source and where to read it: Shlink's REST API v3 (base URL and API key), or a YOURLS database
- * export (the SQL text of its `yourls_url` and `yourls_log` tables; `prefix` is YOURLS_DB_PREFIX).
+ * A source and where to read it: Shlink's REST API v3 or Kutt's API v2 (base URL and API key), or a
+ * YOURLS database export (the SQL text of its `yourls_url` and `yourls_log` tables; `prefix` is
+ * YOURLS_DB_PREFIX).
  */
 export type SourceOptions =
-  { source: 'shlink'; url: string; apiKey: string; pageSize?: number; fetch?: typeof fetch } | { source: 'yourls'; dump: string; prefix?: string };
+  | { source: 'shlink'; url: string; apiKey: string; pageSize?: number; fetch?: typeof fetch }
+  | { source: 'yourls'; dump: string; prefix?: string }
+  | { source: 'kutt'; url: string; apiKey: string; pageSize?: number; fetch?: typeof fetch };
 
 /** What became of the visits of one link: added (or, in a dry run, would be), already there, or unreadable (a time out of range). */
 export interface VisitCounts {
@@ -44,6 +48,8 @@ function readerOf(from: SourceOptions): { links: () => Promise<SourceLinkWithHis
       return shlinkApi(from);
     case 'yourls':
       return yourlsDump(from.dump, from.prefix);
+    case 'kutt':
+      return kuttApi(from);
   }
 }
 
