@@ -12,6 +12,7 @@ import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owne
 import { withRepositories } from '#tests/support/repositories.js';
 import { shlinkVisits, startShlinkStandIn, type ShlinkVisitFixture } from '#tests/support/shlink-stand-in.js';
 import { yourlsClicks, yourlsMysqldump, yourlsPhpMyAdmin } from '#tests/support/yourls-dump.js';
+import { startYourlsStandIn } from '#tests/support/yourls-stand-in.js';
 import { linksService } from '#services/api/links/links.service.js';
 import { subdomainsService } from '#services/api/subdomains/subdomains.service.js';
 import { sourceImports, type SourceImports } from './sources.service.js';
@@ -367,5 +368,46 @@ describe('importing from a local stand-in of Kutt’s API v2', () => {
     );
     expect(failure.code).toBe('validation_error');
     expect(failure.details).toEqual({ api_key: 'Kutt refused the API key (401: Unauthorized.)' });
+  });
+});
+
+describe('importing from a local stand-in of YOURLS’s API (links only)', () => {
+  it('imports 1 000 links through action=stats&filter=last, page by page, signed by signature; a second run creates nothing', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const links = sourceLinks(1000, 'ya');
+    const yourls = await startYourlsStandIn(links);
+    standIns.push(yourls);
+    const from = { source: 'yourls-api' as const, url: yourls.url, signature: yourls.signature, pageSize: 100 };
+    const first = await imports.importFromSource(principalOf(alice), { from, subdomain, dryRun: false });
+    expect(first.counts).toMatchObject({ created: 1000, conflict: 0, refused: 0 });
+    expect(yourls.requests.map((request) => request.params.start)).toEqual(['0', '100', '200', '300', '400', '500', '600', '700', '800', '900']);
+    // The signature travels in a POST form, never in a URL.
+    expect(yourls.requests.every((request) => !request.inUrl && request.params.action === 'stats' && request.params.filter === 'last')).toBe(true);
+    const rows = await context.db.db
+      .selectFrom('links')
+      .select(['slug', 'target_url', 'title', 'created_at'])
+      .where('subdomain', '=', subdomain)
+      .where('deleted_at', 'is', null)
+      .execute();
+    const bySlug = new Map(rows.map((row) => [row.slug, row]));
+    expect(bySlug.size).toBe(1000);
+    for (const link of links) expect(bySlug.get(link.slug)).toEqual({ slug: link.slug, target_url: link.target, title: link.title, created_at: link.created });
+    const second = await imports.importFromSource(principalOf(alice), { from, subdomain, dryRun: false });
+    expect(second.counts).toMatchObject({ created: 0, exists: 1000 });
+  }, 600_000);
+
+  it('signs in with username and password too, and answers 422 validation_error naming what YOURLS refused', async () => {
+    const subdomain = await claimSubdomain(app, alice);
+    const yourls = await startYourlsStandIn(sourceLinks(5, 'yu'));
+    standIns.push(yourls);
+    const byPassword = { source: 'yourls-api' as const, url: yourls.url, username: yourls.username, password: yourls.password };
+    expect((await imports.importFromSource(principalOf(alice), { from: byPassword, subdomain, dryRun: true })).counts).toMatchObject({ would_create: 5 });
+    const wrongSignature = await caught(
+      imports.importFromSource(principalOf(alice), { from: { source: 'yourls-api', url: yourls.url, signature: 'nope' }, subdomain, dryRun: false }),
+    );
+    expect(wrongSignature.code).toBe('validation_error');
+    expect(wrongSignature.details).toEqual({ signature: 'YOURLS refused the signature (403: Please log in)' });
+    const wrongPassword = await caught(imports.importFromSource(principalOf(alice), { from: { ...byPassword, password: 'wrong' }, subdomain, dryRun: false }));
+    expect(wrongPassword.details).toEqual({ password: 'YOURLS refused the username or password (403: Please log in)' });
   });
 });

@@ -6,17 +6,19 @@ import type { SubdomainsService } from '#services/api/subdomains/subdomains.serv
 import { visitHistory } from './history.js';
 import { kuttApi } from './kutt-api.js';
 import { shlinkApi, type SourceLinkWithHistory } from './shlink-api.js';
+import { yourlsApi, type YourlsApiOptions } from './yourls-api.js';
 import { yourlsDump } from './yourls-dump.js';
 
 /**
- * A source and where to read it: Shlink's REST API v3 or Kutt's API v2 (base URL and API key), or a
+ * A source and where to read it: Shlink's REST API v3 or Kutt's API v2 (base URL and API key), a
  * YOURLS database export (the SQL text of its `yourls_url` and `yourls_log` tables; `prefix` is
- * YOURLS_DB_PREFIX).
+ * YOURLS_DB_PREFIX), or YOURLS's API (links only: base URL, and signature or username and password).
  */
 export type SourceOptions =
   | { source: 'shlink'; url: string; apiKey: string; pageSize?: number; fetch?: typeof fetch }
   | { source: 'yourls'; dump: string; prefix?: string }
-  | { source: 'kutt'; url: string; apiKey: string; pageSize?: number; fetch?: typeof fetch };
+  | { source: 'kutt'; url: string; apiKey: string; pageSize?: number; fetch?: typeof fetch }
+  | ({ source: 'yourls-api' } & YourlsApiOptions);
 
 /** What became of the visits of one link: added (or, in a dry run, would be), already there, or unreadable (a time out of range). */
 export interface VisitCounts {
@@ -50,6 +52,8 @@ function readerOf(from: SourceOptions): { links: () => Promise<SourceLinkWithHis
       return yourlsDump(from.dump, from.prefix);
     case 'kutt':
       return kuttApi(from);
+    case 'yourls-api':
+      return yourlsApi(from);
   }
 }
 
