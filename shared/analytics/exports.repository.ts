@@ -39,6 +39,7 @@ const CSV_AS_IS: ReadonlySet<string> = new Set([
   'longitude',
   'asn',
   'beacon_at',
+  'imported_from',
   ...FLAG_COLUMNS,
 ]);
 

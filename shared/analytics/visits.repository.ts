@@ -89,6 +89,7 @@ export const OWNER_VISIT_COLUMNS = [
   'network',
   'capabilities',
   'beacon_at',
+  'imported_from',
 ] as const;
 /** Columns stored as UInt8 0/1 that the API answers as booleans. */
 export const FLAG_COLUMNS: ReadonlySet<string> = new Set(['is_bot', 'is_attack', 'is_unique', 'consent_analytics', 'consent_lan_ip']);

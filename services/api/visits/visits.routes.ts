@@ -57,6 +57,9 @@ export const VisitSchema = z
     network: text,
     capabilities: text,
     beacon_at: z.iso.datetime().nullable(),
+    imported_from: text.meta({
+      description: 'The shortener whose history this visit was imported from (`shlink`, `yourls`); empty for a visit this platform answered.',
+    }),
   })
   .meta({ id: 'Visit' });
 
