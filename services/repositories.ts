@@ -8,6 +8,7 @@ import type { Context, ProcessContext, ThinContext } from '#shared/context.js';
 import { linksRepository } from '#shared/links/links.repository.js';
 import { platformSecretsRepository } from '#shared/secrets/platform-secrets.repository.js';
 import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
+import { teamsRepository } from '#shared/teams/teams.repository.js';
 import { usersRepository } from '#shared/users/users.repository.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { passwordResetsRepository } from './api/auth/password-resets.repository.js';
@@ -59,6 +60,7 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
     tokens: tokensRepository(postgres),
     links: linksRepository(postgres),
     subdomains: subdomainsRepository(postgres),
+    teams: teamsRepository(postgres),
     webhooks: webhooksRepository(postgres),
     audit: auditRepository(postgres),
     platformSecrets: platformSecretsRepository(postgres),

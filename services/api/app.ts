@@ -22,6 +22,8 @@ import type { AbuseGuard } from './auth/abuse.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
+import { teamsRoutes } from './teams/teams.routes.js';
+import { teamsService } from './teams/teams.service.js';
 import { usersRoutes } from './users/users.routes.js';
 import { usersService } from './users/users.service.js';
 import { deadLettersRoutes } from './dead-letters/dead-letters.routes.js';
@@ -122,6 +124,7 @@ export async function createApi(
     ...usersRoutes(repositories, usersService(deps, abuse, erasures)),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
+    ...teamsRoutes(teamsService(deps, (entry) => abuse.audit(entry), mailer)),
     ...subdomainsRoutes(subdomains),
     ...linksRoutes(links, { qr, inFlight }),
     ...statsRoutes(stats, zones),

@@ -97,6 +97,38 @@ export interface SubdomainsTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** A member's role in a team, widest first. */
+export type TeamRole = 'owner' | 'admin' | 'editor' | 'viewer';
+
+export interface TeamsTable {
+  id: Generated<string>;
+  name: string;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface TeamMembersTable {
+  team_id: string;
+  user_id: string;
+  role: TeamRole;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
+export interface TeamInvitationsTable {
+  id: Generated<string>;
+  team_id: string;
+  email: string;
+  role: TeamRole;
+  /** SHA-256 of the invitation's secret; the secret itself is mailed or shown once. */
+  token_hash: string;
+  invited_by: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  accepted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  accepted_by: string | null;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export interface LinksTable {
   id: string;
   /** Creation order: sorts lists and keys their cursors (bigint, read as a string). */
@@ -232,4 +264,7 @@ export interface DB {
   api_tokens: ApiTokensTable;
   schema_migrations: SchemaMigrationsTable;
   audit_log: AuditLogTable;
+  teams: TeamsTable;
+  team_members: TeamMembersTable;
+  team_invitations: TeamInvitationsTable;
 }

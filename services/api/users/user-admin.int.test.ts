@@ -23,6 +23,7 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import { DLQ_REPLAY_GROUP } from '#shared/message-log/dead-letters.js';
 import { buildApp } from '#services/app.js';
 import { createRepositories } from '#services/repositories.js';
+import { teamsRepository } from '#shared/teams/teams.repository.js';
 import { createAuthenticator } from '../auth/authenticator.js';
 
 // User administration by staff (PATCH and DELETE /api/v1/users/{id}) through the real HTTP app on
@@ -424,7 +425,7 @@ describe('the last active staff account', () => {
     const [a, b] = ids as [string, string];
     const audited: AuditEntry[] = [];
     const service = usersService(
-      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users } },
+      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users, teams: teamsRepository(context.db.db) } },
       { audit: (entry) => audited.push(entry) },
       { eraseAccount: () => Promise.reject(new Error('no account is deleted here')) },
     );
