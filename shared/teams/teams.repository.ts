@@ -71,13 +71,7 @@ export function teamsRepository(db: Kysely<DB>) {
         .innerJoin('teams', 'teams.id', 'mine.team_id')
         .selectAll('teams')
         .select('mine.role')
-        .select((eb) =>
-          eb
-            .selectFrom('team_members as all')
-            .select(eb.fn.countAll<string>().as('n'))
-            .whereRef('all.team_id', '=', 'teams.id')
-            .as('members'),
-        )
+        .select((eb) => eb.selectFrom('team_members as all').select(eb.fn.countAll<string>().as('n')).whereRef('all.team_id', '=', 'teams.id').as('members'))
         .where('mine.user_id', '=', userId)
         .execute();
       return rows.map((row) => ({ ...row, members: Number(row.members) }));
@@ -122,7 +116,13 @@ export function teamsRepository(db: Kysely<DB>) {
     async setRole(teamId: string, userId: string, role: TeamRole): Promise<{ before: TeamRole } | MembershipRefusal | undefined> {
       return db.transaction().execute(async (trx) => {
         const owners = await lockOwners(trx, teamId);
-        const member = await trx.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).forUpdate().executeTakeFirst();
+        const member = await trx
+          .selectFrom('team_members')
+          .select('role')
+          .where('team_id', '=', teamId)
+          .where('user_id', '=', userId)
+          .forUpdate()
+          .executeTakeFirst();
         if (!member) return undefined;
         if (member.role === 'owner' && role !== 'owner' && owners.every((owner) => owner === userId)) return { refused: 'last_owner' as const };
         await trx.updateTable('team_members').set({ role }).where('team_id', '=', teamId).where('user_id', '=', userId).execute();
@@ -136,7 +136,13 @@ export function teamsRepository(db: Kysely<DB>) {
     async removeMember(teamId: string, userId: string): Promise<{ role: TeamRole } | MembershipRefusal | undefined> {
       return db.transaction().execute(async (trx) => {
         const owners = await lockOwners(trx, teamId);
-        const member = await trx.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).forUpdate().executeTakeFirst();
+        const member = await trx
+          .selectFrom('team_members')
+          .select('role')
+          .where('team_id', '=', teamId)
+          .where('user_id', '=', userId)
+          .forUpdate()
+          .executeTakeFirst();
         if (!member) return undefined;
         if (member.role === 'owner' && owners.every((owner) => owner === userId)) return { refused: 'last_owner' as const };
         await trx.deleteFrom('team_members').where('team_id', '=', teamId).where('user_id', '=', userId).execute();

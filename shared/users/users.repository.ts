@@ -81,7 +81,11 @@ export function usersRepository(db: Kysely<DB>) {
           .deleteFrom('teams')
           .where('id', 'in', (eb) => eb.selectFrom('team_members').select('team_id').where('user_id', '=', id).where('role', '=', 'owner'))
           .where((eb) =>
-            eb.not(eb.exists(eb.selectFrom('team_members as other').select('other.user_id').whereRef('other.team_id', '=', 'teams.id').where('other.user_id', '!=', id))),
+            eb.not(
+              eb.exists(
+                eb.selectFrom('team_members as other').select('other.user_id').whereRef('other.team_id', '=', 'teams.id').where('other.user_id', '!=', id),
+              ),
+            ),
           )
           .executeTakeFirst();
         const live = await trx.selectFrom('links').selectAll().where('owner_id', '=', id).where('deleted_at', 'is', null).execute();

@@ -140,6 +140,18 @@ describe('teams', () => {
   });
 });
 
+describe('staff', () => {
+  it('act as an owner of every team with the admin scope, and see no team without it', async () => {
+    const owner = await person();
+    const staff = await person('staff');
+    const teamId = await createTeam(owner);
+    expect((await call(staff, 'GET', `/api/v1/teams/${teamId}/members`)).statusCode).toBe(200);
+    expect((await call(staff, 'PATCH', `/api/v1/teams/${teamId}`, { name: 'Renamed by staff' })).json().data).toMatchObject({ role: 'owner' });
+    const narrow = await mintToken(app, staff.cookie, origin, { name: 'teams', scopes: ['team:read'] });
+    expect((await call(narrow, 'GET', `/api/v1/teams/${teamId}`)).json().error.code).toBe('not_owner');
+  });
+});
+
 describe('team:read', () => {
   it('lists teams and members for a token holding it, and refuses a token without it (403 missing_scope)', async () => {
     const { teamId, owner, viewer } = await staffedTeam();
@@ -180,7 +192,9 @@ describe('members and roles', () => {
     const promoted = await call(admin, 'PATCH', `/api/v1/teams/${teamId}/members/${viewer.id}`, { role: 'editor' });
     expect(promoted.statusCode).toBe(200);
     expect(promoted.json().data).toMatchObject({ id: viewer.id, email: viewer.email, role: 'editor' });
-    expect(await audited(teamId, 'team.member_role_changed')).toMatchObject([{ actor_id: admin.id, details: { user_id: viewer.id, from: 'viewer', to: 'editor' } }]);
+    expect(await audited(teamId, 'team.member_role_changed')).toMatchObject([
+      { actor_id: admin.id, details: { user_id: viewer.id, from: 'viewer', to: 'editor' } },
+    ]);
     const toOwner = await call(admin, 'PATCH', `/api/v1/teams/${teamId}/members/${editor.id}`, { role: 'owner' });
     expect(toOwner.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'team_role_too_low', role: 'admin', required_role: 'owner' } });
     expect((await call(admin, 'PATCH', `/api/v1/teams/${teamId}/members/${owner.id}`, { role: 'viewer' })).statusCode).toBe(403);
@@ -296,7 +310,11 @@ describe('invitations', () => {
       'invitation_pending',
     );
 
-    await context.db.db.updateTable('team_invitations').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', first.id).execute();
+    await context.db.db
+      .updateTable('team_invitations')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', first.id)
+      .execute();
     expect((await accept(invitee, first.token)).json().error.details.reason).toBe('invitation_expired');
     expect((await call(owner, 'GET', `/api/v1/teams/${teamId}/invitations`)).json().data.invitations).toMatchObject([{ id: first.id, state: 'expired' }]);
 

@@ -7,7 +7,9 @@ import { TEAM_ROLES, type TeamsService } from './teams.service.js';
 
 const tags = ['teams'];
 
-const RoleSchema = z.enum(TEAM_ROLES).meta({ description: 'owner (all, renaming and deleting the team included), admin (members, invitations), editor, viewer.' });
+const RoleSchema = z
+  .enum(TEAM_ROLES)
+  .meta({ description: 'owner (all, renaming and deleting the team included), admin (members, invitations), editor, viewer.' });
 
 const TeamSchema = z
   .object({
@@ -170,8 +172,7 @@ export function teamsRoutes(service: TeamsService): RouteDef[] {
       body: z.strictObject({ role: RoleSchema }),
       response: MemberSchema,
       errors: ['not_found', 'not_owner', 'conflict'],
-      handler: async ({ principal, params, body, request }) =>
-        service.setRole({ principal: principal!, ip: request.ip }, params.id, params.user_id, body.role),
+      handler: async ({ principal, params, body, request }) => service.setRole({ principal: principal!, ip: request.ip }, params.id, params.user_id, body.role),
     }),
     defineRoute({
       operationId: 'removeTeamMember',
@@ -254,8 +255,7 @@ export function teamsRoutes(service: TeamsService): RouteDef[] {
       params: z.object({ id: z.uuid(), invitation_id: z.uuid() }),
       response: InvitationSchema,
       errors: ['not_found', 'not_owner'],
-      handler: async ({ principal, params, request }) =>
-        service.revokeInvitation({ principal: principal!, ip: request.ip }, params.id, params.invitation_id),
+      handler: async ({ principal, params, request }) => service.revokeInvitation({ principal: principal!, ip: request.ip }, params.id, params.invitation_id),
     }),
     defineRoute({
       operationId: 'acceptTeamInvitation',
@@ -263,7 +263,7 @@ export function teamsRoutes(service: TeamsService): RouteDef[] {
       path: '/api/v1/invitations/accept',
       summary: 'Accept a team invitation as the signed-in invitee',
       description:
-        "By session, of the account with the invited address (case-insensitive). The secret is sent in the body, not the path, so that no access log keeps it. Refusals: an unknown link 404 `not_found`; one used, revoked, expired or for another address 403 `forbidden` (`details.reason` `invitation_used`, `invitation_revoked`, `invitation_expired`, `invitation_other_address`); an account already a member 409 `conflict` (`already_member`). Audited (`team.invitation_accepted`).",
+        'By session, of the account with the invited address (case-insensitive). The secret is sent in the body, not the path, so that no access log keeps it. Refusals: an unknown link 404 `not_found`; one used, revoked, expired or for another address 403 `forbidden` (`details.reason` `invitation_used`, `invitation_revoked`, `invitation_expired`, `invitation_other_address`); an account already a member 409 `conflict` (`already_member`). Audited (`team.invitation_accepted`).',
       tags,
       auth: { kind: 'session' },
       bucket: 'api',

@@ -253,7 +253,10 @@ export function teamsService(
         } catch (error) {
           // The inviter gets the link instead; the failure is counted and logged without the message (it can quote the link).
           metrics.accountMailFailures.inc({ mail: 'team_invitation' });
-          log.error({ err: { message: error instanceof Error ? error.message.slice(0, 200).replace(/token=[\w-]+/g, 'token=[redacted]') : 'unknown' } }, 'team invitation mail failed');
+          log.error(
+            { err: { message: error instanceof Error ? error.message.slice(0, 200).replace(/token=[\w-]+/g, 'token=[redacted]') : 'unknown' } },
+            'team invitation mail failed',
+          );
         }
       }
       record(actor, 'team.invitation_created', teamId, { invitation_id: inserted.id, email: input.email, role: input.role, mailed });

@@ -407,7 +407,7 @@ describe('DELETE /api/v1/users/{id} and teams', () => {
     return teamId;
   }
 
-  it("refuses the only owner of a team with other members (409 last_team_owner, naming the team) before erasing anything; with a second owner it deletes", async () => {
+  it('refuses the only owner of a team with other members (409 last_team_owner, naming the team) before erasing anything; with a second owner it deletes', async () => {
     const owner = await createOwner(context, app);
     const member = await createOwner(context, app);
     const teamId = await teamWith(owner, member, 'admin');

@@ -8,8 +8,7 @@ import { TOKENS_VERSION_KEY } from '../auth/authenticator.js';
 import { toUserView, type UserView } from './users.view.js';
 import type { ErasuresService } from '../erasures/erasures.service.js';
 
-const lastTeamOwner = (teams: string[]) =>
-  new AppError('conflict', { reason: 'last_team_owner', teams }, { messageKey: 'error.conflict.last_team_owner' });
+const lastTeamOwner = (teams: string[]) => new AppError('conflict', { reason: 'last_team_owner', teams }, { messageKey: 'error.conflict.last_team_owner' });
 
 /**
  * User administration by staff: disabling and re-enabling accounts, and the refused delete.
