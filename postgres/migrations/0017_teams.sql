@@ -35,3 +35,9 @@ CREATE TABLE team_invitations (
 CREATE INDEX team_invitations_team_idx ON team_invitations (team_id, created_at DESC);
 -- One open invitation per address and team (an open one is neither accepted nor revoked; an expired one is replaced by the next).
 CREATE UNIQUE INDEX team_invitations_open_key ON team_invitations (team_id, lower(email)) WHERE accepted_at IS NULL AND revoked_at IS NULL;
+
+-- A subdomain can belong to a team: its owner stays its owner (its links and visits are stored under
+-- that account), and the team's members reach it by their role. Deleting the team gives it back to
+-- its owner alone.
+ALTER TABLE subdomains ADD COLUMN team_id uuid REFERENCES teams (id) ON DELETE SET NULL;
+CREATE INDEX subdomains_team_idx ON subdomains (team_id) WHERE team_id IS NOT NULL;

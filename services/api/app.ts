@@ -57,7 +57,7 @@ export interface ReadServices {
 
 /** Builds the shared read services once per process, from the repositories they read and the config. */
 export function readServices(
-  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits'> },
+  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits' | 'teams'> },
 ): ReadServices {
   const { repositories } = deps;
   const subdomains = subdomainsService(deps);
@@ -125,7 +125,7 @@ export async function createApi(
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
     ...teamsRoutes(teamsService(deps, (entry) => abuse.audit(entry), mailer)),
-    ...subdomainsRoutes(subdomains),
+    ...subdomainsRoutes(subdomains, (entry) => abuse.audit(entry)),
     ...linksRoutes(links, { qr, inFlight }),
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),

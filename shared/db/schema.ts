@@ -74,6 +74,8 @@ export interface ApiTokensTable {
 export interface SubdomainsTable {
   name: string;
   owner_id: string;
+  /** The team whose members reach the subdomain by their role (issue 39); null: its owner's alone. */
+  team_id: ColumnType<string | null, string | null | undefined, string | null>;
   title: string | null;
   stats_public: ColumnType<boolean, boolean | undefined, boolean>;
   stats_show_visits_list: ColumnType<boolean, boolean | undefined, boolean>;

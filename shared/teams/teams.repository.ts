@@ -64,6 +64,17 @@ export function teamsRepository(db: Kysely<DB>) {
       const row = await db.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
       return row?.role;
     },
+    /** The account's role in the team the subdomain belongs to, or undefined (no team, or not a member). */
+    async roleViaSubdomain(subdomain: string, userId: string): Promise<TeamRole | undefined> {
+      const row = await db
+        .selectFrom('subdomains')
+        .innerJoin('team_members', 'team_members.team_id', 'subdomains.team_id')
+        .select('team_members.role')
+        .where('subdomains.name', '=', subdomain)
+        .where('team_members.user_id', '=', userId)
+        .executeTakeFirst();
+      return row?.role;
+    },
     /** The teams the account is a member of, with its role and each team's member count. */
     async listForUser(userId: string): Promise<TeamOfMember[]> {
       const rows = await db

@@ -165,11 +165,11 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
   /** The target of an owner's report, after the ownership checks (404 unknown, 403 not_owner). */
   const targetOf = async (principal: Principal, scope: StatsScope, id: string): Promise<Target> => {
     if (scope === 'subdomain') {
-      const row = await subdomains.managed(principal, id.toLowerCase());
+      const row = await subdomains.managed(principal, id.toLowerCase(), 'viewer');
       return { ownerId: row.owner_id, scope, id: row.name, subdomain: row.name };
     }
     if (scope === 'link') {
-      const row = await linkOfCaller(links, principal, id);
+      const row = await linkOfCaller(links, subdomains, principal, id, 'viewer');
       return { ownerId: row.owner_id, scope, id: row.id, subdomain: row.subdomain };
     }
     const userId = id === 'me' ? principal.userId : id;
@@ -205,7 +205,7 @@ export function statsService({ repositories, subdomains }: { repositories: Pick<
       if (subdomain !== undefined) {
         const name = subdomain.toLowerCase();
         const { ownerId, view } = await subdomains.policyView(name);
-        if (!principal || !canManage(principal, ownerId)) {
+        if (!principal || !(await subdomains.roleFor(principal, { ownerId, subdomain: name }))) {
           if (principal && !view.stats) throw new AppError('not_owner', { subdomain: name });
           return publicCounters(name, ownerId, view);
         }

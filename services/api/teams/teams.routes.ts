@@ -3,7 +3,8 @@ import { cursorParam, pageByTime, PageMetaSchema, PAGINATION_NOTE, pagingOf, pag
 import { textField } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { rule } from '#shared/i18n/index.js';
-import { TEAM_ROLES, type TeamsService } from './teams.service.js';
+import { TEAM_ROLES } from './roles.js';
+import type { TeamsService } from './teams.service.js';
 
 const tags = ['teams'];
 

@@ -9,9 +9,8 @@ import type { InvitationRow, MemberRow, TeamRow } from '#shared/teams/teams.repo
 import type { Repositories } from '#services/repositories.js';
 import { secretHash } from '../auth/authenticator.js';
 import type { Mailer } from '../auth/mailer.js';
+import { roleAtLeast } from './roles.js';
 
-/** Roles, widest first: each role may do everything the ones after it may. */
-export const TEAM_ROLES = ['owner', 'admin', 'editor', 'viewer'] as const satisfies readonly TeamRole[];
 
 /** How long an invitation link is valid. */
 export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -22,10 +21,6 @@ export const MAX_TEAM_SEATS = 100;
 /** The dashboard page an invitation link opens; the secret rides in the fragment, which no server log sees. */
 export const INVITATION_LINK_PATH = '/invitations/accept';
 
-/** Whether `role` is at least as wide as `required`. */
-export function roleAtLeast(role: TeamRole, required: TeamRole): boolean {
-  return TEAM_ROLES.indexOf(role) <= TEAM_ROLES.indexOf(required);
-}
 
 export interface TeamView {
   id: string;

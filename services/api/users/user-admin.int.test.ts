@@ -24,6 +24,7 @@ import { DLQ_REPLAY_GROUP } from '#shared/message-log/dead-letters.js';
 import { buildApp } from '#services/app.js';
 import { createRepositories } from '#services/repositories.js';
 import { teamsRepository } from '#shared/teams/teams.repository.js';
+import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
 import { createAuthenticator } from '../auth/authenticator.js';
 
 // User administration by staff (PATCH and DELETE /api/v1/users/{id}) through the real HTTP app on
@@ -489,7 +490,7 @@ describe('the last active staff account', () => {
     const [a, b] = ids as [string, string];
     const audited: AuditEntry[] = [];
     const service = usersService(
-      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users, teams: teamsRepository(context.db.db) } },
+      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users, teams: teamsRepository(context.db.db), subdomains: subdomainsRepository(context.db.db) } },
       { audit: (entry) => audited.push(entry) },
       { eraseAccount: () => Promise.reject(new Error('no account is deleted here')) },
     );

@@ -20,11 +20,11 @@ const lastTeamOwner = (teams: string[]) => new AppError('conflict', { reason: 'l
  * revoked at re-enabling, so the person signs in again.
  */
 export function usersService(
-  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users' | 'teams'> },
+  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users' | 'teams' | 'subdomains'> },
   abuse: Pick<AbuseGuard, 'audit'>,
   erasures: Pick<ErasuresService, 'eraseAccount'>,
 ) {
-  const { users, teams } = context.repositories;
+  const { users, teams, subdomains } = context.repositories;
   return {
     /**
      * Disables or re-enables an account. Staff cannot disable their own account, nor the last active
@@ -69,6 +69,11 @@ export function usersService(
       // Refused before any erasure: nothing is deleted when a team would be left without an owner.
       const orphaned = await teams.orphanedBy(id);
       if (orphaned.length > 0) throw lastTeamOwner(orphaned);
+      // Its subdomains would go with it: a team working on one would lose it (and its links and statistics).
+      const shared = await subdomains.sharedWithTeams(id);
+      if (shared.length > 0) {
+        throw new AppError('conflict', { reason: 'team_subdomains', subdomains: shared }, { messageKey: 'error.conflict.team_subdomains' });
+      }
       // Visits and dead letters first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
       const { visits, dead_letters } = await erasures.eraseAccount(id, requestId);
       const removed = await users.deleteAccount(id);

@@ -73,6 +73,7 @@ export const es: Catalogue = {
   'error.conflict.last_active_staff': 'Es la última cuenta activa del personal: no se puede desactivar.',
   'error.conflict.cannot_delete_self': 'No puede eliminar su propia cuenta aquí: debe hacerlo otro miembro del personal.',
   'error.conflict.last_team_owner': 'El equipo se quedaría sin propietario: haga antes propietario a otro miembro.',
+  'error.conflict.team_subdomains': 'Esta cuenta posee subdominios con los que trabaja un equipo: primero retíreselos al equipo o elimínelos.',
   'mail.team_invitation.subject': 'Invitación al equipo {team}',
   'mail.team_invitation.body':
     '{inviter} le invita a unirse al equipo {team} con el rol {role}.\n\nPara aceptar, inicie sesión con esta dirección ({email}) y abra este enlace antes de 7 días:\n{link}\n\nEl enlace funciona una vez. Si no quiere unirse, ignore este correo.',

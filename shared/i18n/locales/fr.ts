@@ -74,6 +74,7 @@ export const fr: Catalogue = {
   'error.conflict.last_active_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas être désactivé.',
   'error.conflict.cannot_delete_self': 'Vous ne pouvez pas supprimer votre propre compte ici : un autre membre de l’équipe doit le faire.',
   'error.conflict.last_team_owner': 'L’équipe resterait sans propriétaire : nommez d’abord un autre membre propriétaire.',
+  'error.conflict.team_subdomains': 'Ce compte possède des sous-domaines sur lesquels une équipe travaille : retirez-les d’abord à l’équipe, ou supprimez-les.',
   'mail.team_invitation.subject': 'Invitation dans l’équipe {team}',
   'mail.team_invitation.body':
     '{inviter} vous invite à rejoindre l’équipe {team} avec le rôle {role}.\n\nPour accepter, connectez-vous avec cette adresse ({email}) et ouvrez ce lien dans les 7 jours :\n{link}\n\nLe lien ne sert qu’une fois. Si vous ne souhaitez pas la rejoindre, ignorez ce message.',
