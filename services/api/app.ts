@@ -57,7 +57,9 @@ export interface ReadServices {
 
 /** Builds the shared read services once per process, from the repositories they read and the config. */
 export function readServices(
-  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits' | 'teams'> },
+  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & {
+    repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits' | 'teams'>;
+  },
 ): ReadServices {
   const { repositories } = deps;
   const subdomains = subdomainsService(deps);

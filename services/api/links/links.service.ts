@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Context } from '#shared/context.js';
 import { AppError } from '#shared/errors.js';
 import type { EventBus } from '#shared/events/events.js';
-import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
 import { publishLinkNotice, toRedirectLink } from '#shared/links/link-notices.js';
 import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { checkTargetUrl, shortUrl } from '#shared/links/urls.js';

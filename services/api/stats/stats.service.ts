@@ -1,7 +1,7 @@
 import { BUCKET_SEC, DIMENSIONS, type Dimension } from '#shared/analytics/rollups.js';
 import type { Figures, Range, Target } from '#shared/analytics/stats.repository.js';
 import { AppError } from '#shared/errors.js';
-import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
 import type { PublicView } from '#shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '#shared/time.js';
 import { isUuid } from '#shared/ids.js';

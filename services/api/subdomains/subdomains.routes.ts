@@ -30,7 +30,10 @@ const SubdomainSchema = z
     title: z.string().nullable(),
     url: z.string().meta({ description: 'Origin of the short links of this subdomain.' }),
     owner_id: z.uuid(),
-    team_id: z.uuid().nullable().meta({ description: "The team whose members reach the subdomain by their role (PUT /api/v1/subdomains/{name}/team); null: its owner's alone." }),
+    team_id: z
+      .uuid()
+      .nullable()
+      .meta({ description: "The team whose members reach the subdomain by their role (PUT /api/v1/subdomains/{name}/team); null: its owner's alone." }),
     links_count: z.number().int().meta({ description: 'Live (not deleted) links of the subdomain.' }),
     tracker_origins: z.array(z.string()).meta({
       description: 'The site origins the tracker may run on for this subdomain (canonical); empty: any site. See the request field.',

@@ -112,7 +112,9 @@ export type SubdomainsService = ReturnType<typeof subdomainsService>;
  * Subdomains: claims, policies and public pages (the database, the config for short URLs, and the
  * cache that carries subdomain-change notices to the edge, which holds the tracker origins).
  */
-export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'teams'> }) {
+export function subdomainsService(
+  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'teams'> },
+) {
   const { config, repositories } = deps;
   const { subdomains, links, teams } = repositories;
   const origin = (name: string) => shortUrl(config, name, '');

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Response as LightMyRequestResponse } from 'light-my-request';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import type { Context } from '#shared/context.js';
@@ -29,7 +30,12 @@ afterAll(async () => {
 const session = (who: TestOwner) => ({ cookie: who.cookie, origin });
 
 async function join(teamId: string, inviter: TestOwner, invitee: TestOwner, role: string): Promise<void> {
-  const invited = await app.inject({ method: 'POST', url: `/api/v1/teams/${teamId}/invitations`, headers: session(inviter), payload: { email: invitee.email, role } });
+  const invited = await app.inject({
+    method: 'POST',
+    url: `/api/v1/teams/${teamId}/invitations`,
+    headers: session(inviter),
+    payload: { email: invitee.email, role },
+  });
   expect(invited.statusCode, invited.body).toBe(201);
   const token = new URL(invited.json().data.link).hash.replace('#token=', '');
   const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: session(invitee), payload: { token } });
@@ -52,7 +58,12 @@ async function teamSubdomain() {
   const assigned = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${name}/team`, headers: admin.auth, payload: { team_id: teamId } });
   expect(assigned.statusCode, assigned.body).toBe(200);
   expect(assigned.json().data).toMatchObject({ name, team_id: teamId, owner_id: admin.id });
-  const link = await app.inject({ method: 'POST', url: '/api/v1/links', headers: admin.auth, payload: { subdomain: name, target_url: 'https://example.com/a' } });
+  const link = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: admin.auth,
+    payload: { subdomain: name, target_url: 'https://example.com/a' },
+  });
   expect(link.statusCode, link.body).toBe(201);
   return { teamId, name, linkId: link.json().data.id as string, teamOwner, admin, editor, viewer, stranger };
 }
@@ -65,7 +76,7 @@ describe('a subdomain that belongs to a team', () => {
   it('admits each role to what it may, and refuses the rest: 403 team_role_too_low for a member, 403 not_owner for a stranger', async () => {
     const setup = await teamSubdomain();
     const { name, linkId } = setup;
-    const operations: { what: string; need: keyof typeof NEED; run: (who: TestOwner) => ReturnType<FastifyInstance['inject']> }[] = [
+    const operations: { what: string; need: keyof typeof NEED; run: (who: TestOwner) => Promise<LightMyRequestResponse> }[] = [
       { what: 'read its statistics', need: 'viewer', run: (who) => app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: who.auth }) },
       { what: "read a link's statistics", need: 'viewer', run: (who) => app.inject({ url: `/api/v1/stats/link/${linkId}`, headers: who.auth }) },
       { what: 'list its visits', need: 'viewer', run: (who) => app.inject({ url: `/api/v1/visits?subdomain=${name}`, headers: who.auth }) },
@@ -73,7 +84,8 @@ describe('a subdomain that belongs to a team', () => {
       {
         what: 'create a link',
         need: 'editor',
-        run: (who) => app.inject({ method: 'POST', url: '/api/v1/links', headers: who.auth, payload: { subdomain: name, target_url: 'https://example.com/b' } }),
+        run: (who) =>
+          app.inject({ method: 'POST', url: '/api/v1/links', headers: who.auth, payload: { subdomain: name, target_url: 'https://example.com/b' } }),
       },
       {
         what: 'edit a link',
@@ -133,11 +145,19 @@ describe('a subdomain that belongs to a team', () => {
     const notOwner = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${own}/team`, headers: teamOwner.auth, payload: { team_id: teamId } });
     expect(notOwner.json().error.code).toBe('not_owner');
     const strangers = await claimSubdomain(app, stranger);
-    expect((await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${strangers}/team`, headers: stranger.auth, payload: { team_id: teamId } })).json().error.code).toBe(
-      'not_owner',
-    );
     expect(
-      (await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${own}/team`, headers: editor.auth, payload: { team_id: '00000000-0000-4000-8000-000000000000' } })).statusCode,
+      (await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${strangers}/team`, headers: stranger.auth, payload: { team_id: teamId } })).json().error
+        .code,
+    ).toBe('not_owner');
+    expect(
+      (
+        await app.inject({
+          method: 'PUT',
+          url: `/api/v1/subdomains/${own}/team`,
+          headers: editor.auth,
+          payload: { team_id: '00000000-0000-4000-8000-000000000000' },
+        })
+      ).statusCode,
     ).toBe(404);
     expect((await app.inject({ method: 'DELETE', url: `/api/v1/subdomains/${name}/team`, headers: editor.auth })).statusCode).toBe(403);
     const taken = await app.inject({ method: 'DELETE', url: `/api/v1/subdomains/${name}/team`, headers: teamOwner.auth });

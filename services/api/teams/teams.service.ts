@@ -11,7 +11,6 @@ import { secretHash } from '../auth/authenticator.js';
 import type { Mailer } from '../auth/mailer.js';
 import { roleAtLeast } from './roles.js';
 
-
 /** How long an invitation link is valid. */
 export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
 
@@ -20,7 +19,6 @@ export const MAX_TEAM_SEATS = 100;
 
 /** The dashboard page an invitation link opens; the secret rides in the fragment, which no server log sees. */
 export const INVITATION_LINK_PATH = '/invitations/accept';
-
 
 export interface TeamView {
   id: string;

@@ -490,7 +490,12 @@ describe('the last active staff account', () => {
     const [a, b] = ids as [string, string];
     const audited: AuditEntry[] = [];
     const service = usersService(
-      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users, teams: teamsRepository(context.db.db), subdomains: subdomainsRepository(context.db.db) } },
+      {
+        cache: createMemoryCache(),
+        log: context.log,
+        metrics: context.metrics,
+        repositories: { users, teams: teamsRepository(context.db.db), subdomains: subdomainsRepository(context.db.db) },
+      },
       { audit: (entry) => audited.push(entry) },
       { eraseAccount: () => Promise.reject(new Error('no account is deleted here')) },
     );

@@ -1,6 +1,6 @@
 import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits.repository.js';
 import { AppError } from '#shared/errors.js';
-import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
 import { collectionMeta, type Paging } from '#shared/http/pagination.js';
 import { publicVisitRow, type PublicView } from '#shared/policy/policy.js';
 import type { Repositories } from '#services/repositories.js';
