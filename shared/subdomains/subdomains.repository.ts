@@ -64,6 +64,11 @@ export function subdomainsRepository(db: Kysely<DB>) {
     async setTeam(name: string, teamId: string | null): Promise<SubdomainRow | undefined> {
       return db.updateTable('subdomains').set({ team_id: teamId, updated_at: new Date() }).where('name', '=', name).returningAll().executeTakeFirst();
     },
+    /** The account's subdomains that belong to the team. */
+    async ownedInTeam(ownerId: string, teamId: string): Promise<string[]> {
+      const rows = await db.selectFrom('subdomains').select('name').where('owner_id', '=', ownerId).where('team_id', '=', teamId).orderBy('name').execute();
+      return rows.map((row) => row.name);
+    },
     /** The account's subdomains that belong to a team with other members (its deletion would take them from the team). */
     async sharedWithTeams(ownerId: string): Promise<string[]> {
       const rows = await db

@@ -167,6 +167,20 @@ describe('a subdomain that belongs to a team', () => {
     expect((await app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: admin.auth })).statusCode).toBe(200);
   });
 
+  it('keeps a member owning a subdomain of the team from leaving or being removed (409 team_subdomains) until it is taken back', async () => {
+    const { teamId, name, admin, teamOwner } = await teamSubdomain();
+    for (const [caller, label] of [
+      [admin, 'leaving'],
+      [teamOwner, 'removed'],
+    ] as const) {
+      const refused = await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${admin.id}`, headers: session(caller) });
+      expect(refused.statusCode, label).toBe(409);
+      expect(refused.json().error, label).toMatchObject({ code: 'conflict', details: { reason: 'team_subdomains', subdomains: [name] } });
+    }
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/subdomains/${name}/team`, headers: admin.auth })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${admin.id}`, headers: session(admin) })).statusCode).toBe(200);
+  });
+
   it('refuses to delete the account owning a subdomain a team works on (409 team_subdomains), and gives the subdomain back when the team is deleted', async () => {
     const { teamId, name, admin, teamOwner } = await teamSubdomain();
     const staff = await createOwner(context, app, 'staff');

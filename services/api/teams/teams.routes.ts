@@ -181,7 +181,7 @@ export function teamsRoutes(service: TeamsService): RouteDef[] {
       path: '/api/v1/teams/{id}/members/{user_id}',
       summary: 'Remove a member, or leave the team (own id)',
       description:
-        "By session. Any member leaves with its own id; admins remove admins, editors and viewers; only an owner removes an owner. The last owner can neither leave nor be removed: 409 `conflict` (`last_team_owner`). Access ends from the removed account's next request. " +
+        "By session. Any member leaves with its own id; admins remove admins, editors and viewers; only an owner removes an owner. The last owner can neither leave nor be removed: 409 `conflict` (`last_team_owner`); nor can a member owning subdomains of the team until they are taken back (409, `team_subdomains`). Access ends from the removed account's next request. " +
         `Audited (\`team.member_removed\`, \`team.member_left\`). ${ROLE_RULES}`,
       tags,
       auth: { kind: 'session' },

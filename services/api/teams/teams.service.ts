@@ -107,11 +107,11 @@ export interface Actor {
  * `not_owner`; a role too narrow is 403 `forbidden` (`team_role_too_low`). Every change is audited.
  */
 export function teamsService(
-  context: Pick<Context, 'config' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'teams' | 'users'> },
+  context: Pick<Context, 'config' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'teams' | 'users' | 'subdomains'> },
   audit: (entry: AuditEntry) => void,
   mailer: Mailer | undefined,
 ) {
-  const { teams, users } = context.repositories;
+  const { teams, users, subdomains } = context.repositories;
   const { config, log, metrics } = context;
 
   /** The team and the caller's role in it, refused unless that role is at least `required`. */
@@ -179,7 +179,8 @@ export function teamsService(
     },
     /**
      * Removes a member, or lets the caller leave (any role). Admins remove admins, editors and
-     * viewers; only an owner removes an owner, and the last owner stays. Access ends with the
+     * viewers; only an owner removes an owner, and the last owner stays; a member owning subdomains
+     * of the team stays until they are taken back (409 `team_subdomains`). Access ends with the
      * membership: the next request of the removed account, by session or token, is refused.
      */
     async removeMember(actor: Actor, teamId: string, userId: string): Promise<{ id: string; removed: true }> {
@@ -189,6 +190,11 @@ export function teamsService(
       if (!member) throw new AppError('not_found', { team: teamId, member: userId });
       if (!leaving && member.role === 'owner' && callerRole !== 'owner') {
         throw new AppError('forbidden', { reason: 'team_role_too_low', role: callerRole, required_role: 'owner' });
+      }
+      // A member whose subdomains the team works on stays until they are taken back: the team would work on an outsider's subdomain.
+      const owned = await subdomains.ownedInTeam(userId, teamId);
+      if (owned.length > 0) {
+        throw new AppError('conflict', { reason: 'team_subdomains', subdomains: owned }, { messageKey: 'error.conflict.team_subdomains' });
       }
       const removed = await teams.removeMember(teamId, userId);
       if (!removed) throw new AppError('not_found', { team: teamId, member: userId });
