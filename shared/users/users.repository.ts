@@ -76,6 +76,23 @@ export function usersRepository(db: Kysely<DB>) {
         // (checked again here, holding the members' rows, after the service's check before the erasure).
         const orphaned = await orphanedBy(trx, id);
         if (orphaned.length > 0) return { refused: 'last_team_owner' as const, orphaned };
+        // Its subdomains a team with other members works on would go with it: refused as well (the service checked before the erasure).
+        const shared = await trx
+          .selectFrom('subdomains')
+          .select('name')
+          .where('owner_id', '=', id)
+          .where((eb) =>
+            eb.exists(
+              eb
+                .selectFrom('team_members')
+                .select('team_members.user_id')
+                .whereRef('team_members.team_id', '=', 'subdomains.team_id')
+                .where('team_members.user_id', '!=', id),
+            ),
+          )
+          .orderBy('name')
+          .execute();
+        if (shared.length > 0) return { refused: 'team_subdomains' as const, subdomains: shared.map((row) => row.name) };
         // The teams it is the only member of go with it.
         const solo = await trx
           .deleteFrom('teams')

@@ -7,6 +7,7 @@ import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owne
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { waitFor } from '#tests/support/wait.js';
 import { buildApp } from '#services/app.js';
+import { createRepositories } from '#services/repositories.js';
 
 // A subdomain that belongs to a team, through the real HTTP app on the real stores (PGlite and
 // chDB, or Postgres, ClickHouse and Redis in the services run): each role allowed and refused on
@@ -187,6 +188,8 @@ describe('a subdomain that belongs to a team', () => {
     const refused = await app.inject({ method: 'DELETE', url: `/api/v1/users/${admin.id}`, headers: session(staff) });
     expect(refused.statusCode).toBe(409);
     expect(refused.json().error).toMatchObject({ code: 'conflict', details: { reason: 'team_subdomains', subdomains: [name] } });
+    // The deletion's own transaction refuses too (a subdomain given to the team after the service's check).
+    expect(await createRepositories(context).users.deleteAccount(admin.id)).toEqual({ refused: 'team_subdomains', subdomains: [name] });
     expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}`, headers: session(teamOwner) })).statusCode).toBe(200);
     const listed = (await app.inject({ url: '/api/v1/subdomains', headers: admin.auth })).json().data.subdomains;
     expect(listed).toMatchObject([{ name, team_id: null }]);

@@ -10,6 +10,9 @@ import type { ErasuresService } from '../erasures/erasures.service.js';
 
 const lastTeamOwner = (teams: string[]) => new AppError('conflict', { reason: 'last_team_owner', teams }, { messageKey: 'error.conflict.last_team_owner' });
 
+const teamSubdomains = (subdomains: string[]) =>
+  new AppError('conflict', { reason: 'team_subdomains', subdomains }, { messageKey: 'error.conflict.team_subdomains' });
+
 /**
  * User administration by staff: disabling and re-enabling accounts, and the refused delete.
  *
@@ -71,15 +74,14 @@ export function usersService(
       if (orphaned.length > 0) throw lastTeamOwner(orphaned);
       // Its subdomains would go with it: a team working on one would lose it (and its links and statistics).
       const shared = await subdomains.sharedWithTeams(id);
-      if (shared.length > 0) {
-        throw new AppError('conflict', { reason: 'team_subdomains', subdomains: shared }, { messageKey: 'error.conflict.team_subdomains' });
-      }
+      if (shared.length > 0) throw teamSubdomains(shared);
       // Visits and dead letters first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
       const { visits, dead_letters } = await erasures.eraseAccount(id, requestId);
       const removed = await users.deleteAccount(id);
       if (!removed) throw new AppError('not_found', { resource: 'user' });
       // An owner stepped down between the check and the deletion: the deletion's own check refused it.
-      if (removed.refused) throw lastTeamOwner(removed.orphaned);
+      if (removed.refused === 'last_team_owner') throw lastTeamOwner(removed.orphaned);
+      if (removed.refused === 'team_subdomains') throw teamSubdomains(removed.subdomains);
       const { live, ...counts } = removed;
       await context.cache.bump(TOKENS_VERSION_KEY);
       for (const row of live) await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
