@@ -114,6 +114,12 @@ describe('a subdomain that belongs to a team', () => {
         }
       }
     }
+    // The public page of a team's subdomain says nothing of the team or its owner (private by default: no owner either).
+    const page = await app.inject({ url: `/api/v1/subdomains/${name}` });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain(setup.teamId);
+    expect(page.body).not.toContain('team_id');
+    expect(page.body).not.toContain(setup.admin.id);
     // The editor's link is the subdomain owner's (its visits are stored under that account), listed to every member.
     const listed = await app.inject({ url: `/api/v1/links?subdomain=${name}`, headers: setup.viewer.auth });
     expect(listed.statusCode).toBe(200);
