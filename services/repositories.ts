@@ -9,6 +9,7 @@ import { importsRepository } from '#shared/imports/imports.repository.js';
 import { linksRepository } from '#shared/links/links.repository.js';
 import { platformSecretsRepository } from '#shared/secrets/platform-secrets.repository.js';
 import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
+import { teamsRepository } from '#shared/teams/teams.repository.js';
 import { usersRepository } from '#shared/users/users.repository.js';
 import { webhooksRepository } from '#shared/webhooks/webhooks.repository.js';
 import { passwordResetsRepository } from './api/auth/password-resets.repository.js';
@@ -61,6 +62,7 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
     links: linksRepository(postgres),
     imports: importsRepository(postgres),
     subdomains: subdomainsRepository(postgres),
+    teams: teamsRepository(postgres),
     webhooks: webhooksRepository(postgres),
     audit: auditRepository(postgres),
     platformSecrets: platformSecretsRepository(postgres),

@@ -103,6 +103,5 @@ export const RESERVED_ROUTES = [
  * minted with them (the contract lists them), and they grant nothing.
  */
 export const RESERVED_SCOPES = [
-  // "team:read": the platform has no teams; accounts see only their own data.
-  'team:read',
+  // None today: `team:read` went live with teams (issue 39).
 ] as const;

@@ -22,6 +22,8 @@ import type { AbuseGuard } from './auth/abuse.js';
 import { discoveryRoutes } from './discovery/discovery.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
+import { teamsRoutes } from './teams/teams.routes.js';
+import { teamsService } from './teams/teams.service.js';
 import { usersRoutes } from './users/users.routes.js';
 import { usersService } from './users/users.service.js';
 import { deadLettersRoutes } from './dead-letters/dead-letters.routes.js';
@@ -57,7 +59,9 @@ export interface ReadServices {
 
 /** Builds the shared read services once per process, from the repositories they read and the config. */
 export function readServices(
-  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits'> },
+  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & {
+    repositories: Pick<Repositories, 'subdomains' | 'links' | 'stats' | 'users' | 'visits' | 'teams'>;
+  },
 ): ReadServices {
   const { repositories } = deps;
   const subdomains = subdomainsService(deps);
@@ -124,7 +128,8 @@ export async function createApi(
     ...usersRoutes(repositories, usersService(deps, abuse, erasures)),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
-    ...subdomainsRoutes(subdomains),
+    ...teamsRoutes(teamsService(deps, (entry) => abuse.audit(entry), mailer)),
+    ...subdomainsRoutes(subdomains, (entry) => abuse.audit(entry)),
     ...linksRoutes(links, { qr, inFlight }),
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),

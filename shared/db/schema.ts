@@ -74,6 +74,8 @@ export interface ApiTokensTable {
 export interface SubdomainsTable {
   name: string;
   owner_id: string;
+  /** The team whose members reach the subdomain by their role (issue 39); null: its owner's alone. */
+  team_id: ColumnType<string | null, string | null | undefined, string | null>;
   title: string | null;
   stats_public: ColumnType<boolean, boolean | undefined, boolean>;
   stats_show_visits_list: ColumnType<boolean, boolean | undefined, boolean>;
@@ -95,6 +97,38 @@ export interface SubdomainsTable {
   live_links: ColumnType<string, never, never>;
   created_at: ColumnType<Date, Date | string | undefined, never>;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** A member's role in a team, widest first. */
+export type TeamRole = 'owner' | 'admin' | 'editor' | 'viewer';
+
+export interface TeamsTable {
+  id: Generated<string>;
+  name: string;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface TeamMembersTable {
+  team_id: string;
+  user_id: string;
+  role: TeamRole;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
+export interface TeamInvitationsTable {
+  id: Generated<string>;
+  team_id: string;
+  email: string;
+  role: TeamRole;
+  /** SHA-256 of the invitation's secret; the secret itself is mailed or shown once. */
+  token_hash: string;
+  invited_by: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  accepted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  accepted_by: string | null;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface LinksTable {
@@ -264,4 +298,7 @@ export interface DB {
   api_tokens: ApiTokensTable;
   schema_migrations: SchemaMigrationsTable;
   audit_log: AuditLogTable;
+  teams: TeamsTable;
+  team_members: TeamMembersTable;
+  team_invitations: TeamInvitationsTable;
 }

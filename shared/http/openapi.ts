@@ -140,6 +140,11 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
       { name: 'tokens', description: 'API tokens: `Authorization: Bearer svc_u_…`. Only their SHA-256 is stored; the secret is shown once.' },
       { name: 'users', description: 'Accounts, created by staff, who can also issue password-reset links for them.' },
       {
+        name: 'teams',
+        description:
+          'Teams of accounts with roles (owner, admin, editor, viewer), their members and e-mailed invitations (7 days, single use). Reads take `team:read`; changes take a session.',
+      },
+      {
         name: 'admin',
         description: 'Staff operations (the admin scope): the dead-letter topic `visits.dlq`, its pending dead letters and their replay.',
       },

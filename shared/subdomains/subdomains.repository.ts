@@ -2,7 +2,7 @@ import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { DB, SubdomainsTable } from '../db/schema.js';
 
 export type SubdomainRow = Selectable<SubdomainsTable>;
-export type SubdomainChanges = Omit<Updateable<SubdomainsTable>, 'name' | 'owner_id' | 'created_at' | 'updated_at'>;
+export type SubdomainChanges = Omit<Updateable<SubdomainsTable>, 'name' | 'owner_id' | 'team_id' | 'created_at' | 'updated_at'>;
 
 /** SQL for subdomains and their policies: the only place that queries the subdomains table. */
 export function subdomainsRepository(db: Kysely<DB>) {
@@ -59,6 +59,35 @@ export function subdomainsRepository(db: Kysely<DB>) {
         .where('owner_id', '=', ownerId)
         .executeTakeFirstOrThrow();
       return Number(row.n);
+    },
+    /** Gives the subdomain to a team, or back to its owner alone (null). */
+    async setTeam(name: string, teamId: string | null): Promise<SubdomainRow | undefined> {
+      return db.updateTable('subdomains').set({ team_id: teamId, updated_at: new Date() }).where('name', '=', name).returningAll().executeTakeFirst();
+    },
+    /** The account's subdomains that belong to the team. */
+    async ownedInTeam(ownerId: string, teamId: string): Promise<string[]> {
+      const rows = await db.selectFrom('subdomains').select('name').where('owner_id', '=', ownerId).where('team_id', '=', teamId).orderBy('name').execute();
+      return rows.map((row) => row.name);
+    },
+    /** The account's subdomains that belong to a team with other members (its deletion would take them from the team). */
+    async sharedWithTeams(ownerId: string): Promise<string[]> {
+      const rows = await db
+        .selectFrom('subdomains')
+        .select('subdomains.name')
+        .where('subdomains.owner_id', '=', ownerId)
+        .where('subdomains.team_id', 'is not', null)
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('team_members')
+              .select('team_members.user_id')
+              .whereRef('team_members.team_id', '=', 'subdomains.team_id')
+              .where('team_members.user_id', '!=', ownerId),
+          ),
+        )
+        .orderBy('subdomains.name')
+        .execute();
+      return rows.map((row) => row.name);
     },
     async update(name: string, changes: SubdomainChanges): Promise<SubdomainRow | undefined> {
       return db

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
+import { orphanedBy } from '../teams/teams.repository.js';
 import type { DB, UsersTable } from '../db/schema.js';
 
 export type UserRow = Selectable<UsersTable>;
@@ -71,6 +72,39 @@ export function usersRepository(db: Kysely<DB>) {
             eb.selectFrom('sessions').select(eb.fn.countAll<string>().as('n')).where('user_id', '=', id).as('sessions'),
           ])
           .executeTakeFirstOrThrow();
+        // A team the account alone owns while others are members would be left without an owner: refused
+        // (checked again here, holding the members' rows, after the service's check before the erasure).
+        const orphaned = await orphanedBy(trx, id);
+        if (orphaned.length > 0) return { refused: 'last_team_owner' as const, orphaned };
+        // Its subdomains a team with other members works on would go with it: refused as well (the service checked before the erasure).
+        const shared = await trx
+          .selectFrom('subdomains')
+          .select('name')
+          .where('owner_id', '=', id)
+          .where((eb) =>
+            eb.exists(
+              eb
+                .selectFrom('team_members')
+                .select('team_members.user_id')
+                .whereRef('team_members.team_id', '=', 'subdomains.team_id')
+                .where('team_members.user_id', '!=', id),
+            ),
+          )
+          .orderBy('name')
+          .execute();
+        if (shared.length > 0) return { refused: 'team_subdomains' as const, subdomains: shared.map((row) => row.name) };
+        // The teams it is the only member of go with it.
+        const solo = await trx
+          .deleteFrom('teams')
+          .where('id', 'in', (eb) => eb.selectFrom('team_members').select('team_id').where('user_id', '=', id).where('role', '=', 'owner'))
+          .where((eb) =>
+            eb.not(
+              eb.exists(
+                eb.selectFrom('team_members as other').select('other.user_id').whereRef('other.team_id', '=', 'teams.id').where('other.user_id', '!=', id),
+              ),
+            ),
+          )
+          .executeTakeFirst();
         const live = await trx.selectFrom('links').selectAll().where('owner_id', '=', id).where('deleted_at', 'is', null).execute();
         const deleted = await trx.deleteFrom('users').where('id', '=', id).executeTakeFirst();
         if (Number(deleted.numDeletedRows) === 0) return undefined;
@@ -82,6 +116,7 @@ export function usersRepository(db: Kysely<DB>) {
           webhooks: Number(counted.webhooks),
           tokens: Number(counted.tokens),
           sessions: Number(counted.sessions),
+          teams: Number(solo.numDeletedRows),
         };
       });
     },

@@ -272,7 +272,7 @@ describe('POST /api/v1/erasures', () => {
     const impatient = erasuresService({
       ...context,
       repositories: createRepositories(context),
-      subdomains: { managed: () => Promise.reject(new Error('not used')) },
+      subdomains: { managed: () => Promise.reject(new Error('not used')), access: () => Promise.reject(new Error('not used')) },
       waitMs: 300,
     });
     await context.messageLog.publish(TOPICS.visitsDlq, [{ key: link.id, value: `{"ip_public":"${lateIp}"` }]);

@@ -36,7 +36,7 @@ export function erasuresService({
   waitMs = ERASURE_WAIT_MS,
 }: Pick<Context, 'messageLog' | 'log'> & {
   repositories: Pick<Repositories, 'visits' | 'links' | 'webhooks' | 'audit'>;
-  subdomains: Pick<SubdomainsService, 'managed'>;
+  subdomains: Pick<SubdomainsService, 'managed' | 'access'>;
   waitMs?: number;
 }) {
   const { visits, links, webhooks, audit } = repositories;
@@ -85,8 +85,8 @@ export function erasuresService({
     async erase(principal: Principal, target: ErasureTarget, request: { id: string; ip: string }): Promise<ErasureResult> {
       requireScope(principal, 'stats:read');
       let ownerId: string | undefined = principal.scopes.has('admin') ? undefined : principal.userId;
-      if (target.link_id !== undefined) ownerId = (await linkOfCaller(links, principal, target.link_id)).owner_id;
-      if (target.subdomain !== undefined) ownerId = (await subdomains.managed(principal, target.subdomain)).owner_id;
+      if (target.link_id !== undefined) ownerId = (await linkOfCaller(links, subdomains, principal, target.link_id, 'admin')).owner_id;
+      if (target.subdomain !== undefined) ownerId = (await subdomains.managed(principal, target.subdomain, 'admin')).owner_id;
       try {
         await storedSoFar();
       } catch (error) {

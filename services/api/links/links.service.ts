@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Context } from '#shared/context.js';
 import { AppError } from '#shared/errors.js';
 import type { EventBus } from '#shared/events/events.js';
-import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
 import { publishLinkNotice, toRedirectLink } from '#shared/links/link-notices.js';
 import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { checkTargetUrl, shortUrl } from '#shared/links/urls.js';
@@ -216,7 +216,7 @@ export function linksService(deps: LinksDeps) {
   const managed = async (principal: Principal, id: string): Promise<LinkRow> => {
     const row = await links.findById(id);
     if (!row || row.deleted_at) throw new AppError('not_found', { link: id });
-    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { link: id });
+    await subdomains.access(principal, { ownerId: row.owner_id, subdomain: row.subdomain }, 'editor', { link: id });
     return row;
   };
 
@@ -265,7 +265,7 @@ export function linksService(deps: LinksDeps) {
   return {
     /** Creates a link; with a client_id already used by the owner, answers the original instead (`replay`). */
     async create(principal: Principal, input: NewLinkInput): Promise<{ link: LinkView; replay: boolean }> {
-      const subdomain = await subdomains.managed(principal, input.subdomain);
+      const subdomain = await subdomains.managed(principal, input.subdomain, 'editor');
       const ownerId = subdomain.owner_id;
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
       const normalized = {
@@ -416,7 +416,8 @@ export function linksService(deps: LinksDeps) {
       const filter: LinkFilter = { q: filters.q, tag: filters.tag?.trim().toLowerCase(), since: filters.since ? new Date(filters.since) : undefined };
       if (filters.subdomain !== undefined) {
         const { ownerId, view } = await subdomains.policyView(filters.subdomain);
-        if (!canManage(principal, ownerId)) {
+        // The owner, staff and every member of the subdomain's team read its links.
+        if (!(await subdomains.roleFor(principal, { ownerId, subdomain: filters.subdomain }))) {
           if (!view.links) throw new AppError('not_owner', { subdomain: filters.subdomain });
           assertNoOwnerFilters(filters);
           return publicPage(filters.subdomain, view, paging);

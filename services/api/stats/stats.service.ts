@@ -2,7 +2,7 @@ import { BUCKET_SEC, DIMENSIONS, type Dimension } from '#shared/analytics/rollup
 import type { Figures, Range, Target } from '#shared/analytics/stats.repository.js';
 import type { VisitFilters } from '#shared/analytics/visits.repository.js';
 import { AppError } from '#shared/errors.js';
-import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
 import type { PublicView } from '#shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '#shared/time.js';
 import { isUuid } from '#shared/ids.js';
@@ -257,11 +257,11 @@ export function statsService({
   /** The target of an owner's report, after the ownership checks (404 unknown, 403 not_owner). */
   const targetOf = async (principal: Principal, scope: StatsScope, id: string): Promise<Target> => {
     if (scope === 'subdomain') {
-      const row = await subdomains.managed(principal, id.toLowerCase());
+      const row = await subdomains.managed(principal, id.toLowerCase(), 'viewer');
       return { ownerId: row.owner_id, scope, id: row.name, subdomain: row.name };
     }
     if (scope === 'link') {
-      const row = await linkOfCaller(links, principal, id);
+      const row = await linkOfCaller(links, subdomains, principal, id, 'viewer');
       return { ownerId: row.owner_id, scope, id: row.id, subdomain: row.subdomain };
     }
     const userId = id === 'me' ? principal.userId : id;
@@ -308,7 +308,7 @@ export function statsService({
       if (subdomain !== undefined) {
         const name = subdomain.toLowerCase();
         const { ownerId, view } = await subdomains.policyView(name);
-        if (!principal || !canManage(principal, ownerId)) {
+        if (!principal || !(await subdomains.roleFor(principal, { ownerId, subdomain: name }))) {
           if (principal && !view.stats) throw new AppError('not_owner', { subdomain: name });
           return publicCounters(name, ownerId, view);
         }

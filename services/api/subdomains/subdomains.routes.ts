@@ -7,6 +7,7 @@ import { TrackerOriginsInput } from '#shared/tracker/origins.js';
 import { PublicLinkSchema } from '../links/links.routes.js';
 import { MAX_RETENTION_DAYS, MAX_SUBDOMAINS_PER_OWNER, IDNA_FORM, RESERVED_SUBDOMAINS, SUBDOMAIN_NAME, type SubdomainsService } from './subdomains.service.js';
 import { rule } from '#shared/i18n/index.js';
+import type { AuditEntry } from '#shared/audit/audit.repository.js';
 
 const tags = ['subdomains'];
 
@@ -29,6 +30,10 @@ const SubdomainSchema = z
     title: z.string().nullable(),
     url: z.string().meta({ description: 'Origin of the short links of this subdomain.' }),
     owner_id: z.uuid(),
+    team_id: z
+      .uuid()
+      .nullable()
+      .meta({ description: "The team whose members reach the subdomain by their role (PUT /api/v1/subdomains/{name}/team); null: its owner's alone." }),
     links_count: z.number().int().meta({ description: 'Live (not deleted) links of the subdomain.' }),
     tracker_origins: z.array(z.string()).meta({
       description: 'The site origins the tracker may run on for this subdomain (canonical); empty: any site. See the request field.',
@@ -85,7 +90,7 @@ const PublicPageSchema = z
   .meta({ id: 'PublicPage' });
 
 /** Subdomain endpoints: claim, list one's own, set the policy, and the public page payload. */
-export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
+export function subdomainsRoutes(service: SubdomainsService, audit: (entry: AuditEntry) => void): RouteDef[] {
   return [
     defineRoute({
       operationId: 'claimSubdomain',
@@ -192,6 +197,41 @@ export function subdomainsRoutes(service: SubdomainsService): RouteDef[] {
       response: PublicPageSchema,
       errors: ['not_found'],
       handler: async ({ params }) => service.publicPage(params.name),
+    }),
+    defineRoute({
+      operationId: 'setSubdomainTeam',
+      method: 'PUT',
+      path: '/api/v1/subdomains/{name}/team',
+      summary: 'Give the subdomain to a team',
+      description:
+        "The subdomain's owner (or staff), who must be an owner or admin of the team (403 `forbidden`, `team_role_too_low`; not a " +
+        "member: 403 `not_owner`). The subdomain stays its owner's (its links and visits are stored under that account), and the " +
+        "team's members reach it by their role: viewers read its statistics and visits, editors manage its links, admins its " +
+        'policy too, owners everything. Audited (`subdomain.team_assigned`).',
+      tags,
+      auth: { kind: 'scope', scope: 'subdomain:write' },
+      bucket: 'api',
+      params: z.object({ name: z.string().max(63) }),
+      body: z.strictObject({ team_id: z.uuid() }),
+      response: SubdomainSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, body, request }) => service.setTeam(principal!, params.name.toLowerCase(), body.team_id, request.ip, audit),
+    }),
+    defineRoute({
+      operationId: 'unsetSubdomainTeam',
+      method: 'DELETE',
+      path: '/api/v1/subdomains/{name}/team',
+      summary: 'Take the subdomain back from its team',
+      description:
+        "Its owner, or an owner or admin of its team. The team's members lose access from their next request. Harmless when it " +
+        'has no team. Audited (`subdomain.team_unassigned`).',
+      tags,
+      auth: { kind: 'scope', scope: 'subdomain:write' },
+      bucket: 'api',
+      params: z.object({ name: z.string().max(63) }),
+      response: SubdomainSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, request }) => service.setTeam(principal!, params.name.toLowerCase(), null, request.ip, audit),
     }),
   ];
 }

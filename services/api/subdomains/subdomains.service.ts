@@ -9,6 +9,9 @@ import { publishSubdomainNotice } from '#shared/subdomains/subdomain-notices.js'
 import { rule } from '#shared/i18n/index.js';
 import { latestCutoff, rawVisitsSince, retentionDaysOf } from '#shared/analytics/visit-retention.js';
 import type { Repositories } from '#services/repositories.js';
+import type { AuditEntry } from '#shared/audit/audit.repository.js';
+import type { TeamRole } from '#shared/db/schema.js';
+import { roleAtLeast } from '../teams/roles.js';
 
 /** Names nobody can claim: hosts the platform or mail/DNS conventions use. */
 export const RESERVED_SUBDOMAINS = [
@@ -76,6 +79,7 @@ export type SubdomainView = {
   title: string | null;
   url: string;
   owner_id: string;
+  team_id: string | null;
   links_count: number;
   tracker_origins: string[];
   visits_retention_days: number | null;
@@ -108,9 +112,11 @@ export type SubdomainsService = ReturnType<typeof subdomainsService>;
  * Subdomains: claims, policies and public pages (the database, the config for short URLs, and the
  * cache that carries subdomain-change notices to the edge, which holds the tracker origins).
  */
-export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links'> }) {
+export function subdomainsService(
+  deps: Pick<Context, 'config' | 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'subdomains' | 'links' | 'teams'> },
+) {
   const { config, repositories } = deps;
-  const { subdomains, links } = repositories;
+  const { subdomains, links, teams } = repositories;
   const origin = (name: string) => shortUrl(config, name, '');
 
   const rawSince = (row: Pick<SubdomainRow, 'visits_retention_days'>) =>
@@ -121,6 +127,7 @@ export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log'
     title: row.title,
     url: origin(row.name),
     owner_id: row.owner_id,
+    team_id: row.team_id,
     links_count: Number(row.live_links),
     tracker_origins: row.tracker_origins,
     visits_retention_days: row.visits_retention_days,
@@ -137,16 +144,38 @@ export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log'
     created_at: row.created_at.toISOString(),
   });
 
-  /** The subdomain if the caller may manage it: 404 when unknown, 403 not_owner when someone else's. */
-  const managed = async (principal: Principal, name: string): Promise<SubdomainRow> => {
+  /** The caller's standing in a subdomain: `owner` for its owner and staff holding `admin`, else its role in the subdomain's team, if any. */
+  const roleFor = async (principal: Principal, object: { ownerId: string; subdomain: string }): Promise<TeamRole | undefined> =>
+    canManage(principal, object.ownerId) ? 'owner' : teams.roleViaSubdomain(object.subdomain, principal.userId);
+
+  /**
+   * The one ownership check of everything in a subdomain (the subdomain, its links, their statistics
+   * and visits): its owner and staff holding `admin` may; so may a member of the subdomain's team
+   * whose role is at least `need` (a team owner always). Anyone else: 403 `not_owner`; a member of
+   * the team whose role is too narrow: 403 `forbidden` (`team_role_too_low`). `what` names the
+   * object in the refusal. Read per request, so a removed member is refused from the next one.
+   */
+  const access = async (principal: Principal, object: { ownerId: string; subdomain: string }, need: TeamRole, what: Record<string, string>) => {
+    const role = await roleFor(principal, object);
+    if (!role) throw new AppError('not_owner', what);
+    if (!roleAtLeast(role, need)) throw new AppError('forbidden', { reason: 'team_role_too_low', role, required_role: need, ...what });
+  };
+
+  /**
+   * The subdomain if the caller may act on it with a team role of at least `need` (default: owner,
+   * that is its owner, staff or a team owner): 404 when unknown, 403 as `access` says.
+   */
+  const managed = async (principal: Principal, name: string, need: TeamRole = 'owner'): Promise<SubdomainRow> => {
     const row = await subdomains.find(name);
     if (!row) throw new AppError('not_found', { subdomain: name });
-    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { subdomain: name });
+    await access(principal, { ownerId: row.owner_id, subdomain: row.name }, need, { subdomain: name });
     return row;
   };
 
   return {
     managed,
+    access,
+    roleFor,
     toPublicLink,
     async claim(principal: Principal, input: { name: string; title?: string; tracker_origins?: string[] }): Promise<SubdomainView> {
       if ((RESERVED_SUBDOMAINS as readonly string[]).includes(input.name)) {
@@ -163,13 +192,44 @@ export function subdomainsService(deps: Pick<Context, 'config' | 'cache' | 'log'
     },
     /** One subdomain as its owner (or staff) sees it: 404 when unknown, 403 not_owner when someone else's. */
     async get(principal: Principal, name: string): Promise<SubdomainView> {
-      return toView(await managed(principal, name));
+      return toView(await managed(principal, name, 'viewer'));
+    },
+    /**
+     * Gives the subdomain to a team (`teamId`), or back to its owner alone (null). Giving it: its
+     * owner (or staff), who must be an owner or admin of the team. Taking it back: its owner, or an
+     * owner or admin of its team. Audited (`subdomain.team_assigned`, `subdomain.team_unassigned`).
+     */
+    async setTeam(principal: Principal, name: string, teamId: string | null, ip: string, audit: (entry: AuditEntry) => void): Promise<SubdomainView> {
+      const row = await subdomains.find(name);
+      if (!row) throw new AppError('not_found', { subdomain: name });
+      if (teamId === null) {
+        await access(principal, { ownerId: row.owner_id, subdomain: row.name }, 'admin', { subdomain: name });
+      } else {
+        if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { subdomain: name });
+        if (!(await teams.findById(teamId))) throw new AppError('not_found', { team: teamId });
+        const role = (await teams.roleOf(teamId, principal.userId)) ?? (principal.scopes.has('admin') ? 'owner' : undefined);
+        if (!role) throw new AppError('not_owner', { team: teamId });
+        if (!roleAtLeast(role, 'admin')) throw new AppError('forbidden', { reason: 'team_role_too_low', role, required_role: 'admin', team: teamId });
+      }
+      const updated = await subdomains.setTeam(name, teamId);
+      if (!updated) throw new AppError('not_found', { subdomain: name });
+      if (row.team_id !== teamId) {
+        const team = teamId ?? row.team_id;
+        audit({
+          action: teamId ? 'subdomain.team_assigned' : 'subdomain.team_unassigned',
+          actorId: principal.userId,
+          target: team,
+          ip,
+          details: { team_id: team, subdomain: name, ...(teamId && row.team_id ? { from_team_id: row.team_id } : {}) },
+        });
+      }
+      return toView(updated);
     },
     async list(principal: Principal): Promise<SubdomainView[]> {
       return (await subdomains.listByOwner(principal.userId)).map(toView);
     },
     async update(principal: Principal, name: string, changes: SubdomainChanges): Promise<SubdomainView> {
-      await managed(principal, name);
+      await managed(principal, name, 'admin');
       const max = config.retention.visitsMaxDays;
       if (changes.visits_retention_days && max > 0 && changes.visits_retention_days > max) {
         throw new AppError('validation_error', { visits_retention_days: rule('retention_days', { max }) });

@@ -23,6 +23,8 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import { DLQ_REPLAY_GROUP } from '#shared/message-log/dead-letters.js';
 import { buildApp } from '#services/app.js';
 import { createRepositories } from '#services/repositories.js';
+import { teamsRepository } from '#shared/teams/teams.repository.js';
+import { subdomainsRepository } from '#shared/subdomains/subdomains.repository.js';
 import { createAuthenticator } from '../auth/authenticator.js';
 
 // User administration by staff (PATCH and DELETE /api/v1/users/{id}) through the real HTTP app on
@@ -387,6 +389,70 @@ describe('DELETE /api/v1/users/{id}', () => {
   });
 });
 
+describe('DELETE /api/v1/users/{id} and teams', () => {
+  const asSession = (cookie: string) => ({ cookie, origin });
+
+  /** A team of the owner with the member in it (invited without SMTP_URL: the link is answered), and its id. */
+  async function teamWith(owner: { cookie: string }, member: { email: string; cookie: string }, role: string): Promise<string> {
+    const team = await app.inject({ method: 'POST', url: '/api/v1/teams', headers: asSession(owner.cookie), payload: { name: 'Shared' } });
+    const teamId = team.json().data.id as string;
+    const invited = await app.inject({
+      method: 'POST',
+      url: `/api/v1/teams/${teamId}/invitations`,
+      headers: asSession(owner.cookie),
+      payload: { email: member.email, role },
+    });
+    const token = new URL(invited.json().data.link).hash.replace('#token=', '');
+    const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: asSession(member.cookie), payload: { token } });
+    expect(accepted.statusCode, accepted.body).toBe(200);
+    return teamId;
+  }
+
+  it('refuses the only owner of a team with other members (409 last_team_owner, naming the team) before erasing anything; with a second owner it deletes', async () => {
+    const owner = await createOwner(context, app);
+    const member = await createOwner(context, app);
+    const teamId = await teamWith(owner, member, 'admin');
+    const refused = await remove(owner.id);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().error).toMatchObject({ code: 'conflict', details: { reason: 'last_team_owner', teams: [teamId] } });
+    expect(refused.json().error.message).toMatch(/without an owner/);
+    expect((await app.inject({ url: '/api/v1/me', headers: owner.auth })).statusCode).toBe(200);
+
+    const promoted = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/teams/${teamId}/members/${member.id}`,
+      headers: asSession(owner.cookie),
+      payload: { role: 'owner' },
+    });
+    expect(promoted.statusCode).toBe(200);
+    const deleted = await remove(owner.id);
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    expect(deleted.json().data.deleted.teams).toBe(0);
+    const left = await app.inject({ url: `/api/v1/teams/${teamId}/members`, headers: asSession(member.cookie) });
+    expect(left.json().data.members).toMatchObject([{ id: member.id, role: 'owner' }]);
+  });
+
+  it('deletes the teams the account is the only member of with it (deleted.teams)', async () => {
+    const owner = await createOwner(context, app);
+    const team = await app.inject({ method: 'POST', url: '/api/v1/teams', headers: asSession(owner.cookie), payload: { name: 'Alone' } });
+    const teamId = team.json().data.id as string;
+    const deleted = await remove(owner.id);
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    expect(deleted.json().data.deleted.teams).toBe(1);
+    expect(await context.db.db.selectFrom('teams').selectAll().where('id', '=', teamId).execute()).toEqual([]);
+  });
+
+  it("refuses in the deletion's own transaction when the last other owner stepped down after the service's check", async () => {
+    const owner = await createOwner(context, app);
+    const member = await createOwner(context, app);
+    const teamId = await teamWith(owner, member, 'viewer');
+    // The repository's deletion alone, as when an owner stepped down between the check and the deletion.
+    const result = await createRepositories(context).users.deleteAccount(owner.id);
+    expect(result).toEqual({ refused: 'last_team_owner', orphaned: [teamId] });
+    expect(await context.db.db.selectFrom('users').select('id').where('id', '=', owner.id).execute()).toHaveLength(1);
+  });
+});
+
 describe('the last active staff account', () => {
   let fresh: FreshDatabase | undefined;
   afterEach(async () => {
@@ -424,7 +490,12 @@ describe('the last active staff account', () => {
     const [a, b] = ids as [string, string];
     const audited: AuditEntry[] = [];
     const service = usersService(
-      { cache: createMemoryCache(), log: context.log, metrics: context.metrics, repositories: { users } },
+      {
+        cache: createMemoryCache(),
+        log: context.log,
+        metrics: context.metrics,
+        repositories: { users, teams: teamsRepository(context.db.db), subdomains: subdomainsRepository(context.db.db) },
+      },
       { audit: (entry) => audited.push(entry) },
       { eraseAccount: () => Promise.reject(new Error('no account is deleted here')) },
     );

@@ -132,7 +132,9 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
         'export first (GET /api/v1/export as the account, or as staff with `link_id` or `subdomain`; GET /api/v1/links), or ' +
         'disable the account instead (PATCH /api/v1/users/{id} with `disabled: true`). One’s own account is 409 `conflict` ' +
         '(`cannot_delete_self`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`. ' +
-        'Teams do not exist yet: the rule that an account owning a team’s only subdomain is refused comes with them.',
+        'An account that is the only owner of a team with other members is 409 `conflict` (`last_team_owner`, `details.teams` ' +
+        'naming them), checked before anything is deleted: another member is made an owner first, or the team deleted. The teams ' +
+        'the account is the only member of are deleted with it (`teams`).',
       tags: ['users'],
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
@@ -146,6 +148,7 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
             webhooks: z.number().int().min(0),
             tokens: z.number().int().min(0),
             sessions: z.number().int().min(0),
+            teams: z.number().int().min(0).meta({ description: 'Teams the account was the only member of, deleted with it.' }),
             visits: z.number().int().min(0).meta({ description: 'Raw visit rows (every stored version counts).' }),
             dead_letters: z.number().int().min(0).meta({ description: 'Dead letters (`visits.dlq`) that named the account, removed.' }),
           }),

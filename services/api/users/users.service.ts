@@ -8,6 +8,11 @@ import { TOKENS_VERSION_KEY } from '../auth/authenticator.js';
 import { toUserView, type UserView } from './users.view.js';
 import type { ErasuresService } from '../erasures/erasures.service.js';
 
+const lastTeamOwner = (teams: string[]) => new AppError('conflict', { reason: 'last_team_owner', teams }, { messageKey: 'error.conflict.last_team_owner' });
+
+const teamSubdomains = (subdomains: string[]) =>
+  new AppError('conflict', { reason: 'team_subdomains', subdomains }, { messageKey: 'error.conflict.team_subdomains' });
+
 /**
  * User administration by staff: disabling and re-enabling accounts, and the refused delete.
  *
@@ -18,11 +23,11 @@ import type { ErasuresService } from '../erasures/erasures.service.js';
  * revoked at re-enabling, so the person signs in again.
  */
 export function usersService(
-  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users'> },
+  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users' | 'teams' | 'subdomains'> },
   abuse: Pick<AbuseGuard, 'audit'>,
   erasures: Pick<ErasuresService, 'eraseAccount'>,
 ) {
-  const { users } = context.repositories;
+  const { users, teams, subdomains } = context.repositories;
   return {
     /**
      * Disables or re-enables an account. Staff cannot disable their own account, nor the last active
@@ -56,16 +61,27 @@ export function usersService(
      * Deletes an account (staff; not one's own: 409 `conflict` `cannot_delete_self`): its raw visits
      * in the analytics store, once the enricher stored what the log held (the statistics rows of its
      * subdomains go with nothing to read them), and the dead letters naming it; then
-     * the account with its sessions, API tokens, subdomains, links, webhooks and their delivery log.
+     * the account with its sessions, API tokens, subdomains, links, webhooks and their delivery log, and
+     * the teams it is the only member of. Refused (409 `last_team_owner`) while it is the only owner of a
+     * team with other members.
      * The edges drop its links, every node its cached tokens. Audited (`user.deleted`, with the counts).
      */
     async delete(principal: Principal, id: string, ip: string, requestId: string) {
       if (!(await users.findById(id))) throw new AppError('not_found', { resource: 'user' });
       if (id === principal.userId) throw new AppError('conflict', { reason: 'cannot_delete_self' }, { messageKey: 'error.conflict.cannot_delete_self' });
+      // Refused before any erasure: nothing is deleted when a team would be left without an owner.
+      const orphaned = await teams.orphanedBy(id);
+      if (orphaned.length > 0) throw lastTeamOwner(orphaned);
+      // Its subdomains would go with it: a team working on one would lose it (and its links and statistics).
+      const shared = await subdomains.sharedWithTeams(id);
+      if (shared.length > 0) throw teamSubdomains(shared);
       // Visits and dead letters first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
       const { visits, dead_letters } = await erasures.eraseAccount(id, requestId);
       const removed = await users.deleteAccount(id);
       if (!removed) throw new AppError('not_found', { resource: 'user' });
+      // An owner stepped down between the check and the deletion: the deletion's own check refused it.
+      if (removed.refused === 'last_team_owner') throw lastTeamOwner(removed.orphaned);
+      if (removed.refused === 'team_subdomains') throw teamSubdomains(removed.subdomains);
       const { live, ...counts } = removed;
       await context.cache.bump(TOKENS_VERSION_KEY);
       for (const row of live) await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });

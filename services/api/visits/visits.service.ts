@@ -1,6 +1,6 @@
 import { FLAG_COLUMNS, OWNER_VISIT_COLUMNS, type VisitFilters } from '#shared/analytics/visits.repository.js';
 import { AppError } from '#shared/errors.js';
-import { canManage, requireScope, type Principal } from '#shared/http/auth.js';
+import { requireScope, type Principal } from '#shared/http/auth.js';
 import { collectionMeta, type Paging } from '#shared/http/pagination.js';
 import { publicVisitRow, type PublicView } from '#shared/policy/policy.js';
 import type { Repositories } from '#services/repositories.js';
@@ -52,7 +52,7 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
    * The owner of a link named by `link_id`, as the rest of the API treats other owners' objects
    * (and the export the same filter): 404 `not_found` unknown, 403 `not_owner` another owner's.
    */
-  const linkOf = (principal: Principal, id: string) => linkOfCaller(links, principal, id);
+  const linkOf = (principal: Principal, id: string) => linkOfCaller(links, subdomains, principal, id, 'viewer');
   const linkOwner = async (principal: Principal, id: string): Promise<string> => (await linkOf(principal, id)).owner_id;
 
   /** One page of an owner's list: its items, the total matching and the next cursor. */
@@ -126,7 +126,7 @@ export function visitsService({ repositories, subdomains }: { repositories: Pick
       if (filters.subdomain !== undefined) {
         const name = filters.subdomain.toLowerCase();
         const { ownerId, view, rawVisitsSince } = await subdomains.policyView(name);
-        if (!canManage(principal, ownerId)) {
+        if (!(await subdomains.roleFor(principal, { ownerId, subdomain: name }))) {
           if (!view.visitsList) throw new AppError('not_owner', { subdomain: name });
           return since(await publicPage(name, ownerId, view, filters, paging), rawVisitsSince);
         }

@@ -73,6 +73,11 @@ export const de: Catalogue = {
   'error.conflict.cannot_disable_self': 'Sie können Ihr eigenes Konto nicht deaktivieren: Das müssen andere Mitarbeitende tun.',
   'error.conflict.last_active_staff': 'Dies ist das letzte aktive Konto von Mitarbeitenden: Es kann nicht deaktiviert werden.',
   'error.conflict.cannot_delete_self': 'Sie können Ihr eigenes Konto hier nicht löschen: Das muss eine andere Person aus dem Team tun.',
+  'error.conflict.last_team_owner': 'Das Team stünde ohne Eigentümer da: Machen Sie zuerst ein anderes Mitglied zum Eigentümer.',
+  'error.conflict.team_subdomains': 'Dieses Konto besitzt Subdomains, mit denen ein Team arbeitet: Nehmen Sie sie zuerst dem Team weg oder löschen Sie sie.',
+  'mail.team_invitation.subject': 'Einladung in das Team {team}',
+  'mail.team_invitation.body':
+    '{inviter} lädt Sie in das Team {team} ein, mit der Rolle {role}.\n\nUm die Einladung anzunehmen, melden Sie sich mit dieser Adresse ({email}) an und öffnen Sie innerhalb von 7 Tagen diesen Link:\n{link}\n\nDer Link funktioniert einmal. Wenn Sie nicht beitreten möchten, ignorieren Sie diese E-Mail.',
   'mail.password_reset.subject': 'Passwort zurücksetzen',
   'mail.password_reset.body':
     'Jemand hat angefordert, das Passwort Ihres Kontos {email} zurückzusetzen.\n\nUm ein neues Passwort zu wählen, öffnen Sie innerhalb einer Stunde diesen Link:\n{link}\n\nDer Link funktioniert einmal. Danach ist auf jedem Gerät eine Anmeldung mit dem neuen Passwort nötig: Alle Sitzungen werden abgemeldet.\n\nWenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Ihr Passwort bleibt unverändert.',

@@ -68,6 +68,11 @@ export const en = {
   'error.conflict.cannot_disable_self': 'You cannot disable your own account: another staff member has to.',
   'error.conflict.last_active_staff': 'This is the last active staff account: it cannot be disabled.',
   'error.conflict.cannot_delete_self': 'You cannot delete your own account here: another staff member has to.',
+  'error.conflict.last_team_owner': 'The team would be left without an owner: make another member an owner first.',
+  'error.conflict.team_subdomains': 'This account owns subdomains a team works on: take them back from the team, or delete them, first.',
+  'mail.team_invitation.subject': 'You are invited to the team {team}',
+  'mail.team_invitation.body':
+    '{inviter} invites you to join the team {team} as {role}.\n\nTo accept, sign in with this address ({email}) and open this link within 7 days:\n{link}\n\nThe link works once. If you do not want to join, ignore this e-mail.',
   'mail.password_reset.subject': 'Reset your password',
   'mail.password_reset.body':
     'Someone asked to reset the password of your account {email}.\n\nTo choose a new password, open this link within one hour:\n{link}\n\nThe link works once. Signing in with the new password will be needed on every device: all sessions are signed out.\n\nIf you did not ask for this, ignore this e-mail: your password stays as it is.',

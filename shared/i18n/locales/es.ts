@@ -72,6 +72,11 @@ export const es: Catalogue = {
   'error.conflict.cannot_disable_self': 'No puede desactivar su propia cuenta: otro miembro del personal tiene que hacerlo.',
   'error.conflict.last_active_staff': 'Es la última cuenta activa del personal: no se puede desactivar.',
   'error.conflict.cannot_delete_self': 'No puede eliminar su propia cuenta aquí: debe hacerlo otro miembro del personal.',
+  'error.conflict.last_team_owner': 'El equipo se quedaría sin propietario: haga antes propietario a otro miembro.',
+  'error.conflict.team_subdomains': 'Esta cuenta posee subdominios con los que trabaja un equipo: primero retíreselos al equipo o elimínelos.',
+  'mail.team_invitation.subject': 'Invitación al equipo {team}',
+  'mail.team_invitation.body':
+    '{inviter} le invita a unirse al equipo {team} con el rol {role}.\n\nPara aceptar, inicie sesión con esta dirección ({email}) y abra este enlace antes de 7 días:\n{link}\n\nEl enlace funciona una vez. Si no quiere unirse, ignore este correo.',
   'mail.password_reset.subject': 'Restablecer su contraseña',
   'mail.password_reset.body':
     'Alguien pidió restablecer la contraseña de su cuenta {email}.\n\nPara elegir una contraseña nueva, abra este enlace antes de una hora:\n{link}\n\nEl enlace funciona una vez. Después habrá que iniciar sesión con la contraseña nueva en cada dispositivo: se cierran todas las sesiones.\n\nSi no lo pidió usted, ignore este correo: su contraseña no cambia.',

@@ -73,6 +73,11 @@ export const fr: Catalogue = {
   'error.conflict.cannot_disable_self': 'Vous ne pouvez pas désactiver votre propre compte : un autre membre de l’équipe doit le faire.',
   'error.conflict.last_active_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas être désactivé.',
   'error.conflict.cannot_delete_self': 'Vous ne pouvez pas supprimer votre propre compte ici : un autre membre de l’équipe doit le faire.',
+  'error.conflict.last_team_owner': 'L’équipe resterait sans propriétaire : nommez d’abord un autre membre propriétaire.',
+  'error.conflict.team_subdomains': 'Ce compte possède des sous-domaines sur lesquels une équipe travaille : retirez-les d’abord à l’équipe, ou supprimez-les.',
+  'mail.team_invitation.subject': 'Invitation dans l’équipe {team}',
+  'mail.team_invitation.body':
+    '{inviter} vous invite à rejoindre l’équipe {team} avec le rôle {role}.\n\nPour accepter, connectez-vous avec cette adresse ({email}) et ouvrez ce lien dans les 7 jours :\n{link}\n\nLe lien ne sert qu’une fois. Si vous ne souhaitez pas la rejoindre, ignorez ce message.',
   'mail.password_reset.subject': 'Réinitialiser votre mot de passe',
   'mail.password_reset.body':
     "Quelqu'un a demandé la réinitialisation du mot de passe de votre compte {email}.\n\nPour choisir un nouveau mot de passe, ouvrez ce lien dans l'heure :\n{link}\n\nLe lien ne sert qu'une fois. Il faudra ensuite se connecter avec le nouveau mot de passe sur chaque appareil : toutes les sessions sont fermées.\n\nSi vous n'avez rien demandé, ignorez ce message : votre mot de passe reste inchangé.",

@@ -1,0 +1,203 @@
+import type { FastifyInstance } from 'fastify';
+import type { Response as LightMyRequestResponse } from 'light-my-request';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditRepository } from '#shared/audit/audit.repository.js';
+import type { Context } from '#shared/context.js';
+import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { closeContext, createTestContext } from '#tests/support/context.js';
+import { waitFor } from '#tests/support/wait.js';
+import { buildApp } from '#services/app.js';
+import { createRepositories } from '#services/repositories.js';
+
+// A subdomain that belongs to a team, through the real HTTP app on the real stores (PGlite and
+// chDB, or Postgres, ClickHouse and Redis in the services run): each role allowed and refused on
+// the subdomain, its links, statistics and visits, and a removed member cut off on the next request.
+
+let context: Context;
+let app: FastifyInstance;
+let origin: string;
+
+beforeAll(async () => {
+  context = await createTestContext({ SMTP_URL: undefined });
+  app = (await buildApp(context)).app;
+  origin = new URL(context.config.publicUrl).origin;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await closeContext(context);
+});
+
+const session = (who: TestOwner) => ({ cookie: who.cookie, origin });
+
+async function join(teamId: string, inviter: TestOwner, invitee: TestOwner, role: string): Promise<void> {
+  const invited = await app.inject({
+    method: 'POST',
+    url: `/api/v1/teams/${teamId}/invitations`,
+    headers: session(inviter),
+    payload: { email: invitee.email, role },
+  });
+  expect(invited.statusCode, invited.body).toBe(201);
+  const token = new URL(invited.json().data.link).hash.replace('#token=', '');
+  const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: session(invitee), payload: { token } });
+  expect(accepted.statusCode, accepted.body).toBe(200);
+}
+
+/** A team with one member of each role (the team's owner is not the subdomain's), a stranger, and a subdomain of the admin's given to the team. */
+async function teamSubdomain() {
+  const teamOwner = await createOwner(context, app);
+  const admin = await createOwner(context, app);
+  const editor = await createOwner(context, app);
+  const viewer = await createOwner(context, app);
+  const stranger = await createOwner(context, app);
+  const created = await app.inject({ method: 'POST', url: '/api/v1/teams', headers: session(teamOwner), payload: { name: 'Shared links' } });
+  const teamId = created.json().data.id as string;
+  await join(teamId, teamOwner, admin, 'admin');
+  await join(teamId, teamOwner, editor, 'editor');
+  await join(teamId, teamOwner, viewer, 'viewer');
+  const name = await claimSubdomain(app, admin);
+  const assigned = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${name}/team`, headers: admin.auth, payload: { team_id: teamId } });
+  expect(assigned.statusCode, assigned.body).toBe(200);
+  expect(assigned.json().data).toMatchObject({ name, team_id: teamId, owner_id: admin.id });
+  const link = await app.inject({
+    method: 'POST',
+    url: '/api/v1/links',
+    headers: admin.auth,
+    payload: { subdomain: name, target_url: 'https://example.com/a' },
+  });
+  expect(link.statusCode, link.body).toBe(201);
+  return { teamId, name, linkId: link.json().data.id as string, teamOwner, admin, editor, viewer, stranger };
+}
+
+type Role = 'teamOwner' | 'admin' | 'editor' | 'viewer' | 'stranger';
+const WIDTH: Record<Role, number> = { teamOwner: 4, admin: 3, editor: 2, viewer: 1, stranger: 0 };
+const NEED = { viewer: 1, editor: 2, admin: 3 } as const;
+
+describe('a subdomain that belongs to a team', () => {
+  it('admits each role to what it may, and refuses the rest: 403 team_role_too_low for a member, 403 not_owner for a stranger', async () => {
+    const setup = await teamSubdomain();
+    const { name, linkId } = setup;
+    const operations: { what: string; need: keyof typeof NEED; run: (who: TestOwner) => Promise<LightMyRequestResponse> }[] = [
+      { what: 'read its statistics', need: 'viewer', run: (who) => app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: who.auth }) },
+      { what: "read a link's statistics", need: 'viewer', run: (who) => app.inject({ url: `/api/v1/stats/link/${linkId}`, headers: who.auth }) },
+      { what: 'list its visits', need: 'viewer', run: (who) => app.inject({ url: `/api/v1/visits?subdomain=${name}`, headers: who.auth }) },
+      { what: 'read a link', need: 'editor', run: (who) => app.inject({ url: `/api/v1/links/${linkId}`, headers: who.auth }) },
+      {
+        what: 'create a link',
+        need: 'editor',
+        run: (who) =>
+          app.inject({ method: 'POST', url: '/api/v1/links', headers: who.auth, payload: { subdomain: name, target_url: 'https://example.com/b' } }),
+      },
+      {
+        what: 'edit a link',
+        need: 'editor',
+        run: (who) => app.inject({ method: 'PATCH', url: `/api/v1/links/${linkId}`, headers: who.auth, payload: { title: 'edited' } }),
+      },
+      {
+        what: 'change the policy',
+        need: 'admin',
+        run: (who) => app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${name}`, headers: who.auth, payload: { title: 'Team site' } }),
+      },
+    ];
+    for (const operation of operations) {
+      for (const role of ['teamOwner', 'admin', 'editor', 'viewer', 'stranger'] as const) {
+        const answer = await operation.run(setup[role]);
+        const label = `${role} may${WIDTH[role] >= NEED[operation.need] ? '' : ' not'} ${operation.what}`;
+        if (WIDTH[role] >= NEED[operation.need]) {
+          expect(answer.statusCode, `${label}: ${answer.body}`).toBeLessThan(300);
+        } else if (role === 'stranger') {
+          expect(answer.statusCode, label).toBe(403);
+          expect(answer.json().error.code, label).toBe('not_owner');
+        } else {
+          expect(answer.statusCode, label).toBe(403);
+          expect(answer.json().error, label).toMatchObject({ code: 'forbidden', details: { reason: 'team_role_too_low', required_role: operation.need } });
+        }
+      }
+    }
+    // The public page of a team's subdomain says nothing of the team or its owner (private by default: no owner either).
+    const page = await app.inject({ url: `/api/v1/subdomains/${name}` });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain(setup.teamId);
+    expect(page.body).not.toContain('team_id');
+    expect(page.body).not.toContain(setup.admin.id);
+    // The editor's link is the subdomain owner's (its visits are stored under that account), listed to every member.
+    const listed = await app.inject({ url: `/api/v1/links?subdomain=${name}`, headers: setup.viewer.auth });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().data.links.length).toBeGreaterThanOrEqual(3);
+    expect((await app.inject({ url: `/api/v1/links?subdomain=${name}`, headers: setup.stranger.auth })).json().error.code).toBe('not_owner');
+  });
+
+  it('lets editors delete links and no viewer; cuts a removed member off on the next request; audits the assignment', async () => {
+    const { teamId, name, linkId, admin, editor, viewer, teamOwner } = await teamSubdomain();
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: viewer.auth })).statusCode).toBe(403);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: editor.auth })).statusCode).toBe(200);
+    expect((await app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: viewer.auth })).statusCode).toBe(200);
+    const removed = await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${viewer.id}`, headers: session(teamOwner) });
+    expect(removed.statusCode).toBe(200);
+    const after = await app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: viewer.auth });
+    expect(after.statusCode).toBe(403);
+    expect(after.json().error.code).toBe('not_owner');
+    const [entry] = await waitFor(async () => {
+      const rows = (await auditRepository(context.db.db).list({ action: 'subdomain.team_assigned', actorId: admin.id })).filter((row) => row.target === teamId);
+      return rows.length > 0 && rows;
+    }, 5000);
+    expect(entry!.details).toMatchObject({ team_id: teamId, subdomain: name });
+  });
+
+  it('is given only by its owner who is an owner or admin of the team; taken back by its owner or a team admin, which cuts the members off', async () => {
+    const { teamId, name, admin, editor, teamOwner, stranger } = await teamSubdomain();
+    const own = await claimSubdomain(app, editor);
+    const byEditor = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${own}/team`, headers: editor.auth, payload: { team_id: teamId } });
+    expect(byEditor.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'team_role_too_low', required_role: 'admin' } });
+    const notOwner = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${own}/team`, headers: teamOwner.auth, payload: { team_id: teamId } });
+    expect(notOwner.json().error.code).toBe('not_owner');
+    const strangers = await claimSubdomain(app, stranger);
+    expect(
+      (await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${strangers}/team`, headers: stranger.auth, payload: { team_id: teamId } })).json().error
+        .code,
+    ).toBe('not_owner');
+    expect(
+      (
+        await app.inject({
+          method: 'PUT',
+          url: `/api/v1/subdomains/${own}/team`,
+          headers: editor.auth,
+          payload: { team_id: '00000000-0000-4000-8000-000000000000' },
+        })
+      ).statusCode,
+    ).toBe(404);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/subdomains/${name}/team`, headers: editor.auth })).statusCode).toBe(403);
+    const taken = await app.inject({ method: 'DELETE', url: `/api/v1/subdomains/${name}/team`, headers: teamOwner.auth });
+    expect(taken.statusCode, taken.body).toBe(200);
+    expect(taken.json().data.team_id).toBeNull();
+    expect((await app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: editor.auth })).json().error.code).toBe('not_owner');
+    expect((await app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: admin.auth })).statusCode).toBe(200);
+  });
+
+  it('keeps a member owning a subdomain of the team from leaving or being removed (409 team_subdomains) until it is taken back', async () => {
+    const { teamId, name, admin, teamOwner } = await teamSubdomain();
+    for (const [caller, label] of [
+      [admin, 'leaving'],
+      [teamOwner, 'removed'],
+    ] as const) {
+      const refused = await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${admin.id}`, headers: session(caller) });
+      expect(refused.statusCode, label).toBe(409);
+      expect(refused.json().error, label).toMatchObject({ code: 'conflict', details: { reason: 'team_subdomains', subdomains: [name] } });
+    }
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/subdomains/${name}/team`, headers: admin.auth })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${admin.id}`, headers: session(admin) })).statusCode).toBe(200);
+  });
+
+  it('refuses to delete the account owning a subdomain a team works on (409 team_subdomains), and gives the subdomain back when the team is deleted', async () => {
+    const { teamId, name, admin, teamOwner } = await teamSubdomain();
+    const staff = await createOwner(context, app, 'staff');
+    const refused = await app.inject({ method: 'DELETE', url: `/api/v1/users/${admin.id}`, headers: session(staff) });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().error).toMatchObject({ code: 'conflict', details: { reason: 'team_subdomains', subdomains: [name] } });
+    // The deletion's own transaction refuses too (a subdomain given to the team after the service's check).
+    expect(await createRepositories(context).users.deleteAccount(admin.id)).toEqual({ refused: 'team_subdomains', subdomains: [name] });
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}`, headers: session(teamOwner) })).statusCode).toBe(200);
+    const listed = (await app.inject({ url: '/api/v1/subdomains', headers: admin.auth })).json().data.subdomains;
+    expect(listed).toMatchObject([{ name, team_id: null }]);
+  });
+});
