@@ -258,7 +258,7 @@ export function importsService(deps: ImportsDeps) {
  */
 export function importRunner(
   context: Pick<Context, 'config' | 'cache' | 'log' | 'metrics' | 'messageLog' | 'jobs'> & {
-    repositories: Pick<Repositories, 'imports' | 'audit' | 'links' | 'subdomains'>;
+    repositories: Pick<Repositories, 'imports' | 'audit' | 'links' | 'subdomains' | 'teams'>;
   },
 ): ImportRunner {
   const subdomains = subdomainsService(context);
