@@ -327,7 +327,9 @@ export function statsService({
     async live(principal: Principal, subdomain?: string): Promise<Live> {
       requireScope(principal, 'stats:read');
       const rows =
-        subdomain !== undefined ? [await subdomains.managed(principal, subdomain.toLowerCase(), 'viewer')] : await repositories.subdomains.listByOwner(principal.userId);
+        subdomain !== undefined
+          ? [await subdomains.managed(principal, subdomain.toLowerCase(), 'viewer')]
+          : await repositories.subdomains.listByOwner(principal.userId);
       const ownerId = rows[0]?.owner_id ?? principal.userId;
       const sinceMs = Date.now() - LIVE_WINDOW_SEC * 1000;
       const found = await analytics.live(
