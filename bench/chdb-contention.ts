@@ -5,9 +5,9 @@
 // time (as the cluster bench's ingest nodes are), alternating.
 import { spawn, spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { enrich } from '#services/enricher/enrichment.js';
-import { encodeVisits } from '#services/enricher/visit-writer.js';
-import { visitorHash } from '#services/enricher/visitors.js';
+import { enrich } from '#shared/visits/enrichment.js';
+import { encodeVisits } from '#shared/visits/visit-rows.js';
+import { visitorHash } from '#shared/visits/visitor-hash.js';
 import { openGeoLookup } from '#shared/geo.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { runBench } from './lib/context.js';

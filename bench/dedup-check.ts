@@ -13,9 +13,9 @@
 // links), which storedVisits does not use. Embedded chDB on this machine; CLICKHOUSE_URL for a server.
 import { performance } from 'node:perf_hooks';
 import { v7 as uuidv7 } from 'uuid';
-import { enrich } from '#services/enricher/enrichment.js';
+import { enrich } from '#shared/visits/enrichment.js';
 import { STORED_VISITS_QUERY } from '#shared/analytics/visits.repository.js';
-import { encodeVisits, storedVisits } from '#services/enricher/visit-writer.js';
+import { encodeVisits, storedVisits } from '#shared/visits/visit-rows.js';
 import { selectRows, toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { runBench } from './lib/context.js';

@@ -6,8 +6,8 @@
 // (a batch of 10 000, ten times); the medians of the rounds are printed. Run it on two builds in turn
 // to compare them: the platform bench's spread on a busy machine hides a change of 1 µs a visit.
 import { decodeVisit } from '#services/enricher/visit-consumer.js';
-import { encodeVisits } from '#services/enricher/visit-writer.js';
-import { enrich, type Enrichment } from '#services/enricher/enrichment.js';
+import { encodeVisits } from '#shared/visits/visit-rows.js';
+import { enrich, type Enrichment } from '#shared/visits/enrichment.js';
 import type { GeoLookup } from '#shared/geo.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 

@@ -10,7 +10,7 @@ import type { SubdomainOwners } from './owners.js';
 import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter, type Decoded } from './decode.js';
 import { isolatePoison } from './poison.js';
 import { failedIn } from './stages.js';
-import { batchToken } from './visit-writer.js';
+import { batchToken } from '#shared/visits/visit-rows.js';
 
 const BEACON_GROUP = ENRICHER_GROUPS[TOPICS.trackerRaw];
 

@@ -6,7 +6,7 @@ import { closeContext } from '#tests/support/context.js';
 import type { TestOwner } from '#tests/support/owners.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { enrich } from './enrichment.js';
+import { enrich } from '#shared/visits/enrichment.js';
 import { limitWatcher } from './limits.js';
 import { insertVisits } from './visit-writer.js';
 import { createRepositories } from '#services/repositories.js';

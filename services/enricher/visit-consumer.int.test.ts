@@ -8,7 +8,7 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import type { Consumer, LogMessage } from '#shared/message-log/message-log.js';
 import { RawVisitSchema, type RawVisit } from '#shared/visits/raw-visit.js';
 import { startVisitConsumer } from './visit-consumer.js';
-import { enrich } from './enrichment.js';
+import { enrich } from '#shared/visits/enrichment.js';
 import { insertVisits } from './visit-writer.js';
 import { createRepositories } from '#services/repositories.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { decodeVisit } from './visit-consumer.js';
-import { enrich, type Enrichment } from './enrichment.js';
-import { encodeVisits, toVisitRow as visitRowOf, VISIT_ROW_COLUMNS, visitRowValues } from './visit-writer.js';
+import { enrich, type Enrichment } from '#shared/visits/enrichment.js';
+import { encodeVisits, toVisitRow as visitRowOf, VISIT_ROW_COLUMNS, visitRowValues } from '#shared/visits/visit-rows.js';
 
 /** The row of a visit enriched without geolocation (no address is known). */
 const toVisitRow = (visit: RawVisit) => visitRowOf(visit, enrich(visit, { lookup: () => undefined }));

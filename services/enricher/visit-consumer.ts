@@ -7,12 +7,14 @@ import { createEventBus, type EventDraft, type EventType, type LiveEventType } f
 import { matches, webhookCache, type WebhookCache } from '#shared/webhooks/subscriptions.js';
 import type { WebhookRow } from '#shared/webhooks/webhooks.repository.js';
 import { createRepositories, type Repositories } from '../repositories.js';
-import { enrich, type Enrichment } from './enrichment.js';
+import { enrich, type Enrichment } from '#shared/visits/enrichment.js';
 import { limitWatcher } from './limits.js';
-import { dayOf, saltBook, uniqueVisitors, visitorHash } from './visitors.js';
+import { dayOf, saltBook, uniqueVisitors } from './visitors.js';
+import { visitorHash } from '#shared/visits/visitor-hash.js';
 import { openGeoLookup } from '#shared/geo.js';
 import type { StoredVisit } from '#shared/analytics/visits.repository.js';
-import { insertVisits, reinsertStoredBlocks, storedVisits } from './visit-writer.js';
+import { insertVisits, reinsertStoredBlocks } from './visit-writer.js';
+import { storedVisits } from '#shared/visits/visit-rows.js';
 import { deadLetter, deadLetterPoisons, decodeMessage, type DeadLetter } from './decode.js';
 import { beaconStore, startBeaconConsumer } from './beacon-consumer.js';
 import { burstDetector } from './bursts.js';

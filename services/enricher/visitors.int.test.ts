@@ -10,7 +10,8 @@ import { waitFor } from '#tests/support/wait.js';
 import { TOPICS } from '#shared/message-log/topics.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import { startVisitConsumer } from './visit-consumer.js';
-import { saltBook, visitorHash } from './visitors.js';
+import { saltBook } from './visitors.js';
+import { visitorHash } from '#shared/visits/visitor-hash.js';
 import { createRepositories } from '#services/repositories.js';
 
 const DEADLINE_MS = 30_000;

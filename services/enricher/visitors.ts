@@ -1,4 +1,4 @@
-import { hash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import { isoTimeAt } from '#shared/time.js';
 import type { Repositories } from '../repositories.js';
@@ -8,15 +8,6 @@ const SALT_DAYS = 2;
 
 /** The UTC day of a time (ISO text or epoch ms), `YYYY-MM-DD`. */
 export const dayOf = (time: string | number) => isoTimeAt(typeof time === 'number' ? time : Date.parse(time)).slice(0, 10);
-
-/**
- * The visitor hash: SHA-256 of the day's random salt, the address and the user agent (truncated
- * to 128 bits). Without the salt, which is deleted after SALT_DAYS, the hash tells nothing about
- * the address; the same visitor gets another hash the next day (uniques are per day).
- */
-export function visitorHash(salt: string, ip: string, userAgent: string): string {
-  return hash('sha256', `${salt}\n${ip}\n${userAgent}`, 'hex').slice(0, 32);
-}
 
 /** Daily salts shared by every enricher through Postgres (the first to ask creates the day's salt). */
 export function saltBook({ visitorSalts: salts }: Pick<Repositories, 'visitorSalts'>) {

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { deduplicatedBy } from '#shared/analytics/analytics.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
-import { botOf, parseUserAgent, type Enrichment } from '#services/enricher/enrichment.js';
-import { visitorHash } from '#services/enricher/visitors.js';
-import { batchToken, storedVisits, visitRowValues, VISIT_ROW_COLUMNS } from '#services/enricher/visit-writer.js';
+import { botOf, parseUserAgent, type Enrichment } from '#shared/visits/enrichment.js';
+import { visitorHash } from '#shared/visits/visitor-hash.js';
+import { batchToken, storedVisits, visitRowValues, VISIT_ROW_COLUMNS } from '#shared/visits/visit-rows.js';
 import type { Repositories } from '#services/repositories.js';
 
 /** A visit as another shortener recorded it: what its API or its database export gives. */
