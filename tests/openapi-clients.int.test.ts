@@ -110,6 +110,7 @@ describe('every list declares its pagination meta', () => {
       '/api/v1/notifications',
       '/api/v1/subdomains',
       '/api/v1/teams',
+      '/api/v1/teams/{id}/audit',
       '/api/v1/teams/{id}/invitations',
       '/api/v1/teams/{id}/members',
       '/api/v1/tokens',
@@ -172,7 +173,8 @@ describe('errors are the JSON envelope, declared once', () => {
   });
 
   it('the document is a quarter of its old size (1.05 MB, three quarters of it repeated error answers)', () => {
-    // 0.29 MB then; the teams' 12 operations (issue 39) added 44 KB, about 3.7 KB each, as the others weigh.
-    expect(JSON.stringify(document).length).toBeLessThan(450_000);
+    // 0.29 MB then; the teams' 12 operations (issue 39) added 44 KB, about 3.7 KB each, as the others weigh;
+    // main stood at 457 KB when the team audit list (issue 39) added 5 KB.
+    expect(JSON.stringify(document).length).toBeLessThan(470_000);
   });
 });
