@@ -23,6 +23,7 @@ const VisitsPage = lazy(() => import('./pages/visits.js').then((module) => modul
 const AttacksPage = lazy(() => import('./pages/attacks.js').then((module) => module.AttacksPage));
 const ExportsPage = lazy(() => import('./pages/exports.js').then((module) => module.ExportsPage));
 const ImportsPage = lazy(() => import('./pages/imports.js').then((module) => module.ImportsPage));
+const TeamsPage = lazy(() => import('./pages/teams.js').then((module) => module.TeamsPage));
 const TokensPage = lazy(() => import('./pages/tokens.js').then((module) => module.TokensPage));
 const WebhooksPage = lazy(() => import('./pages/webhooks.js').then((module) => module.WebhooksPage));
 const NotificationsPage = lazy(() => import('./pages/notifications.js').then((module) => module.NotificationsPage));
@@ -46,6 +47,8 @@ function SignedInRoutes() {
             <Route path="/attacks" component={AttacksPage} />
             <Route path="/exports" component={ExportsPage} />
             <Route path="/imports" component={ImportsPage} />
+            <Route path="/teams" component={TeamsPage} />
+            <Route path="/teams/:id" component={TeamsPage} />
             <Route path="/tokens" component={TokensPage} />
             <Route path="/webhooks" component={WebhooksPage} />
             <Route path="/webhooks/:id" component={WebhooksPage} />
