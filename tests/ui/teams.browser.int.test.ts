@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimSubdomain, createOwner } from '../support/owners.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
 
 // The teams pages in a real browser, without SMTP: an owner creates a team and invites someone (the
@@ -129,5 +130,50 @@ describe('teams pages', () => {
     await other.page.goto('/invitations/accept');
     await other.page.getByText('This page needs the whole link from the invitation').waitFor();
     await other.browserContext.close();
+  }, 120_000);
+
+  it('gives a subdomain to a team from the subdomains page, filters the list by team, and takes it back', async () => {
+    const owner = await createOwner(platform.context, platform.app);
+    const inTeam = await claimSubdomain(platform.app, owner);
+    const alone = await claimSubdomain(platform.app, owner);
+    const created = await platform.app.inject({
+      method: 'POST',
+      url: '/api/v1/teams',
+      headers: { cookie: owner.cookie, origin: platform.origin },
+      payload: { name: 'Sales & <b>Co</b>' },
+    });
+    expect(created.statusCode).toBe(201);
+    const teamId = created.json().data.id as string;
+    const { page, problems, browserContext } = await openPage(platform, { viewport: 'phone' });
+    await signIn(page, owner.email);
+    await page.goto('/subdomains');
+    const card = (name: string) => page.locator(`[data-subdomain="${name}"]`);
+    await card(inTeam).getByLabel(`Team of ${inTeam}`).selectOption(teamId);
+    await card(inTeam).getByRole('link', { name: 'Open “Sales & <b>Co</b>”' }).waitFor();
+    const listed = await platform.app.inject({ method: 'GET', url: '/api/v1/subdomains?limit=200', headers: owner.auth });
+    expect(listed.json().data.subdomains.find((subdomain: { name: string }) => subdomain.name === inTeam).team_id).toBe(teamId);
+
+    await page.getByLabel('Team', { exact: true }).selectOption(teamId);
+    await card(alone).waitFor({ state: 'detached' });
+    expect(await card(inTeam).count()).toBe(1);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(page, 'teams-subdomains-filter-phone');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.getByLabel('Team', { exact: true }).selectOption('none');
+    await card(alone).waitFor();
+    expect(await card(inTeam).count()).toBe(0);
+
+    // The team's page lists it; taking it back empties that list.
+    await page.goto(`/teams/${teamId}`);
+    await page.getByRole('link', { name: inTeam }).waitFor();
+    await page.goto('/subdomains');
+    await card(inTeam).getByLabel(`Team of ${inTeam}`).selectOption('');
+    await card(inTeam)
+      .getByRole('link', { name: /^Open / })
+      .waitFor({ state: 'detached' });
+    await page.goto(`/teams/${teamId}`);
+    await page.getByText('None of your subdomains belongs to this team.').waitFor();
+    expect(problems).toEqual([]);
+    await browserContext.close();
   }, 120_000);
 });

@@ -18,9 +18,9 @@ export const passesTeamFilter = (filter: TeamFilterValue, teamId: string | null)
 export function TeamFilter({ teams, value, onChange }: { teams: Team[]; value: TeamFilterValue; onChange: (value: TeamFilterValue) => void }) {
   const { t } = useI18n();
   return (
-    <label class="field team-filter">
-      <span>{t('teams.sub.filter')}</span>
-      <select value={value} onChange={(event) => onChange(event.currentTarget.value)}>
+    <div class="team-filter">
+      <label for="team-filter">{t('teams.sub.filter')}</label>
+      <select id="team-filter" value={value} onChange={(event) => onChange(event.currentTarget.value)}>
         <option value="all">{t('teams.sub.all')}</option>
         <option value="none">{t('teams.sub.none')}</option>
         {teams.map((team) => (
@@ -29,7 +29,7 @@ export function TeamFilter({ teams, value, onChange }: { teams: Team[]; value: T
           </option>
         ))}
       </select>
-    </label>
+    </div>
   );
 }
 
