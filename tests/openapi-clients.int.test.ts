@@ -110,6 +110,7 @@ describe('every list declares its pagination meta', () => {
       '/api/v1/notifications',
       '/api/v1/subdomains',
       '/api/v1/teams',
+      '/api/v1/teams/{id}/audit',
       '/api/v1/teams/{id}/invitations',
       '/api/v1/teams/{id}/members',
       '/api/v1/tokens',

@@ -34,6 +34,17 @@ export function auditRepository(db: Kysely<DB>) {
       if (filter.actorId) query = query.where('actor_id', '=', filter.actorId);
       return query.execute();
     },
+    /** The newest entries about one target (a team's id for `team.*`), with the actor's address when the account still exists. */
+    async listForTarget(target: string, limit = 1000) {
+      return db
+        .selectFrom('audit_log')
+        .leftJoin('users', 'users.id', 'audit_log.actor_id')
+        .select(['audit_log.id', 'audit_log.action', 'audit_log.actor_id', 'users.email as actor_email', 'audit_log.details', 'audit_log.created_at'])
+        .where('audit_log.target', '=', target)
+        .orderBy('audit_log.created_at', 'desc')
+        .limit(limit)
+        .execute();
+    },
     /**
      * Deletes at most `limit` entries made before `cutoff`, oldest first; returns how many. Rows
      * another deleter holds are skipped, not waited for (two workers share the work).

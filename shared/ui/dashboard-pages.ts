@@ -12,6 +12,8 @@ export const DASHBOARD_PAGES = [
   'attacks',
   'exports',
   'imports',
+  'teams',
+  'invitations',
   'tokens',
   'webhooks',
   'notifications',

@@ -23,6 +23,8 @@ const VisitsPage = lazy(() => import('./pages/visits.js').then((module) => modul
 const AttacksPage = lazy(() => import('./pages/attacks.js').then((module) => module.AttacksPage));
 const ExportsPage = lazy(() => import('./pages/exports.js').then((module) => module.ExportsPage));
 const ImportsPage = lazy(() => import('./pages/imports.js').then((module) => module.ImportsPage));
+const TeamsPage = lazy(() => import('./pages/teams.js').then((module) => module.TeamsPage));
+const InvitationAcceptPage = lazy(() => import('./pages/invitation-accept.js').then((module) => module.InvitationAcceptPage));
 const TokensPage = lazy(() => import('./pages/tokens.js').then((module) => module.TokensPage));
 const WebhooksPage = lazy(() => import('./pages/webhooks.js').then((module) => module.WebhooksPage));
 const NotificationsPage = lazy(() => import('./pages/notifications.js').then((module) => module.NotificationsPage));
@@ -46,6 +48,9 @@ function SignedInRoutes() {
             <Route path="/attacks" component={AttacksPage} />
             <Route path="/exports" component={ExportsPage} />
             <Route path="/imports" component={ImportsPage} />
+            <Route path="/teams" component={TeamsPage} />
+            <Route path="/teams/:id" component={TeamsPage} />
+            <Route path="/invitations/accept" component={InvitationAcceptPage} />
             <Route path="/tokens" component={TokensPage} />
             <Route path="/webhooks" component={WebhooksPage} />
             <Route path="/webhooks/:id" component={WebhooksPage} />
@@ -87,6 +92,15 @@ function GoHome() {
   return <Loading />;
 }
 
+const INVITATION_PATH = '/invitations/accept';
+const keepPendingInvitation = (hash: string) => {
+  try {
+    sessionStorage.setItem('linktrack:invitation', hash);
+  } catch {
+    // Storage refused: the link has to be opened again after signing in.
+  }
+};
+
 /** Pages shown whether or not someone is signed in: a forgotten password's, which a reset link opens. */
 const OPEN_PAGES: Record<string, FunctionComponent> = { '/login/forgot': ForgotPasswordPage, '/login/reset': ResetPasswordPage };
 
@@ -96,7 +110,11 @@ function Root() {
   const Open = OPEN_PAGES[path];
   useEffect(() => {
     // Signed out anywhere but the sign-in page: go there, remembering where to come back to.
-    if (session.state === 'signed-out' && path !== '/login' && !Open) route(`/login?next=${encodeURIComponent(path)}`, true);
+    if (session.state === 'signed-out' && path !== '/login' && !Open) {
+      // An invitation's secret is in the fragment, which must not go into a URL the server sees: it waits in this tab.
+      if (path === INVITATION_PATH && location.hash) keepPendingInvitation(location.hash);
+      route(`/login?next=${encodeURIComponent(path)}`, true);
+    }
   }, [session.state, path]);
   if (Open) return <Open />;
   if (session.state === 'loading') return <Loading />;

@@ -350,3 +350,44 @@ describe('invitations', () => {
     expect((await call(owner, 'DELETE', `/api/v1/teams/${teamId}/invitations/${invitation.id}`)).statusCode).toBe(404);
   });
 });
+
+describe('the audit log of a team', () => {
+  it('lists the team’s changes newest first with their actor, to admins and owners only, paged and without IP addresses', async () => {
+    const { teamId, owner, admin, viewer } = await staffedTeam();
+    expect((await call(admin, 'PATCH', `/api/v1/teams/${teamId}/members/${viewer.id}`, { role: 'editor' })).statusCode).toBe(200);
+    await audited(teamId, 'team.member_role_changed');
+    const listed = await call(owner, 'GET', `/api/v1/teams/${teamId}/audit`);
+    expect(listed.statusCode, listed.body).toBe(200);
+    const entries = listed.json().data.entries;
+    expect(entries[0]).toEqual({
+      id: expect.any(String),
+      action: 'team.member_role_changed',
+      actor_id: admin.id,
+      actor_email: admin.email,
+      details: { team_id: teamId, user_id: viewer.id, from: 'viewer', to: 'editor' },
+      created_at: expect.any(String),
+    });
+    expect(entries.map((entry: { action: string }) => entry.action)).toEqual(
+      expect.arrayContaining(['team.created', 'team.invitation_created', 'team.invitation_accepted']),
+    );
+    expect(JSON.stringify(entries)).not.toMatch(/"ip"/);
+    const first = await call(admin, 'GET', `/api/v1/teams/${teamId}/audit?limit=2`);
+    expect(first.json().data.entries).toEqual(entries.slice(0, 2));
+    const next = await call(admin, 'GET', `/api/v1/teams/${teamId}/audit?limit=2&cursor=${first.json().meta.next_cursor}`);
+    expect(next.json().data.entries).toEqual(entries.slice(2, 4));
+  });
+
+  it('refuses editors and viewers (403 forbidden), outsiders (403 not_owner) and an unknown team (404)', async () => {
+    const { teamId, editor, viewer } = await staffedTeam();
+    for (const member of [editor, viewer]) {
+      const refused = await call(member, 'GET', `/api/v1/teams/${teamId}/audit`);
+      expect(refused.json().error).toMatchObject({ code: 'forbidden', details: { reason: 'team_role_too_low', required_role: 'admin' } });
+    }
+    const outsider = await person();
+    expect((await call(outsider, 'GET', `/api/v1/teams/${teamId}/audit`)).json().error.code).toBe('not_owner');
+    expect((await call(outsider, 'GET', '/api/v1/teams/00000000-0000-4000-8000-000000000000/audit')).statusCode).toBe(404);
+    const otherTeam = await createTeam(outsider, 'Other');
+    const own = (await call(outsider, 'GET', `/api/v1/teams/${otherTeam}/audit`)).json().data.entries;
+    expect(own.every((entry: { details: { team_id: string } }) => entry.details.team_id === otherTeam)).toBe(true);
+  });
+});

@@ -4,7 +4,7 @@ import { textField } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { rule } from '#shared/i18n/index.js';
 import { TEAM_ROLES } from './roles.js';
-import type { TeamsService } from './teams.service.js';
+import { TEAM_AUDIT_LIMIT, type TeamsService } from './teams.service.js';
 
 const tags = ['teams'];
 
@@ -47,6 +47,19 @@ const InvitationSchema = z
     state: z.enum(['pending', 'expired', 'accepted', 'revoked']),
   })
   .meta({ id: 'TeamInvitation' });
+
+const AuditEntrySchema = z
+  .object({
+    id: z.string(),
+    action: z
+      .string()
+      .meta({ description: 'A `team.*` action, or `subdomain.team_assigned` / `subdomain.team_unassigned`.', example: 'team.member_role_changed' }),
+    actor_id: z.uuid().nullable().meta({ description: 'The account that made the change (null once it is erased).' }),
+    actor_email: z.string().nullable().meta({ description: "That account's address, while the account exists." }),
+    details: z.record(z.string(), z.unknown()),
+    created_at: z.iso.datetime(),
+  })
+  .meta({ id: 'TeamAuditEntry' });
 
 const TeamParams = z.object({ id: z.uuid() });
 const page = { ...pagingQuery, cursor: cursorParam(TIME_CURSOR) };
@@ -155,6 +168,26 @@ export function teamsRoutes(service: TeamsService): RouteDef[] {
         const paged = pageByTime(await service.members(principal!, params.id), pagingOf(query));
         respond.meta(paged.meta);
         return { members: paged.items };
+      },
+    }),
+    defineRoute({
+      operationId: 'listTeamAudit',
+      method: 'GET',
+      path: '/api/v1/teams/{id}/audit',
+      summary: "A team's audit log, newest first (admins)",
+      description: `Admins and owners (scope \`team:read\`): every change to the team, its members, invitations and subdomains, with who made it; never an IP address. The newest ${TEAM_AUDIT_LIMIT} entries; entries are pruned with the audit log's retention. ${ROLE_RULES} ${PAGINATION_NOTE}`,
+      tags,
+      auth: { kind: 'scope', scope: 'team:read' },
+      bucket: 'api',
+      params: TeamParams,
+      query: z.object(page),
+      response: z.object({ entries: z.array(AuditEntrySchema) }),
+      meta: PageMetaSchema,
+      errors: ['not_found', 'not_owner'],
+      handler: async ({ principal, params, query, respond }) => {
+        const paged = pageByTime(await service.audit(principal!, params.id), pagingOf(query));
+        respond.meta(paged.meta);
+        return { entries: paged.items };
       },
     }),
     defineRoute({

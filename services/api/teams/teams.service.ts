@@ -37,6 +37,19 @@ export interface MemberView {
   created_at: string;
 }
 
+/** One entry of a team's audit log; the IP address stays with staff. */
+export interface TeamAuditView {
+  id: string;
+  action: string;
+  actor_id: string | null;
+  actor_email: string | null;
+  details: Record<string, unknown>;
+  created_at: string;
+}
+
+/** How many of a team's newest audit entries are listed. */
+export const TEAM_AUDIT_LIMIT = 1000;
+
 export type InvitationState = 'pending' | 'expired' | 'accepted' | 'revoked';
 
 export interface InvitationView {
@@ -107,11 +120,11 @@ export interface Actor {
  * `not_owner`; a role too narrow is 403 `forbidden` (`team_role_too_low`). Every change is audited.
  */
 export function teamsService(
-  context: Pick<Context, 'config' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'teams' | 'users' | 'subdomains'> },
+  context: Pick<Context, 'config' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'teams' | 'users' | 'subdomains' | 'audit'> },
   audit: (entry: AuditEntry) => void,
   mailer: Mailer | undefined,
 ) {
-  const { teams, users, subdomains } = context.repositories;
+  const { teams, users, subdomains, audit: auditLog } = context.repositories;
   const { config, log, metrics } = context;
 
   /** The team and the caller's role in it, refused unless that role is at least `required`. */
@@ -155,6 +168,18 @@ export function teamsService(
       if (!(await teams.delete(teamId))) throw new AppError('not_found', { team: teamId });
       record(actor, 'team.deleted', teamId, { name: team.name });
       return { id: teamId, deleted: true };
+    },
+    /** The team's audit log, newest first (admins and owners). */
+    async audit(principal: Principal, teamId: string): Promise<TeamAuditView[]> {
+      await access(principal, teamId, 'admin');
+      return (await auditLog.listForTarget(teamId, TEAM_AUDIT_LIMIT)).map((row) => ({
+        id: String(row.id),
+        action: row.action,
+        actor_id: row.actor_id,
+        actor_email: row.actor_email ?? null,
+        details: row.details,
+        created_at: row.created_at.toISOString(),
+      }));
     },
     async members(principal: Principal, teamId: string): Promise<MemberView[]> {
       await access(principal, teamId, 'viewer');

@@ -13,6 +13,7 @@ import { publicPage } from './public-page.js';
 import { staff } from './staff.js';
 import { stats } from './stats.js';
 import { subdomains } from './subdomains.js';
+import { teams } from './teams.js';
 import { tokens } from './tokens.js';
 import { twoFactor } from './two-factor.js';
 import { visits } from './visits.js';
@@ -31,6 +32,7 @@ const areas = [
   exportsPage,
   importsPage,
   tokens,
+  teams,
   webhooks,
   notifications,
   staff,

@@ -24,6 +24,7 @@ export const NAV: NavItem[] = [
   { href: '/attacks', label: 'nav.attacks' },
   { href: '/exports', label: 'nav.exports' },
   { href: '/imports', label: 'nav.imports' },
+  { href: '/teams', label: 'nav.teams' },
   { href: '/tokens', label: 'nav.tokens' },
   { href: '/webhooks', label: 'nav.webhooks' },
   { href: '/notifications', label: 'nav.notifications' },

@@ -20,9 +20,11 @@ import { formatDate, formatNumber } from '../app/format.js';
 import { useI18n, type Translate, type UiKey, type UiLocale } from '../app/i18n.js';
 import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, Notice, PageHeader, useLoad, type Loaded } from '../app/ui.js';
 import { originsError, originsOf, originsText, sameOrigins, TrackerOriginsField } from './subdomains-tracker.js';
+import { passesTeamFilter, SubdomainTeam, TeamFilter, type TeamFilterValue } from './subdomains-team.js';
 import './subdomains.css';
 
 type Subdomain = Schemas['Subdomain'];
+type Team = Schemas['Team'];
 type PublicPage = Schemas['PublicPage'];
 
 /** An account's most subdomains (the API's MAX_SUBDOMAINS_PER_OWNER; the list's meta.limit says it too). */
@@ -135,7 +137,7 @@ function ClaimForm({ count, onClaimed }: { count: number; onClaimed: (subdomain:
   );
 }
 
-function SubdomainCard({ subdomain }: { subdomain: Subdomain }) {
+function SubdomainCard({ subdomain, teams, onChanged }: { subdomain: Subdomain; teams: Team[] | undefined; onChanged: () => void }) {
   const { t, locale } = useI18n();
   const { name } = subdomain;
   return (
@@ -168,6 +170,7 @@ function SubdomainCard({ subdomain }: { subdomain: Subdomain }) {
           </dd>
         </div>
       </dl>
+      {teams ? <SubdomainTeam name={name} teamId={subdomain.team_id} teams={teams} onChanged={onChanged} /> : null}
       <p class="row-actions">
         <a class="button button-small" href={settingsHref(name)} aria-label={t('subdomains.list.settings_of', { name })}>
           {t('subdomains.list.settings')}
@@ -187,6 +190,10 @@ function SubdomainList() {
   const { t } = useI18n();
   const loaded = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
   const count = loaded.state === 'ready' ? loaded.data.subdomains.length : 0;
+  // The team switcher needs the caller's teams; without them (a failed load) the list still works.
+  const teamsLoaded = useLoad((signal) => load(api.GET('/api/v1/teams', { params: { query: { limit: 200 } }, signal })), []);
+  const teams = teamsLoaded.state === 'ready' ? teamsLoaded.data.teams : undefined;
+  const [teamFilter, setTeamFilter] = useState<TeamFilterValue>('all');
   return (
     <>
       <PageHeader title={t('subdomains.title')} />
@@ -204,11 +211,22 @@ function SubdomainList() {
                 <p>{t('subdomains.list.empty')}</p>
               </Empty>
             ) : (
-              <ul class="cards subdomain-list">
-                {subdomains.map((subdomain) => (
-                  <SubdomainCard key={subdomain.name} subdomain={subdomain} />
-                ))}
-              </ul>
+              <>
+                {teams && teams.length > 0 ? <TeamFilter teams={teams} value={teamFilter} onChange={setTeamFilter} /> : null}
+                {subdomains.some((subdomain) => passesTeamFilter(teamFilter, subdomain.team_id)) ? (
+                  <ul class="cards subdomain-list">
+                    {subdomains
+                      .filter((subdomain) => passesTeamFilter(teamFilter, subdomain.team_id))
+                      .map((subdomain) => (
+                        <SubdomainCard key={subdomain.name} subdomain={subdomain} teams={teams} onChanged={loaded.reload} />
+                      ))}
+                  </ul>
+                ) : (
+                  <Empty>
+                    <p>{t('teams.sub.filtered_empty')}</p>
+                  </Empty>
+                )}
+              </>
             )
           }
         </Async>
