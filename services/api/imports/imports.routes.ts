@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { integerParam } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { CSV_SOURCES, IMPORT_MAX_BYTES } from './imports.formats.js';
-import { IMPORT_CHECKPOINT_ROWS, ROW_STATUSES, type ImportsService } from './imports.service.js';
+import { IMPORT_CHECKPOINT_ROWS, ROW_STATUSES, type ImportsService, type SourceInput } from './imports.service.js';
 
 const tags = ['imports'];
 
@@ -32,7 +32,10 @@ const ImportSchema = z
   .object({
     id: z.string(),
     subdomain: z.string(),
-    source: z.string().meta({ description: 'Whose export the file is (`bitly`, `dub`, `shlink`).' }),
+    source: z.string().meta({
+      description:
+        "What is imported: a CSV export (`bitly`, `dub`, `shlink`), an API (`shlink-api`, `kutt`, `yourls-api`) or YOURLS's database export (`yourls`).",
+    }),
     dry_run: z.boolean(),
     status: z.enum(['queued', 'running', 'completed', 'failed']).meta({
       description:
@@ -43,7 +46,7 @@ const ImportSchema = z
       .object({ code: z.string(), details: z.record(z.string(), z.unknown()) })
       .nullable()
       .meta({ description: 'Why a failed import failed: an error code of the catalogue and its details; null otherwise.' }),
-    file_bytes: z.number().int().min(0),
+    file_bytes: z.number().int().min(0).meta({ description: 'Bytes of the uploaded file; 0 for an import from an API.' }),
     rows_total: z.number().int().min(0).nullable().meta({ description: 'Data rows of the file; null until the worker has read it.' }),
     rows_read: z
       .number()
@@ -51,6 +54,14 @@ const ImportSchema = z
       .min(0)
       .meta({ description: `Rows done so far (stored every ${IMPORT_CHECKPOINT_ROWS} rows or each second): progress is rows_read / rows_total.` }),
     counts: countsSchema,
+    visits: z
+      .object({ added: z.number().int().min(0), existing: z.number().int().min(0), skipped: z.number().int().min(0) })
+      .nullable()
+      .meta({
+        description:
+          "Visits of the source's history so far: `added` (in a dry run, that would be), `existing` (imported before: not again) and `skipped` " +
+          "(unreadable, e.g. a time out of range). Null for a CSV export, which has no history; zeros for a source without one (Kutt, YOURLS's API).",
+      }),
     created_at: z.iso.datetime(),
     started_at: z.iso.datetime().nullable(),
     finished_at: z.iso.datetime().nullable(),
@@ -66,6 +77,74 @@ const ReportRowSchema = z
     link_id: z.string().nullable().meta({ description: 'The link a `created` or `exists` row stands for.' }),
   })
   .meta({ id: 'ImportReportRow' });
+
+const common = {
+  subdomain: z.string().max(63).meta({ description: 'One of your subdomains: the links are created there.' }),
+  dry_run: z.boolean().default(false).meta({ description: 'Report what would happen and write no link or visit (default false).' }),
+};
+const sourceUrl = z
+  .string()
+  .max(2048)
+  .meta({
+    description:
+      'The base URL of your installation (`https://s.example`). Refused, failing the import (`validation_error` naming `url`), when it is not ' +
+      'http(s) or reaches a loopback, private or link-local address, unless the operator lists it in WEBHOOK_ALLOWLIST (the SSRF guard of webhooks).',
+  });
+const history = z
+  .boolean()
+  .default(true)
+  .meta({ description: "Import the source's visits too, with their original times, referrers, agents and countries (default true)." });
+const secret = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(1024)
+    .meta({ description: `${what}: sealed with the platform's secrets key while the import waits and runs, deleted when it ends; never shown or logged.` });
+
+/**
+ * The body of POST /api/v1/imports: one object per source, told apart by `source` (YOURLS's API by its credential too).
+ * CSV exports and YOURLS's database export travel as `file`; the APIs as `url` and their credential.
+ */
+const StartImportBody = z
+  .union([
+    z.strictObject({
+      source: z.enum(CSV_SOURCES).meta({ description: 'Whose CSV export the file is (docs/importers.md describes each format).' }),
+      ...common,
+      file: z.string().meta({ description: `The CSV export's text, at most ${IMPORT_MAX_BYTES} bytes of UTF-8.` }),
+    }),
+    z.strictObject({
+      source: z.enum(['shlink-api', 'kutt']).meta({ description: "Shlink's REST API v3 (`shlink-api`, with visits) or Kutt's API v2 (`kutt`, links only)." }),
+      ...common,
+      url: sourceUrl,
+      api_key: secret('The API key (Shlink: `X-Api-Key`; Kutt: `X-API-KEY`)'),
+      history,
+    }),
+    z.strictObject({
+      source: z.literal('yourls-api').meta({ description: "YOURLS's API (`yourls-api.php`, links only) with the signature token." }),
+      ...common,
+      url: sourceUrl,
+      signature: secret("The installation's signature token"),
+    }),
+    z.strictObject({
+      source: z.literal('yourls-api').meta({ description: "YOURLS's API (`yourls-api.php`, links only) with a user name and password." }),
+      ...common,
+      url: sourceUrl,
+      username: z.string().min(1).max(255),
+      password: secret('The password'),
+    }),
+    z.strictObject({
+      source: z.literal('yourls').meta({ description: 'A YOURLS database export: the SQL of `yourls_url` and `yourls_log` (mysqldump or phpMyAdmin).' }),
+      ...common,
+      file: z.string().meta({ description: `The SQL text, at most ${IMPORT_MAX_BYTES} bytes of UTF-8.` }),
+      prefix: z
+        .string()
+        .regex(/^[A-Za-z0-9_]{0,64}$/)
+        .default('yourls_')
+        .meta({ description: "The installation's YOURLS_DB_PREFIX (default `yourls_`)." }),
+      history,
+    }),
+  ])
+  .meta({ id: 'StartImport' });
 
 /** Import of other shorteners' CSV exports as jobs (issue 39): start one, watch it, list them. */
 export function importsRoutes(service: ImportsService): RouteDef[] {
@@ -90,24 +169,32 @@ export function importsRoutes(service: ImportsService): RouteDef[] {
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
       bodyLimit: IMPORT_BODY_LIMIT,
-      body: z.strictObject({
-        source: z.enum(CSV_SOURCES).meta({ description: 'Whose export the file is (docs/importers.md describes each format).' }),
-        subdomain: z.string().max(63).meta({ description: 'One of your subdomains: the links are created there.' }),
-        dry_run: z.boolean().default(false).meta({ description: 'Report what would happen and write no link (default false).' }),
-        file: z.string().meta({ description: `The CSV export's text, at most ${IMPORT_MAX_BYTES} bytes of UTF-8.` }),
-      }),
+      body: StartImportBody,
       status: 202,
       response: ImportSchema,
       links: {
         getImport: { operationId: 'getImport', parameters: { id: '$response.body#/data/id' }, description: 'Poll the import.' },
       },
       errors: ['not_found', 'not_owner'],
-      handler: async ({ principal, body, request }) =>
-        service.start(
-          principal!,
-          { source: body.source, subdomain: body.subdomain, file: body.file, dryRun: body.dry_run },
-          { id: request.id, ip: request.ip },
-        ),
+      handler: async ({ principal, body, request }) => {
+        const at = { id: request.id, ip: request.ip };
+        if ('file' in body && body.source !== 'yourls') {
+          return service.start(principal!, { source: body.source, subdomain: body.subdomain, file: body.file, dryRun: body.dry_run }, at);
+        }
+        const from: SourceInput | undefined =
+          body.source === 'yourls'
+            ? { source: 'yourls', dump: body.file, prefix: body.prefix }
+            : body.source === 'yourls-api'
+              ? 'signature' in body
+                ? { source: 'yourls-api', url: body.url, signature: body.signature }
+                : { source: 'yourls-api', url: body.url, username: body.username, password: body.password }
+              : 'api_key' in body
+                ? { source: body.source, url: body.url, apiKey: body.api_key }
+                : undefined;
+        if (!from) throw new Error('unreachable: the body schema admits no other source');
+        const history = 'history' in body ? body.history : false;
+        return service.startSource(principal!, { from, subdomain: body.subdomain, dryRun: body.dry_run, history }, at);
+      },
     }),
     defineRoute({
       operationId: 'getImport',
