@@ -90,7 +90,8 @@ interface StoredSource {
   prefix?: string;
 }
 
-const SECRET_FIELDS = ['api_key', 'signature', 'password'] as const;
+/** The fields of a stored source that hold a sealed secret. */
+type SecretField = 'api_key' | 'signature' | 'password';
 const VISIT_KEYS = { added: 'visits_added', existing: 'visits_existing', skipped: 'visits_skipped' } as const;
 const isSourceImport = (source: string) => source === 'yourls' || (API_SOURCES as readonly string[]).includes(source);
 
@@ -190,7 +191,7 @@ export function importsService(deps: ImportsDeps) {
 
   /** The options of the source reader from what was stored, the secrets opened. */
   const optionsOf = (job: ImportRow, spec: StoredSource): SourceOptions => {
-    const open = (field: (typeof SECRET_FIELDS)[number]) => {
+    const open = (field: SecretField) => {
       if (!deps.secrets) throw new Error('imports from an API need the secrets box');
       return deps.secrets.open(spec[field] ?? '', `import:${job.id}:${field}`);
     };
@@ -348,7 +349,7 @@ export function importsService(deps: ImportsDeps) {
       const subdomain = await deps.subdomains.managed(principal, input.subdomain);
       const { from } = input;
       const id = newImportId();
-      const seal = (field: (typeof SECRET_FIELDS)[number], value: string) => {
+      const seal = (field: SecretField, value: string) => {
         if (!deps.secrets) throw new Error('imports from an API need the secrets box');
         return deps.secrets.seal(value, `import:${id}:${field}`);
       };
@@ -426,7 +427,7 @@ export function importsService(deps: ImportsDeps) {
       const { imports } = stored();
       const job = await imports.find(id);
       if (!job || job.status === 'completed' || job.status === 'failed') return;
-      if (isSourceImport(job.source)) return await runSource(job, { final, stopping });
+      if (isSourceImport(job.source)) return runSource(job, { final, stopping });
       const source = job.source as CsvSource;
       try {
         const file = await imports.fileOf(id);
