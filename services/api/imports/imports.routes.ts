@@ -47,7 +47,7 @@ const ImportSchema = z
       .nullable()
       .meta({ description: 'Why a failed import failed: an error code of the catalogue and its details; null otherwise.' }),
     file_bytes: z.number().int().min(0).meta({ description: 'Bytes of the uploaded file; 0 for an import from an API.' }),
-    rows_total: z.number().int().min(0).nullable().meta({ description: 'Data rows of the file; null until the worker has read it.' }),
+    rows_total: z.number().int().min(0).nullable().meta({ description: "Data rows of the file, or the source's links; null until the worker has read them." }),
     rows_read: z
       .number()
       .int()
@@ -153,7 +153,7 @@ export function importsRoutes(service: ImportsService): RouteDef[] {
       operationId: 'startImport',
       method: 'POST',
       path: '/api/v1/imports',
-      summary: "Import a Bitly, Dub or Shlink CSV export into one of the caller's subdomains, as a job (links:write)",
+      summary: "Import another shortener's links (and visits) into one of the caller's subdomains, as a job (links:write)",
       description:
         'The file travels as a JSON string (`file`, UTF-8, its text as exported) beside `source`, `subdomain` and `dry_run`. The answer is 202 ' +
         'with the import (`status` `queued`): the worker role imports it in the background; poll GET /api/v1/imports/{id} for its progress ' +
@@ -164,7 +164,13 @@ export function importsRoutes(service: ImportsService): RouteDef[] {
         'the subdomain made it: nothing is written), `conflict` (`slug_taken`: another link has the slug; it is never overwritten), ' +
         '`refused` (`slug_invalid`, `slug_reserved`, `target_invalid`, `target_is_platform`) or `unreadable` (`slug_missing`, ' +
         '`target_missing`, `created_at_invalid`). Importing the same file again creates nothing; an import interrupted by a restart ' +
-        'goes on from its last checkpoint (a row imported after it reports `exists`). Recorded in the audit log (`import.start`).',
+        'goes on from its last checkpoint (a row imported after it reports `exists`). Recorded in the audit log (`import.start`). ' +
+        'The other sources (docs/importers.md): `shlink-api` (Shlink REST v3: `url`, `api_key`, with visits), `kutt` (API v2: `url`, `api_key`), ' +
+        "`yourls-api` (`url` and `signature`, or `username` and `password`) and `yourls` (the database export's SQL as `file`, with its clicks); " +
+        "`history: false` leaves the visits out. Their rows are the links in the source's order (the first is line 2); `visits` counts the " +
+        'visits. The job fails the import when the source refuses the credential (`validation_error` naming it), does not answer ' +
+        "(`service_unavailable`) or when `url` reaches an internal address the operator's WEBHOOK_ALLOWLIST does not admit (`validation_error`, " +
+        '`details.url`). Credentials are stored sealed with the secrets key until the import ends, then deleted; no answer shows them.',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
