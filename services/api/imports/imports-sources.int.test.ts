@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
@@ -26,9 +27,12 @@ let app: FastifyInstance;
 let worker: Consumer;
 let alice: TestOwner;
 const standIns: { close(): Promise<void> }[] = [];
+/** Every line the platform logs, at every level. */
+const logged: string[] = [];
 
 beforeAll(async () => {
-  context = await createTestContext({ WEBHOOK_ALLOWLIST: '127.0.0.1' });
+  const log = pino({ level: 'trace' }, { write: (line: string) => void logged.push(line) });
+  context = await createTestContext({ WEBHOOK_ALLOWLIST: '127.0.0.1' }, { log });
   ({ app } = await buildApp(context));
   worker = await startWorker(context, undefined, undefined, importRunner(withRepositories(context)));
   alice = await createOwner(context, app);
@@ -132,7 +136,7 @@ describe('POST /api/v1/imports from a source’s API (local stand-ins)', () => {
     expect(data.error.details.source).toContain('did not answer');
   });
 
-  it('never shows the key in an answer, the audit log or the stored row in clear, and deletes it when the import ends', async () => {
+  it('never shows the key in an answer, the audit log, the logs or the stored row in clear, and deletes it when the import ends', async () => {
     const subdomain = await claimSubdomain(app, alice);
     const source = await shlink(sourceLinks(3, 'sk'), 1);
     const answer = await start({ source: 'shlink-api', subdomain, url: source.url, api_key: source.apiKey });
@@ -157,6 +161,8 @@ describe('POST /api/v1/imports from a source’s API (local stand-ins)', () => {
     const audit = await context.db.db.selectFrom('audit_log').selectAll().where('target', '=', `import:${id}`).execute();
     expect(audit.length).toBe(1);
     expect(JSON.stringify(audit)).not.toContain(source.apiKey);
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.join('')).not.toContain(source.apiKey);
   });
 
   it('refuses a private, link-local or loopback URL the allow-list does not admit, failing the import before any request', async () => {
