@@ -184,20 +184,12 @@ export function importsRoutes(service: ImportsService): RouteDef[] {
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, body, request }) => {
         const at = { id: request.id, ip: request.ip };
-        if ('file' in body && body.source !== 'yourls') {
-          return service.start(principal!, { source: body.source, subdomain: body.subdomain, file: body.file, dryRun: body.dry_run }, at);
-        }
-        const from: SourceInput | undefined =
-          body.source === 'yourls'
-            ? { source: 'yourls', dump: body.file, prefix: body.prefix }
-            : body.source === 'yourls-api'
-              ? 'signature' in body
-                ? { source: 'yourls-api', url: body.url, signature: body.signature }
-                : { source: 'yourls-api', url: body.url, username: body.username, password: body.password }
-              : 'api_key' in body
-                ? { source: body.source, url: body.url, apiKey: body.api_key }
-                : undefined;
-        if (!from) throw new Error('unreachable: the body schema admits no other source');
+        let from: SourceInput;
+        if ('api_key' in body) from = { source: body.source, url: body.url, apiKey: body.api_key };
+        else if ('signature' in body) from = { source: 'yourls-api', url: body.url, signature: body.signature };
+        else if ('password' in body) from = { source: 'yourls-api', url: body.url, username: body.username, password: body.password };
+        else if (body.source === 'yourls') from = { source: 'yourls', dump: body.file, prefix: body.prefix };
+        else return service.start(principal!, { source: body.source, subdomain: body.subdomain, file: body.file, dryRun: body.dry_run }, at);
         const history = 'history' in body ? body.history : false;
         return service.startSource(principal!, { from, subdomain: body.subdomain, dryRun: body.dry_run, history }, at);
       },
