@@ -10,7 +10,21 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'password', '*.password', 'token', '*.token', 'secret', '*.secret'],
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'password',
+        '*.password',
+        'token',
+        '*.token',
+        'secret',
+        '*.secret',
+        // An import's credentials (issue 39).
+        'api_key',
+        '*.api_key',
+        'signature',
+        '*.signature',
+      ],
       censor: '[redacted]',
     },
   });

@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { SERVICES_MODE } from './support/context.js';
 import { bitlyCsv, shlinkCsv, sourceLinks } from './support/import-fixtures.js';
+import { shlinkVisits, startShlinkStandIn } from './support/shlink-stand-in.js';
+import { yourlsClicks, yourlsMysqldump } from './support/yourls-dump.js';
+import { startYourlsStandIn } from './support/yourls-stand-in.js';
 import { client, EMBEDDED_PLATFORM_ENV, freePort, killAll, seed, startProcess, waitHealthy, type Seeded } from './support/platform-process.js';
 
 let dir: string;
@@ -17,7 +20,14 @@ let seeded: Seeded;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'linktrack-import-cli-'));
   port = await freePort();
-  const platform = startProcess({ ...EMBEDDED_PLATFORM_ENV, DATA_DIR: join(dir, 'data'), PORT: String(port), RATE_LIMIT_API: '100000:60' });
+  // WEBHOOK_ALLOWLIST admits the loopback stand-ins of the API sources, as an operator admits a self-hosted source.
+  const platform = startProcess({
+    ...EMBEDDED_PLATFORM_ENV,
+    DATA_DIR: join(dir, 'data'),
+    PORT: String(port),
+    RATE_LIMIT_API: '100000:60',
+    WEBHOOK_ALLOWLIST: '127.0.0.1',
+  });
   await waitHealthy(platform);
   seeded = await seed(port);
 }, 120_000);
@@ -121,7 +131,7 @@ describe.skipIf(SERVICES_MODE)('npm run import, a client of the import API', () 
   it('exits 2 with the usage on a missing or unknown flag, and without a URL or token', async () => {
     const noFile = await cli(['--from', 'shlink', '--subdomain', seeded.subdomain]);
     expect(noFile.code).toBe(2);
-    expect(noFile.stderr).toContain('--file is required\nusage: npm run import -- --from <bitly|dub|shlink>');
+    expect(noFile.stderr).toContain('--file is required\nusage: npm run import -- --from <bitly|dub|shlink|yourls>');
     const unknownFlag = await cli(['--from', 'shlink', '--file', 'x.csv', '--subdomain', 's', '--force']);
     expect(unknownFlag.code).toBe(2);
     expect(unknownFlag.stderr).toContain("Unknown option '--force'");
@@ -129,4 +139,56 @@ describe.skipIf(SERVICES_MODE)('npm run import, a client of the import API', () 
     expect(noToken.code).toBe(2);
     expect(noToken.stderr).toContain('--token or LINKTRACK_TOKEN is required');
   }, 60_000);
+});
+
+describe.skipIf(SERVICES_MODE)('npm run import from a source’s API or YOURLS’s database export (local stand-ins)', () => {
+  it('imports from the Shlink stand-in with its visits, then nothing new; a refused key exits 1 naming api_key', async () => {
+    const links = sourceLinks(12, 'cs');
+    const shlink = await startShlinkStandIn(links, new Map([[links[0]!.slug, shlinkVisits(links[0]!.slug, 25, Date.UTC(2024, 5, 30, 12))]]));
+    try {
+      const subdomain = (await seed(port, {})).subdomain;
+      const args = ['--from', 'shlink-api', '--source-url', shlink.url, '--subdomain', subdomain];
+      const run = await cli([...args, '--api-key', shlink.apiKey]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/of shlink-api into .* completed: 12 rows, created 12; visits: added 25, existing 0\n$/);
+      expect(run.stderr).toContain(`shlink-api at ${shlink.url}`);
+      expect(run.stderr).not.toContain(shlink.apiKey);
+
+      const again = await cli(args, { IMPORT_API_KEY: shlink.apiKey });
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toMatch(/completed: 12 rows, exists 12; visits: added 0, existing 25\n$/);
+
+      const refused = await cli([...args, '--api-key', 'wrong']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/import failed: validation_error \{"api_key":"Shlink refused the API key \(401/);
+
+      const missing = await cli(['--from', 'shlink-api', '--subdomain', subdomain, '--api-key', 'k']);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('--source-url is required with --from shlink-api');
+    } finally {
+      await shlink.close();
+    }
+  }, 300_000);
+
+  it('imports from the YOURLS API stand-in with a username and IMPORT_PASSWORD, and a YOURLS database export with --file', async () => {
+    const yourls = await startYourlsStandIn(sourceLinks(4, 'cy'));
+    try {
+      const { subdomain } = await seed(port, {});
+      const api = await cli(['--from', 'yourls-api', '--source-url', yourls.url, '--username', yourls.username, '--subdomain', subdomain], {
+        IMPORT_PASSWORD: yourls.password,
+      });
+      expect(api.code, api.stderr).toBe(0);
+      expect(api.stdout).toMatch(/completed: 4 rows, created 4; visits: added 0, existing 0\n$/);
+    } finally {
+      await yourls.close();
+    }
+    const { subdomain } = await seed(port, {});
+    const links = sourceLinks(6, 'cd');
+    const dump = fileOf('yourls.sql', yourlsMysqldump(links, yourlsClicks(links[1]!.slug, 7, 1, Date.UTC(2024, 5, 30, 12))));
+    const run = await cli(['--from', 'yourls', '--file', dump, '--subdomain', subdomain]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/completed: 6 rows, created 6; visits: added 7, existing 0\n$/);
+    const noHistory = await cli(['--from', 'yourls', '--file', dump, '--subdomain', (await seed(port, {})).subdomain, '--no-history']);
+    expect(noHistory.stdout).toMatch(/completed: 6 rows, created 6; visits: added 0, existing 0\n$/);
+  }, 300_000);
 });

@@ -137,7 +137,9 @@ export async function createApi(
     ...erasuresRoutes(erasures),
     ...exportsRoutes(exportsService({ repositories, stats, rawVisitsSinceOf: (ownerId, only) => subdomains.rawVisitsSinceOf(ownerId, only) }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
-    ...importsRoutes(importsService({ links, subdomains, repositories, jobs: context.jobs })),
+    ...importsRoutes(
+      importsService({ links, subdomains, repositories, jobs: context.jobs, secrets: context.secrets, allowlist: context.config.webhooks.allowlist }),
+    ),
     ...reservedRoutes(),
   ];
   return {

@@ -26,7 +26,16 @@ const STATE_COLUMNS = [
 /** SQL for imports run as jobs (issue 39): the uploaded file, the import's state and its per-row report. */
 export function importsRepository(db: Kysely<DB>) {
   return {
-    async insert(row: { id: string; ownerId: string; subdomain: string; source: string; dryRun: boolean; file: string; counts: Record<string, number> }) {
+    async insert(row: {
+      id: string;
+      ownerId: string;
+      subdomain: string;
+      source: string;
+      dryRun: boolean;
+      file: string;
+      fileBytes?: number;
+      counts: Record<string, number>;
+    }) {
       return db
         .insertInto('imports')
         .values({
@@ -37,7 +46,7 @@ export function importsRepository(db: Kysely<DB>) {
           dry_run: row.dryRun,
           status: 'queued',
           file: row.file,
-          file_bytes: Buffer.byteLength(row.file),
+          file_bytes: row.fileBytes ?? Buffer.byteLength(row.file),
           counts: JSON.stringify(row.counts),
         })
         .returning(STATE_COLUMNS)

@@ -10,6 +10,8 @@ import { createEventBus } from '#shared/events/events.js';
 import type { Repositories } from '#services/repositories.js';
 import { linksService, type LinksService, type ImportOutcome } from '../links/links.service.js';
 import { subdomainsService, type SubdomainsService } from '../subdomains/subdomains.service.js';
+import { checkTarget, GuardRefusal } from '#shared/webhooks/guard.js';
+import { sourceImports, type SourceOptions, type VisitCounts } from './sources/sources.service.js';
 import { IMPORT_MAX_BYTES, parseExport, parseExportInSlices, type CsvSource, type ParsedRow } from './imports.formats.js';
 
 /** What became of one row of the file: its line and the outcome, or why the row could not be read. */
@@ -39,6 +41,8 @@ export interface ImportView {
   rows_total: number | null;
   rows_read: number;
   counts: Record<RowStatus, number>;
+  /** Visits of the source's history imported so far (null for a CSV export, which has none). */
+  visits: VisitCounts | null;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -58,6 +62,39 @@ const zeroCounts = (): Record<RowStatus, number> => ({ created: 0, would_create:
 /** New import ids: `imp_` and 16 base64url characters (96 random bits). */
 const newImportId = () => `imp_${randomBytes(12).toString('base64url')}`;
 
+/** The sources read through their API (a URL and a credential) rather than from a file. */
+export const API_SOURCES = ['shlink-api', 'kutt', 'yourls-api'] as const;
+/** Every source an import job reads that is not a CSV export: the APIs and YOURLS's database export. */
+export type HistorySource = (typeof API_SOURCES)[number] | 'yourls';
+
+/** What a job starting an import of a source beyond the CSV files is given (secrets in clear: sealed before they are stored). */
+export type SourceInput =
+  | { source: 'shlink-api' | 'kutt'; url: string; apiKey: string }
+  | { source: 'yourls-api'; url: string; signature: string }
+  | { source: 'yourls-api'; url: string; username: string; password: string }
+  | { source: 'yourls'; dump: string; prefix?: string };
+
+/**
+ * What the `file` column holds for a source beyond the CSV files (JSON): `history`, and the URL with
+ * the secrets sealed with the platform's secrets key (`v1:<key id>:…`, purpose `import:<id>:<field>`),
+ * or the dump. Removed with the file when the import ends.
+ */
+interface StoredSource {
+  history: boolean;
+  url?: string;
+  api_key?: string;
+  signature?: string;
+  username?: string;
+  password?: string;
+  dump?: string;
+  prefix?: string;
+}
+
+/** The fields of a stored source that hold a sealed secret. */
+type SecretField = 'api_key' | 'signature' | 'password';
+const VISIT_KEYS = { added: 'visits_added', existing: 'visits_existing', skipped: 'visits_skipped' } as const;
+const isSourceImport = (source: string) => source === 'yourls' || (API_SOURCES as readonly string[]).includes(source);
+
 const toView = (row: ImportRow): ImportView => ({
   id: row.id,
   subdomain: row.subdomain,
@@ -68,7 +105,10 @@ const toView = (row: ImportRow): ImportView => ({
   file_bytes: row.file_bytes,
   rows_total: row.rows_total,
   rows_read: row.rows_read,
-  counts: { ...zeroCounts(), ...row.counts },
+  counts: Object.fromEntries(Object.entries({ ...zeroCounts(), ...row.counts }).filter(([key]) => !key.startsWith('visits_'))) as Record<RowStatus, number>,
+  visits: isSourceImport(row.source)
+    ? { added: row.counts[VISIT_KEYS.added] ?? 0, existing: row.counts[VISIT_KEYS.existing] ?? 0, skipped: row.counts[VISIT_KEYS.skipped] ?? 0 }
+    : null,
   created_at: row.created_at.toISOString(),
   started_at: row.started_at?.toISOString() ?? null,
   finished_at: row.finished_at?.toISOString() ?? null,
@@ -88,8 +128,15 @@ export type ImportsService = ReturnType<typeof importsService>;
 export interface ImportsDeps {
   links: LinksService;
   subdomains: SubdomainsService;
-  repositories?: Pick<Repositories, 'imports' | 'audit'>;
+  /** `visits` is where a source's history goes: a worker without the analytics store (ANALYTICS_ROLES) fails such an import. */
+  repositories?: Pick<Repositories, 'imports' | 'audit'> & Partial<Pick<Repositories, 'visits'>>;
   jobs?: Context['jobs'];
+  /** Seals the credentials of an API source while its import waits and runs. */
+  secrets?: Context['secrets'];
+  /** Addresses an API source may have although internal (WEBHOOK_ALLOWLIST: the SSRF guard of webhooks). */
+  allowlist?: readonly string[];
+  /** How the API sources are reached (tests of the guard give their own). */
+  fetch?: typeof fetch;
 }
 
 /**
@@ -116,6 +163,121 @@ export function importsService(deps: ImportsDeps) {
     'error' in row
       ? { line: row.line, status: 'unreadable', reason: row.error }
       : { line: row.line, ...(await deps.links.importLink(subdomain, source, row.link, dryRun)) };
+
+  /** Why an import job ended: the source, the file or the subdomain (final), else retried by the job runner. */
+  const ended = async (id: string, error: unknown, final: boolean): Promise<void> => {
+    const { imports } = stored();
+    if (error instanceof AppError) {
+      await imports.finish(id, 'failed', { code: error.code, details: error.details });
+      return;
+    }
+    if (error instanceof DeferJob) throw error;
+    if (!(await imports.find(id))) return;
+    if (final) await imports.finish(id, 'failed', { code: 'internal_error', details: {} });
+    throw error;
+  };
+
+  /** Every request to a source's API passes the webhooks' SSRF guard; redirects are not followed (a 3xx is the source failing). */
+  const guardedFetch: typeof fetch = async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    try {
+      await checkTarget(url, { allowlist: deps.allowlist ?? [] });
+    } catch (error) {
+      if (error instanceof GuardRefusal) throw new AppError('validation_error', { url: error.message });
+      throw error;
+    }
+    return (deps.fetch ?? globalThis.fetch)(input, { ...init, redirect: 'manual' });
+  };
+
+  /** The options of the source reader from what was stored, the secrets opened. */
+  const optionsOf = (job: ImportRow, spec: StoredSource): SourceOptions => {
+    const open = (field: SecretField) => {
+      if (!deps.secrets) throw new Error('imports from an API need the secrets box');
+      return deps.secrets.open(spec[field] ?? '', `import:${job.id}:${field}`);
+    };
+    const url = spec.url ?? '';
+    switch (job.source as HistorySource) {
+      case 'yourls':
+        return { source: 'yourls', dump: spec.dump ?? '', prefix: spec.prefix };
+      case 'shlink-api':
+        return { source: 'shlink', url, apiKey: open('api_key'), fetch: guardedFetch };
+      case 'kutt':
+        return { source: 'kutt', url, apiKey: open('api_key'), fetch: guardedFetch };
+      case 'yourls-api':
+        return spec.signature !== undefined
+          ? { source: 'yourls-api', url, signature: open('signature'), fetch: guardedFetch }
+          : { source: 'yourls-api', url, username: spec.username ?? '', password: open('password'), fetch: guardedFetch };
+    }
+  };
+
+  /**
+   * The job of a source beyond the CSV files: the URL is checked by the SSRF guard, then
+   * importFromSource runs from the link after the last checkpoint (rows_read links were done: a link
+   * or visit done after it is found again, never created twice). The report's `line` of a link is its
+   * position in the source plus 1 (the first link is 2, as in a CSV export with its header).
+   */
+  const runSource = async (job: ImportRow, { final, stopping }: { final: boolean; stopping: () => boolean }): Promise<void> => {
+    const { imports } = stored();
+    try {
+      const visits = deps.repositories?.visits;
+      if (!visits)
+        throw new AppError('service_unavailable', {
+          analytics: 'this worker has no analytics store for the visits (ANALYTICS_ROLES must list the worker role)',
+        });
+      const spec = JSON.parse((await imports.fileOf(job.id)) ?? '{}') as StoredSource;
+      if (spec.url !== undefined) {
+        try {
+          await checkTarget(spec.url, { allowlist: deps.allowlist ?? [] });
+        } catch (error) {
+          if (error instanceof GuardRefusal) throw new AppError('validation_error', { url: error.message });
+          throw error;
+        }
+      }
+      const principal: Principal = {
+        userId: job.owner_id,
+        email: '',
+        role: 'user',
+        via: 'token',
+        scopes: new Set(['links:write']),
+        identity: `user:${job.owner_id}`,
+      };
+      const counts: Record<string, number> = { ...zeroCounts(), ...job.counts };
+      let read = job.rows_read;
+      let pending: ImportReportRow[] = [];
+      let since = Date.now();
+      let marked = false;
+      const checkpoint = async () => {
+        await imports.checkpoint(job.id, pending, read, counts);
+        pending = [];
+        since = Date.now();
+      };
+      await sourceImports({ links: deps.links, subdomains: deps.subdomains, repositories: { visits } }).importFromSource(
+        principal,
+        { from: optionsOf(job, spec), subdomain: job.subdomain, dryRun: job.dry_run, history: spec.history, after: read },
+        undefined,
+        async (row, total) => {
+          if (!marked) {
+            await imports.markRunning(job.id, total);
+            marked = true;
+          }
+          counts[row.status] = (counts[row.status] ?? 0) + 1;
+          for (const [key, column] of Object.entries(VISIT_KEYS)) counts[column] = (counts[column] ?? 0) + (row.visits?.[key as keyof VisitCounts] ?? 0);
+          pending.push(toReportRow({ ...row, line: row.index + 2 }));
+          read = row.index + 1;
+          if (pending.length >= IMPORT_CHECKPOINT_ROWS || Date.now() - since >= IMPORT_CHECKPOINT_MS) await checkpoint();
+          if (stopping()) {
+            await checkpoint();
+            throw new DeferJob(IMPORT_RESUME_DELAY_MS);
+          }
+        },
+      );
+      if (!marked) await imports.markRunning(job.id, read);
+      await checkpoint();
+      await imports.finish(job.id, 'completed');
+    } catch (error) {
+      await ended(job.id, error, final);
+    }
+  };
 
   return {
     async importCsv(
@@ -171,6 +333,66 @@ export function importsService(deps: ImportsDeps) {
       return toView(row);
     },
 
+    /**
+     * Stores an import of a source beyond the CSV files and queues it: an API (its URL and credential,
+     * the secrets sealed with the platform's secrets key) or YOURLS's database export (at most
+     * IMPORT_MAX_BYTES, 413 above). The subdomain is checked here (403/404); the URL and the
+     * credential by the job, which fails the import when the source refuses them. Audited, without secrets.
+     */
+    async startSource(
+      principal: Principal,
+      input: { from: SourceInput; subdomain: string; dryRun: boolean; history: boolean },
+      request: { id: string; ip: string },
+    ): Promise<ImportView> {
+      requireScope(principal, 'links:write');
+      const { imports, audit, jobs } = stored();
+      const subdomain = await deps.subdomains.managed(principal, input.subdomain);
+      const { from } = input;
+      const id = newImportId();
+      const seal = (field: SecretField, value: string) => {
+        if (!deps.secrets) throw new Error('imports from an API need the secrets box');
+        return deps.secrets.seal(value, `import:${id}:${field}`);
+      };
+      let spec: StoredSource;
+      let fileBytes = 0;
+      if (from.source === 'yourls') {
+        fileBytes = Buffer.byteLength(from.dump);
+        if (fileBytes > IMPORT_MAX_BYTES) throw new AppError('payload_too_large', { file: `at most ${IMPORT_MAX_BYTES} bytes` });
+        spec = { history: input.history, dump: from.dump, prefix: from.prefix };
+      } else if ('apiKey' in from) {
+        spec = { history: input.history, url: from.url, api_key: seal('api_key', from.apiKey) };
+      } else if ('signature' in from) {
+        spec = { history: input.history, url: from.url, signature: seal('signature', from.signature) };
+      } else {
+        spec = { history: input.history, url: from.url, username: from.username, password: seal('password', from.password) };
+      }
+      const row = await imports.insert({
+        id,
+        ownerId: subdomain.owner_id,
+        subdomain: subdomain.name,
+        source: from.source,
+        dryRun: input.dryRun,
+        file: JSON.stringify(spec),
+        fileBytes,
+        counts: zeroCounts(),
+      });
+      await audit.insert({
+        action: 'import.start',
+        actorId: principal.userId,
+        target: `import:${row.id}`,
+        ip: request.ip,
+        details: {
+          subdomain: subdomain.name,
+          source: from.source,
+          dry_run: input.dryRun,
+          ...('url' in from ? { url: from.url } : { file_bytes: fileBytes }),
+          request_id: request.id,
+        },
+      });
+      await jobs.enqueue(importJob, { id: row.id }, { jobId: row.id });
+      return toView(row);
+    },
+
     async get(principal: Principal, id: string): Promise<ImportView> {
       return toView(await visible(principal, id));
     },
@@ -205,6 +427,7 @@ export function importsService(deps: ImportsDeps) {
       const { imports } = stored();
       const job = await imports.find(id);
       if (!job || job.status === 'completed' || job.status === 'failed') return;
+      if (isSourceImport(job.source)) return runSource(job, { final, stopping });
       const source = job.source as CsvSource;
       try {
         const file = await imports.fileOf(id);
@@ -257,12 +480,19 @@ export function importsService(deps: ImportsDeps) {
  * its `run` as the worker's ImportRunner (services/platform.ts hands it to the worker role).
  */
 export function importRunner(
-  context: Pick<Context, 'config' | 'cache' | 'log' | 'metrics' | 'messageLog' | 'jobs'> & {
-    repositories: Pick<Repositories, 'imports' | 'audit' | 'links' | 'subdomains' | 'teams'>;
+  context: Pick<Context, 'config' | 'cache' | 'log' | 'metrics' | 'messageLog' | 'jobs' | 'secrets'> & {
+    repositories: Pick<Repositories, 'imports' | 'audit' | 'links' | 'subdomains' | 'teams'> & Partial<Pick<Repositories, 'visits'>>;
   },
 ): ImportRunner {
   const subdomains = subdomainsService(context);
   const links = linksService({ ...context, subdomains, events: createEventBus(context) });
-  const imports = importsService({ links, subdomains, repositories: context.repositories, jobs: context.jobs });
+  const imports = importsService({
+    links,
+    subdomains,
+    repositories: context.repositories,
+    jobs: context.jobs,
+    secrets: context.secrets,
+    allowlist: context.config.webhooks.allowlist,
+  });
   return (id, options) => imports.run(id, options);
 }

@@ -61,7 +61,8 @@ function readerOf(from: SourceOptions): { links: () => Promise<SourceLinkWithHis
  * Imports from another shortener's API or database export into a subdomain the caller manages (links:write): every link
  * through LinksService.importLink (the CSV importer's rules: per-link conflicts never overwrite,
  * idempotent by client_id), then, with `history`, the link's visits (visitHistory). `onProgress`
- * hears after each link. A source failing part-way throws (503 `service_unavailable`; a refused key
+ * hears after each link, `onRow` (awaited: a job's checkpoint) with its report; `after` skips the
+ * first links (a job resuming from its checkpoint: they were imported before). A source failing part-way throws (503 `service_unavailable`; a refused key
  * 422 `validation_error`) with everything before it stored: running the import again resumes it,
  * creating no link and no visit twice.
  */
@@ -69,8 +70,9 @@ export function sourceImports(deps: { links: LinksService; subdomains: Subdomain
   return {
     async importFromSource(
       principal: Principal,
-      input: { from: SourceOptions; subdomain: string; dryRun: boolean; history?: boolean },
+      input: { from: SourceOptions; subdomain: string; dryRun: boolean; history?: boolean; after?: number },
       onProgress?: (done: number, total: number) => void,
+      onRow?: (row: SourceRowReport, total: number) => Promise<void>,
     ): Promise<SourceImportReport> {
       requireScope(principal, 'links:write');
       const subdomain = await deps.subdomains.managed(principal, input.subdomain);
@@ -80,6 +82,7 @@ export function sourceImports(deps: { links: LinksService; subdomains: Subdomain
       const visits: VisitCounts = { added: 0, existing: 0, skipped: 0 };
       const rows: SourceRowReport[] = [];
       for (const [index, source] of links.entries()) {
+        if (index < (input.after ?? 0)) continue;
         const outcome = await deps.links.importLink(subdomain, input.from.source, source.link, input.dryRun);
         const row: SourceRowReport = { index, ...outcome };
         if (input.history !== false && source.visits && (outcome.status === 'created' || outcome.status === 'exists' || outcome.status === 'would_create')) {
@@ -91,7 +94,8 @@ export function sourceImports(deps: { links: LinksService; subdomains: Subdomain
         }
         counts[outcome.status]++;
         rows.push(row);
-        onProgress?.(rows.length, links.length);
+        onProgress?.(index + 1, links.length);
+        await onRow?.(row, links.length);
       }
       return { source: input.from.source, subdomain: subdomain.name, dry_run: input.dryRun, counts, visits, rows };
     },
