@@ -488,7 +488,9 @@ function Change({ change, before }: { change: number | null; before: number }) {
   const percent = new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: Math.abs(change) < 0.1 ? 1 : 0, signDisplay: 'exceptZero' }).format(
     change,
   );
-  const direction = change > 0 ? 'up' : change < 0 ? 'down' : 'same';
+  // A change that rounds to 0 % (shown with one decimal below 10 %) is no change: no arrow beside "0%".
+  const shown = Math.round(change * 1000) / 1000;
+  const direction = shown > 0 ? 'up' : shown < 0 ? 'down' : 'same';
   return (
     <dd class={`change change-${direction}`} title={t('stats.change_title', { before: was })}>
       <span aria-hidden="true">{direction === 'up' ? '▲ ' : direction === 'down' ? '▼ ' : ''}</span>
