@@ -156,11 +156,19 @@ export function linksService(deps: LinksDeps) {
     if (!stats) throw new Error('click counts read the analytics store, which this process has not opened');
     const today = Math.floor(now / 86_400_000) * 86_400;
     const first = today - (CLICK_TREND_DAYS - 1) * 86_400;
-    const byOwner = new Map<string, string[]>();
-    views.forEach((view, index) => byOwner.set(owners[index]!, [...(byOwner.get(owners[index]!) ?? []), view.id]));
+    const byOwner = new Map<string, LinkView[]>();
+    views.forEach((view, index) => {
+      const owned = byOwner.get(owners[index]!);
+      if (owned) owned.push(view);
+      else byOwner.set(owners[index]!, [view]);
+    });
     const counted = new Map<string, { total: number; days: Map<number, number> }>();
-    for (const [ownerId, ids] of byOwner) {
-      for (const row of await stats.linkClicks(ownerId, ids, first)) {
+    for (const [ownerId, owned] of byOwner) {
+      for (const row of await stats.linkClicks(
+        ownerId,
+        owned.map((view) => view.id),
+        first,
+      )) {
         const entry = counted.get(row.link_id) ?? { total: 0, days: new Map<number, number>() };
         const visits = Number(row.human);
         entry.total += visits;

@@ -176,24 +176,17 @@ export function statsService({
   };
 
   /**
-   * Totals and every period of the range, empty ones at zero, from one read of the rollups: the
-   * visitor sketches are merged once per period, and ROLLUP merges the periods' states into the
-   * totals row (`grouping(t)` = 1). Days in UTC (or a zone that never leaves UTC) use the daily
-   * rollup for whole days; hours, and days elsewhere, sum quarter hours.
+   * Totals and every period of the range, empty ones at zero, from one read: ROLLUP merges the
+   * periods' visitor states into the totals row (`grouping(t)` = 1). Unfiltered, the rollups: days in
+   * UTC (or a zone that never leaves UTC) use the daily rollup for whole days; hours, and days
+   * elsewhere, sum quarter hours. Filtered, `visits` (the rollups hold no combination of values).
    */
-  const seriesAndTotals = async (target: Target, range: Range): Promise<{ totals: Totals; series: Point[] }> => {
-    const daily = range.granularity === 'day' && isUtc(range.tz);
-    const [filled, periods] = await Promise.all([analytics.figuresByPeriod(target, range, daily), analytics.periods(range)]);
-    const byPeriod = new Map(filled.filter((row) => Number(row.whole) === 0).map((row) => [Number(row.t), row]));
-    return {
-      totals: totalsOf(filled.find((row) => Number(row.whole) === 1)),
-      series: periods.map(({ t }) => ({ t: iso(Number(t)), ...totalsOf(byPeriod.get(Number(t))) })),
-    };
-  };
-
-  /** The same from `visits`, for a filtered report: the rollups hold no combination of values. */
-  const filteredSeriesAndTotals = async (target: Target, range: Range, filters: ReportFilters): Promise<{ totals: Totals; series: Point[] }> => {
-    const [filled, periods] = await Promise.all([analytics.filteredByPeriod(target, range, filters), analytics.periods(range)]);
+  const seriesAndTotals = async (target: Target, range: Range, filters: ReportFilters = {}): Promise<{ totals: Totals; series: Point[] }> => {
+    const read =
+      Object.keys(filters).length > 0
+        ? analytics.filteredByPeriod(target, range, filters)
+        : analytics.figuresByPeriod(target, range, range.granularity === 'day' && isUtc(range.tz));
+    const [filled, periods] = await Promise.all([read, analytics.periods(range)]);
     const byPeriod = new Map(filled.filter((row) => Number(row.whole) === 0).map((row) => [Number(row.t), row]));
     return {
       totals: totalsOf(filled.find((row) => Number(row.whole) === 1)),
@@ -272,10 +265,6 @@ export function statsService({
     return { ownerId: userId, scope, id: userId };
   };
 
-  /** Totals and series, from the rollups, or from `visits` when filtered. */
-  const figuresOf = (target: Target, range: Range, filters: ReportFilters) =>
-    Object.keys(filters).length > 0 ? filteredSeriesAndTotals(target, range, filters) : seriesAndTotals(target, range);
-
   /** A report's figures. For the public, links are filtered to the public ones before the cut, so their breakdown is read whole. */
   const report = async (
     target: Target,
@@ -285,7 +274,10 @@ export function statsService({
     publicLinks?: { before: Date; max: number },
     filters: ReportFilters = {},
   ) => {
-    const [figured, byDim] = await Promise.all([figuresOf(target, range, filters), breakdowns(target, range, dims, top, publicLinks ? ['link'] : [], filters)]);
+    const [figured, byDim] = await Promise.all([
+      seriesAndTotals(target, range, filters),
+      breakdowns(target, range, dims, top, publicLinks ? ['link'] : [], filters),
+    ]);
     return { ...figured, top: await presented(byDim, publicLinks) };
   };
   const rangeView = (range: Range) => ({ since: iso(range.since), until: iso(range.until), tz: range.tz, granularity: range.granularity });
@@ -365,7 +357,7 @@ export function statsService({
       const before = query.compare === 'previous' ? previousRange(range) : undefined;
       const [found, earlier] = await Promise.all([
         report(target, range, dims, query.limit ?? DEFAULT_TOP, undefined, filters),
-        before ? figuresOf(target, before, filters) : undefined,
+        before ? seriesAndTotals(target, before, filters) : undefined,
       ]);
       const answer: Report = { scope, id: target.id, range: rangeView(range), ...found };
       if (Object.keys(filters).length > 0) answer.filters = filters;

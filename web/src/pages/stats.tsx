@@ -577,16 +577,21 @@ function valueLabel(t: Translate, regions: Intl.DisplayNames | null, dim: Dimens
   return item.value;
 }
 
-/** The filters in force as chips: each removes itself (a link to the report without it), and one clears them all. */
-function FilterChips({ query, path, links }: { query: ReportQuery; path: string; links: Link[] }) {
-  const { t, locale } = useI18n();
-  const regions = useMemo(() => {
+/** Country names in the viewer's language (null where the browser has none: codes are shown then). */
+function useRegionNames(locale: string): Intl.DisplayNames | null {
+  return useMemo(() => {
     try {
       return new Intl.DisplayNames(locale, { type: 'region' });
     } catch {
       return null;
     }
   }, [locale]);
+}
+
+/** The filters in force as chips: each removes itself (a link to the report without it), and one clears them all. */
+function FilterChips({ query, path, links }: { query: ReportQuery; path: string; links: Link[] }) {
+  const { t, locale } = useI18n();
+  const regions = useRegionNames(locale);
   const given = FILTER_KEYS.filter((key) => query.filters[key] !== undefined);
   if (given.length === 0) return null;
   const without = (key: FilterKey) => {
@@ -623,13 +628,7 @@ function FilterChips({ query, path, links }: { query: ReportQuery; path: string;
 function Breakdown({ dim, items, query }: { dim: Exclude<Dimension, 'link'>; items: TopItem[]; query: ReportQuery }) {
   const { path } = useLocation();
   const { t, locale } = useI18n();
-  const regions = useMemo(() => {
-    try {
-      return new Intl.DisplayNames(locale, { type: 'region' });
-    } catch {
-      return null;
-    }
-  }, [locale]);
+  const regions = useRegionNames(locale);
   const filter = FILTER_OF[dim];
   const rows = items.map((item) => {
     const name = valueLabel(t, regions, dim, item);
