@@ -11,7 +11,20 @@ import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { CLICK_TREND_DAYS, type LinksService, REDIRECT_TYPES } from './links.service.js';
 import { IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js';
 import type { QrRenderer } from './qr.js';
-import { MAX_QR_MARGIN, MAX_QR_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
+import {
+  MAX_QR_MARGIN,
+  MAX_QR_SIZE,
+  MIN_MODULE_PX,
+  MIN_QR_SIZE,
+  normaliseColour,
+  QR_COLOUR,
+  QR_DEFAULT_BG,
+  QR_DEFAULT_FG,
+  QR_ECC_LEVELS,
+  QR_FORMATS,
+  QR_MIN_CONTRAST,
+  qrContrast,
+} from './qr-image.js';
 import { rule } from '#shared/i18n/index.js';
 
 const tags = ['links'];
@@ -297,7 +310,10 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         'rendered off the event loop and cached per short URL and parameters (a cached one is answered at once). An account has at ' +
         `most ${IN_FLIGHT_LIMITS.qr_png.max} PNG requests in progress at once (per API process): one more answers 429 \`rate_limited\` ` +
         '(`details.reason` `too_many_in_flight`) with `Retry-After`, before any work; so does a saturated renderer (`details.reason` ' +
-        '`qr_renderer_busy`).',
+        '`qr_renderer_busy`). ' +
+        '`fg` and `bg` colour the modules and the background (six hex digits, `#` optional, as `%23` in a query; black on white ' +
+        `by default). The modules must be the darker, with a contrast ratio (WCAG 2) of at least ${QR_MIN_CONTRAST}:1, so that ` +
+        'scanners read the code: a lower contrast, or light modules on a dark background, answers 422 `validation_error` on `fg`.',
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
@@ -313,11 +329,30 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
           .default(4)
           .meta({ description: `Quiet zone in modules, 0 to ${MAX_QR_MARGIN}; default 4. With 0, the page around the code must be light.` }),
         ecc: z.enum(QR_ECC_LEVELS).default('M').meta({ description: 'Error correction: L 7 %, M 15 % (default), Q 25 %, H 30 %.' }),
+        // ---- QR colours (issue 40, item 8) ----
+        fg: z
+          .string()
+          .regex(QR_COLOUR, rule('qr_colour'))
+          .transform(normaliseColour)
+          .optional()
+          .meta({ description: `Colour of the modules, e.g. \`1a5fb4\`; default \`${QR_DEFAULT_FG}\`.` }),
+        bg: z
+          .string()
+          .regex(QR_COLOUR, rule('qr_colour'))
+          .transform(normaliseColour)
+          .optional()
+          .meta({ description: `Colour of the background; default \`${QR_DEFAULT_BG}\`. At least ${QR_MIN_CONTRAST}:1 lighter than \`fg\`.` }),
+        // ---- end QR colours ----
       }),
       response: z.string().meta({ description: 'The image.' }),
       raw: { contentType: ['image/svg+xml', 'image/png'], description: 'The QR code image.' },
       errors: ['not_found', 'not_owner'],
       handler: async ({ principal, params, query, request, reply }) => {
+        const colours = { fg: query.fg ?? QR_DEFAULT_FG, bg: query.bg ?? QR_DEFAULT_BG };
+        const contrast = qrContrast(colours.fg, colours.bg);
+        // Checked before the slot and the database read: a refusal costs nothing. Floored, so that 4.49 is not shown as 4.5.
+        if (contrast < QR_MIN_CONTRAST)
+          throw new AppError('validation_error', { fg: rule('qr_contrast', { min: QR_MIN_CONTRAST, ratio: (Math.floor(contrast * 100) / 100).toFixed(2) }) });
         const format =
           query.format ??
           (new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['image/svg+xml', 'image/png']) === 'image/png' ? 'png' : 'svg');
@@ -325,7 +360,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         const release = format === 'png' ? inFlight.acquire('qr_png', principal!.userId) : undefined;
         try {
           const { url, slug } = await service.shortUrlOf(principal!, params.id);
-          const body = await qr.render({ text: url, format, size: query.size, margin: query.margin, ecc: query.ecc });
+          const body = await qr.render({ text: url, format, size: query.size, margin: query.margin, ecc: query.ecc, ...colours });
           reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
           reply.header('Vary', 'Accept');
           return { contentType: format === 'png' ? 'image/png' : 'image/svg+xml; charset=utf-8', body };

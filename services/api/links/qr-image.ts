@@ -15,7 +15,41 @@ export interface QrRequest {
   /** Quiet zone around the symbol, in modules. */
   margin: number;
   ecc: QrEcc;
+  /** Colours of the dark modules and of the light background, `rrggbb` (lower case, no `#`); black on white when absent. */
+  fg?: string;
+  bg?: string;
 }
+
+// ---- colours (issue 40, item 8) ----
+export const QR_DEFAULT_FG = '000000';
+export const QR_DEFAULT_BG = 'ffffff';
+/** A colour as the QR route takes it: six hex digits, `#` optional (`%23` in a query). */
+export const QR_COLOUR = /^#?[0-9a-fA-F]{6}$/;
+/**
+ * The least contrast ratio (WCAG 2 relative luminance) between the modules and the background, with
+ * the modules the darker of the two: scanners binarise by brightness, and many refuse light modules on
+ * a dark background. 4.5:1 is WCAG's contrast for text; the codes at the limit scan with zbarimg
+ * (qr.int.test.ts).
+ */
+export const QR_MIN_CONTRAST = 4.5;
+
+/** `#1A5FB4` → `1a5fb4`. */
+export const normaliseColour = (colour: string) => colour.replace(/^#/, '').toLowerCase();
+
+/** WCAG 2 relative luminance of `rrggbb`. */
+function luminance(colour: string): number {
+  const [r, g, b] = [0, 2, 4].map((at) => {
+    const channel = parseInt(colour.slice(at, at + 2), 16) / 255;
+    return channel <= 0.04045 ? channel / 12.92 : ((channel + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+}
+
+/** The contrast of dark modules `fg` on background `bg`: (L_bg + 0.05) / (L_fg + 0.05), below 1 when the modules are the lighter. */
+export function qrContrast(fg: string, bg: string): number {
+  return (luminance(bg) + 0.05) / (luminance(fg) + 0.05);
+}
+// ---- end colours ----
 
 /**
  * What keeps every image we answer scannable: each module is a whole number of pixels, at least
@@ -52,10 +86,11 @@ export function qrImage(request: QrRequest): QrImage {
   const placed = layout(modules, request.size, request.margin);
   if ('minSize' in placed) return { ok: false, minSize: placed.minSize };
   const dark = (row: number, column: number) => symbol.modules.get(row, column) === 1;
+  const colours = { fg: request.fg ?? QR_DEFAULT_FG, bg: request.bg ?? QR_DEFAULT_BG };
   const body =
     request.format === 'png'
-      ? pngOf(dark, modules, request.size, placed.scale, placed.offset)
-      : svgOf(dark, modules, request.size, placed.scale, placed.offset);
+      ? pngOf(dark, modules, request.size, placed.scale, placed.offset, colours)
+      : svgOf(dark, modules, request.size, placed.scale, placed.offset, colours);
   return { ok: true, body };
 }
 
@@ -63,7 +98,14 @@ export function qrImage(request: QrRequest): QrImage {
  * An SVG in pixel units: each run of dark modules in a row is one rectangle of the path, at whole
  * pixels, so a rasteriser at the nominal size draws the same crisp modules as the PNG.
  */
-function svgOf(dark: (row: number, column: number) => boolean, modules: number, size: number, scale: number, offset: number): string {
+function svgOf(
+  dark: (row: number, column: number) => boolean,
+  modules: number,
+  size: number,
+  scale: number,
+  offset: number,
+  colours: { fg: string; bg: string },
+): string {
   let path = '';
   for (let row = 0; row < modules; row++) {
     let column = 0;
@@ -79,7 +121,7 @@ function svgOf(dark: (row: number, column: number) => boolean, modules: number, 
   }
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}" shape-rendering="crispEdges">` +
-    `<rect width="${size}" height="${size}" fill="#ffffff"/><path fill="#000000" d="${path}"/></svg>\n`
+    `<rect width="${size}" height="${size}" fill="#${colours.bg}"/><path fill="#${colours.fg}" d="${path}"/></svg>\n`
   );
 }
 
@@ -96,11 +138,19 @@ function chunk(type: string, data: Buffer): Buffer {
 }
 
 /**
- * A 1-bit greyscale PNG (black modules on white): 1/32 of the bytes of an RGBA image, so a 1024 px
- * code is about 128 kB to deflate, a few milliseconds. Each module row is built once and repeated
- * `scale` times.
+ * A 1-bit PNG: 1/32 of the bytes of an RGBA image, so a 1024 px code is about 128 kB to deflate, a few
+ * milliseconds. Black on white is greyscale (bit 0 black, 1 white); other colours are a two-entry
+ * palette (index 0 the modules, 1 the background), the same bits. Each module row is built once and
+ * repeated `scale` times.
  */
-function pngOf(dark: (row: number, column: number) => boolean, modules: number, size: number, scale: number, offset: number): Buffer {
+function pngOf(
+  dark: (row: number, column: number) => boolean,
+  modules: number,
+  size: number,
+  scale: number,
+  offset: number,
+  colours: { fg: string; bg: string },
+): Buffer {
   const stride = 1 + Math.ceil(size / 8); // filter byte (0, none) + the row's bits
   const raw = Buffer.alloc(stride * size, 0xff); // all white; the filter bytes are set to 0 below
   for (let y = 0; y < size; y++) raw[y * stride] = 0;
@@ -118,7 +168,9 @@ function pngOf(dark: (row: number, column: number) => boolean, modules: number, 
   header.writeUInt32BE(size, 0);
   header.writeUInt32BE(size, 4);
   header[8] = 1; // bit depth
-  header[9] = 0; // greyscale
+  const greyscale = colours.fg === QR_DEFAULT_FG && colours.bg === QR_DEFAULT_BG;
+  header[9] = greyscale ? 0 : 3; // greyscale, or indexed colour
   // compression, filter and interlace methods: 0
-  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+  const palette = greyscale ? [] : [chunk('PLTE', Buffer.from(colours.fg + colours.bg, 'hex'))];
+  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), ...palette, chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
 }

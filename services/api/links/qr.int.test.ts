@@ -131,6 +131,72 @@ describe('QR images scan', () => {
   });
 });
 
+// ---- QR colours (issue 40, item 8) ----
+/** The colours of a PNG's pixels, `rrggbb`, in order of first appearance. */
+function coloursOf(png: Buffer): string[] {
+  const { data } = PNG.sync.read(png);
+  const seen = new Set<string>();
+  for (let at = 0; at < data.length; at += 4) seen.add(data.subarray(at, at + 3).toString('hex'));
+  return [...seen];
+}
+
+describe('QR colours', () => {
+  it('codes in colour, down to a contrast of 4.5:1 (767676 on white, 4.54:1), scan with zbarimg as PNG and SVG and are drawn in exactly those colours', async () => {
+    const link = await createLink(alice, aliceSub);
+    const pairs = [
+      { fg: '1a5fb4', bg: 'ffffff' },
+      { fg: '000000', bg: 'ffd700' },
+      { fg: '767676', bg: 'ffffff' },
+      { fg: '3d1f00', bg: 'f5deb3' },
+      { fg: '%231A5FB4', bg: '%23FFF8E7', expect: { fg: '1a5fb4', bg: 'fff8e7' } },
+    ];
+    const failures: string[] = [];
+    for (const pair of pairs)
+      for (const [size, margin, ecc] of [
+        [100, 0, 'L'],
+        [512, 4, 'H'],
+      ] as const)
+        for (const format of ['png', 'svg']) {
+          const query = `format=${format}&size=${size}&margin=${margin}&ecc=${ecc}&fg=${pair.fg}&bg=${pair.bg}`;
+          const response = await qr(alice, link, query);
+          expect(response.statusCode, `${query}: ${response.body}`).toBe(200);
+          const colours = pair.expect ?? pair;
+          const png = format === 'png' ? response.rawPayload : Buffer.from(new Resvg(response.body, { background: 'white' }).render().asPng());
+          if (format === 'svg') expect(response.body).toContain(`fill="#${colours.fg}"`);
+          expect(coloursOf(png).sort(), query).toEqual([colours.fg, colours.bg].sort());
+          if ((await zbar(png)) !== link.short_url) failures.push(`${query}: does not scan`);
+        }
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  it('refuses low contrast and light modules on dark with 422 on fg naming the ratio, and a colour that is not six hex digits; black on white stays a greyscale PNG', async () => {
+    const link = await createLink(alice, aliceSub);
+    const refused = async (query: string) => {
+      const response = await qr(alice, link, `format=png&${query}`);
+      expect(response.statusCode, query).toBe(422);
+      const error = response.json().error as { code: string; details: Record<string, string> };
+      expect(error.code).toBe('validation_error');
+      return error.details;
+    };
+    // 777777 on white is 4.478:1, just under the limit (shown floored: 4.47).
+    expect((await refused('fg=777777&bg=ffffff')).fg).toContain('(this pair has 4.47:1)');
+    expect((await refused('fg=ffff00&bg=ffffff')).fg).toContain('at least 4.5:1');
+    // White on black has 21:1, but inverted: the modules must be the darker.
+    expect((await refused('fg=ffffff&bg=000000')).fg).toContain('must be darker than bg');
+    expect((await refused('fg=ffffff')).fg).toContain('must be darker than bg');
+    expect(Object.values(await refused('fg=blue')).join()).toContain('six hex digits');
+    expect(Object.values(await refused('bg=%23fff')).join()).toContain('six hex digits');
+    // The defaults and their spelling out draw the same 1-bit greyscale image (colour type 0, no palette).
+    const plain = await qr(alice, link, 'format=png');
+    expect(plain.rawPayload[25]).toBe(0);
+    expect((await qr(alice, link, 'format=png&fg=000000&bg=FFFFFF')).rawPayload).toEqual(plain.rawPayload);
+    const coloured = await qr(alice, link, 'format=png&fg=1a5fb4');
+    expect(coloured.rawPayload[25]).toBe(3);
+    expect(coloured.rawPayload.includes(Buffer.from('PLTE'))).toBe(true);
+  });
+});
+// ---- end QR colours ----
+
 describe('bounded PNG renders per account', () => {
   it("answers 429 rate_limited with Retry-After while the account's PNG requests are all in progress; other accounts and SVG still answer", async () => {
     const link = await createLink(alice, aliceSub);

@@ -31,7 +31,8 @@ export interface QrRenderer {
   close(): Promise<void>;
 }
 
-const keyOf = (request: QrRequest) => `${request.format}|${request.size}|${request.margin}|${request.ecc}|${request.text}`;
+const keyOf = (request: QrRequest) =>
+  `${request.format}|${request.size}|${request.margin}|${request.ecc}|${request.fg ?? ''}|${request.bg ?? ''}|${request.text}`;
 
 // From the sources (Vitest, tsx), the worker is TypeScript and its thread loads tsx; built, it is the JavaScript beside this file.
 const fromSource = import.meta.url.endsWith('.ts');

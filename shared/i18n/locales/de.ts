@@ -87,6 +87,10 @@ export const de: Catalogue = {
   'rule.lang_tag': 'muss ein Sprach-Tag wie en, de oder fr-CA sein',
   'rule.http_url': 'muss eine http- oder https-URL mit einem ASCII-Hostnamen (kein Punycode) oder einer IPv4-Adresse und URL-sicheren Zeichen sein',
   'rule.link_id': 'muss eine Link-ID sein (l_ und 16 Buchstaben, Ziffern, _ oder -)',
+  // ---- QR colours (issue 40, item 8) ----
+  'rule.qr_colour': 'muss aus sechs Hexadezimalziffern bestehen, # optional (1a5fb4 oder #1a5fb4)',
+  'rule.qr_contrast': 'muss dunkler als bg sein, mit einem Kontrast von mindestens {min}:1 (dieses Paar hat {ratio}:1), damit Scanner den Code lesen',
+  // ---- end QR colours ----
   'rule.qr_module_size':
     'muss für diesen Link bei diesem Rand und dieser Fehlerkorrektur mindestens {min} sein, damit jedes Modul mindestens {px} ganze Pixel breit ist',
   'rule.not_blank': 'darf nicht leer sein',

@@ -84,6 +84,10 @@ export const en = {
   'rule.lang_tag': 'must be a language tag such as en, de or fr-CA',
   'rule.http_url': 'must be an http or https URL with an ASCII host name (not punycode) or IPv4 address and URL-safe characters',
   'rule.link_id': 'must be a link id (l_ and 16 letters, digits, _ or -)',
+  // ---- QR colours (issue 40, item 8) ----
+  'rule.qr_colour': 'must be six hex digits, # optional (1a5fb4 or #1a5fb4)',
+  'rule.qr_contrast': 'must be darker than bg with a contrast of at least {min}:1 (this pair has {ratio}:1), so that scanners read the code',
+  // ---- end QR colours ----
   'rule.qr_module_size': 'must be at least {min} for this link at this margin and ecc, so that each module is at least {px} whole pixels wide',
   'rule.not_blank': 'must not be blank',
   'rule.not_punycode': 'must not have "--" in positions 3 and 4: punycode (xn--) labels are refused, as they can imitate other names',

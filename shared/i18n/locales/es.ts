@@ -86,6 +86,10 @@ export const es: Catalogue = {
   'rule.lang_tag': 'debe ser una etiqueta de idioma como en, de o fr-CA',
   'rule.http_url': 'debe ser una URL http o https con un nombre de host ASCII (no punycode) o una dirección IPv4 y caracteres seguros para URL',
   'rule.link_id': 'debe ser un id de enlace (l_ y 16 letras, dígitos, _ o -)',
+  // ---- QR colours (issue 40, item 8) ----
+  'rule.qr_colour': 'debe tener seis dígitos hexadecimales, # opcional (1a5fb4 o #1a5fb4)',
+  'rule.qr_contrast': 'debe ser más oscuro que bg con un contraste de al menos {min}:1 (este par tiene {ratio}:1), para que los lectores lean el código',
+  // ---- end QR colours ----
   'rule.qr_module_size':
     'debe ser al menos {min} para este enlace con este margen y esta corrección de errores, para que cada módulo mida al menos {px} píxeles enteros',
   'rule.not_blank': 'no debe estar en blanco',

@@ -87,6 +87,10 @@ export const fr: Catalogue = {
   'rule.lang_tag': 'doit être une étiquette de langue comme en, de ou fr-CA',
   'rule.http_url': "doit être une URL http ou https avec un nom d'hôte ASCII (pas de punycode) ou une adresse IPv4, et des caractères sûrs pour une URL",
   'rule.link_id': 'doit être un identifiant de lien (l_ et 16 lettres, chiffres, _ ou -)',
+  // ---- QR colours (issue 40, item 8) ----
+  'rule.qr_colour': 'doit comporter six chiffres hexadécimaux, # facultatif (1a5fb4 ou #1a5fb4)',
+  'rule.qr_contrast': 'doit être plus foncée que bg avec un contraste d’au moins {min}:1 (cette paire a {ratio}:1), pour que les lecteurs lisent le code',
+  // ---- end QR colours ----
   'rule.qr_module_size':
     'doit valoir au moins {min} pour ce lien avec cette marge et cette correction d’erreurs, afin que chaque module fasse au moins {px} pixels entiers',
   'rule.not_blank': 'ne doit pas être vide',
