@@ -449,6 +449,38 @@ describe('links page', () => {
     await browserContext.close();
   });
 
+  // ---- QR colours (issue 40, item 8) ----
+  it('colours the QR code on a phone: the image and downloads take a pair that scans, a pair with too little contrast is said and not asked for', async () => {
+    const { owner, subdomain } = await newOwner();
+    const link = await createLink(owner, { subdomain, target_url: 'https://example.com/qr-colours', slug: unique('qrc-') });
+    const { page, problems, browserContext } = await ownerPage(owner, { viewport: 'phone' });
+    await page.goto(`/links/${link.id}`);
+    const section = page.getByRole('region', { name: 'QR code' });
+    const image = section.getByRole('img', { name: `QR code of ${link.short_url}` });
+    await image.waitFor();
+    const code = section.getByLabel('Code colour');
+    await code.focus();
+    await code.fill('#1a5fb4');
+    await page.waitForFunction((selector) => document.querySelector<HTMLImageElement>(selector)?.src.includes('fg=1a5fb4&bg=ffffff') ?? false, '.qr img');
+    const png = (await section.getByRole('link', { name: 'Download PNG' }).getAttribute('href'))!;
+    expect(png).toContain('fg=1a5fb4&bg=ffffff');
+    const response = await page.request.get(png);
+    expect(response.status()).toBe(200);
+    expect((await response.body()).includes(Buffer.from('PLTE'))).toBe(true);
+    expect(await section.getByRole('alert').count()).toBe(0);
+
+    // A light background under light modules: said at once; the image and downloads keep the last pair that scans.
+    await section.getByLabel('Background colour').fill('#6a8fc4');
+    await section.getByRole('alert').filter({ hasText: 'Too little contrast to scan' }).waitFor();
+    expect(await image.getAttribute('src')).toContain('fg=1a5fb4&bg=ffffff');
+    expect(await section.getByRole('link', { name: 'Download SVG' }).getAttribute('href')).toContain('fg=1a5fb4&bg=ffffff');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'links-qr-colours-phone');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+  // ---- end QR colours ----
+
   it("answers another owner's link as forbidden and an unknown one as an error", async () => {
     const { owner } = await newOwner();
     const stranger = await createOwner(platform.context, platform.app);

@@ -11,20 +11,8 @@ import { RESERVED_SLUGS } from '#shared/links/slugs.js';
 import { CLICK_TREND_DAYS, type LinksService, REDIRECT_TYPES } from './links.service.js';
 import { IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js';
 import type { QrRenderer } from './qr.js';
-import {
-  MAX_QR_MARGIN,
-  MAX_QR_SIZE,
-  MIN_MODULE_PX,
-  MIN_QR_SIZE,
-  normaliseColour,
-  QR_COLOUR,
-  QR_DEFAULT_BG,
-  QR_DEFAULT_FG,
-  QR_ECC_LEVELS,
-  QR_FORMATS,
-  QR_MIN_CONTRAST,
-  qrContrast,
-} from './qr-image.js';
+import { MAX_QR_MARGIN, MAX_QR_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
+import { normaliseColour, QR_COLOUR, QR_DEFAULT_BG, QR_DEFAULT_FG, QR_MIN_CONTRAST, qrContrast, shownContrast } from '#shared/links/qr-colours.js';
 import { rule } from '#shared/i18n/index.js';
 
 const tags = ['links'];
@@ -350,9 +338,9 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       handler: async ({ principal, params, query, request, reply }) => {
         const colours = { fg: query.fg ?? QR_DEFAULT_FG, bg: query.bg ?? QR_DEFAULT_BG };
         const contrast = qrContrast(colours.fg, colours.bg);
-        // Checked before the slot and the database read: a refusal costs nothing. Floored, so that 4.49 is not shown as 4.5.
+        // Checked before the slot and the database read: a refusal costs nothing.
         if (contrast < QR_MIN_CONTRAST)
-          throw new AppError('validation_error', { fg: rule('qr_contrast', { min: QR_MIN_CONTRAST, ratio: (Math.floor(contrast * 100) / 100).toFixed(2) }) });
+          throw new AppError('validation_error', { fg: rule('qr_contrast', { min: QR_MIN_CONTRAST, ratio: shownContrast(contrast) }) });
         const format =
           query.format ??
           (new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['image/svg+xml', 'image/png']) === 'image/png' ? 'png' : 'svg');

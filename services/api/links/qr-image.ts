@@ -1,5 +1,6 @@
 import { crc32, deflateSync } from 'node:zlib';
 import QRCode from 'qrcode';
+import { QR_DEFAULT_BG, QR_DEFAULT_FG } from '#shared/links/qr-colours.js';
 
 export const QR_FORMATS = ['svg', 'png'] as const;
 export type QrFormat = (typeof QR_FORMATS)[number];
@@ -19,37 +20,6 @@ export interface QrRequest {
   fg?: string;
   bg?: string;
 }
-
-// ---- colours (issue 40, item 8) ----
-export const QR_DEFAULT_FG = '000000';
-export const QR_DEFAULT_BG = 'ffffff';
-/** A colour as the QR route takes it: six hex digits, `#` optional (`%23` in a query). */
-export const QR_COLOUR = /^#?[0-9a-fA-F]{6}$/;
-/**
- * The least contrast ratio (WCAG 2 relative luminance) between the modules and the background, with
- * the modules the darker of the two: scanners binarise by brightness, and many refuse light modules on
- * a dark background. 4.5:1 is WCAG's contrast for text; the codes at the limit scan with zbarimg
- * (qr.int.test.ts).
- */
-export const QR_MIN_CONTRAST = 4.5;
-
-/** `#1A5FB4` → `1a5fb4`. */
-export const normaliseColour = (colour: string) => colour.replace(/^#/, '').toLowerCase();
-
-/** WCAG 2 relative luminance of `rrggbb`. */
-function luminance(colour: string): number {
-  const [r, g, b] = [0, 2, 4].map((at) => {
-    const channel = parseInt(colour.slice(at, at + 2), 16) / 255;
-    return channel <= 0.04045 ? channel / 12.92 : ((channel + 0.055) / 1.055) ** 2.4;
-  });
-  return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
-}
-
-/** The contrast of dark modules `fg` on background `bg`: (L_bg + 0.05) / (L_fg + 0.05), below 1 when the modules are the lighter. */
-export function qrContrast(fg: string, bg: string): number {
-  return (luminance(bg) + 0.05) / (luminance(fg) + 0.05);
-}
-// ---- end colours ----
 
 /**
  * What keeps every image we answer scannable: each module is a whole number of pixels, at least

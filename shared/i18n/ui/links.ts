@@ -44,6 +44,12 @@ export const links = uiMessages({
     'links.qr_alt': 'QR code of {url}',
     'links.qr_download_svg': 'Download SVG',
     'links.qr_download_png': 'Download PNG',
+    // ---- QR colours (issue 40, item 8) ----
+    'links.qr_fg': 'Code colour',
+    'links.qr_bg': 'Background colour',
+    'links.qr_low_contrast':
+      'Too little contrast to scan: {ratio}:1. The code must be darker than the background, at least {min}:1. The image keeps the last colours that scan.',
+    // ---- end QR colours ----
     'links.delete_title': 'Delete this link?',
     'links.delete_hint': 'The short URL stops redirecting at once. Its statistics are kept.',
     'links.deleting': 'Deleting…',
@@ -129,6 +135,12 @@ export const links = uiMessages({
     'links.qr_alt': 'QR-Code von {url}',
     'links.qr_download_svg': 'SVG herunterladen',
     'links.qr_download_png': 'PNG herunterladen',
+    // ---- QR colours (issue 40, item 8) ----
+    'links.qr_fg': 'Farbe des Codes',
+    'links.qr_bg': 'Hintergrundfarbe',
+    'links.qr_low_contrast':
+      'Zu wenig Kontrast zum Scannen: {ratio}:1. Der Code muss dunkler als der Hintergrund sein, mindestens {min}:1. Das Bild behält die letzten Farben, die sich scannen lassen.',
+    // ---- end QR colours ----
     'links.delete_title': 'Diesen Link löschen?',
     'links.delete_hint': 'Die Kurz-URL leitet sofort nicht mehr weiter. Ihre Statistiken bleiben erhalten.',
     'links.deleting': 'Wird gelöscht …',
@@ -214,6 +226,12 @@ export const links = uiMessages({
     'links.qr_alt': 'Code QR de {url}',
     'links.qr_download_svg': 'Télécharger en SVG',
     'links.qr_download_png': 'Télécharger en PNG',
+    // ---- QR colours (issue 40, item 8) ----
+    'links.qr_fg': 'Couleur du code',
+    'links.qr_bg': 'Couleur du fond',
+    'links.qr_low_contrast':
+      'Contraste trop faible pour être lu : {ratio}:1. Le code doit être plus foncé que le fond, au moins {min}:1. L’image garde les dernières couleurs lisibles.',
+    // ---- end QR colours ----
     'links.delete_title': 'Supprimer ce lien ?',
     'links.delete_hint': 'L’URL courte cesse aussitôt de rediriger. Ses statistiques sont conservées.',
     'links.deleting': 'Suppression…',
@@ -299,6 +317,12 @@ export const links = uiMessages({
     'links.qr_alt': 'Código QR de {url}',
     'links.qr_download_svg': 'Descargar SVG',
     'links.qr_download_png': 'Descargar PNG',
+    // ---- QR colours (issue 40, item 8) ----
+    'links.qr_fg': 'Color del código',
+    'links.qr_bg': 'Color de fondo',
+    'links.qr_low_contrast':
+      'Contraste insuficiente para escanear: {ratio}:1. El código debe ser más oscuro que el fondo, al menos {min}:1. La imagen conserva los últimos colores que se escanean.',
+    // ---- end QR colours ----
     'links.delete_title': '¿Eliminar este enlace?',
     'links.delete_hint': 'La URL corta deja de redirigir de inmediato. Sus estadísticas se conservan.',
     'links.deleting': 'Eliminando…',

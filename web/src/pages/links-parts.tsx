@@ -1,9 +1,11 @@
 // Pieces the links table and a link's page share: its state, tags, short URL with a copy button,
 // the QR code with its downloads, and the modal dialogs (delete confirmation, QR).
+import { useState } from 'preact/hooks';
 import type { Schemas } from '../api/client.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 import { formatNumber } from '../app/format.js';
 import { CopyButton, Modal, Sparkline } from '../app/ui.js';
+import { normaliseColour, QR_DEFAULT_BG, QR_DEFAULT_FG, QR_MIN_CONTRAST, qrContrast, shownContrast } from '#shared/links/qr-colours.js';
 
 export type Link = Schemas['Link'];
 
@@ -81,21 +83,54 @@ export function ShortUrl({ link }: { link: Link }) {
 }
 
 /** The QR image's address: same origin, so the session cookie authorises the browser's own GET. */
-export function qrUrl(link: Link, format: 'svg' | 'png', size = 256): string {
-  return `/api/v1/links/${encodeURIComponent(link.id)}/qr?format=${format}&size=${size}`;
+/** A QR image's colours, `rrggbb`; black on white adds nothing to the address. */
+export type QrColours = { fg: string; bg: string };
+const PLAIN: QrColours = { fg: QR_DEFAULT_FG, bg: QR_DEFAULT_BG };
+
+export function qrUrl(link: Link, format: 'svg' | 'png', size = 256, colours: QrColours = PLAIN): string {
+  const coloured = colours.fg === QR_DEFAULT_FG && colours.bg === QR_DEFAULT_BG ? '' : `&fg=${colours.fg}&bg=${colours.bg}`;
+  return `/api/v1/links/${encodeURIComponent(link.id)}/qr?format=${format}&size=${size}${coloured}`;
 }
 
-/** The QR code of a link's short URL and its downloads, streamed by the browser (`<a download>`). */
+/**
+ * The QR code of a link's short URL and its downloads, streamed by the browser (`<a download>`), in
+ * the colours chosen here. A pair the API would refuse (too little contrast, or light modules on dark)
+ * is said at once, and the image and downloads keep the last pair that scans.
+ */
 export function QrCode({ link }: { link: Link }) {
   const { t } = useI18n();
+  const [chosen, setChosen] = useState<QrColours>(PLAIN);
+  const [shown, setShown] = useState<QrColours>(PLAIN);
+  const contrast = qrContrast(chosen.fg, chosen.bg);
+  const choose = (part: keyof QrColours, value: string) => {
+    const next = { ...chosen, [part]: normaliseColour(value) };
+    setChosen(next);
+    if (qrContrast(next.fg, next.bg) >= QR_MIN_CONTRAST) setShown(next);
+  };
+  const id = `qr-${link.id}`;
   return (
     <div class="qr">
-      <img src={qrUrl(link, 'svg')} width={200} height={200} alt={t('links.qr_alt', { url: link.short_url })} />
+      <img src={qrUrl(link, 'svg', 256, shown)} width={200} height={200} alt={t('links.qr_alt', { url: link.short_url })} />
+      <div class="qr-colours">
+        <div class="field">
+          <label for={`${id}-fg`}>{t('links.qr_fg')}</label>
+          <input id={`${id}-fg`} type="color" value={`#${chosen.fg}`} onInput={(event) => choose('fg', event.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for={`${id}-bg`}>{t('links.qr_bg')}</label>
+          <input id={`${id}-bg`} type="color" value={`#${chosen.bg}`} onInput={(event) => choose('bg', event.currentTarget.value)} />
+        </div>
+      </div>
+      {contrast < QR_MIN_CONTRAST ? (
+        <p class="notice notice-error" role="alert">
+          {t('links.qr_low_contrast', { ratio: shownContrast(contrast), min: QR_MIN_CONTRAST })}
+        </p>
+      ) : null}
       <div class="form-actions">
-        <a class="button button-small" href={qrUrl(link, 'svg', 1024)} download={`${link.slug}.svg`}>
+        <a class="button button-small" href={qrUrl(link, 'svg', 1024, shown)} download={`${link.slug}.svg`}>
           {t('links.qr_download_svg')}
         </a>
-        <a class="button button-small" href={qrUrl(link, 'png', 1024)} download={`${link.slug}.png`}>
+        <a class="button button-small" href={qrUrl(link, 'png', 1024, shown)} download={`${link.slug}.png`}>
           {t('links.qr_download_png')}
         </a>
       </div>
