@@ -115,6 +115,7 @@ describe('every list declares its pagination meta', () => {
       '/api/v1/teams/{id}/members',
       '/api/v1/tokens',
       '/api/v1/users',
+      '/api/v1/users/{id}/audit',
       '/api/v1/visits',
       '/api/v1/webhooks',
       '/api/v1/webhooks/{id}/deliveries',

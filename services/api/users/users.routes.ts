@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
-import { collectionMeta, cursorParam, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { collectionMeta, cursorParam, PageMetaSchema, PAGINATION_NOTE, pageByTime, pagingOf, pagingQuery, TIME_CURSOR } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { hashPassword, isWeakPassword } from '#shared/password.js';
 import type { Repositories } from '#services/repositories.js';
-import type { UsersService } from './users.service.js';
+import { USER_AUDIT_LIMIT, type UsersService } from './users.service.js';
 import { toUserView } from './users.view.js';
 import { rule } from '#shared/i18n/index.js';
 
@@ -31,6 +31,24 @@ const DISABLE_NOTE =
   'disable their own account (409 `conflict`, `details.reason` `cannot_disable_self`) nor the last active staff account ' +
   '(409, `last_active_staff`). Setting the state the account already has changes nothing. Audited (`user.disabled`, ' +
   '`user.enabled`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`.';
+
+const UserAuditEntrySchema = z
+  .object({
+    id: z.string(),
+    action: z.string().meta({
+      description:
+        'What happened, e.g. `user.password_changed`, `user.password_reset_requested`, `user.password_reset_issued`, `user.password_reset`, ' +
+        '`user.totp_enabled`, `user.totp_disabled`, `auth.recovery_code_used`, `session.revoked`, `user.disabled`, `user.enabled`, `user.deleted`.',
+      example: 'user.disabled',
+    }),
+    actor_id: z.uuid().nullable().meta({ description: 'The account that acted (null for the platform, or once that account is deleted).' }),
+    actor_email: z.string().nullable().meta({ description: "That account's address, while the account exists." }),
+    target: z.string().nullable().meta({ description: 'What the action was about: an account id, a session id, a team id, …' }),
+    ip: z.string().nullable().meta({ description: 'The address the action came from, when there was one.' }),
+    details: z.record(z.string(), z.unknown()),
+    created_at: z.iso.datetime(),
+  })
+  .meta({ id: 'UserAuditEntry' });
 
 /** A users cursor is opaque: a version tag and the id of the last account of the previous page (an unknown id: an empty page). */
 const encodeCursor = (id: string) => `u1.${id}`;
@@ -117,6 +135,32 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
       response: UserSchema,
       errors: ['not_found', 'conflict'],
       handler: async ({ params, body, principal, request }) => service.setDisabled(principal!, params.id, body.disabled, request.ip),
+    }),
+    defineRoute({
+      operationId: 'listUserAudit',
+      method: 'GET',
+      path: '/api/v1/users/{id}/audit',
+      summary: "An account's audit trail, newest first (staff only)",
+      description:
+        'A staff session, or a token with the admin scope. The audit entries the account made and those about it: its password ' +
+        'changes and resets, reset links asked for or issued by staff, TOTP changes and recovery codes used, sessions revoked, and ' +
+        "staff's disabling, re-enabling and deletion of it, each with the actor, the target, the IP address and the details. The " +
+        `newest ${USER_AUDIT_LIMIT} entries; entries are pruned after AUDIT_RETENTION_DAYS. A deleted account's trail stays readable ` +
+        'by its id; an id with neither an account nor an entry is 404 `not_found`; a caller without the admin scope is 403 `forbidden`. ' +
+        PAGINATION_NOTE,
+      tags: ['users'],
+      auth: { kind: 'scope', scope: 'admin' },
+      bucket: 'api',
+      params: z.object({ id: z.uuid() }),
+      query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
+      response: z.object({ entries: z.array(UserAuditEntrySchema) }),
+      meta: PageMetaSchema,
+      errors: ['not_found'],
+      handler: async ({ params, query, respond }) => {
+        const paged = pageByTime(await service.audit(params.id), pagingOf(query));
+        respond.meta(paged.meta);
+        return { entries: paged.items };
+      },
     }),
     defineRoute({
       operationId: 'deleteUser',
