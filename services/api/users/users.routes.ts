@@ -178,7 +178,9 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
         '(`cannot_delete_self`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`. ' +
         'An account that is the only owner of a team with other members is 409 `conflict` (`last_team_owner`, `details.teams` ' +
         'naming them), checked before anything is deleted: another member is made an owner first, or the team deleted. The teams ' +
-        'the account is the only member of are deleted with it (`teams`).',
+        'the account is the only member of are deleted with it (`teams`). An account owning a subdomain that a team with other ' +
+        'members works on is 409 `conflict` (`team_subdomains`, `details.subdomains` naming them), also before anything is deleted: ' +
+        'the subdomain is taken back from the team (DELETE /api/v1/subdomains/{name}/team) first.',
       tags: ['users'],
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
