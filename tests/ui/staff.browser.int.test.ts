@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loginCookie } from '#tests/support/accounts.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
 
-// The staff page in a real browser: staff create accounts that can then sign in, and disable and
-// re-enable them after a confirmation; everyone else gets the forbidden state (the API refuses them
+// The staff page in a real browser: staff create accounts that can then sign in, disable and
+// re-enable them after a confirmation, and delete them after one that offers exporting first; everyone else gets the forbidden state (the API refuses them
 // with 403) and no Staff item in the navigation.
 let platform: UiPlatform;
 
@@ -52,7 +53,14 @@ describe('staff page', () => {
       const row = accounts.getByRole('row').filter({ hasText: email });
       await row.waitFor();
       // What staff typed is text, never markup.
-      expect(await row.getByRole('cell').allTextContents()).toEqual([email, 'New <i>Owner</i>', 'Owner', 'Active', expect.any(String), 'Reset linkDisable']);
+      expect(await row.getByRole('cell').allTextContents()).toEqual([
+        email,
+        'New <i>Owner</i>',
+        'Owner',
+        'Active',
+        expect.any(String),
+        'Reset linkDisableDelete',
+      ]);
       await screenshot(page, 'staff-created-desktop');
 
       // The same e-mail again (in capitals): the conflict is shown on the e-mail field.
@@ -118,12 +126,10 @@ describe('staff page', () => {
       const row = accounts.getByRole('row').filter({ hasText: target.email });
       await row.waitFor();
       expect(await row.getByRole('cell').nth(3).textContent()).toBe('Active');
-      // Staff's own row offers no Disable (the API refuses it), and deleting is explained, not offered.
+      // Staff's own row offers neither Disable nor Delete (the API refuses both).
       const own = accounts.getByRole('row').filter({ hasText: staff.email });
-      expect(await own.getByRole('button', { name: /Disable/ }).count()).toBe(0);
+      expect(await own.getByRole('button', { name: /Disable|Delete/ }).count()).toBe(0);
       expect(await own.textContent()).toContain('You');
-      await page.getByText('Deleting an account, with its links').waitFor();
-      expect(await page.getByRole('button', { name: /Delete/ }).count()).toBe(0);
 
       // The confirmation says what disabling does; Escape leaves everything as it was.
       await row.getByRole('button', { name: `Disable ${target.email}` }).click();
@@ -185,6 +191,75 @@ describe('staff page', () => {
       await signIn(back.page, target.email);
       await back.page.getByRole('heading', { name: 'Overview' }).waitFor();
       await back.browserContext.close();
+      expect(problems).toEqual([]);
+      await browserContext.close();
+    },
+  );
+
+  it(
+    'lets staff delete an account after a confirmation that says it cannot be undone and offers exporting first, with the keyboard; shows a refusal in the dialog',
+    { timeout: 90_000 },
+    async () => {
+      const staff = await newAccount(platform, 'staff');
+      const target = await newAccount(platform);
+      const gone = await newAccount(platform);
+      const { page, problems, browserContext } = await openPage(platform);
+      await signIn(page, staff.email);
+      await page.goto('/staff');
+      const accounts = page.getByRole('table', { name: 'Accounts' });
+      const row = accounts.getByRole('row').filter({ hasText: target.email });
+      await row.waitFor();
+      await page.getByText('export its data first (GET /api/v1/export)').waitFor();
+
+      // The confirmation says what is lost and offers the export; Escape leaves the account as it was.
+      await row.getByRole('button', { name: `Delete ${target.email}` }).click();
+      const dialog = page.getByRole('dialog', { name: `Delete ${target.email}?` });
+      await dialog.waitFor();
+      expect(await dialog.textContent()).toContain('This cannot be undone');
+      expect(await dialog.textContent()).toContain('Export its data first');
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, 'staff-delete-confirm-desktop');
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'hidden' });
+      expect(await row.count()).toBe(1);
+
+      // Keyboard only: the row's Delete, Enter, Tab to the confirm button, Enter.
+      await row.getByRole('button', { name: `Delete ${target.email}` }).focus();
+      await page.keyboard.press('Enter');
+      await dialog.waitFor();
+      const confirm = dialog.getByRole('button', { name: 'Delete for good' });
+      for (let tabs = 0; tabs < 5 && !(await confirm.evaluate((element) => element === document.activeElement)); tabs++) await page.keyboard.press('Tab');
+      expect(await confirm.evaluate((element) => element === document.activeElement)).toBe(true);
+      await page.keyboard.press('Enter');
+      await page.getByText(`Account ${target.email} deleted.`).waitFor();
+      await row.waitFor({ state: 'detached' });
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, 'staff-deleted-desktop');
+      const signInGone = await platform.app.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: { email: target.email, password: TEST_PASSWORD },
+        remoteAddress: '198.51.100.77',
+      });
+      expect(signInGone.statusCode).toBe(401);
+
+      // Deleted elsewhere while the dialog was open: the API's 404 shows in the dialog, on a phone.
+      const phone = await openPage(platform, { viewport: 'phone' });
+      await signIn(phone.page, staff.email);
+      await phone.page.goto('/staff');
+      const goneRow = phone.page.getByRole('table', { name: 'Accounts' }).getByRole('row').filter({ hasText: gone.email });
+      await goneRow.getByRole('button', { name: `Delete ${gone.email}` }).press('Enter');
+      const goneDialog = phone.page.getByRole('dialog', { name: `Delete ${gone.email}?` });
+      await goneDialog.waitFor();
+      const cookie = await loginCookie(platform.app, staff.email, TEST_PASSWORD, '198.51.100.78');
+      const elsewhere = await platform.app.inject({ method: 'DELETE', url: `/api/v1/users/${gone.id}`, headers: { cookie, origin: platform.origin } });
+      expect(elsewhere.statusCode, elsewhere.body).toBe(200);
+      await goneDialog.getByRole('button', { name: 'Delete for good' }).press('Enter');
+      await goneDialog.getByText('Nothing was found here.').waitFor();
+      expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      expect(await seriousA11yViolations(phone.page)).toEqual([]);
+      await screenshot(phone.page, 'staff-delete-refused-phone');
+      await phone.browserContext.close();
       expect(problems).toEqual([]);
       await browserContext.close();
     },

@@ -1,7 +1,7 @@
 // The staff page's accounts table (GET /api/v1/users): each account's state, a password-reset link
 // to hand over (POST /api/v1/users/{id}/password-reset), and disabling or re-enabling the account
-// after a confirmation (PATCH /api/v1/users/{id}). Deleting (DELETE /api/v1/users/{id}, not undoable)
-// is not offered here yet: the page points at the API and at exporting first.
+// after a confirmation (PATCH /api/v1/users/{id}), and deleting it after a confirmation that says it
+// cannot be undone and offers exporting first (DELETE /api/v1/users/{id}).
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, load, type Schemas } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
@@ -73,6 +73,47 @@ function StateDialog({ user, onClose, onChanged }: { user: User | undefined; onC
   );
 }
 
+/** Asks before deleting an account: not undoable, export first; the API's refusal (a team's last owner, a team's subdomain) shows in it. */
+function DeleteDialog({ user, onClose, onDeleted }: { user: User | undefined; onClose: () => void; onDeleted: (user: User) => void }) {
+  const { t } = useI18n();
+  const dialog = useModalDialog(user !== undefined);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  useEffect(() => setError(undefined), [user]);
+  const confirm = async () => {
+    if (!user) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      await load(api.DELETE('/api/v1/users/{id}', { params: { path: { id: user.id } } }));
+      onDeleted(user);
+    } catch (caught) {
+      setError(caught instanceof Error ? caught.message : String(caught));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <dialog ref={dialog} onClose={onClose} aria-labelledby="user-delete-title" aria-describedby="user-delete-body">
+      {user ? (
+        <>
+          <h2 id="user-delete-title">{t('staff.delete_title', { email: user.email })}</h2>
+          <p id="user-delete-body">{t('staff.delete_body')}</p>
+          {error ? <Notice kind="error">{error}</Notice> : null}
+          <div class="form-actions">
+            <button type="button" onClick={() => dialog.current?.close()}>
+              {t('action.cancel')}
+            </button>
+            <button type="button" class="button-danger" onClick={confirm} disabled={busy}>
+              {busy ? t('action.saving') : t('staff.delete_confirm')}
+            </button>
+          </div>
+        </>
+      ) : null}
+    </dialog>
+  );
+}
+
 /** The accounts, with their state and what staff can do to each. */
 export function AccountList({ listing: { loaded, pages }, onChanged }: { listing: Listing; onChanged: () => void }) {
   const { t, locale } = useI18n();
@@ -81,6 +122,8 @@ export function AccountList({ listing: { loaded, pages }, onChanged }: { listing
   const [issueError, setIssueError] = useState<string>();
   const [confirming, setConfirming] = useState<User>();
   const [changed, setChanged] = useState<User>();
+  const [deleting, setDeleting] = useState<User>();
+  const [deleted, setDeleted] = useState<User>();
   const issue = async (user: User) => {
     setIssueError(undefined);
     try {
@@ -94,7 +137,7 @@ export function AccountList({ listing: { loaded, pages }, onChanged }: { listing
   return (
     <section aria-labelledby="staff-accounts">
       <h2 id="staff-accounts">{t('staff.accounts')}</h2>
-      <p class="muted">{t('staff.delete_unavailable')}</p>
+      <p class="muted">{t('staff.delete_note')}</p>
       {issued ? (
         <div class="reset-link" role="group" aria-label={t('staff.reset_link')}>
           <Notice kind="info">{t('staff.reset_link_issued', { email: issued.email, when: formatDateTime(locale, issued.expiresAt) })}</Notice>
@@ -104,6 +147,16 @@ export function AccountList({ listing: { loaded, pages }, onChanged }: { listing
       ) : null}
       {issueError ? <Notice kind="error">{issueError}</Notice> : null}
       {changed ? <Notice kind="ok">{t(changed.disabled ? 'staff.disabled_done' : 'staff.enabled_done', { email: changed.email })}</Notice> : null}
+      {deleted ? <Notice kind="ok">{t('staff.deleted_done', { email: deleted.email })}</Notice> : null}
+      <DeleteDialog
+        user={deleting}
+        onClose={() => setDeleting(undefined)}
+        onDeleted={(user) => {
+          setDeleted(user);
+          setDeleting(undefined);
+          onChanged();
+        }}
+      />
       <StateDialog
         user={confirming}
         onClose={() => setConfirming(undefined)}
@@ -169,10 +222,25 @@ export function AccountList({ listing: { loaded, pages }, onChanged }: { listing
                                 aria-label={t(user.disabled ? 'staff.enable_label' : 'staff.disable_label', { email: user.email })}
                                 onClick={() => {
                                   setChanged(undefined);
+                                  setDeleted(undefined);
                                   setConfirming(user);
                                 }}
                               >
                                 {t(user.disabled ? 'staff.enable' : 'staff.disable')}
+                              </button>
+                            )}
+                            {user.id === me.id ? null : (
+                              <button
+                                type="button"
+                                class="button-quiet button-small"
+                                aria-label={t('staff.delete_label', { email: user.email })}
+                                onClick={() => {
+                                  setChanged(undefined);
+                                  setDeleted(undefined);
+                                  setDeleting(user);
+                                }}
+                              >
+                                {t('staff.delete')}
                               </button>
                             )}
                           </div>
