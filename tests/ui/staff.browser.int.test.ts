@@ -3,7 +3,8 @@ import { loginCookie } from '#tests/support/accounts.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
 
 // The staff page in a real browser: staff create accounts that can then sign in, disable and
-// re-enable them after a confirmation, and delete them after one that offers exporting first; everyone else gets the forbidden state (the API refuses them
+// re-enable them after a confirmation, delete them after one that offers exporting first, and read
+// each account's history (its audit trail); everyone else gets the forbidden state (the API refuses them
 // with 403) and no Staff item in the navigation.
 let platform: UiPlatform;
 
@@ -59,7 +60,7 @@ describe('staff page', () => {
         'Owner',
         'Active',
         expect.any(String),
-        'Reset linkDisableDelete',
+        'HistoryReset linkDisableDelete',
       ]);
       await screenshot(page, 'staff-created-desktop');
 
@@ -264,4 +265,57 @@ describe('staff page', () => {
       await browserContext.close();
     },
   );
+
+  it("shows an account's history (what staff did to it, by whom, from where), and the empty state, in German on a phone", { timeout: 90_000 }, async () => {
+    const staff = await newAccount(platform, 'staff');
+    const target = await newAccount(platform);
+    const fresh = await newAccount(platform);
+    const cookie = await loginCookie(platform.app, staff.email, TEST_PASSWORD, '198.51.100.79');
+    for (const disabled of [true, false]) {
+      const changed = await platform.app.inject({
+        method: 'PATCH',
+        url: `/api/v1/users/${target.id}`,
+        headers: { cookie, origin: platform.origin },
+        payload: { disabled },
+        remoteAddress: '198.51.100.79',
+      });
+      expect(changed.statusCode, changed.body).toBe(200);
+    }
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, staff.email);
+    await page.goto('/staff');
+    const row = page.getByRole('table', { name: 'Accounts' }).getByRole('row').filter({ hasText: target.email });
+    await row.getByRole('button', { name: `History of ${target.email}` }).press('Enter');
+    const dialog = page.getByRole('dialog', { name: `History of ${target.email}` });
+    await dialog.waitFor();
+    // Audit rows are written after the answers: the two are there within moments.
+    const entries = dialog.getByRole('table').getByRole('row').filter({ hasText: staff.email });
+    await entries.filter({ hasText: 'user.enabled' }).waitFor();
+    expect(await entries.filter({ hasText: 'user.disabled' }).textContent()).toContain('198.51.100.79');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'staff-history-desktop');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(problems).toEqual([]);
+    await browserContext.close();
+
+    const phone = await openPage(platform, { viewport: 'phone', locale: 'de-DE' });
+    await phone.page.goto('/login');
+    await phone.page.getByLabel('E-Mail').fill(staff.email);
+    await phone.page.getByLabel('Passwort').fill(TEST_PASSWORD);
+    await phone.page.getByRole('button', { name: 'Anmelden' }).click();
+    await phone.page.locator('#main-nav').waitFor({ state: 'attached' });
+    await phone.page.goto('/staff');
+    const freshRow = phone.page.getByRole('table', { name: 'Konten' }).getByRole('row').filter({ hasText: fresh.email });
+    await freshRow.getByRole('button', { name: `Verlauf von ${fresh.email}` }).press('Enter');
+    const empty = phone.page.getByRole('dialog', { name: `Verlauf von ${fresh.email}` });
+    await empty.locator('.state-empty').waitFor();
+    expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    expect(await seriousA11yViolations(phone.page)).toEqual([]);
+    await screenshot(phone.page, 'staff-history-empty-phone-de');
+    await empty.getByRole('button', { name: 'Schließen' }).press('Enter');
+    await empty.waitFor({ state: 'hidden' });
+    expect(phone.problems).toEqual([]);
+    await phone.browserContext.close();
+  });
 });

@@ -1,7 +1,8 @@
 // The staff page's accounts table (GET /api/v1/users): each account's state, a password-reset link
 // to hand over (POST /api/v1/users/{id}/password-reset), and disabling or re-enabling the account
 // after a confirmation (PATCH /api/v1/users/{id}), and deleting it after a confirmation that says it
-// cannot be undone and offers exporting first (DELETE /api/v1/users/{id}).
+// cannot be undone and offers exporting first (DELETE /api/v1/users/{id}); each account's history
+// (its audit trail, GET /api/v1/users/{id}/audit).
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, load, type Schemas } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
@@ -11,6 +12,8 @@ import { Async, CopyButton, Empty, MetaPager, Notice, useCursorPages, useLoad, u
 
 type User = Schemas['User'];
 const PAGE_SIZE = 25;
+/** How many of an account's newest audit entries its history shows. */
+const HISTORY_SIZE = 50;
 
 /** The accounts list's pages (a stack of cursors for going back) and its load. */
 export function useListing(round: number) {
@@ -114,6 +117,68 @@ function DeleteDialog({ user, onClose, onDeleted }: { user: User | undefined; on
   );
 }
 
+/** An account's newest audit entries: when, what, by whom, from where. */
+function HistoryEntries({ id }: { id: string }) {
+  const { t, locale } = useI18n();
+  const loaded = useLoad((signal) => call(api.GET('/api/v1/users/{id}/audit', { params: { path: { id }, query: { limit: HISTORY_SIZE } }, signal })), [id]);
+  return (
+    <Async loaded={loaded}>
+      {({ data }) =>
+        data.entries.length === 0 ? (
+          <Empty />
+        ) : (
+          <div class="table-wrap" tabIndex={0} role="region" aria-labelledby="user-history-title">
+            <table class="history-table">
+              <thead>
+                <tr>
+                  <th scope="col">{t('staff.history_when')}</th>
+                  <th scope="col">{t('staff.history_action')}</th>
+                  <th scope="col">{t('staff.history_actor')}</th>
+                  <th scope="col">{t('staff.history_ip')}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.entries.map((entry) => (
+                  <tr key={entry.id}>
+                    <td class="nowrap">{formatDateTime(locale, entry.created_at)}</td>
+                    <td>
+                      <code>{entry.action}</code>
+                    </td>
+                    <td class="wrap">{entry.actor_email ?? (entry.actor_id ? '—' : t('staff.history_platform'))}</td>
+                    <td class="nowrap">{entry.ip ?? '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )
+      }
+    </Async>
+  );
+}
+
+/** An account's history (its audit trail) in a dialog. */
+function HistoryDialog({ user, onClose }: { user: User | undefined; onClose: () => void }) {
+  const { t } = useI18n();
+  const dialog = useModalDialog(user !== undefined);
+  return (
+    <dialog ref={dialog} onClose={onClose} aria-labelledby="user-history-title" aria-describedby="user-history-body" class="history-dialog">
+      {user ? (
+        <>
+          <h2 id="user-history-title">{t('staff.history_title', { email: user.email })}</h2>
+          <p id="user-history-body">{t('staff.history_intro')}</p>
+          <HistoryEntries id={user.id} />
+          <div class="form-actions">
+            <button type="button" onClick={() => dialog.current?.close()}>
+              {t('action.close')}
+            </button>
+          </div>
+        </>
+      ) : null}
+    </dialog>
+  );
+}
+
 /** The accounts, with their state and what staff can do to each. */
 export function AccountList({ listing: { loaded, pages }, onChanged }: { listing: Listing; onChanged: () => void }) {
   const { t, locale } = useI18n();
@@ -124,6 +189,7 @@ export function AccountList({ listing: { loaded, pages }, onChanged }: { listing
   const [changed, setChanged] = useState<User>();
   const [deleting, setDeleting] = useState<User>();
   const [deleted, setDeleted] = useState<User>();
+  const [history, setHistory] = useState<User>();
   const issue = async (user: User) => {
     setIssueError(undefined);
     try {
@@ -148,6 +214,7 @@ export function AccountList({ listing: { loaded, pages }, onChanged }: { listing
       {issueError ? <Notice kind="error">{issueError}</Notice> : null}
       {changed ? <Notice kind="ok">{t(changed.disabled ? 'staff.disabled_done' : 'staff.enabled_done', { email: changed.email })}</Notice> : null}
       {deleted ? <Notice kind="ok">{t('staff.deleted_done', { email: deleted.email })}</Notice> : null}
+      <HistoryDialog user={history} onClose={() => setHistory(undefined)} />
       <DeleteDialog
         user={deleting}
         onClose={() => setDeleting(undefined)}
@@ -203,6 +270,14 @@ export function AccountList({ listing: { loaded, pages }, onChanged }: { listing
                         <td class="nowrap">{formatDateTime(locale, user.created_at)}</td>
                         <td>
                           <div class="account-actions">
+                            <button
+                              type="button"
+                              class="button-quiet button-small"
+                              aria-label={t('staff.history_label', { email: user.email })}
+                              onClick={() => setHistory(user)}
+                            >
+                              {t('staff.history')}
+                            </button>
                             {user.disabled ? null : (
                               <button
                                 type="button"
