@@ -600,3 +600,58 @@ describe('GET /api/v1/users/{id}/audit (what staff read of an account)', () => {
     expect((await trail('not-a-uuid')).statusCode).toBe(422);
   });
 });
+
+describe('GET /api/v1/me/audit (one’s own account activity)', () => {
+  type OwnEntry = { action: string; by: string; ip: string | null; details: Record<string, unknown> };
+  const own = (headers: Record<string, string>) => app.inject({ method: 'GET', url: '/api/v1/me/audit', headers });
+
+  it('lists the password change as by self with its IP, and staff’s disabling as by staff without their identity or address', async () => {
+    const owner = await createOwner(context, app);
+    const changed = await app.inject({
+      method: 'POST',
+      url: '/api/v1/me/password',
+      headers: { origin, cookie: owner.cookie },
+      payload: { current_password: TEST_PASSWORD, new_password: 'gravel sunset mango kettle piano' },
+      remoteAddress: '203.0.113.8',
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    const disabled = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/users/${owner.id}`,
+      headers: { origin, cookie: staff.cookie },
+      payload: { disabled: true },
+      remoteAddress: '203.0.113.99',
+    });
+    expect(disabled.statusCode).toBe(200);
+    expect((await setDisabled(owner.id, false)).statusCode).toBe(200);
+    // Re-enabling signed the old sessions out: a new one.
+    const cookie = await loginCookie(app, owner.email, 'gravel sunset mango kettle piano', clientIp());
+
+    const entries = await waitFor(
+      async () => {
+        const read = await own({ cookie });
+        expect(read.statusCode, read.body).toBe(200);
+        const list = (JSON.parse(read.body) as { data: { entries: OwnEntry[] } }).data.entries;
+        expect(list.map((entry) => entry.action)).toEqual(expect.arrayContaining(['user.password_changed', 'user.disabled', 'user.enabled']));
+        return list;
+      },
+      10_000,
+      { message: 'the own audit trail' },
+    );
+    const byAction = (action: string) => entries.find((entry) => entry.action === action)!;
+    expect(byAction('user.password_changed')).toMatchObject({ by: 'self', ip: '203.0.113.8', details: { sessions_revoked: 0 } });
+    expect(byAction('user.disabled')).toEqual(expect.objectContaining({ by: 'staff', ip: null, details: {} }));
+    const body = JSON.stringify(entries);
+    expect(body).not.toContain(staff.id);
+    expect(body).not.toContain(staff.email);
+    expect(body).not.toContain('203.0.113.99');
+  });
+
+  it('takes a session: an API token is 401 session_required, no credentials 401', async () => {
+    const owner = await createOwner(context, app);
+    const byToken = await own(owner.auth);
+    expect(byToken.statusCode).toBe(401);
+    expect(JSON.parse(byToken.body)).toMatchObject({ ok: false, error: { code: 'unauthorized', details: { reason: 'session_required' } } });
+    expect((await own({})).statusCode).toBe(401);
+  });
+});

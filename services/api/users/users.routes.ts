@@ -163,6 +163,43 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
       },
     }),
     defineRoute({
+      operationId: 'listOwnAudit',
+      method: 'GET',
+      path: '/api/v1/me/audit',
+      summary: "The caller's own account activity (its audit trail), newest first",
+      description:
+        'Session only (an API token is 401 `unauthorized`, `details.reason` `session_required`). The audit entries the account ' +
+        'made and those about it, as staff read them with GET /api/v1/users/{id}/audit: password changes and resets, reset links, ' +
+        'TOTP changes, recovery codes used, sessions revoked, and staff disabling or re-enabling the account. An entry made by ' +
+        'another account says `by: "staff"` and carries neither its identity, its IP address nor its details; the caller\'s own ' +
+        `entries carry their IP address and details. The newest ${USER_AUDIT_LIMIT} entries. ` +
+        PAGINATION_NOTE,
+      tags: ['auth'],
+      auth: { kind: 'session' },
+      bucket: 'api',
+      query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
+      response: z.object({
+        entries: z.array(
+          z
+            .object({
+              id: z.string(),
+              action: z.string().meta({ example: 'user.password_changed' }),
+              by: z.enum(['self', 'staff', 'platform']).meta({ description: 'Who acted: this account, staff, or the platform itself.' }),
+              ip: z.string().nullable().meta({ description: 'The address of an action of this account; null for the others.' }),
+              details: z.record(z.string(), z.unknown()),
+              created_at: z.iso.datetime(),
+            })
+            .meta({ id: 'OwnAuditEntry' }),
+        ),
+      }),
+      meta: PageMetaSchema,
+      handler: async ({ principal, query, respond }) => {
+        const paged = pageByTime(await service.ownAudit(principal!.userId), pagingOf(query));
+        respond.meta(paged.meta);
+        return { entries: paged.items };
+      },
+    }),
+    defineRoute({
       operationId: 'deleteUser',
       method: 'DELETE',
       path: '/api/v1/users/{id}',

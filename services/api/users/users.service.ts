@@ -25,6 +25,16 @@ export interface UserAuditView {
   created_at: string;
 }
 
+/** An entry of one's own account activity: who acted is said as `self`, `staff` or `platform`; staff's identity and address are not told. */
+export interface OwnAuditView {
+  id: string;
+  action: string;
+  by: 'self' | 'staff' | 'platform';
+  ip: string | null;
+  details: Record<string, unknown>;
+  created_at: string;
+}
+
 const teamSubdomains = (subdomains: string[]) =>
   new AppError('conflict', { reason: 'team_subdomains', subdomains }, { messageKey: 'error.conflict.team_subdomains' });
 
@@ -91,6 +101,26 @@ export function usersService(
         details: row.details,
         created_at: row.created_at.toISOString(),
       }));
+    },
+
+    /**
+     * The caller's own account activity: the same trail as staff read, newest first, but an entry
+     * another account made (staff's disabling, re-enabling, a reset link they issued) names neither
+     * that account nor its IP address: `by` is `staff` (or `platform` when no account acted).
+     */
+    async ownAudit(userId: string): Promise<OwnAuditView[]> {
+      const rows = await auditLog.listForAccount(userId, USER_AUDIT_LIMIT);
+      return rows.map((row) => {
+        const self = row.actor_id === userId;
+        return {
+          id: String(row.id),
+          action: row.action,
+          by: self ? 'self' : row.actor_id ? 'staff' : 'platform',
+          ip: self ? row.ip : null,
+          details: self ? row.details : {},
+          created_at: row.created_at.toISOString(),
+        };
+      });
     },
 
     /**
