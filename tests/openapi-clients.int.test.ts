@@ -107,6 +107,7 @@ describe('every list declares its pagination meta', () => {
     expect(lists.map(([path]) => path).sort()).toEqual([
       '/api/v1/admin/dead-letters',
       '/api/v1/links',
+      '/api/v1/me/audit',
       '/api/v1/notifications',
       '/api/v1/subdomains',
       '/api/v1/teams',
@@ -115,6 +116,7 @@ describe('every list declares its pagination meta', () => {
       '/api/v1/teams/{id}/members',
       '/api/v1/tokens',
       '/api/v1/users',
+      '/api/v1/users/{id}/audit',
       '/api/v1/visits',
       '/api/v1/webhooks',
       '/api/v1/webhooks/{id}/deliveries',

@@ -46,6 +46,29 @@ export function auditRepository(db: Kysely<DB>) {
         .execute();
     },
     /**
+     * The newest entries an account made or that are about it (its id as the target: what staff did
+     * to it), with the actor's address while that account exists, the target and the IP address.
+     */
+    async listForAccount(userId: string, limit = 1000) {
+      return db
+        .selectFrom('audit_log')
+        .leftJoin('users', 'users.id', 'audit_log.actor_id')
+        .select([
+          'audit_log.id',
+          'audit_log.action',
+          'audit_log.actor_id',
+          'users.email as actor_email',
+          'audit_log.target',
+          'audit_log.ip',
+          'audit_log.details',
+          'audit_log.created_at',
+        ])
+        .where((eb) => eb.or([eb('audit_log.target', '=', userId), eb('audit_log.actor_id', '=', userId)]))
+        .orderBy('audit_log.created_at', 'desc')
+        .limit(limit)
+        .execute();
+    },
+    /**
      * Deletes at most `limit` entries made before `cutoff`, oldest first; returns how many. Rows
      * another deleter holds are skipped, not waited for (two workers share the work).
      */

@@ -65,6 +65,25 @@ describe('account page', () => {
     await screenshot(page, 'account-desktop');
     expect(await seriousA11yViolations(page)).toEqual([]);
 
+    // The change is in the account's activity, by "You", with this browser's address (audit rows are
+    // written after the answer: read again until it is there).
+    const activity = page.locator('section[aria-labelledby="activity-title"]');
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          await activity.locator('.activity-table, .state-empty').first().waitFor();
+          return activity.getByRole('row').filter({ hasText: 'user.password_changed' }).count();
+        },
+        { timeout: 30_000 },
+      )
+      .toBe(1);
+    const changeRow = activity.getByRole('row').filter({ hasText: 'user.password_changed' });
+    expect(await changeRow.getByRole('cell').nth(2).textContent()).toBe('You');
+    expect(await changeRow.getByRole('cell').nth(3).textContent()).toBe('127.0.0.1');
+    await screenshot(page, 'account-activity-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
     // Another session, signed out from here.
     const third = await openPage(platform, { userAgent: 'Third browser/3.0' });
     await signIn(third.page, account.email, NEW_PASSWORD);
@@ -96,6 +115,9 @@ describe('account page', () => {
     await page.getByRole('heading', { name: 'Ihr Konto', level: 1 }).waitFor();
     await page.getByRole('heading', { name: 'Passwort ändern' }).waitFor();
     await page.getByText('Diese Sitzung').waitFor();
+    // A new account's activity: nothing yet (the empty state), under its German heading.
+    await page.getByRole('heading', { name: 'Aktivität' }).waitFor();
+    await page.locator('section[aria-labelledby="activity-title"] .state-empty').waitFor();
     // Each session a block of its own: its sign-out button within the screen, no sideways scrolling.
     const button = await page.getByRole('button', { name: /^Sitzung von .* abmelden$/ }).boundingBox();
     expect(button!.x + button!.width).toBeLessThanOrEqual(375);

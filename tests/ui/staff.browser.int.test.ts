@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loginCookie } from '#tests/support/accounts.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, TEST_PASSWORD, type UiPlatform } from './support.js';
 
-// The staff page in a real browser: staff create accounts that can then sign in, and disable and
-// re-enable them after a confirmation; everyone else gets the forbidden state (the API refuses them
+// The staff page in a real browser: staff create accounts that can then sign in, disable and
+// re-enable them after a confirmation, delete them after one that offers exporting first, and read
+// each account's history (its audit trail); everyone else gets the forbidden state (the API refuses them
 // with 403) and no Staff item in the navigation.
 let platform: UiPlatform;
 
@@ -52,7 +54,14 @@ describe('staff page', () => {
       const row = accounts.getByRole('row').filter({ hasText: email });
       await row.waitFor();
       // What staff typed is text, never markup.
-      expect(await row.getByRole('cell').allTextContents()).toEqual([email, 'New <i>Owner</i>', 'Owner', 'Active', expect.any(String), 'Reset linkDisable']);
+      expect(await row.getByRole('cell').allTextContents()).toEqual([
+        email,
+        'New <i>Owner</i>',
+        'Owner',
+        'Active',
+        expect.any(String),
+        'HistoryReset linkDisableDelete',
+      ]);
       await screenshot(page, 'staff-created-desktop');
 
       // The same e-mail again (in capitals): the conflict is shown on the e-mail field.
@@ -118,12 +127,10 @@ describe('staff page', () => {
       const row = accounts.getByRole('row').filter({ hasText: target.email });
       await row.waitFor();
       expect(await row.getByRole('cell').nth(3).textContent()).toBe('Active');
-      // Staff's own row offers no Disable (the API refuses it), and deleting is explained, not offered.
+      // Staff's own row offers neither Disable nor Delete (the API refuses both).
       const own = accounts.getByRole('row').filter({ hasText: staff.email });
-      expect(await own.getByRole('button', { name: /Disable/ }).count()).toBe(0);
+      expect(await own.getByRole('button', { name: /Disable|Delete/ }).count()).toBe(0);
       expect(await own.textContent()).toContain('You');
-      await page.getByText('Deleting an account, with its links').waitFor();
-      expect(await page.getByRole('button', { name: /Delete/ }).count()).toBe(0);
 
       // The confirmation says what disabling does; Escape leaves everything as it was.
       await row.getByRole('button', { name: `Disable ${target.email}` }).click();
@@ -189,4 +196,126 @@ describe('staff page', () => {
       await browserContext.close();
     },
   );
+
+  it(
+    'lets staff delete an account after a confirmation that says it cannot be undone and offers exporting first, with the keyboard; shows a refusal in the dialog',
+    { timeout: 90_000 },
+    async () => {
+      const staff = await newAccount(platform, 'staff');
+      const target = await newAccount(platform);
+      const gone = await newAccount(platform);
+      const { page, problems, browserContext } = await openPage(platform);
+      await signIn(page, staff.email);
+      await page.goto('/staff');
+      const accounts = page.getByRole('table', { name: 'Accounts' });
+      const row = accounts.getByRole('row').filter({ hasText: target.email });
+      await row.waitFor();
+      await page.getByText('export its data first (GET /api/v1/export)').waitFor();
+
+      // The confirmation says what is lost and offers the export; Escape leaves the account as it was.
+      await row.getByRole('button', { name: `Delete ${target.email}` }).click();
+      const dialog = page.getByRole('dialog', { name: `Delete ${target.email}?` });
+      await dialog.waitFor();
+      expect(await dialog.textContent()).toContain('This cannot be undone');
+      expect(await dialog.textContent()).toContain('Export its data first');
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, 'staff-delete-confirm-desktop');
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'hidden' });
+      expect(await row.count()).toBe(1);
+
+      // Keyboard only: the row's Delete, Enter, Tab to the confirm button, Enter.
+      await row.getByRole('button', { name: `Delete ${target.email}` }).focus();
+      await page.keyboard.press('Enter');
+      await dialog.waitFor();
+      const confirm = dialog.getByRole('button', { name: 'Delete for good' });
+      for (let tabs = 0; tabs < 5 && !(await confirm.evaluate((element) => element === document.activeElement)); tabs++) await page.keyboard.press('Tab');
+      expect(await confirm.evaluate((element) => element === document.activeElement)).toBe(true);
+      await page.keyboard.press('Enter');
+      await page.getByText(`Account ${target.email} deleted.`).waitFor();
+      await row.waitFor({ state: 'detached' });
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, 'staff-deleted-desktop');
+      const signInGone = await platform.app.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: { email: target.email, password: TEST_PASSWORD },
+        remoteAddress: '198.51.100.77',
+      });
+      expect(signInGone.statusCode).toBe(401);
+
+      // Deleted elsewhere while the dialog was open: the API's 404 shows in the dialog, on a phone.
+      const phone = await openPage(platform, { viewport: 'phone' });
+      await signIn(phone.page, staff.email);
+      await phone.page.goto('/staff');
+      const goneRow = phone.page.getByRole('table', { name: 'Accounts' }).getByRole('row').filter({ hasText: gone.email });
+      await goneRow.getByRole('button', { name: `Delete ${gone.email}` }).press('Enter');
+      const goneDialog = phone.page.getByRole('dialog', { name: `Delete ${gone.email}?` });
+      await goneDialog.waitFor();
+      const cookie = await loginCookie(platform.app, staff.email, TEST_PASSWORD, '198.51.100.78');
+      const elsewhere = await platform.app.inject({ method: 'DELETE', url: `/api/v1/users/${gone.id}`, headers: { cookie, origin: platform.origin } });
+      expect(elsewhere.statusCode, elsewhere.body).toBe(200);
+      await goneDialog.getByRole('button', { name: 'Delete for good' }).press('Enter');
+      await goneDialog.getByText('Nothing was found here.').waitFor();
+      expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      expect(await seriousA11yViolations(phone.page)).toEqual([]);
+      await screenshot(phone.page, 'staff-delete-refused-phone');
+      await phone.browserContext.close();
+      expect(problems).toEqual([]);
+      await browserContext.close();
+    },
+  );
+
+  it("shows an account's history (what staff did to it, by whom, from where), and the empty state, in German on a phone", { timeout: 90_000 }, async () => {
+    const staff = await newAccount(platform, 'staff');
+    const target = await newAccount(platform);
+    const fresh = await newAccount(platform);
+    const cookie = await loginCookie(platform.app, staff.email, TEST_PASSWORD, '198.51.100.79');
+    for (const disabled of [true, false]) {
+      const changed = await platform.app.inject({
+        method: 'PATCH',
+        url: `/api/v1/users/${target.id}`,
+        headers: { cookie, origin: platform.origin },
+        payload: { disabled },
+        remoteAddress: '198.51.100.79',
+      });
+      expect(changed.statusCode, changed.body).toBe(200);
+    }
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, staff.email);
+    await page.goto('/staff');
+    const row = page.getByRole('table', { name: 'Accounts' }).getByRole('row').filter({ hasText: target.email });
+    await row.getByRole('button', { name: `History of ${target.email}` }).press('Enter');
+    const dialog = page.getByRole('dialog', { name: `History of ${target.email}` });
+    await dialog.waitFor();
+    // Audit rows are written after the answers: the two are there within moments.
+    const entries = dialog.getByRole('table').getByRole('row').filter({ hasText: staff.email });
+    await entries.filter({ hasText: 'user.enabled' }).waitFor();
+    expect(await entries.filter({ hasText: 'user.disabled' }).textContent()).toContain('198.51.100.79');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'staff-history-desktop');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(problems).toEqual([]);
+    await browserContext.close();
+
+    const phone = await openPage(platform, { viewport: 'phone', locale: 'de-DE' });
+    await phone.page.goto('/login');
+    await phone.page.getByLabel('E-Mail').fill(staff.email);
+    await phone.page.getByLabel('Passwort').fill(TEST_PASSWORD);
+    await phone.page.getByRole('button', { name: 'Anmelden' }).click();
+    await phone.page.locator('#main-nav').waitFor({ state: 'attached' });
+    await phone.page.goto('/staff');
+    const freshRow = phone.page.getByRole('table', { name: 'Konten' }).getByRole('row').filter({ hasText: fresh.email });
+    await freshRow.getByRole('button', { name: `Verlauf von ${fresh.email}` }).press('Enter');
+    const empty = phone.page.getByRole('dialog', { name: `Verlauf von ${fresh.email}` });
+    await empty.locator('.state-empty').waitFor();
+    expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    expect(await seriousA11yViolations(phone.page)).toEqual([]);
+    await screenshot(phone.page, 'staff-history-empty-phone-de');
+    await empty.getByRole('button', { name: 'Schließen' }).press('Enter');
+    await empty.waitFor({ state: 'hidden' });
+    expect(phone.problems).toEqual([]);
+    await phone.browserContext.close();
+  });
 });

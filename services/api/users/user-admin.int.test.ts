@@ -494,7 +494,7 @@ describe('the last active staff account', () => {
         cache: createMemoryCache(),
         log: context.log,
         metrics: context.metrics,
-        repositories: { users, teams: teamsRepository(context.db.db), subdomains: subdomainsRepository(context.db.db) },
+        repositories: { users, teams: teamsRepository(context.db.db), subdomains: subdomainsRepository(context.db.db), audit: auditRepository(context.db.db) },
       },
       { audit: (entry) => audited.push(entry) },
       { eraseAccount: () => Promise.reject(new Error('no account is deleted here')) },
@@ -513,5 +513,145 @@ describe('the last active staff account', () => {
     expect(refused).toBeInstanceOf(AppError);
     expect(refused).toMatchObject({ code: 'conflict', status: 409, details: { reason: 'last_active_staff' } });
     expect(audited.map((entry) => entry.action)).toEqual(['user.disabled']);
+  });
+});
+
+describe('GET /api/v1/users/{id}/audit (what staff read of an account)', () => {
+  const trail = (id: string, headers: Record<string, string> = { cookie: staff.cookie }, query = '') =>
+    app.inject({ method: 'GET', url: `/api/v1/users/${id}/audit${query}`, headers });
+  const actionsOf = (body: string) => (JSON.parse(body) as { data: { entries: { action: string }[] } }).data.entries.map((entry) => entry.action);
+
+  it("answers over HTTP the account's own changes and staff's actions on it, newest first, with actor, target and IP", async () => {
+    const owner = await createOwner(context, app);
+    const changed = await app.inject({
+      method: 'POST',
+      url: '/api/v1/me/password',
+      headers: { origin, cookie: owner.cookie },
+      payload: { current_password: TEST_PASSWORD, new_password: 'gravel sunset mango kettle piano' },
+      remoteAddress: '203.0.113.7',
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    expect((await setDisabled(owner.id, true)).statusCode).toBe(200);
+    expect((await setDisabled(owner.id, false)).statusCode).toBe(200);
+    const issued = await app.inject({ method: 'POST', url: `/api/v1/users/${owner.id}/password-reset`, headers: { origin, cookie: staff.cookie } });
+    expect(issued.statusCode, issued.body).toBe(201);
+
+    const expected = ['user.password_reset_issued', 'user.enabled', 'user.disabled', 'user.password_changed'];
+    // Audit rows are written after the answer: read until the four are there.
+    const body = await waitFor(
+      async () => {
+        const read = await trail(owner.id);
+        expect(read.statusCode, read.body).toBe(200);
+        expect(actionsOf(read.body).filter((action) => expected.includes(action))).toEqual(expected);
+        return read.body;
+      },
+      10_000,
+      { message: "the account's audit trail" },
+    );
+    type Entry = { action: string; actor_id: string | null; actor_email: string | null; target: string | null; ip: string | null; details: object };
+    const entries = (JSON.parse(body) as { data: { entries: Entry[] }; meta: { total: number } }).data.entries;
+    const byAction = (action: string) => entries.find((entry) => entry.action === action)!;
+    expect(byAction('user.password_changed')).toMatchObject({ actor_id: owner.id, actor_email: owner.email, target: owner.id, ip: '203.0.113.7' });
+    expect(byAction('user.disabled')).toMatchObject({ actor_id: staff.id, actor_email: staff.email, target: owner.id });
+    expect(byAction('user.enabled')).toMatchObject({ actor_id: staff.id, target: owner.id, details: { sessions_revoked: 1 } });
+    expect(byAction('user.password_reset_issued')).toMatchObject({ actor_id: staff.id, target: owner.id });
+    // Nothing of the link itself is in its entry.
+    const link = (JSON.parse(issued.body) as { data: { url: string } }).data.url;
+    expect(body).not.toContain(link.split('#token=')[1]);
+
+    // Paged as the other collections: one entry a page, the next page by its cursor.
+    const first = await trail(owner.id, { cookie: staff.cookie }, '?limit=1');
+    const firstBody = JSON.parse(first.body) as { data: { entries: { id: string }[] }; meta: { next_cursor: string | null } };
+    expect(firstBody.data.entries).toHaveLength(1);
+    const second = await trail(owner.id, { cookie: staff.cookie }, `?limit=1&cursor=${encodeURIComponent(firstBody.meta.next_cursor!)}`);
+    expect(second.statusCode, second.body).toBe(200);
+    expect((JSON.parse(second.body) as { data: { entries: { id: string }[] } }).data.entries[0]!.id).not.toBe(firstBody.data.entries[0]!.id);
+  });
+
+  it("keeps a deleted account's trail readable by its id, the deletion in it", async () => {
+    const owner = await createOwner(context, app);
+    const deleted = await remove(owner.id);
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    await waitFor(
+      async () => {
+        const read = await trail(owner.id);
+        expect(read.statusCode, read.body).toBe(200);
+        expect(actionsOf(read.body)).toContain('user.deleted');
+        return true;
+      },
+      10_000,
+      { message: "the deleted account's trail" },
+    );
+  });
+
+  it('refuses a caller without the admin scope (403), answers 404 for an id with no account and no entry, and 422 for a non-uuid', async () => {
+    const owner = await createOwner(context, app);
+    const other = await createOwner(context, app);
+    const bySession = await trail(owner.id, { cookie: owner.cookie });
+    expect(bySession.statusCode).toBe(403);
+    expect(JSON.parse(bySession.body)).toMatchObject({
+      ok: false,
+      error: { code: 'forbidden', details: { reason: 'missing_scope', required_scope: 'admin' } },
+    });
+    expect((await trail(other.id, owner.auth)).statusCode).toBe(403);
+    const unknown = await trail('00000000-0000-4000-8000-000000000000');
+    expect(unknown.statusCode).toBe(404);
+    expect(JSON.parse(unknown.body)).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect((await trail('not-a-uuid')).statusCode).toBe(422);
+  });
+});
+
+describe('GET /api/v1/me/audit (one’s own account activity)', () => {
+  type OwnEntry = { action: string; by: string; ip: string | null; details: Record<string, unknown> };
+  const own = (headers: Record<string, string>) => app.inject({ method: 'GET', url: '/api/v1/me/audit', headers });
+
+  it('lists the password change as by self with its IP, and staff’s disabling as by staff without their identity or address', async () => {
+    const owner = await createOwner(context, app);
+    const changed = await app.inject({
+      method: 'POST',
+      url: '/api/v1/me/password',
+      headers: { origin, cookie: owner.cookie },
+      payload: { current_password: TEST_PASSWORD, new_password: 'gravel sunset mango kettle piano' },
+      remoteAddress: '203.0.113.8',
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    const disabled = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/users/${owner.id}`,
+      headers: { origin, cookie: staff.cookie },
+      payload: { disabled: true },
+      remoteAddress: '203.0.113.99',
+    });
+    expect(disabled.statusCode).toBe(200);
+    expect((await setDisabled(owner.id, false)).statusCode).toBe(200);
+    // Re-enabling signed the old sessions out: a new one.
+    const cookie = await loginCookie(app, owner.email, 'gravel sunset mango kettle piano', clientIp());
+
+    const entries = await waitFor(
+      async () => {
+        const read = await own({ cookie });
+        expect(read.statusCode, read.body).toBe(200);
+        const list = (JSON.parse(read.body) as { data: { entries: OwnEntry[] } }).data.entries;
+        expect(list.map((entry) => entry.action)).toEqual(expect.arrayContaining(['user.password_changed', 'user.disabled', 'user.enabled']));
+        return list;
+      },
+      10_000,
+      { message: 'the own audit trail' },
+    );
+    const byAction = (action: string) => entries.find((entry) => entry.action === action)!;
+    expect(byAction('user.password_changed')).toMatchObject({ by: 'self', ip: '203.0.113.8', details: { sessions_revoked: 0 } });
+    expect(byAction('user.disabled')).toEqual(expect.objectContaining({ by: 'staff', ip: null, details: {} }));
+    const body = JSON.stringify(entries);
+    expect(body).not.toContain(staff.id);
+    expect(body).not.toContain(staff.email);
+    expect(body).not.toContain('203.0.113.99');
+  });
+
+  it('takes a session: an API token is 401 session_required, no credentials 401', async () => {
+    const owner = await createOwner(context, app);
+    const byToken = await own(owner.auth);
+    expect(byToken.statusCode).toBe(401);
+    expect(JSON.parse(byToken.body)).toMatchObject({ ok: false, error: { code: 'unauthorized', details: { reason: 'session_required' } } });
+    expect((await own({})).statusCode).toBe(401);
   });
 });

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { textField } from '#shared/http/fields.js';
 import { AppError } from '#shared/errors.js';
-import { collectionMeta, cursorParam, PageMetaSchema, PAGINATION_NOTE, pagingOf, pagingQuery } from '#shared/http/pagination.js';
+import { collectionMeta, cursorParam, PageMetaSchema, PAGINATION_NOTE, pageByTime, pagingOf, pagingQuery, TIME_CURSOR } from '#shared/http/pagination.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { hashPassword, isWeakPassword } from '#shared/password.js';
 import type { Repositories } from '#services/repositories.js';
-import type { UsersService } from './users.service.js';
+import { USER_AUDIT_LIMIT, type UsersService } from './users.service.js';
 import { toUserView } from './users.view.js';
 import { rule } from '#shared/i18n/index.js';
 
@@ -31,6 +31,24 @@ const DISABLE_NOTE =
   'disable their own account (409 `conflict`, `details.reason` `cannot_disable_self`) nor the last active staff account ' +
   '(409, `last_active_staff`). Setting the state the account already has changes nothing. Audited (`user.disabled`, ' +
   '`user.enabled`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`.';
+
+const UserAuditEntrySchema = z
+  .object({
+    id: z.string(),
+    action: z.string().meta({
+      description:
+        'What happened, e.g. `user.password_changed`, `user.password_reset_requested`, `user.password_reset_issued`, `user.password_reset`, ' +
+        '`user.totp_enabled`, `user.totp_disabled`, `auth.recovery_code_used`, `session.revoked`, `user.disabled`, `user.enabled`, `user.deleted`.',
+      example: 'user.disabled',
+    }),
+    actor_id: z.uuid().nullable().meta({ description: 'The account that acted (null for the platform, or once that account is deleted).' }),
+    actor_email: z.string().nullable().meta({ description: "That account's address, while the account exists." }),
+    target: z.string().nullable().meta({ description: 'What the action was about: an account id, a session id, a team id, …' }),
+    ip: z.string().nullable().meta({ description: 'The address the action came from, when there was one.' }),
+    details: z.record(z.string(), z.unknown()),
+    created_at: z.iso.datetime(),
+  })
+  .meta({ id: 'UserAuditEntry' });
 
 /** A users cursor is opaque: a version tag and the id of the last account of the previous page (an unknown id: an empty page). */
 const encodeCursor = (id: string) => `u1.${id}`;
@@ -119,6 +137,69 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
       handler: async ({ params, body, principal, request }) => service.setDisabled(principal!, params.id, body.disabled, request.ip),
     }),
     defineRoute({
+      operationId: 'listUserAudit',
+      method: 'GET',
+      path: '/api/v1/users/{id}/audit',
+      summary: "An account's audit trail, newest first (staff only)",
+      description:
+        'A staff session, or a token with the admin scope. The audit entries the account made and those about it: its password ' +
+        'changes and resets, reset links asked for or issued by staff, TOTP changes and recovery codes used, sessions revoked, and ' +
+        "staff's disabling, re-enabling and deletion of it, each with the actor, the target, the IP address and the details. The " +
+        `newest ${USER_AUDIT_LIMIT} entries; entries are pruned after AUDIT_RETENTION_DAYS. A deleted account's trail stays readable ` +
+        'by its id; an id with neither an account nor an entry is 404 `not_found`; a caller without the admin scope is 403 `forbidden`. ' +
+        PAGINATION_NOTE,
+      tags: ['users'],
+      auth: { kind: 'scope', scope: 'admin' },
+      bucket: 'api',
+      params: z.object({ id: z.uuid() }),
+      query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
+      response: z.object({ entries: z.array(UserAuditEntrySchema) }),
+      meta: PageMetaSchema,
+      errors: ['not_found'],
+      handler: async ({ params, query, respond }) => {
+        const paged = pageByTime(await service.audit(params.id), pagingOf(query));
+        respond.meta(paged.meta);
+        return { entries: paged.items };
+      },
+    }),
+    defineRoute({
+      operationId: 'listOwnAudit',
+      method: 'GET',
+      path: '/api/v1/me/audit',
+      summary: "The caller's own account activity (its audit trail), newest first",
+      description:
+        'Session only (an API token is 401 `unauthorized`, `details.reason` `session_required`). The audit entries the account ' +
+        'made and those about it, as staff read them with GET /api/v1/users/{id}/audit: password changes and resets, reset links, ' +
+        'TOTP changes, recovery codes used, sessions revoked, and staff disabling or re-enabling the account. An entry made by ' +
+        'another account says `by: "staff"` and carries neither its identity, its IP address nor its details; the caller\'s own ' +
+        `entries carry their IP address and details. The newest ${USER_AUDIT_LIMIT} entries. ` +
+        PAGINATION_NOTE,
+      tags: ['auth'],
+      auth: { kind: 'session' },
+      bucket: 'api',
+      query: z.object({ ...pagingQuery, cursor: cursorParam(TIME_CURSOR) }),
+      response: z.object({
+        entries: z.array(
+          z
+            .object({
+              id: z.string(),
+              action: z.string().meta({ example: 'user.password_changed' }),
+              by: z.enum(['self', 'staff', 'platform']).meta({ description: 'Who acted: this account, staff, or the platform itself.' }),
+              ip: z.string().nullable().meta({ description: 'The address of an action of this account; null for the others.' }),
+              details: z.record(z.string(), z.unknown()),
+              created_at: z.iso.datetime(),
+            })
+            .meta({ id: 'OwnAuditEntry' }),
+        ),
+      }),
+      meta: PageMetaSchema,
+      handler: async ({ principal, query, respond }) => {
+        const paged = pageByTime(await service.ownAudit(principal!.userId), pagingOf(query));
+        respond.meta(paged.meta);
+        return { entries: paged.items };
+      },
+    }),
+    defineRoute({
       operationId: 'deleteUser',
       method: 'DELETE',
       path: '/api/v1/users/{id}',
@@ -134,7 +215,9 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
         '(`cannot_delete_self`). An unknown id is 404 `not_found`; a caller without the admin scope is 403 `forbidden`. ' +
         'An account that is the only owner of a team with other members is 409 `conflict` (`last_team_owner`, `details.teams` ' +
         'naming them), checked before anything is deleted: another member is made an owner first, or the team deleted. The teams ' +
-        'the account is the only member of are deleted with it (`teams`).',
+        'the account is the only member of are deleted with it (`teams`). An account owning a subdomain that a team with other ' +
+        'members works on is 409 `conflict` (`team_subdomains`, `details.subdomains` naming them), also before anything is deleted: ' +
+        'the subdomain is taken back from the team (DELETE /api/v1/subdomains/{name}/team) first.',
       tags: ['users'],
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',

@@ -10,6 +10,31 @@ import type { ErasuresService } from '../erasures/erasures.service.js';
 
 const lastTeamOwner = (teams: string[]) => new AppError('conflict', { reason: 'last_team_owner', teams }, { messageKey: 'error.conflict.last_team_owner' });
 
+/** How many of an account's newest audit entries staff can read. */
+export const USER_AUDIT_LIMIT = 1000;
+
+/** An entry of an account's audit trail, as staff read it. */
+export interface UserAuditView {
+  id: string;
+  action: string;
+  actor_id: string | null;
+  actor_email: string | null;
+  target: string | null;
+  ip: string | null;
+  details: Record<string, unknown>;
+  created_at: string;
+}
+
+/** An entry of one's own account activity: who acted is said as `self`, `staff` or `platform`; staff's identity and address are not told. */
+export interface OwnAuditView {
+  id: string;
+  action: string;
+  by: 'self' | 'staff' | 'platform';
+  ip: string | null;
+  details: Record<string, unknown>;
+  created_at: string;
+}
+
 const teamSubdomains = (subdomains: string[]) =>
   new AppError('conflict', { reason: 'team_subdomains', subdomains }, { messageKey: 'error.conflict.team_subdomains' });
 
@@ -23,11 +48,11 @@ const teamSubdomains = (subdomains: string[]) =>
  * revoked at re-enabling, so the person signs in again.
  */
 export function usersService(
-  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users' | 'teams' | 'subdomains'> },
+  context: Pick<Context, 'cache' | 'log' | 'metrics'> & { repositories: Pick<Repositories, 'users' | 'teams' | 'subdomains' | 'audit'> },
   abuse: Pick<AbuseGuard, 'audit'>,
   erasures: Pick<ErasuresService, 'eraseAccount'>,
 ) {
-  const { users, teams, subdomains } = context.repositories;
+  const { users, teams, subdomains, audit: auditLog } = context.repositories;
   return {
     /**
      * Disables or re-enables an account. Staff cannot disable their own account, nor the last active
@@ -55,6 +80,47 @@ export function usersService(
         });
       }
       return toUserView(result.user);
+    },
+
+    /**
+     * An account's audit trail for staff: what it did (actor) and what was done to it (target: staff's
+     * disabling, re-enabling, reset links and deletion, its own password and TOTP changes), newest
+     * first, at most USER_AUDIT_LIMIT entries. A deleted account's trail stays readable by its id
+     * (the deletion's entry among it); an id with neither an account nor an entry is 404.
+     */
+    async audit(id: string): Promise<UserAuditView[]> {
+      const rows = await auditLog.listForAccount(id, USER_AUDIT_LIMIT);
+      if (rows.length === 0 && !(await users.findById(id))) throw new AppError('not_found', { resource: 'user' });
+      return rows.map((row) => ({
+        id: String(row.id),
+        action: row.action,
+        actor_id: row.actor_id,
+        actor_email: row.actor_email ?? null,
+        target: row.target,
+        ip: row.ip,
+        details: row.details,
+        created_at: row.created_at.toISOString(),
+      }));
+    },
+
+    /**
+     * The caller's own account activity: the same trail as staff read, newest first, but an entry
+     * another account made (staff's disabling, re-enabling, a reset link they issued) names neither
+     * that account nor its IP address: `by` is `staff` (or `platform` when no account acted).
+     */
+    async ownAudit(userId: string): Promise<OwnAuditView[]> {
+      const rows = await auditLog.listForAccount(userId, USER_AUDIT_LIMIT);
+      return rows.map((row) => {
+        const self = row.actor_id === userId;
+        return {
+          id: String(row.id),
+          action: row.action,
+          by: self ? 'self' : row.actor_id ? 'staff' : 'platform',
+          ip: self ? row.ip : null,
+          details: self ? row.details : {},
+          created_at: row.created_at.toISOString(),
+        };
+      });
     },
 
     /**

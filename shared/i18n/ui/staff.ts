@@ -33,8 +33,25 @@ export const staff = uiMessages({
     'staff.enable_body': 'It can sign in again and its API tokens work again. The sessions it had before stay signed out.',
     'staff.disabled_done': 'Account {email} disabled.',
     'staff.enabled_done': 'Account {email} re-enabled. It can sign in again.',
-    'staff.delete_unavailable':
-      'Deleting an account, with its links, tokens, webhooks and raw visits, is done through the API (DELETE /api/v1/users/{id}) and cannot be undone: export its data first. Disable an account to stop it at once.',
+    'staff.delete_note':
+      'Deleting an account removes its links, subdomains, tokens, webhooks, sessions and raw visits, and cannot be undone: export its data first (GET /api/v1/export). Disable an account to stop it at once.',
+    'staff.delete': 'Delete',
+    'staff.delete_label': 'Delete {email}',
+    'staff.delete_title': 'Delete {email}?',
+    'staff.delete_body':
+      'This cannot be undone. Its links stop redirecting, and its subdomains, API tokens, webhooks, sessions and raw visits are deleted with it. Export its data first if it is still needed (GET /api/v1/export), or disable the account instead.',
+    'staff.delete_confirm': 'Delete for good',
+    'staff.deleted_done': 'Account {email} deleted.',
+    'staff.history': 'History',
+    'staff.history_label': 'History of {email}',
+    'staff.history_title': 'History of {email}',
+    'staff.history_intro':
+      'The newest audit-log entries by this account and about it: password, reset links, two-factor sign-in, sessions, and what staff did to it.',
+    'staff.history_when': 'When',
+    'staff.history_action': 'Action',
+    'staff.history_actor': 'By',
+    'staff.history_ip': 'IP address',
+    'staff.history_platform': 'the platform',
   },
   de: {
     'staff.title': 'Mitarbeitende',
@@ -68,8 +85,25 @@ export const staff = uiMessages({
     'staff.enable_body': 'Es kann sich wieder anmelden, und seine API-Tokens funktionieren wieder. Seine früheren Sitzungen bleiben abgemeldet.',
     'staff.disabled_done': 'Konto {email} deaktiviert.',
     'staff.enabled_done': 'Konto {email} wieder aktiviert. Es kann sich wieder anmelden.',
-    'staff.delete_unavailable':
-      'Ein Konto mit seinen Links, Tokens, Webhooks und Rohbesuchen wird über die API gelöscht (DELETE /api/v1/users/{id}); das lässt sich nicht rückgängig machen: Exportieren Sie seine Daten vorher. Deaktivieren Sie ein Konto, um es sofort zu stoppen.',
+    'staff.delete_note':
+      'Das Löschen eines Kontos entfernt seine Links, Subdomains, Tokens, Webhooks, Sitzungen und Rohbesuche und lässt sich nicht rückgängig machen: Exportieren Sie seine Daten vorher (GET /api/v1/export). Deaktivieren Sie ein Konto, um es sofort zu stoppen.',
+    'staff.delete': 'Löschen',
+    'staff.delete_label': '{email} löschen',
+    'staff.delete_title': '{email} löschen?',
+    'staff.delete_body':
+      'Das lässt sich nicht rückgängig machen. Seine Links leiten nicht mehr weiter, und seine Subdomains, API-Tokens, Webhooks, Sitzungen und Rohbesuche werden mit ihm gelöscht. Exportieren Sie seine Daten vorher, falls sie noch gebraucht werden (GET /api/v1/export), oder deaktivieren Sie das Konto stattdessen.',
+    'staff.delete_confirm': 'Endgültig löschen',
+    'staff.deleted_done': 'Konto {email} gelöscht.',
+    'staff.history': 'Verlauf',
+    'staff.history_label': 'Verlauf von {email}',
+    'staff.history_title': 'Verlauf von {email}',
+    'staff.history_intro':
+      'Die neuesten Einträge des Prüfprotokolls von diesem Konto und über es: Passwort, Links zum Zurücksetzen, Zwei-Faktor-Anmeldung, Sitzungen und was Mitarbeitende mit ihm getan haben.',
+    'staff.history_when': 'Wann',
+    'staff.history_action': 'Aktion',
+    'staff.history_actor': 'Von',
+    'staff.history_ip': 'IP-Adresse',
+    'staff.history_platform': 'der Plattform',
   },
   fr: {
     'staff.title': 'Équipe',
@@ -103,8 +137,25 @@ export const staff = uiMessages({
     'staff.enable_body': 'Il peut de nouveau se connecter et ses jetons d’API fonctionnent de nouveau. Ses sessions d’avant restent déconnectées.',
     'staff.disabled_done': 'Compte {email} désactivé.',
     'staff.enabled_done': 'Compte {email} réactivé. Il peut de nouveau se connecter.',
-    'staff.delete_unavailable':
-      'La suppression d’un compte, avec ses liens, jetons, webhooks et visites brutes, se fait par l’API (DELETE /api/v1/users/{id}) et est définitive : exportez ses données avant. Désactivez un compte pour l’arrêter aussitôt.',
+    'staff.delete_note':
+      'Supprimer un compte efface ses liens, sous-domaines, jetons, webhooks, sessions et visites brutes, et est définitif : exportez ses données avant (GET /api/v1/export). Désactivez un compte pour l’arrêter aussitôt.',
+    'staff.delete': 'Supprimer',
+    'staff.delete_label': 'Supprimer {email}',
+    'staff.delete_title': 'Supprimer {email} ?',
+    'staff.delete_body':
+      'C’est définitif. Ses liens cessent de rediriger, et ses sous-domaines, jetons d’API, webhooks, sessions et visites brutes sont supprimés avec lui. Exportez ses données avant si elles servent encore (GET /api/v1/export), ou désactivez plutôt le compte.',
+    'staff.delete_confirm': 'Supprimer définitivement',
+    'staff.deleted_done': 'Compte {email} supprimé.',
+    'staff.history': 'Historique',
+    'staff.history_label': 'Historique de {email}',
+    'staff.history_title': 'Historique de {email}',
+    'staff.history_intro':
+      'Les entrées les plus récentes du journal d’audit faites par ce compte et le concernant : mot de passe, liens de réinitialisation, connexion à deux facteurs, sessions, et ce que l’équipe lui a fait.',
+    'staff.history_when': 'Quand',
+    'staff.history_action': 'Action',
+    'staff.history_actor': 'Par',
+    'staff.history_ip': 'Adresse IP',
+    'staff.history_platform': 'la plateforme',
   },
   es: {
     'staff.title': 'Personal',
@@ -138,7 +189,24 @@ export const staff = uiMessages({
     'staff.enable_body': 'Puede volver a iniciar sesión y sus tokens de API vuelven a funcionar. Las sesiones que tenía siguen cerradas.',
     'staff.disabled_done': 'Cuenta {email} desactivada.',
     'staff.enabled_done': 'Cuenta {email} reactivada. Puede volver a iniciar sesión.',
-    'staff.delete_unavailable':
-      'Una cuenta se elimina, con sus enlaces, tokens, webhooks y visitas sin procesar, mediante la API (DELETE /api/v1/users/{id}) y no se puede deshacer: exporta antes sus datos. Desactiva una cuenta para detenerla al instante.',
+    'staff.delete_note':
+      'Eliminar una cuenta borra sus enlaces, subdominios, tokens, webhooks, sesiones y visitas sin procesar, y no se puede deshacer: exporta antes sus datos (GET /api/v1/export). Desactiva una cuenta para detenerla al instante.',
+    'staff.delete': 'Eliminar',
+    'staff.delete_label': 'Eliminar {email}',
+    'staff.delete_title': '¿Eliminar {email}?',
+    'staff.delete_body':
+      'No se puede deshacer. Sus enlaces dejan de redirigir, y sus subdominios, tokens de API, webhooks, sesiones y visitas sin procesar se eliminan con ella. Exporta antes sus datos si aún se necesitan (GET /api/v1/export), o desactiva la cuenta en su lugar.',
+    'staff.delete_confirm': 'Eliminar definitivamente',
+    'staff.deleted_done': 'Cuenta {email} eliminada.',
+    'staff.history': 'Historial',
+    'staff.history_label': 'Historial de {email}',
+    'staff.history_title': 'Historial de {email}',
+    'staff.history_intro':
+      'Las entradas más recientes del registro de auditoría hechas por esta cuenta y sobre ella: contraseña, enlaces de restablecimiento, inicio de sesión en dos pasos, sesiones y lo que el personal hizo con ella.',
+    'staff.history_when': 'Cuándo',
+    'staff.history_action': 'Acción',
+    'staff.history_actor': 'Por',
+    'staff.history_ip': 'Dirección IP',
+    'staff.history_platform': 'la plataforma',
   },
 });

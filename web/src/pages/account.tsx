@@ -178,6 +178,54 @@ function SessionTable({ sessions, onRevoked }: { sessions: Session[]; onRevoked:
   );
 }
 
+/** How many of the account's newest activity entries the page shows. */
+const ACTIVITY_SIZE = 20;
+
+/** The account's own activity (GET /api/v1/me/audit): when, what, and who acted (staff's identity is not told). */
+function Activity({ round }: { round: number }) {
+  const { t, locale } = useI18n();
+  const loaded = useLoad((signal) => load(api.GET('/api/v1/me/audit', { params: { query: { limit: ACTIVITY_SIZE } }, signal })), [round]);
+  const byLabel = { self: 'account.activity_by_self', staff: 'account.activity_by_staff', platform: 'account.activity_by_platform' } as const;
+  return (
+    <section class="card account-section" aria-labelledby="activity-title">
+      <h2 id="activity-title">{t('account.activity_title')}</h2>
+      <p class="muted">{t('account.activity_intro')}</p>
+      <Async loaded={loaded}>
+        {(data) =>
+          data.entries.length === 0 ? (
+            <Empty />
+          ) : (
+            <div class="table-wrap" tabIndex={0} role="region" aria-label={t('account.activity_title')}>
+              <table class="activity-table">
+                <thead>
+                  <tr>
+                    <th scope="col">{t('account.activity_when')}</th>
+                    <th scope="col">{t('account.activity_action')}</th>
+                    <th scope="col">{t('account.activity_by')}</th>
+                    <th scope="col">{t('account.session_ip')}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.entries.map((entry) => (
+                    <tr key={entry.id}>
+                      <td class="nowrap">{formatDateTime(locale, entry.created_at)}</td>
+                      <td>
+                        <code>{entry.action}</code>
+                      </td>
+                      <td>{t(byLabel[entry.by])}</td>
+                      <td class="nowrap">{entry.ip ?? '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )
+        }
+      </Async>
+    </section>
+  );
+}
+
 export function AccountPage() {
   const { t } = useI18n();
   // A password change signs the other sessions out: the list is read again.
@@ -188,6 +236,7 @@ export function AccountPage() {
       <ChangePassword onChanged={() => setRound((value) => value + 1)} />
       <TwoFactorSection />
       <Sessions round={round} />
+      <Activity round={round} />
     </>
   );
 }
