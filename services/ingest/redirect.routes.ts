@@ -86,6 +86,11 @@ function createRedirector(deps: ShortHostDeps) {
     return { kind: 'refusal', error, rateLimit };
   };
 
+  const fallbackRedirect = (location: string, rateLimit: RateDecision): RedirectOutcome => {
+    answered('302').inc();
+    return { kind: 'redirect', status: 302, location, rateLimit };
+  };
+
   /** A request being decided: its path and query, split once. */
   type Asked = { request: ShortHostRequest; path: string; query: string };
 
@@ -122,9 +127,13 @@ function createRedirector(deps: ShortHostDeps) {
     // What the edge knows, said: expired, at its visit limit, or no live link (the cache does not
     // tell a deleted link from one that never existed, and an owner's deletions are not public).
     if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }, { messageKey: 'error.not_found.link' }), decision);
-    if (link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at)
-      return refusal(new AppError('gone', { slug, reason: 'expired' }, { messageKey: 'error.gone.expired' }), decision);
-    if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }, { messageKey: 'error.gone.limit_reached' }), decision);
+    const expired = link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at;
+    if (expired || link.limit_reached) {
+      // Issue 40: a link that no longer redirects to its target may send visitors to its fallback (no visit counted).
+      if (link.fallback_url) return fallbackRedirect(link.fallback_url, decision);
+      if (expired) return refusal(new AppError('gone', { slug, reason: 'expired' }, { messageKey: 'error.gone.expired' }), decision);
+      return refusal(new AppError('gone', { slug, reason: 'limit_reached' }, { messageKey: 'error.gone.limit_reached' }), decision);
+    }
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();

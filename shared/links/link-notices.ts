@@ -16,6 +16,8 @@ export interface RedirectLink {
   max_visits: number | null;
   /** Its visits reached max_visits: the link no longer redirects. */
   limit_reached: boolean;
+  /** Where the link sends visitors once expired or at its visit limit, instead of 410 (issue 40). */
+  fallback_url: string | null;
   /** From one sequence, taken by every insert and change: a cache keeps the highest it saw per slug. */
   version: number;
 }
@@ -33,11 +35,17 @@ export const REDIRECT_LINK_COLUMNS = [
   'max_visits',
   'limit_reached_at',
   'version',
+  'fallback_url',
 ] as const;
 
 /** The redirect record of a stored link row. */
 export function toRedirectLink(
-  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version'> & { expires_at: Date | null; limit_reached_at: Date | null; version: string | number },
+  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version' | 'fallback_url'> & {
+    fallback_url?: string | null;
+    expires_at: Date | null;
+    limit_reached_at: Date | null;
+    version: string | number;
+  },
 ): RedirectLink {
   return {
     id: row.id,
@@ -50,6 +58,7 @@ export function toRedirectLink(
     expires_at: row.expires_at?.toISOString() ?? null,
     max_visits: row.max_visits,
     limit_reached: row.limit_reached_at !== null,
+    fallback_url: row.fallback_url ?? null,
     version: Number(row.version),
   };
 }

@@ -41,6 +41,8 @@ export interface LinkView {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** Issue 40: where the link redirects once expired or at its visit limit, instead of 410. */
+  fallback_url: string | null;
   /** Only with `include=clicks`. */
   clicks?: LinkClicks;
 }
@@ -67,6 +69,7 @@ export interface NewLinkInput {
   redirect_type?: number;
   append_visit_id?: boolean;
   client_id?: string;
+  fallback_url?: string;
 }
 
 /** One link of an import, as its source file gave it (not yet checked). */
@@ -99,6 +102,7 @@ export interface LinkPatch {
   max_visits?: number | null;
   redirect_type?: number;
   append_visit_id?: boolean;
+  fallback_url?: string | null;
 }
 
 /** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
@@ -205,12 +209,21 @@ export function linksService(deps: LinksDeps) {
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     deleted_at: row.deleted_at?.toISOString() ?? null,
+    fallback_url: row.fallback_url,
   });
 
   const target = (input: string): string => {
     const checked = checkTargetUrl(input, config);
     if (!checked.ok && checked.platform) throw new AppError('forbidden', { reason: 'target_is_platform', target_url: checked.rule });
     if (!checked.ok) throw new AppError('validation_error', { target_url: checked.rule });
+    return checked.url;
+  };
+
+  /** A fallback URL is checked as a target is, its refusals named after its own field. */
+  const fallback = (input: string): string => {
+    const checked = checkTargetUrl(input, config);
+    if (!checked.ok && checked.platform) throw new AppError('forbidden', { reason: 'target_is_platform', fallback_url: checked.rule });
+    if (!checked.ok) throw new AppError('validation_error', { fallback_url: checked.rule });
     return checked.url;
   };
 
@@ -286,11 +299,19 @@ export function linksService(deps: LinksDeps) {
         maxVisits: input.max_visits ?? null,
         redirectType: input.redirect_type ?? 302,
         appendVisitId: input.append_visit_id ?? false,
+        fallbackUrl: input.fallback_url === undefined ? null : fallback(input.fallback_url),
       };
       const clientId = input.client_id ?? null;
       // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
-      const { appendVisitId, ...hashed } = normalized;
-      const hash = clientId ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), expiresAt: expiresAt?.toISOString() ?? null }) : null;
+      const { appendVisitId, fallbackUrl, ...hashed } = normalized;
+      const hash = clientId
+        ? bodyHash({
+            ...hashed,
+            ...(appendVisitId ? { appendVisitId } : {}),
+            ...(fallbackUrl ? { fallbackUrl } : {}),
+            expiresAt: expiresAt?.toISOString() ?? null,
+          })
+        : null;
       const replayOf = (original: LinkRow): { link: LinkView; replay: boolean } => {
         if (original.client_body_hash !== hash) {
           throw new AppError('conflict', { client_id: rule('client_id_reused') });
@@ -371,6 +392,7 @@ export function linksService(deps: LinksDeps) {
       if (patch.max_visits !== undefined) changes.max_visits = patch.max_visits;
       if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;
       if (patch.append_visit_id !== undefined) changes.append_visit_id = patch.append_visit_id;
+      if (patch.fallback_url !== undefined) changes.fallback_url = patch.fallback_url === null ? null : fallback(patch.fallback_url);
       const row = await links.update(id, changes);
       if (row === 'slug_taken') throw new AppError('conflict', { slug: rule('taken_in_subdomain') });
       if (!row) throw new AppError('not_found', { link: id });
@@ -406,6 +428,7 @@ export function linksService(deps: LinksDeps) {
           maxVisits: source.max_visits,
           redirectType: source.redirect_type,
           appendVisitId: source.append_visit_id,
+          fallbackUrl: source.fallback_url,
           clientId: null,
           clientBodyHash: null,
         },
