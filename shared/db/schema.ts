@@ -155,6 +155,8 @@ export interface LinksTable {
   append_visit_id: ColumnType<boolean, boolean | undefined, boolean>;
   /** Issue 40: where an expired or exhausted link redirects instead of its 410. */
   fallback_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Issue 40: scrypt hash of the password the edge asks first (shared/password.ts); null: none. */
+  password_hash: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface PlatformSecretsTable {

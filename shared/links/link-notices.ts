@@ -18,6 +18,8 @@ export interface RedirectLink {
   limit_reached: boolean;
   /** Where the link sends visitors once expired or at its visit limit, instead of 410 (issue 40). */
   fallback_url: string | null;
+  /** The scrypt hash of the password the edge asks before redirecting (issue 40); null: none. */
+  password_hash: string | null;
   /** From one sequence, taken by every insert and change: a cache keeps the highest it saw per slug. */
   version: number;
 }
@@ -36,12 +38,14 @@ export const REDIRECT_LINK_COLUMNS = [
   'limit_reached_at',
   'version',
   'fallback_url',
+  'password_hash',
 ] as const;
 
 /** The redirect record of a stored link row. */
 export function toRedirectLink(
-  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version' | 'fallback_url'> & {
+  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version' | 'fallback_url' | 'password_hash'> & {
     fallback_url?: string | null;
+    password_hash?: string | null;
     expires_at: Date | null;
     limit_reached_at: Date | null;
     version: string | number;
@@ -59,6 +63,7 @@ export function toRedirectLink(
     max_visits: row.max_visits,
     limit_reached: row.limit_reached_at !== null,
     fallback_url: row.fallback_url ?? null,
+    password_hash: row.password_hash ?? null,
     version: Number(row.version),
   };
 }

@@ -68,6 +68,20 @@ const fallbackSchema = z
   .regex(HTTP_URL, rule('http_url'))
   .meta({ description: FALLBACK_URL_DOC });
 
+// Issue 40, protected links: the password (write-only).
+const HAS_PASSWORD_DOC =
+  'The short URL asks a password first (set with `password`, which is write-only: neither it nor its hash is ever returned).';
+const passwordSchema = z
+  .string()
+  .min(4)
+  .max(128)
+  .meta({
+    description:
+      'Write-only. The edge answers the short URL with a password page (no visit counted) and redirects only once this password is given; ' +
+      'stored as an scrypt hash (N=2^15, r=8, p=1, 16-byte salt). `null` removes it. Never returned: the link says `has_password`.',
+    writeOnly: true,
+  });
+
 const redirectSchema = z
   .union(REDIRECT_TYPES.map((code) => z.literal(code)))
   .meta({ description: 'HTTP status of the redirect: 301, 302 (default), 307 or 308.' });
@@ -121,6 +135,7 @@ const LinkSchema = z
     deleted_at: z.iso.datetime().nullable().meta({ description: 'Set once soft-deleted (only seen in the DELETE answer).' }),
     clicks: LinkClicksSchema.optional(),
     fallback_url: z.string().nullable().meta({ description: FALLBACK_URL_DOC }),
+    has_password: z.boolean().meta({ description: HAS_PASSWORD_DOC }),
   })
   .meta({ id: 'Link' });
 
@@ -197,6 +212,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         append_visit_id: appendVisitIdSchema.optional(),
         client_id: z.string().min(1).max(128).optional().meta({ description: 'Idempotency key chosen by the client, unique per owner.' }),
         fallback_url: fallbackSchema.optional(),
+        password: passwordSchema.optional(),
       }),
       response: LinkSchema,
       status: 201,
@@ -238,7 +254,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       path: '/api/v1/links/{id}',
       summary: 'Update a link',
       description:
-        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id, fallback_url; `null` clears title, expires_at, max_visits and fallback_url.',
+        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id, fallback_url, password; `null` clears title, expires_at, max_visits, fallback_url and password.',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -254,6 +270,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
           redirect_type: redirectSchema.optional(),
           append_visit_id: appendVisitIdSchema.optional(),
           fallback_url: fallbackSchema.nullable().optional(),
+          password: passwordSchema.nullable().optional(),
         })
         .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),
