@@ -69,8 +69,7 @@ const fallbackSchema = z
   .meta({ description: FALLBACK_URL_DOC });
 
 // Issue 40, protected links: the password (write-only).
-const HAS_PASSWORD_DOC =
-  'The short URL asks a password first (set with `password`, which is write-only: neither it nor its hash is ever returned).';
+const HAS_PASSWORD_DOC = 'The short URL asks a password first (set with `password`, which is write-only: neither it nor its hash is ever returned).';
 const passwordSchema = z
   .string()
   .min(4)
