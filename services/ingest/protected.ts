@@ -25,12 +25,17 @@ const PAGE_CSS =
   'button{font:inherit;margin-top:1rem;padding:.5rem 1rem;border:0;border-radius:4px;background:#0a58ca;color:#fff}' +
   '.error{color:#b3261e;font-weight:600}input:focus,button:focus{outline:3px solid #0a58ca;outline-offset:2px}';
 
+const BASE_HEADERS = htmlSecurityHeaders({ frameAncestors: "'none'", styleHashes: [createHash('sha256').update(PAGE_CSS).digest('base64')], scripts: false });
+
 /**
- * The public page's policy (no script, styles only from the platform or admitted by hash, forms only
- * to the same origin), but never framed: a password form in someone else's frame invites clickjacking.
+ * The public page's policy (no script, styles only from the platform or admitted by hash), but never
+ * framed: a password form in someone else's frame invites clickjacking. Browsers hold the redirect
+ * that follows a form's post to form-action too, and the target is on another origin, which the page
+ * must not name before the password is given: the form may lead to any http(s) URL.
  */
 const PAGE_HEADERS = {
-  ...htmlSecurityHeaders({ frameAncestors: "'none'", styleHashes: [createHash('sha256').update(PAGE_CSS).digest('base64')], scripts: false }),
+  ...BASE_HEADERS,
+  'Content-Security-Policy': BASE_HEADERS['Content-Security-Policy']!.replace("form-action 'self'", "form-action 'self' https: http:"),
   'Cache-Control': 'no-store',
 };
 
