@@ -142,16 +142,28 @@ describe.skipIf(!SERVICES_MODE)('a thin ingest node (SERVICE_ROLES=ingest, servi
     expect(page.headers.location).toBeUndefined();
     expect(page.body).toContain('name="password"');
     const post = (password: string) =>
-      fetch(`http://127.0.0.1:${edge.port}/${slug}`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: { host: seeded.host, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ password }).toString(),
+      new Promise<{ status: number; location: string | undefined }>((resolve, reject) => {
+        const body = new URLSearchParams({ password }).toString();
+        request(
+          {
+            host: '127.0.0.1',
+            port: edge.port,
+            path: `/${slug}`,
+            method: 'POST',
+            headers: { host: seeded.host, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) },
+          },
+          (response) => {
+            response.resume();
+            response.on('end', () => resolve({ status: response.statusCode!, location: response.headers.location }));
+          },
+        )
+          .on('error', reject)
+          .end(body);
       });
     expect((await post('wrong guess')).status).toBe(403);
     const right = await post('open sesame');
     expect(right.status).toBe(302);
-    expect(right.headers.get('location')).toBe('https://example.com/protected');
+    expect(right.location).toBe('https://example.com/protected');
   }, 120_000);
 
   it('a worker alone opens the analytics store (its retention job prunes and folds raw visits), and no message-log consumer', async () => {
