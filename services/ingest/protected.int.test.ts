@@ -10,6 +10,7 @@ import type { Consumer } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { linksRepository } from '#shared/links/links.repository.js';
 import { publishLinkNotice, toRedirectLink } from '#shared/links/link-notices.js';
+import { PASSWORD_CHECKS } from './protected.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 import { closeContext as closeOther } from '#tests/support/context.js';
 
@@ -203,6 +204,22 @@ describe('a protected link at the edge', () => {
 });
 
 describe('password tries', () => {
+  it('are checked one at a time per node, a few queued: a burst from many addresses beyond the queue gets 429, none waits unbounded', async () => {
+    const link = await createLink({ target_url: 'https://example.com/burst', password: 'open sesame' });
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, index) =>
+        post(`/${link.slug}`, { password: 'open sesame' }, { remoteAddress: `198.51.100.${index + 1}`, headers: { accept: 'application/json' } }),
+      ),
+    );
+    const through = answers.filter((answer) => answer.statusCode === 302);
+    const busy = answers.filter((answer) => answer.statusCode === 429);
+    expect(through.length + busy.length).toBe(60);
+    expect(through.length).toBeGreaterThanOrEqual(PASSWORD_CHECKS.running + PASSWORD_CHECKS.waiting);
+    expect(busy.length).toBeGreaterThan(0);
+    expect(busy[0]!.json().error.details).toMatchObject({ reason: 'password_checks_busy' });
+    expect(Number(busy[0]!.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
   it('are refused beyond the auth bucket per address and link: a burst gets 429, the right password too; another address still tries', async () => {
     const limited = await startTestPlatform({ RATE_LIMIT_AUTH: '5:900' });
     try {

@@ -114,8 +114,36 @@ export async function countTry(limiter: RateLimiter, reply: FastifyReply, ip: st
   return decision;
 }
 
-/** True when the try carries the link's password (scrypt on libuv's pool: the event loop is not held). */
-export async function passwordAccepted(link: RedirectLink, password: string | undefined): Promise<boolean> {
-  if (!link.password_hash || password === undefined || password.length === 0 || password.length > MAX_PASSWORD_LENGTH) return false;
-  return verifyPassword(password, link.password_hash);
+/**
+ * Checks a node runs at once, and tries that may wait for one. One scrypt check takes 32 MiB and one
+ * of libuv's four pool threads for some 50–100 ms: at one at a time a burst of tries (from many
+ * addresses, each within its bucket) costs an edge node 32 MiB and one thread, and leaves the pool's
+ * other threads to the file and DNS work the redirects need. Beyond the queue, a try is refused 429.
+ */
+export const PASSWORD_CHECKS = { running: 1, waiting: 16 } as const;
+
+/** The password checks of this process: PASSWORD_CHECKS.running at a time, the rest queued or refused. */
+export function createPasswordChecker(limits: { running: number; waiting: number } = PASSWORD_CHECKS) {
+  let running = 0;
+  const queue: (() => void)[] = [];
+  const release = () => {
+    const next = queue.shift();
+    if (next) next();
+    else running--;
+  };
+  return {
+    /** True when the try carries the link's password (scrypt on libuv's pool: the event loop is not held). */
+    async accepted(link: RedirectLink, password: string | undefined): Promise<boolean> {
+      if (!link.password_hash || password === undefined || password.length === 0 || password.length > MAX_PASSWORD_LENGTH) return false;
+      if (running >= limits.running) {
+        if (queue.length >= limits.waiting) throw retryLater('rate_limited', 1, { bucket: PASSWORD_BUCKET, reason: 'password_checks_busy' });
+        await new Promise<void>((resolve) => queue.push(resolve));
+      } else running++;
+      try {
+        return await verifyPassword(password, link.password_hash);
+      } finally {
+        release();
+      }
+    },
+  };
 }

@@ -19,7 +19,7 @@ import type { RedirectLink } from '#shared/links/link-notices.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
 import type { PublicPages } from '../public-page/public-page.js';
-import { assertSameOrigin, countTry, passwordAccepted, passwordForm, sendPasswordPage } from './protected.js';
+import { assertSameOrigin, countTry, createPasswordChecker, passwordForm, sendPasswordPage } from './protected.js';
 
 export interface ShortHostDeps {
   /** The config, and the metrics and logger the redirects and their access-log lines go to. */
@@ -272,6 +272,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
    * Issue 40: `POST /{slug}`, the password page's form. Any other POST is what it was before (404,
    * or 405 with Allow: GET, HEAD). An ended link answers as its GET does (its fallback, or 410).
    */
+  const passwordChecks = createPasswordChecker();
   const passwordTry = async (request: FastifyRequest, reply: FastifyReply) => {
     const subdomain = subdomainOf(request.hostname);
     const miss = () => deps.routeMiss?.(request) ?? new AppError('not_found', {});
@@ -284,7 +285,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     assertSameOrigin(request);
     const decision = await countTry(deps.limiter, reply, request.ip, link);
     const form = passwordForm(request.body);
-    if (!(await passwordAccepted(link, form.password))) return sendPasswordPage(localized(request), reply, { wrong: true, referrer: form.referrer });
+    if (!(await passwordChecks.accepted(link, form.password))) return sendPasswordPage(localized(request), reply, { wrong: true, referrer: form.referrer });
     // The visit's referrer is the one the page was reached from, not the page itself.
     const outcome = admitted({ ...asked, headers: { ...request.headers, referer: form.referrer || undefined } }, slug, link, decision);
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'no-store').send();
