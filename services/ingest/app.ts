@@ -127,7 +127,7 @@ export async function buildIngestApp(
     const allow = trackerMethods(path);
     return allow.length > 0 ? routeMissError(() => allow, method, path) : undefined;
   };
-  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss });
+  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss, routeMiss });
 
   // The tracker: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope. A
   // subdomain that lists tracker origins narrows the answer to the listed origin in the handler (tracker.routes.ts).

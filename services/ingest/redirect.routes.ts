@@ -19,6 +19,7 @@ import type { RedirectLink } from '#shared/links/link-notices.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
 import type { PublicPages } from '../public-page/public-page.js';
+import { assertSameOrigin, countTry, createPasswordChecker, passwordForm, sendPasswordPage } from './protected.js';
 
 export interface ShortHostDeps {
   /** The config, and the metrics and logger the redirects and their access-log lines go to. */
@@ -30,6 +31,8 @@ export interface ShortHostDeps {
   publicPages?: PublicPages;
   /** A path the edge declares under other methods (the tracker's): 405 with Allow, not a redirect's 404. */
   methodMiss?: (method: string, path: string) => AppError | undefined;
+  /** What a request no route answers gets (404, or 405 with Allow): a POST that is no password try. */
+  routeMiss?: (request: FastifyRequest) => AppError;
 }
 
 /** The headers every redirect ends with, the same for all: built once, not per redirect. */
@@ -61,7 +64,10 @@ interface ShortHostRequest {
 
 /** The answer decided for a short-host request: a redirect, or a refusal to render as an error page. */
 type RedirectOutcome =
-  { kind: 'redirect'; status: number; location: string; rateLimit: RateDecision } | { kind: 'refusal'; error: AppError; rateLimit?: RateDecision };
+  | { kind: 'redirect'; status: number; location: string; rateLimit: RateDecision }
+  | { kind: 'refusal'; error: AppError; rateLimit?: RateDecision }
+  // A link with a password: its password page (protected.ts), no visit counted.
+  | { kind: 'password'; rateLimit: RateDecision };
 
 const ROUTE_LABEL = '/{slug}';
 /** Route label of a short host's root: its public page. */
@@ -84,6 +90,11 @@ function createRedirector(deps: ShortHostDeps) {
   const refusal = (error: AppError, rateLimit?: RateDecision): RedirectOutcome => {
     answered(String(error.status)).inc();
     return { kind: 'refusal', error, rateLimit };
+  };
+
+  const fallbackRedirect = (location: string, rateLimit: RateDecision): RedirectOutcome => {
+    answered('302').inc();
+    return { kind: 'redirect', status: 302, location, rateLimit };
   };
 
   /** A request being decided: its path and query, split once. */
@@ -114,17 +125,8 @@ function createRedirector(deps: ShortHostDeps) {
     query: visitText(query, 'query'),
   });
 
-  const decide = (asked: Asked, slug: string, link: RedirectLink | null, decision: RateDecision): RedirectOutcome => {
-    if (!decision.allowed) {
-      refusedByLimit.inc();
-      return refusal(retryLater('rate_limited', decision.resetSec, { bucket: 'redirect', limit: decision.limit }), decision);
-    }
-    // What the edge knows, said: expired, at its visit limit, or no live link (the cache does not
-    // tell a deleted link from one that never existed, and an owner's deletions are not public).
-    if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }, { messageKey: 'error.not_found.link' }), decision);
-    if (link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at)
-      return refusal(new AppError('gone', { slug, reason: 'expired' }, { messageKey: 'error.gone.expired' }), decision);
-    if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }, { messageKey: 'error.gone.limit_reached' }), decision);
+  /** The visit counted and the redirect to the target: a link without password, or one whose password was given. */
+  const admit = (asked: Asked, slug: string, link: RedirectLink, decision: RateDecision): RedirectOutcome & { kind: 'redirect' } => {
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();
@@ -136,16 +138,48 @@ function createRedirector(deps: ShortHostDeps) {
     };
   };
 
+  const decide = (asked: Asked, slug: string, link: RedirectLink | null, decision: RateDecision): RedirectOutcome => {
+    if (!decision.allowed) {
+      refusedByLimit.inc();
+      return refusal(retryLater('rate_limited', decision.resetSec, { bucket: 'redirect', limit: decision.limit }), decision);
+    }
+    // What the edge knows, said: expired, at its visit limit, or no live link (the cache does not
+    // tell a deleted link from one that never existed, and an owner's deletions are not public).
+    if (!link) return refusal(new AppError('not_found', { path: asked.path.slice(0, 200) }, { messageKey: 'error.not_found.link' }), decision);
+    const expired = link.expires_at !== null && Date.parse(link.expires_at) <= asked.request.at;
+    if (expired || link.limit_reached) {
+      // Issue 40: a link that no longer redirects to its target may send visitors to its fallback (no visit counted).
+      if (link.fallback_url) return fallbackRedirect(link.fallback_url, decision);
+      if (expired) return refusal(new AppError('gone', { slug, reason: 'expired' }, { messageKey: 'error.gone.expired' }), decision);
+      return refusal(new AppError('gone', { slug, reason: 'limit_reached' }, { messageKey: 'error.gone.limit_reached' }), decision);
+    }
+    if (link.password_hash !== null && link.password_hash !== undefined) {
+      answered('200').inc();
+      return { kind: 'password', rateLimit: decision };
+    }
+    return admit(asked, slug, link, decision);
+  };
+
   const check = (asked: Asked, slug: string, link: RedirectLink | null) => {
     // Unknown slugs count in the bucket too (under no link), so guessing slugs is limited.
     const checked = limiter.check('redirect', `${asked.request.ip}|${link?.id ?? '-'}`);
     return checked instanceof Promise ? checked.then((decision) => decide(asked, slug, link, decision)) : decide(asked, slug, link, checked);
   };
 
-  return (request: ShortHostRequest): RedirectOutcome | Promise<RedirectOutcome> => {
+  const askedOf = (request: ShortHostRequest): Asked => {
+    const queryAt = request.url.indexOf('?');
+    return { request, path: queryAt < 0 ? request.url : request.url.slice(0, queryAt), query: queryAt < 0 ? '' : request.url.slice(queryAt + 1) };
+  };
+
+  /** Issue 40: a password try whose password was right: the visit, counted now, and the redirect (302 after a POST). */
+  const admitted = (request: ShortHostRequest, slug: string, link: RedirectLink, decision: RateDecision) => ({
+    ...admit(askedOf(request), slug, link, decision),
+    status: 302,
+  });
+
+  const decideRequest = (request: ShortHostRequest): RedirectOutcome | Promise<RedirectOutcome> => {
     const { url, subdomain } = request;
-    const queryAt = url.indexOf('?');
-    const asked: Asked = { request, path: queryAt < 0 ? url : url.slice(0, queryAt), query: queryAt < 0 ? '' : url.slice(queryAt + 1) };
+    const asked = askedOf(request);
     const attack = classifyAttack(url);
     if (attack || !subdomain) {
       if (attack) {
@@ -159,6 +193,7 @@ function createRedirector(deps: ShortHostDeps) {
     // Awaited only when pending (a cache miss, the Redis store): a hit decides synchronously.
     return found instanceof Promise ? found.then((link) => check(asked, slug, link)) : check(asked, slug, found);
   };
+  return { decideRequest, admitted };
 }
 
 /** Where the short-host listener leaves a request it decided but does not answer itself (a refusal, a failure). */
@@ -189,7 +224,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   const errorOptions = errorOptionsOf(config);
   // On a short host the error page's "Home" is the subdomain's public page, on the same host.
   const shortHostErrorOptions = { ...errorOptions, homeUrl: '/' };
-  const redirector = createRedirector(deps);
+  const { decideRequest: redirector, admitted } = createRedirector(deps);
   const clientAddress = clientAddressOf(config.trustProxy);
   const record = requestRecorder(context);
   const subdomainOf = subdomainMatcher(config.baseDomain);
@@ -220,6 +255,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     if (outcome.rateLimit) setRateLimitHeaders(reply, outcome.rateLimit);
     if (outcome.kind === 'refusal')
       return sendError(localized(request), reply, outcome.error, subdomainOf(request.hostname) ? shortHostErrorOptions : errorOptions);
+    if (outcome.kind === 'password') return sendPasswordPage(localized(request), reply, { wrong: false, referrer: request.headers.referer ?? '' });
     return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'private, max-age=0').send();
   };
   /**
@@ -232,6 +268,38 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
     if (!publicPages || !subdomain || (request.raw as DecidedRequest)[DECIDED] || classifyAttack(request.url)) return handler(request, reply);
     return publicPages.answer(request, reply, subdomain);
   };
+  /**
+   * Issue 40: `POST /{slug}`, the password page's form. Any other POST is what it was before (404,
+   * or 405 with Allow: GET, HEAD). An ended link answers as its GET does (its fallback, or 410).
+   */
+  const passwordChecks = createPasswordChecker();
+  const passwordTry = async (request: FastifyRequest, reply: FastifyReply) => {
+    const subdomain = subdomainOf(request.hostname);
+    const miss = () => deps.routeMiss?.(request) ?? new AppError('not_found', {});
+    if (!subdomain) throw miss();
+    const asked = askedOf(request);
+    const slug = asked.url.split('?', 1)[0]!.slice(1).toLowerCase();
+    const link = SLUG.test(slug) ? await deps.links.lookup(subdomain, slug) : null;
+    if (!link?.password_hash) throw miss();
+    if ((link.expires_at !== null && Date.parse(link.expires_at) <= asked.at) || link.limit_reached) return handler(request, reply);
+    assertSameOrigin(request);
+    const decision = await countTry(deps.limiter, reply, request.ip, link);
+    const form = passwordForm(request.body);
+    if (!(await passwordChecks.accepted(link, form.password))) return sendPasswordPage(localized(request), reply, { wrong: true, referrer: form.referrer });
+    // The visit's referrer is the one the page was reached from, not the page itself.
+    const outcome = admitted({ ...asked, headers: { ...request.headers, referer: form.referrer || undefined } }, slug, link, decision);
+    return reply.code(outcome.status).header('Location', outcome.location).header('Cache-Control', 'no-store').send();
+  };
+  void app.register(async (scope) => {
+    // The form's body, parsed here only (the tracker's scope keeps its own parsers). Any other body
+    // is read and left aside, so that a POST which is no password try still answers its 404 or 405.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4_096 }, (_request, body, done) =>
+      done(null, new URLSearchParams(body as string)),
+    );
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 4_096 }, (_request, _body, done) => done(null, undefined));
+    scope.route({ method: 'POST', url: '/*', bodyLimit: 4_096, config: { routeLabel: ROUTE_LABEL }, handler: passwordTry });
+  });
   // GET also answers HEAD (Fastify's exposeHeadRoutes): same status and headers, no body.
   app.route({ method: 'GET', url: '/*', config: { routeLabel: ROUTE_LABEL }, handler });
   app.route({ method: 'GET', url: '/', config: { routeLabel: PUBLIC_PAGE_ROUTE_LABEL }, handler: rootHandler });
@@ -250,7 +318,7 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   };
 
   const answer = (request: DecidedRequest, response: ServerResponse, asked: ShortHostRequest, started: number, outcome: RedirectOutcome) => {
-    if (outcome.kind === 'refusal') return handOn(request, response, asked.id, { outcome });
+    if (outcome.kind !== 'redirect') return handOn(request, response, asked.id, { outcome });
     // Node's writeHead takes a flat [name, value, …] list fastest (no per-key walk of an object).
     const headers = rateLimitHeaderList(outcome.rateLimit, asked.at);
     headers.push('X-Request-Id', asked.id, 'Location', outcome.location, ...REDIRECT_HEADER_TAIL);

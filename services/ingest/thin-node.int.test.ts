@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverDatabase } from '#tests/support/fresh-database.js';
 import { SERVICES_MODE, uniqueName } from '#tests/support/context.js';
-import { ADMIN, freePort, health, killAll, seed, startProcess, waitHealthy, type Seeded, type Started } from '#tests/support/platform-process.js';
+import { ADMIN, client, freePort, health, killAll, seed, startProcess, waitHealthy, type Seeded, type Started } from '#tests/support/platform-process.js';
 
 // A thin ingest node as production runs it (SERVICE_ROLES=ingest on Postgres, Redis and Kafka), a
 // real process beside a real API process: it opens no analytics store, answers redirects, and
@@ -124,6 +124,46 @@ describe.skipIf(!SERVICES_MODE)('a thin ingest node (SERVICE_ROLES=ingest, servi
     expect(browser.status).toBe(503);
     expect(browser.body).toContain('PUBLIC_PAGES_UPSTREAM');
     expect((await get(edge.port, seeded.host, `/${seeded.slug}`)).status).toBe(302);
+  }, 120_000);
+
+  // Issue 40: the link record the thin node caches carries the password's hash, so it asks and checks the password itself.
+  it('answers a protected link with its password page and checks the password itself, without the API', async () => {
+    const edge = await startEdge({ PUBLIC_PAGES_UPSTREAM: `http://127.0.0.1:${api.port}` });
+    const made = await client(api.port)(
+      'POST',
+      '/api/v1/links',
+      { subdomain: seeded.subdomain, target_url: 'https://example.com/protected', password: 'open sesame' },
+      { authorization: `Bearer ${seeded.token}` },
+    );
+    expect(made.status).toBe(201);
+    const slug = made.json.data.slug as string;
+    const page = await get(edge.port, seeded.host, `/${slug}`, { accept: 'text/html' });
+    expect(page.status).toBe(200);
+    expect(page.headers.location).toBeUndefined();
+    expect(page.body).toContain('name="password"');
+    const post = (password: string) =>
+      new Promise<{ status: number; location: string | undefined }>((resolve, reject) => {
+        const body = new URLSearchParams({ password }).toString();
+        request(
+          {
+            host: '127.0.0.1',
+            port: edge.port,
+            path: `/${slug}`,
+            method: 'POST',
+            headers: { host: seeded.host, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) },
+          },
+          (response) => {
+            response.resume();
+            response.on('end', () => resolve({ status: response.statusCode!, location: response.headers.location }));
+          },
+        )
+          .on('error', reject)
+          .end(body);
+      });
+    expect((await post('wrong guess')).status).toBe(403);
+    const right = await post('open sesame');
+    expect(right.status).toBe(302);
+    expect(right.location).toBe('https://example.com/protected');
   }, 120_000);
 
   it('a worker alone opens the analytics store (its retention job prunes and folds raw visits), and no message-log consumer', async () => {

@@ -153,6 +153,10 @@ export interface LinksTable {
   deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   limit_reached_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   append_visit_id: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Issue 40: where an expired or exhausted link redirects instead of its 410. */
+  fallback_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Issue 40: scrypt hash of the password the edge asks first (shared/password.ts); null: none. */
+  password_hash: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface PlatformSecretsTable {

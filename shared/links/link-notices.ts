@@ -16,6 +16,10 @@ export interface RedirectLink {
   max_visits: number | null;
   /** Its visits reached max_visits: the link no longer redirects. */
   limit_reached: boolean;
+  /** Where the link sends visitors once expired or at its visit limit, instead of 410 (issue 40). */
+  fallback_url: string | null;
+  /** The scrypt hash of the password the edge asks before redirecting (issue 40); null: none. */
+  password_hash: string | null;
   /** From one sequence, taken by every insert and change: a cache keeps the highest it saw per slug. */
   version: number;
 }
@@ -33,11 +37,19 @@ export const REDIRECT_LINK_COLUMNS = [
   'max_visits',
   'limit_reached_at',
   'version',
+  'fallback_url',
+  'password_hash',
 ] as const;
 
 /** The redirect record of a stored link row. */
 export function toRedirectLink(
-  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version'> & { expires_at: Date | null; limit_reached_at: Date | null; version: string | number },
+  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version' | 'fallback_url' | 'password_hash'> & {
+    fallback_url?: string | null;
+    password_hash?: string | null;
+    expires_at: Date | null;
+    limit_reached_at: Date | null;
+    version: string | number;
+  },
 ): RedirectLink {
   return {
     id: row.id,
@@ -50,6 +62,8 @@ export function toRedirectLink(
     expires_at: row.expires_at?.toISOString() ?? null,
     max_visits: row.max_visits,
     limit_reached: row.limit_reached_at !== null,
+    fallback_url: row.fallback_url ?? null,
+    password_hash: row.password_hash ?? null,
     version: Number(row.version),
   };
 }

@@ -21,6 +21,10 @@ export interface NewLink {
   appendVisitId: boolean;
   clientId: string | null;
   clientBodyHash: string | null;
+  /** Issue 40: where the link redirects once expired or exhausted. */
+  fallbackUrl?: string | null;
+  /** Issue 40: the scrypt hash of the link's password. */
+  passwordHash?: string | null;
   /** The creation time, when it is not now (an imported link keeps its source's). */
   createdAt?: Date;
 }
@@ -34,6 +38,8 @@ export interface LinkChanges {
   max_visits?: number | null;
   redirect_type?: number;
   append_visit_id?: boolean;
+  fallback_url?: string | null;
+  password_hash?: string | null;
 }
 
 /** Filters of a link list. All optional but the owner or the subdomain. */
@@ -84,6 +90,8 @@ export function linksRepository(db: Kysely<DB>) {
           append_visit_id: link.appendVisitId,
           client_id: link.clientId,
           client_body_hash: link.clientBodyHash,
+          fallback_url: link.fallbackUrl ?? null,
+          password_hash: link.passwordHash ?? null,
           ...(link.createdAt ? { created_at: link.createdAt } : {}),
         })
         .onConflict((oc) => oc.doNothing())

@@ -59,6 +59,29 @@ const APPEND_VISIT_ID_DOC =
   'consented signals to this visit instead of starting a visit of its own. Default false.';
 const appendVisitIdSchema = z.boolean().meta({ description: APPEND_VISIT_ID_DOC });
 
+// Issue 40, protected links: the expiry fallback.
+const FALLBACK_URL_DOC =
+  'Where the short URL redirects (302, no visit counted) once the link has expired or reached max_visits, instead of answering 410. ' +
+  'Checked as target_url is (absolute http or https, not the platform itself). `null` or absent: the 410 stays.';
+const fallbackSchema = z
+  .string()
+  .max(MAX_TARGET_URL_LENGTH - 1)
+  .regex(HTTP_URL, rule('http_url'))
+  .meta({ description: FALLBACK_URL_DOC });
+
+// Issue 40, protected links: the password (write-only).
+const HAS_PASSWORD_DOC = 'The short URL asks a password first (set with `password`, which is write-only: neither it nor its hash is ever returned).';
+const passwordSchema = z
+  .string()
+  .min(4)
+  .max(128)
+  .meta({
+    description:
+      'Write-only. The edge answers the short URL with a password page (no visit counted) and redirects only once this password is given; ' +
+      'stored as an scrypt hash (N=2^15, r=8, p=1, 16-byte salt). `null` removes it. Never returned: the link says `has_password`.',
+    writeOnly: true,
+  });
+
 const redirectSchema = z
   .union(REDIRECT_TYPES.map((code) => z.literal(code)))
   .meta({ description: 'HTTP status of the redirect: 301, 302 (default), 307 or 308.' });
@@ -111,6 +134,8 @@ const LinkSchema = z
     updated_at: z.iso.datetime(),
     deleted_at: z.iso.datetime().nullable().meta({ description: 'Set once soft-deleted (only seen in the DELETE answer).' }),
     clicks: LinkClicksSchema.optional(),
+    fallback_url: z.string().nullable().meta({ description: FALLBACK_URL_DOC }),
+    has_password: z.boolean().meta({ description: HAS_PASSWORD_DOC }),
   })
   .meta({ id: 'Link' });
 
@@ -186,6 +211,8 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         redirect_type: redirectSchema.optional(),
         append_visit_id: appendVisitIdSchema.optional(),
         client_id: z.string().min(1).max(128).optional().meta({ description: 'Idempotency key chosen by the client, unique per owner.' }),
+        fallback_url: fallbackSchema.optional(),
+        password: passwordSchema.optional(),
       }),
       response: LinkSchema,
       status: 201,
@@ -227,7 +254,7 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       path: '/api/v1/links/{id}',
       summary: 'Update a link',
       description:
-        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id; `null` clears title, expires_at and max_visits.',
+        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id, fallback_url, password; `null` clears title, expires_at, max_visits, fallback_url and password.',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -242,6 +269,8 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
           max_visits: maxVisitsSchema.nullable().optional(),
           redirect_type: redirectSchema.optional(),
           append_visit_id: appendVisitIdSchema.optional(),
+          fallback_url: fallbackSchema.nullable().optional(),
+          password: passwordSchema.nullable().optional(),
         })
         .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),

@@ -12,6 +12,7 @@ import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 import type { LinkChanges, LinkFilter, LinkRow, NewLink } from '#shared/links/links.repository.js';
 import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '#shared/http/pagination.js';
 import { rule } from '#shared/i18n/index.js';
+import { hashPassword } from '#shared/password.js';
 
 /** Generated slugs: 7 characters of [a-z0-9] (36^7 ≈ 7.8e10 values). */
 const GENERATED_SLUG_LENGTH = 7;
@@ -41,6 +42,10 @@ export interface LinkView {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** Issue 40: where the link redirects once expired or at its visit limit, instead of 410. */
+  fallback_url: string | null;
+  /** Issue 40: the edge asks a password before redirecting. The password and its hash are never returned. */
+  has_password: boolean;
   /** Only with `include=clicks`. */
   clicks?: LinkClicks;
 }
@@ -67,6 +72,8 @@ export interface NewLinkInput {
   redirect_type?: number;
   append_visit_id?: boolean;
   client_id?: string;
+  fallback_url?: string;
+  password?: string;
 }
 
 /** One link of an import, as its source file gave it (not yet checked). */
@@ -99,6 +106,8 @@ export interface LinkPatch {
   max_visits?: number | null;
   redirect_type?: number;
   append_visit_id?: boolean;
+  fallback_url?: string | null;
+  password?: string | null;
 }
 
 /** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
@@ -205,12 +214,22 @@ export function linksService(deps: LinksDeps) {
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     deleted_at: row.deleted_at?.toISOString() ?? null,
+    fallback_url: row.fallback_url,
+    has_password: row.password_hash !== null,
   });
 
   const target = (input: string): string => {
     const checked = checkTargetUrl(input, config);
     if (!checked.ok && checked.platform) throw new AppError('forbidden', { reason: 'target_is_platform', target_url: checked.rule });
     if (!checked.ok) throw new AppError('validation_error', { target_url: checked.rule });
+    return checked.url;
+  };
+
+  /** A fallback URL is checked as a target is, its refusals named after its own field. */
+  const fallback = (input: string): string => {
+    const checked = checkTargetUrl(input, config);
+    if (!checked.ok && checked.platform) throw new AppError('forbidden', { reason: 'target_is_platform', fallback_url: checked.rule });
+    if (!checked.ok) throw new AppError('validation_error', { fallback_url: checked.rule });
     return checked.url;
   };
 
@@ -286,11 +305,22 @@ export function linksService(deps: LinksDeps) {
         maxVisits: input.max_visits ?? null,
         redirectType: input.redirect_type ?? 302,
         appendVisitId: input.append_visit_id ?? false,
+        fallbackUrl: input.fallback_url === undefined ? null : fallback(input.fallback_url),
       };
       const clientId = input.client_id ?? null;
+      const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
       // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
-      const { appendVisitId, ...hashed } = normalized;
-      const hash = clientId ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), expiresAt: expiresAt?.toISOString() ?? null }) : null;
+      const { appendVisitId, fallbackUrl, ...hashed } = normalized;
+      const hash = clientId
+        ? bodyHash({
+            ...hashed,
+            ...(appendVisitId ? { appendVisitId } : {}),
+            ...(fallbackUrl ? { fallbackUrl } : {}),
+            // Whether protected, never the password: a fast hash of it would be guessable.
+            ...(passwordHash ? { protected: true } : {}),
+            expiresAt: expiresAt?.toISOString() ?? null,
+          })
+        : null;
       const replayOf = (original: LinkRow): { link: LinkView; replay: boolean } => {
         if (original.client_body_hash !== hash) {
           throw new AppError('conflict', { client_id: rule('client_id_reused') });
@@ -302,7 +332,7 @@ export function linksService(deps: LinksDeps) {
 
       // A past expiry is not refused (no schema can say "in the future"): the link is created expired (410).
       const { slug, ...values } = normalized;
-      const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug);
+      const row = await insert({ ...values, passwordHash, ownerId, clientId, clientBodyHash: hash }, slug);
       if ('original' in row) return replayOf(row.original);
       await announceCreated(row);
       return { link: toView(row), replay: false };
@@ -371,6 +401,8 @@ export function linksService(deps: LinksDeps) {
       if (patch.max_visits !== undefined) changes.max_visits = patch.max_visits;
       if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;
       if (patch.append_visit_id !== undefined) changes.append_visit_id = patch.append_visit_id;
+      if (patch.fallback_url !== undefined) changes.fallback_url = patch.fallback_url === null ? null : fallback(patch.fallback_url);
+      if (patch.password !== undefined) changes.password_hash = patch.password === null ? null : await hashPassword(patch.password);
       const row = await links.update(id, changes);
       if (row === 'slug_taken') throw new AppError('conflict', { slug: rule('taken_in_subdomain') });
       if (!row) throw new AppError('not_found', { link: id });
@@ -406,6 +438,8 @@ export function linksService(deps: LinksDeps) {
           maxVisits: source.max_visits,
           redirectType: source.redirect_type,
           appendVisitId: source.append_visit_id,
+          fallbackUrl: source.fallback_url,
+          passwordHash: source.password_hash,
           clientId: null,
           clientBodyHash: null,
         },

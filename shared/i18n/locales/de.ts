@@ -145,4 +145,10 @@ export const de: Catalogue = {
   'page.docs': 'API-Dokumentation',
   'page.errors': 'Fehlerreferenz',
   'page.detail': 'Details der Ausnahme (nur mit DEBUG=1 oder NODE_ENV=development sichtbar)',
+  // Issue 40: the password page of a protected link (services/ingest/protected.ts).
+  'protected.title': 'Geschützter Link',
+  'protected.intro': 'Dieser Link ist durch ein Passwort geschützt. Gib es ein, um fortzufahren.',
+  'protected.label': 'Passwort',
+  'protected.submit': 'Weiter',
+  'protected.wrong': 'Falsches Passwort. Versuche es noch einmal.',
 };

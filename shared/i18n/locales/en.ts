@@ -140,6 +140,12 @@ export const en = {
   'page.docs': 'API documentation',
   'page.errors': 'Error reference',
   'page.detail': 'Exception detail (shown only with DEBUG=1 or NODE_ENV=development)',
+  // Issue 40: the password page of a protected link (services/ingest/protected.ts).
+  'protected.title': 'Protected link',
+  'protected.intro': 'This link is protected by a password. Enter it to continue.',
+  'protected.label': 'Password',
+  'protected.submit': 'Continue',
+  'protected.wrong': 'Wrong password. Try again.',
 } as const;
 
 export type MessageKey = keyof typeof en;

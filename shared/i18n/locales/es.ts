@@ -143,4 +143,10 @@ export const es: Catalogue = {
   'page.docs': 'Documentación de la API',
   'page.errors': 'Referencia de errores',
   'page.detail': 'Detalle de la excepción (solo se muestra con DEBUG=1 o NODE_ENV=development)',
+  // Issue 40: the password page of a protected link (services/ingest/protected.ts).
+  'protected.title': 'Enlace protegido',
+  'protected.intro': 'Este enlace está protegido con una contraseña. Introdúcela para continuar.',
+  'protected.label': 'Contraseña',
+  'protected.submit': 'Continuar',
+  'protected.wrong': 'Contraseña incorrecta. Inténtalo de nuevo.',
 };

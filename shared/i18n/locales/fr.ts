@@ -145,4 +145,10 @@ export const fr: Catalogue = {
   'page.docs': "Documentation de l'API",
   'page.errors': 'Référence des erreurs',
   'page.detail': "Détail de l'exception (affiché uniquement avec DEBUG=1 ou NODE_ENV=development)",
+  // Issue 40: the password page of a protected link (services/ingest/protected.ts).
+  'protected.title': 'Lien protégé',
+  'protected.intro': 'Ce lien est protégé par un mot de passe. Saisissez-le pour continuer.',
+  'protected.label': 'Mot de passe',
+  'protected.submit': 'Continuer',
+  'protected.wrong': 'Mot de passe incorrect. Réessayez.',
 };

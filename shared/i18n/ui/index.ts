@@ -6,6 +6,7 @@ import { common } from './common.js';
 import { exportsPage } from './exports.js';
 import { importsPage } from './imports.js';
 import { links } from './links.js';
+import { linksProtection } from './links-protection.js';
 import { login } from './login.js';
 import { notifications } from './notifications.js';
 import { overview } from './overview.js';
@@ -38,6 +39,7 @@ const areas = [
   staff,
   publicPage,
   twoFactor,
+  linksProtection,
 ] as const;
 
 type Area = (typeof areas)[number];

@@ -7,6 +7,7 @@ import { useI18n } from '../app/i18n.js';
 import { Async, Notice, PageHeader, useLoad } from '../app/ui.js';
 import { EditLinkForm } from './links-form.js';
 import { DeleteDialog, LinkClicks, LinkState, QrCode, ShortUrl, TagList, type Link } from './links-parts.js';
+import { ProtectedBadge } from './links-protection.js';
 
 export function LinkDetail({ id }: { id: string }) {
   const { t } = useI18n();
@@ -108,7 +109,7 @@ function LinkView({ link, onSaved }: { link: Link; onSaved: (link: Link) => void
             <dd class="break">{link.title ?? <span class="muted">—</span>}</dd>
             <dt>{t('links.col.state')}</dt>
             <dd>
-              <LinkState state={link.state} />
+              <LinkState state={link.state} /> <ProtectedBadge link={link} />
               {link.limit_reached_at ? (
                 <span class="muted"> {t('links.limit_reached_at', { date: formatDateTime(locale, link.limit_reached_at) })}</span>
               ) : null}

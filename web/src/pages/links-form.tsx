@@ -8,6 +8,7 @@ import { api, ApiError, call, type paths, type Schemas } from '../api/client.js'
 import { useI18n } from '../app/i18n.js';
 import { Field, Notice } from '../app/ui.js';
 import type { Link } from './links-parts.js';
+import { emptyProtection, protectionCreate, protectionOf, protectionPatch, ProtectionFields, type ProtectionDraft } from './links-protection.js';
 
 /**
  * A typed URL as the API takes it: percent-encoded where a browser would encode it (`<b>`, spaces in
@@ -37,6 +38,8 @@ interface Draft {
   expires_at: string;
   redirect_type: string;
   append_visit_id: boolean;
+  /** Issue 40: password and fallback URL (links-protection.tsx). */
+  protection: ProtectionDraft;
 }
 
 const pad = (value: number) => String(value).padStart(2, '0');
@@ -71,6 +74,7 @@ function draftOf(link: Link): Draft {
     expires_at: toLocalInput(link.expires_at),
     redirect_type: String(link.redirect_type),
     append_visit_id: link.append_visit_id,
+    protection: protectionOf(link),
   };
 }
 
@@ -105,12 +109,15 @@ function LinkFields({
   errors,
   prefix,
   subdomains,
+  link,
 }: {
   draft: Draft;
   set: (patch: Partial<Draft>) => void;
   errors: Record<string, string>;
   prefix: string;
   subdomains?: Schemas['Subdomain'][];
+  /** The link being edited (none when creating). */
+  link?: Link;
 }) {
   const { t } = useI18n();
   const id = (field: string) => `${prefix}-${field}`;
@@ -208,6 +215,13 @@ function LinkFields({
           </small>
         </div>
       </div>
+      <ProtectionFields
+        draft={draft.protection}
+        set={(patch) => set({ protection: { ...draft.protection, ...patch } })}
+        errors={errors}
+        prefix={prefix}
+        link={link}
+      />
     </>
   );
 }
@@ -271,6 +285,7 @@ export function CreateLinkForm({
     expires_at: '',
     redirect_type: '302',
     append_visit_id: false,
+    protection: emptyProtection(),
   });
   // One key for this form until a link is made: a second submit (double click, retry) replays it.
   const clientId = useRef<string | undefined>(undefined);
@@ -294,6 +309,7 @@ export function CreateLinkForm({
     if (draft.expires_at) body.expires_at = fromLocalInput(draft.expires_at);
     body.redirect_type = Number(draft.redirect_type) as RedirectType;
     if (draft.append_visit_id) body.append_visit_id = true;
+    Object.assign(body, protectionCreate(draft.protection, encodedUrl));
     await run(async () => {
       const { data } = await call(api.POST('/api/v1/links', { body }));
       clientId.current = undefined;
@@ -348,6 +364,7 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
     if (draft.expires_at !== initial.expires_at) body.expires_at = draft.expires_at ? fromLocalInput(draft.expires_at) : null;
     if (draft.redirect_type !== initial.redirect_type) body.redirect_type = Number(draft.redirect_type) as RedirectType;
     if (draft.append_visit_id !== initial.append_visit_id) body.append_visit_id = draft.append_visit_id;
+    Object.assign(body, protectionPatch(draft.protection, link, encodedUrl));
     setError(undefined);
     if (Object.keys(body).length === 0) {
       setResult('unchanged');
@@ -366,7 +383,7 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
   return (
     <form class="card" ref={form} onSubmit={submit} noValidate aria-labelledby="link-edit-heading">
       <h2 id="link-edit-heading">{t('links.edit_title')}</h2>
-      <LinkFields draft={draft} set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))} errors={errors} prefix="link-edit" />
+      <LinkFields draft={draft} set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))} errors={errors} prefix="link-edit" link={link} />
       <FormError error={error} />
       {result === 'saved' ? <Notice kind="ok">{t('links.saved')}</Notice> : null}
       {result === 'unchanged' ? <Notice kind="info">{t('links.unchanged')}</Notice> : null}

@@ -10,6 +10,7 @@ import { Async, CursorPager, Empty, Loading, Notice, PageHeader, useLoad, ErrorS
 import { LinkDetail } from './links-detail.js';
 import { CreateLinkForm } from './links-form.js';
 import { DeleteDialog, LinkClicks, LinkState, QrDialog, ShortUrl, TagList, type Link } from './links-parts.js';
+import { ProtectedBadge } from './links-protection.js';
 import './links.css';
 
 const DEFAULT_LIMIT = 25;
@@ -277,7 +278,7 @@ function LinksTable() {
                                 <TagList tags={link.tags} />
                               </td>
                               <td>
-                                <LinkState state={link.state} />
+                                <LinkState state={link.state} /> <ProtectedBadge link={link} />
                               </td>
                               <td class="nowrap">
                                 <time dateTime={link.created_at} title={formatDateTime(locale, link.created_at)}>
