@@ -3,6 +3,7 @@ import type { Response as LightMyRequestResponse } from 'light-my-request';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import type { Context } from '#shared/context.js';
+import { mintToken } from '#tests/support/accounts.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { waitFor } from '#tests/support/wait.js';
@@ -199,5 +200,63 @@ describe('a subdomain that belongs to a team', () => {
     expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}`, headers: session(teamOwner) })).statusCode).toBe(200);
     const listed = (await app.inject({ url: '/api/v1/subdomains', headers: admin.auth })).json().data.subdomains;
     expect(listed).toMatchObject([{ name, team_id: null }]);
+  });
+});
+
+describe('exports and tokens on a team subdomain', () => {
+  const exportOf = (name: string, auth: { authorization: string }, format = 'csv') =>
+    app.inject({ url: `/api/v1/export?subdomain=${name}&format=${format}`, headers: auth });
+
+  it('lets every member export its visits (viewer and up) in each format, and refuses a stranger (403 not_owner)', async () => {
+    const setup = await teamSubdomain();
+    for (const role of ['teamOwner', 'admin', 'editor', 'viewer'] as const) {
+      for (const format of ['csv', 'json']) {
+        const answer = await exportOf(setup.name, setup[role].auth, format);
+        expect(answer.statusCode, `${role} exports ${format}: ${answer.body}`).toBe(200);
+        expect(answer.headers['content-disposition']).toContain(`visits-subdomain-${setup.name}-`);
+      }
+    }
+    const refused = await exportOf(setup.name, setup.stranger.auth);
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.code).toBe('not_owner');
+  });
+
+  it("acts with the member's current role and within the token's scopes, and stops on the next request after removal", async () => {
+    const { teamId, name, linkId, teamOwner, editor } = await teamSubdomain();
+    const create = (auth: { authorization: string }) =>
+      app.inject({ method: 'POST', url: '/api/v1/links', headers: auth, payload: { subdomain: name, target_url: 'https://example.com/t' } });
+    // The editor's token (every user scope) writes links of the team's subdomain.
+    expect((await create(editor.auth)).statusCode).toBe(201);
+    // A token narrowed to stats:read reads, but does not write, whatever the member's role.
+    const { token: narrow } = await mintToken(app, editor.cookie, origin, { name: 'stats only', scopes: ['stats:read'] });
+    const narrowAuth = { authorization: `Bearer ${narrow}` };
+    expect((await exportOf(name, narrowAuth)).statusCode).toBe(200);
+    const unscoped = await create(narrowAuth);
+    expect(unscoped.statusCode).toBe(403);
+    expect(unscoped.json().error.details).toMatchObject({ reason: 'missing_scope', required_scope: 'links:write' });
+    // Demoted to viewer: the same token is refused writes on its next request, and still exports.
+    const demoted = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/teams/${teamId}/members/${editor.id}`,
+      headers: session(teamOwner),
+      payload: { role: 'viewer' },
+    });
+    expect(demoted.statusCode, demoted.body).toBe(200);
+    const asViewer = await create(editor.auth);
+    expect(asViewer.statusCode).toBe(403);
+    expect(asViewer.json().error.details).toMatchObject({ reason: 'team_role_too_low', required_role: 'editor' });
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: editor.auth })).statusCode).toBe(403);
+    expect((await exportOf(name, editor.auth)).statusCode).toBe(200);
+    // Removed: every token of the account is refused on the team's subdomain from the next request (403 not_owner).
+    const removed = await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${editor.id}`, headers: session(teamOwner) });
+    expect(removed.statusCode, removed.body).toBe(200);
+    for (const auth of [editor.auth, narrowAuth]) {
+      const exported = await exportOf(name, auth);
+      expect(exported.statusCode).toBe(403);
+      expect(exported.json().error.code).toBe('not_owner');
+      expect((await app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: auth })).statusCode).toBe(403);
+    }
+    expect((await create(editor.auth)).json().error.code).toBe('not_owner');
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: editor.auth })).json().error.code).toBe('not_owner');
   });
 });
