@@ -39,9 +39,7 @@ describe('teams pages', () => {
     // The members table (one row, at 1280 px) draws no border under the table's last row, its first cell included.
     const lastRow = page.locator('.team-members tbody tr').last();
     await lastRow.waitFor();
-    expect(await lastRow.locator('th, td').evaluateAll((cells) => cells.map((cell) => getComputedStyle(cell).borderBottomWidth))).toEqual(
-      Array(4).fill('0px'),
-    );
+    expect(await lastRow.locator('th, td').evaluateAll((cells) => cells.map((cell) => getComputedStyle(cell).borderBottomWidth))).toEqual(Array(4).fill('0px'));
 
     await page.getByLabel('E-mail address').fill(invitee.email);
     await page.getByLabel('Role', { exact: true }).selectOption('editor');

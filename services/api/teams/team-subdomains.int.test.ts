@@ -216,6 +216,10 @@ describe('exports and tokens on a team subdomain', () => {
         expect(answer.headers['content-disposition']).toContain(`visits-subdomain-${setup.name}-`);
       }
     }
+    // One of its links, too: a viewer exports it, a stranger does not.
+    const byLink = (auth: { authorization: string }) => app.inject({ url: `/api/v1/export?link_id=${setup.linkId}&format=csv`, headers: auth });
+    expect((await byLink(setup.viewer.auth)).statusCode).toBe(200);
+    expect((await byLink(setup.stranger.auth)).json().error.code).toBe('not_owner');
     const refused = await exportOf(setup.name, setup.stranger.auth);
     expect(refused.statusCode).toBe(403);
     expect(refused.json().error.code).toBe('not_owner');

@@ -243,7 +243,9 @@ describe('members and roles', () => {
       expect(after.json().error.code).toBe('not_owner');
     }
     expect((await call(token, 'GET', '/api/v1/teams')).json().data.teams).toEqual([]);
-    expect(await audited(teamId, 'team.member_removed')).toMatchObject([{ actor_id: admin.id, details: { user_id: editor.id, email: editor.email, role: 'editor' } }]);
+    expect(await audited(teamId, 'team.member_removed')).toMatchObject([
+      { actor_id: admin.id, details: { user_id: editor.id, email: editor.email, role: 'editor' } },
+    ]);
     expect((await call(admin, 'DELETE', `/api/v1/teams/${teamId}/members/${editor.id}`)).statusCode).toBe(404);
   });
 });
