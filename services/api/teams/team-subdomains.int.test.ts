@@ -19,7 +19,7 @@ let app: FastifyInstance;
 let origin: string;
 
 beforeAll(async () => {
-  context = await createTestContext({ SMTP_URL: undefined });
+  context = await createTestContext({ SMTP_URL: undefined, WEBHOOK_ALLOWLIST: '127.0.0.1' });
   app = (await buildApp(context)).app;
   origin = new URL(context.config.publicUrl).origin;
 });
@@ -262,5 +262,69 @@ describe('exports and tokens on a team subdomain', () => {
     }
     expect((await create(editor.auth)).json().error.code).toBe('not_owner');
     expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: editor.auth })).json().error.code).toBe('not_owner');
+  });
+});
+
+describe('webhooks on a team subdomain', () => {
+  const HOOK = 'http://127.0.0.1:1024/team-hook';
+  const create = (who: TestOwner, name: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: who.auth, payload: { url: HOOK, events: ['visit.new'], subdomain: name } });
+  const listed = async (who: TestOwner) => (await app.inject({ url: '/api/v1/webhooks', headers: who.auth })).json().data.webhooks as { id: string }[];
+
+  it("are the subdomain owner's: team admins and owners manage them, editors and viewers are refused (team_role_too_low), strangers not_owner", async () => {
+    const setup = await teamSubdomain();
+    const { name, admin, teamOwner, editor, viewer, stranger } = setup;
+    for (const who of [editor, viewer]) {
+      const refused = await create(who, name);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error.details).toMatchObject({ reason: 'team_role_too_low', required_role: 'admin' });
+    }
+    expect((await create(stranger, name)).json().error.code).toBe('not_owner');
+    // The team's owner (not the subdomain's) creates one: it belongs to the subdomain's owner.
+    const created = await create(teamOwner, name);
+    expect(created.statusCode, created.body).toBe(201);
+    const hook = created.json().data as { id: string; secret: string };
+    expect(hook.secret).toBeTruthy();
+    const row = await context.db.db.selectFrom('webhooks').select(['owner_id', 'subdomain']).where('id', '=', hook.id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ owner_id: admin.id, subdomain: name });
+    for (const role of ['teamOwner', 'admin', 'editor', 'viewer', 'stranger'] as const) {
+      const who = setup[role];
+      const may = role === 'teamOwner' || role === 'admin';
+      expect((await listed(who)).map((entry) => entry.id).includes(hook.id), `${role} lists it`).toBe(may);
+      const operations = [
+        app.inject({ url: `/api/v1/webhooks/${hook.id}`, headers: who.auth }),
+        app.inject({ url: `/api/v1/webhooks/${hook.id}/deliveries`, headers: who.auth }),
+        app.inject({ method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, headers: who.auth, payload: { description: role } }),
+      ];
+      for (const answer of await Promise.all(operations)) {
+        if (may) expect(answer.statusCode, `${role}: ${answer.body}`).toBe(200);
+        else if (role === 'stranger') expect(answer.json().error.code, role).toBe('not_owner');
+        else expect(answer.json().error.details, role).toMatchObject({ reason: 'team_role_too_low', required_role: 'admin' });
+        if (!may) expect(answer.body).not.toContain(hook.secret);
+      }
+    }
+    // A team admin may not lift the subdomain filter: the webhook would reach every subdomain of the owner's.
+    const lifted = await app.inject({ method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, headers: teamOwner.auth, payload: { subdomain: null } });
+    expect(lifted.statusCode).toBe(403);
+    expect(lifted.json().error.code).toBe('not_owner');
+    // The creator leaves: the webhook stays, enabled, with the subdomain's owner; its admins still manage it.
+    const second = await app.inject({
+      method: 'POST',
+      url: `/api/v1/teams/${setup.teamId}/invitations`,
+      headers: session(teamOwner),
+      payload: { email: stranger.email, role: 'owner' },
+    });
+    expect(second.statusCode, second.body).toBe(201);
+    const token = new URL(second.json().data.link).hash.replace('#token=', '');
+    expect((await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: session(stranger), payload: { token } })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${setup.teamId}/members/${teamOwner.id}`, headers: session(teamOwner) })).statusCode).toBe(
+      200,
+    );
+    expect((await app.inject({ url: `/api/v1/webhooks/${hook.id}`, headers: teamOwner.auth })).json().error.code).toBe('not_owner');
+    expect((await listed(teamOwner)).map((entry) => entry.id)).not.toContain(hook.id);
+    expect((await app.inject({ url: `/api/v1/webhooks/${hook.id}`, headers: admin.auth })).json().data).toMatchObject({ enabled: true, subdomain: name });
+    // A viewer may not delete it; the subdomain's owner (here also the team's admin) does.
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${hook.id}`, headers: viewer.auth })).statusCode).toBe(403);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${hook.id}`, headers: admin.auth })).statusCode).toBe(200);
   });
 });
