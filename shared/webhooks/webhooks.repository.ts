@@ -55,6 +55,33 @@ export function webhooksRepository(db: Kysely<DB>) {
     async listByOwner(ownerId: string): Promise<WebhookRow[]> {
       return db.selectFrom('webhooks').selectAll().where('owner_id', '=', ownerId).orderBy('seq', 'desc').execute();
     },
+    /**
+     * The webhooks a user manages: their own, and those on subdomains given to a team where the user
+     * is an admin or owner (a webhook on a subdomain belongs to the subdomain's owner).
+     */
+    async listManagedBy(userId: string): Promise<WebhookRow[]> {
+      return db
+        .selectFrom('webhooks')
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            eb('owner_id', '=', userId),
+            eb(
+              'subdomain',
+              'in',
+              eb
+                .selectFrom('subdomains')
+                .innerJoin('team_members', 'team_members.team_id', 'subdomains.team_id')
+                .select('subdomains.name')
+                .where('team_members.user_id', '=', userId)
+                .where('team_members.role', 'in', ['owner', 'admin'])
+                .whereRef('subdomains.owner_id', '=', 'webhooks.owner_id'),
+            ),
+          ]),
+        )
+        .orderBy('seq', 'desc')
+        .execute();
+    },
     /** The enabled webhooks of some owners (the dispatcher's view). */
     async listEnabledByOwners(ownerIds: string[]): Promise<WebhookRow[]> {
       if (ownerIds.length === 0) return [];

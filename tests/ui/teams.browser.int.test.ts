@@ -36,6 +36,10 @@ describe('teams pages', () => {
     await page.getByRole('heading', { name, level: 1 }).waitFor();
     expect(await page.locator('img[src="x"]').count()).toBe(0);
     await page.getByText('Your role: owner').waitFor();
+    // The members table (one row, at 1280 px) draws no border under the table's last row, its first cell included.
+    const lastRow = page.locator('.team-members tbody tr').last();
+    await lastRow.waitFor();
+    expect(await lastRow.locator('th, td').evaluateAll((cells) => cells.map((cell) => getComputedStyle(cell).borderBottomWidth))).toEqual(Array(4).fill('0px'));
 
     await page.getByLabel('E-mail address').fill(invitee.email);
     await page.getByLabel('Role', { exact: true }).selectOption('editor');
@@ -87,6 +91,8 @@ describe('teams pages', () => {
     }
     const audit = page.locator('.team-audit');
     await audit.locator('tr[data-action="team.member_removed"]').getByText(owner.email).waitFor();
+    // The row names who was removed too, not only who removed them.
+    await audit.locator('tr[data-action="team.member_removed"]').getByText(invitee.email, { exact: false }).waitFor();
     await audit.locator('tr[data-action="team.member_role_changed"]').getByText('editor → viewer').waitFor();
     await audit.locator('tr[data-action="team.invitation_accepted"]').getByText(invitee.email).waitFor();
     await audit.locator('tr[data-action="team.created"]').waitFor();

@@ -37,6 +37,7 @@ export function exportsRoutes(service: ExportsService, inFlight: InFlightGuard):
         'not merged yet counts once per version, and visits stored while the export streams, with later times, are not in it; the one ' +
         'exception is a visit stored out of order (older than the newest then stored), which comes on top. Every export is recorded in the audit log. ' +
         "Another owner's subdomain or link answers 403 `not_owner`. " +
+        'A subdomain given to a team (or one of its links) is exported by its members from viewer up, with their current role; a removed member is refused from the next request. ' +
         `An account runs at most ${IN_FLIGHT_LIMITS.export.max} XLSX or PDF exports at once (per API process, until each answer ends): one more ` +
         'answers 429 `rate_limited` (`details.reason` `too_many_in_flight`) with `Retry-After`.',
       tags: ['stats'],

@@ -3,6 +3,7 @@ import type { Response as LightMyRequestResponse } from 'light-my-request';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditRepository } from '#shared/audit/audit.repository.js';
 import type { Context } from '#shared/context.js';
+import { mintToken } from '#tests/support/accounts.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { waitFor } from '#tests/support/wait.js';
@@ -18,7 +19,7 @@ let app: FastifyInstance;
 let origin: string;
 
 beforeAll(async () => {
-  context = await createTestContext({ SMTP_URL: undefined });
+  context = await createTestContext({ SMTP_URL: undefined, WEBHOOK_ALLOWLIST: '127.0.0.1' });
   app = (await buildApp(context)).app;
   origin = new URL(context.config.publicUrl).origin;
 });
@@ -199,5 +200,131 @@ describe('a subdomain that belongs to a team', () => {
     expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}`, headers: session(teamOwner) })).statusCode).toBe(200);
     const listed = (await app.inject({ url: '/api/v1/subdomains', headers: admin.auth })).json().data.subdomains;
     expect(listed).toMatchObject([{ name, team_id: null }]);
+  });
+});
+
+describe('exports and tokens on a team subdomain', () => {
+  const exportOf = (name: string, auth: { authorization: string }, format = 'csv') =>
+    app.inject({ url: `/api/v1/export?subdomain=${name}&format=${format}`, headers: auth });
+
+  it('lets every member export its visits (viewer and up) in each format, and refuses a stranger (403 not_owner)', async () => {
+    const setup = await teamSubdomain();
+    for (const role of ['teamOwner', 'admin', 'editor', 'viewer'] as const) {
+      for (const format of ['csv', 'json']) {
+        const answer = await exportOf(setup.name, setup[role].auth, format);
+        expect(answer.statusCode, `${role} exports ${format}: ${answer.body}`).toBe(200);
+        expect(answer.headers['content-disposition']).toContain(`visits-subdomain-${setup.name}-`);
+      }
+    }
+    // One of its links, too: a viewer exports it, a stranger does not.
+    const byLink = (auth: { authorization: string }) => app.inject({ url: `/api/v1/export?link_id=${setup.linkId}&format=csv`, headers: auth });
+    expect((await byLink(setup.viewer.auth)).statusCode).toBe(200);
+    expect((await byLink(setup.stranger.auth)).json().error.code).toBe('not_owner');
+    const refused = await exportOf(setup.name, setup.stranger.auth);
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.code).toBe('not_owner');
+  });
+
+  it("acts with the member's current role and within the token's scopes, and stops on the next request after removal", async () => {
+    const { teamId, name, linkId, teamOwner, editor } = await teamSubdomain();
+    const create = (auth: { authorization: string }) =>
+      app.inject({ method: 'POST', url: '/api/v1/links', headers: auth, payload: { subdomain: name, target_url: 'https://example.com/t' } });
+    // The editor's token (every user scope) writes links of the team's subdomain.
+    expect((await create(editor.auth)).statusCode).toBe(201);
+    // A token narrowed to stats:read reads, but does not write, whatever the member's role.
+    const { token: narrow } = await mintToken(app, editor.cookie, origin, { name: 'stats only', scopes: ['stats:read'] });
+    const narrowAuth = { authorization: `Bearer ${narrow}` };
+    expect((await exportOf(name, narrowAuth)).statusCode).toBe(200);
+    const unscoped = await create(narrowAuth);
+    expect(unscoped.statusCode).toBe(403);
+    expect(unscoped.json().error.details).toMatchObject({ reason: 'missing_scope', required_scope: 'links:write' });
+    // Demoted to viewer: the same token is refused writes on its next request, and still exports.
+    const demoted = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/teams/${teamId}/members/${editor.id}`,
+      headers: session(teamOwner),
+      payload: { role: 'viewer' },
+    });
+    expect(demoted.statusCode, demoted.body).toBe(200);
+    const asViewer = await create(editor.auth);
+    expect(asViewer.statusCode).toBe(403);
+    expect(asViewer.json().error.details).toMatchObject({ reason: 'team_role_too_low', required_role: 'editor' });
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: editor.auth })).statusCode).toBe(403);
+    expect((await exportOf(name, editor.auth)).statusCode).toBe(200);
+    // Removed: every token of the account is refused on the team's subdomain from the next request (403 not_owner).
+    const removed = await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${editor.id}`, headers: session(teamOwner) });
+    expect(removed.statusCode, removed.body).toBe(200);
+    for (const auth of [editor.auth, narrowAuth]) {
+      const exported = await exportOf(name, auth);
+      expect(exported.statusCode).toBe(403);
+      expect(exported.json().error.code).toBe('not_owner');
+      expect((await app.inject({ url: `/api/v1/stats/subdomain/${name}`, headers: auth })).statusCode).toBe(403);
+    }
+    expect((await create(editor.auth)).json().error.code).toBe('not_owner');
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: editor.auth })).json().error.code).toBe('not_owner');
+  });
+});
+
+describe('webhooks on a team subdomain', () => {
+  const HOOK = 'http://127.0.0.1:1024/team-hook';
+  const create = (who: TestOwner, name: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: who.auth, payload: { url: HOOK, events: ['visit.new'], subdomain: name } });
+  const listed = async (who: TestOwner) => (await app.inject({ url: '/api/v1/webhooks', headers: who.auth })).json().data.webhooks as { id: string }[];
+
+  it("are the subdomain owner's: team admins and owners manage them, editors and viewers are refused (team_role_too_low), strangers not_owner", async () => {
+    const setup = await teamSubdomain();
+    const { name, admin, teamOwner, editor, viewer, stranger } = setup;
+    for (const who of [editor, viewer]) {
+      const refused = await create(who, name);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error.details).toMatchObject({ reason: 'team_role_too_low', required_role: 'admin' });
+    }
+    expect((await create(stranger, name)).json().error.code).toBe('not_owner');
+    // The team's owner (not the subdomain's) creates one: it belongs to the subdomain's owner.
+    const created = await create(teamOwner, name);
+    expect(created.statusCode, created.body).toBe(201);
+    const hook = created.json().data as { id: string; secret: string };
+    expect(hook.secret).toBeTruthy();
+    const row = await context.db.db.selectFrom('webhooks').select(['owner_id', 'subdomain']).where('id', '=', hook.id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ owner_id: admin.id, subdomain: name });
+    for (const role of ['teamOwner', 'admin', 'editor', 'viewer', 'stranger'] as const) {
+      const who = setup[role];
+      const may = role === 'teamOwner' || role === 'admin';
+      expect((await listed(who)).map((entry) => entry.id).includes(hook.id), `${role} lists it`).toBe(may);
+      const operations = [
+        app.inject({ url: `/api/v1/webhooks/${hook.id}`, headers: who.auth }),
+        app.inject({ url: `/api/v1/webhooks/${hook.id}/deliveries`, headers: who.auth }),
+        app.inject({ method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, headers: who.auth, payload: { description: role } }),
+      ];
+      for (const answer of await Promise.all(operations)) {
+        if (may) expect(answer.statusCode, `${role}: ${answer.body}`).toBe(200);
+        else if (role === 'stranger') expect(answer.json().error.code, role).toBe('not_owner');
+        else expect(answer.json().error.details, role).toMatchObject({ reason: 'team_role_too_low', required_role: 'admin' });
+        if (!may) expect(answer.body).not.toContain(hook.secret);
+      }
+    }
+    // A team admin may not lift the subdomain filter: the webhook would reach every subdomain of the owner's.
+    const lifted = await app.inject({ method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, headers: teamOwner.auth, payload: { subdomain: null } });
+    expect(lifted.statusCode).toBe(403);
+    expect(lifted.json().error.code).toBe('not_owner');
+    // The creator leaves: the webhook stays, enabled, with the subdomain's owner; its admins still manage it.
+    const second = await app.inject({
+      method: 'POST',
+      url: `/api/v1/teams/${setup.teamId}/invitations`,
+      headers: session(teamOwner),
+      payload: { email: stranger.email, role: 'owner' },
+    });
+    expect(second.statusCode, second.body).toBe(201);
+    const token = new URL(second.json().data.link).hash.replace('#token=', '');
+    expect((await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: session(stranger), payload: { token } })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${setup.teamId}/members/${teamOwner.id}`, headers: session(teamOwner) })).statusCode).toBe(
+      200,
+    );
+    expect((await app.inject({ url: `/api/v1/webhooks/${hook.id}`, headers: teamOwner.auth })).json().error.code).toBe('not_owner');
+    expect((await listed(teamOwner)).map((entry) => entry.id)).not.toContain(hook.id);
+    expect((await app.inject({ url: `/api/v1/webhooks/${hook.id}`, headers: admin.auth })).json().data).toMatchObject({ enabled: true, subdomain: name });
+    // A viewer may not delete it; the subdomain's owner (here also the team's admin) does.
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${hook.id}`, headers: viewer.auth })).statusCode).toBe(403);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${hook.id}`, headers: admin.auth })).statusCode).toBe(200);
   });
 });

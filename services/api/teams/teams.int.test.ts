@@ -243,7 +243,9 @@ describe('members and roles', () => {
       expect(after.json().error.code).toBe('not_owner');
     }
     expect((await call(token, 'GET', '/api/v1/teams')).json().data.teams).toEqual([]);
-    expect(await audited(teamId, 'team.member_removed')).toMatchObject([{ actor_id: admin.id, details: { user_id: editor.id, role: 'editor' } }]);
+    expect(await audited(teamId, 'team.member_removed')).toMatchObject([
+      { actor_id: admin.id, details: { user_id: editor.id, email: editor.email, role: 'editor' } },
+    ]);
     expect((await call(admin, 'DELETE', `/api/v1/teams/${teamId}/members/${editor.id}`)).statusCode).toBe(404);
   });
 });
@@ -364,7 +366,7 @@ describe('the audit log of a team', () => {
       action: 'team.member_role_changed',
       actor_id: admin.id,
       actor_email: admin.email,
-      details: { team_id: teamId, user_id: viewer.id, from: 'viewer', to: 'editor' },
+      details: { team_id: teamId, user_id: viewer.id, email: viewer.email, from: 'viewer', to: 'editor' },
       created_at: expect.any(String),
     });
     expect(entries.map((entry: { action: string }) => entry.action)).toEqual(

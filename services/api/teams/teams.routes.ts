@@ -56,7 +56,10 @@ const AuditEntrySchema = z
       .meta({ description: 'A `team.*` action, or `subdomain.team_assigned` / `subdomain.team_unassigned`.', example: 'team.member_role_changed' }),
     actor_id: z.uuid().nullable().meta({ description: 'The account that made the change (null once it is erased).' }),
     actor_email: z.string().nullable().meta({ description: "That account's address, while the account exists." }),
-    details: z.record(z.string(), z.unknown()),
+    details: z.record(z.string(), z.unknown()).meta({
+      description:
+        'What the change was about. A member entry (`team.member_role_changed`, `team.member_removed`, `team.member_left`) names the member: `user_id` and `email` (the address at the time).',
+    }),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'TeamAuditEntry' });

@@ -199,7 +199,9 @@ export function teamsService(
       const changed = await teams.setRole(teamId, userId, role);
       if (!changed) throw new AppError('not_found', { team: teamId, member: userId });
       if ('refused' in changed) throw lastOwner(teamId);
-      if (changed.before !== role) record(actor, 'team.member_role_changed', teamId, { user_id: userId, from: changed.before, to: role });
+      if (changed.before !== role) {
+        record(actor, 'team.member_role_changed', teamId, { user_id: userId, email: member.email, from: changed.before, to: role });
+      }
       return toMemberView({ ...member, role });
     },
     /**
@@ -224,7 +226,8 @@ export function teamsService(
       const removed = await teams.removeMember(teamId, userId);
       if (!removed) throw new AppError('not_found', { team: teamId, member: userId });
       if ('refused' in removed) throw lastOwner(teamId);
-      record(actor, leaving ? 'team.member_left' : 'team.member_removed', teamId, { user_id: userId, role: removed.role });
+      // The entry names who was removed (or left): the actor alone does not say it, and the account may be erased later.
+      record(actor, leaving ? 'team.member_left' : 'team.member_removed', teamId, { user_id: userId, email: member.email, role: removed.role });
       return { id: userId, removed: true };
     },
     /**

@@ -35,11 +35,10 @@ const eventsSchema = z
       `Events to receive. Emitted: ${codeList(LIVE_EVENT_TYPES)}. Accepted, not yet emitted: ${codeList(RESERVED_EVENT_TYPES)}. ` +
       '`webhook.test` is sent by the test endpoint whatever this list says. An unknown name is 422.',
   });
-const subdomainSchema = z
-  .string()
-  .regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name'))
-  .nullable()
-  .meta({ description: 'Only events of this subdomain (one of yours). Without it (or null): events of all your subdomains.' });
+const subdomainSchema = z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('subdomain_name')).nullable().meta({
+  description:
+    "Only events of this subdomain (one of yours, or a team's where you are an admin or owner: the webhook is then the subdomain owner's, managed by the team's admins and owners too). Without it (or null): events of all your subdomains; only the webhook's owner sets null.",
+});
 const descriptionSchema = z.string().max(500).trim().nullable();
 
 const WebhookSchema = z
@@ -125,7 +124,7 @@ export function webhooksRoutes(service: WebhooksService): RouteDef[] {
       operationId: 'listWebhooks',
       method: 'GET',
       path: '/api/v1/webhooks',
-      summary: "List the caller's webhooks (never their secrets)",
+      summary: "List the caller's webhooks and those on subdomains of teams the caller is an admin or owner of (never their secrets)",
       tags,
       auth,
       bucket: 'api',

@@ -118,18 +118,34 @@ export function webhooksService(
     }
   };
 
-  /** A subdomain filter: a subdomain the webhook's owner has (404 unknown, 403 someone else's). */
+  /**
+   * A subdomain filter: a subdomain the webhook's owner has (404 unknown, 403 someone else's). Only
+   * the owner lifts the filter: a team's admin would otherwise reach every subdomain of the owner's.
+   */
   const subdomainOf = async (principal: Principal, ownerId: string, name: string | null | undefined): Promise<string | null> => {
-    if (name === undefined || name === null) return null;
-    const row = await subdomains.managed(principal, name);
+    if (name === undefined || name === null) {
+      if (!canManage(principal, ownerId)) throw new AppError('not_owner', { user: ownerId });
+      return null;
+    }
+    const row = await subdomains.managed(principal, name, 'admin');
     if (row.owner_id !== ownerId) throw new AppError('not_owner', { subdomain: name });
     return row.name;
   };
 
+  /**
+   * Its owner (or staff) manages a webhook; one on a subdomain given to a team, the team's admins
+   * and owners too, with their role read at each request (editors and viewers: 403 team_role_too_low).
+   */
   const managed = async (principal: Principal, id: string): Promise<WebhookRow> => {
     const row = await webhooks.findById(id);
     if (!row) throw new AppError('not_found', { webhook: id });
-    if (!canManage(principal, row.owner_id)) throw new AppError('not_owner', { webhook: id });
+    if (canManage(principal, row.owner_id)) return row;
+    if (row.subdomain === null) throw new AppError('not_owner', { webhook: id });
+    const subdomain = await subdomains.managed(principal, row.subdomain, 'admin').catch((error: unknown) => {
+      if (error instanceof AppError && error.code === 'not_found') throw new AppError('not_owner', { webhook: id });
+      throw error;
+    });
+    if (subdomain.owner_id !== row.owner_id) throw new AppError('not_owner', { webhook: id });
     return row;
   };
 
@@ -141,17 +157,21 @@ export function webhooksService(
 
   return {
     async create(principal: Principal, input: NewWebhookInput, ip: string): Promise<WebhookView & { secret: string }> {
-      if ((await webhooks.countByOwner(principal.userId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
+      // On a subdomain (the caller's, or a team's where the caller is an admin or owner) the webhook is the
+      // subdomain owner's, as its links are: it outlives its creator's membership and the team's admins manage it.
+      const target = input.subdomain ? await subdomains.managed(principal, input.subdomain, 'admin') : undefined;
+      const ownerId = target?.owner_id ?? principal.userId;
+      if ((await webhooks.countByOwner(ownerId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
         throw new AppError('forbidden', { reason: 'limit_reached', limit: MAX_WEBHOOKS_PER_ACCOUNT, hint: 'delete a webhook first' });
       }
       const url = await guarded(input.url);
-      const subdomain = await subdomainOf(principal, principal.userId, input.subdomain);
+      const subdomain = target?.name ?? null;
       // The id is chosen here: the sealed secret is bound to it.
       const id = randomUUID();
       const { secret, columns } = secrets.issue(id);
       const row = await webhooks.insert({
         id,
-        owner_id: principal.userId,
+        owner_id: ownerId,
         url,
         events: [...new Set(input.events)],
         subdomain,
@@ -163,7 +183,7 @@ export function webhooksService(
       return { ...toWebhookView(row), secret };
     },
     async list(principal: Principal): Promise<WebhookView[]> {
-      return (await webhooks.listByOwner(principal.userId)).map(toWebhookView);
+      return (await webhooks.listManagedBy(principal.userId)).map(toWebhookView);
     },
     async get(principal: Principal, id: string): Promise<WebhookView> {
       return toWebhookView(await managed(principal, id));
