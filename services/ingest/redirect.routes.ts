@@ -16,6 +16,8 @@ import { visitText, type RawVisit } from '#shared/visits/raw-visit.js';
 import { subdomainMatcher } from '#shared/links/hosts.js';
 import { SLUG } from '#shared/links/slugs.js';
 import type { RedirectLink } from '#shared/links/link-notices.js';
+import { needsCountry, routeOf, type RouteRequest } from '#shared/links/rules.js';
+import { openGeoLookup, type GeoLookup } from '#shared/geo.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
 import type { PublicPages } from '../public-page/public-page.js';
@@ -114,6 +116,33 @@ function createRedirector(deps: ShortHostDeps) {
     query: visitText(query, 'query'),
   });
 
+  const routeRequestOf = ({ request, query }: Asked): RouteRequest => ({
+    at: request.at,
+    ip: request.ip,
+    userAgent: request.headers['user-agent'] ?? '',
+    acceptLanguage: request.headers['accept-language'] ?? '',
+    query,
+  });
+  /**
+   * The geolocation database is opened (about 45 MB) only once a link with a country rule is
+   * visited; until it is open, country rules match nothing (the visit goes to the next rule).
+   */
+  let geo: GeoLookup | undefined;
+  let opening = false;
+  const geoOf = (link: RedirectLink) => () => {
+    if (!geo && !opening && needsCountry(link)) {
+      opening = true;
+      openGeoLookup().then(
+        (opened) => (geo = opened),
+        (error: unknown) => {
+          opening = false;
+          log.error({ err: error }, 'geolocation database could not be opened for country rules');
+        },
+      );
+    }
+    return geo;
+  };
+
   const decide = (asked: Asked, slug: string, link: RedirectLink | null, decision: RateDecision): RedirectOutcome => {
     if (!decision.allowed) {
       refusedByLimit.inc();
@@ -126,12 +155,19 @@ function createRedirector(deps: ShortHostDeps) {
       return refusal(new AppError('gone', { slug, reason: 'expired' }, { messageKey: 'error.gone.expired' }), decision);
     if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }, { messageKey: 'error.gone.limit_reached' }), decision);
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
+    // Issue 40: rules, variants and query forwarding, from the cached link (a plain link skips it).
+    const route = link.rules || link.variants || link.forward_query ? routeOf(link, routeRequestOf(asked), geoOf(link)) : undefined;
+    if (route) {
+      visit.matched_rule = route.rule;
+      visit.variant = route.variant;
+    }
+    const target = route?.target ?? link.target_url;
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();
     return {
       kind: 'redirect',
       status: link.redirect_type,
-      location: link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url,
+      location: link.append_visit_id ? withVisitId(target, visit.visit_id) : target,
       rateLimit: decision,
     };
   };

@@ -1,3 +1,4 @@
+import type { RedirectRule, Variant } from '../links/rules.js';
 import type { ColumnType, Generated } from 'kysely';
 
 /** Row types of the relational store, one interface per table (plural snake_case names). */
@@ -153,6 +154,10 @@ export interface LinksTable {
   deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   limit_reached_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   append_visit_id: ColumnType<boolean, boolean | undefined, boolean>;
+  // Issue 40 (migration 0018): redirect rules, A/B variants, query forwarding (shared/links/rules.ts).
+  rules: ColumnType<RedirectRule[] | null, string | null | undefined, string | null>;
+  variants: ColumnType<Variant[] | null, string | null | undefined, string | null>;
+  forward_query: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface PlatformSecretsTable {

@@ -1,3 +1,4 @@
+import type { RedirectRule, Variant } from './rules.js';
 import type { Cache } from '../cache/cache.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -18,6 +19,10 @@ export interface RedirectLink {
   limit_reached: boolean;
   /** From one sequence, taken by every insert and change: a cache keeps the highest it saw per slug. */
   version: number;
+  // Issue 40: evaluated by the edge (shared/links/rules.ts).
+  rules: RedirectRule[] | null;
+  variants: Variant[] | null;
+  forward_query: boolean;
 }
 
 /** The columns of a link row a redirect record is made of (redirect caches read only these). */
@@ -33,11 +38,21 @@ export const REDIRECT_LINK_COLUMNS = [
   'max_visits',
   'limit_reached_at',
   'version',
+  'rules',
+  'variants',
+  'forward_query',
 ] as const;
 
 /** The redirect record of a stored link row. */
 export function toRedirectLink(
-  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version'> & { expires_at: Date | null; limit_reached_at: Date | null; version: string | number },
+  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version' | 'rules' | 'variants' | 'forward_query'> & {
+    expires_at: Date | null;
+    limit_reached_at: Date | null;
+    version: string | number;
+    rules?: RedirectLink['rules'];
+    variants?: RedirectLink['variants'];
+    forward_query?: boolean;
+  },
 ): RedirectLink {
   return {
     id: row.id,
@@ -51,6 +66,9 @@ export function toRedirectLink(
     max_visits: row.max_visits,
     limit_reached: row.limit_reached_at !== null,
     version: Number(row.version),
+    rules: row.rules ?? null,
+    variants: row.variants ?? null,
+    forward_query: row.forward_query ?? false,
   };
 }
 

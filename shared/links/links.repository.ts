@@ -1,3 +1,4 @@
+import type { RedirectRule, Variant } from './rules.js';
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DB, LinksTable } from '../db/schema.js';
 import { REDIRECT_LINK_COLUMNS } from './link-notices.js';
@@ -23,6 +24,10 @@ export interface NewLink {
   clientBodyHash: string | null;
   /** The creation time, when it is not now (an imported link keeps its source's). */
   createdAt?: Date;
+  // Issue 40: routing (shared/links/rules.ts); absent is none.
+  rules?: RedirectRule[] | null;
+  variants?: Variant[] | null;
+  forwardQuery?: boolean;
 }
 
 export interface LinkChanges {
@@ -34,7 +39,14 @@ export interface LinkChanges {
   max_visits?: number | null;
   redirect_type?: number;
   append_visit_id?: boolean;
+  // Issue 40: routing (shared/links/rules.ts); null clears rules or variants.
+  rules?: RedirectRule[] | null;
+  variants?: Variant[] | null;
+  forward_query?: boolean;
 }
+
+/** JSON text of a jsonb column's value (kysely passes a string through as it is). */
+const jsonb = (value: unknown[] | null | undefined) => (value === undefined ? undefined : value === null || value.length === 0 ? null : JSON.stringify(value));
 
 /** Filters of a link list. All optional but the owner or the subdomain. */
 export interface LinkFilter {
@@ -85,6 +97,9 @@ export function linksRepository(db: Kysely<DB>) {
           client_id: link.clientId,
           client_body_hash: link.clientBodyHash,
           ...(link.createdAt ? { created_at: link.createdAt } : {}),
+          rules: jsonb(link.rules) ?? null,
+          variants: jsonb(link.variants) ?? null,
+          forward_query: link.forwardQuery ?? false,
         })
         .onConflict((oc) => oc.doNothing())
         .returningAll()
@@ -146,6 +161,8 @@ export function linksRepository(db: Kysely<DB>) {
           // A new visit limit is judged afresh by the enricher: the link redirects until it is reached again.
           .set({
             ...changes,
+            rules: jsonb(changes.rules),
+            variants: jsonb(changes.variants),
             ...(changes.max_visits !== undefined ? { limit_reached_at: null } : {}),
             updated_at: new Date(),
             version: sql<string>`nextval('links_version_seq')`,

@@ -13,6 +13,7 @@ import { IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js'
 import type { QrRenderer } from './qr.js';
 import { MAX_QR_MARGIN, MAX_QR_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
 import { rule } from '#shared/i18n/index.js';
+import { FORWARD_QUERY_DOC, RulesSchema, VariantsSchema } from '#shared/links/rules.js';
 
 const tags = ['links'];
 
@@ -58,6 +59,9 @@ const APPEND_VISIT_ID_DOC =
   'consented signals to this visit instead of starting a visit of its own. Default false.';
 const appendVisitIdSchema = z.boolean().meta({ description: APPEND_VISIT_ID_DOC });
 
+// Issue 40: routing fields (shared/links/rules.ts).
+const forwardQuerySchema = z.boolean().meta({ description: FORWARD_QUERY_DOC });
+
 const redirectSchema = z
   .union(REDIRECT_TYPES.map((code) => z.literal(code)))
   .meta({ description: 'HTTP status of the redirect: 301, 302 (default), 307 or 308.' });
@@ -100,6 +104,9 @@ const LinkSchema = z
     max_visits: z.number().int().nullable(),
     redirect_type: z.number().int(),
     append_visit_id: z.boolean().meta({ description: APPEND_VISIT_ID_DOC }),
+    rules: RulesSchema,
+    variants: VariantsSchema.nullable(),
+    forward_query: forwardQuerySchema,
     state: z.enum(['active', 'expired', 'limit_reached', 'deleted']).meta({
       description:
         '`limit_reached`: its visits reached max_visits and it no longer redirects (changing max_visits lifts it). `deleted` is only seen in the DELETE answer and in a client_id replay of a deleted link.',
@@ -184,6 +191,9 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         max_visits: maxVisitsSchema.optional(),
         redirect_type: redirectSchema.optional(),
         append_visit_id: appendVisitIdSchema.optional(),
+        rules: RulesSchema.optional(),
+        variants: VariantsSchema.optional(),
+        forward_query: forwardQuerySchema.optional(),
         client_id: z.string().min(1).max(128).optional().meta({ description: 'Idempotency key chosen by the client, unique per owner.' }),
       }),
       response: LinkSchema,
@@ -226,7 +236,8 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       path: '/api/v1/links/{id}',
       summary: 'Update a link',
       description:
-        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id; `null` clears title, expires_at and max_visits.',
+        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id, rules, variants, forward_query; ' +
+        '`null` clears title, expires_at, max_visits and variants (`[]` clears rules).',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -241,6 +252,9 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
           max_visits: maxVisitsSchema.nullable().optional(),
           redirect_type: redirectSchema.optional(),
           append_visit_id: appendVisitIdSchema.optional(),
+          rules: RulesSchema.optional(),
+          variants: VariantsSchema.nullable().optional(),
+          forward_query: forwardQuerySchema.optional(),
         })
         .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),

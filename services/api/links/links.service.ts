@@ -12,6 +12,7 @@ import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 import type { LinkChanges, LinkFilter, LinkRow, NewLink } from '#shared/links/links.repository.js';
 import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '#shared/http/pagination.js';
 import { rule } from '#shared/i18n/index.js';
+import type { RedirectRule, Variant } from '#shared/links/rules.js';
 
 /** Generated slugs: 7 characters of [a-z0-9] (36^7 ≈ 7.8e10 values). */
 const GENERATED_SLUG_LENGTH = 7;
@@ -35,6 +36,9 @@ export interface LinkView {
   max_visits: number | null;
   redirect_type: number;
   append_visit_id: boolean;
+  rules: RedirectRule[];
+  variants: Variant[] | null;
+  forward_query: boolean;
   state: LinkState;
   limit_reached_at: string | null;
   client_id: string | null;
@@ -67,6 +71,9 @@ export interface NewLinkInput {
   redirect_type?: number;
   append_visit_id?: boolean;
   client_id?: string;
+  rules?: RedirectRule[];
+  variants?: Variant[] | null;
+  forward_query?: boolean;
 }
 
 /** One link of an import, as its source file gave it (not yet checked). */
@@ -99,6 +106,9 @@ export interface LinkPatch {
   max_visits?: number | null;
   redirect_type?: number;
   append_visit_id?: boolean;
+  rules?: RedirectRule[];
+  variants?: Variant[] | null;
+  forward_query?: boolean;
 }
 
 /** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
@@ -199,6 +209,9 @@ export function linksService(deps: LinksDeps) {
     max_visits: row.max_visits,
     redirect_type: row.redirect_type,
     append_visit_id: row.append_visit_id,
+    rules: row.rules ?? [],
+    variants: row.variants,
+    forward_query: row.forward_query,
     state: row.deleted_at ? 'deleted' : row.expires_at && row.expires_at.getTime() <= now ? 'expired' : row.limit_reached_at ? 'limit_reached' : 'active',
     limit_reached_at: row.limit_reached_at?.toISOString() ?? null,
     client_id: row.client_id,
@@ -213,6 +226,15 @@ export function linksService(deps: LinksDeps) {
     if (!checked.ok) throw new AppError('validation_error', { target_url: checked.rule });
     return checked.url;
   };
+  /** Rule and variant targets checked as target_url is (the platform's own hosts refused), named by their path. */
+  const routed = <T extends { target_url: string }>(field: 'rules' | 'variants', items: T[]): T[] =>
+    items.map((item, index) => {
+      const checked = checkTargetUrl(item.target_url, config);
+      const path = `${field}.${index}.target_url`;
+      if (!checked.ok && checked.platform) throw new AppError('forbidden', { reason: 'target_is_platform', [path]: checked.rule });
+      if (!checked.ok) throw new AppError('validation_error', { [path]: checked.rule });
+      return { ...item, target_url: checked.url };
+    });
 
   const customSlug = (slug: string): string => {
     const normalized = slug.toLowerCase();
@@ -287,10 +309,18 @@ export function linksService(deps: LinksDeps) {
         redirectType: input.redirect_type ?? 302,
         appendVisitId: input.append_visit_id ?? false,
       };
+      const routing = {
+        rules: input.rules ? routed('rules', input.rules) : null,
+        variants: input.variants ? routed('variants', input.variants) : null,
+        forwardQuery: input.forward_query ?? false,
+      };
       const clientId = input.client_id ?? null;
       // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
       const { appendVisitId, ...hashed } = normalized;
-      const hash = clientId ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), expiresAt: expiresAt?.toISOString() ?? null }) : null;
+      const routingHashed = Object.fromEntries(Object.entries(routing).filter(([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0)));
+      const hash = clientId
+        ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), ...routingHashed, expiresAt: expiresAt?.toISOString() ?? null })
+        : null;
       const replayOf = (original: LinkRow): { link: LinkView; replay: boolean } => {
         if (original.client_body_hash !== hash) {
           throw new AppError('conflict', { client_id: rule('client_id_reused') });
@@ -302,7 +332,7 @@ export function linksService(deps: LinksDeps) {
 
       // A past expiry is not refused (no schema can say "in the future"): the link is created expired (410).
       const { slug, ...values } = normalized;
-      const row = await insert({ ...values, ownerId, clientId, clientBodyHash: hash }, slug);
+      const row = await insert({ ...values, ...routing, ownerId, clientId, clientBodyHash: hash }, slug);
       if ('original' in row) return replayOf(row.original);
       await announceCreated(row);
       return { link: toView(row), replay: false };
@@ -371,6 +401,9 @@ export function linksService(deps: LinksDeps) {
       if (patch.max_visits !== undefined) changes.max_visits = patch.max_visits;
       if (patch.redirect_type !== undefined) changes.redirect_type = patch.redirect_type;
       if (patch.append_visit_id !== undefined) changes.append_visit_id = patch.append_visit_id;
+      if (patch.rules !== undefined) changes.rules = routed('rules', patch.rules);
+      if (patch.variants !== undefined) changes.variants = patch.variants === null ? null : routed('variants', patch.variants);
+      if (patch.forward_query !== undefined) changes.forward_query = patch.forward_query;
       const row = await links.update(id, changes);
       if (row === 'slug_taken') throw new AppError('conflict', { slug: rule('taken_in_subdomain') });
       if (!row) throw new AppError('not_found', { link: id });
@@ -406,6 +439,9 @@ export function linksService(deps: LinksDeps) {
           maxVisits: source.max_visits,
           redirectType: source.redirect_type,
           appendVisitId: source.append_visit_id,
+          rules: source.rules,
+          variants: source.variants,
+          forwardQuery: source.forward_query,
           clientId: null,
           clientBodyHash: null,
         },
