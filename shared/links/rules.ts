@@ -29,7 +29,13 @@ const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
 
 /** One condition of a rule: the request matches when any listed value matches (names compared case-insensitively). */
 export const RuleConditionSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('device'), values: z.array(z.enum(['desktop', 'mobile', 'tablet'])).min(1).max(3) }),
+  z.strictObject({
+    type: z.literal('device'),
+    values: z
+      .array(z.enum(['desktop', 'mobile', 'tablet']))
+      .min(1)
+      .max(3),
+  }),
   z.strictObject({ type: z.literal('os'), values: values(/^[A-Za-z0-9 ._-]{1,40}$/, 'iOS') }),
   z.strictObject({ type: z.literal('browser'), values: values(/^[A-Za-z0-9 ._-]{1,40}$/, 'Chrome') }),
   z.strictObject({ type: z.literal('country'), values: values(/^[A-Z]{2}$/, 'DE') }),
@@ -80,7 +86,7 @@ export type Variant = z.output<typeof VariantsSchema>[number];
 
 export const FORWARD_QUERY_DOC =
   "Passes the short URL's query on to the target: its parameters are appended to the target's; on a clash the target's own " +
-  'parameter wins (its value is kept and the visitor\'s dropped), as Shlink does. `lt_visit` is never forwarded. Default false.';
+  "parameter wins (its value is kept and the visitor's dropped), as Shlink does. `lt_visit` is never forwarded. Default false.";
 
 /** What the edge evaluates a link's routing on. */
 export interface RoutedLink {

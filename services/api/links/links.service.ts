@@ -317,7 +317,9 @@ export function linksService(deps: LinksDeps) {
       const clientId = input.client_id ?? null;
       // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
       const { appendVisitId, ...hashed } = normalized;
-      const routingHashed = Object.fromEntries(Object.entries(routing).filter(([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0)));
+      const routingHashed = Object.fromEntries(
+        Object.entries(routing).filter(([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0)),
+      );
       const hash = clientId
         ? bodyHash({ ...hashed, ...(appendVisitId ? { appendVisitId } : {}), ...routingHashed, expiresAt: expiresAt?.toISOString() ?? null })
         : null;
