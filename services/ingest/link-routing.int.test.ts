@@ -162,11 +162,11 @@ describe('A/B variants', () => {
 });
 
 describe('query forwarding', () => {
-  it("appends the short URL's query to the target's; the target's own parameter wins a clash; lt_visit never passes", async () => {
+  it("appends the short URL's query to the target's; the visitor's parameter wins a clash; lt_visit never passes", async () => {
     const link = await createLink({ target_url: 'https://example.com/landing?utm_source=site#top', forward_query: true });
     expect(link.forward_query).toBe(true);
     expect(await location(`/${link.slug}?utm_source=newsletter&utm_medium=email&lt_visit=x`)).toBe(
-      'https://example.com/landing?utm_source=site&utm_medium=email#top',
+      'https://example.com/landing?utm_source=newsletter&utm_medium=email#top',
     );
     expect(await location(`/${link.slug}`)).toBe('https://example.com/landing?utm_source=site#top');
     const plain = await createLink({ target_url: 'https://example.com/plain' });
@@ -176,7 +176,8 @@ describe('query forwarding', () => {
   it('forwards onto a target without a query, and skips undecodable names', () => {
     expect(forwardQuery('https://example.com/', 'a=1&b=2')).toBe('https://example.com/?a=1&b=2');
     expect(forwardQuery('https://example.com/?', 'a=1')).toBe('https://example.com/?a=1');
-    expect(forwardQuery('https://example.com/?a=0', '%E0%A4%A=1&a=1&c')).toBe('https://example.com/?a=0&c');
+    expect(forwardQuery('https://example.com/?a=0&b=1', '%E0%A4%A=1&a=2&c')).toBe('https://example.com/?b=1&a=2&c');
+    expect(forwardQuery('https://example.com/?a=0', 'lt_visit=1')).toBe('https://example.com/?a=0');
   });
 });
 

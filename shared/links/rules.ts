@@ -183,29 +183,43 @@ export function variantOf(linkId: string, variants: Variant[], ip: string, userA
   return variants.length - 1;
 }
 
-/** The visitor's query appended to the target's; the target's own parameter wins a clash; `lt_visit` never passes. */
+/** A query part's name, decoded; undefined when it does not decode. */
+function nameOf(part: string): string | undefined {
+  const eq = part.indexOf('=');
+  try {
+    return decodeURIComponent((eq < 0 ? part : part.slice(0, eq)).replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The visitor's query merged into the target's, as Shlink and Dub do: on a clash the visitor's
+ * parameter wins (the target's of that name is dropped), the rest of the target's query is kept in
+ * its order and the visitor's parameters follow; `lt_visit` and undecodable names never pass.
+ */
 export function forwardQuery(target: string, query: string): string {
   if (!query) return target;
+  const added: string[] = [];
+  const names = new Set<string>();
+  for (const part of query.split('&')) {
+    const name = part ? nameOf(part) : undefined;
+    if (name === undefined || name === 'lt_visit') continue;
+    added.push(part);
+    names.add(name);
+  }
+  if (added.length === 0) return target;
   const hash = target.indexOf('#');
   const base = hash < 0 ? target : target.slice(0, hash);
   const queryAt = base.indexOf('?');
-  const own = new URLSearchParams(queryAt < 0 ? '' : base.slice(queryAt + 1));
-  const added: string[] = [];
-  for (const part of query.split('&')) {
-    if (!part) continue;
-    const eq = part.indexOf('=');
-    let name: string;
-    try {
-      name = decodeURIComponent((eq < 0 ? part : part.slice(0, eq)).replace(/\+/g, ' '));
-    } catch {
-      continue;
-    }
-    if (name === 'lt_visit' || own.has(name)) continue;
-    added.push(part);
-  }
-  if (added.length === 0) return target;
-  const separator = queryAt < 0 ? '?' : base.endsWith('?') || base.endsWith('&') ? '' : '&';
-  return `${base}${separator}${added.join('&')}${hash < 0 ? '' : target.slice(hash)}`;
+  const kept =
+    queryAt < 0
+      ? []
+      : base
+          .slice(queryAt + 1)
+          .split('&')
+          .filter((part) => part && !names.has(nameOf(part) ?? ''));
+  return `${queryAt < 0 ? base : base.slice(0, queryAt)}?${[...kept, ...added].join('&')}${hash < 0 ? '' : target.slice(hash)}`;
 }
 
 /** Where a link sends a request: the first matching rule, else a variant, else its target; with the query forwarded when asked. */
