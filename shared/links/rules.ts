@@ -1,5 +1,6 @@
 // Issue 40 items 2, 3, 7: a link's redirect rules, its A/B split and its query forwarding. The
 // schemas check them on write; the edge evaluates them from the cached link (no database read).
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { rule } from '#shared/i18n/index.js';
 import { HTTP_URL, MAX_TARGET_URL_LENGTH } from './urls.js';
@@ -121,6 +122,17 @@ export function firstLanguage(header: string): string {
 
 const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
+/**
+ * Parsing a user agent costs about 100 µs and traffic repeats a few thousand: the edge keeps the
+ * parse of the most recent distinct agents a device, OS or browser rule read (a few hundred KB at most).
+ */
+const agents = new LRUCache<string, ReturnType<typeof parseUserAgent>>({ max: 5_000 });
+function agentOf(userAgent: string) {
+  let agent = agents.get(userAgent);
+  if (!agent) agents.set(userAgent, (agent = parseUserAgent(userAgent)));
+  return agent;
+}
+
 /** Lazily worked-out request facts: the user agent is parsed and the address looked up at most once. */
 class Facts {
   private agent?: ReturnType<typeof parseUserAgent>;
@@ -131,7 +143,7 @@ class Facts {
     private readonly geo: () => GeoLookup | undefined,
   ) {}
   ua() {
-    return (this.agent ??= parseUserAgent(this.request.userAgent));
+    return (this.agent ??= agentOf(this.request.userAgent));
   }
   query() {
     return (this.params ??= new URLSearchParams(this.request.query));
