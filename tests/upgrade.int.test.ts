@@ -136,7 +136,7 @@ describe.skipIf(SERVICES_MODE)('a DATA_DIR written by an earlier build, opened b
       // a visit's field the earlier build did not have holds its default (a column a migration added).
       const upgraded = await records(port, seeded.token, seeded.subdomain);
       dropNewFields(upgraded.visits as Record<string, unknown>[], new Set(Object.keys(before.visits[0] ?? {})), NEW_VISIT_FIELD_DEFAULTS, 'visit');
-      dropNewFields(upgraded.links as Record<string, unknown>[], new Set(Object.keys(before.links[0] ?? {})), NEW_LINK_FIELD_DEFAULTS, 'link');
+      dropNewFields(upgraded.links.links as Record<string, unknown>[], new Set(Object.keys(before.links.links[0] ?? {})), NEW_LINK_FIELD_DEFAULTS, 'link');
       expect(upgraded).toEqual(before);
       expect((await client(port)('POST', '/auth/login', ADMIN)).status).toBe(200);
       // The link still redirects, and the new visit is counted on top of the old ones.
