@@ -135,7 +135,7 @@ describe.skipIf(SERVICES_MODE)('a DATA_DIR written by an earlier build, opened b
       // The token minted by the earlier build still authenticates (its hash was kept), and every record reads the same;
       // a visit's field the earlier build did not have holds its default (a column a migration added).
       const upgraded = await records(port, seeded.token, seeded.subdomain);
-      dropNewFields(upgraded.visits as Record<string, unknown>[], new Set(Object.keys(before.visits[0] ?? {})), NEW_VISIT_FIELD_DEFAULTS, 'visit');
+      dropNewFields(upgraded.visits, new Set(Object.keys(before.visits[0] ?? {})), NEW_VISIT_FIELD_DEFAULTS, 'visit');
       dropNewFields(upgraded.links.links as Record<string, unknown>[], new Set(Object.keys(before.links.links[0] ?? {})), NEW_LINK_FIELD_DEFAULTS, 'link');
       expect(upgraded).toEqual(before);
       expect((await client(port)('POST', '/auth/login', ADMIN)).status).toBe(200);
