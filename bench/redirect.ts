@@ -47,6 +47,8 @@ async function routingRuns(edgePort: number, host: string) {
   };
   const targets = [
     { name: 'plain', url: `http://127.0.0.1:${edgePort}/bench` },
+    // The same plain link with the query the last rule reads: what a query costs by itself (its visit text, the attack check).
+    { name: 'plain-query', url: `http://127.0.0.1:${edgePort}/bench?go=1` },
     { name: 'rules-none', url: `http://127.0.0.1:${edgePort}/rules` },
     { name: 'rules-last', url: `http://127.0.0.1:${edgePort}/rules?go=1` },
     { name: 'split-3', url: `http://127.0.0.1:${edgePort}/split` },

@@ -136,7 +136,6 @@ function agentOf(userAgent: string) {
 /** Lazily worked-out request facts: the user agent is parsed and the address looked up at most once. */
 class Facts {
   private agent?: ReturnType<typeof parseUserAgent>;
-  private params?: URLSearchParams;
   private countryCode?: string;
   constructor(
     readonly request: RouteRequest,
@@ -145,12 +144,24 @@ class Facts {
   ua() {
     return (this.agent ??= agentOf(this.request.userAgent));
   }
-  query() {
-    return (this.params ??= new URLSearchParams(this.request.query));
-  }
   country() {
     return (this.countryCode ??= this.geo()?.lookup(this.request.ip)?.country ?? '');
   }
+}
+
+/** A parameter of a raw query by name (and value), decoded; one pass over the text, no URLSearchParams (the hot path). */
+function hasParam(query: string, name: string, value: string | undefined): boolean {
+  for (const part of query.split('&')) {
+    const eq = part.indexOf('=');
+    if (nameOf(part) !== name) continue;
+    if (value === undefined) return true;
+    try {
+      if (eq >= 0 && decodeURIComponent(part.slice(eq + 1).replace(/\+/g, ' ')) === value) return true;
+    } catch {
+      continue;
+    }
+  }
+  return false;
 }
 
 const listed = (list: string[], value: string) => value !== '' && list.some((item) => item.toLowerCase() === value.toLowerCase());
@@ -176,11 +187,8 @@ function matches(condition: RuleCondition, facts: Facts): boolean {
       const [from, to] = [minutesOf(condition.from), minutesOf(condition.to)];
       return from < to ? now >= from && now < to : now >= from || now < to;
     }
-    case 'query': {
-      if (!facts.request.query) return false;
-      const params = facts.query();
-      return condition.value === undefined ? params.has(condition.name) : params.getAll(condition.name).includes(condition.value);
-    }
+    case 'query':
+      return facts.request.query !== '' && hasParam(facts.request.query, condition.name, condition.value);
   }
 }
 
