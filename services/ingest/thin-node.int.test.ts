@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverDatabase } from '#tests/support/fresh-database.js';
 import { SERVICES_MODE, uniqueName } from '#tests/support/context.js';
-import { ADMIN, freePort, health, killAll, seed, startProcess, waitHealthy, type Seeded, type Started } from '#tests/support/platform-process.js';
+import { ADMIN, client, freePort, health, killAll, seed, startProcess, waitHealthy, type Seeded, type Started } from '#tests/support/platform-process.js';
 
 // A thin ingest node as production runs it (SERVICE_ROLES=ingest on Postgres, Redis and Kafka), a
 // real process beside a real API process: it opens no analytics store, answers redirects, and
@@ -102,6 +102,38 @@ describe.skipIf(!SERVICES_MODE)('a thin ingest node (SERVICE_ROLES=ingest, servi
     // A bound with a wide margin (the figure, and the 120 MB target, are bench/ingest-node.ts's):
     // with chDB loaded the same process held about 400 MB.
     expect(rss).toBeLessThan(250);
+  }, 120_000);
+
+  it("a link's rules, variants and forward_query reach the thin node's cache: at its first read and by the change notice (issue 40)", async () => {
+    const edge = await startEdge({ PUBLIC_PAGES_UPSTREAM: `http://127.0.0.1:${api.port}` });
+    const call = client(api.port);
+    const auth = { authorization: `Bearer ${seeded.token}` };
+    const made = await call(
+      'POST',
+      '/api/v1/links',
+      {
+        subdomain: seeded.subdomain,
+        target_url: 'https://example.com/base?a=1',
+        forward_query: true,
+        rules: [{ condition: { type: 'query', name: 'go' }, target_url: 'https://example.com/go' }],
+        variants: [
+          { target_url: 'https://example.com/v1', weight: 1 },
+          { target_url: 'https://example.com/v2', weight: 1 },
+        ],
+      },
+      auth,
+    );
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+    const slug = made.json.data.slug as string;
+    expect((await get(edge.port, seeded.host, `/${slug}?go=1&x=2`)).headers.location).toBe('https://example.com/go?go=1&x=2');
+    expect((await get(edge.port, seeded.host, `/${slug}`)).headers.location).toMatch(/^https:\/\/example\.com\/v[12]$/);
+    const patched = await call('PATCH', `/api/v1/links/${made.json.data.id}`, { rules: [], variants: null, forward_query: false }, auth);
+    expect(patched.status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    let location: unknown;
+    while (Date.now() < deadline && (location = (await get(edge.port, seeded.host, `/${slug}?go=1`)).headers.location) !== 'https://example.com/base?a=1')
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(location).toBe('https://example.com/base?a=1');
   }, 120_000);
 
   it('an API that cannot be reached: the page answers 503 in the envelope naming it, redirects go on', async () => {
