@@ -16,7 +16,7 @@ import { visitText, type RawVisit } from '#shared/visits/raw-visit.js';
 import { subdomainMatcher } from '#shared/links/hosts.js';
 import { SLUG } from '#shared/links/slugs.js';
 import type { RedirectLink } from '#shared/links/link-notices.js';
-import { needsCountry, routeOf, type RouteRequest } from '#shared/links/rules.js';
+import { routeOf, type RouteRequest } from '#shared/links/rules.js';
 import { openGeoLookup, type GeoLookup } from '#shared/geo.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
@@ -124,13 +124,13 @@ function createRedirector(deps: ShortHostDeps) {
     query,
   });
   /**
-   * The geolocation database is opened (about 45 MB) only once a link with a country rule is
-   * visited; until it is open, country rules match nothing (the visit goes to the next rule).
+   * The geolocation database is opened (about 45 MB) only when a country rule is first evaluated
+   * (routeOf asks for it then); until it is open, country rules match nothing (the next rule is tried).
    */
   let geo: GeoLookup | undefined;
   let opening = false;
-  const geoOf = (link: RedirectLink) => () => {
-    if (!geo && !opening && needsCountry(link)) {
+  const geoOf = () => {
+    if (!geo && !opening) {
       opening = true;
       openGeoLookup().then(
         (opened) => (geo = opened),
@@ -156,7 +156,7 @@ function createRedirector(deps: ShortHostDeps) {
     if (link.limit_reached) return refusal(new AppError('gone', { slug, reason: 'limit_reached' }, { messageKey: 'error.gone.limit_reached' }), decision);
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     // Issue 40: rules, variants and query forwarding, from the cached link (a plain link skips it).
-    const route = link.rules || link.variants || link.forward_query ? routeOf(link, routeRequestOf(asked), geoOf(link)) : undefined;
+    const route = link.rules || link.variants || link.forward_query ? routeOf(link, routeRequestOf(asked), geoOf) : undefined;
     if (route) {
       visit.matched_rule = route.rule;
       visit.variant = route.variant;

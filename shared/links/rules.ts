@@ -137,12 +137,16 @@ function agentOf(userAgent: string) {
 class Facts {
   private agent?: ReturnType<typeof parseUserAgent>;
   private countryCode?: string;
+  private firstLanguage?: string;
   constructor(
     readonly request: RouteRequest,
     private readonly geo: () => GeoLookup | undefined,
   ) {}
   ua() {
     return (this.agent ??= agentOf(this.request.userAgent));
+  }
+  language() {
+    return (this.firstLanguage ??= firstLanguage(this.request.acceptLanguage));
   }
   country() {
     return (this.countryCode ??= this.geo()?.lookup(this.request.ip)?.country ?? '');
@@ -164,7 +168,14 @@ function hasParam(query: string, name: string, value: string | undefined): boole
   return false;
 }
 
-const listed = (list: string[], value: string) => value !== '' && list.some((item) => item.toLowerCase() === value.toLowerCase());
+/** A condition's values in lower case, made once per cached link (keyed by the values array it holds). */
+const lowered = new WeakMap<string[], Set<string>>();
+function listed(list: string[], value: string): boolean {
+  if (value === '') return false;
+  let set = lowered.get(list);
+  if (!set) lowered.set(list, (set = new Set(list.map((item) => item.toLowerCase()))));
+  return set.has(value.toLowerCase());
+}
 
 function matches(condition: RuleCondition, facts: Facts): boolean {
   switch (condition.type) {
@@ -179,7 +190,7 @@ function matches(condition: RuleCondition, facts: Facts): boolean {
     case 'country':
       return listed(condition.values, facts.country());
     case 'language':
-      return listed(condition.values, firstLanguage(facts.request.acceptLanguage));
+      return listed(condition.values, facts.language());
     case 'time': {
       const date = new Date(facts.request.at);
       if (condition.days && !condition.days.includes(date.getUTCDay())) return false;
@@ -258,6 +269,3 @@ export function routeOf(link: RoutedLink, request: RouteRequest, geo: () => GeoL
   if (link.forward_query) route.target = forwardQuery(route.target, request.query);
   return route;
 }
-
-/** True when a rule of the link reads the visitor's country (the edge then opens its geolocation database). */
-export const needsCountry = (link: Pick<RoutedLink, 'rules'>) => link.rules?.some((candidate) => candidate.condition.type === 'country') ?? false;
