@@ -13,6 +13,7 @@ import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { visitRowValues, VISIT_ROW_COLUMNS } from '#shared/visits/visit-rows.js';
 import { forwardQuery, MAX_RULES, routeOf } from '#shared/links/rules.js';
 import { startTestPlatform } from '#tests/support/platform.js';
+import { openGeoLookup } from '#shared/geo.js';
 
 let context: Context;
 let app: FastifyInstance;
@@ -93,6 +94,23 @@ describe('redirect rules', () => {
     expect(at('2026-11-28T05:59:00Z').rule).toBe(0);
     expect(at('2026-11-28T06:00:00Z').rule).toBe(-1);
     expect(at('2026-11-28T12:00:00Z').target).toBe('https://example.com/');
+  });
+
+  it("a country rule reads the visitor's address in the GeoLite2 database; none matches until the database is open", async () => {
+    const geo = await openGeoLookup();
+    const country = geo.lookup('81.2.69.142')!.country;
+    const link = {
+      id: 'l_x',
+      target_url: 'https://example.com/',
+      variants: null,
+      forward_query: false,
+      rules: [{ condition: { type: 'country' as const, values: [country] }, target_url: 'https://example.com/here' }],
+    };
+    const from = (ip: string, opened: boolean) =>
+      routeOf(link, { at: Date.now(), ip, userAgent: '', acceptLanguage: '', query: '' }, () => (opened ? geo : undefined));
+    expect(from('81.2.69.142', true)).toEqual({ target: 'https://example.com/here', rule: 0, variant: -1 });
+    expect(from('81.2.69.142', false).rule).toBe(-1);
+    expect(from('127.0.0.1', true).rule).toBe(-1);
   });
 
   it('a PATCH of the rules reaches the edge (the link notice), and [] clears them', async () => {
