@@ -1,7 +1,10 @@
 // Redirect throughput and latency of the ingest edge against a bare Fastify app that answers a fixed
 // 302, side by side in one run (alternating which goes first), on the same machine.
 //   bash bench/run.sh redirect [seconds-per-round] [rounds]
-// Target: the edge keeps ≥ 70 % of the bare app's throughput.
+//   bash bench/run.sh redirect [seconds-per-round] [rounds] routing
+// Target: the edge keeps ≥ 70 % of the bare app's throughput. The `routing` mode (issue 40) runs,
+// side by side on the edge, a plain link, a link with 10 rules none of which matches, one whose
+// last rule matches, and a 3-way A/B split: each one's CPU per redirect within 5 % of the plain one's.
 //
 // The edge runs as in production: host routing, the link cache, the redirect bucket (a limit high
 // enough never to refuse), the visit handed to the buffered producer for every request and
@@ -26,11 +29,55 @@ import { bestRps, cannon, median, otherLoad, pad, percent, pinningNote, type Run
 
 const seconds = Number(process.argv[2] ?? 3);
 const rounds = Number(process.argv[3] ?? 9);
+const routing = process.argv[4] === 'routing';
+const ROUTING_CPU_BUDGET = 0.05;
 const CONNECTIONS = 32;
 const TARGET_RATIO = 0.7;
 if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(rounds) || rounds < 1) {
   console.error('usage: bash bench/run.sh redirect [seconds-per-round ≥ 1] [rounds ≥ 1]');
   process.exit(1);
+}
+
+/** The routing mode: four links on the edge, side by side, alternating their order per round. */
+async function routingRuns(edgePort: number, host: string) {
+  const headers = {
+    host,
+    'user-agent': 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+    'accept-language': 'en-GB,en;q=0.9',
+  };
+  const targets = [
+    { name: 'plain', url: `http://127.0.0.1:${edgePort}/bench` },
+    // The same plain link with the query the last rule reads: what a query costs by itself (its visit text, the attack check).
+    { name: 'plain-query', url: `http://127.0.0.1:${edgePort}/bench?go=1` },
+    { name: 'rules-none', url: `http://127.0.0.1:${edgePort}/rules` },
+    { name: 'rules-last', url: `http://127.0.0.1:${edgePort}/rules?go=1` },
+    { name: 'split-3', url: `http://127.0.0.1:${edgePort}/split` },
+  ];
+  console.log(`routing mode: ${seconds} s per run, ${rounds} rounds, ${CONNECTIONS} connections; ${pinningNote()}`);
+  console.log(`before the runs: ${await otherLoad()}`);
+  for (const target of targets) await cannon(target.url, { durationSec: 2, connections: CONNECTIONS, headers, expectStatus: 302 });
+  const results = new Map<string, Run[]>(targets.map((target) => [target.name, []]));
+  for (let round = 1; round <= rounds; round++) {
+    const order = targets.map((_, index) => targets[(index + round) % targets.length]!);
+    for (const target of order)
+      results.get(target.name)!.push(await cannon(target.url, { durationSec: seconds, connections: CONNECTIONS, headers, expectStatus: 302 }));
+    console.log(`round ${round}: ${targets.map((target) => `${target.name} ${results.get(target.name)![round - 1]!.cpuUs.toFixed(1)} µs`).join(', ')}`);
+  }
+  const plainCpu = median(results.get('plain')!.map((run) => run.cpuUs));
+  console.log(`\n${'link'.padEnd(12)}${pad('req/s', 10)}${pad('p99 ms', 9)}${pad('CPU µs/req', 13)}${pad('vs plain', 10)}`);
+  let within = true;
+  for (const target of targets) {
+    const runs = results.get(target.name)!;
+    const cpu = median(runs.map((run) => run.cpuUs));
+    const ratio = cpu / plainCpu;
+    if (target.name !== 'plain' && ratio > 1 + ROUTING_CPU_BUDGET) within = false;
+    console.log(
+      `${target.name.padEnd(12)}${pad(median(runs.map((run) => run.rps)).toFixed(0), 10)}${pad(median(runs.map((run) => run.p99)).toFixed(0), 9)}` +
+        `${pad(cpu.toFixed(1), 13)}${pad(ratio.toFixed(3), 10)}`,
+    );
+  }
+  console.log(`after the runs: ${await otherLoad()}`);
+  console.log(`CPU per redirect within ${percent(1 + ROUTING_CPU_BUDGET)} of the plain link's: ${within ? 'yes' : 'NO'}`);
 }
 
 await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:60', LOG_LEVEL: 'silent' }, async (context) => {
@@ -52,6 +99,27 @@ await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:
       payload: { subdomain, target_url: 'https://example.com/landing', slug: 'bench' },
     });
     if (created.statusCode !== 201) throw new Error(`link creation failed: ${created.body}`);
+
+    if (routing) {
+      // Ten rules a Chrome on Windows with English matches none of (the user agent parsed, the query read), the last one `?go`.
+      const rules = [
+        ...['ios', 'android', 'macos'].map((os) => ({ condition: { type: 'os', values: [os] }, target_url: `https://example.com/${os}` })),
+        ...['mobile', 'tablet'].map((device) => ({ condition: { type: 'device', values: [device] }, target_url: `https://example.com/${device}` })),
+        ...['de', 'fr', 'es'].map((language) => ({ condition: { type: 'language', values: [language] }, target_url: `https://example.com/${language}` })),
+        { condition: { type: 'browser', values: ['Firefox'] }, target_url: 'https://example.com/firefox' },
+        { condition: { type: 'query', name: 'go' }, target_url: 'https://example.com/go' },
+      ];
+      const variants = [1, 2, 3].map((n) => ({ target_url: `https://example.com/v${n}`, weight: 1 }));
+      for (const payload of [
+        { slug: 'rules', target_url: 'https://example.com/landing', rules },
+        { slug: 'split', target_url: 'https://example.com/landing', variants },
+      ]) {
+        const made = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, ...payload } });
+        if (made.statusCode !== 201) throw new Error(`link creation failed: ${made.body}`);
+      }
+      await routingRuns(edgePort, `${subdomain}.localhost`);
+      return;
+    }
 
     const bare = bareApp();
     closers.push(() => bare.close());

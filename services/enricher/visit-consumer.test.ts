@@ -248,7 +248,13 @@ describe('toVisitRow', () => {
   });
 
   it('puts each value under its own column: every column of a visit whose fields all differ', () => {
-    const visit = raw({ referrer: 'https://ref.example/x', query: 'utm_source=s&utm_medium=m&utm_campaign=c&utm_term=t&utm_content=n', accept_language: 'de' });
+    const visit = raw({
+      referrer: 'https://ref.example/x',
+      query: 'utm_source=s&utm_medium=m&utm_campaign=c&utm_term=t&utm_content=n',
+      accept_language: 'de',
+      matched_rule: 2,
+      variant: 1,
+    });
     const enrichment: Enrichment = {
       kind: 'bot',
       country: 'DE',
@@ -290,6 +296,9 @@ describe('toVisitRow', () => {
       utm_content: 'n',
       // The enrichment's own fields, each under its own column.
       ...enrichedColumns,
+      // Issue 40: the rule and variant the edge chose.
+      matched_rule: 2,
+      variant: 1,
     });
     expect(visitRowValues(visit, enrichment)).toEqual(Object.values(visitRowOf(visit, enrichment)));
   });

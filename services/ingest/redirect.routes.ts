@@ -16,6 +16,8 @@ import { visitText, type RawVisit } from '#shared/visits/raw-visit.js';
 import { subdomainMatcher } from '#shared/links/hosts.js';
 import { SLUG } from '#shared/links/slugs.js';
 import type { RedirectLink } from '#shared/links/link-notices.js';
+import { routeOf, type RouteRequest } from '#shared/links/rules.js';
+import { openGeoLookup, type GeoLookup } from '#shared/geo.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
 import type { PublicPages } from '../public-page/public-page.js';
@@ -125,15 +127,49 @@ function createRedirector(deps: ShortHostDeps) {
     query: visitText(query, 'query'),
   });
 
+  const routeRequestOf = ({ request, query }: Asked): RouteRequest => ({
+    at: request.at,
+    ip: request.ip,
+    userAgent: request.headers['user-agent'] ?? '',
+    acceptLanguage: request.headers['accept-language'] ?? '',
+    query,
+  });
+  /**
+   * The geolocation database is opened (about 45 MB) only when a country rule is first evaluated
+   * (routeOf asks for it then); until it is open, country rules match nothing (the next rule is tried).
+   */
+  let geo: GeoLookup | undefined;
+  let opening = false;
+  const geoOf = () => {
+    if (!geo && !opening) {
+      opening = true;
+      openGeoLookup().then(
+        (opened) => (geo = opened),
+        (error: unknown) => {
+          opening = false;
+          log.error({ err: error }, 'geolocation database could not be opened for country rules');
+        },
+      );
+    }
+    return geo;
+  };
+
   /** The visit counted and the redirect to the target: a link without password, or one whose password was given. */
   const admit = (asked: Asked, slug: string, link: RedirectLink, decision: RateDecision): RedirectOutcome & { kind: 'redirect' } => {
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
+    // Issue 40: rules, variants and query forwarding, from the cached link (a plain link skips it).
+    const route = link.rules || link.variants || link.forward_query ? routeOf(link, routeRequestOf(asked), geoOf) : undefined;
+    if (route) {
+      visit.matched_rule = route.rule;
+      visit.variant = route.variant;
+    }
+    const target = route?.target ?? link.target_url;
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();
     return {
       kind: 'redirect',
       status: link.redirect_type,
-      location: link.append_visit_id ? withVisitId(link.target_url, visit.visit_id) : link.target_url,
+      location: link.append_visit_id ? withVisitId(target, visit.visit_id) : target,
       rateLimit: decision,
     };
   };

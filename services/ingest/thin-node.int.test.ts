@@ -104,6 +104,38 @@ describe.skipIf(!SERVICES_MODE)('a thin ingest node (SERVICE_ROLES=ingest, servi
     expect(rss).toBeLessThan(250);
   }, 120_000);
 
+  it("a link's rules, variants and forward_query reach the thin node's cache: at its first read and by the change notice (issue 40)", async () => {
+    const edge = await startEdge({ PUBLIC_PAGES_UPSTREAM: `http://127.0.0.1:${api.port}` });
+    const call = client(api.port);
+    const auth = { authorization: `Bearer ${seeded.token}` };
+    const made = await call(
+      'POST',
+      '/api/v1/links',
+      {
+        subdomain: seeded.subdomain,
+        target_url: 'https://example.com/base?a=1',
+        forward_query: true,
+        rules: [{ condition: { type: 'query', name: 'go' }, target_url: 'https://example.com/go' }],
+        variants: [
+          { target_url: 'https://example.com/v1', weight: 1 },
+          { target_url: 'https://example.com/v2', weight: 1 },
+        ],
+      },
+      auth,
+    );
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+    const slug = made.json.data.slug as string;
+    expect((await get(edge.port, seeded.host, `/${slug}?go=1&x=2`)).headers.location).toBe('https://example.com/go?go=1&x=2');
+    expect((await get(edge.port, seeded.host, `/${slug}`)).headers.location).toMatch(/^https:\/\/example\.com\/v[12]$/);
+    const patched = await call('PATCH', `/api/v1/links/${made.json.data.id}`, { rules: [], variants: null, forward_query: false }, auth);
+    expect(patched.status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    let location: unknown;
+    while (Date.now() < deadline && (location = (await get(edge.port, seeded.host, `/${slug}?go=1`)).headers.location) !== 'https://example.com/base?a=1')
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(location).toBe('https://example.com/base?a=1');
+  }, 120_000);
+
   it('an API that cannot be reached: the page answers 503 in the envelope naming it, redirects go on', async () => {
     const edge = await startEdge({ PUBLIC_PAGES_UPSTREAM: `http://127.0.0.1:${await freePort()}`, PUBLIC_PAGES_UPSTREAM_TIMEOUT_MS: '2000' });
     const page = await get(edge.port, seeded.host, '/', { accept: 'application/json' });

@@ -1,3 +1,4 @@
+import type { RedirectRule, Variant } from '../links/rules.js';
 import type { ColumnType, Generated } from 'kysely';
 
 /** Row types of the relational store, one interface per table (plural snake_case names). */
@@ -157,6 +158,10 @@ export interface LinksTable {
   fallback_url: ColumnType<string | null, string | null | undefined, string | null>;
   /** Issue 40: scrypt hash of the password the edge asks first (shared/password.ts); null: none. */
   password_hash: ColumnType<string | null, string | null | undefined, string | null>;
+  // Issue 40 (migration 0018): redirect rules, A/B variants, query forwarding (shared/links/rules.ts).
+  rules: ColumnType<RedirectRule[] | null, string | null | undefined, string | null>;
+  variants: ColumnType<Variant[] | null, string | null | undefined, string | null>;
+  forward_query: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface PlatformSecretsTable {

@@ -1,3 +1,4 @@
+import type { RedirectRule, Variant } from './rules.js';
 import type { Cache } from '../cache/cache.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -22,6 +23,10 @@ export interface RedirectLink {
   password_hash: string | null;
   /** From one sequence, taken by every insert and change: a cache keeps the highest it saw per slug. */
   version: number;
+  // Issue 40: evaluated by the edge (shared/links/rules.ts).
+  rules: RedirectRule[] | null;
+  variants: Variant[] | null;
+  forward_query: boolean;
 }
 
 /** The columns of a link row a redirect record is made of (redirect caches read only these). */
@@ -39,16 +44,22 @@ export const REDIRECT_LINK_COLUMNS = [
   'version',
   'fallback_url',
   'password_hash',
+  'rules',
+  'variants',
+  'forward_query',
 ] as const;
 
 /** The redirect record of a stored link row. */
 export function toRedirectLink(
-  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version' | 'fallback_url' | 'password_hash'> & {
+  row: Omit<RedirectLink, 'expires_at' | 'limit_reached' | 'version' | 'fallback_url' | 'password_hash' | 'rules' | 'variants' | 'forward_query'> & {
     fallback_url?: string | null;
     password_hash?: string | null;
     expires_at: Date | null;
     limit_reached_at: Date | null;
     version: string | number;
+    rules?: RedirectLink['rules'];
+    variants?: RedirectLink['variants'];
+    forward_query?: boolean;
   },
 ): RedirectLink {
   return {
@@ -65,6 +76,9 @@ export function toRedirectLink(
     fallback_url: row.fallback_url ?? null,
     password_hash: row.password_hash ?? null,
     version: Number(row.version),
+    rules: row.rules ?? null,
+    variants: row.variants ?? null,
+    forward_query: row.forward_query ?? false,
   };
 }
 

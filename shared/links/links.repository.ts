@@ -1,3 +1,4 @@
+import type { RedirectRule, Variant } from './rules.js';
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DB, LinksTable } from '../db/schema.js';
 import { REDIRECT_LINK_COLUMNS } from './link-notices.js';
@@ -27,6 +28,10 @@ export interface NewLink {
   passwordHash?: string | null;
   /** The creation time, when it is not now (an imported link keeps its source's). */
   createdAt?: Date;
+  // Issue 40: routing (shared/links/rules.ts); absent is none.
+  rules?: RedirectRule[] | null;
+  variants?: Variant[] | null;
+  forwardQuery?: boolean;
 }
 
 export interface LinkChanges {
@@ -40,7 +45,14 @@ export interface LinkChanges {
   append_visit_id?: boolean;
   fallback_url?: string | null;
   password_hash?: string | null;
+  // Issue 40: routing (shared/links/rules.ts); null clears rules or variants.
+  rules?: RedirectRule[] | null;
+  variants?: Variant[] | null;
+  forward_query?: boolean;
 }
+
+/** JSON text of a jsonb column's value (kysely passes a string through as it is). */
+const jsonb = (value: unknown[] | null | undefined) => (value === undefined ? undefined : value === null || value.length === 0 ? null : JSON.stringify(value));
 
 /** Filters of a link list. All optional but the owner or the subdomain. */
 export interface LinkFilter {
@@ -93,6 +105,9 @@ export function linksRepository(db: Kysely<DB>) {
           fallback_url: link.fallbackUrl ?? null,
           password_hash: link.passwordHash ?? null,
           ...(link.createdAt ? { created_at: link.createdAt } : {}),
+          rules: jsonb(link.rules) ?? null,
+          variants: jsonb(link.variants) ?? null,
+          forward_query: link.forwardQuery ?? false,
         })
         .onConflict((oc) => oc.doNothing())
         .returningAll()
@@ -154,6 +169,8 @@ export function linksRepository(db: Kysely<DB>) {
           // A new visit limit is judged afresh by the enricher: the link redirects until it is reached again.
           .set({
             ...changes,
+            rules: jsonb(changes.rules),
+            variants: jsonb(changes.variants),
             ...(changes.max_visits !== undefined ? { limit_reached_at: null } : {}),
             updated_at: new Date(),
             version: sql<string>`nextval('links_version_seq')`,

@@ -89,5 +89,8 @@ export const RawVisitSchema = z.object({
   query: z.string().max(VISIT_TEXT_MAX.query).default(''),
   /** The redirect appended the visit id to the target (link option): the enricher merges a beacon that arrived first. */
   expects_beacon: z.boolean().default(false),
+  /** Issue 40: the index of the redirect rule that chose the target, and of the A/B variant; -1 for none (absent from older edges). */
+  matched_rule: z.number().int().min(-1).max(127).optional(),
+  variant: z.number().int().min(-1).max(127).optional(),
 });
 export type RawVisit = z.output<typeof RawVisitSchema>;

@@ -90,6 +90,8 @@ export const VISIT_ROW_COLUMNS = [
   'attack_type',
   'visitor_hash',
   'is_unique',
+  'matched_rule',
+  'variant',
 ] as const;
 
 /** A value of a row of `visits`: text, a number, or null (no coordinates). */
@@ -138,6 +140,8 @@ export function visitRowValues(visit: RawVisit, enrichment: Enrichment): VisitRo
     enrichment.attack_type,
     enrichment.visitor_hash ?? '',
     enrichment.is_unique ?? 0,
+    visit.matched_rule ?? -1,
+    visit.variant ?? -1,
   ];
 }
 

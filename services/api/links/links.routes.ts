@@ -14,6 +14,7 @@ import type { QrRenderer } from './qr.js';
 import { MAX_QR_MARGIN, MAX_QR_SIZE, MIN_MODULE_PX, MIN_QR_SIZE, QR_ECC_LEVELS, QR_FORMATS } from './qr-image.js';
 import { normaliseColour, QR_COLOUR, QR_DEFAULT_BG, QR_DEFAULT_FG, QR_MIN_CONTRAST, qrContrast, shownContrast } from '#shared/links/qr-colours.js';
 import { rule } from '#shared/i18n/index.js';
+import { FORWARD_QUERY_DOC, RulesSchema, VariantsSchema } from '#shared/links/rules.js';
 
 const tags = ['links'];
 
@@ -81,6 +82,8 @@ const passwordSchema = z
       'stored as an scrypt hash (N=2^15, r=8, p=1, 16-byte salt). `null` removes it. Never returned: the link says `has_password`.',
     writeOnly: true,
   });
+// Issue 40: routing fields (shared/links/rules.ts).
+const forwardQuerySchema = z.boolean().meta({ description: FORWARD_QUERY_DOC });
 
 const redirectSchema = z
   .union(REDIRECT_TYPES.map((code) => z.literal(code)))
@@ -124,6 +127,9 @@ const LinkSchema = z
     max_visits: z.number().int().nullable(),
     redirect_type: z.number().int(),
     append_visit_id: z.boolean().meta({ description: APPEND_VISIT_ID_DOC }),
+    rules: RulesSchema,
+    variants: VariantsSchema.nullable(),
+    forward_query: forwardQuerySchema,
     state: z.enum(['active', 'expired', 'limit_reached', 'deleted']).meta({
       description:
         '`limit_reached`: its visits reached max_visits and it no longer redirects (changing max_visits lifts it). `deleted` is only seen in the DELETE answer and in a client_id replay of a deleted link.',
@@ -210,6 +216,9 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         max_visits: maxVisitsSchema.optional(),
         redirect_type: redirectSchema.optional(),
         append_visit_id: appendVisitIdSchema.optional(),
+        rules: RulesSchema.optional(),
+        variants: VariantsSchema.optional(),
+        forward_query: forwardQuerySchema.optional(),
         client_id: z.string().min(1).max(128).optional().meta({ description: 'Idempotency key chosen by the client, unique per owner.' }),
         fallback_url: fallbackSchema.optional(),
         password: passwordSchema.optional(),
@@ -254,7 +263,8 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
       path: '/api/v1/links/{id}',
       summary: 'Update a link',
       description:
-        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id, fallback_url, password; `null` clears title, expires_at, max_visits, fallback_url and password.',
+        'Any of slug, target_url, title, tags, expires_at, max_visits, redirect_type, append_visit_id, fallback_url, password, rules, variants, forward_query; ' +
+        '`null` clears title, expires_at, max_visits, fallback_url, password and variants (`[]` clears rules).',
       tags,
       auth: { kind: 'scope', scope: 'links:write' },
       bucket: 'api',
@@ -271,6 +281,9 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
           append_visit_id: appendVisitIdSchema.optional(),
           fallback_url: fallbackSchema.nullable().optional(),
           password: passwordSchema.nullable().optional(),
+          rules: RulesSchema.optional(),
+          variants: VariantsSchema.nullable().optional(),
+          forward_query: forwardQuerySchema.optional(),
         })
         .refine((body) => Object.keys(body).length > 0, { error: rule('at_least_one_field') })
         .meta({ minProperties: 1 }),

@@ -13,6 +13,7 @@ import type { LinkChanges, LinkFilter, LinkRow, NewLink } from '#shared/links/li
 import { decodeSeqCursor, seqPage, seqPageMeta, type Paging } from '#shared/http/pagination.js';
 import { rule } from '#shared/i18n/index.js';
 import { hashPassword } from '#shared/password.js';
+import type { RedirectRule, Variant } from '#shared/links/rules.js';
 
 /** Generated slugs: 7 characters of [a-z0-9] (36^7 ≈ 7.8e10 values). */
 const GENERATED_SLUG_LENGTH = 7;
@@ -36,6 +37,9 @@ export interface LinkView {
   max_visits: number | null;
   redirect_type: number;
   append_visit_id: boolean;
+  rules: RedirectRule[];
+  variants: Variant[] | null;
+  forward_query: boolean;
   state: LinkState;
   limit_reached_at: string | null;
   client_id: string | null;
@@ -74,6 +78,9 @@ export interface NewLinkInput {
   client_id?: string;
   fallback_url?: string;
   password?: string;
+  rules?: RedirectRule[];
+  variants?: Variant[] | null;
+  forward_query?: boolean;
 }
 
 /** One link of an import, as its source file gave it (not yet checked). */
@@ -108,6 +115,9 @@ export interface LinkPatch {
   append_visit_id?: boolean;
   fallback_url?: string | null;
   password?: string | null;
+  rules?: RedirectRule[];
+  variants?: Variant[] | null;
+  forward_query?: boolean;
 }
 
 /** Generated slug: uniform over the alphabet (crypto.randomInt, no modulo bias). */
@@ -208,6 +218,9 @@ export function linksService(deps: LinksDeps) {
     max_visits: row.max_visits,
     redirect_type: row.redirect_type,
     append_visit_id: row.append_visit_id,
+    rules: row.rules ?? [],
+    variants: row.variants,
+    forward_query: row.forward_query,
     state: row.deleted_at ? 'deleted' : row.expires_at && row.expires_at.getTime() <= now ? 'expired' : row.limit_reached_at ? 'limit_reached' : 'active',
     limit_reached_at: row.limit_reached_at?.toISOString() ?? null,
     client_id: row.client_id,
@@ -224,6 +237,15 @@ export function linksService(deps: LinksDeps) {
     if (!checked.ok) throw new AppError('validation_error', { target_url: checked.rule });
     return checked.url;
   };
+  /** Rule and variant targets checked as target_url is (the platform's own hosts refused), named by their path. */
+  const routed = <T extends { target_url: string }>(field: 'rules' | 'variants', items: T[]): T[] =>
+    items.map((item, index) => {
+      const checked = checkTargetUrl(item.target_url, config);
+      const path = `${field}.${index}.target_url`;
+      if (!checked.ok && checked.platform) throw new AppError('forbidden', { reason: 'target_is_platform', [path]: checked.rule });
+      if (!checked.ok) throw new AppError('validation_error', { [path]: checked.rule });
+      return { ...item, target_url: checked.url };
+    });
 
   /** A fallback URL is checked as a target is, its refusals named after its own field. */
   const fallback = (input: string): string => {
@@ -307,10 +329,18 @@ export function linksService(deps: LinksDeps) {
         appendVisitId: input.append_visit_id ?? false,
         fallbackUrl: input.fallback_url === undefined ? null : fallback(input.fallback_url),
       };
+      const routing = {
+        rules: input.rules ? routed('rules', input.rules) : null,
+        variants: input.variants ? routed('variants', input.variants) : null,
+        forwardQuery: input.forward_query ?? false,
+      };
       const clientId = input.client_id ?? null;
       const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
       // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
       const { appendVisitId, fallbackUrl, ...hashed } = normalized;
+      const routingHashed = Object.fromEntries(
+        Object.entries(routing).filter(([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0)),
+      );
       const hash = clientId
         ? bodyHash({
             ...hashed,
@@ -318,6 +348,7 @@ export function linksService(deps: LinksDeps) {
             ...(fallbackUrl ? { fallbackUrl } : {}),
             // Whether protected, never the password: a fast hash of it would be guessable.
             ...(passwordHash ? { protected: true } : {}),
+            ...routingHashed,
             expiresAt: expiresAt?.toISOString() ?? null,
           })
         : null;
@@ -332,7 +363,7 @@ export function linksService(deps: LinksDeps) {
 
       // A past expiry is not refused (no schema can say "in the future"): the link is created expired (410).
       const { slug, ...values } = normalized;
-      const row = await insert({ ...values, passwordHash, ownerId, clientId, clientBodyHash: hash }, slug);
+      const row = await insert({ ...values, ...routing, passwordHash, ownerId, clientId, clientBodyHash: hash }, slug);
       if ('original' in row) return replayOf(row.original);
       await announceCreated(row);
       return { link: toView(row), replay: false };
@@ -403,6 +434,9 @@ export function linksService(deps: LinksDeps) {
       if (patch.append_visit_id !== undefined) changes.append_visit_id = patch.append_visit_id;
       if (patch.fallback_url !== undefined) changes.fallback_url = patch.fallback_url === null ? null : fallback(patch.fallback_url);
       if (patch.password !== undefined) changes.password_hash = patch.password === null ? null : await hashPassword(patch.password);
+      if (patch.rules !== undefined) changes.rules = routed('rules', patch.rules);
+      if (patch.variants !== undefined) changes.variants = patch.variants === null ? null : routed('variants', patch.variants);
+      if (patch.forward_query !== undefined) changes.forward_query = patch.forward_query;
       const row = await links.update(id, changes);
       if (row === 'slug_taken') throw new AppError('conflict', { slug: rule('taken_in_subdomain') });
       if (!row) throw new AppError('not_found', { link: id });
@@ -440,6 +474,9 @@ export function linksService(deps: LinksDeps) {
           appendVisitId: source.append_visit_id,
           fallbackUrl: source.fallback_url,
           passwordHash: source.password_hash,
+          rules: source.rules,
+          variants: source.variants,
+          forwardQuery: source.forward_query,
           clientId: null,
           clientBodyHash: null,
         },
