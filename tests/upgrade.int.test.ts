@@ -38,6 +38,9 @@ const NEW_LINK_FIELD_DEFAULTS: Record<string, unknown> = {
   rules: [],
   variants: null,
   forward_query: false,
+  // Postgres 0020 (issue 40): no fallback, no password.
+  fallback_url: null,
+  has_password: false,
 };
 
 /** Checks and drops the fields of `records` the earlier build's `known` did not have: each must hold its default. */
