@@ -183,8 +183,10 @@ async function checkPublicReads(policy: Policy) {
     for (const time of times) expect(Date.parse(time), `${where} item at ${time} under ${label}`).toBeLessThanOrEqual(published);
   };
 
-  // Statistics.
-  const stats = await get(`/api/v1/stats?subdomain=${sub}&granularity=hour&since=${encodeURIComponent(new Date(Date.now() - 5 * 24 * HOUR).toISOString())}`);
+  // Statistics, over a fixed range (the filtered read below must count the very same quarter hours).
+  const until = Math.floor(published / (15 * MINUTE)) * 15 * MINUTE;
+  const range = `since=${encodeURIComponent(new Date(until - 5 * 24 * HOUR).toISOString())}&until=${encodeURIComponent(new Date(until).toISOString())}`;
+  const stats = await get(`/api/v1/stats?subdomain=${sub}&granularity=hour&${range}`);
   if (!policy.stats_public) expect(stats.status, label).toBe(403);
   else {
     expect(stats.status, label).toBe(200);
@@ -198,6 +200,26 @@ async function checkPublicReads(policy: Policy) {
     }
     const expectedVisits = AGES.filter((age) => Date.now() - age <= published).length;
     expect(report.totals.visits, label).toBeLessThanOrEqual(expectedVisits);
+  }
+
+  // Statistics filtered by a link (issue 41): only with stats_show_links and a link the public list
+  // shows; otherwise the answer is the unfiltered one, to the byte of its data (no count leaks).
+  const index = (policy.stats_max_items + policy.stats_publish_delay_sec) % AGES.length;
+  const filtered = await get(`/api/v1/stats?subdomain=${sub}&granularity=hour&${range}&link=probe-link-${index}`);
+  const linkPublished = Date.now() - AGES[index]! - MINUTE <= published;
+  if (!policy.stats_public) expect(filtered.status, label).toBe(403);
+  else if (!policy.stats_show_links || !linkPublished) expect(filtered.body.data, `link filter ignored under ${label}`).toEqual(stats.body.data);
+  else {
+    expect(filtered.status, label).toBe(200);
+    noSecrets(filtered.text, 'stats by link');
+    const report = filtered.body.data;
+    expect(report.filters, label).toEqual({ link: `probe-link-${index}` });
+    expect(report.totals.visits, label).toBeLessThanOrEqual(1);
+    for (const [dimension, items] of Object.entries<Json[]>(report.top)) {
+      expect(policy[DIMENSION_SWITCH[dimension]!], `stats by link top.${dimension} under ${label}`).toBe(true);
+      expect(items.length).toBeLessThanOrEqual(max);
+    }
+    for (const item of report.top.link ?? []) expect(item.slug, label).toBe(`probe-link-${index}`);
   }
 
   // Visit list (v1).

@@ -22,7 +22,7 @@ let owner: TestOwner;
 const DAY = 86_400_000;
 const base = Math.floor((Date.now() - 2 * DAY) / 60_000) * 60_000;
 
-async function seed(subdomain: string, link: Json, count: number): Promise<void> {
+async function seed(subdomain: string, link: Json, count: number, token = `${subdomain}-seed`): Promise<void> {
   const rows = Array.from({ length: count }, (_, index) => ({
     visit_id: v7({ msecs: base + index * 60_000 }),
     ts: toClickHouseTime(base + index * 60_000),
@@ -43,7 +43,7 @@ async function seed(subdomain: string, link: Json, count: number): Promise<void>
     is_bot: 0,
     version: 0,
   }));
-  await context.analytics.client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`${subdomain}-seed`) });
+  await context.analytics.client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(token) });
 }
 
 async function setup(policy: Record<string, unknown>, { title, visits = 3 }: { title?: string; visits?: number } = {}) {
@@ -306,6 +306,39 @@ describe('public page of a subdomain', () => {
     expect(odd.statusCode).toBe(200);
     expect(odd.body).toContain('Statistics of the last 30 days');
     expect(odd.body).not.toContain('<script');
+  });
+
+  it('narrows the report to a link through links (no script) with stats_show_links, and ignores ?link= without it', async () => {
+    const { subdomain, link } = await setup({ stats_public: true, stats_show_links: true });
+    const other = (
+      await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: { subdomain, target_url: 'https://target.example/other' } })
+    ).json().data;
+    await seed(subdomain, other, 2, `${subdomain}-other`);
+    const totalOf = (body: string) => body.match(/<dd>(\d+)<\/dd>/)?.[1];
+    const whole = await open(subdomain);
+    expect(totalOf(whole.body)).toBe('5');
+    // Each row of the link breakdown leads to the report of its link alone.
+    expect(whole.body).toContain(`href="?period=30d&amp;link=${link.slug}"`);
+    expect(whole.body).toContain(`aria-label="Show only the visits of /${other.slug}"`);
+    const narrowed = await open(subdomain, {}, `/?period=7d&link=${other.slug}&lang=en`);
+    expect(totalOf(narrowed.body)).toBe('2');
+    expect(narrowed.body).toContain(`Only the visits of /${other.slug}.`);
+    expect(narrowed.body).toContain('<a href="?period=7d&amp;lang=en">Show all links</a>');
+    // The period links keep the link.
+    expect(narrowed.body).toContain(`href="?period=90d&amp;link=${other.slug}&amp;lang=en"`);
+    expect(narrowed.body).not.toContain('<script');
+    // An unknown slug narrows nothing: the page is the whole report, without the filter's sentence.
+    const unknown = await open(subdomain, {}, '/?link=no-such-link');
+    expect(totalOf(unknown.body)).toBe('5');
+    expect(unknown.body).not.toContain('Only the visits of');
+
+    // Links hidden: ?link= is ignored and the page is the very page without it (no count leaks).
+    await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: owner.auth, payload: { stats_show_links: false } });
+    const hidden = await open(subdomain);
+    const asked = await open(subdomain, {}, `/?link=${other.slug}`);
+    expect(asked.statusCode).toBe(200);
+    expect(asked.body).toBe(hidden.body);
+    expect(asked.body).not.toContain(other.slug);
   });
 
   it('renders what users typed as text', async () => {

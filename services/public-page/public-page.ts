@@ -35,7 +35,7 @@ const HEADERS = {
  */
 export interface PublicReads {
   subdomains: { publicPage(name: string): Promise<PublicPagePayload> };
-  stats: { publicReport(name: string, query: { since: string; granularity: 'hour' | 'day' }): Promise<PublicReport> };
+  stats: { publicReport(name: string, query: { since: string; granularity: 'hour' | 'day'; link?: string }): Promise<PublicReport> };
   visits: { list(principal: undefined, filters: { subdomain: string }, paging: { limit: number }): Promise<{ items: Record<string, unknown>[] }> };
 }
 
@@ -49,12 +49,12 @@ export interface PublicReads {
 export function publicPages({ config, subdomains, stats, visits }: Pick<Context, 'config'> & PublicReads, limiter: RateLimiter) {
   const product = { name: 'linktrack', url: new URL(config.publicUrl).origin };
 
-  const gather = async (name: string, period: PublicPeriod, lang: string | undefined): Promise<PublicPageData> => {
+  const gather = async (name: string, period: PublicPeriod, lang: string | undefined, link: string | undefined): Promise<PublicPageData> => {
     const page = await subdomains.publicPage(name);
     const { ms, granularity } = PUBLIC_PERIODS[period];
     const since = new Date(Date.now() - ms).toISOString();
     const [report, list] = await Promise.all([
-      page.public.stats ? stats.publicReport(name, { since, granularity }) : undefined,
+      page.public.stats ? stats.publicReport(name, { since, granularity, link }) : undefined,
       page.public.visits_list ? visits.list(undefined, { subdomain: name }, { limit: Math.min(PAGE_VISITS, page.public.max_items) }) : undefined,
     ]);
     return { page, report, visits: list?.items, period, lang };
@@ -71,10 +71,12 @@ export function publicPages({ config, subdomains, stats, visits }: Pick<Context,
       const locale = negotiateLocale(lang, request.headers['accept-language']);
       // An unknown period shows the default one, and the page says which (a bad link still reads).
       const period = publicPeriodOf(query?.period);
+      // A link filter the policy does not allow is ignored by the report service (the one policy module decides).
+      const link = typeof query?.link === 'string' && query.link.length > 0 && query.link.length <= 200 ? query.link : undefined;
       reply.headers(HEADERS).header('Content-Language', locale).header('X-Request-Id', request.id);
       let page: string;
       try {
-        page = renderPublicPage(await gather(subdomain, period, lang === locale ? lang : undefined), locale, product);
+        page = renderPublicPage(await gather(subdomain, period, lang === locale ? lang : undefined, link), locale, product);
       } catch (error) {
         if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
         return reply

@@ -25,6 +25,8 @@ export interface PublicReport {
   totals: { visits: number; unique_visitors: number; bots: number; attacks: number };
   series: { t: string; visits: number }[];
   top: Partial<Record<Dimension, { value: string; visits: number; country?: string; slug?: string | null }[]>>;
+  /** The link the report is narrowed to (`?link=`), when the policy let that filter apply. */
+  filters?: { link?: string };
 }
 
 export interface PublicPageData {
@@ -265,17 +267,23 @@ function Chart({
   );
 }
 
+/** The page's address with these parameters (links carry the page's state: it has no script). */
+function hrefOf(state: { period: PublicPeriod; lang?: string; link?: string }): string {
+  const query = new URLSearchParams({ period: state.period });
+  if (state.link) query.set('link', state.link);
+  if (state.lang) query.set('lang', state.lang);
+  return `?${query.toString()}`;
+}
+
 /** The period picker: a link per period (the page has no script), the one shown marked as current. */
-function Periods({ period, lang, t }: { period: PublicPeriod; lang?: string; t: T }) {
+function Periods({ period, lang, link, t }: { period: PublicPeriod; lang?: string; link?: string; t: T }) {
   return (
     <nav class="periods" aria-label={t('public.period')}>
       <ul>
         {(Object.keys(PUBLIC_PERIODS) as PublicPeriod[]).map((key) => {
-          const query = new URLSearchParams({ period: key });
-          if (lang) query.set('lang', lang);
           return (
             <li>
-              <a href={`?${query.toString()}`} aria-current={key === period ? 'page' : undefined}>
+              <a href={hrefOf({ period: key, lang, link })} aria-current={key === period ? 'page' : undefined}>
                 {t(`public.period.${key}` as UiKey)}
               </a>
             </li>
@@ -286,7 +294,20 @@ function Periods({ period, lang, t }: { period: PublicPeriod; lang?: string; t: 
   );
 }
 
-function Breakdown({ dimension, rows, locale, t }: { dimension: Dimension; rows: NonNullable<PublicReport['top'][Dimension]>; locale: Locale; t: T }) {
+function Breakdown({
+  dimension,
+  rows,
+  locale,
+  t,
+  filterHref,
+}: {
+  dimension: Dimension;
+  rows: NonNullable<PublicReport['top'][Dimension]>;
+  locale: Locale;
+  t: T;
+  /** The link breakdown's rows lead to the report narrowed to their link. */
+  filterHref?: (slug: string) => string;
+}) {
   const max = Math.max(1, ...rows.map((row) => row.visits));
   const numbers = numberOf(locale);
   const label = (row: (typeof rows)[number]) => {
@@ -302,7 +323,13 @@ function Breakdown({ dimension, rows, locale, t }: { dimension: Dimension; rows:
           {rows.map((row) => (
             <tr>
               <td class="name">
-                {label(row)}
+                {dimension === 'link' && row.slug && filterHref ? (
+                  <a href={filterHref(row.slug)} aria-label={t('public.filter_link', { link: label(row) })}>
+                    {label(row)}
+                  </a>
+                ) : (
+                  label(row)
+                )}
                 <svg class="bar" viewBox="0 0 100 4" preserveAspectRatio="none" aria-hidden="true">
                   <rect width={((row.visits / max) * 100).toFixed(1)} height="4" />
                 </svg>
@@ -356,6 +383,7 @@ function Visits({ rows, locale, t }: { rows: Record<string, unknown>[]; locale: 
 export function renderPublicPage(data: PublicPageData, locale: Locale, product: { name: string; url: string }): string {
   const t = translatorOf(locale);
   const { page, report, visits, period, lang } = data;
+  const link = report?.filters?.link;
   const heading = page.title ?? page.name;
   const numbers = numberOf(locale);
   const nothingPublic = !page.public.stats && !page.public.visits_list && !page.public.links;
@@ -395,7 +423,12 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
         {report ? (
           <section aria-labelledby="stats">
             <h2 id="stats">{t('public.stats_of', { period: t(`public.period.${period}` as UiKey) })}</h2>
-            <Periods period={period} lang={lang} t={t} />
+            <Periods period={period} lang={lang} link={link} t={t} />
+            {link ? (
+              <p class="filter">
+                {t('public.filtered_by', { link: `/${link}` })} <a href={hrefOf({ period, lang })}>{t('public.filter_clear')}</a>
+              </p>
+            ) : null}
             <dl class="totals">
               {TOTALS.map(([field, key]) => (
                 <div key={field}>
@@ -414,7 +447,9 @@ export function renderPublicPage(data: PublicPageData, locale: Locale, product: 
             <div class="grid">
               {PUBLIC_DIMENSION_ORDER.map((dimension) => {
                 const rows = report.top[dimension];
-                return rows && rows.length > 0 ? <Breakdown dimension={dimension} rows={rows} locale={locale} t={t} /> : null;
+                return rows && rows.length > 0 ? (
+                  <Breakdown dimension={dimension} rows={rows} locale={locale} t={t} filterHref={(slug) => hrefOf({ period, lang, link: slug })} />
+                ) : null;
               })}
             </div>
           </section>

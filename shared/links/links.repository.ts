@@ -144,6 +144,23 @@ export function linksRepository(db: Kysely<DB>) {
         .limit(limit)
         .execute();
     },
+    /**
+     * The id of the link `slug` when the public list would show it (publicWindow's conditions): what
+     * a public report filtered by link narrows to; undefined for any other link.
+     */
+    async publicIdBySlug(subdomain: string, slug: string, publishedBefore: Date): Promise<string | undefined> {
+      const row = await db
+        .selectFrom('links')
+        .select('id')
+        .where('subdomain', '=', subdomain)
+        .where('slug', '=', slug)
+        .where('deleted_at', 'is', null)
+        .where('created_at', '<=', publishedBefore)
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
+        .where('limit_reached_at', 'is', null)
+        .executeTakeFirst();
+      return row?.id;
+    },
     /** The live link a short host answers for `/{slug}` (redirects load it on a cache miss): its redirect columns. */
     async findLiveBySlug(subdomain: string, slug: string) {
       return db

@@ -152,6 +152,21 @@ export function publicVisitRow(row: Record<string, unknown>, view: PublicView): 
   return shown;
 }
 
+/** The filters a public report may take: a link, by its slug (never its id). */
+export interface PublicReportFilters {
+  link?: string;
+}
+
+/**
+ * The filters a public reader asked for, cut to what the policy shows: a filter on a dimension the
+ * reader may not see would reveal its counts, so it is dropped and the report is the unfiltered
+ * one. The link filter needs stats_show_links (and the report then narrows only to a link the
+ * public list shows; see the statistics service).
+ */
+export function publicReportFilters(view: PublicView, asked: PublicReportFilters): PublicReportFilters {
+  return view.links && asked.link ? { link: asked.link } : {};
+}
+
 /** The `public` block of the public page payload (GET /api/v1/subdomains/{name}): which parts are public. */
 export interface PublicSummary {
   stats: boolean;

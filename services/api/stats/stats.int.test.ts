@@ -620,6 +620,43 @@ describe('GET /api/v1/stats?subdomain= (public)', () => {
     expect(data.series.length).toBe(1);
   });
 
+  it('narrows to a public link by slug with stats_show_links, never by id, and says so', async () => {
+    await setPolicy({ ...closed, stats_public: true, stats_show_geo: true, stats_show_links: true });
+    const data = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}&link=beta`);
+    expect(data.filters).toEqual({ link: 'beta' });
+    // beta: #4 (h3) and the beacon #7 (h3) are human; the bot #5 is beside them.
+    expect(data.totals).toEqual({ visits: 2, unique_visitors: 1, bots: 1, attacks: 0 });
+    expect(data.top.country).toEqual([
+      { value: 'FR', visits: 1 },
+      { value: 'GB', visits: 1 },
+    ]);
+    expect(data.top.link).toEqual([{ value: 'beta', slug: 'beta', visits: 2 }]);
+    expect(JSON.stringify(data)).not.toContain(linkB.id);
+  });
+
+  it('filters by a hidden dimension on the public side and is refused or ignored without revealing anything', async () => {
+    await setPolicy({ ...closed, stats_public: true, stats_show_geo: true });
+    const whole = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    // Links hidden: the link filter is ignored, whether the slug exists or not; the answer is the unfiltered one.
+    for (const link of ['beta', 'alpha', 'no-such-link']) {
+      expect(await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}&link=${link}`)).toEqual(whole);
+    }
+    // Links shown: an unknown slug and an id are ignored the same way (no existence oracle).
+    await setPolicy({ ...closed, stats_public: true, stats_show_geo: true, stats_show_links: true });
+    const open = await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}`);
+    expect(await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}&link=no-such-link`)).toEqual(open);
+    expect(await report(undefined, `/api/v1/stats?subdomain=${sub}&${range}&link=${linkB.id}`)).toEqual(open);
+    // The owner's filters are not public ones: a country (geo hidden) or a link id is refused as an
+    // unknown parameter, whether the value matches visits or not, so the refusal tells nothing either.
+    await setPolicy({ ...closed, stats_public: true });
+    for (const filter of ['country=FR', 'country=ZZ', `link_id=${linkB.id}`, 'browser=Chrome', 'referrer_host=google.com']) {
+      const response = await get(undefined, `/api/v1/stats?subdomain=${sub}&${range}&${filter}`);
+      expect(response.statusCode, filter).toBe(400);
+      expect(response.json().error.code, filter).toBe('bad_request');
+      expect(response.body, filter).not.toMatch(/"visits"/);
+    }
+  });
+
   it('cuts the public link breakdown after hiding the links the public list would not show', async () => {
     await setPolicy({ ...closed, stats_public: true, stats_show_geo: true, stats_show_links: true, stats_max_items: 1 });
     // Runs last: alpha (3 visits, ahead of beta) is deleted, so beta takes the one place.

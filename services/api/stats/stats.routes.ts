@@ -98,6 +98,8 @@ const ReportSchema = z
         utm_source: z.string().optional(),
         utm_medium: z.string().optional(),
         utm_campaign: z.string().optional(),
+        // Public reports (GET /api/v1/stats?subdomain=): the link, by slug.
+        link: z.string().optional().meta({ description: 'Public reports only: the slug of the link the report is narrowed to.' }),
       })
       .optional()
       .meta({ description: 'The filters applied, when any: the figures are those of the raw visits that match them all.' }),
@@ -213,11 +215,17 @@ export function statsRoutes(service: StatsService, zones: [string, ...string[]])
         'device_type with stats_show_ua; referrer_host and utm_source with stats_show_referrer; link (slugs of the links the public ' +
         'list shows, never ids) with stats_show_links. Only data older than stats_publish_delay_sec is counted (`until` is rounded ' +
         'down), and no list has more than stats_max_items items: breakdowns are cut to it and the series keeps its newest points. ' +
+        '`link` (a slug) narrows the report to that link with stats_show_links, when the public list shows the link (`data.filters.link` ' +
+        'then names it); otherwise it is ignored and the report is the unfiltered one, so it reveals nothing. No other filter is taken. ' +
         RANGE_NOTE,
       tags,
       auth: { kind: 'none' },
       bucket: 'api',
-      query: z.object({ subdomain: z.string().min(1).max(63), ...reportQuery }),
+      query: z.object({
+        subdomain: z.string().min(1).max(63),
+        ...reportQuery,
+        link: z.string().min(1).max(200).optional().meta({ description: 'Slug of a public link: the report of its visits alone (stats_show_links).' }),
+      }),
       response: ReportSchema,
       errors: ['not_found', 'forbidden'],
       handler: async ({ query }) => {

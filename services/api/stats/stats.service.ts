@@ -3,7 +3,7 @@ import type { Figures, Range, Target } from '#shared/analytics/stats.repository.
 import type { VisitFilters } from '#shared/analytics/visits.repository.js';
 import { AppError } from '#shared/errors.js';
 import { requireScope, type Principal } from '#shared/http/auth.js';
-import type { PublicView } from '#shared/policy/policy.js';
+import { publicReportFilters, type PublicReportFilters, type PublicView } from '#shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '#shared/time.js';
 import { isUuid } from '#shared/ids.js';
 import { linkOfCaller } from '../links/link-access.js';
@@ -95,8 +95,8 @@ export interface Report {
   /** With `compare=previous`: the period of the same length just before, and each total's change. */
   previous?: { range: { since: string; until: string }; totals: Totals; series: Point[] };
   change?: Change;
-  /** The filters applied (a filtered report reads raw visits). */
-  filters?: ReportFilters;
+  /** The filters applied (a filtered report reads raw visits); a public report's link by its slug. */
+  filters?: ReportFilters & PublicReportFilters;
 }
 
 /** The period of the same length that ends where the range starts (an empty range's is empty too). */
@@ -371,9 +371,11 @@ export function statsService({
     /**
      * A subdomain's public report: only when its policy has stats_public (else 403), only
      * breakdowns whose switch is on, only data older than the publish delay, at most
-     * stats_max_items items in any list (the newest series points).
+     * stats_max_items items in any list (the newest series points). A filter by link (its slug)
+     * applies only with stats_show_links and to a link the public list shows; any other filter, or
+     * that one otherwise, is ignored: the answer is the unfiltered report and `filters` is absent.
      */
-    async publicReport(name: string, query: StatsQuery): Promise<Report> {
+    async publicReport(name: string, query: StatsQuery & PublicReportFilters): Promise<Report> {
       const { ownerId, view } = await subdomains.policyView(name.toLowerCase());
       if (!view.stats) throw new AppError('forbidden', { reason: 'stats_not_public', subdomain: name });
       const range = rangeOf(query, view.publishedBefore);
@@ -381,8 +383,20 @@ export function statsService({
       const max = view.maxItems;
       const top = Math.min(query.limit ?? DEFAULT_TOP, max);
       const target: Target = { ownerId, scope: 'subdomain', id: name.toLowerCase(), subdomain: name.toLowerCase() };
-      const found = await report(target, range, dims, top, { before: view.publishedBefore, max: top });
-      return { scope: 'subdomain', id: target.id, range: rangeView(range), totals: found.totals, series: found.series.slice(-max), top: found.top };
+      const allowed = publicReportFilters(view, { link: query.link });
+      const linkId = allowed.link ? await links.publicIdBySlug(target.id, allowed.link, view.publishedBefore) : undefined;
+      const filters: ReportFilters = linkId ? { link_id: linkId } : {};
+      const found = await report(target, range, dims, top, { before: view.publishedBefore, max: top }, filters);
+      const answer: Report = {
+        scope: 'subdomain',
+        id: target.id,
+        range: rangeView(range),
+        totals: found.totals,
+        series: found.series.slice(-max),
+        top: found.top,
+      };
+      if (linkId) answer.filters = { link: allowed.link };
+      return answer;
     },
   };
 }

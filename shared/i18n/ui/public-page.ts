@@ -11,6 +11,10 @@ export const publicPage = uiMessages({
     'public.link_created': 'created {date}',
     'public.stats_of': 'Statistics of the last {period}',
     'public.period': 'Period',
+    // Issue 41: the public report narrowed to a link.
+    'public.filter_link': 'Show only the visits of {link}',
+    'public.filtered_by': 'Only the visits of {link}.',
+    'public.filter_clear': 'Show all links',
     'public.period.24h': '24 hours',
     'public.period.7d': '7 days',
     'public.period.30d': '30 days',
@@ -74,6 +78,10 @@ export const publicPage = uiMessages({
     'public.link_created': 'angelegt am {date}',
     'public.stats_of': 'Statistiken der letzten {period}',
     'public.period': 'Zeitraum',
+    // Issue 41: the public report narrowed to a link.
+    'public.filter_link': 'Nur die Besuche von {link} zeigen',
+    'public.filtered_by': 'Nur die Besuche von {link}.',
+    'public.filter_clear': 'Alle Links zeigen',
     'public.period.24h': '24 Stunden',
     'public.period.7d': '7 Tage',
     'public.period.30d': '30 Tage',
@@ -137,6 +145,10 @@ export const publicPage = uiMessages({
     'public.link_created': 'créé le {date}',
     'public.stats_of': 'Statistiques des dernières {period}',
     'public.period': 'Période',
+    // Issue 41: the public report narrowed to a link.
+    'public.filter_link': 'Afficher seulement les visites de {link}',
+    'public.filtered_by': 'Seulement les visites de {link}.',
+    'public.filter_clear': 'Afficher tous les liens',
     'public.period.24h': '24 heures',
     'public.period.7d': '7 jours',
     'public.period.30d': '30 jours',
@@ -201,6 +213,10 @@ export const publicPage = uiMessages({
     'public.link_created': 'creado el {date}',
     'public.stats_of': 'Estadísticas de los últimos {period}',
     'public.period': 'Período',
+    // Issue 41: the public report narrowed to a link.
+    'public.filter_link': 'Mostrar solo las visitas de {link}',
+    'public.filtered_by': 'Solo las visitas de {link}.',
+    'public.filter_clear': 'Mostrar todos los enlaces',
     'public.period.24h': '24 horas',
     'public.period.7d': '7 días',
     'public.period.30d': '30 días',
