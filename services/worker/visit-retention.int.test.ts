@@ -1,4 +1,6 @@
+import ExcelJS from 'exceljs';
 import type { FastifyInstance } from 'fastify';
+import { PDFParse } from 'pdf-parse';
 import { v7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deduplicatedBy, selectRows, toClickHouseTime } from '#shared/analytics/analytics.js';
@@ -124,6 +126,17 @@ describe('visits_retention_days', () => {
       });
       expect(over.statusCode).toBe(422);
       expect(over.json().error.details).toHaveProperty('visits_retention_days');
+      // Every refusal names this server's maximum (60), not the schema's bound (36 500).
+      for (const value of [61, 0, 1.5]) {
+        const refused = await capped.app.inject({
+          method: 'PATCH',
+          url: `/api/v1/subdomains/${other}`,
+          headers: alice.auth,
+          payload: { visits_retention_days: value },
+        });
+        expect(refused.statusCode, String(value)).toBe(422);
+        expect(refused.json().error.details.visits_retention_days, String(value)).toContain('from 1 to 60 ');
+      }
       // Without its own, the operator's maximum applies: the settings say from when raw visits exist.
       const settings = (await capped.app.inject({ url: `/api/v1/subdomains/${other}/settings`, headers: alice.auth })).json().data;
       expect(settings.visits_retention_days).toBeNull();
@@ -178,6 +191,24 @@ describe('visits_retention_days', () => {
     expect(csv.body.trim().split('\n')).toHaveLength(91);
     const otherCsv = await get(alice, `/api/v1/export?format=csv&subdomain=${other}`);
     expect(otherCsv.headers['x-raw-visits-since']).toBeUndefined();
+    // A saved file keeps no header: the XLSX (a last sheet) and the PDF (under the period) say it in their bytes.
+    const rawSince = String(json.headers['x-raw-visits-since']);
+    const xlsx = await get(alice, `/api/v1/export?format=xlsx&subdomain=${sub}`);
+    const workbook = new ExcelJS.Workbook();
+    await workbook.xlsx.load(xlsx.rawPayload as unknown as ExcelJS.Buffer);
+    expect(workbook.worksheets.map((sheet) => sheet.name)).toEqual(['Visits 1', 'About']);
+    expect((workbook.getWorksheet('About')!.getRow(1).values as unknown[]).slice(1)).toEqual(['raw_visits_since', rawSince]);
+    expect(workbook.getWorksheet('Visits 1')!.rowCount).toBe(91);
+    const pdf = await get(alice, `/api/v1/export?format=pdf&subdomain=${sub}&${range}`);
+    const parser = new PDFParse({ data: new Uint8Array(pdf.rawPayload) });
+    const { text } = await parser.getText();
+    await parser.destroy();
+    expect(text).toContain(`Raw visits kept since ${rawSince}`);
+    // Without a cutoff neither says anything.
+    const otherXlsx = await get(alice, `/api/v1/export?format=xlsx&subdomain=${other}`);
+    const otherBook = new ExcelJS.Workbook();
+    await otherBook.xlsx.load(otherXlsx.rawPayload as unknown as ExcelJS.Buffer);
+    expect(otherBook.getWorksheet('About')).toBeUndefined();
 
     // A second run finds nothing more to delete.
     expect(await pruneRawVisits(withRepositories(context))).toBe(0);

@@ -61,7 +61,7 @@ export function exportsRoutes(service: ExportsService, inFlight: InFlightGuard):
         contentType: ['text/csv', 'application/json', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'application/pdf'],
         description:
           'The export, as an attachment. `X-Export-Rows` (CSV, JSON, XLSX): the rows stored when it started, an upper bound, for progress. ' +
-          "`X-Raw-Visits-Since` (every format; the JSON export's `meta.raw_visits_since` too): from when raw visits exist, as the visit " +
+          "`X-Raw-Visits-Since` (every format; in the file too: the JSON export's `meta.raw_visits_since`, the XLSX export's last sheet `About`, a line under the PDF's period): from when raw visits exist, as the visit " +
           "list's `meta.raw_visits_since` says it; absent (null) when none has been deleted for age.",
         schemas: {
           'application/json': successSchema(z.object({ visits: z.array(z.record(z.string(), z.unknown())) })).meta({

@@ -57,7 +57,12 @@ const backlogBytes = (input: Writable) => (input as unknown as { _writableState:
  * batch is pulled only then: memory stays flat however large the export and however slow the reader.
  * Exported for the tests.
  */
-export function xlsxWorkbook(header: readonly string[], batches: AsyncIterable<unknown[][]>, sheetRows = XLSX_SHEET_ROWS): Readable {
+export function xlsxWorkbook(
+  header: readonly string[],
+  batches: AsyncIterable<unknown[][]>,
+  sheetRows = XLSX_SHEET_ROWS,
+  rawVisitsSince: string | null = null,
+): Readable {
   const out = new PassThrough();
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
   // A reader that goes away ends the writer's waits (and the batches) instead of leaving them pending.
@@ -98,6 +103,13 @@ export function xlsxWorkbook(header: readonly string[], batches: AsyncIterable<u
       await caughtUp(sheet!);
     }
     sheet!.commit();
+    // A saved file keeps no header: a last sheet says from when raw visits exist (older ones were deleted for age).
+    if (rawVisitsSince !== null) {
+      const about = workbook.addWorksheet('About');
+      about.addRow(['raw_visits_since', rawVisitsSince]).commit();
+      about.addRow(['Raw visits before this time were deleted for age (visits_retention_days); the statistics still count them.']).commit();
+      about.commit();
+    }
     await workbook.commit();
   })().catch((error: unknown) => out.destroy(error as Error));
   return out;
@@ -244,7 +256,7 @@ export function exportsService({
   }
 
   /** A PDF report: period, totals, a chart of visits over time, top breakdowns, then up to PDF_ROW_CAP rows. */
-  const pdfStream = (scoped: Scoped, report: Report, label: string): Readable => {
+  const pdfStream = (scoped: Scoped, report: Report, label: string, rawSince: string | null): Readable => {
     const doc = new PDFDocument({ size: 'A4', margin: 48, info: { Title: `Visits report: ${label}` } });
     // Every string goes through the Unicode writer: pdfkit's standard Helvetica draws WinAnsi only.
     const write = unicodeText(doc);
@@ -253,6 +265,8 @@ export function exportsService({
       write(`Visits report: ${label}`);
       doc.moveDown(0.3).fontSize(10).fillColor('#555');
       write(`Period: ${report.range.since} to ${report.range.until} (${report.range.granularity}s in ${report.range.tz})`);
+      // The list below holds raw visits only; the figures count the ones deleted for age too.
+      if (rawSince !== null) write(`Raw visits kept since ${rawSince}: older visits are counted in the figures, not listed.`);
       doc.moveDown().fillColor('#000').fontSize(12);
       const { totals } = report;
       write(`Visits: ${totals.visits}    Unique visitors: ${totals.unique_visitors}    Bots: ${totals.bots}    Attack attempts: ${totals.attacks}`);
@@ -353,7 +367,7 @@ export function exportsService({
         // Byte streams, not object streams: an object stream reads up to 16 slices ahead of the socket.
         if (format === 'csv') body = Readable.from(csvRows(scoped, plan.slices, bom), { objectMode: false });
         else if (format === 'json') body = Readable.from(jsonRows(scoped, plan.slices, request.id, started, rawSince), { objectMode: false });
-        else body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped, plan.slices));
+        else body = xlsxWorkbook(OWNER_VISIT_COLUMNS, xlsxBatches(scoped, plan.slices), XLSX_SHEET_ROWS, rawSince);
       } else {
         // The report's figures narrowed as the rows would be (its link is its scope already).
         const report = await stats.ownerReport(principal, scoped.scope, scoped.scope === 'user' ? 'me' : scoped.scopeId, {
@@ -362,7 +376,7 @@ export function exportsService({
           until: filters.until,
           granularity: filters.since && filters.until && Date.parse(filters.until) - Date.parse(filters.since) <= 3 * 86_400_000 ? 'hour' : 'day',
         });
-        body = pdfStream(scoped, report, scoped.scope === 'user' ? 'all subdomains' : `${scoped.scope} ${scoped.scopeId}`);
+        body = pdfStream(scoped, report, scoped.scope === 'user' ? 'all subdomains' : `${scoped.scope} ${scoped.scopeId}`, rawSince);
       }
       return { body, contentType: CONTENT_TYPES[format], filename, rows, rawVisitsSince: rawSince };
     },

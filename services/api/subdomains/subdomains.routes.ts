@@ -167,9 +167,10 @@ export function subdomainsRoutes(service: SubdomainsService, audit: (entry: Audi
           tracker_origins: TrackerOriginsInput.optional(),
           visits_retention_days: z
             .number()
-            .int(rule('retention_days', { max: MAX_RETENTION_DAYS }))
-            .min(1, rule('retention_days', { max: MAX_RETENTION_DAYS }))
-            .max(MAX_RETENTION_DAYS, rule('retention_days', { max: MAX_RETENTION_DAYS }))
+            // The schema's bound is fixed (the OpenAPI document is one for every server); the message names this server's maximum.
+            .int(rule('retention_days', { max: service.retentionMaxDays }))
+            .min(1, rule('retention_days', { max: service.retentionMaxDays }))
+            .max(MAX_RETENTION_DAYS, rule('retention_days', { max: service.retentionMaxDays }))
             .nullable()
             .optional()
             .meta({

@@ -173,6 +173,8 @@ export function subdomainsService(
   };
 
   return {
+    /** The most days a subdomain may keep raw visits: the operator's maximum, else the schema's bound. */
+    retentionMaxDays: config.retention.visitsMaxDays > 0 ? config.retention.visitsMaxDays : MAX_RETENTION_DAYS,
     managed,
     access,
     roleFor,
