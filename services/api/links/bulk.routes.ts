@@ -17,9 +17,9 @@ const BULK_DOC =
   "scopes and team roles: a row naming a subdomain the caller may not edit is that row's 403 `not_owner`). Every row is " +
   'checked first. `mode` `all_or_none` (default) creates nothing when any row is refused, in one transaction, and answers 422 ' +
   '`validation_error` with the refused rows in `details.errors`; `valid_only` creates the valid rows and answers the refused ones ' +
-  'beside them. A row\'s error names its `row` (1 is the first link; in a CSV, the first line after the header), the first `field` ' +
+  "beside them. A row's error names its `row` (1 is the first link; in a CSV, the first line after the header), the first `field` " +
   'named, and `code`, `message` and `details` as the error envelope writes them. A slug used twice in the upload, or taken by a ' +
-  'live link, is the later row\'s 409 `conflict`. `client_id` keeps it idempotent: a row whose client_id an earlier create used ' +
+  "live link, is the later row's 409 `conflict`. `client_id` keeps it idempotent: a row whose client_id an earlier create used " +
   'answers that link in `existing` and creates nothing (a different row under the same client_id is its 409 `conflict`). ' +
   `More than ${BULK_MAX_ROWS} rows answer 413 \`payload_too_large\` before any is checked. ` +
   'As JSON: `{"links": [...], "mode": "valid_only"}`. As CSV (`Content-Type: text/csv`, UTF-8, a byte-order mark allowed): a ' +
@@ -27,7 +27,7 @@ const BULK_DOC =
   'any order, any subset, and any other field of the create body), one link a line; the mode as `?mode=`. An empty cell leaves its ' +
   'field out; tags are separated by `|`, `,` or spaces; `true`/`false` and numbers are read as such; a structured field (rules, ' +
   "variants) is JSON in its cell. The export's own columns (id, short_url, state, created_at) are ignored, and a cell the export " +
-  'quoted against formulas (a leading `\'`) is read without that quote, so GET /api/v1/links/export.csv imports again as is.';
+  "quoted against formulas (a leading `'`) is read without that quote, so GET /api/v1/links/export.csv imports again as is.";
 
 const BulkRowErrorSchema = z
   .object({
@@ -69,7 +69,7 @@ export function bulkLinksRoutes(service: BulkLinksService, create: RouteDef): Ro
         mode: z.enum(BULK_MODES),
         rows: z.number().int(),
         created: z.array(LinkSchema),
-        existing: z.array(LinkSchema).meta({ description: 'Links earlier creates made with the rows\' client_id: answered, not created again.' }),
+        existing: z.array(LinkSchema).meta({ description: "Links earlier creates made with the rows' client_id: answered, not created again." }),
         errors: z.array(BulkRowErrorSchema),
       }),
       status: 201,
@@ -96,7 +96,7 @@ export function bulkLinksRoutes(service: BulkLinksService, create: RouteDef): Ro
         'subdomain, slug, target_url, title, tags (`|`-separated), expires_at, max_visits, redirect_type, append_visit_id, client_id, ' +
         'id, short_url, state, created_at, then any other field of a link (structured ones as JSON). A text cell that a spreadsheet ' +
         'would read as a formula (a leading `=`, `+`, `-`, `@`, tab, CR, after any spaces or quotes, as the visit exports test it) is ' +
-        "written behind a single quote, which the bulk import removes again.",
+        'written behind a single quote, which the bulk import removes again.',
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',

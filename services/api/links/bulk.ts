@@ -42,7 +42,16 @@ export interface BulkResult {
 }
 
 /** Columns of the CSV export that the platform writes and an import leaves aside. */
-export const EXPORT_ONLY_COLUMNS: ReadonlySet<string> = new Set(['id', 'short_url', 'state', 'limit_reached_at', 'created_at', 'updated_at', 'deleted_at', 'clicks']);
+export const EXPORT_ONLY_COLUMNS: ReadonlySet<string> = new Set([
+  'id',
+  'short_url',
+  'state',
+  'limit_reached_at',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+  'clicks',
+]);
 /** The export's first columns, in this order; any other field of a link follows them. */
 const EXPORT_COLUMNS = [
   'subdomain',
@@ -89,7 +98,8 @@ function cellKind(schema: ZodLike | undefined): 'string' | 'number' | 'boolean' 
   if (!def) return 'string';
   if (def.type === 'number' || def.type === 'int') return 'number';
   if (def.type === 'boolean') return 'boolean';
-  if (def.type === 'union' && def.options?.every((option) => option._zod.def.type === 'literal' && typeof option._zod.def.values?.[0] === 'number')) return 'number';
+  if (def.type === 'union' && def.options?.every((option) => option._zod.def.type === 'literal' && typeof option._zod.def.values?.[0] === 'number'))
+    return 'number';
   if (def.type === 'array') return def.element?._zod.def.type === 'string' ? 'words' : 'json';
   if (def.type === 'object' || def.type === 'union' || def.type === 'record') return 'json';
   return 'string';
@@ -175,22 +185,27 @@ export interface BulkDeps extends LinksDeps {
 export function bulkLinksService(deps: BulkDeps, links: LinksService, createBody: z.ZodType) {
   const rowError = (row: number, error: AppError, locale: Locale): BulkRowError => {
     const details = translateRules(locale, error.details);
-    const named = Array.isArray(error.details.missing) ? String(error.details.missing[0]) : Array.isArray(error.details.unknown) ? String(error.details.unknown[0]) : Object.keys(details)[0];
+    const named = Array.isArray(error.details.missing)
+      ? String(error.details.missing[0])
+      : Array.isArray(error.details.unknown)
+        ? String(error.details.unknown[0])
+        : Object.keys(details)[0];
     return { row, field: named ?? null, code: error.code, message: t(locale, error.messageKey ?? `error.${error.code}`, error.params), details };
   };
 
   /** Each row checked against the create body's schema: the valid inputs by row number, and the refused. */
-  const checkRows = (rows: unknown[], locale: Locale) => {
+  const checkRows = async (rows: unknown[], locale: Locale) => {
     const valid: { row: number; input: NewLinkInput }[] = [];
     const errors: BulkRowError[] = [];
-    rows.forEach((raw, index) => {
+    for (const [index, raw] of rows.entries()) {
+      if (index > 0 && index % CHUNK === 0) await yieldToLoop();
       try {
         valid.push({ row: index + 1, input: validateRequest([{ part: 'body', schema: createBody, input: raw }], locale).body as NewLinkInput });
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         errors.push(rowError(index + 1, error, locale));
       }
-    });
+    }
     return { valid, errors };
   };
 
@@ -218,7 +233,7 @@ export function bulkLinksService(deps: BulkDeps, links: LinksService, createBody
     async create(principal: Principal, rows: unknown[], mode: BulkMode, locale: Locale): Promise<BulkResult> {
       if (rows.length > BULK_MAX_ROWS) throw tooMany(rows.length);
       const result: BulkResult = { mode, rows: rows.length, created: [], existing: [], errors: [] };
-      const { valid, errors } = checkRows(rows, locale);
+      const { valid, errors } = await checkRows(rows, locale);
       result.errors.push(...errors);
       if (mode === 'valid_only') {
         await createAll(links, principal, valid, locale, result);
