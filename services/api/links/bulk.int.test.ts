@@ -209,7 +209,7 @@ describe('POST /api/v1/links/bulk (CSV) and GET /api/v1/links/export.csv', () =>
     const response = await exportCsv(owner, `?subdomain=${sub}`);
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toMatch(/^text\/csv/);
-    const [header, ...rows] = parse(response.body, { bom: true }) as string[][];
+    const [header, ...rows] = parse(response.body, { bom: true });
     expect(header!.slice(0, 4)).toEqual(['subdomain', 'slug', 'target_url', 'title']);
     const titles = rows.map((row) => row[3]).sort();
     // Stored titles are trimmed (' =1+1' is '=1+1'); each is exported behind one quote.
@@ -299,7 +299,7 @@ describe('bulk timing', () => {
     delay.disable();
     expect(response.statusCode).toBe(201);
     expect(response.json().data.created).toHaveLength(TIMING_ROWS);
-    console.log(
+    process.stdout.write(
       `bulk ${TIMING_ROWS} rows (all_or_none): ${Math.round(bulkMs)} ms; ${singles} single POSTs: ${Math.round(singlesMs)} ms ` +
         `(x20 = ${Math.round(singlesMs * 20)} ms); event-loop delay during bulk: max ${Math.round(delay.max / 1e6)} ms, p99 ${Math.round(delay.percentile(99) / 1e6)} ms`,
     );

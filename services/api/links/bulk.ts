@@ -133,7 +133,7 @@ function cellValue(kind: ReturnType<typeof cellKind>, cell: string): unknown {
 export function parseBulkCsv(csv: string, body: z.ZodType): Record<string, unknown>[] {
   let records: string[][];
   try {
-    records = parse(csv.replace(/^\uFEFF/, ''), { relax_column_count: false, skip_empty_lines: true }) as string[][];
+    records = parse(csv.replace(/^\uFEFF/, ''), { relax_column_count: false, skip_empty_lines: true });
   } catch (error) {
     throw new AppError('bad_request', { csv: (error as Error).message });
   }
@@ -165,7 +165,8 @@ function exportLine(view: LinkView, columns: string[]): string {
       if (value === null || value === undefined) return '';
       if (column === 'tags' && Array.isArray(value)) return csvQuote(value.join('|'));
       if (typeof value === 'object') return csvQuote(safeCell(JSON.stringify(value)));
-      if (typeof value !== 'string') return String(value as number | boolean);
+      if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+      if (typeof value !== 'string') return '';
       return csvQuote(safeCell(value));
     })
     .join(',');
