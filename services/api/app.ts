@@ -31,6 +31,10 @@ import { deadLettersService } from './dead-letters/dead-letters.service.js';
 import { subdomainsRoutes } from './subdomains/subdomains.routes.js';
 import { subdomainsService, type SubdomainsService } from './subdomains/subdomains.service.js';
 import { linksRoutes } from './links/links.routes.js';
+// ---- bulk links (issue 40, item 5) ----
+import { bulkLinksService } from './links/bulk.js';
+import { acceptCsvBodies, bulkLinksRoutes } from './links/bulk.routes.js';
+// ---- end bulk links ----
 import { createQrRenderer } from './links/qr.js';
 import type { InFlightGuard } from '#shared/http/in-flight.js';
 import { linksService } from './links/links.service.js';
@@ -118,6 +122,11 @@ export async function createApi(
   const mailer = createMailer(config.smtp);
   const passwords = passwordService(deps, abuse, mailer);
   const erasures = erasuresService({ ...context, repositories, subdomains });
+  // ---- bulk links (issue 40, item 5): each row checked and created as createLink's own ----
+  const linkRoutes = linksRoutes(links, { qr, inFlight });
+  const createLinkRoute = linkRoutes.find((route) => route.operationId === 'createLink')!;
+  const bulkLinks = bulkLinksService({ ...deps, subdomains, events: createEventBus(context) }, links, createLinkRoute.body!);
+  // ---- end bulk links ----
   const routes: RouteDef[] = [
     ...discoveryRoutes({ context, limiter, routes: served, visits: repositories.visits }),
     ...authRoutes(deps, authService(deps, captcha, abuse, devices), captcha),
@@ -130,7 +139,8 @@ export async function createApi(
     ...tokensRoutes(tokensService(deps)),
     ...teamsRoutes(teamsService(deps, (entry) => abuse.audit(entry), mailer)),
     ...subdomainsRoutes(subdomains, (entry) => abuse.audit(entry)),
-    ...linksRoutes(links, { qr, inFlight }),
+    ...bulkLinksRoutes(bulkLinks, createLinkRoute),
+    ...linkRoutes,
     ...statsRoutes(stats, zones),
     ...visitsRoutes(visits),
     ...legacyRoutes({ visits, stats }),
@@ -147,6 +157,7 @@ export async function createApi(
     registrar,
     async register(app) {
       await app.register(cookie);
+      acceptCsvBodies(app);
       app.addHook('onClose', async () => authenticator.close());
       app.addHook('onClose', async () => qr.close());
       app.addHook('onClose', async () => {
