@@ -122,6 +122,7 @@ describe('imports page', () => {
     await page.keyboard.press('Enter');
     expect(await finishedHeading(page)).toBe('Failed');
     await page.getByText('The import failed: validation_error: not a shlink export: no slug column').waitFor();
+    await page.locator('#import-file-error').filter({ hasText: 'not a shlink export: no slug column' }).waitFor();
     await screenshot(page, 'imports-failed-desktop');
     expect(await seriousA11yViolations(page)).toEqual([]);
     expect(problems).toEqual([]);
@@ -193,8 +194,12 @@ describe('imports page', () => {
     await page.getByLabel('Address of your installation').fill('http://192.168.10.20:8080');
     await key.fill(shlink.apiKey);
     await page.getByRole('button', { name: 'Import', exact: true }).click();
-    expect(await finishedHeading(page)).toBe('Failed');
-    await page.locator('#import-url-error').filter({ hasText: 'The import failed: validation_error' }).waitFor();
+    await page
+      .locator('#import-progress-title')
+      .filter({ hasText: /^Failed$/ })
+      .waitFor({ timeout: 60_000 });
+    await page.getByRole('alert').filter({ hasText: 'The import failed: validation_error' }).first().waitFor();
+    await page.locator('#import-url-error').filter({ hasText: /\S/ }).waitFor();
     expect(await page.getByLabel('Address of your installation').getAttribute('aria-invalid')).toBe('true');
     expect(shlink.requests.length).toBe(asked);
     await screenshot(page, 'imports-shlink-api-refused-desktop');
@@ -213,7 +218,7 @@ describe('imports page', () => {
     await phone.page.getByLabel('YOURLS (API)').check();
     await phone.page.getByLabel('User name and password').check();
     expect(await phone.page.getByLabel('Password', { exact: true }).getAttribute('type')).toBe('password');
-    expect(await phone.page.getByLabel('Signature token').count()).toBe(0);
+    expect(await phone.page.getByLabel('Signature token', { exact: true }).count()).toBe(0);
     expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await screenshot(phone.page, 'imports-yourls-api-phone');
     expect(await seriousA11yViolations(phone.page)).toEqual([]);

@@ -51,6 +51,8 @@ export function ImportsPage() {
   const [starting, setStarting] = useState(false);
   const [failure, setFailure] = useState<Error | undefined>(undefined);
   const [watched, setWatched] = useState<string | undefined>(undefined);
+  /** The import this page started last (not one shown from the list). */
+  const [started, setStarted] = useState<string | undefined>(undefined);
 
   const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
   const recent = useLoad((signal) => load(api.GET('/api/v1/imports', { params: { query: { limit: 10 } }, signal })), [watched]);
@@ -79,6 +81,7 @@ export function ImportsPage() {
       setApiKey('');
       setSignature('');
       setPassword('');
+      setStarted(data.id);
       setWatched(data.id);
     } catch (caught) {
       setFailure(caught instanceof Error ? caught : new Error(String(caught)));
@@ -95,13 +98,13 @@ export function ImportsPage() {
   };
   const onField = failure instanceof ApiError && FIELDS.some((name) => fieldError(name) !== undefined);
   const fromFile = FILE_SOURCES.includes(source);
-  /** A finished import that failed on a field of the form (an address refused, a wrong key) says so on the field too. */
+  /** The import just started, when it fails on a field of the form (an address refused, a wrong key), says why on the field too. */
   const finishedImport = (state: ImportState) => {
     recent.reload();
     const details = state.error?.details ?? {};
-    if (state.status === 'failed' && FIELDS.some((name) => details[name] !== undefined)) {
-      const reason = [state.error!.code, ...Object.values(details).map(String)].join(': ');
-      setFailure(new ApiError(422, { code: state.error!.code, message: t('imports.failed', { reason }), details }));
+    const field = FIELDS.find((name) => details[name] !== undefined);
+    if (state.id === started && state.status === 'failed' && field) {
+      setFailure(new ApiError(422, { code: state.error!.code, message: String(details[field]), details }));
     }
   };
   const secretInput = (id: string, value: string, set: (next: string) => void) => (
