@@ -5,19 +5,25 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
 import { shlinkCsv, sourceLinks } from '../support/import-fixtures.js';
+import { shlinkVisits, startShlinkStandIn, type ShlinkStandIn } from '../support/shlink-stand-in.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The imports page in a real browser: a Shlink export picked from disk, a dry run and an import
 // watched to completion (progress, counts, the rows not imported), the recent imports, a file the
-// job cannot read, the keyboard alone, a phone, another owner's subdomain, and a newcomer with none.
+// job cannot read, the keyboard alone, a phone, another owner's subdomain, and a newcomer with none;
+// then an import over Shlink's API from a local stand-in (tests/support/shlink-stand-in.ts, not Shlink
+// itself), with its visits, and the API's refusals shown on their fields. The stand-in listens on
+// loopback: WEBHOOK_ALLOWLIST admits 127.0.0.1, as for the importer's API tests; other private
+// addresses stay refused.
 let platform: UiPlatform;
+let shlink: ShlinkStandIn | undefined;
 let owner: TestOwner;
 let sub: string;
 let dir: string;
 let exportFile: string;
 
 beforeAll(async () => {
-  platform = await startUiPlatform();
+  platform = await startUiPlatform({ WEBHOOK_ALLOWLIST: '127.0.0.1' });
   owner = await createOwner(platform.context, platform.app);
   sub = await claimSubdomain(platform.app, owner);
   const made = await platform.app.inject({
@@ -33,6 +39,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await shlink?.close();
   await platform?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -115,6 +122,7 @@ describe('imports page', () => {
     await page.keyboard.press('Enter');
     expect(await finishedHeading(page)).toBe('Failed');
     await page.getByText('The import failed: validation_error: not a shlink export: no slug column').waitFor();
+    await page.locator('#import-file-error').filter({ hasText: 'not a shlink export: no slug column' }).waitFor();
     await screenshot(page, 'imports-failed-desktop');
     expect(await seriousA11yViolations(page)).toEqual([]);
     expect(problems).toEqual([]);
@@ -152,4 +160,68 @@ describe('imports page', () => {
     expect(await seriousA11yViolations(fresh.page)).toEqual([]);
     await fresh.browserContext.close();
   }, 90_000);
+
+  it('imports links and their visits over Shlink’s API (stand-in Shlink server), keeps no key, and shows refusals on their fields', async () => {
+    const links = sourceLinks(12, 'sh');
+    shlink = await startShlinkStandIn(links, new Map(links.slice(0, 3).map((link) => [link.slug, shlinkVisits(link.slug, 20, Date.UTC(2024, 5, 30, 12))])));
+    const into = await claimSubdomain(platform.app, owner);
+    const { page, problems, browserContext } = await importsPage();
+    await page.getByLabel('Shlink (REST API, with visits)').check();
+    await page.getByLabel('Into subdomain').selectOption(into);
+    expect(await page.getByLabel('CSV file').count()).toBe(0);
+    const key = page.getByLabel('API key');
+    expect(await key.getAttribute('type')).toBe('password');
+    expect(await key.getAttribute('autocomplete')).toBe('off');
+    expect(await page.getByLabel('Import the visit history too').isChecked()).toBe(true);
+    await page.getByLabel('Address of your installation').fill(shlink.url);
+    await key.fill(shlink.apiKey);
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    expect(await finishedHeading(page)).toBe('Completed');
+    await page.getByText(/12 created · 60 visits imported, 0 already there/).waitFor();
+    // The key is gone from the page once the import has started; the address stays for another try.
+    expect(await key.inputValue()).toBe('');
+    expect(await page.getByLabel('Address of your installation').inputValue()).toBe(shlink.url);
+    expect(await page.content()).not.toContain(shlink.apiKey);
+    const made = await platform.app.inject({ method: 'GET', url: `/api/v1/links?subdomain=${into}&limit=1`, headers: owner.auth });
+    expect(made.json().meta.total).toBe(12);
+    const recent = page.getByRole('region', { name: 'Recent imports' }).getByRole('row');
+    await expect.poll(async () => (await recent.nth(1).textContent()) ?? '').toContain('shlink-api');
+    await screenshot(page, 'imports-shlink-api-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    // A private address the allow-list does not admit: the import fails before any request, on the address's field.
+    const asked = shlink.requests.length;
+    await page.getByLabel('Address of your installation').fill('http://192.168.10.20:8080');
+    await key.fill(shlink.apiKey);
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    await page
+      .locator('#import-progress-title')
+      .filter({ hasText: /^Failed$/ })
+      .waitFor({ timeout: 60_000 });
+    await page.getByRole('alert').filter({ hasText: 'The import failed: validation_error' }).first().waitFor();
+    await page.locator('#import-url-error').filter({ hasText: /\S/ }).waitFor();
+    expect(await page.getByLabel('Address of your installation').getAttribute('aria-invalid')).toBe('true');
+    expect(shlink.requests.length).toBe(asked);
+    await screenshot(page, 'imports-shlink-api-refused-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    // Kutt without its key: the API's refusal names the field.
+    await page.getByLabel('Kutt (API v2)').check();
+    await page.getByLabel('Address of your installation').fill(shlink.url);
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    await page.locator('#import-api-key-error').waitFor();
+    expect(problems.filter((line) => !line.includes('400'))).toEqual([]);
+    await browserContext.close();
+
+    // YOURLS's API by user name and password, on a phone: every field fits.
+    const phone = await importsPage('phone');
+    await phone.page.getByLabel('YOURLS (API)').check();
+    await phone.page.getByLabel('User name and password').check();
+    expect(await phone.page.getByLabel('Password', { exact: true }).getAttribute('type')).toBe('password');
+    expect(await phone.page.getByLabel('Signature token', { exact: true }).count()).toBe(0);
+    expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(phone.page, 'imports-yourls-api-phone');
+    expect(await seriousA11yViolations(phone.page)).toEqual([]);
+    await phone.browserContext.close();
+  }, 120_000);
 });
