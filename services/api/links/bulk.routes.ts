@@ -26,7 +26,7 @@ const BULK_DOC =
   'header row naming the fields (`subdomain,target_url,slug,title,tags,expires_at,max_visits,redirect_type,append_visit_id,client_id`, ' +
   'any order, any subset, and any other field of the create body), one link a line; the mode as `?mode=`. An empty cell leaves its ' +
   'field out; tags are separated by `|`, `,` or spaces; `true`/`false` and numbers are read as such; a structured field (rules, ' +
-  "variants) is JSON in its cell. The export's own columns (id, short_url, state, created_at) are ignored, and a cell the export " +
+  "variants) is JSON in its cell. The export's own columns (id, short_url, state, created_at, has_password) are ignored; a password never travels in a file, and a cell the export " +
   "quoted against formulas (a leading `'`) is read without that quote, so GET /api/v1/links/export.csv imports again as is.";
 
 const BulkRowErrorSchema = z

@@ -51,6 +51,8 @@ export const EXPORT_ONLY_COLUMNS: ReadonlySet<string> = new Set([
   'updated_at',
   'deleted_at',
   'clicks',
+  // Whether a password protects the link: the password itself is never exported, so it cannot travel in the file.
+  'has_password',
 ]);
 /** The export's first columns, in this order; any other field of a link follows them. */
 const EXPORT_COLUMNS = [
