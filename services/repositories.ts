@@ -70,6 +70,15 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
   };
 }
 
+/**
+ * Runs `work` in one Postgres transaction, with each Postgres repository built over that
+ * transaction: its writes commit together, or none does when `work` throws (the bulk link upload's
+ * `all_or_none`). Built here, the composition root, so that services never reach the Postgres handle.
+ */
+export function inPostgresTransaction<T>({ db }: Pick<Context, 'db'>, work: (repositories: PostgresRepositories) => Promise<T>): Promise<T> {
+  return db.db.transaction().execute((trx) => work(postgresRepositories({ db: { ...db, db: trx } })));
+}
+
 /** A process's context with its repositories, tagged by whether it has the analytics store (`full`) or not (`thin`). */
 export type Composition =
   { kind: 'full'; context: Context; repositories: Repositories } | { kind: 'thin'; context: ThinContext; repositories: PostgresRepositories };

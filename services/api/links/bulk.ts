@@ -9,7 +9,7 @@ import type { Principal } from '#shared/http/auth.js';
 import { pagingOf } from '#shared/http/pagination.js';
 import { validateRequest } from '#shared/http/register.js';
 import { t, translateRules, type Locale } from '#shared/i18n/index.js';
-import { postgresRepositories } from '#services/repositories.js';
+import { inPostgresTransaction } from '#services/repositories.js';
 import { subdomainsService, type SubdomainsService } from '../subdomains/subdomains.service.js';
 import { linksService, type LinksDeps, type LinksService, type LinkView, type NewLinkInput } from './links.service.js';
 
@@ -254,8 +254,7 @@ export function bulkLinksService(deps: BulkDeps, links: LinksService, createBody
       });
       const events: EventBus = { ...deps.events, emit: async (...args: Parameters<EventBus['emit']>) => void held.push(() => deps.events.emit(...args)) };
       try {
-        await deps.db.db.transaction().execute(async (trx) => {
-          const repositories = postgresRepositories({ db: { ...deps.db, db: trx } });
+        await inPostgresTransaction(deps, async (repositories) => {
           const scoped = { ...deps, cache, repositories };
           const subdomains: SubdomainsService = subdomainsService(scoped);
           await createAll(linksService({ ...scoped, subdomains, events }), principal, valid, locale, result);
