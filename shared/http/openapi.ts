@@ -84,6 +84,7 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
         : { description: route.summary, headers, content: { 'application/json': { schema: successSchema(route.response, route.meta) } } };
       if (route.links) ok.links = route.links;
       responses[okStatus] = ok;
+      if (route.alsoStatus) responses[String(route.alsoStatus)] = ok;
     }
     for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
       responses[String(status)] = errorResponse(status, statusCodes, route.bucket !== null);

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { z } from 'zod';
 import { AppError, retryLater, type ErrorDetails } from '../errors.js';
 import { LANG_TAG, t, zodErrorMap, type Locale } from '../i18n/index.js';
@@ -336,31 +336,65 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
       },
     });
   }
+  // A method that a parametric route would take on a path declared as it is: 405 with that path's Allow.
+  const allowed = createMethodIndex(routes);
+  for (const { path, methods } of shadowedMethods(routes)) {
+    for (const method of methods) {
+      app.route({
+        method: method as HTTPMethods,
+        url: fastifyPath(path),
+        handler: async (request: FastifyRequest) => {
+          throw routeMissError(allowed, request.method, request.url.split('?', 1)[0]!);
+        },
+      });
+    }
+  }
 }
 
-/** Matches concrete paths against the declared patterns, to answer 405 with the right Allow list. */
+/** A declared path as a regular expression over concrete paths (`{name}` is one segment). */
+const pathPattern = (path: string) =>
+  new RegExp(
+    '^' +
+      path
+        .split(/(\{\w+\})/)
+        .map((part) => (/^\{\w+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('') +
+      '/?$',
+  );
+
+/**
+ * Matches concrete paths against the declared patterns, to answer 405 with the right Allow list. A
+ * path declared as it is (`/api/v1/links/bulk`) is that resource alone: the methods of a pattern
+ * that would also match it (`/api/v1/links/{id}`) are not its methods.
+ */
 export function createMethodIndex(routes: RouteDef[]): (path: string) => string[] {
-  const patterns = routes.map((route) => ({
-    method: route.method,
-    regex: new RegExp(
-      '^' +
-        route.path
-          .split(/(\{\w+\})/)
-          .map((part) => (/^\{\w+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-          .join('') +
-        '/?$',
-    ),
-  }));
+  const patterns = routes.map((route) => ({ method: route.method, fixed: !route.path.includes('{'), regex: pathPattern(route.path) }));
   return (path) => {
+    const matching = patterns.filter((pattern) => pattern.regex.test(path));
+    const fixed = matching.filter((pattern) => pattern.fixed);
     const methods = new Set<string>();
-    for (const pattern of patterns) {
-      if (pattern.regex.test(path)) {
-        methods.add(pattern.method);
-        if (pattern.method === 'GET') methods.add('HEAD');
-      }
+    for (const pattern of fixed.length > 0 ? fixed : matching) {
+      methods.add(pattern.method);
+      if (pattern.method === 'GET') methods.add('HEAD');
     }
     return [...methods].sort();
   };
+}
+
+/**
+ * Paths declared as they are that a parametric pattern of another method would also take (PATCH
+ * `/api/v1/links/{id}` takes PATCH `/api/v1/links/bulk`), with those methods: each must answer 405.
+ */
+export function shadowedMethods(routes: RouteDef[]): { path: string; methods: string[] }[] {
+  const parametric = routes.filter((route) => route.path.includes('{')).map((route) => ({ method: route.method, regex: pathPattern(route.path) }));
+  const fixedPaths = [...new Set(routes.filter((route) => !route.path.includes('{')).map((route) => route.path))];
+  return fixedPaths
+    .map((path) => {
+      const own = new Set(routes.filter((route) => route.path === path).map((route) => route.method));
+      const methods = [...new Set(parametric.filter((route) => !own.has(route.method) && route.regex.test(path)).map((route) => route.method))];
+      return { path, methods: methods.sort() };
+    })
+    .filter((entry) => entry.methods.length > 0);
 }
 
 /** The answer to a request no route matched: 405 with Allow when the path exists under other methods, else 404. */

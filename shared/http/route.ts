@@ -97,6 +97,8 @@ export interface RouteDef<
   links?: Record<string, { operationId: string; parameters?: Record<string, string>; requestBody?: Record<string, string>; description?: string }>;
   /** Success status (default 200). */
   status?: number;
+  /** A second success status with the same body, set by the handler (`respond.status`): a bulk upload that created nothing answers 200 beside its 201. */
+  alsoStatus?: number;
   /** Codes this operation can answer beyond those the registrar derives from auth, bucket and schemas. */
   errors?: LiveErrorCode[];
   /** Set for routes that answer a raw body rather than the envelope (`schemas`: a content type whose body is not `response`). */

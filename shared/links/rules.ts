@@ -41,14 +41,15 @@ export const RuleConditionSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('browser'), values: values(/^[A-Za-z0-9 ._-]{1,40}$/, 'Chrome') }),
   z.strictObject({ type: z.literal('country'), values: values(/^[A-Z]{2}$/, 'DE') }),
   z.strictObject({ type: z.literal('language'), values: values(/^[a-z]{2,3}$/, 'de') }),
-  z
-    .strictObject({
-      type: z.literal('time'),
-      from: z.string().regex(TIME).meta({ description: 'HH:MM, UTC, inclusive.' }),
-      to: z.string().regex(TIME).meta({ description: 'HH:MM, UTC, exclusive; before `from` the window spans midnight.' }),
-      days: z.array(z.number().int().min(0).max(6)).min(1).max(7).optional().meta({ description: 'UTC weekdays, 0 = Sunday; all when absent.' }),
-    })
-    .refine((time) => time.from !== time.to, { error: 'from and to must differ', path: ['to'] }),
+  z.strictObject({
+    type: z.literal('time'),
+    from: z.string().regex(TIME).meta({ description: 'HH:MM, UTC, inclusive.' }),
+    to: z
+      .string()
+      .regex(TIME)
+      .meta({ description: 'HH:MM, UTC, exclusive; before `from` the window spans midnight; equal to `from`, the whole day (of `days`).' }),
+    days: z.array(z.number().int().min(0).max(6)).min(1).max(7).optional().meta({ description: 'UTC weekdays, 0 = Sunday; all when absent.' }),
+  }),
   z.strictObject({
     type: z.literal('query'),
     name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),

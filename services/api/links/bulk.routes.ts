@@ -73,6 +73,7 @@ export function bulkLinksRoutes(service: BulkLinksService, create: RouteDef): Ro
         errors: z.array(BulkRowErrorSchema),
       }),
       status: 201,
+      alsoStatus: 200,
       errors: ['not_found', 'not_owner', 'conflict', 'payload_too_large'],
       handler: async ({ principal, body, query, locale, respond }) => {
         const rows = typeof body === 'string' ? service.parseCsv(body) : body.links;
