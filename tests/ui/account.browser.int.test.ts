@@ -173,6 +173,37 @@ describe("deleting one's account", () => {
     expect(problems).toEqual([]);
     await browserContext.close();
   }, 120_000);
+
+  it('shows the team refusal in the dialog, naming the team the account is the only owner of, and deletes nothing', async () => {
+    const account = await newAccount(platform);
+    const member = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, account.email);
+    const other = await openPage(platform);
+    await signIn(other.page, member.email);
+    const headers = { origin: platform.origin };
+    const team = await page.request.post('/api/v1/teams', { data: { name: 'Shared plans' }, headers });
+    expect(team.status()).toBe(201);
+    const teamId = (await team.json()).data.id as string;
+    const invited = await page.request.post(`/api/v1/teams/${teamId}/invitations`, { data: { email: member.email, role: 'admin' }, headers });
+    expect(invited.status()).toBe(201);
+    // With SMTP_URL the invitation is mailed: the token comes from the member's mail.
+    const mail = await waitFor(() => smtp.mails.find((sent) => sent.to.includes(member.email)), 10_000);
+    const token = /#token=([\w-]+)/.exec(mail.text)![1]!;
+    expect((await other.page.request.post('/api/v1/invitations/accept', { data: { token }, headers })).status()).toBe(200);
+
+    await page.goto('/account');
+    await page.getByRole('button', { name: 'Delete account…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete your account?' });
+    await dialog.getByLabel('Current password').fill(TEST_PASSWORD);
+    await dialog.getByRole('button', { name: 'Delete my account' }).click();
+    await dialog.getByText(/without an owner.*Teams: Shared plans\./).waitFor();
+    await screenshot(page, 'account-delete-team-refused');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await meStatus(page)).toBe(200);
+    expect(problems).toEqual([]);
+    await Promise.all([browserContext.close(), other.browserContext.close()]);
+  }, 120_000);
 });
 
 describe('forgotten password', () => {
