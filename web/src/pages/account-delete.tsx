@@ -29,6 +29,7 @@ function DeleteDialog({ open, onClose }: { open: boolean; onClose: () => void })
   const [code, setCode] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiError | Error>();
+  /** What a refusal names: the teams (by name) or the subdomains in the way. */
   const [teams, setTeams] = useState<string>();
   const [totp, setTotp] = useState(false);
   useEffect(() => {
@@ -56,7 +57,10 @@ function DeleteDialog({ open, onClose }: { open: boolean; onClose: () => void })
     } catch (caught) {
       const failure = caught instanceof Error ? caught : new Error(String(caught));
       if (failure instanceof ApiError && (failure.details.reason === 'totp_required' || failure.details.reason === 'totp_code_wrong')) setTotp(true);
-      if (failure instanceof ApiError && Array.isArray(failure.details.teams)) setTeams(await teamNames(failure.details.teams as string[]));
+      if (failure instanceof ApiError && Array.isArray(failure.details.teams))
+        setTeams(t('account.delete_teams', { teams: await teamNames(failure.details.teams as string[]) }));
+      if (failure instanceof ApiError && Array.isArray(failure.details.subdomains))
+        setTeams(t('account.delete_subdomains', { subdomains: failure.details.subdomains.join(', ') }));
       setError(failure);
       setBusy(false);
     }
@@ -90,7 +94,7 @@ function DeleteDialog({ open, onClose }: { open: boolean; onClose: () => void })
           {otherError ? (
             <Notice kind="error">
               {otherError}
-              {teams ? ` ${t('account.delete_teams', { teams })}` : null}
+              {teams ? ` ${teams}` : null}
             </Notice>
           ) : null}
           <div class="form-actions">
