@@ -108,6 +108,8 @@ export type MessageVariant =
   | 'error.conflict.cannot_disable_self'
   | 'error.conflict.last_active_staff'
   | 'error.conflict.cannot_delete_self'
+  | 'error.conflict.last_staff'
+  | 'error.forbidden.totp_required'
   | 'error.conflict.last_team_owner'
   | 'error.conflict.team_subdomains'
   | 'error.forbidden.consent_required'

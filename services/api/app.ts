@@ -24,6 +24,7 @@ import { tokensRoutes } from './tokens/tokens.routes.js';
 import { tokensService } from './tokens/tokens.service.js';
 import { teamsRoutes } from './teams/teams.routes.js';
 import { teamsService } from './teams/teams.service.js';
+import { deleteOwnAccountRoutes } from './users/delete-own.routes.js';
 import { usersRoutes } from './users/users.routes.js';
 import { usersService } from './users/users.service.js';
 import { deadLettersRoutes } from './dead-letters/dead-letters.routes.js';
@@ -122,6 +123,7 @@ export async function createApi(
   const mailer = createMailer(config.smtp);
   const passwords = passwordService(deps, abuse, mailer);
   const erasures = erasuresService({ ...context, repositories, subdomains });
+  const accounts = usersService(deps, abuse, erasures);
   // ---- bulk links (issue 40, item 5): each row checked and created as createLink's own ----
   const linkRoutes = linksRoutes(links, { qr, inFlight });
   const createLinkRoute = linkRoutes.find((route) => route.operationId === 'createLink')!;
@@ -134,7 +136,8 @@ export async function createApi(
     ...sessionsRoutes(deps, (entry) => abuse.audit(entry)),
     ...totpRoutes(totpService(deps, abuse)),
     ...settingsRoutes(repositories, (entry) => abuse.audit(entry)),
-    ...usersRoutes(repositories, usersService(deps, abuse, erasures)),
+    ...usersRoutes(repositories, accounts),
+    ...deleteOwnAccountRoutes(deps, accounts),
     ...deadLettersRoutes(deadLettersService(context)),
     ...tokensRoutes(tokensService(deps)),
     ...teamsRoutes(teamsService(deps, (entry) => abuse.audit(entry), mailer)),

@@ -141,6 +141,17 @@ export function usersRepository(db: Kysely<DB>) {
         .where((eb) => eb.or([eb('locale', 'is', null), eb('locale', '!=', locale)]))
         .execute();
     },
+    /** How many active (not disabled) staff accounts there are besides the given one. */
+    async countActiveStaffExcept(id: string): Promise<number> {
+      const row = await db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('role', '=', 'staff')
+        .where('disabled_at', 'is', null)
+        .where('id', '!=', id)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
     /**
      * Disables or re-enables an account, in one transaction that holds the rows of the active staff
      * accounts (FOR UPDATE), so that two staff disabling each other at once cannot leave none.

@@ -131,6 +131,81 @@ describe('account page', () => {
   });
 });
 
+describe("deleting one's account", () => {
+  it('offers the data first, asks the password in a dialog (a wrong one refused there), then deletes and returns to the sign-in page; on a phone, by keyboard', async () => {
+    const account = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform, { viewport: 'phone' });
+    await signIn(page, account.email);
+    await page.goto('/account');
+    const section = page.getByRole('region', { name: 'Delete account' });
+    await section.waitFor();
+    // The data first: the link downloads the account's visits, as GET /api/v1/export answers them.
+    const download = section.getByRole('link', { name: 'Download my data' });
+    const href = await download.getAttribute('href');
+    expect(href).toBe('/api/v1/export?format=json');
+    const exported = await page.request.get(href!);
+    expect(exported.status()).toBe(200);
+    expect(exported.headers()['content-type']).toContain('application/json');
+
+    // By keyboard: the button opens the dialog, which says the deletion cannot be undone.
+    await section.getByRole('button', { name: 'Delete account…' }).focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Delete your account?' });
+    await dialog.getByText(/cannot be undone/).waitFor();
+    await dialog.getByLabel('Current password').fill('not the password');
+    await dialog.getByLabel('Current password').press('Enter');
+    await dialog.getByText('The current password is wrong.').waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot(page, 'account-delete-dialog-phone');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await meStatus(page)).toBe(200);
+
+    await dialog.getByLabel('Current password').fill(TEST_PASSWORD);
+    await dialog.getByRole('button', { name: 'Delete my account' }).click();
+    await page.getByText('Your account was deleted.').waitFor({ timeout: 60_000 });
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await screenshot(page, 'account-deleted-sign-in-phone');
+    expect(await meStatus(page)).toBe(401);
+    // The account is gone: its password signs nobody in.
+    const signIn2 = await page.request.post('/auth/login', { data: { email: account.email, password: TEST_PASSWORD } });
+    expect(signIn2.status()).toBe(401);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  }, 120_000);
+
+  it('shows the team refusal in the dialog, naming the team the account is the only owner of, and deletes nothing', async () => {
+    const account = await newAccount(platform);
+    const member = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, account.email);
+    const other = await openPage(platform);
+    await signIn(other.page, member.email);
+    const headers = { origin: platform.origin };
+    const team = await page.request.post('/api/v1/teams', { data: { name: 'Shared plans' }, headers });
+    expect(team.status()).toBe(201);
+    const teamId = (await team.json()).data.id as string;
+    const invited = await page.request.post(`/api/v1/teams/${teamId}/invitations`, { data: { email: member.email, role: 'admin' }, headers });
+    expect(invited.status()).toBe(201);
+    // With SMTP_URL the invitation is mailed: the token comes from the member's mail.
+    const mail = await waitFor(() => smtp.mails.find((sent) => sent.to.includes(member.email)), 10_000);
+    const token = /#token=([\w-]+)/.exec(mail.text)![1]!;
+    expect((await other.page.request.post('/api/v1/invitations/accept', { data: { token }, headers })).status()).toBe(200);
+
+    await page.goto('/account');
+    await page.getByRole('button', { name: 'Delete account…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete your account?' });
+    await dialog.getByLabel('Current password').fill(TEST_PASSWORD);
+    await dialog.getByRole('button', { name: 'Delete my account' }).click();
+    await dialog.getByText(/without an owner.*Teams: Shared plans\./).waitFor();
+    await screenshot(page, 'account-delete-team-refused');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await meStatus(page)).toBe(200);
+    expect(problems).toEqual([]);
+    await Promise.all([browserContext.close(), other.browserContext.close()]);
+  }, 120_000);
+});
+
 describe('forgotten password', () => {
   it('mails a link from the sign-in page; the link sets a new password once, then says it was used', async () => {
     const account = await newAccount(platform);

@@ -6,7 +6,7 @@ import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { hashPassword, isWeakPassword } from '#shared/password.js';
 import type { Repositories } from '#services/repositories.js';
 import { USER_AUDIT_LIMIT, type UsersService } from './users.service.js';
-import { toUserView } from './users.view.js';
+import { DeletedUserSchema, toUserView } from './users.view.js';
 import { rule } from '#shared/i18n/index.js';
 
 export const UserSchema = z
@@ -222,21 +222,7 @@ export function usersRoutes({ users }: Pick<Repositories, 'users'>, service: Use
       auth: { kind: 'scope', scope: 'admin' },
       bucket: 'api',
       params: z.object({ id: z.uuid() }),
-      response: z
-        .object({
-          id: z.uuid(),
-          deleted: z.object({
-            links: z.number().int().min(0).meta({ description: 'Links, live or soft-deleted.' }),
-            subdomains: z.number().int().min(0),
-            webhooks: z.number().int().min(0),
-            tokens: z.number().int().min(0),
-            sessions: z.number().int().min(0),
-            teams: z.number().int().min(0).meta({ description: 'Teams the account was the only member of, deleted with it.' }),
-            visits: z.number().int().min(0).meta({ description: 'Raw visit rows (every stored version counts).' }),
-            dead_letters: z.number().int().min(0).meta({ description: 'Dead letters (`visits.dlq`) that named the account, removed.' }),
-          }),
-        })
-        .meta({ id: 'DeletedUser' }),
+      response: DeletedUserSchema,
       errors: ['not_found', 'conflict', 'service_unavailable'],
       handler: async ({ params, principal, request }) => service.delete(principal!, params.id, request.ip, request.id),
     }),

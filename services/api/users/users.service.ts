@@ -53,6 +53,34 @@ export function usersService(
   erasures: Pick<ErasuresService, 'eraseAccount'>,
 ) {
   const { users, teams, subdomains, audit: auditLog } = context.repositories;
+  /**
+   * The deletion itself, once the caller may delete the account: refusals checked before any erasure
+   * (teams), then raw visits and dead letters, then the account with what it owns. Audited as staff's
+   * (`actorId`), or, for the account's own deletion, with no actor (the audit log's actor refers to an
+   * account, and this one is gone) and `details.by` `self`.
+   */
+  const erase = async (actorId: string | null, id: string, ip: string, requestId: string) => {
+    // Refused before any erasure: nothing is deleted when a team would be left without an owner.
+    const orphaned = await teams.orphanedBy(id);
+    if (orphaned.length > 0) throw lastTeamOwner(orphaned);
+    // Its subdomains would go with it: a team working on one would lose it (and its links and statistics).
+    const shared = await subdomains.sharedWithTeams(id);
+    if (shared.length > 0) throw teamSubdomains(shared);
+    // Visits and dead letters first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
+    const { visits, dead_letters } = await erasures.eraseAccount(id, requestId);
+    const removed = await users.deleteAccount(id);
+    if (!removed) throw new AppError('not_found', { resource: 'user' });
+    // An owner stepped down between the check and the deletion: the deletion's own check refused it.
+    if (removed.refused === 'last_team_owner') throw lastTeamOwner(removed.orphaned);
+    if (removed.refused === 'team_subdomains') throw teamSubdomains(removed.subdomains);
+    const { live, ...counts } = removed;
+    await context.cache.bump(TOKENS_VERSION_KEY);
+    for (const row of live) await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
+    const deleted = { ...counts, visits, dead_letters };
+    abuse.audit({ action: 'user.deleted', actorId, target: id, ip, details: actorId === null ? { ...deleted, by: 'self' } : deleted });
+    return { id, deleted };
+  };
+
   return {
     /**
      * Disables or re-enables an account. Staff cannot disable their own account, nor the last active
@@ -135,25 +163,22 @@ export function usersService(
     async delete(principal: Principal, id: string, ip: string, requestId: string) {
       if (!(await users.findById(id))) throw new AppError('not_found', { resource: 'user' });
       if (id === principal.userId) throw new AppError('conflict', { reason: 'cannot_delete_self' }, { messageKey: 'error.conflict.cannot_delete_self' });
-      // Refused before any erasure: nothing is deleted when a team would be left without an owner.
-      const orphaned = await teams.orphanedBy(id);
-      if (orphaned.length > 0) throw lastTeamOwner(orphaned);
-      // Its subdomains would go with it: a team working on one would lose it (and its links and statistics).
-      const shared = await subdomains.sharedWithTeams(id);
-      if (shared.length > 0) throw teamSubdomains(shared);
-      // Visits and dead letters first: should the account's deletion fail after, a retry finds the account and erases nothing twice.
-      const { visits, dead_letters } = await erasures.eraseAccount(id, requestId);
-      const removed = await users.deleteAccount(id);
-      if (!removed) throw new AppError('not_found', { resource: 'user' });
-      // An owner stepped down between the check and the deletion: the deletion's own check refused it.
-      if (removed.refused === 'last_team_owner') throw lastTeamOwner(removed.orphaned);
-      if (removed.refused === 'team_subdomains') throw teamSubdomains(removed.subdomains);
-      const { live, ...counts } = removed;
-      await context.cache.bump(TOKENS_VERSION_KEY);
-      for (const row of live) await publishLinkNotice(context, { kind: 'delete', link: toRedirectLink(row) });
-      const deleted = { ...counts, visits, dead_letters };
-      abuse.audit({ action: 'user.deleted', actorId: principal.userId, target: id, ip, details: deleted });
-      return { id, deleted };
+      return erase(principal.userId, id, ip, requestId);
+    },
+
+    /**
+     * Deletes the caller's own account (DELETE /api/v1/me, once the route checked its password and
+     * second factor), as staff's deletion does, with the same refusals and counts, audited
+     * (`user.deleted`, `details.by` `self`). The last active staff account is refused (409 `last_staff`): the
+     * platform would be left without anyone to administer it.
+     */
+    async deleteOwn(userId: string, ip: string, requestId: string) {
+      const user = await users.findById(userId);
+      if (!user) throw new AppError('unauthorized');
+      if (user.role === 'staff' && (await users.countActiveStaffExcept(userId)) === 0) {
+        throw new AppError('conflict', { reason: 'last_staff' }, { messageKey: 'error.conflict.last_staff' });
+      }
+      return erase(null, userId, ip, requestId);
     },
   };
 }

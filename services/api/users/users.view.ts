@@ -1,3 +1,4 @@
+import { z } from 'zod';
 /** An account as the API shows it: never the password hash. */
 export interface UserView {
   id: string;
@@ -28,3 +29,20 @@ export function toUserView(user: {
     disabled_at: user.disabled_at?.toISOString() ?? null,
   };
 }
+
+/** What an account's deletion answers: its id and how much went with it (staff's DELETE /api/v1/users/{id} and DELETE /api/v1/me). */
+export const DeletedUserSchema = z
+  .object({
+    id: z.uuid(),
+    deleted: z.object({
+      links: z.number().int().min(0).meta({ description: 'Links, live or soft-deleted.' }),
+      subdomains: z.number().int().min(0),
+      webhooks: z.number().int().min(0),
+      tokens: z.number().int().min(0),
+      sessions: z.number().int().min(0),
+      teams: z.number().int().min(0).meta({ description: 'Teams the account was the only member of, deleted with it.' }),
+      visits: z.number().int().min(0).meta({ description: 'Raw visit rows (every stored version counts).' }),
+      dead_letters: z.number().int().min(0).meta({ description: 'Dead letters (`visits.dlq`) that named the account, removed.' }),
+    }),
+  })
+  .meta({ id: 'DeletedUser' });

@@ -73,6 +73,10 @@ export const de: Catalogue = {
   'error.conflict.cannot_disable_self': 'Sie können Ihr eigenes Konto nicht deaktivieren: Das müssen andere Mitarbeitende tun.',
   'error.conflict.last_active_staff': 'Dies ist das letzte aktive Konto von Mitarbeitenden: Es kann nicht deaktiviert werden.',
   'error.conflict.cannot_delete_self': 'Sie können Ihr eigenes Konto hier nicht löschen: Das muss eine andere Person aus dem Team tun.',
+  'error.conflict.last_staff':
+    'Dies ist das letzte aktive Konto von Mitarbeitenden: Es kann sich nicht selbst löschen. Machen Sie zuerst ein anderes Konto zu Mitarbeitenden.',
+  'error.forbidden.totp_required':
+    'Geben Sie den aktuellen Code Ihrer Authenticator-App (oder einen unbenutzten Wiederherstellungscode) ein: Dieses Konto hat die Zwei-Faktor-Anmeldung.',
   'error.conflict.last_team_owner': 'Das Team stünde ohne Eigentümer da: Machen Sie zuerst ein anderes Mitglied zum Eigentümer.',
   'error.conflict.team_subdomains': 'Dieses Konto besitzt Subdomains, mit denen ein Team arbeitet: Nehmen Sie sie zuerst dem Team weg oder löschen Sie sie.',
   'mail.team_invitation.subject': 'Einladung in das Team {team}',

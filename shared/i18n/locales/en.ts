@@ -68,6 +68,8 @@ export const en = {
   'error.conflict.cannot_disable_self': 'You cannot disable your own account: another staff member has to.',
   'error.conflict.last_active_staff': 'This is the last active staff account: it cannot be disabled.',
   'error.conflict.cannot_delete_self': 'You cannot delete your own account here: another staff member has to.',
+  'error.conflict.last_staff': 'This is the last active staff account: it cannot delete itself. Make another account staff first.',
+  'error.forbidden.totp_required': 'Enter the current code of your authenticator app (or an unused recovery code): this account has two-factor sign-in.',
   'error.conflict.last_team_owner': 'The team would be left without an owner: make another member an owner first.',
   'error.conflict.team_subdomains': 'This account owns subdomains a team works on: take them back from the team, or delete them, first.',
   'mail.team_invitation.subject': 'You are invited to the team {team}',

@@ -72,6 +72,9 @@ export const es: Catalogue = {
   'error.conflict.cannot_disable_self': 'No puede desactivar su propia cuenta: otro miembro del personal tiene que hacerlo.',
   'error.conflict.last_active_staff': 'Es la última cuenta activa del personal: no se puede desactivar.',
   'error.conflict.cannot_delete_self': 'No puede eliminar su propia cuenta aquí: debe hacerlo otro miembro del personal.',
+  'error.conflict.last_staff': 'Es la última cuenta activa del personal: no puede eliminarse a sí misma. Dé primero ese rol a otra cuenta.',
+  'error.forbidden.totp_required':
+    'Introduzca el código actual de su aplicación de autenticación (o un código de recuperación sin usar): esta cuenta tiene el inicio de sesión en dos pasos.',
   'error.conflict.last_team_owner': 'El equipo se quedaría sin propietario: haga antes propietario a otro miembro.',
   'error.conflict.team_subdomains': 'Esta cuenta posee subdominios con los que trabaja un equipo: primero retíreselos al equipo o elimínelos.',
   'mail.team_invitation.subject': 'Invitación al equipo {team}',

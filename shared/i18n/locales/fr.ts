@@ -73,6 +73,9 @@ export const fr: Catalogue = {
   'error.conflict.cannot_disable_self': 'Vous ne pouvez pas désactiver votre propre compte : un autre membre de l’équipe doit le faire.',
   'error.conflict.last_active_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas être désactivé.',
   'error.conflict.cannot_delete_self': 'Vous ne pouvez pas supprimer votre propre compte ici : un autre membre de l’équipe doit le faire.',
+  'error.conflict.last_staff': 'C’est le dernier compte actif de l’équipe : il ne peut pas se supprimer lui-même. Donnez d’abord ce rôle à un autre compte.',
+  'error.forbidden.totp_required':
+    'Saisissez le code actuel de votre application d’authentification (ou un code de secours inutilisé) : ce compte a la connexion à deux facteurs.',
   'error.conflict.last_team_owner': 'L’équipe resterait sans propriétaire : nommez d’abord un autre membre propriétaire.',
   'error.conflict.team_subdomains': 'Ce compte possède des sous-domaines sur lesquels une équipe travaille : retirez-les d’abord à l’équipe, ou supprimez-les.',
   'mail.team_invitation.subject': 'Invitation dans l’équipe {team}',

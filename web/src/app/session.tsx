@@ -11,16 +11,26 @@ async function fetchMe() {
 }
 
 export type SessionState =
-  { state: 'loading' } | { state: 'signed-out'; reason?: 'expired' | 'signed-out' } | { state: 'signed-in'; me: Me } | { state: 'error'; error: Error };
+  | { state: 'loading' }
+  | { state: 'signed-out'; reason?: 'expired' | 'signed-out' | 'deleted' }
+  | { state: 'signed-in'; me: Me }
+  | { state: 'error'; error: Error };
 
 export interface Session {
   session: SessionState;
   /** After a successful POST /auth/login: reads the account again. */
   refresh: () => Promise<void>;
   signOut: () => Promise<void>;
+  /** After DELETE /api/v1/me: the account is gone, and the sign-in page says so. */
+  deleted: () => void;
 }
 
-const SessionContext = createContext<Session>({ session: { state: 'loading' }, refresh: async () => undefined, signOut: async () => undefined });
+const SessionContext = createContext<Session>({
+  session: { state: 'loading' },
+  refresh: async () => undefined,
+  signOut: async () => undefined,
+  deleted: () => undefined,
+});
 
 export function SessionProvider({ children }: { children: ComponentChildren }) {
   const [session, setSession] = useState<SessionState>({ state: 'loading' });
@@ -41,11 +51,12 @@ export function SessionProvider({ children }: { children: ComponentChildren }) {
     }
     setSession({ state: 'signed-out', reason: 'signed-out' });
   }, []);
+  const deleted = useCallback(() => setSession({ state: 'signed-out', reason: 'deleted' }), []);
   useEffect(() => {
     void refresh();
     return onSignedOut(() => setSession((current) => (current.state === 'signed-in' ? { state: 'signed-out', reason: 'expired' } : current)));
   }, [refresh]);
-  return <SessionContext.Provider value={{ session, refresh, signOut }}>{children}</SessionContext.Provider>;
+  return <SessionContext.Provider value={{ session, refresh, signOut, deleted }}>{children}</SessionContext.Provider>;
 }
 
 export function useSession(): Session {

@@ -1,13 +1,14 @@
 // One's account: change the password (POST /api/v1/me/password: the current one required, the
 // other sessions signed out) and the signed-in sessions (GET /api/v1/me/sessions), each of which
 // can be signed out (DELETE /api/v1/me/sessions/{id}); signing out the current one ends this session;
-// two-factor sign-in (two-factor.tsx).
+// two-factor sign-in (two-factor.tsx); deleting the account, its data downloaded first (account-delete.tsx).
 import { useState } from 'preact/hooks';
 import { api, ApiError, load, type Schemas } from '../api/client.js';
 import { formatDateTime } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { useSession } from '../app/session.js';
 import { Async, CurrentPasswordField, Empty, Field, fieldError, Notice, PageHeader, useLoad } from '../app/ui.js';
+import { DeleteAccountSection } from './account-delete.js';
 import { TwoFactorSection } from './two-factor.js';
 import './account.css';
 
@@ -237,6 +238,7 @@ export function AccountPage() {
       <TwoFactorSection />
       <Sessions round={round} />
       <Activity round={round} />
+      <DeleteAccountSection />
     </>
   );
 }

@@ -12,7 +12,7 @@ import { useSession } from '../app/session.js';
 import { SignedOutCard } from '../app/signed-out-card.js';
 import { Notice } from '../app/ui.js';
 
-export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
+export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' | 'deleted' }) {
   const { t, locale } = useI18n();
   const { refresh } = useSession();
   const [email, setEmail] = useState('');
@@ -211,6 +211,7 @@ export function LoginPage({ reason }: { reason?: 'expired' | 'signed-out' }) {
     <SignedOutCard title={t('login.title')}>
       <p class="muted">{t('login.intro')}</p>
       {reason === 'signed-out' ? <Notice kind="info">{t('login.signed_out')}</Notice> : null}
+      {reason === 'deleted' ? <Notice kind="ok">{t('account.deleted_done')}</Notice> : null}
       <form onSubmit={submit} noValidate={false}>
         <div class="field">
           <label for="login-email">{t('login.email')}</label>
