@@ -182,6 +182,28 @@ describe('every collection pages alike', () => {
   });
 });
 
+describe('a path declared as it is answers for itself', () => {
+  it('PATCH, DELETE or OPTIONS on /api/v1/links/bulk and /api/v1/links/export.csv is 405 with their own Allow, not the methods of /api/v1/links/{id}', async () => {
+    for (const [method, url, allow] of [
+      ['PATCH', '/api/v1/links/bulk', 'POST'],
+      ['DELETE', '/api/v1/links/bulk', 'POST'],
+      ['OPTIONS', '/api/v1/links/bulk', 'POST'],
+      ['PATCH', '/api/v1/links/export.csv', 'GET, HEAD'],
+      ['OPTIONS', '/api/v1/links/export.csv', 'GET, HEAD'],
+    ] as const) {
+      const response = await app.inject({ method, url, headers: owner.auth });
+      expect(response.statusCode, `${method} ${url}`).toBe(405);
+      expect(response.headers.allow, `${method} ${url}`).toBe(allow);
+      expect(response.json().error.code).toBe('method_not_allowed');
+    }
+    // The parametric route still answers its own paths.
+    expect((await app.inject({ method: 'PATCH', url: '/api/v1/links/l_0000000000000000', headers: owner.auth, payload: { title: 'x' } })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'OPTIONS', url: '/api/v1/links/l_0000000000000000', headers: owner.auth })).headers.allow).toBe(
+      'DELETE, GET, HEAD, PATCH',
+    );
+  });
+});
+
 describe('the tracker paths keep the contract', () => {
   it('an undeclared method on a beacon path is 405 with Allow, on any host (was 404)', async () => {
     for (const [method, url, allow] of [

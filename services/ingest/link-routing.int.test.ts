@@ -11,7 +11,7 @@ import { TOPICS } from '#shared/message-log/topics.js';
 import type { Consumer } from '#shared/message-log/message-log.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
 import { visitRowValues, VISIT_ROW_COLUMNS } from '#shared/visits/visit-rows.js';
-import { forwardQuery, MAX_RULES, routeOf } from '#shared/links/rules.js';
+import { forwardQuery, MAX_RULES, routeOf, RulesSchema } from '#shared/links/rules.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 import { openGeoLookup } from '#shared/geo.js';
 
@@ -94,6 +94,22 @@ describe('redirect rules', () => {
     expect(at('2026-11-28T05:59:00Z').rule).toBe(0);
     expect(at('2026-11-28T06:00:00Z').rule).toBe(-1);
     expect(at('2026-11-28T12:00:00Z').target).toBe('https://example.com/');
+  });
+
+  it('a time window with `to` equal to `from` is the whole day (of its days), and the schema takes it', () => {
+    const condition = { type: 'time' as const, from: '00:00', to: '00:00', days: [6] };
+    expect(RulesSchema.safeParse([{ condition, target_url: 'https://example.com/saturday' }]).success).toBe(true);
+    const link = {
+      id: 'l_x',
+      target_url: 'https://example.com/',
+      variants: null,
+      forward_query: false,
+      rules: [{ condition, target_url: 'https://example.com/saturday' }],
+    };
+    const at = (iso: string) => routeOf(link, { at: Date.parse(iso), ip: '1.2.3.4', userAgent: '', acceptLanguage: '', query: '' }, () => undefined);
+    expect(at('2026-11-28T00:00:00Z').rule).toBe(0); // a Saturday
+    expect(at('2026-11-28T23:59:00Z').rule).toBe(0);
+    expect(at('2026-11-29T12:00:00Z').rule).toBe(-1); // a Sunday
   });
 
   it("a country rule reads the visitor's address in the GeoLite2 database; none matches until the database is open", async () => {
