@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, retryLater, type ErrorDetails } from '../errors.js';
 import { LANG_TAG, t, zodErrorMap, type Locale } from '../i18n/index.js';
@@ -341,7 +341,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteDef[], deps: R
   for (const { path, methods } of shadowedMethods(routes)) {
     for (const method of methods) {
       app.route({
-        method: method as HTTPMethods,
+        method,
         url: fastifyPath(path),
         handler: async (request: FastifyRequest) => {
           throw routeMissError(allowed, request.method, request.url.split('?', 1)[0]!);
