@@ -77,8 +77,8 @@ export interface ShlinkStandIn {
   apiKey: string;
   /** Requests answered so far, by path (query included). */
   requests: string[];
-  /** From now on, answer the n-th next request (1 = the next) with a 500 problem, once. */
-  failRequest(n: number): void;
+  /** From now on, answer the next request whose path (query included) `matches` with a 500 problem, once. */
+  failOnce(matches: (path: string) => boolean): void;
   close(): Promise<void>;
 }
 
@@ -86,7 +86,7 @@ export interface ShlinkStandIn {
 export async function startShlinkStandIn(links: SourceLink[], visits: Map<string, ShlinkVisitFixture[]>): Promise<ShlinkStandIn> {
   const apiKey = 'a3b4c5d6-0000-4000-8000-standinkey01';
   const requests: string[] = [];
-  let failAt = 0;
+  let failing: ((path: string) => boolean) | undefined;
   const problem = (response: ServerResponse, status: number, type: string, title: string, detail: string) => {
     response.writeHead(status, { 'content-type': 'application/problem+json' });
     response.end(JSON.stringify({ type: `https://shlink.io/api/error/${type}`, title, detail, status }));
@@ -109,8 +109,12 @@ export async function startShlinkStandIn(links: SourceLink[], visits: Map<string
   };
   const handle = (request: IncomingMessage, response: ServerResponse) => {
     const url = new URL(request.url ?? '/', 'http://stand-in');
-    requests.push(`${url.pathname}${url.search}`);
-    if (failAt > 0 && --failAt === 0) return problem(response, 500, 'internal-server-error', 'Internal server error', 'Unexpected error occurred');
+    const path = `${url.pathname}${url.search}`;
+    requests.push(path);
+    if (failing?.(path)) {
+      failing = undefined;
+      return problem(response, 500, 'internal-server-error', 'Internal server error', 'Unexpected error occurred');
+    }
     if (request.headers['x-api-key'] !== apiKey)
       return problem(response, 401, 'invalid-api-key', 'Invalid API key', 'Provided API key does not exist or is invalid.');
     const json = (body: unknown) => {
@@ -152,8 +156,8 @@ export async function startShlinkStandIn(links: SourceLink[], visits: Map<string
     url: `http://127.0.0.1:${port}`,
     apiKey,
     requests,
-    failRequest: (n) => {
-      failAt = n;
+    failOnce: (matches) => {
+      failing = matches;
     },
     close: () => new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
   };

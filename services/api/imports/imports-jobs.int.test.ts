@@ -11,7 +11,9 @@ import { shlinkCsv, sourceLinks } from '#tests/support/import-fixtures.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { withRepositories } from '#tests/support/repositories.js';
 import { IMPORT_MAX_BYTES } from './imports.formats.js';
+import { IMPORT_BODY_LIMIT } from './imports.routes.js';
 import { importRunner } from './imports.service.js';
+import { YOURLS_DUMP_MAX_BYTES } from './sources/yourls-dump.js';
 
 // The import API on a real platform (PGlite and chDB embedded, or Postgres and BullMQ on Redis in
 // services mode) with the worker role running its jobs: HTTP in, polling for progress.
@@ -224,16 +226,20 @@ describe('what POST /api/v1/imports and GET /api/v1/imports/{id} refuse', () => 
     expect(await liveLinks(subdomain)).toBe(0);
   }, 60_000);
 
-  it(`answers 413 payload_too_large to a file over ${IMPORT_MAX_BYTES} bytes, and to a body over the route's limit`, async () => {
+  it(`answers 413 payload_too_large to a CSV export over ${IMPORT_MAX_BYTES} bytes, a database export over ${YOURLS_DUMP_MAX_BYTES}, and a body over the route's limit`, async () => {
     const subdomain = await claimSubdomain(app, alice);
     const file = shlinkCsv(sourceLinks(1, 'h')) + 'x'.repeat(IMPORT_MAX_BYTES);
     const tooLarge = await start(alice, { source: 'shlink', subdomain, file });
     expect(tooLarge.statusCode).toBe(413);
     expect(tooLarge.json().error.code).toBe('payload_too_large');
-    // Quotes are escaped in JSON: a body past twice the file limit is refused before it is parsed.
-    const body = await start(alice, { source: 'shlink', subdomain, file: '"'.repeat(IMPORT_MAX_BYTES + 40 * 1024) });
+    // Quotes are escaped in JSON: a body past the route's limit (twice the largest file) is refused before it is parsed.
+    const body = await start(alice, { source: 'yourls', subdomain, file: '"'.repeat(IMPORT_BODY_LIMIT / 2 + 40 * 1024) });
     expect(body.statusCode).toBe(413);
     expect(body.json().error.code).toBe('payload_too_large');
+    // A database export may be larger than a CSV export, up to its own limit.
+    const dump = await start(alice, { source: 'yourls', subdomain, file: 'x'.repeat(YOURLS_DUMP_MAX_BYTES + 1) });
+    expect(dump.statusCode).toBe(413);
+    expect(dump.json().error).toMatchObject({ code: 'payload_too_large', details: { file: `at most ${YOURLS_DUMP_MAX_BYTES} bytes` } });
   }, 60_000);
 
   it("answers 403 not_owner for someone else's subdomain, 404 for an unknown one, and 404 for someone else's import", async () => {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { integerParam } from '#shared/http/fields.js';
 import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { CSV_SOURCES, IMPORT_MAX_BYTES } from './imports.formats.js';
+import { YOURLS_DUMP_MAX_BYTES } from './sources/yourls-dump.js';
 import { IMPORT_CHECKPOINT_ROWS, ROW_STATUSES, type ImportsService, type SourceInput } from './imports.service.js';
 
 const tags = ['imports'];
@@ -11,11 +12,12 @@ export const REPORT_PAGE_MAX = 1_000;
 /** Imports a list shows at most (`limit`). */
 const LIST_MAX = 100;
 /**
- * The largest request body of a new import: the file as a JSON string may take up to twice its bytes
- * (a quote or a line break is escaped as two characters), and the other fields. Over it, 413 before
- * the body is read; a file over IMPORT_MAX_BYTES in a smaller body is 413 as well.
+ * The largest request body of a new import: the largest file (a YOURLS database export,
+ * YOURLS_DUMP_MAX_BYTES) as a JSON string may take up to twice its bytes (a quote or a line break is
+ * escaped as two characters), and the other fields. Over it, 413 before the body is read; a file over
+ * its source's limit in a smaller body (a CSV export over IMPORT_MAX_BYTES) is 413 as well.
  */
-export const IMPORT_BODY_LIMIT = 2 * IMPORT_MAX_BYTES + 64 * 1024;
+export const IMPORT_BODY_LIMIT = 2 * YOURLS_DUMP_MAX_BYTES + 64 * 1024;
 
 const ImportIdParam = z.object({
   id: z
@@ -135,7 +137,11 @@ const StartImportBody = z
     z.strictObject({
       source: z.literal('yourls').meta({ description: 'A YOURLS database export: the SQL of `yourls_url` and `yourls_log` (mysqldump or phpMyAdmin).' }),
       ...common,
-      file: z.string().meta({ description: `The SQL text, at most ${IMPORT_MAX_BYTES} bytes of UTF-8.` }),
+      file: z
+        .string()
+        .meta({
+          description: `The SQL text, at most ${YOURLS_DUMP_MAX_BYTES} bytes of UTF-8 (a larger installation imports yourls_log in ranges: docs/importers.md).`,
+        }),
       prefix: z
         .string()
         .regex(/^[A-Za-z0-9_]{0,64}$/)
@@ -157,7 +163,7 @@ export function importsRoutes(service: ImportsService): RouteDef[] {
       description:
         'The file travels as a JSON string (`file`, UTF-8, its text as exported) beside `source`, `subdomain` and `dry_run`. The answer is 202 ' +
         'with the import (`status` `queued`): the worker role imports it in the background; poll GET /api/v1/imports/{id} for its progress ' +
-        `and report. Checked before anything is stored: the subdomain (another owner's is 403 \`not_owner\`, an unknown one 404) and the file's size (over ${IMPORT_MAX_BYTES} bytes: 413 ` +
+        `and report. Checked before anything is stored: the subdomain (another owner's is 403 \`not_owner\`, an unknown one 404) and the file's size (a CSV export over ${IMPORT_MAX_BYTES} bytes, a database export over ${YOURLS_DUMP_MAX_BYTES}: 413 ` +
         "`payload_too_large`). The job reads the file first: one that is not CSV, or lacks the source's slug or target column, fails the import " +
         '(`status` `failed`, `error.code` `validation_error`) before any row is imported. Rows are ' +
         'imported in file order; each gets one status: `created`, `would_create` (dry run), `exists` (an earlier import of the source into ' +

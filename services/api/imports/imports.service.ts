@@ -8,10 +8,11 @@ import { importJob, type ImportRunner } from '#shared/imports/import-job.js';
 import { DeferJob } from '#shared/jobs/jobs.js';
 import { createEventBus } from '#shared/events/events.js';
 import type { Repositories } from '#services/repositories.js';
-import { linksService, type LinksService, type ImportOutcome } from '../links/links.service.js';
+import { IMPORT_LINKS_AT_ONCE, linksService, type LinksService, type ImportOutcome } from '../links/links.service.js';
 import { subdomainsService, type SubdomainsService } from '../subdomains/subdomains.service.js';
 import { checkTarget, GuardRefusal } from '#shared/webhooks/guard.js';
 import { sourceImports, type SourceOptions, type VisitCounts } from './sources/sources.service.js';
+import { YOURLS_DUMP_MAX_BYTES } from './sources/yourls-dump.js';
 import { IMPORT_MAX_BYTES, parseExport, parseExportInSlices, type CsvSource, type ParsedRow } from './imports.formats.js';
 
 /** What became of one row of the file: its line and the outcome, or why the row could not be read. */
@@ -143,7 +144,7 @@ export interface ImportsDeps {
  * Imports of other shorteners' CSV exports into a subdomain the caller manages (links:write): at
  * once (`importCsv`), or as a job (`start`, then the worker's `run`) whose progress and per-row
  * report are stored. Rows are imported one by one in file order. Every row is idempotent (see
- * LinksService.importLink), so running the same file again after an interruption resumes it.
+ * LinksService.importLinks), so running the same file again after an interruption resumes it.
  */
 export function importsService(deps: ImportsDeps) {
   const stored = () => {
@@ -159,10 +160,12 @@ export function importsService(deps: ImportsDeps) {
     return row;
   };
 
-  const importRow = async (subdomain: { name: string; owner_id: string }, source: CsvSource, row: ParsedRow, dryRun: boolean): Promise<RowReport> =>
-    'error' in row
-      ? { line: row.line, status: 'unreadable', reason: row.error }
-      : { line: row.line, ...(await deps.links.importLink(subdomain, source, row.link, dryRun)) };
+  /** The reports of some rows of a file, in its order (LinksService.importLinks imports the readable ones together). */
+  const importRows = async (subdomain: { name: string; owner_id: string }, source: CsvSource, rows: ParsedRow[], dryRun: boolean): Promise<RowReport[]> => {
+    const readable = rows.flatMap((row) => ('error' in row ? [] : [row.link]));
+    const outcomes = (await deps.links.importLinks(subdomain, source, readable, dryRun)).values();
+    return rows.map((row) => ('error' in row ? { line: row.line, status: 'unreadable', reason: row.error } : { line: row.line, ...outcomes.next().value! }));
+  };
 
   /** Why an import job ended: the source, the file or the subdomain (final), else retried by the job runner. */
   const ended = async (id: string, error: unknown, final: boolean): Promise<void> => {
@@ -290,11 +293,12 @@ export function importsService(deps: ImportsDeps) {
       const parsed = parseExport(input.source, input.csv);
       const counts = zeroCounts();
       const rows: RowReport[] = [];
-      for (const row of parsed) {
-        const report = await importRow(subdomain, input.source, row, input.dryRun);
-        counts[report.status]++;
-        rows.push(report);
-        onProgress?.(rows.length, parsed.length);
+      for (let start = 0; start < parsed.length; start += IMPORT_LINKS_AT_ONCE) {
+        for (const report of await importRows(subdomain, input.source, parsed.slice(start, start + IMPORT_LINKS_AT_ONCE), input.dryRun)) {
+          counts[report.status]++;
+          rows.push(report);
+          onProgress?.(rows.length, parsed.length);
+        }
       }
       return { source: input.source, subdomain: subdomain.name, dry_run: input.dryRun, counts, rows };
     },
@@ -336,7 +340,7 @@ export function importsService(deps: ImportsDeps) {
     /**
      * Stores an import of a source beyond the CSV files and queues it: an API (its URL and credential,
      * the secrets sealed with the platform's secrets key) or YOURLS's database export (at most
-     * IMPORT_MAX_BYTES, 413 above). The subdomain is checked here (403/404); the URL and the
+     * YOURLS_DUMP_MAX_BYTES, 413 above). The subdomain is checked here (403/404); the URL and the
      * credential by the job, which fails the import when the source refuses them. Audited, without secrets.
      */
     async startSource(
@@ -357,7 +361,7 @@ export function importsService(deps: ImportsDeps) {
       let fileBytes = 0;
       if (from.source === 'yourls') {
         fileBytes = Buffer.byteLength(from.dump);
-        if (fileBytes > IMPORT_MAX_BYTES) throw new AppError('payload_too_large', { file: `at most ${IMPORT_MAX_BYTES} bytes` });
+        if (fileBytes > YOURLS_DUMP_MAX_BYTES) throw new AppError('payload_too_large', { file: `at most ${YOURLS_DUMP_MAX_BYTES} bytes` });
         spec = { history: input.history, dump: from.dump, prefix: from.prefix };
       } else if ('apiKey' in from) {
         spec = { history: input.history, url: from.url, api_key: seal('api_key', from.apiKey) };
@@ -451,10 +455,12 @@ export function importsService(deps: ImportsDeps) {
             await checkpoint();
             throw new DeferJob(IMPORT_RESUME_DELAY_MS);
           }
-          const report = await importRow(subdomain, source, parsed[read]!, job.dry_run);
-          counts[report.status]++;
-          pending.push(toReportRow(report));
-          read++;
+          const chunk = parsed.slice(read, read + IMPORT_LINKS_AT_ONCE);
+          for (const report of await importRows(subdomain, source, chunk, job.dry_run)) {
+            counts[report.status]++;
+            pending.push(toReportRow(report));
+          }
+          read += chunk.length;
           if (pending.length >= IMPORT_CHECKPOINT_ROWS || Date.now() - since >= IMPORT_CHECKPOINT_MS) await checkpoint();
         }
         await checkpoint();

@@ -6,6 +6,13 @@ import { visitorHash } from '#shared/visits/visitor-hash.js';
 import { batchToken, storedVisits, visitRowValues, VISIT_ROW_COLUMNS } from '#shared/visits/visit-rows.js';
 import type { Repositories } from '#services/repositories.js';
 
+/** What became of a link's source visits: added (or, in a dry run, would be), already there, or unreadable (a time out of range). */
+export interface VisitCounts {
+  added: number;
+  existing: number;
+  skipped: number;
+}
+
 /** A visit as another shortener recorded it: what its API or its database export gives. */
 export interface SourceVisit {
   /**
@@ -76,41 +83,37 @@ export function visitHistory(repositories: Pick<Repositories, 'visits'>) {
   const salt = randomBytes(32).toString('hex');
   return {
     /**
-     * Stores the link's source visits that are not stored yet, in batches of HISTORY_BATCH; a dry run
-     * only counts them. Returns how many were added (or would be) and how many were there already.
+     * Stores the source visits of several links that are not stored yet (an importer groups links until
+     * they hold about HISTORY_BATCH visits): one check of the stored ids and one insert per HISTORY_BATCH
+     * visits, however few each link has; a dry run only counts them. Answers each link's counts, in the
+     * order given: added (or would be), already there, unreadable.
      */
-    async importVisits(
-      source: string,
-      target: HistoryTarget,
-      visits: SourceVisit[],
-      dryRun: boolean,
-    ): Promise<{ added: number; existing: number; skipped: number }> {
-      let added = 0;
-      let existing = 0;
-      let skipped = 0;
-      for (let start = 0; start < visits.length; start += HISTORY_BATCH) {
-        const rows: { raw: RawVisit; enrichment: Enrichment }[] = [];
+    async importVisits(source: string, groups: { target: HistoryTarget; visits: SourceVisit[] }[], dryRun: boolean): Promise<VisitCounts[]> {
+      const counts: VisitCounts[] = groups.map(() => ({ added: 0, existing: 0, skipped: 0 }));
+      const rows: { group: number; raw: RawVisit; enrichment: Enrichment }[] = [];
+      for (const [group, { target, visits }] of groups.entries()) {
         const ids = new Set<string>();
-        for (const visit of visits.slice(start, start + HISTORY_BATCH)) {
+        for (const visit of visits) {
           const time = visit.ts.getTime();
           // DateTime64's range (RawVisit's VisitTimeSchema holds live visits to the same).
           if (Number.isNaN(time) || time < Date.UTC(1900, 0, 1) || time >= Date.UTC(2300, 0, 1)) {
-            skipped++;
+            counts[group]!.skipped++;
             continue;
           }
           const id = importedVisitId(source, target.subdomain, target.slug, visit.key);
           if (ids.has(id)) continue;
           ids.add(id);
-          rows.push(toRow(source, target, visit, id, salt));
+          rows.push({ group, ...toRow(source, target, visit, id, salt) });
         }
-        if (rows.length === 0) continue;
+      }
+      for (let start = 0; start < rows.length; start += HISTORY_BATCH) {
+        const batch = rows.slice(start, start + HISTORY_BATCH);
         const stored = await storedVisits(
           repositories,
-          rows.map((row) => row.raw),
+          batch.map((row) => row.raw),
         );
-        const fresh = rows.filter((row) => !stored.has(row.raw.visit_id));
-        existing += rows.length - fresh.length;
-        added += fresh.length;
+        const fresh = batch.filter((row) => !stored.has(row.raw.visit_id));
+        for (const row of batch) counts[row.group]![stored.has(row.raw.visit_id) ? 'existing' : 'added']++;
         if (dryRun || fresh.length === 0) continue;
         const lines = fresh.map((row) => JSON.stringify([...visitRowValues(row.raw, row.enrichment), source]));
         await repositories.visits.insertBatch({
@@ -120,7 +123,7 @@ export function visitHistory(repositories: Pick<Repositories, 'visits'>) {
           settings: deduplicatedBy(batchToken(fresh.map((row) => `import:${row.raw.visit_id}`))),
         });
       }
-      return { added, existing, skipped };
+      return counts;
     },
   };
 }
