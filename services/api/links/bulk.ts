@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { FORMULA_LEAD } from '#shared/analytics/exports.repository.js';
 import type { Context } from '#shared/context.js';
 import { AppError } from '#shared/errors.js';
-import type { EventBus } from '#shared/events/events.js';
+import type { EventBus, EventDraft } from '#shared/events/events.js';
 import type { Principal } from '#shared/http/auth.js';
 import { pagingOf } from '#shared/http/pagination.js';
 import { validateRequest } from '#shared/http/register.js';
@@ -228,6 +228,33 @@ export function bulkLinksService(deps: BulkDeps, links: LinksService, createBody
 
   class RolledBack extends Error {}
 
+  /**
+   * An event bus that keeps the events of the links a bulk creates, and the function that publishes
+   * them together once the links are in: one write of the event log (each `emit` would wait for the
+   * durable log's 50 ms group commit, 10 000 rows took 570 s that way). As `emit`, a failure is
+   * counted and logged, not thrown: the links stand.
+   */
+  const heldEvents = (): { events: EventBus; publish: () => Promise<void> } => {
+    const drafts: EventDraft[] = [];
+    return {
+      events: {
+        ...deps.events,
+        emit: async (type, { ownerId, subdomain }, data) => {
+          drafts.push({ type, ownerId, subdomain, data });
+          return undefined;
+        },
+      },
+      publish: async () => {
+        try {
+          await deps.events.emitMany(drafts.splice(0));
+        } catch (error) {
+          deps.metrics.eventPublishFailures.inc({ event: 'link.created' });
+          deps.log.error({ err: error }, 'events of a bulk create could not be published');
+        }
+      },
+    };
+  };
+
   return {
     /** Parses a CSV upload into rows, typed by the create body's schema. */
     parseCsv: (csv: string) => parseBulkCsv(csv, createBody),
@@ -239,7 +266,9 @@ export function bulkLinksService(deps: BulkDeps, links: LinksService, createBody
       const { valid, errors } = await checkRows(rows, locale);
       result.errors.push(...errors);
       if (mode === 'valid_only') {
-        await createAll(links, principal, valid, locale, result);
+        const held = heldEvents();
+        await createAll(linksService({ ...deps, events: held.events }), principal, valid, locale, result);
+        await held.publish();
         result.errors.sort((a, b) => a.row - b.row);
         return result;
       }
@@ -252,12 +281,12 @@ export function bulkLinksService(deps: BulkDeps, links: LinksService, createBody
             ? (channel: string, message: string) => void held.push(() => target.publish(channel, message))
             : (Reflect.get(target, key, receiver) as unknown),
       });
-      const events: EventBus = { ...deps.events, emit: async (...args: Parameters<EventBus['emit']>) => void held.push(() => deps.events.emit(...args)) };
+      const events = heldEvents();
       try {
         await inPostgresTransaction(deps, async (repositories) => {
           const scoped = { ...deps, cache, repositories };
           const subdomains: SubdomainsService = subdomainsService(scoped);
-          await createAll(linksService({ ...scoped, subdomains, events }), principal, valid, locale, result);
+          await createAll(linksService({ ...scoped, subdomains, events: events.events }), principal, valid, locale, result);
           if (result.errors.length > 0) throw new RolledBack();
         });
       } catch (error) {
@@ -267,6 +296,7 @@ export function bulkLinksService(deps: BulkDeps, links: LinksService, createBody
         return result;
       }
       for (const send of held) await send();
+      await events.publish();
       return result;
     },
 
