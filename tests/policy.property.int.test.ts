@@ -23,6 +23,10 @@ let app: FastifyInstance;
 let owner: TestOwner;
 let sub: string;
 let linkIds: string[];
+/** Who sets the policy: the subdomain's owner, or on a team's subdomain another admin of the team. */
+let patcher: TestOwner;
+/** Ids and addresses no public read may show besides the links' and the owner's (a team's, its members'). */
+let alsoHidden: string[] = [];
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -86,10 +90,16 @@ const DIMENSION_SWITCH: Record<string, PolicySwitch> = {
 };
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_API: '1000000:60' });
+  context = await createTestContext({ RATE_LIMIT_API: '1000000:60', SMTP_URL: undefined });
   ({ app } = await buildApp(context));
   owner = await createOwner(context, app);
-  sub = await claimSubdomain(app, owner);
+  patcher = owner;
+  await setUpFixture(await claimSubdomain(app, owner));
+}, 60_000);
+
+/** The fixture on subdomain `name` of `owner`: a link per age, and a visit, a bot and an attack per link. */
+async function setUpFixture(name: string) {
+  sub = name;
   linkIds = [];
   // A link per age, backdated so that delays publish some of them and not others.
   for (const [index, age] of AGES.entries()) {
@@ -133,7 +143,7 @@ beforeAll(async () => {
     })),
   );
   await context.analytics.client.insert({ table: 'visits', values: rows, format: 'JSONEachRow', clickhouse_settings: deduplicatedBy(`policy-${sub}`) });
-}, 60_000);
+}
 
 afterAll(async () => {
   await app?.close();
@@ -155,8 +165,8 @@ type Policy = Record<PolicySwitch, boolean> & { stats_publish_delay_sec: number;
 
 /** Checks every public read of the fixture's subdomain under `policy`. */
 async function checkPublicReads(policy: Policy) {
-  const patched = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${sub}`, headers: owner.auth, payload: policy });
-  expect(patched.statusCode).toBe(200);
+  const patched = await app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${sub}`, headers: patcher.auth, payload: policy });
+  expect(patched.statusCode, patched.body).toBe(200);
   const published = Date.now() - policy.stats_publish_delay_sec * 1000;
   const max = policy.stats_max_items;
   const label = JSON.stringify(policy);
@@ -168,7 +178,7 @@ async function checkPublicReads(policy: Policy) {
       if (on(gate)) continue;
       for (const value of values) expect(text.includes(value), `${where} shows ${value} (${gate} off) under ${label}`).toBe(false);
     }
-    for (const value of [...linkIds, owner.id, owner.email]) expect(text.includes(value), `${where} shows ${value} under ${label}`).toBe(false);
+    for (const value of [...linkIds, owner.id, owner.email, ...alsoHidden]) expect(text.includes(value), `${where} shows ${value} under ${label}`).toBe(false);
   };
   const fieldsAllowed = (items: Json[], fields: Record<string, PolicySwitch | 'always'>, where: string) => {
     for (const item of items) {
@@ -309,17 +319,61 @@ const policyOf = ({ switches, delay, max }: { switches: number; delay: number; m
     stats_max_items: max,
   }) as Policy;
 
+const propertyRuns = async () => {
+  // Every combination once (with a delay and cap spread over them), then random draws.
+  const examples = Array.from({ length: 2 ** POLICY_SWITCHES.length }, (_, switches) => [
+    { switches, delay: DELAYS[switches % DELAYS.length]!, max: (switches % 7) + 1 },
+  ]) as [{ switches: number; delay: number; max: number }][];
+  await fc.assert(
+    fc.asyncProperty(policyArbitrary, async (drawn) => {
+      await checkPublicReads(policyOf(drawn));
+    }),
+    { examples, numRuns: 64 },
+  );
+};
+
 describe('privacy policy (property)', () => {
-  it('no public read shows a hidden field, a young item or more than the cap, for all 2^10 switch combinations', async () => {
-    // Every combination once (with a delay and cap spread over them), then random draws.
-    const examples = Array.from({ length: 2 ** POLICY_SWITCHES.length }, (_, switches) => [
-      { switches, delay: DELAYS[switches % DELAYS.length]!, max: (switches % 7) + 1 },
-    ]) as [{ switches: number; delay: number; max: number }][];
-    await fc.assert(
-      fc.asyncProperty(policyArbitrary, async (drawn) => {
-        await checkPublicReads(policyOf(drawn));
-      }),
-      { examples, numRuns: 64 },
-    );
-  }, 600_000);
+  it('no public read shows a hidden field, a young item or more than the cap, for all 2^10 switch combinations', propertyRuns, 600_000);
+});
+
+describe('privacy policy (property) on a subdomain that belongs to a team', () => {
+  beforeAll(async () => {
+    // The team's owner invites the subdomain's owner and a second admin; the owner gives the team a new
+    // subdomain, and the second admin sets its policy: the same public reads, the same rules.
+    const origin = new URL(context.config.publicUrl).origin;
+    const teamOwner = await createOwner(context, app);
+    const admin = await createOwner(context, app);
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/teams',
+      headers: { cookie: teamOwner.cookie, origin },
+      payload: { name: 'Policy probes' },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const teamId = created.json().data.id as string;
+    for (const member of [owner, admin]) {
+      const invited = await app.inject({
+        method: 'POST',
+        url: `/api/v1/teams/${teamId}/invitations`,
+        headers: { cookie: teamOwner.cookie, origin },
+        payload: { email: member.email, role: 'admin' },
+      });
+      expect(invited.statusCode, invited.body).toBe(201);
+      const token = new URL(invited.json().data.link).hash.replace('#token=', '');
+      const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: { cookie: member.cookie, origin }, payload: { token } });
+      expect(accepted.statusCode, accepted.body).toBe(200);
+    }
+    const name = await claimSubdomain(app, owner);
+    const assigned = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${name}/team`, headers: owner.auth, payload: { team_id: teamId } });
+    expect(assigned.statusCode, assigned.body).toBe(200);
+    await setUpFixture(name);
+    patcher = admin;
+    alsoHidden = [teamId, teamOwner.id, teamOwner.email, admin.id, admin.email];
+  }, 60_000);
+
+  it(
+    'no public read shows a hidden field, a young item or more than the cap, for all 2^10 switch combinations, the policy set by a team admin',
+    propertyRuns,
+    600_000,
+  );
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js';
 import type { Context } from '#shared/context.js';
 import type { listenerClient } from '#tests/support/listener.js';
-import { claimSubdomain, type TestOwner } from '#tests/support/owners.js';
+import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { startTestPlatform } from '#tests/support/platform.js';
 import { closeContext } from '#tests/support/context.js';
 import type { FastifyInstance } from 'fastify';
@@ -64,7 +64,7 @@ const open = (subdomain: string, headers: Record<string, string> = {}, path = '/
   server.inject({ method: 'GET', url: path, headers: { host: `${subdomain}.localhost:8080`, ...headers }, remoteAddress: '198.51.100.40' });
 
 beforeAll(async () => {
-  ({ context, app, ingest: server, owner } = await startTestPlatform({ RATE_LIMIT_DEFAULT: '100000:60' }));
+  ({ context, app, ingest: server, owner } = await startTestPlatform({ RATE_LIMIT_DEFAULT: '100000:60', SMTP_URL: undefined }));
 }, 60_000);
 
 afterAll(async () => {
@@ -136,6 +136,33 @@ describe('public page of a subdomain', () => {
     const full = await open(opened.subdomain);
     for (const shown of ['Countries', 'FR', 'Lyon', 'news.example', '203.0.113.77']) expect(full.body, shown).toContain(shown);
     expect(full.body).not.toContain(owner.email);
+  });
+
+  it('holds the same policy on a subdomain that belongs to a team, and shows no member, team id or address', async () => {
+    const origin = new URL(context.config.publicUrl).origin;
+    const teamOwner = await createOwner(context, app);
+    const team = await app.inject({ method: 'POST', url: '/api/v1/teams', headers: { cookie: teamOwner.cookie, origin }, payload: { name: 'Page team' } });
+    expect(team.statusCode, team.body).toBe(201);
+    const teamId = team.json().data.id as string;
+    const invited = await app.inject({
+      method: 'POST',
+      url: `/api/v1/teams/${teamId}/invitations`,
+      headers: { cookie: teamOwner.cookie, origin },
+      payload: { email: owner.email, role: 'admin' },
+    });
+    expect(invited.statusCode, invited.body).toBe(201);
+    const token = new URL(invited.json().data.link).hash.replace('#token=', '');
+    const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: { cookie: owner.cookie, origin }, payload: { token } });
+    expect(accepted.statusCode, accepted.body).toBe(200);
+    const { subdomain, link } = await setup({ stats_public: true, stats_show_visits_list: true, stats_show_links: true, stats_show_ua: true });
+    const assigned = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${subdomain}/team`, headers: owner.auth, payload: { team_id: teamId } });
+    expect(assigned.statusCode, assigned.body).toBe(200);
+    const page = await open(subdomain);
+    expect(page.statusCode).toBe(200);
+    for (const shown of ['Statistics of the last 30 days', 'Firefox', `/${link.slug}`, 'Recent visits']) expect(page.body, shown).toContain(shown);
+    for (const hidden of ['FR', 'Lyon', 'news.example', '203.0.113.77', owner.email, teamOwner.email, teamId, owner.id, ' · by ', 'secret-target', link.id]) {
+      expect(page.body, hidden).not.toContain(hidden);
+    }
   });
 
   it('never shows visits younger than the publish delay, nor more items than stats_max_items', async () => {
