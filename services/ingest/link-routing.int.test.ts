@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
 import { closeContext, uniqueName } from '#tests/support/context.js';
-import type { TestOwner } from '#tests/support/owners.js';
+import { createOwner, type TestOwner } from '#tests/support/owners.js';
 import type { listenerClient } from '#tests/support/listener.js';
 import { waitFor } from '#tests/support/wait.js';
 import { TOPICS } from '#shared/message-log/topics.js';
@@ -205,6 +205,49 @@ describe('query forwarding', () => {
     expect(await location(`/${link.slug}`)).toBe('https://example.com/landing?utm_source=site#top');
     const plain = await createLink({ target_url: 'https://example.com/plain' });
     expect(await location(`/${plain.slug}?utm_source=newsletter`)).toBe('https://example.com/plain');
+  });
+
+  it("takes the subdomain's default (forward_query on the subdomain) when a create omits it; existing links keep theirs", async () => {
+    const setDefault = (value: unknown, who = owner) =>
+      app.inject({ method: 'PATCH', url: `/api/v1/subdomains/${subdomain}`, headers: who.auth, payload: { forward_query: value } });
+    const mine = await app.inject({ method: 'GET', url: '/api/v1/subdomains', headers: owner.auth });
+    expect(mine.json().data.subdomains.find((item: Json) => item.name === subdomain).forward_query).toBe(false);
+    const before = await createLink({ target_url: 'https://example.com/before', client_id: 'fq-replay' });
+    expect(before.forward_query).toBe(false);
+
+    const on = await setDefault(true);
+    expect(on.statusCode, on.body).toBe(200);
+    expect(on.json().data.forward_query).toBe(true);
+    const inherited = await createLink({ target_url: 'https://example.com/inherited' });
+    expect(inherited.forward_query).toBe(true);
+    expect(await location(`/${inherited.slug}?utm_source=newsletter`)).toBe('https://example.com/inherited?utm_source=newsletter');
+    const explicit = await createLink({ target_url: 'https://example.com/explicit', forward_query: false });
+    expect(explicit.forward_query).toBe(false);
+    expect(await location(`/${explicit.slug}?utm_source=newsletter`)).toBe('https://example.com/explicit');
+    // The link made before the default changed keeps its own value, and its create still replays (the hash is of the request).
+    expect(await location(`/${before.slug}?utm_source=newsletter`)).toBe('https://example.com/before');
+    const replay = await post({ target_url: 'https://example.com/before', client_id: 'fq-replay' });
+    expect(replay.statusCode, replay.body).toBe(200);
+    expect(replay.json().data).toMatchObject({ id: before.id, forward_query: false });
+    // Bulk rows go through the same create.
+    const bulk = await app.inject({
+      method: 'POST',
+      url: '/api/v1/links/bulk',
+      headers: owner.auth,
+      payload: { links: [{ subdomain, target_url: 'https://example.com/bulk' }] },
+    });
+    expect(bulk.statusCode, bulk.body).toBe(201);
+    expect(bulk.json().data.created[0].forward_query).toBe(true);
+
+    const bad = await setDefault('yes');
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json().error).toMatchObject({ code: 'validation_error', details: { forward_query: expect.any(String) } });
+    const stranger = await createOwner(context, app);
+    const refused = await setDefault(false, stranger);
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.code).toBe('not_owner');
+    expect((await setDefault(false)).json().data.forward_query).toBe(false);
+    expect((await createLink({ target_url: 'https://example.com/after-off' })).forward_query).toBe(false);
   });
 
   it('forwards onto a target without a query, and skips undecodable names', () => {

@@ -92,6 +92,8 @@ export interface SubdomainsTable {
   stats_max_items: ColumnType<number, number | undefined, number>;
   /** Site origins the tracker may run on (canonical, as in an Origin header); empty: any site. */
   tracker_origins: ColumnType<string[], string[] | undefined, string[]>;
+  /** The `forward_query` a link created without one takes (migration 0021). */
+  forward_query: ColumnType<boolean, boolean | undefined, boolean>;
   /** Days raw visits are kept (null: as long as VISITS_RETENTION_DAYS_MAX allows). */
   visits_retention_days: ColumnType<number | null, number | null | undefined, number | null>;
   /** Live links of the subdomain, kept by triggers (bigint, read as a string). */

@@ -288,6 +288,37 @@ describe('subdomains page', () => {
     await browserContext.close();
   });
 
+  it("sets the subdomain's default for query forwarding with the keyboard; a link created without forward_query takes it", async () => {
+    const other = await createOwner(platform.context, platform.app);
+    const subdomain = label('fwd');
+    expect((await platform.app.inject({ method: 'POST', url: '/api/v1/subdomains', headers: other.auth, payload: { name: subdomain } })).statusCode).toBe(201);
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, other.email);
+    await page.goto(`/subdomains/${subdomain}`);
+    const box = page.getByLabel('Forward the query of short URLs to the target', { exact: true });
+    expect(await box.isChecked()).toBe(false);
+    expect(await page.locator('#settings-forward-query-help').textContent()).toContain('existing links keep theirs');
+    await box.focus();
+    await page.keyboard.press('Space');
+    expect(await box.isChecked()).toBe(true);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved. The public page now follows this policy.').waitFor();
+    await screenshot(page, 'subdomain-forward-query');
+    const link = await platform.app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: other.auth,
+      payload: { subdomain, target_url: 'https://example.com/landing' },
+    });
+    expect(link.statusCode, link.body).toBe(201);
+    expect(link.json().data.forward_query).toBe(true);
+    await page.reload();
+    expect(await page.getByLabel('Forward the query of short URLs to the target', { exact: true }).isChecked()).toBe(true);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it('fits a phone: the list and the settings with the preview below the form, nothing wider than the screen', async () => {
     const { page, problems, browserContext } = await openPage(platform, { viewport: 'phone' });
     await signIn(page, owner.email);

@@ -382,14 +382,16 @@ export function linksService(deps: LinksDeps) {
       const routing = {
         rules: input.rules ? routed('rules', input.rules) : null,
         variants: input.variants ? routed('variants', input.variants) : null,
-        forwardQuery: input.forward_query ?? false,
+        // Omitted: the subdomain's default (migration 0021), taken now; the link keeps it if the default changes.
+        forwardQuery: input.forward_query ?? subdomain.forward_query,
       };
       const clientId = input.client_id ?? null;
       const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
       // Options at their default stay out of the hash, so requests hashed before an option existed still replay.
       const { appendVisitId, fallbackUrl, ...hashed } = normalized;
+      // The request's own forward_query, not the subdomain's default: a replay stays one after the default changes.
       const routingHashed = Object.fromEntries(
-        Object.entries(routing).filter(([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0)),
+        Object.entries({ ...routing, forwardQuery: input.forward_query ?? false }).filter(([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0)),
       );
       const hash = clientId
         ? bodyHash({

@@ -39,6 +39,11 @@ const SubdomainSchema = z
       description: 'The site origins the tracker may run on for this subdomain (canonical); empty: any site. See the request field.',
       example: ['https://example.org'],
     }),
+    forward_query: z.boolean().meta({
+      description:
+        'The `forward_query` a link of the subdomain is created with when its create omits it (POST /api/v1/links, bulk). A change ' +
+        'applies to links created afterwards; existing links keep theirs.',
+    }),
     visits_retention_days: z
       .number()
       .int()
@@ -156,7 +161,7 @@ export function subdomainsRoutes(service: SubdomainsService, audit: (entry: Audi
       description:
         'Fields sit at the top level of the body, by their spec names; absent fields keep their value. At least one field. ' +
         '`tracker_origins` replaces the whole list (`[]`: any site again); the ingest edge applies a change within moments (a ' +
-        'change notice), at the latest within a minute. `visits_retention_days` sets how long raw visits are kept.',
+        'change notice), at the latest within a minute. `visits_retention_days` sets how long raw visits are kept; `forward_query` the default of new links.',
       tags,
       auth: { kind: 'scope', scope: 'subdomain:write' },
       bucket: 'api',
@@ -165,6 +170,10 @@ export function subdomainsRoutes(service: SubdomainsService, audit: (entry: Audi
         .strictObject({
           title: titleSchema.nullable().optional(),
           tracker_origins: TrackerOriginsInput.optional(),
+          forward_query: z
+            .boolean()
+            .optional()
+            .meta({ description: "Links created without `forward_query` take this (default false); existing links keep theirs." }),
           visits_retention_days: z
             .number()
             // The schema's bound is fixed (the OpenAPI document is one for every server); the message names this server's maximum.

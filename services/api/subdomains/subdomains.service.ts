@@ -82,6 +82,7 @@ export type SubdomainView = {
   team_id: string | null;
   links_count: number;
   tracker_origins: string[];
+  forward_query: boolean;
   visits_retention_days: number | null;
   raw_visits_since: string | null;
   created_at: string;
@@ -130,6 +131,7 @@ export function subdomainsService(
     team_id: row.team_id,
     links_count: Number(row.live_links),
     tracker_origins: row.tracker_origins,
+    forward_query: row.forward_query,
     visits_retention_days: row.visits_retention_days,
     raw_visits_since: rawSince(row)?.toISOString() ?? null,
     ...policyOf(row),

@@ -47,6 +47,10 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_sections': 'What is public',
     'subdomains.settings.group_details': 'Details in public visits and statistics',
     'subdomains.settings.group_limits': 'Delay and size',
+    'subdomains.settings.group_links': 'New links',
+    'subdomains.field.forward_query': 'Forward the query of short URLs to the target',
+    'subdomains.help.forward_query':
+      'The default of links created from now on: a visit to /slug?utm_source=newsletter passes utm_source on to the target (the visitor’s value wins a clash). Each link can change it; existing links keep theirs.',
     'subdomains.settings.group_tracker': 'Tracker',
     'subdomains.field.tracker_origins': 'Sites the tracker may run on',
     'subdomains.help.tracker_origins':
@@ -179,6 +183,10 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_sections': 'Was öffentlich ist',
     'subdomains.settings.group_details': 'Details in öffentlichen Besuchen und Statistiken',
     'subdomains.settings.group_limits': 'Verzögerung und Umfang',
+    'subdomains.settings.group_links': 'Neue Links',
+    'subdomains.field.forward_query': 'Die Abfrage der Kurz-URLs an das Ziel weitergeben',
+    'subdomains.help.forward_query':
+      'Die Vorgabe für ab jetzt erstellte Links: Ein Besuch von /slug?utm_source=newsletter gibt utm_source an das Ziel weiter (bei Gleichnamigen gilt der Wert des Besuchers). Jeder Link kann es ändern; bestehende Links behalten ihren Wert.',
     'subdomains.settings.group_tracker': 'Tracker',
     'subdomains.field.tracker_origins': 'Websites, auf denen der Tracker laufen darf',
     'subdomains.help.tracker_origins':
@@ -311,6 +319,10 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_sections': 'Ce qui est public',
     'subdomains.settings.group_details': 'Détails dans les visites et statistiques publiques',
     'subdomains.settings.group_limits': 'Délai et taille',
+    'subdomains.settings.group_links': 'Nouveaux liens',
+    'subdomains.field.forward_query': 'Transmettre la requête des URL courtes à la cible',
+    'subdomains.help.forward_query':
+      'Le réglage par défaut des liens créés désormais : une visite de /slug?utm_source=newsletter transmet utm_source à la cible (la valeur du visiteur l’emporte en cas de conflit). Chaque lien peut le changer ; les liens existants gardent le leur.',
     'subdomains.settings.group_tracker': 'Traceur',
     'subdomains.field.tracker_origins': 'Sites sur lesquels le traceur peut fonctionner',
     'subdomains.help.tracker_origins':
@@ -444,6 +456,10 @@ export const subdomains = uiMessages({
     'subdomains.settings.group_details': 'Detalles en las visitas y estadísticas públicas',
     'subdomains.settings.group_limits': 'Retraso y tamaño',
     'subdomains.settings.group_tracker': 'Rastreador',
+    'subdomains.settings.group_links': 'Enlaces nuevos',
+    'subdomains.field.forward_query': 'Pasar la consulta de las URL cortas al destino',
+    'subdomains.help.forward_query':
+      'El valor por defecto de los enlaces creados a partir de ahora: una visita a /slug?utm_source=newsletter pasa utm_source al destino (el valor del visitante gana en caso de conflicto). Cada enlace puede cambiarlo; los enlaces existentes conservan el suyo.',
     'subdomains.field.tracker_origins': 'Sitios en los que puede funcionar el rastreador',
     'subdomains.help.tracker_origins':
       'Un sitio por línea, tal como empieza su dirección: https://example.org. Los consentimientos de cualquier otro sitio se rechazan y no se guarda nada. Vacío: cualquier sitio.',

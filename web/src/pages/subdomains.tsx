@@ -277,6 +277,8 @@ interface Draft {
   maxItems: string;
   /** The tracker origins, one per line. */
   origins: string;
+  /** The forward_query of links created without one. */
+  forwardQuery: boolean;
 }
 
 function draftOf(subdomain: Subdomain): Draft {
@@ -288,6 +290,7 @@ function draftOf(subdomain: Subdomain): Draft {
     delayUnit: unit,
     maxItems: String(subdomain.stats_max_items),
     origins: originsText(subdomain.tracker_origins),
+    forwardQuery: subdomain.forward_query,
   };
 }
 
@@ -304,7 +307,7 @@ function readDraft(draft: Draft): { title: string | null; delay: number | undefi
   };
 }
 
-type Patch = { title?: string | null; tracker_origins?: string[] } & Partial<Policy>;
+type Patch = { title?: string | null; tracker_origins?: string[]; forward_query?: boolean } & Partial<Policy>;
 
 /** The fields that differ from the saved subdomain: what PATCH sends. */
 function changesOf(saved: Subdomain, draft: Draft): Patch {
@@ -316,6 +319,7 @@ function changesOf(saved: Subdomain, draft: Draft): Patch {
   if (read.maxItems !== undefined && read.maxItems !== saved.stats_max_items) patch.stats_max_items = read.maxItems;
   const origins = originsOf(draft.origins);
   if (!sameOrigins(origins, saved.tracker_origins)) patch.tracker_origins = origins;
+  if (draft.forwardQuery !== saved.forward_query) patch.forward_query = draft.forwardQuery;
   return patch;
 }
 
@@ -509,6 +513,25 @@ function SettingsForm({ initial }: { initial: Subdomain }) {
                 onInput={(event) => update({ maxItems: event.currentTarget.value })}
               />
             </Field>
+          </fieldset>
+          <fieldset>
+            <legend>{t('subdomains.settings.group_links')}</legend>
+            <div class="checkbox">
+              <input
+                id="settings-forward-query"
+                type="checkbox"
+                name="forward_query"
+                checked={draft.forwardQuery}
+                aria-describedby="settings-forward-query-help"
+                onChange={(event) => update({ forwardQuery: event.currentTarget.checked })}
+              />
+              <div>
+                <label for="settings-forward-query">{t('subdomains.field.forward_query')}</label>
+                <small class="checkbox-help muted" id="settings-forward-query-help">
+                  {t('subdomains.help.forward_query')}
+                </small>
+              </div>
+            </div>
           </fieldset>
           <TrackerOriginsField t={t} value={draft.origins} error={trackerError} onInput={(origins) => update({ origins })} />
           {result?.kind === 'saved' ? <Notice kind="ok">{t('subdomains.settings.saved')}</Notice> : null}
