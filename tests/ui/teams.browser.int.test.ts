@@ -5,7 +5,8 @@ import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startU
 
 // The teams pages in a real browser, without SMTP: an owner creates a team and invites someone (the
 // link is shown once), the invitee accepts it in a second browser after signing in, the owner
-// changes the member's role and removes them, the audit log shows it, and an outsider is refused.
+// changes the member's role and removes them, the audit log shows it, and an outsider is refused;
+// a revoked and an expired invitation, each refused with its reason.
 let platform: UiPlatform;
 
 beforeAll(async () => {
@@ -108,6 +109,68 @@ describe('teams pages', () => {
     expect(problems).toEqual([]);
     expect(second.problems).toEqual([]);
     await second.browserContext.close();
+    await browserContext.close();
+  }, 120_000);
+
+  it('revokes a pending invitation, whose link then says so; an expired one is listed as expired and its link says to ask again', async () => {
+    const owner = await newAccount(platform);
+    const revokedInvitee = await newAccount(platform);
+    const lateInvitee = await newAccount(platform);
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, owner.email);
+    await page.goto('/teams');
+    await page.getByLabel('Name').fill('Invitations');
+    await page.getByRole('button', { name: 'Create team' }).click();
+    await page.getByRole('link', { name: 'Invitations' }).click();
+    await page.getByRole('heading', { name: 'Invitations', level: 1 }).waitFor();
+    const invite = async (email: string) => {
+      await page.getByLabel('E-mail address').fill(email);
+      await page.getByRole('button', { name: 'Send invitation' }).click();
+      await page.locator('.team-invitations li', { hasText: email }).getByText('pending').waitFor();
+      return (await page.getByRole('group', { name: 'Invitation link' }).locator('code').textContent())!;
+    };
+    const revokedLink = await invite(revokedInvitee.email);
+    const lateLink = await invite(lateInvitee.email);
+
+    // Revoke, from the keyboard: the list drops it and says so.
+    await page.getByRole('button', { name: `Revoke the invitation of ${revokedInvitee.email}` }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByText(`The invitation of ${revokedInvitee.email} was revoked.`).waitFor();
+    await page.locator('.team-invitations li', { hasText: revokedInvitee.email }).waitFor({ state: 'detached' });
+
+    // Seven days pass for the other invitation (its expiry moved back in the store).
+    const token = new URL(lateLink).hash.replace('#token=', '');
+    expect(token).not.toBe('');
+    await platform.context.db.db
+      .updateTable('team_invitations')
+      .set({ expires_at: new Date(Date.now() - 60_000) })
+      .where('email', '=', lateInvitee.email)
+      .execute();
+    await page.reload();
+    const late = page.locator('.team-invitations li', { hasText: lateInvitee.email });
+    await late.getByText('expired').waitFor();
+    expect(await late.textContent()).toContain('Expired ');
+    expect(await late.textContent()).not.toContain('Expires');
+    await screenshot(page, 'teams-invitation-expired-desktop');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    for (const [who, link, message] of [
+      [revokedInvitee, revokedLink, 'This invitation was revoked by the team.'],
+      [lateInvitee, lateLink, 'This invitation has expired (a link works for 7 days). Ask the team for a new one.'],
+    ] as const) {
+      const other = await openPage(platform);
+      await signIn(other.page, who.email);
+      await other.page.goto(link);
+      await other.page.getByRole('button', { name: 'Accept the invitation' }).click();
+      await other.page.getByText(message).waitFor();
+      expect(await seriousA11yViolations(other.page)).toEqual([]);
+      // Not a member: the team's page is forbidden.
+      await other.page.goto(new URL(page.url()).pathname);
+      await other.page.getByRole('heading', { name: 'You are not allowed to see this.' }).waitFor();
+      expect(other.problems).toEqual([]);
+      await other.browserContext.close();
+    }
+    expect(problems).toEqual([]);
     await browserContext.close();
   }, 120_000);
 

@@ -108,8 +108,8 @@ export function Invitations({ team }: { team: Team }) {
             <ul class="plain-list team-invitations">
               {list.map((invitation) => (
                 <li key={invitation.id}>
-                  <strong>{invitation.email}</strong> · {t(roleKey(invitation.role))} · {t(`teams.state_${invitation.state}` as UiKey)} · {t('teams.expires')}{' '}
-                  {formatDateTime(locale, invitation.expires_at)}{' '}
+                  <strong>{invitation.email}</strong> · {t(roleKey(invitation.role))} · {t(`teams.state_${invitation.state}` as UiKey)} ·{' '}
+                  {t(invitation.state === 'expired' ? 'teams.expired_at' : 'teams.expires')} {formatDateTime(locale, invitation.expires_at)}{' '}
                   <button
                     type="button"
                     class="button-small button-danger"
