@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
-import type { DB, SubdomainsTable } from '../db/schema.js';
+import type { DB, SubdomainsTable, TeamRole } from '../db/schema.js';
 
 export type SubdomainRow = Selectable<SubdomainsTable>;
 export type SubdomainChanges = Omit<Updateable<SubdomainsTable>, 'name' | 'owner_id' | 'team_id' | 'created_at' | 'updated_at'>;
@@ -51,6 +51,17 @@ export function subdomainsRepository(db: Kysely<DB>) {
     },
     async listByOwner(ownerId: string): Promise<SubdomainRow[]> {
       return db.selectFrom('subdomains').selectAll().where('owner_id', '=', ownerId).orderBy('name').execute();
+    },
+    /** The account's subdomains and those of the teams it is a member of, with its role in that team (null for its own). */
+    async listReachable(userId: string): Promise<(SubdomainRow & { member_role: TeamRole | null })[]> {
+      return db
+        .selectFrom('subdomains')
+        .leftJoin('team_members', (join) => join.onRef('team_members.team_id', '=', 'subdomains.team_id').on('team_members.user_id', '=', userId))
+        .selectAll('subdomains')
+        .select('team_members.role as member_role')
+        .where((eb) => eb.or([eb('subdomains.owner_id', '=', userId), eb('team_members.user_id', '=', userId)]))
+        .orderBy('subdomains.name')
+        .execute();
     },
     async countByOwner(ownerId: string): Promise<number> {
       const row = await db

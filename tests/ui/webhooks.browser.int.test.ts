@@ -289,6 +289,69 @@ describe('webhooks page', () => {
     },
   );
 
+  it("lets a team admin create a webhook on the team's subdomain from the page, and offers it to no viewer", { timeout: 60_000 }, async () => {
+    const origin = new URL(platform.origin).origin;
+    const session = (who: TestOwner) => ({ cookie: who.cookie, origin });
+    const subdomainOwner = await createOwner(platform.context, platform.app);
+    const admin = await createOwner(platform.context, platform.app);
+    const viewer = await createOwner(platform.context, platform.app);
+    const team = await platform.app.inject({ method: 'POST', url: '/api/v1/teams', headers: session(subdomainOwner), payload: { name: 'Hooks team' } });
+    expect(team.statusCode, team.body).toBe(201);
+    const teamId = team.json().data.id as string;
+    for (const [who, role] of [
+      [admin, 'admin'],
+      [viewer, 'viewer'],
+    ] as const) {
+      const invited = await platform.app.inject({
+        method: 'POST',
+        url: `/api/v1/teams/${teamId}/invitations`,
+        headers: session(subdomainOwner),
+        payload: { email: who.email, role },
+      });
+      expect(invited.statusCode, invited.body).toBe(201);
+      const token = new URL(invited.json().data.link).hash.replace('#token=', '');
+      expect((await platform.app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: session(who), payload: { token } })).statusCode).toBe(
+        200,
+      );
+    }
+    const shared = await claimSubdomain(platform.app, subdomainOwner);
+    const assigned = await platform.app.inject({
+      method: 'PUT',
+      url: `/api/v1/subdomains/${shared}/team`,
+      headers: subdomainOwner.auth,
+      payload: { team_id: teamId },
+    });
+    expect(assigned.statusCode, assigned.body).toBe(200);
+
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, admin.email);
+    await page.goto('/webhooks');
+    await page.getByText('You have no webhook yet.').waitFor();
+    await page.getByLabel('Subdomain', { exact: true }).selectOption(shared);
+    const path = unique('/ok/team');
+    await createInUi(page, `${base}${path}`, ['link.created']);
+    await page.locator('.secret code').waitFor();
+    const row = page.getByRole('row').filter({ hasText: `${base}${path}` });
+    await row.waitFor();
+    expect(await row.textContent()).toContain(shared);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'webhooks-team-admin-desktop');
+    // The webhook is the subdomain owner's (it outlives the admin's membership), and the owner sees it too.
+    const owned = await platform.app.inject({ method: 'GET', url: '/api/v1/webhooks', headers: subdomainOwner.auth });
+    expect(owned.json().data.webhooks.find((hook: { url: string }) => hook.url === `${base}${path}`)).toMatchObject({ subdomain: shared });
+    expect(problems).toEqual([]);
+    await browserContext.close();
+
+    const other = await openPage(platform);
+    await signIn(other.page, viewer.email);
+    await other.page.goto('/webhooks');
+    await other.page.getByText('You have no webhook yet.').waitFor();
+    const options = await other.page.getByLabel('Subdomain', { exact: true }).locator('option').allTextContents();
+    expect(options).not.toContain(shared);
+    expect(other.problems).toEqual([]);
+    await other.browserContext.close();
+  });
+
   it("shows the forbidden state for someone else's webhook, an error for an unknown one, and fits a phone", async () => {
     const stranger = await createOwner(platform.context, platform.app);
     const theirs = await platform.app.inject({

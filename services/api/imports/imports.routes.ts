@@ -137,11 +137,9 @@ const StartImportBody = z
     z.strictObject({
       source: z.literal('yourls').meta({ description: 'A YOURLS database export: the SQL of `yourls_url` and `yourls_log` (mysqldump or phpMyAdmin).' }),
       ...common,
-      file: z
-        .string()
-        .meta({
-          description: `The SQL text, at most ${YOURLS_DUMP_MAX_BYTES} bytes of UTF-8 (a larger installation imports yourls_log in ranges: docs/importers.md).`,
-        }),
+      file: z.string().meta({
+        description: `The SQL text, at most ${YOURLS_DUMP_MAX_BYTES} bytes of UTF-8 (a larger installation imports yourls_log in ranges: docs/importers.md).`,
+      }),
       prefix: z
         .string()
         .regex(/^[A-Za-z0-9_]{0,64}$/)

@@ -391,7 +391,9 @@ export function linksService(deps: LinksDeps) {
       const { appendVisitId, fallbackUrl, ...hashed } = normalized;
       // The request's own forward_query, not the subdomain's default: a replay stays one after the default changes.
       const routingHashed = Object.fromEntries(
-        Object.entries({ ...routing, forwardQuery: input.forward_query ?? false }).filter(([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0)),
+        Object.entries({ ...routing, forwardQuery: input.forward_query ?? false }).filter(
+          ([, value]) => value !== null && value !== false && !(Array.isArray(value) && value.length === 0),
+        ),
       );
       const hash = clientId
         ? bodyHash({

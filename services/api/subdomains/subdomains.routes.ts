@@ -34,6 +34,11 @@ const SubdomainSchema = z
       .uuid()
       .nullable()
       .meta({ description: "The team whose members reach the subdomain by their role (PUT /api/v1/subdomains/{name}/team); null: its owner's alone." }),
+    role: z.enum(['owner', 'admin', 'editor', 'viewer']).meta({
+      description:
+        "The caller's standing in the subdomain: `owner` of its own, else its role in the subdomain's team (listed with `include=teams`): " +
+        'viewers read its statistics, visits and exports, editors manage its links, admins its policy and webhooks too.',
+    }),
     links_count: z.number().int().meta({ description: 'Live (not deleted) links of the subdomain.' }),
     tracker_origins: z.array(z.string()).meta({
       description: 'The site origins the tracker may run on for this subdomain (canonical); empty: any site. See the request field.',
@@ -125,15 +130,25 @@ export function subdomainsRoutes(service: SubdomainsService, audit: (entry: Audi
       method: 'GET',
       path: '/api/v1/subdomains',
       summary: "List the caller's subdomains with their policies",
-      description: `Needs \`links:read\` or a session. Ordered by name (an account holds at most ${MAX_SUBDOMAINS_PER_OWNER}). ${PAGINATION_NOTE}`,
+      description:
+        `Needs \`links:read\` or a session. Ordered by name (an account holds at most ${MAX_SUBDOMAINS_PER_OWNER}). With \`include=teams\`, ` +
+        "the subdomains of the caller's teams follow among them, each with the caller's `role` in it (what the dashboard's pickers offer). " +
+        PAGINATION_NOTE,
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
-      query: z.object({ ...pagingQuery, cursor: cursorParam(NAME_CURSOR) }),
+      query: z.object({
+        ...pagingQuery,
+        cursor: cursorParam(NAME_CURSOR),
+        include: z
+          .enum(['teams'])
+          .optional()
+          .meta({ description: "`teams`: the subdomains of the caller's teams too (a member's role in each is `role`). Without it, the caller's own." }),
+      }),
       response: z.object({ subdomains: z.array(SubdomainSchema) }),
       meta: PageMetaSchema,
       handler: async ({ principal, query, respond }) => {
-        const page = pageByName(await service.list(principal!), pagingOf(query));
+        const page = pageByName(await service.list(principal!, { teams: query.include === 'teams' }), pagingOf(query));
         respond.meta(page.meta);
         return { subdomains: page.items };
       },
@@ -173,7 +188,7 @@ export function subdomainsRoutes(service: SubdomainsService, audit: (entry: Audi
           forward_query: z
             .boolean()
             .optional()
-            .meta({ description: "Links created without `forward_query` take this (default false); existing links keep theirs." }),
+            .meta({ description: 'Links created without `forward_query` take this (default false); existing links keep theirs.' }),
           visits_retention_days: z
             .number()
             // The schema's bound is fixed (the OpenAPI document is one for every server); the message names this server's maximum.

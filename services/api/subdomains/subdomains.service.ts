@@ -80,6 +80,8 @@ export type SubdomainView = {
   url: string;
   owner_id: string;
   team_id: string | null;
+  /** The caller's standing: `owner` of its own (or as staff), else its role in the subdomain's team. */
+  role: TeamRole;
   links_count: number;
   tracker_origins: string[];
   forward_query: boolean;
@@ -123,12 +125,13 @@ export function subdomainsService(
   const rawSince = (row: Pick<SubdomainRow, 'visits_retention_days'>) =>
     rawVisitsSince(retentionDaysOf(row.visits_retention_days, config.retention.visitsMaxDays));
 
-  const toView = (row: SubdomainRow): SubdomainView => ({
+  const toView = (row: SubdomainRow, role: TeamRole = 'owner'): SubdomainView => ({
     name: row.name,
     title: row.title,
     url: origin(row.name),
     owner_id: row.owner_id,
     team_id: row.team_id,
+    role,
     links_count: Number(row.live_links),
     tracker_origins: row.tracker_origins,
     forward_query: row.forward_query,
@@ -229,8 +232,12 @@ export function subdomainsService(
       }
       return toView(updated);
     },
-    async list(principal: Principal): Promise<SubdomainView[]> {
-      return (await subdomains.listByOwner(principal.userId)).map(toView);
+    /** The caller's subdomains; with `teams`, those of its teams too, each with the caller's role in it. */
+    async list(principal: Principal, options: { teams?: boolean } = {}): Promise<SubdomainView[]> {
+      if (!options.teams) return (await subdomains.listByOwner(principal.userId)).map((row) => toView(row));
+      return (await subdomains.listReachable(principal.userId)).map(({ member_role, ...row }) =>
+        toView(row, row.owner_id === principal.userId ? 'owner' : (member_role ?? 'viewer')),
+      );
     },
     async update(principal: Principal, name: string, changes: SubdomainChanges): Promise<SubdomainView> {
       await managed(principal, name, 'admin');

@@ -128,6 +128,30 @@ describe('a subdomain that belongs to a team', () => {
     expect((await app.inject({ url: `/api/v1/links?subdomain=${name}`, headers: setup.stranger.auth })).json().error.code).toBe('not_owner');
   });
 
+  it("lists the team's subdomain to each member with include=teams, with the member's role; never to a stranger, nor after removal", async () => {
+    const { teamId, name, teamOwner, admin, editor, viewer, stranger } = await teamSubdomain();
+    const listed = async (who: TestOwner, include = true) => {
+      const answer = await app.inject({ method: 'GET', url: `/api/v1/subdomains?limit=200${include ? '&include=teams' : ''}`, headers: who.auth });
+      expect(answer.statusCode, answer.body).toBe(200);
+      return answer.json().data.subdomains as { name: string; role: string; team_id: string | null }[];
+    };
+    expect((await listed(admin)).find((item) => item.name === name)).toMatchObject({ role: 'owner', team_id: teamId });
+    for (const [who, role] of [
+      [teamOwner, 'owner'],
+      [editor, 'editor'],
+      [viewer, 'viewer'],
+    ] as const) {
+      expect((await listed(who)).find((item) => item.name === name)).toMatchObject({ role, team_id: teamId });
+      // Without include, a member's list is its own subdomains, as before.
+      expect((await listed(who, false)).some((item) => item.name === name)).toBe(false);
+    }
+    expect((await listed(stranger)).some((item) => item.name === name)).toBe(false);
+    const bad = await app.inject({ method: 'GET', url: '/api/v1/subdomains?include=everything', headers: viewer.auth });
+    expect(bad.statusCode).toBe(422);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/teams/${teamId}/members/${viewer.id}`, headers: session(teamOwner) })).statusCode).toBe(200);
+    expect((await listed(viewer)).some((item) => item.name === name)).toBe(false);
+  });
+
   it('lets editors delete links and no viewer; cuts a removed member off on the next request; audits the assignment', async () => {
     const { teamId, name, linkId, admin, editor, viewer, teamOwner } = await teamSubdomain();
     expect((await app.inject({ method: 'DELETE', url: `/api/v1/links/${linkId}`, headers: viewer.auth })).statusCode).toBe(403);

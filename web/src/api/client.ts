@@ -97,3 +97,15 @@ export async function call<D, T = D extends Envelope<infer Inner> ? Inner : neve
 export async function load<D, T = D extends Envelope<infer Inner> ? Inner : never>(request: Promise<Result<D>>): Promise<T> {
   return (await call<D, T>(request)).data;
 }
+
+const ROLE_RANK = { viewer: 1, editor: 2, admin: 3, owner: 4 } as const;
+
+/**
+ * The subdomains a picker offers: the caller's own and its teams' (`include=teams`), where its role
+ * (`role`: `owner` of its own) is at least `least`: viewers read statistics, visits and exports,
+ * editors manage links and imports, admins webhooks. Answers the list's shape, `{ subdomains }`.
+ */
+export async function reachableSubdomains(signal: AbortSignal, least: keyof typeof ROLE_RANK = 'viewer'): Promise<{ subdomains: Schemas['Subdomain'][] }> {
+  const { subdomains } = await load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200, include: 'teams' } }, signal }));
+  return { subdomains: subdomains.filter((subdomain) => ROLE_RANK[subdomain.role] >= ROLE_RANK[least]) };
+}

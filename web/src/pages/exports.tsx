@@ -6,7 +6,7 @@
 // download is a plain fetch whose URL is built from the operation's typed query.
 import { useLocation } from 'preact-iso';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, load, type ApiErrorBody, type paths } from '../api/client.js';
+import { api, ApiError, load, reachableSubdomains, type ApiErrorBody, type paths } from '../api/client.js';
 import { formatNumber, viewerTimeZone } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 import { Async, Empty, ErrorState, Field, fieldError, Notice, PageHeader, useLoad } from '../app/ui.js';
@@ -124,7 +124,7 @@ export function ExportsPage() {
   const [run, setRun] = useState<Run>({ state: 'idle' });
   const controller = useRef<AbortController | undefined>(undefined);
 
-  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
+  const subdomains = useLoad((signal) => reachableSubdomains(signal), []);
   const links = useLoad(
     async (signal) =>
       form.subdomain ? (await load(api.GET('/api/v1/links', { params: { query: { subdomain: form.subdomain, limit: 100 } }, signal }))).links : [],

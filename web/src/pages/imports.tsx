@@ -5,7 +5,7 @@
 // has finished, the rows that were not imported. The recent imports are listed below, each to show.
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, call, load, type Schemas } from '../api/client.js';
+import { api, ApiError, call, load, reachableSubdomains, type Schemas } from '../api/client.js';
 import { formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 import { Async, Empty, ErrorState, Field, Notice, PageHeader, useLoad } from '../app/ui.js';
@@ -54,7 +54,7 @@ export function ImportsPage() {
   /** The import this page started last (not one shown from the list). */
   const [started, setStarted] = useState<string | undefined>(undefined);
 
-  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
+  const subdomains = useLoad((signal) => reachableSubdomains(signal, 'editor'), []);
   const recent = useLoad((signal) => load(api.GET('/api/v1/imports', { params: { query: { limit: 10 } }, signal })), [watched]);
 
   const start = async (event: Event) => {

@@ -3,7 +3,7 @@
 // QR; and one link (`/links/:id`) with its details, QR code and edit form.
 import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, call, load } from '../api/client.js';
+import { api, call, reachableSubdomains } from '../api/client.js';
 import { formatDate, formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n } from '../app/i18n.js';
 import { Async, CursorPager, Empty, Loading, Notice, PageHeader, useLoad, ErrorState } from '../app/ui.js';
@@ -74,7 +74,7 @@ function LinksTable() {
   useEffect(() => setQ(filters.q), [filters.q]);
   useEffect(() => setTag(filters.tag), [filters.tag]);
 
-  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
+  const subdomains = useLoad((signal) => reachableSubdomains(signal, 'editor'), []);
   const links = useLoad(
     (signal) =>
       call(

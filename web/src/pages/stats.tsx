@@ -6,7 +6,7 @@ import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { DIMENSIONS, type Dimension } from '#shared/analytics/rollups.js';
 import { isTimeZone } from '#shared/time.js';
-import { api, ApiError, load, type Schemas } from '../api/client.js';
+import { api, ApiError, load, reachableSubdomains, type Schemas } from '../api/client.js';
 import { formatNumber, reportZone, viewerTimeZone } from '../app/format.js';
 import { currentZoneName } from '../app/time-zones.js';
 import { TimeZonePicker } from './stats-zone.js';
@@ -183,7 +183,7 @@ interface Targets {
 
 async function loadTargets(scope: Scope, id: string, signal: AbortSignal): Promise<Targets> {
   const [subdomains, link] = await Promise.all([
-    load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })),
+    reachableSubdomains(signal),
     scope === 'link'
       ? load(api.GET('/api/v1/links/{id}', { params: { path: { id } }, signal })).catch((error: unknown) => {
           if (error instanceof ApiError && error.status === 404) return null;

@@ -2,7 +2,7 @@
 // them back, the viewer's local time in a datetime-local field, and the cells both tables show.
 // Everything a visitor sent (user agent, referrer, path) is rendered as text.
 import { useLocation } from 'preact-iso';
-import { api, load, type Schemas } from '../api/client.js';
+import { reachableSubdomains, type Schemas } from '../api/client.js';
 import { useI18n, type Translate, type UiKey } from '../app/i18n.js';
 import { useLoad } from '../app/ui.js';
 import './visits.css';
@@ -52,10 +52,7 @@ export function isoOfLocalInput(value: string): string | undefined {
 
 /** The caller's subdomains, for the subdomain filter (the filter still works while they load or if they fail). */
 export function useSubdomainNames(): string[] {
-  const loaded = useLoad(
-    async (signal) => (await load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal }))).subdomains.map((subdomain) => subdomain.name),
-    [],
-  );
+  const loaded = useLoad(async (signal) => (await reachableSubdomains(signal)).subdomains.map((subdomain) => subdomain.name), []);
   return loaded.state === 'ready' ? loaded.data : [];
 }
 

@@ -4,7 +4,7 @@
 // it, and the delivery log with cursor paging.
 import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, call, load, type paths, type Schemas } from '../api/client.js';
+import { api, ApiError, call, load, reachableSubdomains, type paths, type Schemas } from '../api/client.js';
 import { formatDateTime, formatNumber } from '../app/format.js';
 import { useI18n, type UiKey } from '../app/i18n.js';
 import {
@@ -101,7 +101,7 @@ function SettingsForm({
   const [settings, setSettings] = useState<Settings>(initial);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
-  const subdomains = useLoad((signal) => load(api.GET('/api/v1/subdomains', { params: { query: { limit: 200 } }, signal })), []);
+  const subdomains = useLoad((signal) => reachableSubdomains(signal, 'admin'), []);
   const set = (changes: Partial<Settings>) => setSettings((current) => ({ ...current, ...changes }));
   const toggle = (name: EventName, on: boolean) => set({ events: on ? [...settings.events, name] : settings.events.filter((event) => event !== name) });
 
