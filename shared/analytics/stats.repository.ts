@@ -216,6 +216,24 @@ export function statsRepository(analytics: Analytics) {
     },
 
     /**
+     * A link's human visits and distinct visitors by the redirect rule that sent them (`matched_rule`)
+     * and by A/B variant (`variant`), -1 for none (ClickHouse 0009), with the report's filters: one
+     * pass over the link's rows of `visits` (no rollup keeps them; the sort key bounds the read to the
+     * link), a grouping set each.
+     */
+    async routes(target: Target, range: Range, filters: VisitFilters) {
+      const { where, params } = filteredConditions(target, range, filters);
+      return rows<{ by: 'rule' | 'variant'; index: number; visits: number; visitors: number }>(
+        `SELECT if(grouping(matched_rule) = 0, 'rule', 'variant') AS by, toInt32(if(grouping(matched_rule) = 0, matched_rule, variant)) AS index,
+                toUInt64(count()) AS visits, toUInt64(uniqCombined(12)(visitor_hash)) AS visitors
+         FROM visits WHERE ${where.join(' AND ')} AND kind IN ${HUMAN_KINDS}
+         GROUP BY GROUPING SETS ((matched_rule), (variant))
+         ORDER BY by, index`,
+        params,
+      );
+    },
+
+    /**
      * Visitors right now: human visits and distinct visitors per subdomain since `sinceMs`, and over
      * them all (`whole` = 1), from `visits` (the rollups count by quarter hours). The subdomains
      * bound the read by the sort key.

@@ -6,6 +6,7 @@ import { BUCKET_SEC, DIMENSIONS } from '#shared/analytics/rollups.js';
 import { LINK_ID } from '#shared/ids.js';
 import { rule } from '#shared/i18n/index.js';
 import { VISIT_KINDS } from '#shared/analytics/visits.repository.js';
+import { RuleConditionSchema } from '#shared/links/rules.js';
 import { VISIT_VALUE_FILTERS } from '../visits/visits.routes.js';
 import {
   COMPARISONS,
@@ -62,6 +63,35 @@ const PreviousSchema = z
   })
   .meta({ id: 'StatsPrevious', description: 'Only with `compare=previous`.' });
 
+const RouteItemSchema = z
+  .object({
+    index: z.number().int().min(-1).meta({ description: "The rule's (or variant's) index in the link's list; -1: none sent the visit on." }),
+    visits: z.number().int(),
+    unique_visitors: z.number().int(),
+    condition: RuleConditionSchema.nullable()
+      .optional()
+      .meta({ description: "Owners, rules: the rule's condition at that index now (null: the link has no rule there any more, or -1)." }),
+    target_url: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: 'Owners only: the target at that index now (null: none there any more, or -1). Never in a public report.' }),
+    weight: z.number().int().nullable().optional().meta({ description: "Owners, variants: the variant's weight now." }),
+  })
+  .meta({ id: 'StatsRouteItem' });
+
+const RoutesSchema = z
+  .object({
+    rules: z.array(RouteItemSchema).meta({ description: 'Human visits and unique visitors by the redirect rule that matched, -1 first.' }),
+    variants: z.array(RouteItemSchema).meta({ description: 'Human visits and unique visitors by A/B variant, -1 (no split) first.' }),
+  })
+  .meta({
+    id: 'StatsRoutes',
+    description:
+      "A link's report (and a public report narrowed to a link, with indexes and counts only): its visits by redirect rule and by A/B " +
+      'variant, read from raw visits with the same filters. Visits before migration 0009 count as -1.',
+  });
+
 const ReportSchema = z
   .object({
     scope: z.enum(STATS_SCOPES),
@@ -85,6 +115,7 @@ const ReportSchema = z
       )
       .meta({ description: 'Top values of human visits per dimension, most visits first, at most `limit` each.' }),
     previous: PreviousSchema.optional(),
+    routes: RoutesSchema.optional(),
     filters: z
       .object({
         link_id: z.string().optional(),

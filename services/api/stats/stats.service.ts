@@ -6,6 +6,8 @@ import { requireScope, type Principal } from '#shared/http/auth.js';
 import { publicReportFilters, type PublicReportFilters, type PublicView } from '#shared/policy/policy.js';
 import { isTimeZone, reportTimeZones } from '#shared/time.js';
 import { isUuid } from '#shared/ids.js';
+import type { RuleCondition } from '#shared/links/rules.js';
+import type { LinkRow } from '#shared/links/links.repository.js';
 import { linkOfCaller } from '../links/link-access.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
 import type { Repositories } from '#services/repositories.js';
@@ -97,6 +99,26 @@ export interface Report {
   change?: Change;
   /** The filters applied (a filtered report reads raw visits); a public report's link by its slug. */
   filters?: ReportFilters & PublicReportFilters;
+  /** A link's visits by redirect rule and by A/B variant (a link's report; a public report narrowed to a link). */
+  routes?: Routes;
+}
+
+/**
+ * Human visits and unique visitors by the rule (`index` in the link's rules) or variant that sent
+ * them; -1: none did. The owner sees what each index is now (`condition`, `target_url`, `weight`;
+ * null when the link no longer has it); the public only indexes and counts, never a target.
+ */
+export interface RouteItem {
+  index: number;
+  visits: number;
+  unique_visitors: number;
+  condition?: RuleCondition | null;
+  target_url?: string | null;
+  weight?: number | null;
+}
+export interface Routes {
+  rules: RouteItem[];
+  variants: RouteItem[];
 }
 
 /** The period of the same length that ends where the range starts (an empty range's is empty too). */
@@ -280,6 +302,26 @@ export function statsService({
     ]);
     return { ...figured, top: await presented(byDim, publicLinks) };
   };
+  /** A link's visits by rule and by variant; `link` (the owner's) labels each index with what it is now, else only counts. */
+  const routesOf = async (target: Target, range: Range, filters: ReportFilters, link?: Pick<LinkRow, 'rules' | 'variants'>, max?: number): Promise<Routes> => {
+    const found = await analytics.routes(target, range, filters);
+    const items = (by: 'rule' | 'variant') =>
+      found
+        .filter((row) => row.by === by)
+        .map((row): RouteItem => {
+          const index = Number(row.index);
+          const item: RouteItem = { index, visits: Number(row.visits), unique_visitors: Number(row.visitors) };
+          if (!link) return item;
+          if (by === 'rule') {
+            const rule = index >= 0 ? link.rules?.[index] : undefined;
+            return { ...item, condition: rule?.condition ?? null, target_url: rule?.target_url ?? null };
+          }
+          const variant = index >= 0 ? link.variants?.[index] : undefined;
+          return { ...item, target_url: variant?.target_url ?? null, weight: variant?.weight ?? null };
+        })
+        .slice(0, max);
+    return { rules: items('rule'), variants: items('variant') };
+  };
   const rangeView = (range: Range) => ({ since: iso(range.since), until: iso(range.until), tz: range.tz, granularity: range.granularity });
 
   /** A subdomain's public totals since ever (stats_public), older than the publish delay. */
@@ -355,11 +397,13 @@ export function statsService({
       }
       const dims = scope === 'link' ? DIMENSIONS.filter((dim) => dim !== 'link') : DIMENSIONS;
       const before = query.compare === 'previous' ? previousRange(range) : undefined;
-      const [found, earlier] = await Promise.all([
+      const [found, earlier, routes] = await Promise.all([
         report(target, range, dims, query.limit ?? DEFAULT_TOP, undefined, filters),
         before ? seriesAndTotals(target, before, filters) : undefined,
+        scope === 'link' ? links.findById(target.id).then((row) => routesOf(target, range, filters, row ?? { rules: null, variants: null })) : undefined,
       ]);
       const answer: Report = { scope, id: target.id, range: rangeView(range), ...found };
+      if (routes) answer.routes = routes;
       if (Object.keys(filters).length > 0) answer.filters = filters;
       if (before && earlier) {
         answer.previous = { range: { since: iso(before.since), until: iso(before.until) }, ...earlier };
@@ -395,7 +439,11 @@ export function statsService({
         series: found.series.slice(-max),
         top: found.top,
       };
-      if (linkId) answer.filters = { link: allowed.link };
+      if (linkId) {
+        answer.filters = { link: allowed.link };
+        // Narrowed to a link the public list shows (stats_show_links): its visits by rule and variant, as indexes and counts only.
+        answer.routes = await routesOf({ ...target, scope: 'subdomain' }, range, filters, undefined, max);
+      }
       return answer;
     },
   };
