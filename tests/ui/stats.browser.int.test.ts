@@ -281,6 +281,79 @@ describe('statistics page', () => {
     await browserContext.close();
   });
 
+  it("shows a link's visits by redirect rule and by A/B variant, visited through the edge, each named by what it is", async () => {
+    // A link of its own subdomain (the other tests count the shared one's visits): phones go to the app, the rest split three ways.
+    const own = await claimSubdomain(platform.app, alice);
+    const created = await platform.app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: alice.auth,
+      payload: {
+        subdomain: own,
+        slug: 'split',
+        target_url: 'https://example.com/',
+        rules: [{ condition: { type: 'device', values: ['mobile'] }, target_url: 'https://example.com/app' }],
+        variants: [
+          { target_url: 'https://example.com/a', weight: 1 },
+          { target_url: 'https://example.com/b', weight: 1 },
+          { target_url: 'https://example.com/c', weight: 1 },
+        ],
+      },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json().data.id as string;
+    const hit = (agent: string, address: string) =>
+      new Promise<number>((resolve, reject) => {
+        const sent = request(
+          {
+            host: '127.0.0.1',
+            port: platform.port,
+            path: '/split',
+            headers: { host: `${own}.localhost:${platform.port}`, 'user-agent': agent, 'x-forwarded-for': address },
+          },
+          (response) => {
+            response.resume();
+            response.on('end', () => resolve(response.statusCode ?? 0));
+          },
+        );
+        sent.on('error', reject);
+        sent.end();
+      });
+    const statuses = await Promise.all([
+      hit(IPHONE, '203.0.113.51'),
+      hit(IPHONE, '203.0.113.52'),
+      ...Array.from({ length: 12 }, (_, i) => hit(i % 2 ? CHROME : FIREFOX, `198.51.100.${i + 10}`)),
+    ]);
+    expect(statuses.every((status) => status === 302)).toBe(true);
+    const deadline = Date.now() + 30_000;
+    while ((await statsOf(alice, `/api/v1/stats/link/${id}`)).totals.visits! < 14) {
+      if (Date.now() > deadline) throw new Error('the visits of the split link were not counted');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    await page.goto(`/stats/link/${id}?range=24h&granularity=hour&tz=UTC`);
+    await page.getByRole('heading', { name: 'Redirect rules and A/B split' }).waitFor();
+    const rules = page.getByRole('table', { name: 'Visits by redirect rule' });
+    const ruleRow = rules.locator('tbody tr', { hasText: 'Rule 1' });
+    expect(await ruleRow.textContent()).toContain('device: mobile → https://example.com/app');
+    expect(await ruleRow.locator('td.num').first().textContent()).toBe('2');
+    expect(await rules.locator('tbody tr', { hasText: 'No rule matched' }).locator('td.num').first().textContent()).toBe('12');
+    const variants = page.getByRole('table', { name: 'Visits by A/B variant' });
+    // The twelve desktop visitors are split among the three variants (sticky by address and agent), the phones had no split.
+    const counts = await variants
+      .locator('tbody tr')
+      .evaluateAll((rows) => rows.map((row) => [row.querySelector('td')!.textContent.slice(0, 9), Number(row.querySelectorAll('td.num')[0]!.textContent)]));
+    expect(counts.find(([label]) => String(label).startsWith('No split'))?.[1]).toBe(2);
+    expect(counts.filter(([label]) => String(label).startsWith('Variant')).reduce((sum, [, n]) => sum + Number(n), 0)).toBe(12);
+    expect(await variants.textContent()).toContain('weight 1 → https://example.com/a');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-link-routes-desktop');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it('shows the validation errors of a custom period on its fields, then reports whole days', async () => {
     const { page, problems, browserContext } = await openPage(platform);
     await signIn(page, alice.email);

@@ -17,6 +17,7 @@ import './stats.css';
 
 type Report = Schemas['StatsReport'];
 type TopItem = Schemas['StatsTopItem'];
+type RouteItem = Schemas['StatsRouteItem'];
 type Link = Schemas['Link'];
 type Scope = 'user' | 'subdomain' | 'link';
 type Granularity = 'hour' | 'day';
@@ -558,7 +559,85 @@ function ReportView({ report, search, query }: { report: Report; search: string;
           ))}
         </div>
       </section>
+      {report.routes && [...report.routes.rules, ...report.routes.variants].some((item) => item.index >= 0) ? <RoutesView routes={report.routes} /> : null}
     </>
+  );
+}
+
+/** A rule's condition in a few words: its type and what it asks (`device: mobile, tablet`, `time: 22:00–06:00`). */
+function conditionText(condition: NonNullable<RouteItem['condition']>): string {
+  switch (condition.type) {
+    case 'time':
+      return `time: ${condition.from}–${condition.to}${condition.days ? ` (${condition.days.join(', ')})` : ''}`;
+    case 'query':
+      return `query: ${condition.name}${condition.value === undefined ? '' : `=${condition.value}`}`;
+    default:
+      return `${condition.type}: ${condition.values.join(', ')}`;
+  }
+}
+
+/**
+ * A link's visits by redirect rule and by A/B variant (issue 40): visits, unique visitors and share,
+ * each rule or variant named by its number and what it is now (its condition or weight, its target).
+ */
+function RoutesView({ routes }: { routes: NonNullable<Report['routes']> }) {
+  const { t, locale } = useI18n();
+  const table = (caption: string, column: string, items: RouteItem[], label: (item: RouteItem) => string) => {
+    const total = items.reduce((sum, item) => sum + item.visits, 0);
+    return (
+      <div class="card">
+        <table class="bars routes-table">
+          <caption>{caption}</caption>
+          <thead>
+            <tr>
+              <th scope="col">{column}</th>
+              <th scope="col" class="num">
+                {t('stats.visits')}
+              </th>
+              <th scope="col" class="num">
+                {t('stats.unique_visitors')}
+              </th>
+              <th scope="col" class="num">
+                {t('stats.share')}
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((item) => (
+              <tr key={item.index}>
+                <td>
+                  <span class="bar" style={{ width: `${Math.max(1, total ? (item.visits / total) * 100 : 0)}%` }} aria-hidden="true" />
+                  <span class="bar-label">{label(item)}</span>
+                </td>
+                <td class="num">{formatNumber(locale, item.visits)}</td>
+                <td class="num">{formatNumber(locale, item.unique_visitors)}</td>
+                <td class="num">{total ? `${formatNumber(locale, Math.round((item.visits / total) * 1000) / 10)} %` : '–'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    );
+  };
+  const ruleLabel = (item: RouteItem) => {
+    if (item.index < 0) return t('stats.rule_none');
+    const name = t('stats.rule_n', { n: item.index + 1 });
+    return item.condition ? `${name} · ${conditionText(item.condition)} → ${item.target_url ?? ''}` : `${name} (${t('stats.route_removed')})`;
+  };
+  const variantLabel = (item: RouteItem) => {
+    if (item.index < 0) return t('stats.variant_none');
+    const name = t('stats.variant_n', { n: String.fromCharCode(65 + item.index) });
+    return item.target_url ? `${name} · ${t('stats.weight', { weight: item.weight ?? 0 })} → ${item.target_url}` : `${name} (${t('stats.route_removed')})`;
+  };
+  return (
+    <section class="stats-breakdowns" aria-labelledby="stats-routes-heading">
+      <h2 id="stats-routes-heading">{t('stats.routes')}</h2>
+      {/* One table a row: a rule or a variant is named by its condition and target, longer than a breakdown's value. */}
+      <div class="routes-tables">
+        {routes.rules.some((item) => item.index >= 0) ? table(t('stats.routes_rules'), t('stats.col_rule'), routes.rules, ruleLabel) : null}
+        {routes.variants.some((item) => item.index >= 0) ? table(t('stats.routes_variants'), t('stats.col_variant'), routes.variants, variantLabel) : null}
+      </div>
+    </section>
   );
 }
 
