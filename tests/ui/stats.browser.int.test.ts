@@ -451,6 +451,39 @@ describe('statistics page', () => {
     await browserContext.close();
   });
 
+  it('draws the countries with visits on an offline SVG world map, titled with their counts; a click filters by the country', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    // Nothing but the dashboard's own origin: the map's shapes come with its own chunk.
+    const foreign: string[] = [];
+    page.on('request', (sent) => {
+      if (!sent.url().startsWith(platform.origin)) foreign.push(sent.url());
+    });
+    await signIn(page, alice.email);
+    await page.goto(`/stats/subdomain/${sub}?range=7d&granularity=day&tz=UTC`);
+    const map = page.getByTestId('world-map');
+    // Below the chart: its shapes load once it is scrolled near.
+    await map.scrollIntoViewIfNeeded();
+    const visited = map.locator('path.country-visited');
+    await visited.first().waitFor();
+    // 81.2.69.142 is in the United Kingdom (GeoLite2); the other visitors' addresses are in no country.
+    expect(await visited.count()).toBe(1);
+    expect(await visited.getAttribute('data-country')).toBe('GB');
+    expect(await visited.locator('title').textContent()).toBe('United Kingdom: 1');
+    expect(await map.locator('path.country').count()).toBeGreaterThan(150);
+    expect(await map.locator('svg').getAttribute('aria-hidden')).toBe('true');
+    expect(await map.locator('figcaption').textContent()).toContain('1 countries with visits');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-map-desktop');
+    await visited.click();
+    await page.waitForURL(/[?&]country=GB(&|$)/);
+    await expect.poll(() => total(page, 'Humans').textContent()).toBe('1');
+    const chips = page.getByRole('group', { name: 'Filters of the report' });
+    expect(await chips.locator('li').allTextContents()).toEqual(['Country: United Kingdom×']);
+    expect(foreign).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
   it('filters by clicking breakdown rows: the filters stack as chips, live in the URL, survive a reload and come off one by one', async () => {
     const { page, problems, browserContext } = await openPage(platform);
     await signIn(page, alice.email);

@@ -13,6 +13,7 @@ import { TimeZonePicker } from './stats-zone.js';
 import { useI18n, type Translate, type UiKey } from '../app/i18n.js';
 import { Async, BarTable, Empty, ErrorState, Field, Loading, Notice, PageHeader, useLoad } from '../app/ui.js';
 import { periodFormat, SeriesChart } from './stats-chart.js';
+import { WorldMap } from './stats-map.js';
 import './stats.css';
 
 type Report = Schemas['StatsReport'];
@@ -230,7 +231,7 @@ function StatsReport({ scope, id }: { scope: Scope; id: string }) {
               until: new Date(until).toISOString(),
               granularity: query.granularity,
               tz: reportZone(query.tz),
-              limit: 10,
+              limit: MAP_COUNTRIES,
               compare: 'previous',
               ...query.filters,
             },
@@ -536,6 +537,7 @@ function ReportView({ report, search, query }: { report: Report; search: string;
   const when = periodFormat(locale, range.tz, 'hour');
   const labelKey = range.granularity === 'hour' ? 'stats.chart_label_hour' : 'stats.chart_label_day';
   const dims = DIMENSIONS.filter((dim) => report.top[dim] !== undefined);
+  const countries = report.top.country;
   return (
     <>
       <section class="card" aria-labelledby="stats-chart-heading">
@@ -549,12 +551,17 @@ function ReportView({ report, search, query }: { report: Report; search: string;
           label={t(labelKey, { since: when.format(new Date(range.since)), until: when.format(new Date(range.until)), tz: range.tz })}
         />
       </section>
+      {countries ? <CountryMap items={countries} query={query} /> : null}
       <section class="stats-breakdowns" aria-labelledby="stats-breakdowns-heading">
         <h2 id="stats-breakdowns-heading">{t('stats.breakdowns')}</h2>
         <div class="grid-2">
           {dims.map((dim) => (
             <div key={dim} class="card">
-              {dim === 'link' ? <LinkTable items={report.top.link!} search={search} /> : <Breakdown dim={dim} items={report.top[dim]!} query={query} />}
+              {dim === 'link' ? (
+                <LinkTable items={report.top.link!.slice(0, TABLE_ROWS)} search={search} />
+              ) : (
+                <Breakdown dim={dim} items={report.top[dim]!.slice(0, TABLE_ROWS)} query={query} />
+              )}
             </div>
           ))}
         </div>
@@ -637,6 +644,31 @@ function RoutesView({ routes }: { routes: NonNullable<Report['routes']> }) {
         {routes.rules.some((item) => item.index >= 0) ? table(t('stats.routes_rules'), t('stats.col_rule'), routes.rules, ruleLabel) : null}
         {routes.variants.some((item) => item.index >= 0) ? table(t('stats.routes_variants'), t('stats.col_variant'), routes.variants, variantLabel) : null}
       </div>
+    </section>
+  );
+}
+
+/**
+ * Rows each breakdown table shows. The report is asked for MAP_COUNTRIES rows a breakdown, so that the
+ * map colours every country with visits (the API's most), and the tables show the first ones.
+ */
+const TABLE_ROWS = 10;
+const MAP_COUNTRIES = 100;
+
+/** The world map of the report's countries, each a link to the report filtered by it (as its table row). */
+function CountryMap({ items, query }: { items: TopItem[]; query: ReportQuery }) {
+  const { path } = useLocation();
+  const { t, locale } = useI18n();
+  const regions = useRegionNames(locale);
+  const filtered = query.filters.country !== undefined;
+  return (
+    <section class="card" aria-labelledby="stats-map-heading">
+      <h2 id="stats-map-heading">{t('stats.map')}</h2>
+      <WorldMap
+        items={items}
+        countryName={(code) => (regions ? (regions.of(code) ?? code) : code)}
+        hrefOf={(code) => (filtered ? undefined : `${path}?${toSearch({ ...query, filters: { ...query.filters, country: code } })}`)}
+      />
     </section>
   );
 }
