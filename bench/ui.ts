@@ -197,6 +197,9 @@ await runBench(
       if (process.env.BENCH_SCREENSHOTS) {
         const shots: [string, string, { width: number; height: number }][] = [
           [`/stats/subdomain/${subdomain}`, 'stats-desktop', { width: 1280, height: 860 }],
+          // Two filters as chips (a click on a breakdown row each), and the world map scrolled into view.
+          [`/stats/subdomain/${subdomain}?range=30d&granularity=day&tz=UTC&country=DE&browser=Firefox`, 'stats-filtered-desktop', { width: 1280, height: 860 }],
+          [`/stats/subdomain/${subdomain}#map`, 'stats-map-desktop', { width: 1280, height: 860 }],
           ['/', 'overview-phone', { width: 375, height: 740 }],
           ['/links', 'links-desktop', { width: 1280, height: 860 }],
           [`http://${subdomain}.localhost:${port}/`, 'public-page-desktop', { width: 1280, height: 1400 }],
@@ -208,6 +211,10 @@ await runBench(
           await page.waitForFunction(() => document.querySelector('h1') !== null && document.querySelector('.state-loading, .boot') === null, undefined, {
             timeout: 60_000,
           });
+          if (path.endsWith('#map')) {
+            await page.getByTestId('world-map').scrollIntoViewIfNeeded();
+            await page.locator('[data-testid="world-map"] svg').waitFor({ timeout: 30_000 });
+          }
           await page.waitForTimeout(300);
           await page.screenshot({ path: join(process.env.BENCH_SCREENSHOTS, `${file}.png`), fullPage: false });
           await profile.close();

@@ -86,7 +86,7 @@ export function WorldMap({
           observer.disconnect();
           start();
         },
-        { rootMargin: '200px' },
+        { rootMargin: '0px' },
       );
       observer.observe(element);
       return () => {
