@@ -8,6 +8,7 @@ import { deduplicatedBy, toClickHouseTime } from '#shared/analytics/analytics.js
 import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext } from './support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from './support/owners.js';
+import { createTeam, joinTeam } from './support/teams.js';
 import { POLICY_SWITCHES, type PolicySwitch } from '#shared/policy/policy.js';
 
 /*
@@ -380,26 +381,8 @@ describe('privacy policy (property) on a subdomain that belongs to a team', () =
     const origin = new URL(context.config.publicUrl).origin;
     const teamOwner = await createOwner(context, app);
     const admin = await createOwner(context, app);
-    const created = await app.inject({
-      method: 'POST',
-      url: '/api/v1/teams',
-      headers: { cookie: teamOwner.cookie, origin },
-      payload: { name: 'Policy probes' },
-    });
-    expect(created.statusCode, created.body).toBe(201);
-    const teamId = created.json().data.id as string;
-    for (const member of [owner, admin]) {
-      const invited = await app.inject({
-        method: 'POST',
-        url: `/api/v1/teams/${teamId}/invitations`,
-        headers: { cookie: teamOwner.cookie, origin },
-        payload: { email: member.email, role: 'admin' },
-      });
-      expect(invited.statusCode, invited.body).toBe(201);
-      const token = new URL(invited.json().data.link).hash.replace('#token=', '');
-      const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: { cookie: member.cookie, origin }, payload: { token } });
-      expect(accepted.statusCode, accepted.body).toBe(200);
-    }
+    const teamId = await createTeam(app, origin, teamOwner, 'Policy probes');
+    for (const member of [owner, admin]) await joinTeam(app, origin, teamId, teamOwner, member, 'admin');
     const name = await claimSubdomain(app, owner);
     const assigned = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${name}/team`, headers: owner.auth, payload: { team_id: teamId } });
     expect(assigned.statusCode, assigned.body).toBe(200);

@@ -5,6 +5,7 @@ import type { Context } from '#shared/context.js';
 import type { listenerClient } from '#tests/support/listener.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { startTestPlatform } from '#tests/support/platform.js';
+import { createTeam, joinTeam } from '#tests/support/teams.js';
 import { closeContext } from '#tests/support/context.js';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
@@ -141,19 +142,8 @@ describe('public page of a subdomain', () => {
   it('holds the same policy on a subdomain that belongs to a team, and shows no member, team id or address', async () => {
     const origin = new URL(context.config.publicUrl).origin;
     const teamOwner = await createOwner(context, app);
-    const team = await app.inject({ method: 'POST', url: '/api/v1/teams', headers: { cookie: teamOwner.cookie, origin }, payload: { name: 'Page team' } });
-    expect(team.statusCode, team.body).toBe(201);
-    const teamId = team.json().data.id as string;
-    const invited = await app.inject({
-      method: 'POST',
-      url: `/api/v1/teams/${teamId}/invitations`,
-      headers: { cookie: teamOwner.cookie, origin },
-      payload: { email: owner.email, role: 'admin' },
-    });
-    expect(invited.statusCode, invited.body).toBe(201);
-    const token = new URL(invited.json().data.link).hash.replace('#token=', '');
-    const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: { cookie: owner.cookie, origin }, payload: { token } });
-    expect(accepted.statusCode, accepted.body).toBe(200);
+    const teamId = await createTeam(app, origin, teamOwner, 'Page team');
+    await joinTeam(app, origin, teamId, teamOwner, owner, 'admin');
     const { subdomain, link } = await setup({ stats_public: true, stats_show_visits_list: true, stats_show_links: true, stats_show_ua: true });
     const assigned = await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${subdomain}/team`, headers: owner.auth, payload: { team_id: teamId } });
     expect(assigned.statusCode, assigned.body).toBe(200);

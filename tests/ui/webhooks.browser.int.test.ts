@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
+import { createTeam, joinTeam } from '../support/teams.js';
 import { waitFor } from '../support/wait.js';
 import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
@@ -291,29 +292,12 @@ describe('webhooks page', () => {
 
   it("lets a team admin create a webhook on the team's subdomain from the page, and offers it to no viewer", { timeout: 60_000 }, async () => {
     const origin = new URL(platform.origin).origin;
-    const session = (who: TestOwner) => ({ cookie: who.cookie, origin });
     const subdomainOwner = await createOwner(platform.context, platform.app);
     const admin = await createOwner(platform.context, platform.app);
     const viewer = await createOwner(platform.context, platform.app);
-    const team = await platform.app.inject({ method: 'POST', url: '/api/v1/teams', headers: session(subdomainOwner), payload: { name: 'Hooks team' } });
-    expect(team.statusCode, team.body).toBe(201);
-    const teamId = team.json().data.id as string;
-    for (const [who, role] of [
-      [admin, 'admin'],
-      [viewer, 'viewer'],
-    ] as const) {
-      const invited = await platform.app.inject({
-        method: 'POST',
-        url: `/api/v1/teams/${teamId}/invitations`,
-        headers: session(subdomainOwner),
-        payload: { email: who.email, role },
-      });
-      expect(invited.statusCode, invited.body).toBe(201);
-      const token = new URL(invited.json().data.link).hash.replace('#token=', '');
-      expect((await platform.app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: session(who), payload: { token } })).statusCode).toBe(
-        200,
-      );
-    }
+    const teamId = await createTeam(platform.app, origin, subdomainOwner, 'Hooks team');
+    await joinTeam(platform.app, origin, teamId, subdomainOwner, admin, 'admin');
+    await joinTeam(platform.app, origin, teamId, subdomainOwner, viewer, 'viewer');
     const shared = await claimSubdomain(platform.app, subdomainOwner);
     const assigned = await platform.app.inject({
       method: 'PUT',

@@ -6,6 +6,7 @@ import type { Context } from '#shared/context.js';
 import { mintToken } from '#tests/support/accounts.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
+import { joinTeam } from '#tests/support/teams.js';
 import { waitFor } from '#tests/support/wait.js';
 import { buildApp } from '#services/app.js';
 import { createRepositories } from '#services/repositories.js';
@@ -31,18 +32,7 @@ afterAll(async () => {
 
 const session = (who: TestOwner) => ({ cookie: who.cookie, origin });
 
-async function join(teamId: string, inviter: TestOwner, invitee: TestOwner, role: string): Promise<void> {
-  const invited = await app.inject({
-    method: 'POST',
-    url: `/api/v1/teams/${teamId}/invitations`,
-    headers: session(inviter),
-    payload: { email: invitee.email, role },
-  });
-  expect(invited.statusCode, invited.body).toBe(201);
-  const token = new URL(invited.json().data.link).hash.replace('#token=', '');
-  const accepted = await app.inject({ method: 'POST', url: '/api/v1/invitations/accept', headers: session(invitee), payload: { token } });
-  expect(accepted.statusCode, accepted.body).toBe(200);
-}
+const join = (teamId: string, inviter: TestOwner, invitee: TestOwner, role: string) => joinTeam(app, origin, teamId, inviter, invitee, role);
 
 /** A team with one member of each role (the team's owner is not the subdomain's), a stranger, and a subdomain of the admin's given to the team. */
 async function teamSubdomain() {
