@@ -67,10 +67,15 @@ const get = async (url: string) => {
   return response;
 };
 const range = `since=${encodeURIComponent(new Date(now - 30 * DAY_MS).toISOString())}&until=${encodeURIComponent(new Date(now + DAY_MS).toISOString())}`;
-const reports = async () => ({
-  subdomain: (await get(`/api/v1/stats/subdomain/${sub}?${range}&granularity=day`)).json().data,
-  link: (await get(`/api/v1/stats/link/${link.id}?${range}&granularity=day`)).json().data,
-});
+/**
+ * The reports an erasure must leave as they were: everything the rollups hold. A link's `routes` (its
+ * visits by redirect rule and A/B variant) are counted from its raw visits, as the visit list is, so
+ * an erasure shortens them: they are left out here.
+ */
+const reports = async () => {
+  const { routes: _routes, ...linkReport } = (await get(`/api/v1/stats/link/${link.id}?${range}&granularity=day`)).json().data;
+  return { subdomain: (await get(`/api/v1/stats/subdomain/${sub}?${range}&granularity=day`)).json().data, link: linkReport };
+};
 
 /** Rows of every table of the analytics store whose string columns hold `needle`, by table. */
 async function analyticsRowsHolding(needle: string): Promise<Record<string, number>> {

@@ -639,6 +639,7 @@ function RoutesView({ routes }: { routes: NonNullable<Report['routes']> }) {
   return (
     <section class="stats-breakdowns" aria-labelledby="stats-routes-heading">
       <h2 id="stats-routes-heading">{t('stats.routes')}</h2>
+      <p class="muted">{t('stats.routes_raw')}</p>
       {/* One table a row: a rule or a variant is named by its condition and target, longer than a breakdown's value. */}
       <div class="routes-tables">
         {routes.rules.some((item) => item.index >= 0) ? table(t('stats.routes_rules'), t('stats.col_rule'), routes.rules, ruleLabel) : null}
