@@ -6,7 +6,7 @@ export const linksBulk = uiMessages({
     'bulk.nav': 'Bulk create',
     'bulk.title': 'Bulk links',
     'bulk.intro':
-      'Create up to {max} links from one CSV or JSON file. Every row is checked first; choose whether a refused row stops the whole upload or only itself. The CSV export below imports again as it is.',
+      'Create up to {max} links from one CSV or JSON file. Every row is checked first; choose whether a refused row stops the whole upload or only itself. The CSV export (the button above) imports again as it is.',
     'bulk.export': 'Export links (CSV)',
     'bulk.file': 'CSV or JSON file',
     'bulk.file_hint':
