@@ -18,6 +18,7 @@ import './styles.css';
 
 const SubdomainsPage = lazy(() => import('./pages/subdomains.js').then((module) => module.SubdomainsPage));
 const LinksPage = lazy(() => import('./pages/links.js').then((module) => module.LinksPage));
+const LinksBulkPage = lazy(() => import('./pages/links-bulk.js').then((module) => module.LinksBulkPage));
 const StatsPage = lazy(() => import('./pages/stats.js').then((module) => module.StatsPage));
 const VisitsPage = lazy(() => import('./pages/visits.js').then((module) => module.VisitsPage));
 const AttacksPage = lazy(() => import('./pages/attacks.js').then((module) => module.AttacksPage));
@@ -41,6 +42,7 @@ function SignedInRoutes() {
             <Route path="/subdomains" component={SubdomainsPage} />
             <Route path="/subdomains/:name" component={SubdomainsPage} />
             <Route path="/links" component={LinksPage} />
+            <Route path="/links/bulk" component={LinksBulkPage} />
             <Route path="/links/:id" component={LinksPage} />
             <Route path="/stats" component={StatsPage} />
             <Route path="/stats/:scope/:id" component={StatsPage} />

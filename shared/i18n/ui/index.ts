@@ -6,6 +6,7 @@ import { common } from './common.js';
 import { exportsPage } from './exports.js';
 import { importsPage } from './imports.js';
 import { links } from './links.js';
+import { linksBulk } from './links-bulk.js';
 import { linksProtection } from './links-protection.js';
 import { login } from './login.js';
 import { notifications } from './notifications.js';
@@ -40,6 +41,7 @@ const areas = [
   publicPage,
   twoFactor,
   linksProtection,
+  linksBulk,
 ] as const;
 
 type Area = (typeof areas)[number];

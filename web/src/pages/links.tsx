@@ -150,6 +150,11 @@ function LinksTable() {
             {t('links.new')}
           </button>
         ) : null}
+        {hasSubdomains ? (
+          <a class="button" href="/links/bulk">
+            {t('bulk.nav')}
+          </a>
+        ) : null}
       </PageHeader>
       {subdomains.state === 'loading' ? <Loading /> : null}
       {subdomains.state === 'error' ? <ErrorState error={subdomains.error} retry={subdomains.reload} /> : null}
