@@ -12,6 +12,7 @@ import type { RouteDef } from '#shared/http/route.js';
 import { apiSecurityHeadersHook, privateAnswersHook } from '#shared/http/security-headers.js';
 import { useStrictJson } from '#shared/http/json-body.js';
 import { shortHostMatcher } from '#shared/links/hosts.js';
+import { createCustomHosts, type CustomHosts } from '#shared/domains/custom-hosts.js';
 import type { Api } from './api/app.js';
 import type { ShortHostRoot } from './api/dashboard/dashboard.js';
 import { createAbuseGuard, type AbuseGuard } from './api/auth/abuse.js';
@@ -72,7 +73,7 @@ export async function buildApp(context: ProcessContext, options: AppOptions = {}
     ...(ingest
       ? {
           serverFactory: (handler: RequestListener, serverOptions: FastifyServerOptions) =>
-            hostServer((listener = hostDispatcher(context, handler, ingest)), serverOptions),
+            hostServer((listener = hostDispatcher(handler, ingest)), serverOptions),
         }
       : {}),
   });
@@ -160,13 +161,28 @@ async function composeRoles(
   if (!has('api') || !zones) return { ingest, abuse };
   // With the ingest role, short hosts never reach the API (the server routes them by Host).
   let shortHostRoot: ShortHostRoot | undefined;
+  let customHosts: CustomHosts | undefined;
   if (!ingest) {
+    // An ingest node forwards a custom domain's `GET /` with its Host: the API maps it as the edge does.
+    customHosts = await createCustomHosts({ ...full, repositories });
     const shortHostOf = shortHostMatcher(config);
+    const hosts = customHosts;
     shortHostRoot = (request: FastifyRequest, reply: FastifyReply) => {
-      const subdomain = shortHostOf(request.hostname);
+      const subdomain = shortHostOf(request.hostname) ?? hosts.subdomainOf(request.hostname);
       return subdomain ? pages.answer(request, reply, subdomain) : undefined;
     };
   }
-  const api = await createApi(full, { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight });
+  const api = await createApi(full, {
+    repositories,
+    services,
+    limiter,
+    abuse,
+    zones,
+    served,
+    dashboardDir,
+    shortHostRoot,
+    inFlight,
+    onClose: customHosts ? () => customHosts.close() : undefined,
+  });
   return { api, ingest, abuse };
 }

@@ -4,6 +4,7 @@ import { analyticsBackupRepository } from '#shared/backup/backup.repository.js';
 import { statsRepository } from '#shared/analytics/stats.repository.js';
 import { visitsRepository } from '#shared/analytics/visits.repository.js';
 import { auditRepository } from '#shared/audit/audit.repository.js';
+import { domainsRepository } from '#shared/domains/domains.repository.js';
 import type { Context, ProcessContext, ThinContext } from '#shared/context.js';
 import { importsRepository } from '#shared/imports/imports.repository.js';
 import { linksRepository } from '#shared/links/links.repository.js';
@@ -63,6 +64,7 @@ export function postgresRepositories({ db }: Pick<Context, 'db'>) {
     imports: importsRepository(postgres),
     subdomains: subdomainsRepository(postgres),
     teams: teamsRepository(postgres),
+    domains: domainsRepository(postgres),
     webhooks: webhooksRepository(postgres),
     audit: auditRepository(postgres),
     platformSecrets: platformSecretsRepository(postgres),

@@ -459,6 +459,42 @@ export const CONFIG_VARS = {
         'are only shown in the dashboard, and staff issue reset links (POST /api/v1/users/{id}/password-reset) instead of mail.',
     },
   ],
+  DNS_RESOLVERS: [
+    withDefault(
+      z
+        .string()
+        .transform((value) =>
+          value
+            .split(',')
+            .map((entry) => entry.trim())
+            .filter(Boolean),
+        )
+        .pipe(
+          z.array(
+            z
+              .string()
+              .regex(
+                /^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|[0-9A-Fa-f:]+|\[[0-9A-Fa-f:]+\](?::\d{1,5})?)$/,
+                'must be comma-separated IP addresses, each with an optional port (`10.0.0.2`, `127.0.0.1:5353`, `[::1]:53`)',
+              ),
+          ),
+        ),
+      '',
+    ),
+    {
+      doc: "DNS servers that verify custom domains' TXT records, comma-separated, each an IP address with an optional port (`1.1.1.1,8.8.8.8`, `127.0.0.1:5353`); empty: the system's resolvers. A resolver that caches negative answers delays a verification by its TTL.",
+    },
+  ],
+  DOMAIN_RECHECK_HOURS: [
+    withDefault(z.coerce.number().int().min(1, 'must be at least 1 hour').max(720, 'must be at most 720 hours'), 6),
+    { doc: "Hours between two checks of a served custom domain's TXT record by the worker (re-verification)." },
+  ],
+  DOMAIN_GRACE_HOURS: [
+    withDefault(z.coerce.number().int().min(0).max(2_160, 'must be at most 2160 hours'), 72),
+    {
+      doc: 'Hours a verified custom domain stays served after its TXT record was first found missing; the owner is notified at once and again when it lapses. 0: it lapses at the first failed check.',
+    },
+  ],
   SMTP_FROM: [
     optionalString(z.string().min(3).max(200)),
     { doc: 'Sender of notification and password-reset e-mails (default `linktrack <noreply@{BASE_DOMAIN}>`).' },
@@ -540,6 +576,8 @@ export interface Config {
   /** Nice value a worker-only process lowers itself to (WORKER_NICE). */
   workerNice: number;
   smtp: { url: string; from: string } | undefined;
+  /** Custom domains: the resolvers of their TXT checks (empty: the system's), re-verification period and grace, in hours. */
+  domains: { resolvers: string[]; recheckHours: number; graceHours: number };
   /** Password-reset requests per submitted address and window. */
   passwordResetPerAddress: RateRule;
   /**
@@ -654,6 +692,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     workerNice: env.WORKER_NICE,
     smtp: env.SMTP_URL ? { url: env.SMTP_URL, from: env.SMTP_FROM ?? `linktrack <noreply@${env.BASE_DOMAIN}>` } : undefined,
+    domains: { resolvers: env.DNS_RESOLVERS, recheckHours: env.DOMAIN_RECHECK_HOURS, graceHours: env.DOMAIN_GRACE_HOURS },
     passwordResetPerAddress: env.PASSWORD_RESET_PER_ADDRESS,
     secrets: { key: env.SECRETS_KEY, previous: env.SECRETS_KEY_PREVIOUS, keyFile: env.DATABASE_URL ? undefined : `${dataDir}/secrets.key` },
     retention: {

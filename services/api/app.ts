@@ -51,6 +51,8 @@ import { exportsService } from './exports/exports.service.js';
 import { importsRoutes } from './imports/imports.routes.js';
 import { importsService } from './imports/imports.service.js';
 import { reservedRoutes } from './reserved/reserved.routes.js';
+import { domainsRoutes } from './domains/domains.routes.js';
+import { domainsService } from './domains/domains.service.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
 import { webhooksService } from './webhooks/webhooks.service.js';
 import { registerDashboard, type ShortHostRoot } from './dashboard/dashboard.js';
@@ -91,6 +93,8 @@ export interface ApiDeps {
   shortHostRoot?: ShortHostRoot;
   /** The process's bound on each account's expensive work in flight (PNG QR codes, XLSX and PDF exports). */
   inFlight: InFlightGuard;
+  /** What else closes with the API (the custom domains held for shortHostRoot). */
+  onClose?: (() => Promise<void>) | undefined;
 }
 
 /** The api role's part of a process's HTTP app. */
@@ -106,7 +110,7 @@ export interface Api {
 /** The api role: the `/api/v1` routes, the legacy v0 API, sign-in under `/auth`, the owner dashboard. */
 export async function createApi(
   context: Context,
-  { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight }: ApiDeps,
+  { repositories, services, limiter, abuse, zones, served, dashboardDir, shortHostRoot, inFlight, onClose }: ApiDeps,
 ): Promise<Api> {
   const { config, log } = context;
   // The context's clients with the process's repositories: what the services below take slices of.
@@ -150,6 +154,7 @@ export async function createApi(
     ...erasuresRoutes(erasures),
     ...exportsRoutes(exportsService({ repositories, stats, rawVisitsSinceOf: (ownerId, only) => subdomains.rawVisitsSinceOf(ownerId, only) }), inFlight),
     ...webhooksRoutes(webhooksService({ ...deps, subdomains })),
+    ...domainsRoutes(domainsService({ ...context, repositories, subdomains })),
     ...importsRoutes(
       importsService({ links, subdomains, repositories, jobs: context.jobs, secrets: context.secrets, allowlist: context.config.webhooks.allowlist }),
     ),
@@ -163,6 +168,7 @@ export async function createApi(
       acceptCsvBodies(app);
       app.addHook('onClose', async () => authenticator.close());
       app.addHook('onClose', async () => qr.close());
+      if (onClose) app.addHook('onClose', onClose);
       app.addHook('onClose', async () => {
         await passwords.close();
         mailer?.close();

@@ -22,6 +22,7 @@ import { consentKey, consentTokens } from '#shared/tracker/consent-token.js';
 import { createLinkCache } from './link-cache.js';
 import { createTrackerOrigins } from './tracker-origins.js';
 import { shortHostMatcher } from '#shared/links/hosts.js';
+import { createCustomHosts } from '#shared/domains/custom-hosts.js';
 import { registerShortHosts, type ShortHosts } from './redirect.routes.js';
 import { trackerRoutes } from './tracker.routes.js';
 import type { PublicPages } from '../public-page/public-page.js';
@@ -37,6 +38,8 @@ export interface IngestApp {
   routes: RouteDef[];
   /** True once every visit and beacon taken before the call is in the message log (or counted as dropped); false at `deadlineMs`. */
   settled: (deadlineMs: number) => Promise<boolean>;
+  /** The subdomain a request's host name is a short host of: `{name}.{BASE_DOMAIN}` (not the API's own host), or a served custom domain. */
+  subdomainOfHost: (hostname: string) => string | undefined;
 }
 
 /** Paths the ingest edge answers on every host (the tracker), not only on short hosts. */
@@ -71,7 +74,7 @@ export async function buildIngestApp(
    * The links (for the link cache), the subdomains (for the tracker origins) and the platform secrets
    * (for the consent key): handed apart from the context's clients.
    */
-  repositories: Pick<Repositories, 'links' | 'subdomains' | 'platformSecrets'>,
+  repositories: Pick<Repositories, 'links' | 'subdomains' | 'platformSecrets' | 'domains'>,
 ): Promise<IngestApp> {
   const { config, log } = context;
   // No route of the edge takes credentials: its registrar has no authenticator.
@@ -82,16 +85,17 @@ export async function buildIngestApp(
   useStrictJson(app);
   const publicPages = rendered ?? (await forwardedPublicPages(app, context));
   // Independent start-up reads: the link cache's warm-up, the tracker origins' and the tracker's consent key.
-  const [links, origins, key] = await Promise.all([
+  const [links, origins, key, customHosts] = await Promise.all([
     createLinkCache({ ...context, repositories }),
     createTrackerOrigins({ ...context, repositories }),
     consentKey(repositories, config.tracker.secret),
+    createCustomHosts({ ...context, repositories }),
   ]);
   const visits = createVisitProducer(context);
   const beacons = createBeaconProducer(context);
   app.addHook('onClose', async () => {
     await Promise.all([visits.close(config.shutdownTimeoutMs / 2), beacons.close(config.shutdownTimeoutMs / 2)]);
-    await Promise.all([links.close(), origins.close()]);
+    await Promise.all([links.close(), origins.close(), customHosts.close()]);
   });
 
   app.decorateRequest('locale', 'en');
@@ -115,10 +119,11 @@ export async function buildIngestApp(
   const routes = trackerRoutes({ beacons, tokens, origins });
   const trackerMethods = createMethodIndex(routes);
   const shortHostOf = shortHostMatcher(config);
+  const subdomainOfHost = (hostname: string) => shortHostOf(hostname) ?? customHosts.subdomainOf(hostname);
   /** The methods a path is served under: the tracker's declared ones on its paths, GET and HEAD on any path of a short host. */
   const methodsOn = (hostname: string) => (path: string) => {
     const beacon = trackerMethods(path);
-    return beacon.length > 0 || !shortHostOf(hostname) ? beacon : SHORT_HOST_METHODS;
+    return beacon.length > 0 || !subdomainOfHost(hostname) ? beacon : SHORT_HOST_METHODS;
   };
   // What no route answers: 405 with Allow when the path is served under other methods, else 404.
   const routeMiss = (request: FastifyRequest) => routeMissError(methodsOn(request.hostname), request.method, request.url.split('?', 1)[0]!);
@@ -127,7 +132,7 @@ export async function buildIngestApp(
     const allow = trackerMethods(path);
     return allow.length > 0 ? routeMissError(() => allow, method, path) : undefined;
   };
-  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss, routeMiss });
+  const shortHosts = registerShortHosts(app, { context, links, visits, limiter, publicPages, methodMiss, routeMiss, customHosts });
 
   // The tracker: open CORS (no credentials) and JSON in text/plain bodies (no preflight), in its own scope. A
   // subdomain that lists tracker origins narrows the answer to the listed origin in the handler (tracker.routes.ts).
@@ -143,7 +148,7 @@ export async function buildIngestApp(
   });
   await app.ready();
   const settled = async (deadlineMs: number) => (await Promise.all([visits.settled(deadlineMs), beacons.settled(deadlineMs)])).every(Boolean);
-  return { app, shortHosts, routes, settled };
+  return { app, shortHosts, routes, settled, subdomainOfHost };
 }
 
 /**
@@ -154,16 +159,15 @@ export async function buildIngestApp(
  * by Host (requestHostProblem: none, two, or one that is no host) goes to `other` too, which refuses
  * it with the envelope (strictHostHook).
  */
-export function hostDispatcher({ config }: Pick<Context, 'config'>, other: RequestListener, ingest: IngestApp): RequestListener {
-  const shortHostOf = shortHostMatcher(config);
-  const { shortHosts } = ingest;
+export function hostDispatcher(other: RequestListener, ingest: IngestApp): RequestListener {
+  const { shortHosts, subdomainOfHost } = ingest;
   return (request, response) => {
     if (requestHostProblem(request)) return other(request, response);
     if (request.url && TRACKER_PATH.test(request.url)) return shortHosts.fastify(request, response);
     const host = request.headers.host;
     if (host) {
       const colon = host.lastIndexOf(':');
-      const subdomain = shortHostOf(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host);
+      const subdomain = subdomainOfHost(colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host);
       if (subdomain) return shortHosts.serve(request, response, subdomain);
     }
     other(request, response);

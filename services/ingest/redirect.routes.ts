@@ -18,6 +18,7 @@ import { SLUG } from '#shared/links/slugs.js';
 import type { RedirectLink } from '#shared/links/link-notices.js';
 import { routeOf, type RouteRequest } from '#shared/links/rules.js';
 import { openGeoLookup, type GeoLookup } from '#shared/geo.js';
+import type { CustomHosts } from '#shared/domains/custom-hosts.js';
 import type { LinkCache } from './link-cache.js';
 import type { VisitProducer } from './visit-producer.js';
 import type { PublicPages } from '../public-page/public-page.js';
@@ -35,6 +36,8 @@ export interface ShortHostDeps {
   methodMiss?: (method: string, path: string) => AppError | undefined;
   /** What a request no route answers gets (404, or 405 with Allow): a POST that is no password try. */
   routeMiss?: (request: FastifyRequest) => AppError;
+  /** The served custom domains: their hosts answer as their subdomain's `{name}.{BASE_DOMAIN}` does. */
+  customHosts?: Pick<CustomHosts, 'subdomainOf'>;
 }
 
 /** The headers every redirect ends with, the same for all: built once, not per redirect. */
@@ -263,7 +266,9 @@ export function registerShortHosts(app: FastifyInstance, deps: ShortHostDeps): S
   const { decideRequest: redirector, admitted } = createRedirector(deps);
   const clientAddress = clientAddressOf(config.trustProxy);
   const record = requestRecorder(context);
-  const subdomainOf = subdomainMatcher(config.baseDomain);
+  const baseSubdomainOf = subdomainMatcher(config.baseDomain);
+  const { customHosts } = deps;
+  const subdomainOf = (hostname: string) => baseSubdomainOf(hostname) ?? customHosts?.subdomainOf(hostname);
 
   /** A request that reached Fastify undecided (not through `serve`), as the redirector takes it. */
   const askedOf = (request: FastifyRequest): ShortHostRequest => {

@@ -289,7 +289,26 @@ export interface ImportRowsTable {
   link_id: string | null;
 }
 
+/** A domain of an owner's own attached to one of their subdomains (issue 40), served once its TXT record is verified. */
+export interface CustomDomainsTable {
+  domain: string;
+  subdomain: string;
+  token: string;
+  status: ColumnType<CustomDomainStatus, CustomDomainStatus | undefined, CustomDomainStatus>;
+  verified_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  failing_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  checked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  check_error: ColumnType<string | null, string | null | undefined, string | null>;
+  created_by: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** pending: never verified; verified: served; failing: served, its record missing (until the grace period ends); lapsed: no longer served. */
+export type CustomDomainStatus = 'pending' | 'verified' | 'failing' | 'lapsed';
+
 export interface DB {
+  custom_domains: CustomDomainsTable;
   imports: ImportsTable;
   import_rows: ImportRowsTable;
   user_totp: UserTotpTable;

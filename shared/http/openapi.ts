@@ -182,6 +182,12 @@ export function buildOpenApiDocument(routes: RouteDef[], info: OpenApiInfo): Rec
           'Verify `X-Svc-Signature` in constant time over the raw body, refuse a `delivered_at` older than 5 minutes, and deduplicate on `X-Svc-Delivery`.',
       },
       {
+        name: 'domains',
+        description:
+          "Custom domains (subdomain:write): an owner's own host names attached to a subdomain, proven by a DNS TXT record and re-verified " +
+          "periodically; once verified, the edge answers the host as it answers the subdomain. `GET /api/v1/tls-ask` is the TLS proxy's `ask`.",
+      },
+      {
         name: 'notifications',
         description: 'What the platform tells an account owner (a webhook disabled after failing deliveries); e-mailed too when SMTP_URL is set.',
       },

@@ -125,6 +125,8 @@ export function pagingOf(query: { limit: number; cursor?: string; page?: number 
 export const TIME_CURSOR = /^t1\.[0-9]{1,15}\.[0-9a-f-]{1,36}$/;
 /** Cursors of a collection read whole in name order (subdomains): the last name. */
 export const NAME_CURSOR = /^n1\.[a-z0-9-]{1,63}$/;
+/** Cursors of a collection of host names read whole in order (custom domains): the last one. */
+export const DOMAIN_CURSOR = /^d1\.[a-z0-9.-]{1,253}$/;
 
 /**
  * One page of a collection read whole and sorted: from the page number's offset, or after the cursor
@@ -169,5 +171,16 @@ export function pageByName<T extends { name: string }>(all: T[], paging: Paging)
     paging,
     (item, cursor) => item.name > cursor.slice('n1.'.length),
     (item) => `n1.${item.name}`,
+  );
+}
+
+/** One page of a collection read whole, in domain order (DOMAIN_CURSOR), and its meta. */
+export function pageByDomain<T extends { domain: string }>(all: T[], paging: Paging) {
+  const sorted = [...all].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+  return pageOfSorted(
+    sorted,
+    paging,
+    (item, cursor) => item.domain > cursor.slice('d1.'.length),
+    (item) => `d1.${item.domain}`,
   );
 }

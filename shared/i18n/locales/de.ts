@@ -104,6 +104,9 @@ export const de: Catalogue = {
   'rule.site_origin':
     'muss ein Website-Ursprung sein: http oder https, ein ASCII-Hostname (kein Punycode) oder eine IPv4-Adresse und optional ein Port, ohne Pfad, Query oder Zugangsdaten (z. B. https://example.org)',
   'rule.max_tracker_origins': 'höchstens {max} Website-Ursprünge',
+  'rule.domain_name': 'muss ein Hostname aus mindestens zwei Labels sein (z. B. go.example.org), keine IP-Adresse',
+  'rule.platform_domain': 'ist die eigene Domain der Plattform oder liegt darunter: hängen Sie eine eigene Domain an',
+  'rule.max_domains': 'höchstens {max} eigene Domains je Subdomain',
   'rule.taken': 'ist vergeben',
   'rule.taken_in_subdomain': 'ist in dieser Subdomain vergeben',
   'rule.cursor_of_list': 'ist kein Cursor dieser Liste',

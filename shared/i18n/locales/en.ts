@@ -98,6 +98,9 @@ export const en = {
   'rule.site_origin':
     'must be a site origin: http or https, an ASCII host name (not punycode) or IPv4 address and an optional port, without path, query or credentials (e.g. https://example.org)',
   'rule.max_tracker_origins': 'at most {max} site origins',
+  'rule.domain_name': 'must be a host name of at least two labels (e.g. go.example.org), not an IP address',
+  'rule.platform_domain': "is the platform's own domain or lies under it: attach a domain of your own",
+  'rule.max_domains': 'at most {max} custom domains per subdomain',
   'rule.taken': 'is taken',
   'rule.taken_in_subdomain': 'is taken in this subdomain',
   'rule.cursor_of_list': 'is not a cursor of this list',

@@ -102,6 +102,9 @@ export const es: Catalogue = {
   'rule.site_origin':
     'debe ser un origen de sitio: http o https, un nombre de host ASCII (no punycode) o una dirección IPv4 y un puerto opcional, sin ruta, consulta ni credenciales (p. ej. https://example.org)',
   'rule.max_tracker_origins': 'como máximo {max} orígenes de sitio',
+  'rule.domain_name': 'debe ser un nombre de host de al menos dos etiquetas (p. ej. go.example.org), no una dirección IP',
+  'rule.platform_domain': 'es el dominio de la plataforma o está bajo él: asocie un dominio propio',
+  'rule.max_domains': 'como máximo {max} dominios propios por subdominio',
   'rule.taken': 'ya está en uso',
   'rule.taken_in_subdomain': 'ya está en uso en este subdominio',
   'rule.cursor_of_list': 'no es un cursor de esta lista',

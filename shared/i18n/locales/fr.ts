@@ -103,6 +103,9 @@ export const fr: Catalogue = {
   'rule.site_origin':
     'doit être une origine de site : http ou https, un nom d’hôte ASCII (pas de punycode) ou une adresse IPv4 et un port facultatif, sans chemin, requête ni identifiants (p. ex. https://example.org)',
   'rule.max_tracker_origins': 'au plus {max} origines de site',
+  'rule.domain_name': "doit être un nom d'hôte d'au moins deux libellés (p. ex. go.example.org), pas une adresse IP",
+  'rule.platform_domain': 'est le domaine de la plateforme ou se trouve dessous : rattachez un domaine à vous',
+  'rule.max_domains': 'au plus {max} domaines personnalisés par sous-domaine',
   'rule.taken': 'est déjà pris',
   'rule.taken_in_subdomain': 'est déjà pris dans ce sous-domaine',
   'rule.cursor_of_list': "n'est pas un curseur de cette liste",
