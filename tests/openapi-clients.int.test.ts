@@ -106,6 +106,7 @@ describe('every list declares its pagination meta', () => {
     const lists = Object.entries(document.paths).filter(([, item]) => item.get?.parameters?.some((parameter) => parameter.name === 'cursor'));
     expect(lists.map(([path]) => path).sort()).toEqual([
       '/api/v1/admin/dead-letters',
+      '/api/v1/domains',
       '/api/v1/links',
       '/api/v1/me/audit',
       '/api/v1/notifications',
