@@ -3,6 +3,7 @@
 import { account } from './account.js';
 import { attacks } from './attacks.js';
 import { common } from './common.js';
+import { domains } from './domains.js';
 import { exportsPage } from './exports.js';
 import { importsPage } from './imports.js';
 import { links } from './links.js';
@@ -42,6 +43,7 @@ const areas = [
   twoFactor,
   linksProtection,
   linksBulk,
+  domains,
 ] as const;
 
 type Area = (typeof areas)[number];

@@ -20,6 +20,7 @@ import { formatDate, formatNumber } from '../app/format.js';
 import { useI18n, type Translate, type UiKey, type UiLocale } from '../app/i18n.js';
 import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, Notice, PageHeader, useLoad, type Loaded } from '../app/ui.js';
 import { originsError, originsOf, originsText, sameOrigins, TrackerOriginsField } from './subdomains-tracker.js';
+import { SubdomainDomains } from './subdomains-domains.js';
 import { passesTeamFilter, SubdomainTeam, TeamFilter, type TeamFilterValue } from './subdomains-team.js';
 import './subdomains.css';
 
@@ -333,7 +334,14 @@ function SubdomainSettings({ name }: { name: string }) {
           {t('subdomains.settings.back')}
         </a>
       </PageHeader>
-      <Async loaded={loaded}>{(subdomain) => <SettingsForm initial={subdomain} />}</Async>
+      <Async loaded={loaded}>
+        {(subdomain) => (
+          <>
+            <SettingsForm initial={subdomain} />
+            <SubdomainDomains name={subdomain.name} url={subdomain.url} />
+          </>
+        )}
+      </Async>
     </>
   );
 }
