@@ -7,6 +7,9 @@ import { HTTP_URL, MAX_TARGET_URL_LENGTH } from './urls.js';
 import { visitorHash } from '#shared/visits/visitor-hash.js';
 import { parseUserAgent } from '#shared/visits/enrichment.js';
 import type { GeoLookup } from '#shared/geo.js';
+import { firstLanguage, firstMatchingRule, forwardQuery, type RuleFacts } from './rule-match.js';
+
+export { firstLanguage, forwardQuery } from './rule-match.js';
 
 /** Most rules a link holds (the redirect benchmark uses 10). */
 export const MAX_RULES = 20;
@@ -87,8 +90,9 @@ export const VariantsSchema = z
 export type Variant = z.output<typeof VariantsSchema>[number];
 
 export const FORWARD_QUERY_DOC =
-  "Passes the short URL's query on to the target: its parameters are appended to the target's; on a clash the target's own " +
-  "parameter wins (its value is kept and the visitor's dropped), as Shlink does. `lt_visit` is never forwarded. Default false.";
+  "Passes the short URL's query on to the target: its parameters follow the target's; on a clash the visitor's parameter wins (the " +
+  "target's of that name is dropped), as Shlink and Dub do. `lt_visit` is never forwarded. Without it, a create takes the subdomain's " +
+  '`forward_query` (false unless set).';
 
 /** What the edge evaluates a link's routing on. */
 export interface RoutedLink {
@@ -115,14 +119,6 @@ export interface Route {
   variant: number;
 }
 
-/** The first language of an Accept-Language header, lower case, without its region (`de-CH;q=0.9` → `de`). */
-export function firstLanguage(header: string): string {
-  const match = /^\s*([A-Za-z]{2,3})\b/.exec(header);
-  return match ? match[1]!.toLowerCase() : '';
-}
-
-const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
-
 /**
  * Parsing a user agent costs about 100 µs and traffic repeats a few thousand: the edge keeps the
  * parse of the most recent distinct agents a device, OS or browser rule read (a few hundred KB at most).
@@ -135,7 +131,7 @@ function agentOf(userAgent: string) {
 }
 
 /** Lazily worked-out request facts: the user agent is parsed and the address looked up at most once. */
-class Facts {
+class Facts implements RuleFacts {
   private agent?: ReturnType<typeof parseUserAgent>;
   private countryCode?: string;
   private firstLanguage?: string;
@@ -143,64 +139,29 @@ class Facts {
     readonly request: RouteRequest,
     private readonly geo: () => GeoLookup | undefined,
   ) {}
-  ua() {
+  get at() {
+    return this.request.at;
+  }
+  get query() {
+    return this.request.query;
+  }
+  private ua() {
     return (this.agent ??= agentOf(this.request.userAgent));
+  }
+  device() {
+    return this.ua().device_type;
+  }
+  os() {
+    return this.ua().os;
+  }
+  browser() {
+    return this.ua().browser;
   }
   language() {
     return (this.firstLanguage ??= firstLanguage(this.request.acceptLanguage));
   }
   country() {
     return (this.countryCode ??= this.geo()?.lookup(this.request.ip)?.country ?? '');
-  }
-}
-
-/** A parameter of a raw query by name (and value), decoded; one pass over the text, no URLSearchParams (the hot path). */
-function hasParam(query: string, name: string, value: string | undefined): boolean {
-  for (const part of query.split('&')) {
-    const eq = part.indexOf('=');
-    if (nameOf(part) !== name) continue;
-    if (value === undefined) return true;
-    try {
-      if (eq >= 0 && decodeURIComponent(part.slice(eq + 1).replace(/\+/g, ' ')) === value) return true;
-    } catch {
-      continue;
-    }
-  }
-  return false;
-}
-
-/** A condition's values in lower case, made once per cached link (keyed by the values array it holds). */
-const lowered = new WeakMap<string[], Set<string>>();
-function listed(list: string[], value: string): boolean {
-  if (value === '') return false;
-  let set = lowered.get(list);
-  if (!set) lowered.set(list, (set = new Set(list.map((item) => item.toLowerCase()))));
-  return set.has(value.toLowerCase());
-}
-
-function matches(condition: RuleCondition, facts: Facts): boolean {
-  switch (condition.type) {
-    case 'device': {
-      const device = facts.ua().device_type;
-      return listed(condition.values, device === '' ? 'desktop' : device);
-    }
-    case 'os':
-      return listed(condition.values, facts.ua().os);
-    case 'browser':
-      return listed(condition.values, facts.ua().browser);
-    case 'country':
-      return listed(condition.values, facts.country());
-    case 'language':
-      return listed(condition.values, facts.language());
-    case 'time': {
-      const date = new Date(facts.request.at);
-      if (condition.days && !condition.days.includes(date.getUTCDay())) return false;
-      const now = date.getUTCHours() * 60 + date.getUTCMinutes();
-      const [from, to] = [minutesOf(condition.from), minutesOf(condition.to)];
-      return from < to ? now >= from && now < to : now >= from || now < to;
-    }
-    case 'query':
-      return facts.request.query !== '' && hasParam(facts.request.query, condition.name, condition.value);
   }
 }
 
@@ -215,51 +176,12 @@ export function variantOf(linkId: string, variants: Variant[], ip: string, userA
   return variants.length - 1;
 }
 
-/** A query part's name, decoded; undefined when it does not decode. */
-function nameOf(part: string): string | undefined {
-  const eq = part.indexOf('=');
-  try {
-    return decodeURIComponent((eq < 0 ? part : part.slice(0, eq)).replace(/\+/g, ' '));
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The visitor's query merged into the target's, as Shlink and Dub do: on a clash the visitor's
- * parameter wins (the target's of that name is dropped), the rest of the target's query is kept in
- * its order and the visitor's parameters follow; `lt_visit` and undecodable names never pass.
- */
-export function forwardQuery(target: string, query: string): string {
-  if (!query) return target;
-  const added: string[] = [];
-  const names = new Set<string>();
-  for (const part of query.split('&')) {
-    const name = part ? nameOf(part) : undefined;
-    if (name === undefined || name === 'lt_visit') continue;
-    added.push(part);
-    names.add(name);
-  }
-  if (added.length === 0) return target;
-  const hash = target.indexOf('#');
-  const base = hash < 0 ? target : target.slice(0, hash);
-  const queryAt = base.indexOf('?');
-  const kept =
-    queryAt < 0
-      ? []
-      : base
-          .slice(queryAt + 1)
-          .split('&')
-          .filter((part) => part && !names.has(nameOf(part) ?? ''));
-  return `${queryAt < 0 ? base : base.slice(0, queryAt)}?${[...kept, ...added].join('&')}${hash < 0 ? '' : target.slice(hash)}`;
-}
-
 /** Where a link sends a request: the first matching rule, else a variant, else its target; with the query forwarded when asked. */
 export function routeOf(link: RoutedLink, request: RouteRequest, geo: () => GeoLookup | undefined): Route {
   let route: Route | undefined;
   if (link.rules && link.rules.length > 0) {
     const facts = new Facts(request, geo);
-    const index = link.rules.findIndex((candidate) => matches(candidate.condition, facts));
+    const index = firstMatchingRule(link.rules, facts);
     if (index >= 0) route = { target: link.rules[index]!.target_url, rule: index, variant: -1 };
   }
   if (!route && link.variants && link.variants.length > 0) {
