@@ -9,6 +9,7 @@ import { importsPage } from './imports.js';
 import { links } from './links.js';
 import { linksBulk } from './links-bulk.js';
 import { linksProtection } from './links-protection.js';
+import { linksRouting } from './links-routing.js';
 import { login } from './login.js';
 import { notifications } from './notifications.js';
 import { overview } from './overview.js';
@@ -43,6 +44,7 @@ const areas = [
   twoFactor,
   linksProtection,
   linksBulk,
+  linksRouting,
   domains,
 ] as const;
 

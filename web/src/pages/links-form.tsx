@@ -9,6 +9,7 @@ import { useI18n } from '../app/i18n.js';
 import { Field, Notice } from '../app/ui.js';
 import type { Link } from './links-parts.js';
 import { emptyProtection, protectionCreate, protectionOf, protectionPatch, ProtectionFields, type ProtectionDraft } from './links-protection.js';
+import { emptyRouting, routingCreate, routingOf, routingPatch, RoutingFields, UtmBuilder, type RoutingDraft } from './links-routing.js';
 
 /**
  * A typed URL as the API takes it: percent-encoded where a browser would encode it (`<b>`, spaces in
@@ -40,6 +41,8 @@ interface Draft {
   append_visit_id: boolean;
   /** Issue 40: password and fallback URL (links-protection.tsx). */
   protection: ProtectionDraft;
+  /** Issue 40: rules, A/B split, query forwarding (links-routing.tsx). */
+  routing: RoutingDraft;
 }
 
 const pad = (value: number) => String(value).padStart(2, '0');
@@ -75,6 +78,7 @@ function draftOf(link: Link): Draft {
     redirect_type: String(link.redirect_type),
     append_visit_id: link.append_visit_id,
     protection: protectionOf(link),
+    routing: routingOf(link),
   };
 }
 
@@ -107,6 +111,7 @@ function LinkFields({
   draft,
   set,
   errors,
+  error,
   prefix,
   subdomains,
   link,
@@ -114,6 +119,8 @@ function LinkFields({
   draft: Draft;
   set: (patch: Partial<Draft>) => void;
   errors: Record<string, string>;
+  /** The last refusal itself (the routing fields read their paths from it). */
+  error: unknown;
   prefix: string;
   subdomains?: Schemas['Subdomain'][];
   /** The link being edited (none when creating). */
@@ -154,6 +161,7 @@ function LinkFields({
           />
         </Field>
       </div>
+      <UtmBuilder target={draft.target_url} onTarget={(url) => set({ target_url: url })} prefix={prefix} />
       <div class="form-grid">
         <Field id={id('slug')} label={t('links.field.slug')} hint={t('links.field.slug_hint')} error={errors.slug}>
           <input
@@ -222,6 +230,7 @@ function LinkFields({
         prefix={prefix}
         link={link}
       />
+      <RoutingFields draft={draft.routing} set={(routing) => set({ routing })} error={error} prefix={prefix} target={draft.target_url} />
     </>
   );
 }
@@ -275,6 +284,8 @@ export function CreateLinkForm({
 }) {
   const { t } = useI18n();
   const start = initialSubdomain && subdomains.some((subdomain) => subdomain.name === initialSubdomain) ? initialSubdomain : subdomains[0]!.name;
+  /** A new link forwards the query as its subdomain's default says, until the box is changed. */
+  const forwardOf = (name: string) => subdomains.find((subdomain) => subdomain.name === name)?.forward_query ?? false;
   const [draft, setDraft] = useState<Draft>({
     subdomain: start,
     target_url: '',
@@ -286,6 +297,7 @@ export function CreateLinkForm({
     redirect_type: '302',
     append_visit_id: false,
     protection: emptyProtection(),
+    routing: emptyRouting(forwardOf(start)),
   });
   // One key for this form until a link is made: a second submit (double click, retry) replays it.
   const clientId = useRef<string | undefined>(undefined);
@@ -309,7 +321,7 @@ export function CreateLinkForm({
     if (draft.expires_at) body.expires_at = fromLocalInput(draft.expires_at);
     body.redirect_type = Number(draft.redirect_type) as RedirectType;
     if (draft.append_visit_id) body.append_visit_id = true;
-    Object.assign(body, protectionCreate(draft.protection, encodedUrl));
+    Object.assign(body, protectionCreate(draft.protection, encodedUrl), routingCreate(draft.routing, encodedUrl));
     await run(async () => {
       const { data } = await call(api.POST('/api/v1/links', { body }));
       clientId.current = undefined;
@@ -323,8 +335,16 @@ export function CreateLinkForm({
       <h2 id="link-create-heading">{t('links.create_title')}</h2>
       <LinkFields
         draft={draft}
-        set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))}
+        set={(patch) =>
+          setDraft((previous) => {
+            const next = { ...previous, ...patch };
+            // Another subdomain: its default forwarding, unless the box was changed.
+            if (patch.subdomain !== undefined && !next.routing.forwardTouched) next.routing = { ...next.routing, forward_query: forwardOf(patch.subdomain) };
+            return next;
+          })
+        }
         errors={errors}
+        error={error}
         prefix="link-new"
         subdomains={subdomains}
       />
@@ -364,7 +384,7 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
     if (draft.expires_at !== initial.expires_at) body.expires_at = draft.expires_at ? fromLocalInput(draft.expires_at) : null;
     if (draft.redirect_type !== initial.redirect_type) body.redirect_type = Number(draft.redirect_type) as RedirectType;
     if (draft.append_visit_id !== initial.append_visit_id) body.append_visit_id = draft.append_visit_id;
-    Object.assign(body, protectionPatch(draft.protection, link, encodedUrl));
+    Object.assign(body, protectionPatch(draft.protection, link, encodedUrl), routingPatch(draft.routing, link, encodedUrl));
     setError(undefined);
     if (Object.keys(body).length === 0) {
       setResult('unchanged');
@@ -383,7 +403,14 @@ export function EditLinkForm({ link, onSaved }: { link: Link; onSaved: (link: Li
   return (
     <form class="card" ref={form} onSubmit={submit} noValidate aria-labelledby="link-edit-heading">
       <h2 id="link-edit-heading">{t('links.edit_title')}</h2>
-      <LinkFields draft={draft} set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))} errors={errors} prefix="link-edit" link={link} />
+      <LinkFields
+        draft={draft}
+        set={(patch) => setDraft((previous) => ({ ...previous, ...patch }))}
+        errors={errors}
+        error={error}
+        prefix="link-edit"
+        link={link}
+      />
       <FormError error={error} />
       {result === 'saved' ? <Notice kind="ok">{t('links.saved')}</Notice> : null}
       {result === 'unchanged' ? <Notice kind="info">{t('links.unchanged')}</Notice> : null}
