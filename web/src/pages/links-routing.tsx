@@ -475,7 +475,13 @@ function RuleEditor({
                 />
               </Field>
               <Field id={`${prefix}-value`} label={t('links.routing.param_value')}>
-                <input id={`${prefix}-value`} type="text" autocomplete="off" value={rule.value} onInput={(event) => set({ value: event.currentTarget.value })} />
+                <input
+                  id={`${prefix}-value`}
+                  type="text"
+                  autocomplete="off"
+                  value={rule.value}
+                  onInput={(event) => set({ value: event.currentTarget.value })}
+                />
               </Field>
             </>
           ) : null}
@@ -521,7 +527,16 @@ interface Visitor {
 /** Where the described visitor goes with the rules, split and forwarding as the form holds them now. */
 function RoutePreview({ draft, prefix, target }: { draft: RoutingDraft; prefix: string; target: string }) {
   const { t, locale } = useI18n();
-  const [visitor, setVisitor] = useState<Visitor>({ device: 'mobile', os: 'iOS', browser: 'Safari', country: 'DE', language: 'de', time: '12:00', day: 1, query: '' });
+  const [visitor, setVisitor] = useState<Visitor>({
+    device: 'mobile',
+    os: 'iOS',
+    browser: 'Safari',
+    country: 'DE',
+    language: 'de',
+    time: '12:00',
+    day: 1,
+    query: '',
+  });
   const change = (patch: Partial<Visitor>) => setVisitor((current) => ({ ...current, ...patch }));
   const [hours, minutes] = visitor.time.split(':').map(Number) as [number, number];
   const query = visitor.query.replace(/^\?/, '');
@@ -557,7 +572,14 @@ function RoutePreview({ draft, prefix, target }: { draft: RoutingDraft; prefix: 
   const weekday = (day: number) => new Intl.DateTimeFormat(locale, { weekday: 'long', timeZone: 'UTC' }).format(new Date(Date.UTC(2026, 10, 29 + day)));
   const text = (field: 'os' | 'browser' | 'country' | 'language' | 'query', label: string) => (
     <Field id={id(field)} label={label}>
-      <input id={id(field)} type="text" autocomplete="off" spellcheck={false} value={visitor[field]} onInput={(event) => change({ [field]: event.currentTarget.value })} />
+      <input
+        id={id(field)}
+        type="text"
+        autocomplete="off"
+        spellcheck={false}
+        value={visitor[field]}
+        onInput={(event) => change({ [field]: event.currentTarget.value })}
+      />
     </Field>
   );
   return (
@@ -592,7 +614,11 @@ function RoutePreview({ draft, prefix, target }: { draft: RoutingDraft; prefix: 
         </Field>
         {text('query', t('links.routing.preview_query'))}
       </div>
-      <output class="routing-answer" for={[id('device'), id('os'), id('browser'), id('country'), id('language'), id('time'), id('day'), id('query')].join(' ')} aria-live="polite">
+      <output
+        class="routing-answer"
+        for={[id('device'), id('os'), id('browser'), id('country'), id('language'), id('time'), id('day'), id('query')].join(' ')}
+        aria-live="polite"
+      >
         {answer}
       </output>
       {skipped.map(({ index }) => (
