@@ -125,7 +125,7 @@ function complete(draft: RuleDraft): boolean {
 }
 
 const rulesBody = (draft: RoutingDraft, encode: (url: string) => string): ApiRule[] =>
-  draft.rules.map((rule) => ({ condition: conditionOf(rule), target_url: encode(rule.target_url) }) as ApiRule);
+  draft.rules.map((rule) => ({ condition: conditionOf(rule), target_url: encode(rule.target_url) }));
 const variantsBody = (draft: RoutingDraft, encode: (url: string) => string): Variant[] =>
   draft.variants.map((variant) => ({ target_url: encode(variant.target_url), weight: Number(variant.weight) }));
 
@@ -553,7 +553,7 @@ function RoutePreview({ draft, prefix, target }: { draft: RoutingDraft; prefix: 
   const usable = draft.rules.map((rule, index) => ({ rule, index })).filter(({ rule }) => complete(rule));
   const skipped = draft.rules.map((rule, index) => ({ rule, index })).filter(({ rule }) => !complete(rule));
   const matched = firstMatchingRule(
-    usable.map(({ rule }) => ({ condition: conditionOf(rule), target_url: rule.target_url.trim() }) as ApiRule),
+    usable.map(({ rule }) => ({ condition: conditionOf(rule), target_url: rule.target_url.trim() })),
     facts,
   );
   const forwarded = (url: string) => (draft.forward_query ? forwardQuery(url, query) : url);
