@@ -37,6 +37,7 @@ import { bulkLinksService } from './links/bulk.js';
 import { acceptCsvBodies, bulkLinksRoutes } from './links/bulk.routes.js';
 // ---- end bulk links ----
 import { createQrRenderer } from './links/qr.js';
+import { qrLogoRoutes } from './links/qr-logo.routes.js';
 import type { InFlightGuard } from '#shared/http/in-flight.js';
 import { linksService } from './links/links.service.js';
 import { statsRoutes } from './stats/stats.routes.js';
@@ -129,7 +130,7 @@ export async function createApi(
   const erasures = erasuresService({ ...context, repositories, subdomains });
   const accounts = usersService(deps, abuse, erasures);
   // ---- bulk links (issue 40, item 5): each row checked and created as createLink's own ----
-  const linkRoutes = linksRoutes(links, { qr, inFlight });
+  const linkRoutes = linksRoutes(links, { qr, inFlight, logoOf: (name) => repositories.subdomains.qrLogo(name) });
   const createLinkRoute = linkRoutes.find((route) => route.operationId === 'createLink')!;
   const bulkLinks = bulkLinksService({ ...deps, subdomains, events: createEventBus(context) }, links, createLinkRoute.body!);
   // ---- end bulk links ----
@@ -146,6 +147,7 @@ export async function createApi(
     ...tokensRoutes(tokensService(deps)),
     ...teamsRoutes(teamsService(deps, (entry) => abuse.audit(entry), mailer)),
     ...subdomainsRoutes(subdomains, (entry) => abuse.audit(entry)),
+    ...qrLogoRoutes({ subdomains, repositories, qr, audit: (entry) => abuse.audit(entry) }),
     ...bulkLinksRoutes(bulkLinks, createLinkRoute),
     ...linkRoutes,
     ...statsRoutes(stats, zones),

@@ -307,7 +307,19 @@ export interface CustomDomainsTable {
 /** pending: never verified; verified: served; failing: served, its record missing (until the grace period ends); lapsed: no longer served. */
 export type CustomDomainStatus = 'pending' | 'verified' | 'failing' | 'lapsed';
 
+/** A subdomain's QR-code logo (issue 40), normalised to a PNG. */
+export interface SubdomainQrLogosTable {
+  subdomain: string;
+  png: Uint8Array;
+  width: number;
+  height: number;
+  digest: string;
+  updated_by: string | null;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
 export interface DB {
+  subdomain_qr_logos: SubdomainQrLogosTable;
   custom_domains: CustomDomainsTable;
   imports: ImportsTable;
   import_rows: ImportRowsTable;

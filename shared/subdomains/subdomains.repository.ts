@@ -16,6 +16,25 @@ export function subdomainsRepository(db: Kysely<DB>) {
         .returningAll()
         .executeTakeFirst();
     },
+    /** The subdomain's QR-code logo (a normalised PNG), if it has one. */
+    async qrLogo(name: string): Promise<{ png: Uint8Array; width: number; height: number; digest: string; updated_at: Date } | undefined> {
+      return db.selectFrom('subdomain_qr_logos').select(['png', 'width', 'height', 'digest', 'updated_at']).where('subdomain', '=', name).executeTakeFirst();
+    },
+    /** Sets (or replaces) the subdomain's QR-code logo. */
+    async setQrLogo(name: string, logo: { png: Uint8Array; width: number; height: number; digest: string }, by: string): Promise<Date> {
+      const row = await db
+        .insertInto('subdomain_qr_logos')
+        .values({ subdomain: name, ...logo, updated_by: by })
+        .onConflict((oc) => oc.column('subdomain').doUpdateSet({ ...logo, updated_by: by, updated_at: new Date() }))
+        .returning('updated_at')
+        .executeTakeFirstOrThrow();
+      return row.updated_at;
+    },
+    /** Removes the subdomain's QR-code logo; false when it had none. */
+    async deleteQrLogo(name: string): Promise<boolean> {
+      const result = await db.deleteFrom('subdomain_qr_logos').where('subdomain', '=', name).executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    },
     async find(name: string): Promise<SubdomainRow | undefined> {
       return db.selectFrom('subdomains').selectAll().where('name', '=', name).executeTakeFirst();
     },

@@ -152,7 +152,19 @@ export const PublicLinkSchema = z
 const idParams = z.object({ id: z.string().regex(LINK_ID, rule('link_id')) });
 
 /** Link endpoints: the owner's CRUD, duplicate and QR, and the public list of a subdomain. */
-export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRenderer; inFlight: InFlightGuard }): RouteDef[] {
+export function linksRoutes(
+  service: LinksService,
+  {
+    qr,
+    inFlight,
+    logoOf,
+  }: {
+    qr: QrRenderer;
+    inFlight: InFlightGuard;
+    /** A subdomain's QR-code logo (PUT /api/v1/subdomains/{name}/qr-logo), for `logo=true`. */
+    logoOf: (subdomain: string) => Promise<{ png: Uint8Array; digest: string } | undefined>;
+  },
+): RouteDef[] {
   return [
     defineRoute({
       operationId: 'listLinks',
@@ -343,7 +355,11 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         '`qr_renderer_busy`). ' +
         '`fg` and `bg` colour the modules and the background (six hex digits, `#` optional, as `%23` in a query; black on white ' +
         `by default). The modules must be the darker, with a contrast ratio (WCAG 2) of at least ${QR_MIN_CONTRAST}:1, so that ` +
-        'scanners read the code: a lower contrast, or light modules on a dark background, answers 422 `validation_error` on `fg`.',
+        'scanners read the code: a lower contrast, or light modules on a dark background, answers 422 `validation_error` on `fg`. ' +
+        "`logo=true` draws the subdomain's logo (PUT /api/v1/subdomains/{name}/qr-logo) in the centre, in a box of the background " +
+        "colour a module wider than it, at most about a quarter of the symbol's width, and the code at error correction H whatever " +
+        '`ecc` says (its 30 % redundancy restores the modules the box hides): a larger symbol, so a larger least `size`. A subdomain ' +
+        'without a logo answers 422 on `logo`. The PNG is then truecolour.',
       tags,
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
@@ -373,6 +389,11 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
           .optional()
           .meta({ description: `Colour of the background; default \`${QR_DEFAULT_BG}\`. At least ${QR_MIN_CONTRAST}:1 lighter than \`fg\`.` }),
         // ---- end QR colours ----
+        logo: z
+          .enum(['true', 'false'])
+          .transform((value) => value === 'true')
+          .optional()
+          .meta({ description: "`true`: the subdomain's logo in the centre (drawn at ecc H). Default false." }),
       }),
       response: z.string().meta({ description: 'The image.' }),
       raw: { contentType: ['image/svg+xml', 'image/png'], description: 'The QR code image.' },
@@ -389,8 +410,18 @@ export function linksRoutes(service: LinksService, { qr, inFlight }: { qr: QrRen
         // The slot is taken first, so that a refusal costs no database read.
         const release = format === 'png' ? inFlight.acquire('qr_png', principal!.userId) : undefined;
         try {
-          const { url, slug } = await service.shortUrlOf(principal!, params.id);
-          const body = await qr.render({ text: url, format, size: query.size, margin: query.margin, ecc: query.ecc, ...colours });
+          const { url, slug, subdomain } = await service.shortUrlOf(principal!, params.id);
+          const logo = query.logo ? await logoOf(subdomain) : undefined;
+          if (query.logo && !logo) throw new AppError('validation_error', { logo: rule('qr_logo_missing') });
+          const body = await qr.render({
+            text: url,
+            format,
+            size: query.size,
+            margin: query.margin,
+            ecc: logo ? 'H' : query.ecc,
+            ...colours,
+            ...(logo ? { logo: { png: logo.png, digest: logo.digest } } : {}),
+          });
           reply.header('Content-Disposition', `inline; filename="${slug}.${format}"`);
           reply.header('Vary', 'Accept');
           return { contentType: format === 'png' ? 'image/png' : 'image/svg+xml; charset=utf-8', body };

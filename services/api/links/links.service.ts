@@ -561,9 +561,9 @@ export function linksService(deps: LinksDeps) {
     },
 
     /** The short URL a QR code encodes, for a link the caller may manage. */
-    async shortUrlOf(principal: Principal, id: string): Promise<{ url: string; slug: string }> {
+    async shortUrlOf(principal: Principal, id: string): Promise<{ url: string; slug: string; subdomain: string }> {
       const row = await managed(principal, id);
-      return { url: shortUrl(config, row.subdomain, row.slug), slug: row.slug };
+      return { url: shortUrl(config, row.subdomain, row.slug), slug: row.slug, subdomain: row.subdomain };
     },
   };
 }

@@ -1,6 +1,7 @@
 import { crc32, deflateSync } from 'node:zlib';
 import QRCode from 'qrcode';
 import { QR_DEFAULT_BG, QR_DEFAULT_FG } from '#shared/links/qr-colours.js';
+import { logoBox, logoPixels } from './qr-logo.js';
 
 export const QR_FORMATS = ['svg', 'png'] as const;
 export type QrFormat = (typeof QR_FORMATS)[number];
@@ -19,6 +20,8 @@ export interface QrRequest {
   /** Colours of the dark modules and of the light background, `rrggbb` (lower case, no `#`); black on white when absent. */
   fg?: string;
   bg?: string;
+  /** A logo for the centre (its subdomain's, normalised PNG; `digest` names its version). The code is then drawn at ecc H. */
+  logo?: { png: Uint8Array; digest: string };
 }
 
 /**
@@ -55,13 +58,73 @@ export function qrImage(request: QrRequest): QrImage {
   const modules = symbol.modules.size;
   const placed = layout(modules, request.size, request.margin);
   if ('minSize' in placed) return { ok: false, minSize: placed.minSize };
-  const dark = (row: number, column: number) => symbol.modules.get(row, column) === 1;
   const colours = { fg: request.fg ?? QR_DEFAULT_FG, bg: request.bg ?? QR_DEFAULT_BG };
+  if (request.logo) return { ok: true, body: withLogo(request, symbol.modules, placed, colours, request.logo.png) };
+  const dark = (row: number, column: number) => symbol.modules.get(row, column) === 1;
   const body =
     request.format === 'png'
       ? pngOf(dark, modules, request.size, placed.scale, placed.offset, colours)
       : svgOf(dark, modules, request.size, placed.scale, placed.offset, colours);
   return { ok: true, body };
+}
+
+/**
+ * A code with the logo in its centre: the modules under the logo's box are left out (background),
+ * the logo drawn inside the box with a module of padding. SVG embeds the stored PNG (a data: URL);
+ * PNG is truecolour, the logo composited over the background by its alpha.
+ */
+function withLogo(
+  request: QrRequest,
+  symbol: { size: number; get(row: number, column: number): number },
+  placed: { scale: number; offset: number },
+  colours: { fg: string; bg: string },
+  logo: Uint8Array,
+): Buffer | string {
+  const modules = symbol.size;
+  const { scale, offset } = placed;
+  const box = logoBox(modules);
+  const hidden = (index: number) => index >= box.start && index < box.start + box.span;
+  const dark = (row: number, column: number) => !(hidden(row) && hidden(column)) && symbol.get(row, column) === 1;
+  const inner = { at: offset + (box.start + 1) * scale, px: (box.span - 2) * scale };
+  if (request.format === 'svg') {
+    const svg = svgOf(dark, modules, request.size, scale, offset, colours);
+    const image =
+      `<image x="${inner.at}" y="${inner.at}" width="${inner.px}" height="${inner.px}" preserveAspectRatio="xMidYMid meet" ` +
+      `href="data:image/png;base64,${Buffer.from(logo.buffer, logo.byteOffset, logo.byteLength).toString('base64')}"/>`;
+    return svg.replace('</svg>', `${image}</svg>`);
+  }
+  const size = request.size;
+  const stride = 1 + size * 3;
+  const raw = Buffer.alloc(stride * size);
+  const fg = Buffer.from(colours.fg, 'hex');
+  const bg = Buffer.from(colours.bg, 'hex');
+  for (let y = 0; y < size; y++) {
+    raw[y * stride] = 0;
+    for (let x = 0; x < size; x++) bg.copy(raw, y * stride + 1 + x * 3);
+  }
+  for (let row = 0; row < modules; row++) {
+    for (let column = 0; column < modules; column++) {
+      if (!dark(row, column)) continue;
+      for (let y = offset + row * scale; y < offset + (row + 1) * scale; y++) {
+        for (let x = offset + column * scale; x < offset + (column + 1) * scale; x++) fg.copy(raw, y * stride + 1 + x * 3);
+      }
+    }
+  }
+  const pixels = logoPixels(logo, inner.px);
+  for (let y = 0; y < pixels.height; y++) {
+    for (let x = 0; x < pixels.width; x++) {
+      const from = (y * pixels.width + x) * 4;
+      const alpha = pixels.data[from + 3]! / 255;
+      const at = (inner.at + pixels.top + y) * stride + 1 + (inner.at + pixels.left + x) * 3;
+      for (let channel = 0; channel < 3; channel++) raw[at + channel] = Math.round(pixels.data[from + channel]! * alpha + bg[channel]! * (1 - alpha));
+    }
+  }
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // truecolour
+  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
 }
 
 /**

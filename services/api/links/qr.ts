@@ -5,6 +5,7 @@ import { AppError, retryLater } from '#shared/errors.js';
 import { RENDERER_BUSY_REASON } from '#shared/http/in-flight.js';
 import { rule } from '#shared/i18n/index.js';
 import { MIN_MODULE_PX, type QrImage, type QrRequest } from './qr-image.js';
+import type { NormalizedLogo } from './qr-logo.js';
 
 /** Bytes of rendered images kept (least recently used dropped first): a 1024 px PNG is a few kB, an SVG a few tens. */
 export const QR_CACHE_BYTES = 16 * 1024 * 1024;
@@ -25,6 +26,8 @@ export interface QrRenderer {
    * whole modules of MIN_MODULE_PX, or a PNG too large; 429 `rate_limited` when the queue is full.
    */
   render(request: QrRequest): Promise<Buffer | string>;
+  /** Checks and normalises an uploaded logo in a pool thread. */
+  normalizeLogo(upload: Uint8Array): Promise<NormalizedLogo>;
   /** Images drawn by the pool so far, and answers taken from the cache or from a render already under way. */
   counts(): { drawn: number; reused: number };
   /** Stops the render threads. */
@@ -32,7 +35,7 @@ export interface QrRenderer {
 }
 
 const keyOf = (request: QrRequest) =>
-  `${request.format}|${request.size}|${request.margin}|${request.ecc}|${request.fg ?? ''}|${request.bg ?? ''}|${request.text}`;
+  `${request.format}|${request.size}|${request.margin}|${request.ecc}|${request.fg ?? ''}|${request.bg ?? ''}|${request.logo?.digest ?? ''}|${request.text}`;
 
 // From the sources (Vitest, tsx), the worker is TypeScript and its thread loads tsx; built, it is the JavaScript beside this file.
 const fromSource = import.meta.url.endsWith('.ts');
@@ -47,9 +50,9 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
   });
   const rendering = new Map<string, Promise<Buffer | string>>();
   const counted = { drawn: 0, reused: 0 };
-  let pool: Piscina<QrRequest, QrImage> | undefined;
+  let pool: Piscina<QrRequest | Uint8Array, QrImage | NormalizedLogo> | undefined;
   const poolOf = () =>
-    (pool ??= new Piscina<QrRequest, QrImage>({
+    (pool ??= new Piscina<QrRequest | Uint8Array, QrImage | NormalizedLogo>({
       filename: WORKER,
       minThreads: 0,
       maxThreads: threads,
@@ -64,7 +67,7 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
   const renderOnce = async (request: QrRequest, key: string): Promise<Buffer | string> => {
     let image: QrImage;
     try {
-      image = await poolOf().run(request);
+      image = (await poolOf().run(request)) as QrImage;
     } catch (error) {
       // Piscina refuses a task when its queue is full: the renderer is saturated, come back in a second.
       if (error instanceof Error && /queue is at limit/i.test(error.message)) throw retryLater('rate_limited', 1, { reason: RENDERER_BUSY_REASON });
@@ -90,6 +93,16 @@ export function createQrRenderer(options: { threads?: number; cacheBytes?: numbe
       pending = renderOnce(request, key).finally(() => rendering.delete(key));
       rendering.set(key, pending);
       return pending;
+    },
+    async normalizeLogo(upload) {
+      try {
+        const normalized = (await poolOf().run(upload, { name: 'normalize' })) as NormalizedLogo;
+        // A structured clone of a Buffer arrives as a plain Uint8Array.
+        return normalized.ok ? { ...normalized, png: Buffer.from(normalized.png.buffer, normalized.png.byteOffset, normalized.png.byteLength) } : normalized;
+      } catch (error) {
+        if (error instanceof Error && /queue is at limit/i.test(error.message)) throw retryLater('rate_limited', 1, { reason: RENDERER_BUSY_REASON });
+        throw error;
+      }
     },
     counts: () => ({ ...counted }),
     async close() {
