@@ -66,8 +66,7 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
     // The seeding leaves merges running: measured during them, a query shares the two cores with
     // them (the filtered report's p95 was 570 ms then, 221 ms once they ended). A live platform's
     // last 30 days are merged long since, so the figures are taken once the merges have ended.
-    const count = async (query: string) =>
-      Number(((await (await context.analytics.client.query({ query, format: 'JSONEachRow' })).json()) as { n: string }[])[0]!.n);
+    const count = async (query: string) => Number((await (await context.analytics.client.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
     const settling = performance.now();
     while ((await count('SELECT count() AS n FROM system.merges')) > 0) await new Promise((resolve) => setTimeout(resolve, 1_000));
     const parts = await count("SELECT count() AS n FROM system.parts WHERE table = 'visits' AND active");

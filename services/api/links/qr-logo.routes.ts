@@ -99,6 +99,13 @@ export function qrLogoRoutes({
       auth: { kind: 'scope', scope: 'links:read' },
       bucket: 'api',
       params: nameParams,
+      query: z.object({
+        v: z
+          .string()
+          .max(64)
+          .optional()
+          .meta({ description: 'Not read: a page may put the digest it shows here, so that a browser never reuses an image of an older version.' }),
+      }),
       response: z.string().meta({ description: 'The PNG.' }),
       raw: { contentType: 'image/png', description: 'The logo.' },
       errors: ['not_found', 'not_owner'],

@@ -14,6 +14,7 @@ import { login } from './login.js';
 import { notifications } from './notifications.js';
 import { overview } from './overview.js';
 import { publicPage } from './public-page.js';
+import { qrLogo } from './qr-logo.js';
 import { staff } from './staff.js';
 import { stats } from './stats.js';
 import { subdomains } from './subdomains.js';
@@ -46,6 +47,7 @@ const areas = [
   linksBulk,
   linksRouting,
   domains,
+  qrLogo,
 ] as const;
 
 type Area = (typeof areas)[number];

@@ -87,9 +87,9 @@ export function ShortUrl({ link }: { link: Link }) {
 export type QrColours = { fg: string; bg: string };
 const PLAIN: QrColours = { fg: QR_DEFAULT_FG, bg: QR_DEFAULT_BG };
 
-export function qrUrl(link: Link, format: 'svg' | 'png', size = 256, colours: QrColours = PLAIN): string {
+export function qrUrl(link: Link, format: 'svg' | 'png', size = 256, colours: QrColours = PLAIN, logo = false): string {
   const coloured = colours.fg === QR_DEFAULT_FG && colours.bg === QR_DEFAULT_BG ? '' : `&fg=${colours.fg}&bg=${colours.bg}`;
-  return `/api/v1/links/${encodeURIComponent(link.id)}/qr?format=${format}&size=${size}${coloured}`;
+  return `/api/v1/links/${encodeURIComponent(link.id)}/qr?format=${format}&size=${size}${coloured}${logo ? '&logo=true' : ''}`;
 }
 
 /**
@@ -101,6 +101,9 @@ export function QrCode({ link }: { link: Link }) {
   const { t } = useI18n();
   const [chosen, setChosen] = useState<QrColours>(PLAIN);
   const [shown, setShown] = useState<QrColours>(PLAIN);
+  // The subdomain's logo in the centre (issue 40): a subdomain without one answers 422, said here.
+  const [logo, setLogo] = useState(false);
+  const [logoMissing, setLogoMissing] = useState(false);
   const contrast = qrContrast(chosen.fg, chosen.bg);
   const choose = (part: keyof QrColours, value: string) => {
     const next = { ...chosen, [part]: normaliseColour(value) };
@@ -110,7 +113,32 @@ export function QrCode({ link }: { link: Link }) {
   const id = `qr-${link.id}`;
   return (
     <div class="qr">
-      <img src={qrUrl(link, 'svg', 256, shown)} width={200} height={200} alt={t('links.qr_alt', { url: link.short_url })} />
+      <img
+        src={qrUrl(link, 'svg', 256, shown, logo && !logoMissing)}
+        width={200}
+        height={200}
+        alt={t('links.qr_alt', { url: link.short_url })}
+        onError={() => {
+          if (logo) setLogoMissing(true);
+        }}
+      />
+      <div class="checkbox">
+        <input
+          id={`qr-${link.id}-logo`}
+          type="checkbox"
+          checked={logo}
+          onChange={(event) => {
+            setLogo(event.currentTarget.checked);
+            setLogoMissing(false);
+          }}
+        />
+        <label for={`qr-${link.id}-logo`}>{t('qr_logo.in_code')}</label>
+      </div>
+      {logo && logoMissing ? (
+        <p class="notice notice-info" role="status">
+          {t('qr_logo.missing')} <a href={`/subdomains/${encodeURIComponent(link.subdomain)}`}>{link.subdomain}</a>
+        </p>
+      ) : null}
       <div class="qr-colours">
         <div class="field">
           <label for={`${id}-fg`}>{t('links.qr_fg')}</label>
@@ -127,10 +155,10 @@ export function QrCode({ link }: { link: Link }) {
         </p>
       ) : null}
       <div class="form-actions">
-        <a class="button button-small" href={qrUrl(link, 'svg', 1024, shown)} download={`${link.slug}.svg`}>
+        <a class="button button-small" href={qrUrl(link, 'svg', 1024, shown, logo && !logoMissing)} download={`${link.slug}.svg`}>
           {t('links.qr_download_svg')}
         </a>
-        <a class="button button-small" href={qrUrl(link, 'png', 1024, shown)} download={`${link.slug}.png`}>
+        <a class="button button-small" href={qrUrl(link, 'png', 1024, shown, logo && !logoMissing)} download={`${link.slug}.png`}>
           {t('links.qr_download_png')}
         </a>
       </div>

@@ -21,6 +21,7 @@ import { useI18n, type Translate, type UiKey, type UiLocale } from '../app/i18n.
 import { Async, CopyButton, Empty, ErrorState, Field, fieldError, Loading, Notice, PageHeader, useLoad, type Loaded } from '../app/ui.js';
 import { originsError, originsOf, originsText, sameOrigins, TrackerOriginsField } from './subdomains-tracker.js';
 import { SubdomainDomains } from './subdomains-domains.js';
+import { SubdomainQrLogo } from './subdomains-qr-logo.js';
 import { passesTeamFilter, SubdomainTeam, TeamFilter, type TeamFilterValue } from './subdomains-team.js';
 import './subdomains.css';
 
@@ -339,6 +340,7 @@ function SubdomainSettings({ name }: { name: string }) {
           <>
             <SettingsForm initial={subdomain} />
             <SubdomainDomains name={subdomain.name} url={subdomain.url} />
+            <SubdomainQrLogo name={subdomain.name} />
           </>
         )}
       </Async>
