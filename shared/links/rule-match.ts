@@ -2,7 +2,12 @@
 // merging a visitor's query into a target. The edge (shared/links/rules.ts) and the dashboard's
 // preview of the link form use this one module, so the preview says what the edge does. No Node
 // module is imported here: it is bundled into the dashboard.
-import type { RuleCondition, RedirectRule } from './rules.js';
+/** A rule's condition as rules.ts's schema writes it (declared here, so that this module imports nothing). */
+export type MatchCondition =
+  | { type: 'device'; values: string[] }
+  | { type: 'os' | 'browser' | 'country' | 'language'; values: string[] }
+  | { type: 'time'; from: string; to: string; days?: number[] | undefined }
+  | { type: 'query'; name: string; value?: string | undefined };
 
 /** The facts of a request a condition reads; the edge works each out lazily, the preview has them as picked. */
 export interface RuleFacts {
@@ -53,7 +58,7 @@ function listed(list: string[], value: string): boolean {
 }
 
 /** Whether a request's facts meet a rule's condition: the one test the edge and the dashboard's preview share. */
-export function matches(condition: RuleCondition, facts: RuleFacts): boolean {
+export function matches(condition: MatchCondition, facts: RuleFacts): boolean {
   switch (condition.type) {
     case 'device': {
       const device = facts.device();
@@ -122,6 +127,6 @@ export function forwardQuery(target: string, query: string): string {
 }
 
 /** The index of the first rule whose condition the facts meet, or -1. */
-export function firstMatchingRule(rules: readonly RedirectRule[], facts: RuleFacts): number {
+export function firstMatchingRule(rules: readonly { condition: MatchCondition }[], facts: RuleFacts): number {
   return rules.findIndex((candidate) => matches(candidate.condition, facts));
 }
