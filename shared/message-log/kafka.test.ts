@@ -78,22 +78,31 @@ describe('the Kafka consumer joining the batches of several partitions (partitio
     let running = 0;
     let most = 0;
     const sizes: number[] = [];
+    // The first call holds its turn until the test lets it go (a gate, not a timer: no race under load).
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started!: () => void;
+    const firstStarted = new Promise<void>((resolve) => (started = resolve));
     const join = partitionJoiner(
       async (messages) => {
         sizes.push(messages.length);
         most = Math.max(most, ++running);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        if (sizes.length === 1) {
+          started();
+          await gate;
+        }
         running--;
       },
       100,
       1,
     );
     const first = join(slice('a', 1, events));
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    // The first call is in flight: these two wait, together.
+    await firstStarted;
+    // The first call is in flight: these three wait, together.
     const later = [join(slice('b', 1, events)), join(slice('c', 1, events))];
     await new Promise((resolve) => setTimeout(resolve, 5));
     later.push(join(slice('d', 1, events)));
+    release();
     await Promise.all([first, ...later]);
     expect(most).toBe(1);
     expect(sizes).toEqual([1, 3]);
