@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
-import { openPage, screenshot, seriousA11yViolations, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
+import { type openPage, openSignedIn, screenshot, seriousA11yViolations, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
 
 // Issue 40, custom domains in a real browser, against a DNS server started here (DNS_RESOLVERS):
 // the subdomain settings page adds a domain, shows the TXT record, checks it (not found, then
@@ -21,13 +21,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-async function ownerPage(owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> {
-  const opened = await openPage(platform, options);
-  const [name, value] = owner.cookie.split('=') as [string, string];
-  await opened.browserContext.addCookies([{ name, value, url: platform.origin, httpOnly: true, sameSite: 'Lax' }]);
-  opened.page.setDefaultTimeout(8_000);
-  return opened;
-}
+const ownerPage = (owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> => openSignedIn(platform, owner, options);
 
 /** GET over a real socket to the platform's port with another Host: what a visitor of the domain sends. */
 const visit = (host: string, path: string) =>

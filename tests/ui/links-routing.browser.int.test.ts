@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
-import { openPage, screenshot, seriousA11yViolations, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
+import { type openPage, openSignedIn, screenshot, seriousA11yViolations, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
 
 // Issue 40 in a real browser: the link form's redirect rules (added, moved, each condition's
 // inputs), the A/B split with its shares, query forwarding starting from the subdomain's default,
@@ -16,13 +16,7 @@ afterAll(async () => {
   await platform?.stop();
 });
 
-async function ownerPage(owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> {
-  const opened = await openPage(platform, options);
-  const [name, value] = owner.cookie.split('=') as [string, string];
-  await opened.browserContext.addCookies([{ name, value, url: platform.origin, httpOnly: true, sameSite: 'Lax' }]);
-  opened.page.setDefaultTimeout(8_000);
-  return opened;
-}
+const ownerPage = (owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> => openSignedIn(platform, owner, options);
 
 const readLink = async (owner: TestOwner, id: string) =>
   (await platform.app.inject({ method: 'GET', url: `/api/v1/links/${id}`, headers: owner.auth })).json().data;

@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
-import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
+import { newAccount, openPage, screenshot, seriousA11yViolations, signIn, startUiPlatform, type OpenedPage, type UiPlatform, openSignedIn } from './support.js';
 
 // The links page in a real browser: the table with its filters and pages, creating (one link per
 // form however often it is sent), editing, cloning, deleting, copying, QR downloads, the API's
@@ -42,14 +42,7 @@ const unique = (prefix: string) => `${prefix}${Math.random().toString(36).slice(
  * A page of the owner, signed in with the session its setup made (signing in through the form is
  * the shell's test, and skipping it keeps this file quick).
  */
-async function ownerPage(owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> {
-  const opened = await openPage(platform, options);
-  const [name, value] = owner.cookie.split('=') as [string, string];
-  await opened.browserContext.addCookies([{ name, value, url: platform.origin, httpOnly: true, sameSite: 'Lax' }]);
-  // A step that cannot happen fails in seconds and names itself, well inside the test's time.
-  opened.page.setDefaultTimeout(8_000);
-  return opened;
-}
+const ownerPage = (owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> => openSignedIn(platform, owner, options);
 
 /** A new owner (its session and a token) with one subdomain: each test has its own data. */
 async function newOwner(): Promise<{ owner: TestOwner; subdomain: string }> {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
-import { openPage, screenshot, seriousA11yViolations, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
+import { type openPage, openSignedIn, screenshot, seriousA11yViolations, startUiPlatform, type OpenedPage, type UiPlatform } from './support.js';
 
 // Issue 40 item 8 in a real browser: the subdomain settings page uploads a logo (a file chosen
 // with the file input), shows it, refuses what is no image, and removes it; a link's QR code draws
@@ -22,13 +22,7 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-async function ownerPage(owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> {
-  const opened = await openPage(platform, options);
-  const [name, value] = owner.cookie.split('=') as [string, string];
-  await opened.browserContext.addCookies([{ name, value, url: platform.origin, httpOnly: true, sameSite: 'Lax' }]);
-  opened.page.setDefaultTimeout(8_000);
-  return opened;
-}
+const ownerPage = (owner: TestOwner, options: Parameters<typeof openPage>[1] = {}): Promise<OpenedPage> => openSignedIn(platform, owner, options);
 
 function logoFile(): string {
   const side = 120;
