@@ -96,6 +96,13 @@ const retentionDays = (max: number) =>
     .min(0, `must be a whole number of days from 0 (keep forever) to ${max}`)
     .max(max, `must be a whole number of days from 0 (keep forever) to ${max}`);
 
+/** A comma-separated list as its trimmed, non-empty entries (TRUST_PROXY, DNS_RESOLVERS). */
+const commaList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean),
+);
 const cidr = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+)(?:\/\d{1,3})?$/;
 
 /**
@@ -243,18 +250,7 @@ export const CONFIG_VARS = {
     { doc: 'Password of that admin (a common or easily guessed one stops the first start); without it a generated password is printed once.' },
   ],
   TRUST_PROXY: [
-    withDefault(
-      z
-        .string()
-        .transform((value) =>
-          value
-            .split(',')
-            .map((entry) => entry.trim())
-            .filter(Boolean),
-        )
-        .pipe(z.array(z.string().regex(cidr, 'must be comma-separated IP addresses or CIDR ranges'))),
-      '',
-    ),
+    withDefault(commaList.pipe(z.array(z.string().regex(cidr, 'must be comma-separated IP addresses or CIDR ranges'))), ''),
     { doc: 'Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is trusted (default none).' },
   ],
   PUBLIC_PAGES_UPSTREAM: [
@@ -461,24 +457,16 @@ export const CONFIG_VARS = {
   ],
   DNS_RESOLVERS: [
     withDefault(
-      z
-        .string()
-        .transform((value) =>
-          value
-            .split(',')
-            .map((entry) => entry.trim())
-            .filter(Boolean),
-        )
-        .pipe(
-          z.array(
-            z
-              .string()
-              .regex(
-                /^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|[0-9A-Fa-f:]+|\[[0-9A-Fa-f:]+\](?::\d{1,5})?)$/,
-                'must be comma-separated IP addresses, each with an optional port (`10.0.0.2`, `127.0.0.1:5353`, `[::1]:53`)',
-              ),
-          ),
+      commaList.pipe(
+        z.array(
+          z
+            .string()
+            .regex(
+              /^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|[0-9A-Fa-f:]+|\[[0-9A-Fa-f:]+\](?::\d{1,5})?)$/,
+              'must be comma-separated IP addresses, each with an optional port (`10.0.0.2`, `127.0.0.1:5353`, `[::1]:53`)',
+            ),
         ),
+      ),
       '',
     ),
     {

@@ -1,8 +1,3 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Resvg } from '@resvg/resvg-js';
 import type { FastifyInstance } from 'fastify';
 import jpeg from 'jpeg-js';
@@ -11,12 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { zbarReader } from '#tests/support/zbar.js';
 import { buildApp } from '#services/app.js';
 
 // Issue 40 item 8, the QR code's centre logo: uploads checked and normalised (PNG and JPEG; SVG,
 // garbage, tiny, huge and oversized ones refused), and every code drawn with the logo, in PNG and
 // SVG, at several sizes, margins and colours, read back by zbarimg as the exact short URL.
-const run = promisify(execFile);
 
 let context: Context;
 let app: FastifyInstance;
@@ -24,20 +19,20 @@ let alice: TestOwner;
 let bob: TestOwner;
 let aliceSub: string;
 let bobSub: string;
-let scratch: string;
+const zbarimg = zbarReader();
+const zbar = (png: Buffer) => zbarimg.read(png);
 
 beforeAll(async () => {
   context = await createTestContext();
   ({ app } = await buildApp(context));
   [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
   [aliceSub, bobSub] = await Promise.all([claimSubdomain(app, alice), claimSubdomain(app, bob)]);
-  scratch = mkdtempSync(join(tmpdir(), 'qr-logo-'));
 });
 
 afterAll(async () => {
   await app?.close();
   await closeContext(context);
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  zbarimg.close();
 });
 
 type Json = Record<string, any>;
@@ -81,18 +76,6 @@ async function createLink(owner: TestOwner, subdomain: string): Promise<Json> {
   return response.json().data;
 }
 const qr = (owner: TestOwner, link: Json, query: string) => app.inject({ method: 'GET', url: `/api/v1/links/${link.id}/qr?${query}`, headers: owner.auth });
-
-let files = 0;
-async function zbar(png: Buffer): Promise<string | undefined> {
-  const file = join(scratch, `${files++}.png`);
-  writeFileSync(file, png);
-  try {
-    return (await run('zbarimg', ['--quiet', '--raw', file])).stdout.trim();
-  } catch (error) {
-    if ((error as { code?: unknown }).code === 'ENOENT') throw new Error('zbarimg not found: run scripts/ensure-zbar.sh (Debian zbar-tools)', { cause: error });
-    return undefined;
-  }
-}
 
 describe('the QR logo', () => {
   it('is set from a PNG, normalised (scaled to fit 256 px), read back as the stored PNG, and replaced by a JPEG', async () => {

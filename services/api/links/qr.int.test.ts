@@ -1,9 +1,4 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { promisify } from 'node:util';
 import { Resvg } from '@resvg/resvg-js';
 import type { FastifyInstance } from 'fastify';
 import { PNG } from 'pngjs';
@@ -12,10 +7,9 @@ import type { Context } from '#shared/context.js';
 import { createInFlightGuard, IN_FLIGHT_LIMITS, type InFlightGuard } from '#shared/http/in-flight.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { zbarReader } from '#tests/support/zbar.js';
 import { buildApp } from '#services/app.js';
 import { createQrRenderer } from './qr.js';
-
-const run = promisify(execFile);
 
 let context: Context;
 let app: FastifyInstance;
@@ -23,7 +17,8 @@ let inFlight: InFlightGuard;
 let alice: TestOwner;
 let bob: TestOwner;
 let aliceSub: string;
-let scratch: string;
+const zbarimg = zbarReader();
+const zbar = (png: Buffer) => zbarimg.read(png);
 
 beforeAll(async () => {
   context = await createTestContext();
@@ -32,13 +27,12 @@ beforeAll(async () => {
   ({ app } = await buildApp(context, { inFlight }));
   [alice, bob] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
   aliceSub = await claimSubdomain(app, alice);
-  scratch = mkdtempSync(join(tmpdir(), 'qr-scan-'));
 });
 
 afterAll(async () => {
   await app?.close();
   await closeContext(context);
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  zbarimg.close();
 });
 
 type Link = { id: string; short_url: string };
@@ -56,19 +50,6 @@ async function createLink(owner: TestOwner, subdomain: string, slug?: string): P
 
 const qr = (owner: TestOwner, link: Link, query: string, on = app) =>
   on.inject({ method: 'GET', url: `/api/v1/links/${link.id}/qr?${query}`, headers: owner.auth });
-
-let files = 0;
-/** What zbarimg (zbar-tools) reads in a PNG: its text, or undefined when it finds no code. */
-async function zbar(png: Buffer): Promise<string | undefined> {
-  const file = join(scratch, `${files++}.png`);
-  writeFileSync(file, png);
-  try {
-    return (await run('zbarimg', ['--quiet', '--raw', file])).stdout.trim();
-  } catch (error) {
-    if ((error as { code?: unknown }).code === 'ENOENT') throw new Error('zbarimg not found: run scripts/ensure-zbar.sh (Debian zbar-tools)', { cause: error });
-    return undefined; // exit status 4: no symbol found
-  }
-}
 
 /** The least size a 422 on `size` names. */
 const leastSize = (body: { error: { details: { size: string } } }) => Number(/at least (\d+)/.exec(body.error.details.size)?.[1]);
