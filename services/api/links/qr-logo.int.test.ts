@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from '#shared/context.js';
 import { closeContext, createTestContext } from '#tests/support/context.js';
 import { claimSubdomain, createOwner, type TestOwner } from '#tests/support/owners.js';
+import { createTeam, joinTeam } from '#tests/support/teams.js';
 import { zbarReader } from '#tests/support/zbar.js';
 import { buildApp } from '#services/app.js';
 
@@ -92,10 +93,16 @@ describe('the QR logo', () => {
     const mid = (128 * 256 + 128) * 4;
     expect([stored.data[mid], stored.data[mid + 1], stored.data[mid + 2], stored.data[mid + 3]]).toEqual([220, 20, 60, 255]);
 
+    // A link's code changes with the logo (the renderer's cache is keyed by the logo's digest).
+    const link = await createLink(alice, aliceSub);
+    const before = (await qr(alice, link, 'format=png&logo=true')).rawPayload;
     const replaced = await putLogo(alice, aliceSub, dataUrl('image/jpeg', jpegLogo(640, 320)));
     expect(replaced.statusCode, replaced.body).toBe(200);
     expect(replaced.json().data).toMatchObject({ width: 256, height: 128 });
     expect(replaced.json().data.digest).not.toBe(set.json().data.digest);
+    const after = (await qr(alice, link, 'format=png&logo=true')).rawPayload;
+    expect(after.equals(before)).toBe(false);
+    expect(await zbar(after)).toBe(link.short_url);
     // Back to the PNG for the codes below.
     expect((await putLogo(alice, aliceSub, dataUrl('image/png', pngLogo(600)))).statusCode).toBe(200);
   });
@@ -190,6 +197,20 @@ describe('the QR logo', () => {
       expect(response.statusCode, method).toBe(403);
       expect(response.json().error.code).toBe('not_owner');
     }
+    // On a team's subdomain: an admin of the team may set it, an editor may not (but reads it).
+    const origin = new URL(context.config.publicUrl).origin;
+    const team = await createTeam(app, origin, bob);
+    expect((await app.inject({ method: 'PUT', url: `/api/v1/subdomains/${bobSub}/team`, headers: bob.auth, payload: { team_id: team } })).statusCode).toBe(200);
+    const [admin, editor] = await Promise.all([createOwner(context, app), createOwner(context, app)]);
+    await joinTeam(app, origin, team, bob, admin, 'admin');
+    await joinTeam(app, origin, team, bob, editor, 'editor');
+    const byEditor = await putLogo(editor, bobSub, image);
+    expect(byEditor.statusCode).toBe(403);
+    expect(byEditor.json().error.details.reason).toBe('team_role_too_low');
+    expect((await putLogo(admin, bobSub, image)).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: `/api/v1/subdomains/${bobSub}/qr-logo`, headers: editor.auth })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'DELETE', url: `/api/v1/subdomains/${bobSub}/qr-logo`, headers: admin.auth })).statusCode).toBe(200);
+
     const bobLink = await createLink(bob, bobSub);
     const none = await qr(bob, bobLink, 'logo=true');
     expect(none.statusCode).toBe(422);
