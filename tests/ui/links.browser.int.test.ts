@@ -554,7 +554,7 @@ describe('links page', () => {
     await browserContext.close();
   });
 
-  it('fits a phone: the table scrolls inside its frame, nothing wider than the screen', async () => {
+  it('fits a phone (the table scrolls inside its frame, nothing wider than the screen) and a laptop (every column within 1280 px, in English and German)', async () => {
     const { owner, subdomain } = await newOwner();
     await createLink(owner, {
       subdomain,
@@ -579,12 +579,28 @@ describe('links page', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'links-detail-phone');
-    await page.setViewportSize({ width: 1280, height: 860 });
+    // A laptop (1280×800): every column fits the frame, no sideways scrolling of the table.
+    await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto('/links');
     await row(page, link.slug).waitFor();
+    const frame = page.locator('.table-wrap').filter({ has: page.locator('table.links-table') });
+    expect(await frame.evaluate((element) => element.scrollWidth - element.clientWidth)).toBeLessThanOrEqual(0);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'links-table-desktop');
     expect(problems).toEqual([]);
     await browserContext.close();
+    // German has the longest headers and buttons ("Schlagwörter", "Duplizieren"): the table fits all the same.
+    const german = await ownerPage(owner, { locale: 'de-DE' });
+    await german.page.setViewportSize({ width: 1280, height: 800 });
+    await german.page.goto('/links');
+    await row(german.page, link.slug).waitFor();
+    await german.page.getByRole('columnheader', { name: 'Schlagwörter' }).waitFor();
+    const germanFrame = german.page.locator('.table-wrap').filter({ has: german.page.locator('table.links-table') });
+    expect(await germanFrame.evaluate((element) => element.scrollWidth - element.clientWidth)).toBeLessThanOrEqual(0);
+    expect(await seriousA11yViolations(german.page)).toEqual([]);
+    await screenshot(german.page, 'links-table-desktop-de');
+    expect(german.problems).toEqual([]);
+    await german.browserContext.close();
   });
 });

@@ -468,10 +468,21 @@ describe('statistics page', () => {
     // 81.2.69.142 is in the United Kingdom (GeoLite2); the other visitors' addresses are in no country.
     expect(await visited.count()).toBe(1);
     expect(await visited.getAttribute('data-country')).toBe('GB');
-    expect(await visited.locator('title').textContent()).toBe('United Kingdom: 1');
+    expect(await visited.locator('title').textContent()).toBe('United Kingdom: 1 visit');
     expect(await map.locator('path.country').count()).toBeGreaterThan(150);
-    expect(await map.locator('svg').getAttribute('aria-hidden')).toBe('true');
-    expect(await map.locator('figcaption').textContent()).toContain('1 countries with visits');
+    // For screen readers, the coloured countries are a labelled group, each named with its visits; the rest is scenery.
+    const group = map.getByRole('group', { name: /^Countries with visits/ });
+    expect(await group.getByRole('img').evaluateAll((images) => images.map((image) => image.getAttribute('aria-label')))).toEqual(['United Kingdom: 1 visit']);
+    // Kosovo, Somaliland and Northern Cyprus have no ISO numeric code in the atlas: they are mapped all the same.
+    expect(await map.locator('path[data-country="XK"]').count()).toBe(1);
+    expect(await map.locator('path[data-country="SO"]').count()).toBe(2);
+    expect(await map.locator('path[data-country="CY"]').count()).toBe(2);
+    expect(await map.locator('path:not([data-country])').count()).toBe(0);
+    // One country: the caption is singular, and the legend has the one step a maximum of 1 reaches.
+    expect(await map.locator('figcaption .map-caption').textContent()).toBe(
+      '1 country with visits; darker is more. The countries table below has the same figures.',
+    );
+    expect(await map.getByRole('list', { name: 'Colour scale' }).getByRole('listitem').allTextContents()).toEqual(['from 1']);
     expect(await seriousA11yViolations(page)).toEqual([]);
     await screenshot(page, 'stats-map-desktop');
     await visited.click();
@@ -480,6 +491,38 @@ describe('statistics page', () => {
     const chips = page.getByRole('group', { name: 'Filters of the report' });
     expect(await chips.locator('li').allTextContents()).toEqual(['Country: United Kingdom×']);
     expect(foreign).toEqual([]);
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+
+  it('keeps the map, uncoloured and hidden from screen readers, when no visit is in a country or the report is empty', async () => {
+    const { page, problems, browserContext } = await openPage(platform);
+    await signIn(page, alice.email);
+    // Firefox's one visitor came from an address in no country: a report with visits, none of them on the map.
+    await page.goto(`/stats/subdomain/${sub}?range=7d&granularity=day&tz=UTC&browser=Firefox`);
+    await expect.poll(() => total(page, 'Humans').textContent()).toBe('1');
+    const map = page.getByTestId('world-map');
+    await map.scrollIntoViewIfNeeded();
+    await map.locator('path.country').first().waitFor();
+    expect(await map.locator('path.country-visited').count()).toBe(0);
+    expect(await map.locator('svg').getAttribute('aria-hidden')).toBe('true');
+    expect(await map.getByRole('group').count()).toBe(0);
+    expect(await map.locator('figcaption').textContent()).toBe('No visit of this report could be placed in a country.');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    // A report without any visit: the empty state, and below it the same uncoloured map.
+    await page.goto(`/stats/subdomain/${sub}?range=7d&granularity=day&tz=UTC&country=FR`);
+    await page.getByText('No visits in this period').first().waitFor();
+    await map.scrollIntoViewIfNeeded();
+    await map.locator('path.country').first().waitFor();
+    expect(await map.locator('path.country').count()).toBeGreaterThan(150);
+    expect(await map.locator('path.country-visited').count()).toBe(0);
+    expect(await map.locator('figcaption').textContent()).toBe('No visit of this report could be placed in a country.');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-map-empty-desktop');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await map.scrollIntoViewIfNeeded();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    await screenshot(page, 'stats-map-empty-phone');
     expect(problems).toEqual([]);
     await browserContext.close();
   });

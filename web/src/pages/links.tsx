@@ -285,7 +285,7 @@ function LinksTable() {
                               <td>
                                 <LinkState state={link.state} /> <ProtectedBadge link={link} />
                               </td>
-                              <td class="nowrap">
+                              <td class="nowrap created">
                                 <time dateTime={link.created_at} title={formatDateTime(locale, link.created_at)}>
                                   {formatDate(locale, link.created_at)}
                                 </time>

@@ -527,11 +527,15 @@ function ReportView({ report, search, query }: { report: Report; search: string;
   const { t, locale } = useI18n();
   const { totals, range } = report;
   if (totals.visits + totals.bots + totals.attacks === 0) {
+    // The map stays, uncoloured, where the report has a countries breakdown: the page keeps its shape.
     return (
-      <Empty>
-        <p>{t('stats.empty')}</p>
-        <p class="muted">{t('stats.empty_hint')}</p>
-      </Empty>
+      <div class="stats-empty">
+        <Empty>
+          <p>{t('stats.empty')}</p>
+          <p class="muted">{t('stats.empty_hint')}</p>
+        </Empty>
+        {report.top.country ? <CountryMap items={[]} query={query} /> : null}
+      </div>
     );
   }
   const when = periodFormat(locale, range.tz, 'hour');
