@@ -190,19 +190,23 @@ export function RoutingFields({
 }) {
   const { t } = useI18n();
   const errors = routingErrors(error);
-  // After a move, the moved rule's button keeps the focus (the list is redrawn).
-  const [focus, setFocus] = useState<string>();
+  // After a move, the focus stays with the moved rule: on the same button, or on its other move
+  // button when that one is now disabled (moved to the top or the bottom).
+  const [focus, setFocus] = useState<{ id: string; otherwise: string }>();
   useEffect(() => {
-    if (focus) document.getElementById(focus)?.focus();
+    if (!focus) return;
+    const same = document.getElementById(focus.id) as HTMLButtonElement | null;
+    (same && !same.disabled ? same : document.getElementById(focus.otherwise))?.focus();
   }, [focus, draft.rules]);
   const setRules = (rules: RuleDraft[]) => set({ ...draft, rules });
   const setRule = (key: number, patch: Partial<RuleDraft>) => setRules(draft.rules.map((rule) => (rule.key === key ? { ...rule, ...patch } : rule)));
-  const move = (index: number, by: -1 | 1, buttonId: string) => {
+  const move = (index: number, by: -1 | 1, key: number) => {
     const rules = [...draft.rules];
     const [moved] = rules.splice(index, 1);
     rules.splice(index + by, 0, moved!);
     setRules(rules);
-    setFocus(buttonId);
+    const id = `${prefix}-rule-${key}`;
+    setFocus(by < 0 ? { id: `${id}-up`, otherwise: `${id}-down` } : { id: `${id}-down`, otherwise: `${id}-up` });
   };
   const setVariants = (variants: VariantDraft[]) => set({ ...draft, variants });
   const totalWeight = draft.variants.reduce((sum, variant) => sum + (Number(variant.weight) > 0 ? Number(variant.weight) : 0), 0);
@@ -230,7 +234,7 @@ export function RoutingFields({
                 prefix={`${prefix}-rule-${rule.key}`}
                 errors={errors}
                 set={(patch) => setRule(rule.key, patch)}
-                move={(by, buttonId) => move(index, by, buttonId)}
+                move={(by) => move(index, by, rule.key)}
                 remove={() => setRules(draft.rules.filter((other) => other.key !== rule.key))}
               />
             ))}
@@ -367,7 +371,7 @@ function RuleEditor({
   prefix: string;
   errors: Record<string, string>;
   set: (patch: Partial<RuleDraft>) => void;
-  move: (by: -1 | 1, buttonId: string) => void;
+  move: (by: -1 | 1) => void;
   remove: () => void;
 }) {
   const { t, locale } = useI18n();
@@ -497,10 +501,10 @@ function RuleEditor({
           </Field>
         </div>
         <div class="row-actions">
-          <button type="button" id={`${prefix}-up`} disabled={index === 0} onClick={() => move(-1, `${prefix}-up`)}>
+          <button type="button" id={`${prefix}-up`} disabled={index === 0} onClick={() => move(-1)}>
             {t('links.routing.move_up', { n })}
           </button>
-          <button type="button" id={`${prefix}-down`} disabled={index === count - 1} onClick={() => move(1, `${prefix}-down`)}>
+          <button type="button" id={`${prefix}-down`} disabled={index === count - 1} onClick={() => move(1)}>
             {t('links.routing.move_down', { n })}
           </button>
           <button type="button" class="button-danger" onClick={remove}>
