@@ -8,6 +8,8 @@ import { AppError } from '#shared/errors.js';
 import { MAX_DOMAINS_PER_SUBDOMAIN, type DomainsService } from './domains.service.js';
 
 const tags = ['domains'];
+/** A host name as the body takes it: labels of letters, digits and inner hyphens, the last one starting with a letter (so never an IP address). */
+const HOST_NAME = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?$/;
 const auth = { kind: 'scope', scope: 'subdomain:write' } as const;
 
 const domainParam = z.object({
@@ -64,7 +66,11 @@ export function domainsRoutes(service: DomainsService): RouteDef[] {
       auth,
       bucket: 'api',
       body: z.strictObject({
-        domain: z.string().min(1).max(253).meta({ example: 'go.example.org' }),
+        domain: z.string().min(4).max(254).regex(HOST_NAME, rule('domain_name')).meta({
+          description:
+            "A host name of two labels or more, the last one starting with a letter (either case, a trailing dot allowed); not the platform's own domain or one under it (422).",
+          example: 'go.example.org',
+        }),
         subdomain: z.string().regex(SUBDOMAIN_NAME_ANY_CASE, rule('dns_label')).meta({ example: 'alice' }),
       }),
       response: DomainSchema,

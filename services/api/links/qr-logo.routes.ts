@@ -10,8 +10,10 @@ import type { QrRenderer } from './qr.js';
 import { LOGO_MAX_BYTES, LOGO_MAX_INPUT_PX, LOGO_MAX_PX, LOGO_MIN_INPUT_PX, type LogoProblem } from './qr-logo.js';
 
 const tags = ['links'];
-/** The JSON body of an upload: the image as a base64 data URL (a third larger than the file), with room for the field. */
-export const QR_LOGO_BODY_LIMIT = Math.ceil((LOGO_MAX_BYTES * 4) / 3) + 4_096;
+/** The longest data URL: a LOGO_MAX_BYTES file in base64 (a third larger) after its `data:image/jpeg;base64,`. */
+const DATA_URL_MAX = Math.ceil(LOGO_MAX_BYTES / 3) * 4 + 64;
+/** The JSON body of an upload: the data URL and room for the rest, so that a longer string is a 422 on `image`, not a 413. */
+export const QR_LOGO_BODY_LIMIT = DATA_URL_MAX + 4_096;
 const DATA_URL = /^data:image\/(png|jpeg);base64,([A-Za-z0-9+/]+={0,2})$/;
 const PROBLEM_RULE = { not_an_image: 'qr_logo_image', too_large: 'qr_logo_too_large', too_small: 'qr_logo_too_small' } as const satisfies Record<
   LogoProblem,
@@ -65,7 +67,7 @@ export function qrLogoRoutes({
       body: z.strictObject({
         image: z
           .string()
-          .max(QR_LOGO_BODY_LIMIT)
+          .max(DATA_URL_MAX)
           .regex(DATA_URL, rule('qr_logo_data_url'))
           .meta({ description: 'The image as a data URL, base64.', example: 'data:image/png;base64,iVBORw0KGgo…' }),
       }),
