@@ -4,7 +4,7 @@
 -- checking, and a domain whose record stays missing past the grace period is no longer served.
 -- A domain belongs to one subdomain (and so to one owner) at a time: its name is the key.
 CREATE TABLE custom_domains (
-  domain text PRIMARY KEY CHECK (length(domain) BETWEEN 4 AND 253 AND domain = lower(domain)),
+  domain text PRIMARY KEY CHECK (length(domain) BETWEEN 3 AND 253 AND domain = lower(domain)),
   subdomain text NOT NULL REFERENCES subdomains (name) ON DELETE CASCADE,
   token text NOT NULL,
   -- pending: never verified; verified: served; failing: served, its record missing since
