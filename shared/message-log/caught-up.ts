@@ -42,13 +42,29 @@ export async function behind(log: MessageLog, ends: LogEnds[]): Promise<Behind[]
 }
 
 /**
+ * A read of the log's positions, tried again every `pollMs` until `deadline` while it fails: a group's
+ * committed positions cannot be read while it rebalances (Kafka answers so while a consumer joins).
+ * Only an error that lasts until the deadline is thrown.
+ */
+export async function readUntil<T>(read: () => Promise<T>, deadline: number, pollMs = 50): Promise<T> {
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())));
+    }
+  }
+}
+
+/**
  * Waits until every group has committed up to `ends` (what the log held when they were read), polling
  * every `pollMs`, until `deadline` (ms since the epoch). Resolves with the groups still behind then:
  * none when they caught up.
  */
 export async function waitCaughtUp(log: MessageLog, ends: LogEnds[], deadline: number, pollMs = 50): Promise<Behind[]> {
   for (;;) {
-    const left = (await behind(log, ends)).filter(({ messages }) => messages > 0);
+    const left = (await readUntil(() => behind(log, ends), deadline, pollMs)).filter(({ messages }) => messages > 0);
     if (left.length === 0 || Date.now() >= deadline) return left;
     await sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())));
   }

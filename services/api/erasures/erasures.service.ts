@@ -4,7 +4,7 @@ import { AppError } from '#shared/errors.js';
 import { requireScope, type Principal } from '#shared/http/auth.js';
 import { DLQ_REPLAY_GROUP, erasedDeadLetter } from '#shared/message-log/dead-letters.js';
 import { TOPICS } from '#shared/message-log/topics.js';
-import { ENRICHER_TOPIC_GROUPS, logEnds, waitCaughtUp } from '#shared/message-log/caught-up.js';
+import { ENRICHER_TOPIC_GROUPS, logEnds, waitCaughtUp, readUntil } from '#shared/message-log/caught-up.js';
 import type { Repositories } from '#services/repositories.js';
 import { linkOfCaller } from '../links/link-access.js';
 import type { SubdomainsService } from '../subdomains/subdomains.service.js';
@@ -60,7 +60,8 @@ export function erasuresService({
    */
   const storedSoFar = async () => {
     const deadline = Date.now() + waitMs;
-    const left = await waitCaughtUp(messageLog, await logEnds(messageLog, ENRICHER_TOPIC_GROUPS), deadline, POLL_MS);
+    const ends = await readUntil(() => logEnds(messageLog, ENRICHER_TOPIC_GROUPS), deadline, POLL_MS);
+    const left = await waitCaughtUp(messageLog, ends, deadline, POLL_MS);
     if (left.length > 0) {
       throw new AppError(
         'service_unavailable',
