@@ -4,7 +4,9 @@
 //   bash bench/run.sh redirect [seconds-per-round] [rounds] routing
 // Target: the edge keeps ≥ 70 % of the bare app's throughput. The `routing` mode (issue 40) runs,
 // side by side on the edge, a plain link, a link with 10 rules none of which matches, one whose
-// last rule matches, and a 3-way A/B split: each one's CPU per redirect within 5 % of the plain one's.
+// last rule matches, and a 3-way A/B split: each one's CPU per redirect within 5 % of the plain one's
+// asked the same way (the last rule reads a query, so that link is held against the plain link with
+// the same query; the query's own cost is printed as plain-query against plain).
 //
 // The edge runs as in production: host routing, the link cache, the redirect bucket (a limit high
 // enough never to refuse), the visit handed to the buffered producer for every request and
@@ -63,21 +65,30 @@ async function routingRuns(edgePort: number, host: string) {
       results.get(target.name)!.push(await cannon(target.url, { durationSec: seconds, connections: CONNECTIONS, headers, expectStatus: 302 }));
     console.log(`round ${round}: ${targets.map((target) => `${target.name} ${results.get(target.name)![round - 1]!.cpuUs.toFixed(1)} µs`).join(', ')}`);
   }
-  const plainCpu = median(results.get('plain')!.map((run) => run.cpuUs));
-  console.log(`\n${'link'.padEnd(12)}${pad('req/s', 10)}${pad('p99 ms', 9)}${pad('CPU µs/req', 13)}${pad('vs plain', 10)}`);
+  // Each routed link against the plain link asked the same way: rules-last's request carries the
+  // query its last rule reads, and a query costs by itself (its visit text, the attack check), so
+  // it is held against plain-query; the others against plain. Each ratio is the median of the
+  // rounds' ratios (the two runs of a round are seconds apart).
+  const cpuOf = (name: string) => median(results.get(name)!.map((run) => run.cpuUs));
+  const baselineOf: Record<string, string> = { 'plain-query': 'plain', 'rules-none': 'plain', 'rules-last': 'plain-query', 'split-3': 'plain' };
+  console.log(`\n${'link'.padEnd(12)}${pad('req/s', 10)}${pad('p99 ms', 9)}${pad('CPU µs/req', 13)}${pad('vs plain', 10)}${pad('vs same request', 28)}`);
   let within = true;
   for (const target of targets) {
     const runs = results.get(target.name)!;
-    const cpu = median(runs.map((run) => run.cpuUs));
-    const ratio = cpu / plainCpu;
-    if (target.name !== 'plain' && ratio > 1 + ROUTING_CPU_BUDGET) within = false;
+    const cpu = cpuOf(target.name);
+    const baseline = baselineOf[target.name];
+    // The median of the rounds' ratios: both links of a ratio ran in the same round, so a slow spell of the machine cancels out.
+    const ratio = baseline ? median(runs.map((run, round) => run.cpuUs / results.get(baseline)![round]!.cpuUs)) : 1;
+    if (baseline && target.name !== 'plain-query' && ratio > 1 + ROUTING_CPU_BUDGET) within = false;
     console.log(
       `${target.name.padEnd(12)}${pad(median(runs.map((run) => run.rps)).toFixed(0), 10)}${pad(median(runs.map((run) => run.p99)).toFixed(0), 9)}` +
-        `${pad(cpu.toFixed(1), 13)}${pad(ratio.toFixed(3), 10)}`,
+        `${pad(cpu.toFixed(1), 13)}${pad((cpu / cpuOf('plain')).toFixed(3), 10)}${pad(baseline ? `${ratio.toFixed(3)} (of ${baseline})` : '', 28)}`,
     );
   }
   console.log(`after the runs: ${await otherLoad()}`);
-  console.log(`CPU per redirect within ${percent(1 + ROUTING_CPU_BUDGET)} of the plain link's: ${within ? 'yes' : 'NO'}`);
+  console.log(
+    `CPU per redirect of each routed link within ${percent(1 + ROUTING_CPU_BUDGET)} of the plain link's asked the same way: ${within ? 'yes' : 'NO'}`,
+  );
 }
 
 await runBench({ RATE_LIMIT_REDIRECT: '1000000000:60', RATE_LIMIT_API: '1000000:60', LOG_LEVEL: 'silent' }, async (context) => {

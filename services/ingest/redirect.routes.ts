@@ -162,10 +162,9 @@ function createRedirector(deps: ShortHostDeps) {
     const visit = visitOf(asked, 'visit', link.owner_id, asked.request.subdomain!, link.id, slug, link.append_visit_id);
     // Issue 40: rules, variants and query forwarding, from the cached link (a plain link skips it).
     const route = link.rules || link.variants || link.forward_query ? routeOf(link, routeRequestOf(asked), geoOf) : undefined;
-    if (route) {
-      visit.matched_rule = route.rule;
-      visit.variant = route.variant;
-    }
+    // Absent is -1 (as from an edge before issue 40): a visit no rule or variant chose keeps the plain visit's shape and text.
+    if (route && route.rule >= 0) visit.matched_rule = route.rule;
+    if (route && route.variant >= 0) visit.variant = route.variant;
     const target = route?.target ?? link.target_url;
     visits.enqueue(visit);
     answered(String(link.redirect_type)).inc();

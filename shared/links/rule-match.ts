@@ -27,61 +27,99 @@ export interface RuleFacts {
 
 /** The first language of an Accept-Language header, lower case, without its region (`de-CH;q=0.9` → `de`). */
 export function firstLanguage(header: string): string {
-  const match = /^\s*([A-Za-z]{2,3})\b/.exec(header);
-  return match ? match[1]!.toLowerCase() : '';
+  let start = 0;
+  while (start < header.length && /\s/.test(header[start]!)) start++;
+  let end = start;
+  while (end < header.length && end - start < 4 && isLetter(header.charCodeAt(end))) end++;
+  // Two or three letters, then the end or a character that is no letter, digit or underscore (`de-CH`, `fr;q=0.8`, `es,`).
+  if (end - start < 2 || end - start > 3) return '';
+  const next = header.charCodeAt(end);
+  if (end < header.length && (isLetter(next) || (next >= 48 && next <= 57) || next === 95)) return '';
+  return header.slice(start, end).toLowerCase();
 }
+
+const isLetter = (code: number) => (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
 
 const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
-/** A parameter of a raw query by name (and value), decoded; one pass over the text, no URLSearchParams (the hot path). */
+/**
+ * A parameter of a raw query by name (and value), decoded; one pass over the text with no array and,
+ * for a name written plainly (no `%` or `+`), no slice of it (the hot path: a matched query rule).
+ */
 function hasParam(query: string, name: string, value: string | undefined): boolean {
-  for (const part of query.split('&')) {
-    const eq = part.indexOf('=');
-    if (nameOf(part) !== name) continue;
-    if (value === undefined) return true;
-    try {
-      if (eq >= 0 && decodeURIComponent(part.slice(eq + 1).replace(/\+/g, ' ')) === value) return true;
-    } catch {
-      continue;
+  for (let start = 0; start <= query.length;) {
+    let end = query.indexOf('&', start);
+    if (end < 0) end = query.length;
+    let eq = query.indexOf('=', start);
+    if (eq < 0 || eq > end) eq = -1;
+    const nameEnd = eq < 0 ? end : eq;
+    const plain = nameEnd - start === name.length && query.startsWith(name, start);
+    if (plain || (encoded(query, start, nameEnd) && nameOf(query.slice(start, nameEnd)) === name)) {
+      if (value === undefined) return true;
+      try {
+        // `go` without `=` is `go` with the empty value, as URLSearchParams reads it.
+        if ((eq < 0 ? '' : decodeURIComponent(query.slice(eq + 1, end).replace(/\+/g, ' '))) === value) return true;
+      } catch {
+        // A value that does not decode matches nothing.
+      }
     }
+    start = end + 1;
   }
   return false;
 }
 
-/** A condition's values in lower case, made once per cached link (keyed by the values array it holds). */
-const lowered = new WeakMap<string[], Set<string>>();
-function listed(list: string[], value: string): boolean {
-  if (value === '') return false;
-  let set = lowered.get(list);
-  if (!set) lowered.set(list, (set = new Set(list.map((item) => item.toLowerCase()))));
-  return set.has(value.toLowerCase());
+/** Whether part of a query holds a `%` or a `+` (an encoded character or a space). */
+function encoded(text: string, start: number, end: number): boolean {
+  for (let index = start; index < end; index++) {
+    const code = text.charCodeAt(index);
+    if (code === 37 || code === 43) return true;
+  }
+  return false;
+}
+
+/** A rule's test, made once per condition: its values lowered into a set, its times in minutes. */
+type Matcher = (facts: RuleFacts) => boolean;
+
+/** A value in a list of lowered values ('' is never listed). */
+const inSet = (set: ReadonlySet<string>, value: string) => value !== '' && set.has(value.toLowerCase());
+
+/** The test of a condition: what `matches` runs, and what the edge keeps per cached link's rules. */
+function compile(condition: MatchCondition): Matcher {
+  switch (condition.type) {
+    case 'time': {
+      const [from, to, days] = [minutesOf(condition.from), minutesOf(condition.to), condition.days];
+      return (facts) => {
+        const date = new Date(facts.at);
+        if (days && !days.includes(date.getUTCDay())) return false;
+        const now = date.getUTCHours() * 60 + date.getUTCMinutes();
+        return from < to ? now >= from && now < to : now >= from || now < to;
+      };
+    }
+    case 'query': {
+      const { name, value } = condition;
+      return (facts) => facts.query !== '' && hasParam(facts.query, name, value);
+    }
+    default: {
+      const set = new Set(condition.values.map((item) => item.toLowerCase()));
+      switch (condition.type) {
+        case 'device':
+          return (facts) => inSet(set, facts.device() || 'desktop');
+        case 'os':
+          return (facts) => inSet(set, facts.os());
+        case 'browser':
+          return (facts) => inSet(set, facts.browser());
+        case 'country':
+          return (facts) => inSet(set, facts.country());
+        case 'language':
+          return (facts) => inSet(set, facts.language());
+      }
+    }
+  }
 }
 
 /** Whether a request's facts meet a rule's condition: the one test the edge and the dashboard's preview share. */
 export function matches(condition: MatchCondition, facts: RuleFacts): boolean {
-  switch (condition.type) {
-    case 'device': {
-      const device = facts.device();
-      return listed(condition.values, device === '' ? 'desktop' : device);
-    }
-    case 'os':
-      return listed(condition.values, facts.os());
-    case 'browser':
-      return listed(condition.values, facts.browser());
-    case 'country':
-      return listed(condition.values, facts.country());
-    case 'language':
-      return listed(condition.values, facts.language());
-    case 'time': {
-      const date = new Date(facts.at);
-      if (condition.days && !condition.days.includes(date.getUTCDay())) return false;
-      const now = date.getUTCHours() * 60 + date.getUTCMinutes();
-      const [from, to] = [minutesOf(condition.from), minutesOf(condition.to)];
-      return from < to ? now >= from && now < to : now >= from || now < to;
-    }
-    case 'query':
-      return facts.query !== '' && hasParam(facts.query, condition.name, condition.value);
-  }
+  return compile(condition)(facts);
 }
 
 /** A query part's name, decoded; undefined when it does not decode. */
@@ -126,7 +164,17 @@ export function forwardQuery(target: string, query: string): string {
   return `${queryAt < 0 ? base : base.slice(0, queryAt)}?${[...kept, ...added].join('&')}${hash < 0 ? '' : target.slice(hash)}`;
 }
 
+/**
+ * The tests of a list of rules, made on its first evaluation and kept while the list lives (the
+ * edge's cached link holds it): a request then runs closures over lowered sets, with no parsing,
+ * lowering of the rules' values or look-up per condition.
+ */
+const compiled = new WeakMap<readonly { condition: MatchCondition }[], Matcher[]>();
+
 /** The index of the first rule whose condition the facts meet, or -1. */
 export function firstMatchingRule(rules: readonly { condition: MatchCondition }[], facts: RuleFacts): number {
-  return rules.findIndex((candidate) => matches(candidate.condition, facts));
+  let tests = compiled.get(rules);
+  if (!tests) compiled.set(rules, (tests = rules.map((rule) => compile(rule.condition))));
+  for (let index = 0; index < tests.length; index++) if (tests[index]!(facts)) return index;
+  return -1;
 }
