@@ -4,7 +4,7 @@ import { defineRoute, type RouteDef } from '#shared/http/route.js';
 import { SUBDOMAIN_NAME_ANY_CASE } from '#shared/links/hosts.js';
 import { CHALLENGE_LABEL } from '#shared/domains/dns-check.js';
 import { rule } from '#shared/i18n/index.js';
-import { AppError } from '#shared/errors.js';
+import { AppError, type LiveErrorCode } from '#shared/errors.js';
 import { MAX_DOMAINS_PER_SUBDOMAIN, type DomainsService } from './domains.service.js';
 
 const tags = ['domains'];
@@ -48,6 +48,16 @@ const DomainSchema = z
     updated_at: z.iso.datetime(),
   })
   .meta({ id: 'CustomDomain', description: 'A domain of its owner attached to a subdomain.' });
+
+/** What reading, verifying and detaching one domain share: its path parameter, answer, credentials and refusals. */
+const onOneDomain = {
+  tags,
+  auth,
+  bucket: 'api' as const,
+  params: domainParam,
+  response: DomainSchema,
+  errors: ['not_found', 'not_owner'] as LiveErrorCode[],
+};
 
 /** Custom domains (issue 40): attach, list, read, verify, detach; and the TLS proxy's `ask`. */
 export function domainsRoutes(service: DomainsService): RouteDef[] {
@@ -106,12 +116,7 @@ export function domainsRoutes(service: DomainsService): RouteDef[] {
       method: 'GET',
       path: '/api/v1/domains/{domain}',
       summary: 'Read a custom domain, its record to create and its last check',
-      tags,
-      auth,
-      bucket: 'api',
-      params: domainParam,
-      response: DomainSchema,
-      errors: ['not_found', 'not_owner'],
+      ...onOneDomain,
       handler: async ({ principal, params }) => service.get(principal!, params.domain),
     }),
     defineRoute({
@@ -123,12 +128,7 @@ export function domainsRoutes(service: DomainsService): RouteDef[] {
         'Found: `verified`, served within a second on every node. Not found: 200 with the domain as it stands and the reason in `check_error` ' +
         '(a served domain becomes `failing`, as at re-verification). The lookup goes through DNS_RESOLVERS; a resolver may cache a missing ' +
         'record for its negative TTL.',
-      tags,
-      auth,
-      bucket: 'api',
-      params: domainParam,
-      response: DomainSchema,
-      errors: ['not_found', 'not_owner'],
+      ...onOneDomain,
       handler: async ({ principal, params, request }) => service.verify(principal!, params.domain, request.ip),
     }),
     defineRoute({
@@ -136,12 +136,7 @@ export function domainsRoutes(service: DomainsService): RouteDef[] {
       method: 'DELETE',
       path: '/api/v1/domains/{domain}',
       summary: 'Detach a custom domain: no longer served; answers it as it was',
-      tags,
-      auth,
-      bucket: 'api',
-      params: domainParam,
-      response: DomainSchema,
-      errors: ['not_found', 'not_owner'],
+      ...onOneDomain,
       handler: async ({ principal, params, request }) => service.remove(principal!, params.domain, request.ip),
     }),
     defineRoute({
