@@ -53,4 +53,20 @@ describe('the public page', () => {
     expect(drawn).toContain('class="chart"');
     expect(drawn).not.toContain('No visits counted');
   });
+
+  it("says from when the bars run when the owner's stats_max_items keeps only the newest days", () => {
+    // A range of three days whose series has them all.
+    const all = { ...report([1, 2, 3]), range: { since: '2026-11-25T00:00:00.000Z', until: '2026-11-27T10:15:00.000Z' } };
+    const whole = renderPublicPage({ period: '30d', page, report: all }, 'en', product);
+    expect(whole).toContain('Visits per day (UTC), from 11/25/26, 12:00:00 AM to 11/27/26, 10:15:00 AM; the highest day had 3.</figcaption>');
+    expect(whole).not.toContain('items in a list');
+    // A 30-day range (from Oct 28) whose series starts on Nov 25: cut to its newest points.
+    const cut = report([1, 2, 3]);
+    const html = renderPublicPage({ period: '30d', page, report: cut }, 'en', product);
+    expect(html).toContain(
+      'Visits per day (UTC), from 11/25/26, 12:00:00 AM to 11/27/26, 10:15:00 AM; the highest day had 3. The owner shows at most 3 items in a list: the last 3 days of the period.',
+    );
+    const german = renderPublicPage({ period: '30d', page, report: cut }, 'de', product);
+    expect(german).toContain('die letzten 3 Tage des Zeitraums');
+  });
 });

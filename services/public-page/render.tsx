@@ -198,11 +198,14 @@ function Chart({
   const y = (value: number) => top + plot.height - (value / max) * plot.height;
   const ticks = max >= 2 ? [0, Math.round(max / 2), max] : [0, max];
   const labelled = [...new Set([0, Math.floor((series.length - 1) / 2), series.length - 1])].filter((index) => index >= 0 && index < series.length);
-  const caption = t(granularity === 'hour' ? 'public.chart_caption_hour' : 'public.chart_caption_day', {
-    since: timeOf(locale).format(new Date(range.since)),
-    until: timeOf(locale).format(new Date(range.until)),
-    max: numbers.format(max),
-  });
+  // The owner's stats_max_items keeps only the newest points: the caption then says from when the bars run, and why.
+  const cut = series.length > 0 && Date.parse(series[0]!.t) > Date.parse(range.since);
+  const caption =
+    t(granularity === 'hour' ? 'public.chart_caption_hour' : 'public.chart_caption_day', {
+      since: timeOf(locale).format(new Date(cut ? series[0]!.t : range.since)),
+      until: timeOf(locale).format(new Date(range.until)),
+      max: numbers.format(max),
+    }) + (cut ? ` ${t(granularity === 'hour' ? 'public.chart_cut_hour' : 'public.chart_cut_day', { count: numbers.format(series.length) })}` : '');
   return (
     <figure>
       <figcaption class="muted">{caption}</figcaption>
