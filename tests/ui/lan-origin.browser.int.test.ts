@@ -1,3 +1,4 @@
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createOwner } from '../support/owners.js';
 import { newAccount, openPage, TEST_PASSWORD, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
@@ -135,6 +136,60 @@ describe('signing in with a next page', () => {
     await page.getByLabel('Password').fill(TEST_PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${platform.origin}/links?q=spring`);
+    await browserContext.close();
+  });
+});
+
+describe("issue 40's pages on a plain-HTTP LAN origin", () => {
+  it('attaches a custom domain and copies its record, uploads a QR logo, and previews a rule in the link form', { timeout: 60_000 }, async () => {
+    const owner = await createOwner(platform.context, platform.app);
+    const subdomain = await claimSubdomain(platform.app, owner);
+    const { page, problems, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(8_000);
+    await signIn(page, owner.email);
+    expect(await page.evaluate(() => window.isSecureContext)).toBe(false);
+
+    // Custom domains: the record to create is shown, and its copy button works without the Clipboard API of secure contexts.
+    await page.goto(`/subdomains/${subdomain}`);
+    const domains = page.getByRole('region', { name: 'Custom domains' });
+    await domains.getByText('No custom domain yet.').waitFor();
+    const domain = `go-${subdomain}.example.org`;
+    await domains.getByLabel('Domain', { exact: true }).fill(domain);
+    await domains.getByRole('button', { name: 'Add domain' }).click();
+    const item = domains.getByRole('listitem').filter({ hasText: domain });
+    await item.getByText('Not verified').waitFor();
+    await item.getByRole('button', { name: /Copy/ }).first().click();
+    await item.getByText('Copied').first().waitFor();
+
+    // The QR logo: read from the file by the browser and sent as a data URL.
+    const png = new PNG({ width: 64, height: 64 });
+    for (let i = 0; i < 64 * 64; i++) png.data.set([30, 90, 200, 255], i * 4);
+    const logo = page.getByRole('region', { name: 'QR code logo' });
+    await logo.getByLabel('Image file').setInputFiles({ name: 'logo.png', mimeType: 'image/png', buffer: PNG.sync.write(png) });
+    await logo.getByRole('button', { name: 'Upload' }).click();
+    await logo.getByText('The logo was saved (64 × 64 px).').waitFor();
+
+    // The link form's routing: a rule and the preview, worked out in the browser by the edge's own matching code.
+    await page.goto('/links');
+    await page.getByRole('button', { name: 'New link' }).click();
+    const form = page.locator('#link-create');
+    await form.getByLabel('Target URL').fill('https://example.com/lan-routing');
+    await form.getByRole('button', { name: 'Add a rule' }).click();
+    const rule = form.getByRole('group', { name: 'Rule 1' });
+    await rule.getByLabel('When').selectOption('country');
+    await rule.getByLabel('Is one of').fill('fr');
+    await rule.getByLabel('Then go to').fill('https://example.fr/');
+    await form.getByText('Preview: where does a visitor go?').click();
+    await form.locator('[id$="-preview-country"]').fill('FR');
+    await form.getByText('https://example.fr/', { exact: false }).last().waitFor();
+    await form.getByRole('button', { name: 'Create link' }).click();
+    await page.getByRole('status').filter({ hasText: 'Link created:' }).waitFor();
+    const listed = (await platform.app.inject({ method: 'GET', url: `/api/v1/links?subdomain=${subdomain}`, headers: owner.auth })).json().data.links;
+    expect(listed.map((link: { rules: unknown }) => link.rules)).toEqual([
+      [{ condition: { type: 'country', values: ['FR'] }, target_url: 'https://example.fr/' }],
+    ]);
+    await screenshot(page, 'issue40-lan-origin-desktop');
+    expect(problems).toEqual([]);
     await browserContext.close();
   });
 });
