@@ -1,5 +1,5 @@
-// Safe upgrades (issue 38): a DATA_DIR written by an earlier build — the build just before the newest
-// ClickHouse migration was added, so it lacks the newest migrations of both stores — is opened by this
+// Safe upgrades (issue 38): a DATA_DIR written by an earlier build — the build just before the older
+// of the two stores' newest migrations was added (see earlierBuild), so it lacks the newest ones — is opened by this
 // build, which migrates it forward; every record and report the earlier build wrote is intact. The
 // earlier build's source comes from this clone's history (`git archive`), run on this clone's
 // node_modules: CI clones with history.
@@ -64,9 +64,16 @@ const git = (...args: string[]) => execFileSync('git', args, { cwd: PROJECT_ROOT
 
 /** The source of the build before the newest ClickHouse migration, in a temp folder that uses this clone's node_modules. */
 function earlierBuild(): { root: string; commit: string } {
-  const added = git('log', '-1', '--diff-filter=A', '--format=%H', '--', 'clickhouse/migrations');
-  if (!added) throw new Error('the upgrade test needs the clone with its history (git log found no migration being added)');
-  const commit = git('rev-parse', `${added}^`);
+  // The commit that added each store's newest migration: the build before the older of the two lacks
+  // the newest of both. But a migration edited before it landed (in the commits of one stop) makes
+  // the builds before that edit unfit: their store would hold the first text, which this build
+  // refuses by checksum. Then the build before the newer of the two is taken, which lacks one store's newest.
+  const depth = (commit: string) => Number(git('rev-list', '--count', commit));
+  const added = ['clickhouse/migrations', 'postgres/migrations'].map((dir) => git('log', '-1', '--diff-filter=A', '--format=%H', '--', dir));
+  if (added.some((commit) => !commit)) throw new Error('the upgrade test needs the clone with its history (git log found no migration being added)');
+  const [older, newer] = added.sort((a, b) => depth(a) - depth(b)) as [string, string];
+  const edited = git('log', '-1', '--diff-filter=M', '--format=%H', '--', 'clickhouse/migrations', 'postgres/migrations');
+  const commit = git('rev-parse', `${edited && depth(edited) >= depth(older) ? newer : older}^`);
   const root = mkdtempSync(join(tmpdir(), 'linktrack-earlier-build-'));
   dirs.push(root);
   execFileSync('sh', ['-c', `git archive ${commit} | tar -x -C "${root}"`], { cwd: PROJECT_ROOT });
@@ -104,8 +111,11 @@ async function records(port: number, token: string, subdomain: string) {
 describe.skipIf(SERVICES_MODE)('a DATA_DIR written by an earlier build, opened by this one', () => {
   it('is migrated forward with every link, token (by hash), webhook, visit and report intact', async () => {
     const { root } = earlierBuild();
-    expect(readdirSync(join(root, 'clickhouse', 'migrations')).length).toBeLessThan(readdirSync(CLICKHOUSE_MIGRATIONS).length);
-    expect(readdirSync(join(root, 'postgres', 'migrations')).length).toBeLessThan(readdirSync(POSTGRES_MIGRATIONS).length);
+    // It lacks the newest migrations of one store at least, and has none this build lacks.
+    const [earlierCh, earlierPg] = [readdirSync(join(root, 'clickhouse', 'migrations')), readdirSync(join(root, 'postgres', 'migrations'))];
+    const [nowCh, nowPg] = [readdirSync(CLICKHOUSE_MIGRATIONS), readdirSync(POSTGRES_MIGRATIONS)];
+    expect(earlierCh.length + earlierPg.length).toBeLessThan(nowCh.length + nowPg.length);
+    expect([...earlierCh.filter((file) => !nowCh.includes(file)), ...earlierPg.filter((file) => !nowPg.includes(file))]).toEqual([]);
     const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-upgrade-'));
     dirs.push(dataDir);
     const receiver = await startReceiver();
