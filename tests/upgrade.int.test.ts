@@ -62,7 +62,7 @@ afterAll(() => {
 
 const git = (...args: string[]) => execFileSync('git', args, { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();
 
-/** The source of the build before the newest ClickHouse migration, in a temp folder that uses this clone's node_modules. */
+/** The source of an earlier build that lacks the newest migrations (of both stores when it can), in a temp folder that uses this clone's node_modules. */
 function earlierBuild(): { root: string; commit: string } {
   // The commit that added each store's newest migration: the build before the older of the two lacks
   // the newest of both. But a migration edited before it landed (in the commits of one stop) makes
