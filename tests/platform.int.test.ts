@@ -80,7 +80,8 @@ describe('the one-process platform', () => {
     expect(health.ok).toBe(true);
     expect(Object.values<{ status: string }>(health.data.checks).every((check) => check.status === 'ok')).toBe(true);
     expect(first.stdout()).toMatch(/Generated password \(shown once\): [A-Za-z0-9_-]{24}/);
-    expect(first.stdout()).toContain(`listening on http://127.0.0.1:${port}`);
+    // The line may reach the pipe after the first health answer (the services CI run once read it too early).
+    await expect.poll(() => first.stdout(), { timeout: 5_000 }).toContain(`listening on http://127.0.0.1:${port}`);
     // All roles in one process: the worker's priority setting does not apply.
     expect(getPriority(first.child.pid)).toBe(getPriority(0));
     first.child.kill('SIGTERM');
