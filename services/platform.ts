@@ -200,6 +200,15 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
       nice = `unchanged: ${error instanceof Error ? error.message : String(error)}`;
     }
   }
+  // The handlers are in place before start-up: the server answers health before startPlatform
+  // returns, so a supervisor's SIGTERM may arrive while it still runs. Such a signal drains the
+  // platform as soon as it has started, instead of killing it half-started.
+  let requested: string | undefined;
+  let onSignal = (signal: string) => {
+    requested ??= signal;
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
   let platform: Platform;
   try {
     platform = await startPlatform(config);
@@ -228,6 +237,6 @@ export async function main(rolesOverride?: Role[]): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  onSignal = shutdown;
+  if (requested) shutdown(requested);
 }
