@@ -161,12 +161,24 @@ async function counts(subdomain: string) {
       `SELECT sum(visits) FROM stats_dims_daily WHERE owner_id = {owner:String} AND subdomain = {subdomain:String} AND dim = 'browser'`,
       params,
     ),
+    stats_cube_daily: await scalar(`SELECT sum(visits) FROM stats_cube_daily WHERE owner_id = {owner:String} AND subdomain = {subdomain:String}`, params),
+    stats_cube: await scalar(`SELECT sum(visits) FROM stats_cube WHERE owner_id = {owner:String} AND subdomain = {subdomain:String}`, params),
     stats_api: report.json().data.totals.visits as number,
   };
 }
 
 /** Each place counts `n`. */
-const everywhere = (n: number) => ({ final: n, rows_version_0: n, stats_series: n, stats_series_daily: n, stats_dims: n, stats_dims_daily: n, stats_api: n });
+const everywhere = (n: number) => ({
+  final: n,
+  rows_version_0: n,
+  stats_series: n,
+  stats_series_daily: n,
+  stats_dims: n,
+  stats_dims_daily: n,
+  stats_cube_daily: n,
+  stats_cube: n,
+  stats_api: n,
+});
 
 /** The events of a type about the visits, as received (repeats included). */
 const eventsAbout = (type: PlatformEvent['type'], visits: Record<string, unknown>[]) => {

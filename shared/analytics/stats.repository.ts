@@ -81,15 +81,70 @@ const FILTERED_DIMS: readonly (readonly [Dimension, string, string])[] = [
  * its link), the range, the first version of each visit, and the filters.
  */
 function filteredConditions(target: Target, range: Range, filters: VisitFilters) {
-  const scoped: VisitFilters = {
-    ...filters,
-    subdomain: target.scope === 'user' ? undefined : target.subdomain,
-    link_id: target.scope === 'link' ? target.id : filters.link_id,
+  const scoped = scopedFilters(target, filters);
+  const { where, params } = visitConditions(target.ownerId, {
+    ...scoped,
     since: new Date(range.since * 1000).toISOString(),
     until: new Date(range.until * 1000).toISOString(),
-  };
-  const { where, params } = visitConditions(target.ownerId, scoped);
+  });
   return { where: [...where, 'version = 0'], params };
+}
+
+/** A report's filters with its target's subdomain and link. */
+const scopedFilters = (target: Target, filters: VisitFilters): VisitFilters => ({
+  ...filters,
+  subdomain: target.scope === 'user' ? undefined : target.subdomain,
+  link_id: target.scope === 'link' ? target.id : filters.link_id,
+});
+
+/**
+ * How far back the quarter-hour cube `stats_cube` reaches (clickhouse/migrations/0012: a TTL of 100
+ * days), less a day: its rows of a quarter hour younger than this are all there.
+ */
+export const CUBE_QUARTER_HOURS_SEC = 99 * 86_400;
+
+/**
+ * A filtered read split in two (clickhouse/migrations/0011_stats_cube.sql, 0012): the whole UTC days
+ * of the range from the daily cube `stats_cube_daily`, and the partial days at its edges from the
+ * quarter-hour cube `stats_cube` or, when an edge is older than it keeps, from `visits`. The cubes'
+ * columns are named as those of `visits`, so the same conditions apply to all three. `edges` is the
+ * edges' source: its table and conditions, its time column, how many visits a row counts and its
+ * visitor sketch. Undefined when a filter is one the cubes do not keep (the legacy API's IP
+ * address): the caller reads `visits`.
+ */
+function cubeSplit(target: Target, range: Range, filters: VisitFilters) {
+  if (filters.ip !== undefined) return undefined;
+  const { d1, d2 } = splitOf(range);
+  const scoped = visitConditions(target.ownerId, scopedFilters(target, filters));
+  const params = { ...scoped.params, since: range.since, until: range.until, d1, d2 };
+  if (range.since >= Date.now() / 1000 - CUBE_QUARTER_HOURS_SEC) {
+    return {
+      cube: [...scoped.where, days].join(' AND '),
+      edges: {
+        table: 'stats_cube',
+        time: 'bucket',
+        where: [...scoped.where, edges].join(' AND '),
+        counted: 'visits',
+        sketch: 'uniqCombinedMergeState(12)(visitors)',
+      },
+      /** The whole range in quarter hours, for a series by hour or in another zone (every zone's offset is a multiple of 15 minutes). */
+      quarterHours: [...scoped.where, 'bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({until:UInt32})'].join(' AND '),
+      params,
+    };
+  }
+  // (The raw conditions name `since` and `until` in ms, which the raw edges use instead of `edges`.)
+  const raw = filteredConditions(target, range, filters);
+  return {
+    cube: [...scoped.where, days].join(' AND '),
+    edges: {
+      table: 'visits',
+      time: 'ts',
+      where: [...raw.where, '(ts < toDateTime64({d1:UInt32}, 3) OR ts >= toDateTime64({d2:UInt32}, 3))'].join(' AND '),
+      counted: 'toUInt64(1)',
+      sketch: 'uniqCombinedState(12)(visitor_hash)',
+    },
+    params: { ...params, ...raw.params },
+  };
 }
 
 /**
@@ -174,12 +229,38 @@ export function statsRepository(analytics: Analytics) {
     },
 
     /**
-     * A filtered report's figures, read from `visits` (the rollups keep no combination of values):
-     * each period's and, `whole` = 1, the range's (ROLLUP, as figuresByPeriod). The first version of
-     * each visit, as the rollups count it; the visitor sketch is the rollups' function, so the
-     * estimates agree with theirs.
+     * A filtered report's figures: each period's and, `whole` = 1, the range's (ROLLUP, as
+     * figuresByPeriod), from the cubes (cubeSplit). With `daily` (days in UTC), whole days from the
+     * daily cube and the partial ones from the quarter hours; hours, and days in another zone, from
+     * the quarter hours alone. A range older than the quarter hours reach reads `visits` for what the
+     * daily cube does not give: its edges, or every period of a series by hour or in another zone.
+     * The first version of each visit, as the rollups count it; the visitor sketch is the rollups'
+     * function, so the estimates agree with theirs.
      */
-    async filteredByPeriod(target: Target, range: Range, filters: VisitFilters) {
+    async filteredByPeriod(target: Target, range: Range, filters: VisitFilters, daily: boolean) {
+      const split = cubeSplit(target, range, filters);
+      if (split && !daily && 'quarterHours' in split) {
+        return rows<Figures & { t: number; whole: number }>(
+          `SELECT t, grouping(t) AS whole, ${figures}
+           FROM (SELECT toUnixTimestamp(${periodStart(range.granularity)}(bucket, {tz:String})) AS t, kind, visits, visitors FROM stats_cube WHERE ${split.quarterHours})
+           GROUP BY ROLLUP(t)`,
+          { ...split.params, tz: range.tz },
+        );
+      }
+      if (split && daily) {
+        return rows<Figures & { t: number; whole: number }>(
+          `SELECT t, grouping(t) AS whole, ${figures}
+           FROM (
+             SELECT toUnixTimestamp(toStartOfDay(${split.edges.time}, 'UTC')) AS t, kind, toUInt64(sum(${split.edges.counted})) AS visits,
+                    ${split.edges.sketch} AS visitors
+             FROM ${split.edges.table} WHERE ${split.edges.where} GROUP BY t, kind
+             UNION ALL
+             SELECT toUnixTimestamp(toDateTime(day, 'UTC')) AS t, kind, visits, visitors FROM stats_cube_daily WHERE ${split.cube}
+           )
+           GROUP BY ROLLUP(t)`,
+          split.params,
+        );
+      }
       const { where, params } = filteredConditions(target, range, filters);
       return rows<Figures & { t: number; whole: number }>(
         `SELECT toUnixTimestamp(${periodStart(range.granularity)}(ts, {tz:String})) AS t, grouping(t) AS whole,
@@ -192,21 +273,35 @@ export function statsRepository(analytics: Analytics) {
     },
 
     /**
-     * A filtered report's breakdowns from `visits`: as `breakdowns`, the link among them for subdomains
-     * and users. One pass with a grouping set per dimension (a quarter faster than pairing each row
-     * with every dimension by ARRAY JOIN, measured on 2 000 000 visits: 65–84 against 103–112 ms).
+     * A filtered report's breakdowns: as `breakdowns`, the link among them for subdomains and users.
+     * The whole UTC days of the range from the cube, its partial days from `visits` (cubeSplit; by
+     * UTC day whatever the report's zone: a breakdown has no periods). One pass with a grouping set
+     * per dimension (a quarter faster than pairing each row with every dimension by ARRAY JOIN,
+     * measured on 2 000 000 visits: 65–84 against 103–112 ms).
      */
     async filteredBreakdowns(target: Target, range: Range, filters: VisitFilters, dims: readonly Dimension[], limit: number, whole: readonly Dimension[]) {
-      const { where, params } = filteredConditions(target, range, filters);
       const asked = FILTERED_DIMS.filter(([dim]) => dims.includes(dim) && (dim !== 'link' || target.scope !== 'link'));
       if (asked.length === 0) return [];
+      const columns = asked.map(([, column, expression]) => `${expression} AS ${column}`).join(', ');
+      const split = cubeSplit(target, range, filters);
+      let source: string;
+      let params: Record<string, unknown>;
+      if (split) {
+        source = `SELECT ${columns}, ${split.edges.counted} AS n FROM ${split.edges.table} WHERE ${split.edges.where} AND kind IN ${HUMAN_KINDS}
+                  UNION ALL
+                  SELECT ${columns}, visits AS n FROM stats_cube_daily WHERE ${split.cube} AND kind IN ${HUMAN_KINDS}`;
+        params = split.params;
+      } else {
+        const conditions = filteredConditions(target, range, filters);
+        source = `SELECT ${columns}, toUInt64(1) AS n FROM visits WHERE ${conditions.where.join(' AND ')} AND kind IN ${HUMAN_KINDS}`;
+        params = conditions.params;
+      }
       // grouping(x) is 0 in the rows of the set that groups by x (standard SQL, ClickHouse's default).
       const dimOf = `multiIf(${asked.map(([, column]) => `grouping(${column}) = 0, '${column}'`).join(', ')}, '')`;
       const valueOf = `multiIf(${asked.map(([, column]) => `grouping(${column}) = 0, toString(${column})`).join(', ')}, '')`;
       const found = await rows<{ column: string; value: string; visits: number }>(
-        `SELECT ${dimOf} AS column, ${valueOf} AS value, toUInt64(count()) AS visits
-         FROM (SELECT ${asked.map(([, column, expression]) => `${expression} AS ${column}`).join(', ')}
-               FROM visits WHERE ${where.join(' AND ')} AND kind IN ${HUMAN_KINDS})
+        `SELECT ${dimOf} AS column, ${valueOf} AS value, toUInt64(sum(n)) AS visits
+         FROM (${source})
          GROUP BY GROUPING SETS (${asked.map(([, column]) => `(${column})`).join(', ')})
          ORDER BY column, visits DESC, value LIMIT ${limit} BY column, if(column IN {whole:Array(String)}, value, '')`,
         { ...params, whole: asked.filter(([dim]) => whole.includes(dim)).map(([, column]) => column) },

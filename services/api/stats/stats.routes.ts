@@ -133,7 +133,10 @@ const ReportSchema = z
         link: z.string().optional().meta({ description: 'Public reports only: the slug of the link the report is narrowed to.' }),
       })
       .optional()
-      .meta({ description: 'The filters applied, when any: the figures are those of the raw visits that match them all.' }),
+      .meta({
+        description:
+          "The filters applied, when any: the figures are those of the visits that match them all (the operation's description says where they are read).",
+      }),
     change: z
       .object({ visits: ratio, unique_visitors: ratio, bots: ratio, attacks: ratio })
       .optional()
@@ -182,8 +185,10 @@ export function statsRoutes(service: StatsService, zones: [string, ...string[]])
         RANGE_NOTE +
         ' Filters (`link_id`, `country`, `is_bot`, `kind`, `referrer_host`, `browser`, `os`, `device`, `utm_source`, `utm_medium`, ' +
         '`utm_campaign`: exact values, all applied together, as the visit list takes them) narrow every figure: totals, series, ' +
-        'breakdowns and the comparison. A filtered report reads the raw visits, not the rollups: visits that retention or an erasure ' +
-        "removed are not in it (the subdomain's `raw_visits_since` says from when raw visits exist), and `data.filters` names what applied.",
+        'breakdowns and the comparison; `data.filters` names what applied. A filtered report reads whole UTC days from a daily rollup ' +
+        'of the value combinations, which keeps counting visits that retention or an erasure removed, as the unfiltered rollups do; a ' +
+        'series by hour or in a zone other than UTC, and the partial days at either end of the range, read the raw visits, where such ' +
+        "visits are missing (the subdomain's `raw_visits_since` says from when raw visits exist).",
       tags,
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',

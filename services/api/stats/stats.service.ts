@@ -201,13 +201,12 @@ export function statsService({
    * Totals and every period of the range, empty ones at zero, from one read: ROLLUP merges the
    * periods' visitor states into the totals row (`grouping(t)` = 1). Unfiltered, the rollups: days in
    * UTC (or a zone that never leaves UTC) use the daily rollup for whole days; hours, and days
-   * elsewhere, sum quarter hours. Filtered, `visits` (the rollups hold no combination of values).
+   * elsewhere, sum quarter hours. Filtered, the daily cube of combinations for whole UTC days and
+   * `visits` for the rest (hours, days in another zone, the range's partial days).
    */
   const seriesAndTotals = async (target: Target, range: Range, filters: ReportFilters = {}): Promise<{ totals: Totals; series: Point[] }> => {
-    const read =
-      Object.keys(filters).length > 0
-        ? analytics.filteredByPeriod(target, range, filters)
-        : analytics.figuresByPeriod(target, range, range.granularity === 'day' && isUtc(range.tz));
+    const daily = range.granularity === 'day' && isUtc(range.tz);
+    const read = Object.keys(filters).length > 0 ? analytics.filteredByPeriod(target, range, filters, daily) : analytics.figuresByPeriod(target, range, daily);
     const [filled, periods] = await Promise.all([read, analytics.periods(range)]);
     const byPeriod = new Map(filled.filter((row) => Number(row.whole) === 0).map((row) => [Number(row.t), row]));
     return {
@@ -219,7 +218,7 @@ export function statsService({
   /**
    * Top values of each dimension, most visits first (ties by value), at most `limit` each but the
    * `whole` dimensions, read whole. Subdomains and users read the `stats_dims` rollup, a link its own
-   * rows of `visits`; a filtered report, `visits`.
+   * rows of `visits`; a filtered report, the daily cube for whole UTC days and `visits` for the range's edges.
    */
   const breakdowns = async (
     target: Target,
