@@ -185,10 +185,11 @@ export function statsRoutes(service: StatsService, zones: [string, ...string[]])
         RANGE_NOTE +
         ' Filters (`link_id`, `country`, `is_bot`, `kind`, `referrer_host`, `browser`, `os`, `device`, `utm_source`, `utm_medium`, ' +
         '`utm_campaign`: exact values, all applied together, as the visit list takes them) narrow every figure: totals, series, ' +
-        'breakdowns and the comparison; `data.filters` names what applied. A filtered report reads whole UTC days from a daily rollup ' +
-        'of the value combinations, which keeps counting visits that retention or an erasure removed, as the unfiltered rollups do; a ' +
-        'series by hour or in a zone other than UTC, and the partial days at either end of the range, read the raw visits, where such ' +
-        "visits are missing (the subdomain's `raw_visits_since` says from when raw visits exist).",
+        'breakdowns and the comparison; `data.filters` names what applied. A filtered report reads rollups of the value combinations ' +
+        '(whole UTC days from a daily one, the rest from one by quarter hour that keeps 100 days), which keep counting visits that ' +
+        'retention or an erasure removed, as the unfiltered rollups do. In a range that starts more than 99 days ago, a series by hour ' +
+        'or in a zone other than UTC, and the partial days at either end, read the raw visits, where such visits are missing ' +
+        "(the subdomain's `raw_visits_since` says from when raw visits exist).",
       tags,
       auth: { kind: 'scope', scope: 'stats:read' },
       bucket: 'api',

@@ -201,8 +201,8 @@ export function statsService({
    * Totals and every period of the range, empty ones at zero, from one read: ROLLUP merges the
    * periods' visitor states into the totals row (`grouping(t)` = 1). Unfiltered, the rollups: days in
    * UTC (or a zone that never leaves UTC) use the daily rollup for whole days; hours, and days
-   * elsewhere, sum quarter hours. Filtered, the daily cube of combinations for whole UTC days and
-   * `visits` for the rest (hours, days in another zone, the range's partial days).
+   * elsewhere, sum quarter hours. Filtered, the cubes of value combinations: the daily one for whole
+   * UTC days, the quarter-hour one (or, past its 100 days, `visits`) for the rest.
    */
   const seriesAndTotals = async (target: Target, range: Range, filters: ReportFilters = {}): Promise<{ totals: Totals; series: Point[] }> => {
     const daily = range.granularity === 'day' && isUtc(range.tz);
@@ -218,7 +218,7 @@ export function statsService({
   /**
    * Top values of each dimension, most visits first (ties by value), at most `limit` each but the
    * `whole` dimensions, read whole. Subdomains and users read the `stats_dims` rollup, a link its own
-   * rows of `visits`; a filtered report, the daily cube for whole UTC days and `visits` for the range's edges.
+   * rows of `visits`; a filtered report, the cubes (the daily one for whole UTC days, the quarter hours or `visits` for the range's edges).
    */
   const breakdowns = async (
     target: Target,

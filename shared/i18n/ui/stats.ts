@@ -50,7 +50,8 @@ export const stats = uiMessages({
     'stats.filter_by': 'show only {name}',
     'stats.filter_remove': 'Remove the filter {name}',
     'stats.filter_clear': 'Clear all filters',
-    'stats.filter_note': 'Whole UTC days are counted from the daily summary, as without filters. Hours, other time zones and the partial days at either end count the raw visits: those that retention or an erasure removed are missing there.',
+    'stats.filter_note':
+      'Filters count from daily and quarter-hour summaries, as without filters, so visits that retention or an erasure removed still count. In a period that starts more than 99 days ago, hours, other time zones and the partial days at either end count the raw visits, where those are missing.',
     'stats.previous_period': 'Previous period',
     'stats.previous_humans': 'Humans, previous period',
     'stats.change_title': 'against {before} in the previous period of the same length',
@@ -164,7 +165,8 @@ export const stats = uiMessages({
     'stats.filter_by': 'nur {name} zeigen',
     'stats.filter_remove': 'Filter {name} entfernen',
     'stats.filter_clear': 'Alle Filter entfernen',
-    'stats.filter_note': 'Ganze UTC-Tage werden aus der Tageszusammenfassung gezählt, wie ohne Filter. Stunden, andere Zeitzonen und die angebrochenen Tage an beiden Enden zählen die Rohbesuche: durch Aufbewahrungsfrist oder Löschung entfernte fehlen dort.',
+    'stats.filter_note':
+      'Filter zählen aus Tages- und Viertelstundenzusammenfassungen, wie ohne Filter: durch Aufbewahrungsfrist oder Löschung entfernte Besuche zählen weiter. In einem Zeitraum, der vor mehr als 99 Tagen beginnt, zählen Stunden, andere Zeitzonen und die angebrochenen Tage an beiden Enden die Rohbesuche, in denen diese fehlen.',
     'stats.previous_period': 'Vorheriger Zeitraum',
     'stats.previous_humans': 'Menschen, vorheriger Zeitraum',
     'stats.change_title': 'gegenüber {before} im vorherigen, gleich langen Zeitraum',
@@ -279,7 +281,8 @@ export const stats = uiMessages({
     'stats.filter_by': 'ne montrer que {name}',
     'stats.filter_remove': 'Retirer le filtre {name}',
     'stats.filter_clear': 'Retirer tous les filtres',
-    'stats.filter_note': 'Les jours UTC entiers sont comptés depuis le résumé quotidien, comme sans filtre. Les heures, les autres fuseaux horaires et les jours entamés aux deux bouts comptent les visites brutes : celles que la rétention ou un effacement a supprimées y manquent.',
+    'stats.filter_note':
+      'Les filtres comptent depuis les résumés quotidiens et par quart d’heure, comme sans filtre : les visites supprimées par la rétention ou un effacement comptent encore. Dans une période qui commence il y a plus de 99 jours, les heures, les autres fuseaux horaires et les jours entamés aux deux bouts comptent les visites brutes, où celles-ci manquent.',
     'stats.previous_period': 'Période précédente',
     'stats.previous_humans': 'Humains, période précédente',
     'stats.change_title': 'par rapport à {before} sur la période précédente de même durée',
@@ -393,7 +396,8 @@ export const stats = uiMessages({
     'stats.filter_by': 'mostrar solo {name}',
     'stats.filter_remove': 'Quitar el filtro {name}',
     'stats.filter_clear': 'Quitar todos los filtros',
-    'stats.filter_note': 'Los días UTC completos se cuentan desde el resumen diario, como sin filtros. Las horas, otras zonas horarias y los días parciales de ambos extremos cuentan las visitas sin procesar: allí faltan las que la retención o un borrado eliminaron.',
+    'stats.filter_note':
+      'Los filtros cuentan desde los resúmenes diarios y por cuarto de hora, como sin filtros: las visitas que la retención o un borrado eliminaron siguen contando. En un periodo que empieza hace más de 99 días, las horas, otras zonas horarias y los días parciales de ambos extremos cuentan las visitas sin procesar, donde esas faltan.',
     'stats.previous_period': 'Período anterior',
     'stats.previous_humans': 'Personas, período anterior',
     'stats.change_title': 'frente a {before} en el período anterior de la misma duración',
