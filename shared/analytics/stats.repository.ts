@@ -116,10 +116,10 @@ function cubeSplit(target: Target, range: Range, filters: VisitFilters) {
   if (filters.ip !== undefined) return undefined;
   const { d1, d2 } = splitOf(range);
   const scoped = visitConditions(target.ownerId, scopedFilters(target, filters));
-  const params = { ...scoped.params, since: range.since, until: range.until, d1, d2 };
+  const cube = [...scoped.where, days].join(' AND ');
   if (range.since >= Date.now() / 1000 - CUBE_QUARTER_HOURS_SEC) {
     return {
-      cube: [...scoped.where, days].join(' AND '),
+      cube,
       edges: {
         table: 'stats_cube',
         time: 'bucket',
@@ -129,13 +129,12 @@ function cubeSplit(target: Target, range: Range, filters: VisitFilters) {
       },
       /** The whole range in quarter hours, for a series by hour or in another zone (every zone's offset is a multiple of 15 minutes). */
       quarterHours: [...scoped.where, 'bucket >= toDateTime({since:UInt32}) AND bucket < toDateTime({until:UInt32})'].join(' AND '),
-      params,
+      params: { ...scoped.params, since: range.since, until: range.until, d1, d2 },
     };
   }
-  // (The raw conditions name `since` and `until` in ms, which the raw edges use instead of `edges`.)
   const raw = filteredConditions(target, range, filters);
   return {
-    cube: [...scoped.where, days].join(' AND '),
+    cube,
     edges: {
       table: 'visits',
       time: 'ts',
@@ -143,7 +142,8 @@ function cubeSplit(target: Target, range: Range, filters: VisitFilters) {
       counted: 'toUInt64(1)',
       sketch: 'uniqCombinedState(12)(visitor_hash)',
     },
-    params: { ...params, ...raw.params },
+    quarterHours: undefined,
+    params: { ...raw.params, d1, d2 },
   };
 }
 
@@ -240,7 +240,7 @@ export function statsRepository(analytics: Analytics) {
      */
     async filteredByPeriod(target: Target, range: Range, filters: VisitFilters, daily: boolean) {
       const split = cubeSplit(target, range, filters);
-      if (split && !daily && 'quarterHours' in split) {
+      if (split?.quarterHours !== undefined && !daily) {
         return rows<Figures & { t: number; whole: number }>(
           `SELECT t, grouping(t) AS whole, ${figures}
            FROM (SELECT toUnixTimestamp(${periodStart(range.granularity)}(bucket, {tz:String})) AS t, kind, visits, visitors FROM stats_cube WHERE ${split.quarterHours})
