@@ -37,6 +37,39 @@ export function isTimeZone(name: string): boolean {
   }
 }
 
+/** Answers of isUtcZone by name (report zones are a closed list: the cache stays small). */
+const utcZones = new Map<string, boolean>();
+const UTC_ZONES_CACHED = 1_000;
+
+/**
+ * True for a time zone whose clock reads UTC in winter and in summer (UTC, Etc/UTC, GMT,
+ * Africa/Abidjan), whose days are therefore UTC days; false for any other zone or an unknown name.
+ * Compares the zone's wall clock with UTC's rather than the name of its offset: ICU spells a zero
+ * offset `GMT` or `GMT+00:00` depending on its version (Node 20's says the latter).
+ */
+export function isUtcZone(name: string): boolean {
+  let utc = utcZones.get(name);
+  if (utc === undefined) {
+    if (!isTimeZone(name)) return false;
+    const clock = new Intl.DateTimeFormat('en-US', {
+      timeZone: name,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+    });
+    utc = [0, 6].every((month) => {
+      const at = Date.UTC(2026, month, 1, 12);
+      const part = Object.fromEntries(clock.formatToParts(at).map(({ type, value }) => [type, Number(value)]));
+      return Date.UTC(part.year!, part.month! - 1, part.day, part.hour, part.minute) === at;
+    });
+    if (utcZones.size < UTC_ZONES_CACHED) utcZones.set(name, utc);
+  }
+  return utc;
+}
+
 /**
  * The time zones a report may be asked in: UTC, the runtime's canonical names (ICU's: Asia/Calcutta)
  * and every name of ClickHouse's time zone database this runtime knows too (Asia/Kolkata, the other

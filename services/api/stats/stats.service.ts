@@ -4,7 +4,7 @@ import type { VisitFilters } from '#shared/analytics/visits.repository.js';
 import { AppError } from '#shared/errors.js';
 import { requireScope, type Principal } from '#shared/http/auth.js';
 import { publicReportFilters, type PublicReportFilters, type PublicView } from '#shared/policy/policy.js';
-import { isTimeZone, reportTimeZones } from '#shared/time.js';
+import { isTimeZone, isUtcZone, reportTimeZones } from '#shared/time.js';
 import { isUuid } from '#shared/ids.js';
 import type { RuleCondition } from '#shared/links/rules.js';
 import type { LinkRow } from '#shared/links/links.repository.js';
@@ -162,15 +162,6 @@ function rangeOf(query: StatsQuery, publishedBefore?: Date): Range {
   return { since, until, tz, granularity };
 }
 
-/** True for a zone whose offset is always zero (UTC days are its days). */
-function isUtc(tz: string): boolean {
-  const offset = (month: number) =>
-    new Intl.DateTimeFormat('en', { timeZone: tz, timeZoneName: 'longOffset' })
-      .formatToParts(Date.UTC(2026, month, 1))
-      .find((part) => part.type === 'timeZoneName')?.value;
-  return offset(0) === 'GMT' && offset(6) === 'GMT';
-}
-
 /**
  * Statistics of a subdomain, a link or a user, read from the rollups of ClickHouse
  * (clickhouse/migrations/0003_stats_rollups.sql, 0004_stats_visitors_sketch.sql); a link's
@@ -205,7 +196,7 @@ export function statsService({
    * UTC days, the quarter-hour one (or, past its 100 days, `visits`) for the rest.
    */
   const seriesAndTotals = async (target: Target, range: Range, filters: ReportFilters = {}): Promise<{ totals: Totals; series: Point[] }> => {
-    const daily = range.granularity === 'day' && isUtc(range.tz);
+    const daily = range.granularity === 'day' && isUtcZone(range.tz);
     const read = Object.keys(filters).length > 0 ? analytics.filteredByPeriod(target, range, filters, daily) : analytics.figuresByPeriod(target, range, daily);
     const [filled, periods] = await Promise.all([read, analytics.periods(range)]);
     const byPeriod = new Map(filled.filter((row) => Number(row.whole) === 0).map((row) => [Number(row.t), row]));
