@@ -96,7 +96,7 @@ await runBench({ LOG_LEVEL: 'silent', RATE_LIMIT_API: '100000000:60' }, async (c
       `  (the subdomain's 30 days: ${report.totals.visits} human visits, ${report.totals.bots} bots, ${report.totals.attacks} attacks, ${report.series.length} points)`,
     );
     await timed('owner: subdomain, 30 days, compare=previous', `/api/v1/stats/subdomain/${subdomain}?compare=previous`, owner.auth, 100);
-    // Filters read the raw visits (the rollups keep no combination of values): issue 41's target.
+    // Filters read the cubes of value combinations (ClickHouse 0011, 0012): issue 41's target.
     const twoFilters = await timed('owner: subdomain, 30 days, 2 filters', `/api/v1/stats/subdomain/${subdomain}?country=DE&browser=Firefox`, owner.auth, 100);
     console.log(`  (country=DE, browser=Firefox: ${twoFilters.totals.visits} human visits of the subdomain's ${report.totals.visits})`);
     await timed(

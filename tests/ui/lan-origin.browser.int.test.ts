@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createOwner } from '../support/owners.js';
@@ -6,7 +7,7 @@ import { newAccount, openPage, TEST_PASSWORD, screenshot, seriousA11yViolations,
 // The dashboard as a LAN install serves it: plain HTTP on a name that is not localhost
 // (http://links.lan:PORT, mapped to loopback by Chromium's resolver), so not a secure context and
 // without the APIs only secure contexts have. Also where a sign-in may send the browser on, and the
-// lockout's wait in words.
+// lockout's wait in words, and the statistics page's filters.
 let platform: UiPlatform;
 
 beforeAll(async () => {
@@ -189,6 +190,76 @@ describe("issue 40's pages on a plain-HTTP LAN origin", () => {
       [{ condition: { type: 'country', values: ['FR'] }, target_url: 'https://example.fr/' }],
     ]);
     await screenshot(page, 'issue40-lan-origin-desktop');
+    expect(problems).toEqual([]);
+    await browserContext.close();
+  });
+});
+
+describe("issue 41's statistics on a plain-HTTP LAN origin", () => {
+  const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
+  const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
+  /** A visitor's request to a subdomain's short host (`{name}.localhost`), over a socket as a browser sends it. */
+  const visit = (subdomain: string, path: string, userAgent: string) =>
+    new Promise<number>((resolve, reject) => {
+      const sent = request(
+        {
+          host: '127.0.0.1',
+          port: platform.port,
+          path,
+          headers: { host: `${subdomain}.localhost:${platform.port}`, accept: 'text/html', 'user-agent': userAgent },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode ?? 0));
+        },
+      );
+      sent.on('error', reject);
+      sent.end();
+    });
+
+  it('filters the report by clicking a breakdown row: the chip, the address and the note under the filters', { timeout: 60_000 }, async () => {
+    const owner = await createOwner(platform.context, platform.app);
+    const subdomain = await claimSubdomain(platform.app, owner);
+    const created = await platform.app.inject({
+      method: 'POST',
+      url: '/api/v1/links',
+      headers: owner.auth,
+      payload: { subdomain, slug: 'lan', target_url: 'https://example.com/' },
+    });
+    expect(created.statusCode).toBe(201);
+    const statuses = await Promise.all([CHROME, CHROME, FIREFOX].map((agent) => visit(subdomain, '/lan', agent)));
+    expect(statuses).toEqual([302, 302, 302]);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const report = await platform.app.inject({ method: 'GET', url: `/api/v1/stats/subdomain/${subdomain}`, headers: owner.auth });
+      if (report.json().data.totals.visits === 3) break;
+      if (Date.now() > deadline) throw new Error(`visits not counted: ${report.body}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+
+    const { page, problems, browserContext } = await openPage(platform);
+    page.setDefaultTimeout(10_000);
+    await signIn(page, owner.email);
+    expect(await page.evaluate(() => window.isSecureContext)).toBe(false);
+    await page.goto(`/stats/subdomain/${subdomain}?range=7d&granularity=day&tz=UTC`);
+    await page.getByRole('heading', { name: `Statistics of ${subdomain}` }).waitFor();
+    const humans = page
+      .locator('dl.totals > div', { has: page.locator('dt', { hasText: /^Humans$/ }) })
+      .locator('dd')
+      .first();
+    await expect.poll(() => humans.textContent()).toBe('3');
+    const browsers = page.locator('table.bars', { has: page.locator('caption', { hasText: /^Browsers$/ }) });
+    await browsers.getByRole('link', { name: /^Firefox/ }).click();
+    await page.waitForURL(/[?&]browser=Firefox(&|$)/);
+    await expect.poll(() => humans.textContent()).toBe('1');
+    const chips = page.getByRole('group', { name: 'Filters of the report' });
+    expect(await chips.locator('li').allTextContents()).toEqual(['Browser: Firefox×']);
+    await page.getByText('Filters count from daily and quarter-hour summaries').waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, 'stats-filters-lan-origin-desktop');
+    await page.getByRole('link', { name: 'Remove the filter Browser: Firefox' }).click();
+    await page.waitForURL((url) => !url.search.includes('browser='));
+    await expect.poll(() => humans.textContent()).toBe('3');
     expect(problems).toEqual([]);
     await browserContext.close();
   });
