@@ -40,6 +40,17 @@ export async function claimSubdomain(app: FastifyInstance, owner: TestOwner, pol
   return name;
 }
 
+/** Creates a link over the API (its body as `POST /api/v1/links` takes it) and returns the stored link. */
+export async function createLink(
+  app: FastifyInstance,
+  owner: TestOwner,
+  link: Record<string, unknown>,
+): Promise<{ id: string; slug: string } & Record<string, unknown>> {
+  const created = await app.inject({ method: 'POST', url: '/api/v1/links', headers: owner.auth, payload: link });
+  if (created.statusCode !== 201) throw new Error(`link not created: ${created.statusCode} ${created.body}`);
+  return created.json().data;
+}
+
 /**
  * Subscribes the owner to visit events with a webhook stored directly (the enricher raises visit
  * events only for owners with a subscribed webhook). Its receiver is never called: the tests that

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSubdomain, createOwner } from '../support/owners.js';
+import { claimSubdomain, createLink, createOwner } from '../support/owners.js';
 import { newAccount, openPage, TEST_PASSWORD, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
 
 // The dashboard as a LAN install serves it: plain HTTP on a name that is not localhost
@@ -220,13 +220,7 @@ describe("issue 41's statistics on a plain-HTTP LAN origin", () => {
   it('filters the report by clicking a breakdown row: the chip, the address and the note under the filters', { timeout: 60_000 }, async () => {
     const owner = await createOwner(platform.context, platform.app);
     const subdomain = await claimSubdomain(platform.app, owner);
-    const created = await platform.app.inject({
-      method: 'POST',
-      url: '/api/v1/links',
-      headers: owner.auth,
-      payload: { subdomain, slug: 'lan', target_url: 'https://example.com/' },
-    });
-    expect(created.statusCode).toBe(201);
+    await createLink(platform.app, owner, { subdomain, slug: 'lan', target_url: 'https://example.com/' });
     const statuses = await Promise.all([CHROME, CHROME, FIREFOX].map((agent) => visit(subdomain, '/lan', agent)));
     expect(statuses).toEqual([302, 302, 302]);
     const deadline = Date.now() + 30_000;
