@@ -47,8 +47,8 @@ import {
   type Started,
 } from '#tests/support/platform-process.js';
 import { cannon, otherLoad, pad, pinningNote, quantile, type Run } from './lib/load.js';
-import { ENTRY, LOAD_ENV, measurePlatform, profileArgs, waitStored, type Figures } from './lib/platform-run.js';
-import { cpuOf, memoryOf, threadKinds, threadsOf, threadsPer, type ThreadKind } from './lib/proc.js';
+import { ENTRY, LOAD_ENV, measurePlatform, profileArgs, quietNote, waitStored, type Figures } from './lib/platform-run.js';
+import { cpuOf, memoryOf, threadKinds, threadsOf, threadsPer, waitQuiet, type ThreadKind } from './lib/proc.js';
 import { brokerPid, checkPartitions, kafkaTopics, services, servicesDown, type Services } from './lib/services.js';
 
 const seconds = Number(process.argv[2] ?? 20);
@@ -193,6 +193,8 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
     const partitions = checkPartitions(servicesDir, topicPrefix);
 
     const processes = nodes.map((node) => ({ node, pid: node.started.child.pid! }));
+    // The idle span and the load start once the warm-up's merges are done, as the one process's do.
+    console.log(`cluster: ${quietNote(await waitQuiet(processes.map(({ pid }) => pid)))}`);
     // Idle: what each process uses with no traffic, CPU µs per ms, to tell the per-visit cost from the fixed one.
     const idleFrom = performance.now();
     const idleBefore = [...processes.map(({ pid }) => cpuOf(pid)), broker ? cpuOf(broker) : 0];
@@ -393,7 +395,7 @@ function report(c: ClusterFigures, one: Figures | undefined): boolean {
     );
   if (one) {
     console.log(
-      `one process (embedded): ${one.answered} redirects, ${one.rps.toFixed(0)}/s, p50 ${one.p50} ms, p99 ${one.p99} ms, drain ${one.drainS.toFixed(1)} s, ${one.inserts} inserts into visits (${one.rowsPerInsert.toFixed(0)} rows each, over its life); CPU µs per visit by thread: ${one.threads.map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}`,
+      `one process (embedded): ${one.answered} redirects, ${one.rps.toFixed(0)}/s, p50 ${one.p50} ms, p99 ${one.p99} ms, drain ${one.drainS.toFixed(1)} s, ${one.inserts} inserts into visits (${one.rowsPerInsert.toFixed(0)} rows each, in the measured span); CPU µs per visit by thread: ${one.threads.map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}`,
     );
     const ratio = all / one.cpuUs;
     console.log(

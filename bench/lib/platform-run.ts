@@ -10,7 +10,7 @@ import { PROJECT_ROOT } from '#shared/paths.js';
 import { serverDatabase } from '#tests/support/fresh-database.js';
 import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '#tests/support/platform-process.js';
 import { cannon, onEveryCore } from './load.js';
-import { cpuOf, memoryOf, threadsOf, threadsPer } from './proc.js';
+import { cpuOf, memoryOf, threadsOf, threadsPer, waitQuiet, type Quiet } from './proc.js';
 
 export interface LoadShape {
   seconds: number;
@@ -34,7 +34,7 @@ export interface Figures {
   idleMb: { first: number; restart: number };
   /** Memory at the load's end, MB: resident, V8's heap, buffers outside the heap. */
   memory: { rssMb: number; heapMb: number; externalMb: number };
-  /** Inserts into `visits` over the process's life, and their mean size in rows. */
+  /** Inserts into `visits` from the measured load's start until its visits were stored, and their mean size in rows. */
   inserts: number;
   rowsPerInsert: number;
   /** CPU µs per stored visit by thread name, over the same span. */
@@ -62,6 +62,18 @@ const IDLE_MS = 20_000;
 
 /** The compiled entry point the benchmarks start (`bash bench/run.sh` builds it). */
 export const ENTRY = join(PROJECT_ROOT, 'dist-bench/services/main.js');
+
+/** How a measurement's start waited for its processes to go quiet (printed by the benchmarks that load the platform). */
+export const quietNote = (quiet: Quiet) =>
+  quiet.quiet
+    ? `quiet ${quiet.waitedS.toFixed(0)} s after the warm-up (the busiest process at ${quiet.percent.toFixed(1)} % of a core over 2 s), then measured`
+    : `still at ${quiet.percent.toFixed(1)} % of a core ${quiet.waitedS.toFixed(0)} s after the warm-up: measured anyway`;
+
+/** Inserts into `visits` so far and the rows they held (the enricher's histogram). */
+const insertTotals = async (port: number) => ({
+  count: await metricSum(port, 'visits_insert_batch_size_count'),
+  rows: await metricSum(port, 'visits_insert_batch_size_sum'),
+});
 
 /** `--cpu-prof` into bench-profiles/ when PROFILE=1: each process writes a .cpuprofile when it stops. */
 export const profileArgs = () => (process.env.PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', join(PROJECT_ROOT, 'bench-profiles')] : []);
@@ -156,7 +168,11 @@ async function measure(
     phase = 'warm-up';
     const warm = await cannon(url, { durationSec: 3, connections, headers, expectStatus: 302 });
     await waitStored(port, seeded, warm.total, 120_000);
+    // The span starts once the warm-up's merges are done, as the cluster's does (waitQuiet).
+    const settled = await waitQuiet([pid]);
+    console.log(`${mode}: ${quietNote(settled)}`);
 
+    const insertsBefore = await insertTotals(port);
     const cpuBefore = cpuOf(pid);
     const threadsBefore = threadsOf(pid);
     const started = performance.now();
@@ -173,6 +189,7 @@ async function measure(
     const drainS = (performance.now() - loadEnded) / 1000;
     const cpuUs = (cpuOf(pid) - cpuBefore) / measured.total;
     const threads = threadsPer(threadsBefore, threadsOf(pid), measured.total);
+    const insertsAfter = await insertTotals(port);
     const stored = await settledStored(port, seeded);
     // autocannon stops with a request in flight on each connection: the server answers and stores
     // those too, but autocannon does not count them. Stored is what was counted, plus at most those.
@@ -198,9 +215,8 @@ async function measure(
       rowsPerInsert: 0,
       memory: { rssMb, heapMb, externalMb },
     };
-    const inserts = await metricSum(port, 'visits_insert_batch_size_count');
-    figures.inserts = inserts;
-    figures.rowsPerInsert = (await metricSum(port, 'visits_insert_batch_size_sum')) / Math.max(1, inserts);
+    figures.inserts = insertsAfter.count - insertsBefore.count;
+    figures.rowsPerInsert = (insertsAfter.rows - insertsBefore.rows) / Math.max(1, figures.inserts);
     server.child.kill('SIGTERM');
     await server.exited;
     return figures;

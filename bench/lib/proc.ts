@@ -103,3 +103,30 @@ export function mappedFiles(pid: number, under: string): string[] {
   }
   return [...paths];
 }
+
+/** What waitQuiet saw: how long it waited, and the busiest process's CPU (% of one core) over the last window. */
+export interface Quiet {
+  waitedS: number;
+  percent: number;
+  quiet: boolean;
+}
+
+/**
+ * Waits until each of the processes uses at most `percent` of one core over a window of `windowMs`
+ * (ClickHouse's merges of what a warm-up inserted, the JIT's late compiles), or until `timeoutMs`.
+ * A measured span that starts while those run counts them against the load: the same wait before
+ * each measurement starts them from the same state.
+ */
+export async function waitQuiet(pids: number[], { percent = 4, windowMs = 2_000, timeoutMs = 60_000 } = {}): Promise<Quiet> {
+  const started = performance.now();
+  for (;;) {
+    const before = pids.map(cpuOf);
+    const from = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const elapsedUs = (performance.now() - from) * 1000;
+    const busiest = Math.max(...pids.map((pid, i) => ((cpuOf(pid) - before[i]!) / elapsedUs) * 100));
+    const waitedS = (performance.now() - started) / 1000;
+    if (busiest <= percent) return { waitedS, percent: busiest, quiet: true };
+    if (performance.now() - started >= timeoutMs) return { waitedS, percent: busiest, quiet: false };
+  }
+}
