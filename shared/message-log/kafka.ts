@@ -69,6 +69,18 @@ stopKafkajsIdleLoop();
  */
 const PACKED_TOPICS: ReadonlySet<Topic> = new Set([TOPICS.visitsRaw, TOPICS.trackerRaw]);
 
+/**
+ * How long the broker holds a consumer's fetch that finds no message (kafkajs's maxWaitTimeInMs,
+ * with minBytes 1): an idle consumer fetches twice a second, and a message published to an idle
+ * topic is fetched at once. kafkajs's stop waits for the fetch in flight, so this also bounds a
+ * consumer's stop. A batch wait is not the broker's hold: a short one (the webhook dispatcher's
+ * 50 ms) would make an idle consumer fetch that often (docs/benchmarks.md, "The production path").
+ */
+const IDLE_FETCH_WAIT_MS = 500;
+
+/** Messages in a fetched partition batch's records, packed ones counted one by one. */
+const unpackedCount = (records: LogMessage[][]) => records.reduce((sum, messages) => sum + messages.length, 0);
+
 /** What every batch is compressed with. */
 const COMPRESSION = CompressionTypes.LZ4;
 
@@ -503,8 +515,10 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
         sessionTimeout: SESSION_TIMEOUT_MS,
         heartbeatInterval: HEARTBEAT_INTERVAL_MS,
         rebalanceTimeout: REBALANCE_TIMEOUT_MS,
-        // Batch by size or time: the broker holds a fetch until about a MiB is there or maxWaitMs passed.
-        ...(maxWaitMs > 0 ? { minBytes: 1024 * 1024, maxWaitTimeInMs: maxWaitMs } : {}),
+        // A fetch returns as soon as a message is there; one that finds none is held IDLE_FETCH_WAIT_MS.
+        // Batching by time is the pause after a partial batch (below), not the broker's hold.
+        minBytes: 1,
+        maxWaitTimeInMs: IDLE_FETCH_WAIT_MS,
       });
       const handed = handedOffsets();
       // A rebalance may have lent a partition to another member in between: nothing is known then.
@@ -545,6 +559,10 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
             });
             await heartbeat();
           }
+          // Batching by time: after a batch that did not fill maxBatch, the partition's next fetch
+          // waits maxWaitMs, and what was published meanwhile comes as one batch. After a full
+          // batch it fetches at once (a backlog is read at full speed).
+          if (maxWaitMs > 0 && unpackedCount(unpacked) < maxBatch && isRunning() && !isStale()) await sleep(maxWaitMs);
         },
       });
       // The lag metric is sampled every 10 s (and on each health probe).

@@ -17,7 +17,9 @@ export interface ConsumeOptions {
   maxBatch?: number;
   /**
    * Longest wait for a batch to fill up to maxBatch once its first message is there (0: deliver
-   * what is there at once). Kafka: the broker holds the fetch up to this long for about a MiB.
+   * what is there at once). Kafka: after a batch smaller than maxBatch, the partition's next fetch
+   * waits this long, so that what is published meanwhile comes as one batch; the first message
+   * after an idle spell is fetched at once (the broker holds an empty fetch 500 ms).
    */
   maxWaitMs?: number;
   /**
