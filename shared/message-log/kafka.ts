@@ -70,11 +70,13 @@ stopKafkajsIdleLoop();
 const PACKED_TOPICS: ReadonlySet<Topic> = new Set([TOPICS.visitsRaw, TOPICS.trackerRaw]);
 
 /**
- * How long the broker holds a consumer's fetch that finds no message (kafkajs's maxWaitTimeInMs,
- * with minBytes 1): an idle consumer fetches twice a second, and a message published to an idle
- * topic is fetched at once. kafkajs's stop waits for the fetch in flight, so this also bounds a
- * consumer's stop. A batch wait is not the broker's hold: a short one (the webhook dispatcher's
- * 50 ms) would make an idle consumer fetch that often (docs/benchmarks.md, "The production path").
+ * The shortest broker hold of a consumer's fetch (kafkajs's maxWaitTimeInMs). A consumer whose batch
+ * wait is at least this long (the enricher's ENRICHER_BATCH_WAIT_MS, 500 ms) lets the broker hold
+ * each fetch that long for about a MiB, as before. A shorter wait (the webhook dispatcher's 50 ms)
+ * would be a fetch that often at idle, 20 a second: such a consumer fetches with minBytes 1 (a
+ * message is fetched as soon as it is there, an empty fetch held this long) and pauses its wait
+ * after a partial batch instead (docs/benchmarks.md, "The production path"). kafkajs's stop waits for
+ * the fetch in flight, so this also bounds an idle consumer's stop.
  */
 const IDLE_FETCH_WAIT_MS = 500;
 
@@ -509,16 +511,18 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
       // Groups carry the prefix too: environments sharing a cluster never share a group (and never
       // rebalance each other's consumers).
       const fullGroup = options.topicPrefix + groupId;
+      const brokerHold = maxWaitMs >= IDLE_FETCH_WAIT_MS;
       const consumer = kafka.consumer({
         groupId: fullGroup,
         maxBytesPerPartition: 4 * 1024 * 1024,
         sessionTimeout: SESSION_TIMEOUT_MS,
         heartbeatInterval: HEARTBEAT_INTERVAL_MS,
         rebalanceTimeout: REBALANCE_TIMEOUT_MS,
-        // A fetch returns as soon as a message is there; one that finds none is held IDLE_FETCH_WAIT_MS.
-        // Batching by time is the pause after a partial batch (below), not the broker's hold.
-        minBytes: 1,
-        maxWaitTimeInMs: IDLE_FETCH_WAIT_MS,
+        // Batching by time: a wait of at least IDLE_FETCH_WAIT_MS is the broker's hold (until about a
+        // MiB is there or the wait passed); a shorter one is a pause after a partial batch (below),
+        // and the fetch returns as soon as a message is there (one that finds none is held
+        // IDLE_FETCH_WAIT_MS), so that a short wait does not become a fetch that often at idle.
+        ...(brokerHold ? { minBytes: 1024 * 1024, maxWaitTimeInMs: maxWaitMs } : { minBytes: 1, maxWaitTimeInMs: IDLE_FETCH_WAIT_MS }),
       });
       const handed = handedOffsets();
       // A rebalance may have lent a partition to another member in between: nothing is known then.
@@ -559,10 +563,10 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
             });
             await heartbeat();
           }
-          // Batching by time: after a batch that did not fill maxBatch, the partition's next fetch
+          // A short batch wait: after a batch that did not fill maxBatch, the partition's next fetch
           // waits maxWaitMs, and what was published meanwhile comes as one batch. After a full
           // batch it fetches at once (a backlog is read at full speed).
-          if (maxWaitMs > 0 && unpackedCount(unpacked) < maxBatch && isRunning() && !isStale()) await sleep(maxWaitMs);
+          if (!brokerHold && maxWaitMs > 0 && unpackedCount(unpacked) < maxBatch && isRunning() && !isStale()) await sleep(maxWaitMs);
         },
       });
       // The lag metric is sampled every 10 s (and on each health probe).
@@ -667,7 +671,14 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
         });
         const producer = await getProducer();
         for (const { partition, kept } of rewrites) {
-          const records = kept.map(({ key, value, headers }) => ({ partition, key, value, headers }));
+          // Each kept message keeps its time: peeks and takes merge the partitions by it (oldest first).
+          const records = kept.map(({ key, value, headers, timestamp }) => ({
+            partition,
+            key,
+            value,
+            headers,
+            ...(timestamp === null ? {} : { timestamp: String(Date.parse(timestamp)) }),
+          }));
           for (let start = 0; start < records.length; start += SEND_CHUNK) {
             await producer.send({ topic: name(topic), compression: COMPRESSION, acks: -1, messages: records.slice(start, start + SEND_CHUNK) });
           }

@@ -17,9 +17,10 @@ export interface ConsumeOptions {
   maxBatch?: number;
   /**
    * Longest wait for a batch to fill up to maxBatch once its first message is there (0: deliver
-   * what is there at once). Kafka: after a batch smaller than maxBatch, the partition's next fetch
-   * waits this long, so that what is published meanwhile comes as one batch; the first message
-   * after an idle spell is fetched at once (the broker holds an empty fetch 500 ms).
+   * what is there at once). Kafka: from 500 ms up, the broker holds each fetch up to this long for
+   * about a MiB; below, the partition's next fetch waits this long after a batch smaller than
+   * maxBatch, and a message published to an idle topic is fetched at once (an empty fetch is held
+   * 500 ms, so an idle consumer does not fetch every few milliseconds).
    */
   maxWaitMs?: number;
   /**
