@@ -72,7 +72,7 @@ const PACKED_TOPICS: ReadonlySet<Topic> = new Set([TOPICS.visitsRaw, TOPICS.trac
 /**
  * The shortest broker hold of a consumer's fetch (kafkajs's maxWaitTimeInMs). A consumer whose batch
  * wait is at least this long (the enricher's ENRICHER_BATCH_WAIT_MS, 500 ms) lets the broker hold
- * each fetch that long for about a MiB, as before. A shorter wait (the webhook dispatcher's 50 ms)
+ * each fetch up to its wait for about a MiB. A shorter wait (the webhook dispatcher's 50 ms)
  * would be a fetch that often at idle, 20 a second: such a consumer fetches with minBytes 1 (a
  * message is fetched as soon as it is there, an empty fetch held this long) and pauses its wait
  * after a partial batch instead (docs/benchmarks.md, "The production path"). kafkajs's stop waits for
