@@ -47,7 +47,7 @@ import {
   type Started,
 } from '#tests/support/platform-process.js';
 import { cannon, otherLoad, pad, pinningNote, quantile, type Run } from './lib/load.js';
-import { ENTRY, LOAD_ENV, measurePlatform, profileArgs, quietNote, waitStored, type Figures } from './lib/platform-run.js';
+import { ENTRY, insertTotals, LOAD_ENV, measurePlatform, profileArgs, quietNote, waitStored, type Figures } from './lib/platform-run.js';
 import { cpuOf, memoryOf, threadKinds, threadsOf, threadsPer, waitQuiet, type ThreadKind } from './lib/proc.js';
 import { brokerPid, checkPartitions, kafkaTopics, services, servicesDown, type Services } from './lib/services.js';
 
@@ -124,7 +124,7 @@ const redirectsOf = (node: Node) => metricSum(node.started.port, 'redirects_tota
 /** The ingest nodes' publish calls to visits.raw (one publish-delay observation each) and the core's inserts into `visits`, so far. */
 async function batches(core: Node, ingest: Node[]): Promise<{ publishes: number; inserts: number }> {
   const publishes = await Promise.all(ingest.map((node) => metricSum(node.started.port, 'visit_log_publish_delay_seconds_count', 'topic="visits.raw"')));
-  return { publishes: publishes.reduce((sum, n) => sum + n, 0), inserts: await metricSum(core.started.port, 'visits_insert_batch_size_count') };
+  return { publishes: publishes.reduce((sum, n) => sum + n, 0), inserts: (await insertTotals(core.started.port)).count };
 }
 
 /** Splits `total` into `parts` whole shares differing by at most one. */

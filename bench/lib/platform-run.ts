@@ -70,7 +70,7 @@ export const quietNote = (quiet: Quiet) =>
     : `still at ${quiet.percent.toFixed(1)} % of a core ${quiet.waitedS.toFixed(0)} s after the warm-up: measured anyway`;
 
 /** Inserts into `visits` so far and the rows they held (the enricher's histogram). */
-const insertTotals = async (port: number) => ({
+export const insertTotals = async (port: number) => ({
   count: await metricSum(port, 'visits_insert_batch_size_count'),
   rows: await metricSum(port, 'visits_insert_batch_size_sum'),
 });

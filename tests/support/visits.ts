@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { LogMessage } from '#shared/message-log/message-log.js';
-import type { TestOwner } from './owners.js';
-import { claimSubdomain } from './owners.js';
+import { claimSubdomain, createLink, type TestOwner } from './owners.js';
 
 /** A browser's user agent: visits with it are people's visits (not bots). */
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
@@ -78,12 +77,6 @@ export function consentMessage(subdomain: string, i: number): LogMessage {
 /** Claims a subdomain for the owner and makes one link on it (slug `go`). */
 export async function subdomainWithLink(app: FastifyInstance, owner: TestOwner): Promise<{ subdomain: string; linkId: string }> {
   const subdomain = await claimSubdomain(app, owner);
-  const created = await app.inject({
-    method: 'POST',
-    url: '/api/v1/links',
-    headers: owner.auth,
-    payload: { subdomain, slug: 'go', target_url: 'https://example.com/' },
-  });
-  if (created.statusCode !== 201) throw new Error(created.body);
-  return { subdomain, linkId: created.json().data.id };
+  const link = await createLink(app, owner, { subdomain, slug: 'go', target_url: 'https://example.com/' });
+  return { subdomain, linkId: link.id };
 }

@@ -1,8 +1,19 @@
-import { request } from 'node:http';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubdomain, createLink, createOwner } from '../support/owners.js';
-import { newAccount, openPage, TEST_PASSWORD, screenshot, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
+import { waitFor } from '../support/wait.js';
+import {
+  BROWSER_AGENTS,
+  newAccount,
+  openPage,
+  TEST_PASSWORD,
+  screenshot,
+  seriousA11yViolations,
+  shortHostVisit,
+  signIn,
+  startUiPlatform,
+  type UiPlatform,
+} from './support.js';
 
 // The dashboard as a LAN install serves it: plain HTTP on a name that is not localhost
 // (http://links.lan:PORT, mapped to loopback by Chromium's resolver), so not a secure context and
@@ -196,40 +207,20 @@ describe("issue 40's pages on a plain-HTTP LAN origin", () => {
 });
 
 describe("issue 41's statistics on a plain-HTTP LAN origin", () => {
-  const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
-  const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
-  /** A visitor's request to a subdomain's short host (`{name}.localhost`), over a socket as a browser sends it. */
-  const visit = (subdomain: string, path: string, userAgent: string) =>
-    new Promise<number>((resolve, reject) => {
-      const sent = request(
-        {
-          host: '127.0.0.1',
-          port: platform.port,
-          path,
-          headers: { host: `${subdomain}.localhost:${platform.port}`, accept: 'text/html', 'user-agent': userAgent },
-        },
-        (response) => {
-          response.resume();
-          response.on('end', () => resolve(response.statusCode ?? 0));
-        },
-      );
-      sent.on('error', reject);
-      sent.end();
-    });
+  const { chrome: CHROME, firefox: FIREFOX } = BROWSER_AGENTS;
 
   it('filters the report by clicking a breakdown row: the chip, the address and the note under the filters', { timeout: 60_000 }, async () => {
     const owner = await createOwner(platform.context, platform.app);
     const subdomain = await claimSubdomain(platform.app, owner);
     await createLink(platform.app, owner, { subdomain, slug: 'lan', target_url: 'https://example.com/' });
-    const statuses = await Promise.all([CHROME, CHROME, FIREFOX].map((agent) => visit(subdomain, '/lan', agent)));
+    const statuses = await Promise.all([CHROME, CHROME, FIREFOX].map((agent) => shortHostVisit(platform, subdomain, '/lan', { 'user-agent': agent })));
     expect(statuses).toEqual([302, 302, 302]);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const report = await platform.app.inject({ method: 'GET', url: `/api/v1/stats/subdomain/${subdomain}`, headers: owner.auth });
-      if (report.json().data.totals.visits === 3) break;
-      if (Date.now() > deadline) throw new Error(`visits not counted: ${report.body}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    await waitFor(
+      async () =>
+        (await platform.app.inject({ method: 'GET', url: `/api/v1/stats/subdomain/${subdomain}`, headers: owner.auth })).json().data.totals.visits === 3,
+      30_000,
+      { intervalMs: 250, message: 'the 3 visits counted' },
+    );
 
     const { page, problems, browserContext } = await openPage(platform);
     page.setDefaultTimeout(10_000);

@@ -1,10 +1,19 @@
-import { request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toClickHouseTime } from '#shared/analytics/analytics.js';
 import { claimSubdomain, createOwner, type TestOwner } from '../support/owners.js';
-import { openPage as openBrowserPage, screenshot, SCREENSHOTS_DIR, seriousA11yViolations, signIn, startUiPlatform, type UiPlatform } from './support.js';
+import {
+  BROWSER_AGENTS,
+  openPage as openBrowserPage,
+  screenshot,
+  SCREENSHOTS_DIR,
+  seriousA11yViolations,
+  shortHostVisit,
+  signIn,
+  startUiPlatform,
+  type UiPlatform,
+} from './support.js';
 
 // The statistics page in a real browser, over visits made through the platform's own edge and
 // enricher: totals of humans beside bots, breakdowns, the chart following the granularity and
@@ -15,25 +24,12 @@ let bob: TestOwner;
 let sub: string;
 const links: Record<'alpha' | 'beta', string> = { alpha: '', beta: '' };
 
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
-const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
+const { chrome: CHROME, firefox: FIREFOX } = BROWSER_AGENTS;
 const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1';
 const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
 
-/** A request to the short host as a visitor's browser sends it (Node's resolver does not know *.localhost: the Host header names it). */
-function visit(path: string, headers: Record<string, string>): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const sent = request(
-      { host: '127.0.0.1', port: platform.port, path, method: 'GET', headers: { host: `${sub}.localhost:${platform.port}`, accept: 'text/html', ...headers } },
-      (response) => {
-        response.resume();
-        response.on('end', () => resolve(response.statusCode ?? 0));
-      },
-    );
-    sent.on('error', reject);
-    sent.end();
-  });
-}
+/** A request to the short host of `sub` as a visitor's browser sends it. */
+const visit = (path: string, headers: Record<string, string>) => shortHostVisit(platform, sub, path, headers);
 
 async function statsOf(owner: TestOwner, url: string): Promise<{ totals: Record<string, number>; top: Record<string, { value: string; visits: number }[]> }> {
   const response = await platform.app.inject({ method: 'GET', url, headers: owner.auth });
@@ -302,23 +298,7 @@ describe('statistics page', () => {
     });
     expect(created.statusCode, created.body).toBe(201);
     const id = created.json().data.id as string;
-    const hit = (agent: string, address: string) =>
-      new Promise<number>((resolve, reject) => {
-        const sent = request(
-          {
-            host: '127.0.0.1',
-            port: platform.port,
-            path: '/split',
-            headers: { host: `${own}.localhost:${platform.port}`, 'user-agent': agent, 'x-forwarded-for': address },
-          },
-          (response) => {
-            response.resume();
-            response.on('end', () => resolve(response.statusCode ?? 0));
-          },
-        );
-        sent.on('error', reject);
-        sent.end();
-      });
+    const hit = (agent: string, address: string) => shortHostVisit(platform, own, '/split', { 'user-agent': agent, 'x-forwarded-for': address });
     const statuses = await Promise.all([
       hit(IPHONE, '203.0.113.51'),
       hit(IPHONE, '203.0.113.52'),

@@ -4,6 +4,7 @@
 // driven by playwright-core, axe-core run inside each page, and screenshots of every page at a
 // desktop and a phone width written to `screenshots/` (ignored by git) for people to look at.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { freePort } from '../support/platform-process.js';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -89,6 +90,36 @@ export async function startUiPlatform(overrides: Record<string, string> = {}, op
       await closeContext(context);
     },
   };
+}
+
+/** User agents of visitors' browsers, as the statistics tests send them. */
+export const BROWSER_AGENTS = {
+  chrome: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+  firefox: 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0',
+} as const;
+
+/**
+ * A request to a subdomain's short host as a visitor's browser sends it (Node's resolver does not
+ * know `*.localhost`: the Host header names it); resolves with the status once the answer ended.
+ */
+export function shortHostVisit(platform: UiPlatform, subdomain: string, path: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const sent = request(
+      {
+        host: '127.0.0.1',
+        port: platform.port,
+        path,
+        method: 'GET',
+        headers: { host: `${subdomain}.localhost:${platform.port}`, accept: 'text/html', ...headers },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
+    sent.on('error', reject);
+    sent.end();
+  });
 }
 
 /** A new account in the store (no HTTP), to sign in with through the dashboard. */
