@@ -59,6 +59,14 @@ describe('loadConfig', () => {
     expect(config.roles).toEqual(['ingest', 'enricher']);
   });
 
+  it('spaces partial inserts by ENRICHER_INSERT_INTERVAL_MS, by default twice ENRICHER_BATCH_WAIT_MS', () => {
+    expect(loadConfig({}).enricherBatch).toEqual({ size: 10_000, waitMs: 500, intervalMs: 1_000 });
+    expect(loadConfig({ ENRICHER_BATCH_WAIT_MS: '20' }).enricherBatch.intervalMs).toBe(40);
+    expect(loadConfig({ ENRICHER_BATCH_WAIT_MS: '20', ENRICHER_INSERT_INTERVAL_MS: '0' }).enricherBatch.intervalMs).toBe(0);
+    expect(loadConfig({ ENRICHER_INSERT_INTERVAL_MS: '' }).enricherBatch.intervalMs).toBe(1_000);
+    expect(configErrorOf({ ENRICHER_INSERT_INTERVAL_MS: '60001' })).toMatch(/ENRICHER_INSERT_INTERVAL_MS/);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '  ' }).port).toBe(8080);
     expect(loadConfig({ DATABASE_URL: '' }).database.kind).toBe('pglite');

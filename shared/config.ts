@@ -354,7 +354,15 @@ export const CONFIG_VARS = {
   ],
   ENRICHER_BATCH_WAIT_MS: [
     withDefault(z.coerce.number().int().min(0).max(10_000), 500),
-    { doc: 'Longest the enricher waits for a batch to fill before inserting what it has (0: at once); bounds the delay from redirect to row.' },
+    {
+      doc: 'Longest the enricher waits for a batch to fill before inserting what it has (0: at once); with `ENRICHER_INSERT_INTERVAL_MS`, bounds the delay from redirect to row.',
+    },
+  ],
+  ENRICHER_INSERT_INTERVAL_MS: [
+    optionalString(z.coerce.number().int().min(0).max(60_000)),
+    {
+      doc: 'Least time from the start of one insert of a batch smaller than `ENRICHER_BATCH_SIZE` to the start of the next, per table (default: twice `ENRICHER_BATCH_WAIT_MS`, so 1 000 ms, about one insert a second as ClickHouse advises). A full batch is inserted at once. The insert rate then does not depend on how fast the enricher stores (fewer, larger parts to merge). A visit waits for its insert at most the longer of this interval and the insert before it plus `ENRICHER_BATCH_WAIT_MS`.',
+    },
   ],
   BURST_MAX_VISITS: [
     withDefault(z.coerce.number().int().min(0).max(100_000, 'must be at most 100000'), 20),
@@ -550,7 +558,7 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   shutdownTimeoutMs: number;
   linkCacheSize: number;
-  enricherBatch: { size: number; waitMs: number };
+  enricherBatch: { size: number; waitMs: number; intervalMs: number };
   burst: { maxVisits: number; windowSec: number };
   visitBufferSize: number;
   /** Whether the edge journals each visit it takes before answering (VISIT_JOURNAL). */
@@ -656,7 +664,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: env.LOG_LEVEL,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     linkCacheSize: env.LINK_CACHE_SIZE,
-    enricherBatch: { size: env.ENRICHER_BATCH_SIZE, waitMs: env.ENRICHER_BATCH_WAIT_MS },
+    enricherBatch: {
+      size: env.ENRICHER_BATCH_SIZE,
+      waitMs: env.ENRICHER_BATCH_WAIT_MS,
+      intervalMs: env.ENRICHER_INSERT_INTERVAL_MS ?? 2 * env.ENRICHER_BATCH_WAIT_MS,
+    },
     burst: { maxVisits: env.BURST_MAX_VISITS, windowSec: env.BURST_WINDOW },
     visitBufferSize: env.VISIT_BUFFER_SIZE,
     visitJournal: env.VISIT_JOURNAL,

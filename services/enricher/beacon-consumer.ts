@@ -162,6 +162,7 @@ export async function startBeaconConsumer(
     topic: TOPICS.trackerRaw,
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
+    minIntervalMs: context.config.enricherBatch.intervalMs,
     handler: async (messages, control) => {
       const { heartbeat } = control;
       try {

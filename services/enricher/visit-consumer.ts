@@ -347,6 +347,7 @@ export async function startVisitConsumer(
     topic: TOPICS.visitsRaw,
     maxBatch: context.config.enricherBatch.size,
     maxWaitMs: context.config.enricherBatch.waitMs,
+    minIntervalMs: context.config.enricherBatch.intervalMs,
     concurrency: ENRICHER_CONCURRENCY,
     // A batch holding a message an ingest node's forwarder sent again is checked like a redelivered one.
     handler: (messages, control) => staged({ messages, redelivered: batchRedelivered(messages, control), heartbeat: control.heartbeat }),

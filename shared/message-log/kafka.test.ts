@@ -108,6 +108,23 @@ describe('the Kafka consumer joining the batches of several partitions (partitio
     expect(sizes).toEqual([1, 3]);
   });
 
+  it('with minIntervalMs, starts a call of fewer than maxBatch messages no sooner than that after the call before; a full one at once', async () => {
+    const events: string[] = [];
+    const calls: { size: number; at: number }[] = [];
+    const join = partitionJoiner(async (messages) => void calls.push({ size: messages.length, at: performance.now() }), 10, 1, 300);
+    await join(slice('a', 2, events));
+    // Ready right after the first call: it waits out the interval, and what comes meanwhile joins it.
+    const second = join(slice('b', 2, events));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await Promise.all([second, join(slice('c', 3, events))]);
+    // Full: handed over at once, however recent the call before.
+    await join(slice('d', 10, events));
+    expect(calls.map((call) => call.size)).toEqual([2, 5, 10]);
+    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(295);
+    expect(calls[2]!.at - calls[1]!.at).toBeLessThan(150);
+    expect(events.filter((event) => event === 'commit')).toHaveLength(3);
+  });
+
   it('rejects every slice of a call whose handler threw, resolving and committing none of them', async () => {
     const events: string[] = [];
     const join = partitionJoiner(

@@ -71,12 +71,14 @@ const PACKED_TOPICS: ReadonlySet<Topic> = new Set([TOPICS.visitsRaw, TOPICS.trac
 
 /**
  * The shortest broker hold of a consumer's fetch (kafkajs's maxWaitTimeInMs). A consumer whose batch
- * wait is at least this long (the enricher's ENRICHER_BATCH_WAIT_MS, 500 ms) lets the broker hold
- * each fetch up to its wait for about a MiB. A shorter wait (the webhook dispatcher's 50 ms)
- * would be a fetch that often at idle, 20 a second: such a consumer fetches with minBytes 1 (a
- * message is fetched as soon as it is there, an empty fetch held this long) and pauses its wait
- * after a partial batch instead (docs/benchmarks.md, "The production path"). kafkajs's stop waits for
- * the fetch in flight, so this also bounds an idle consumer's stop.
+ * wait is at least this long and that does not space its calls (minIntervalMs) lets the broker hold
+ * each fetch up to its wait for about a MiB. A shorter wait (the webhook dispatcher's 50 ms) would
+ * be a fetch that often at idle, 20 a second; and a consumer spacing its calls (the enricher's
+ * ENRICHER_INSERT_INTERVAL_MS) would leave what is published while a call waits its turn to the
+ * fetch after, a second later. Those fetch with minBytes 1 (a message is fetched as soon as it is
+ * there, an empty fetch held this long) and pause after a partial batch instead, until their wait
+ * has passed and the next call may start (docs/benchmarks.md, "The production path"). kafkajs's
+ * stop waits for the fetch in flight, so this also bounds an idle consumer's stop.
  */
 const IDLE_FETCH_WAIT_MS = 500;
 
@@ -161,11 +163,14 @@ const asError = (error: unknown) => (error instanceof Error ? error : new Error(
  * rejects every slice (each partition's batch is redelivered). A partition hands over its next slice
  * only once its promise settled, so it is never twice in a call or in flight.
  */
-export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: number, concurrency: number) {
+export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: number, concurrency: number, minIntervalMs = 0) {
   type Waiting = PartitionSlice & { done: () => void; failed: (error: Error) => void };
   /** Calls not started yet, oldest first; `ready` once the turn their first slice came in has ended. */
   const forming: { slices: Waiting[]; size: number; ready: boolean }[] = [];
   let inFlight = 0;
+  // When the last call started, and the timer that pumps a partial batch once minIntervalMs has passed since.
+  let lastCall = -Infinity;
+  let due: NodeJS.Timeout | undefined;
 
   const call = async (slices: Waiting[]) => {
     const [first] = slices;
@@ -197,7 +202,16 @@ export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: nu
 
   const pump = () => {
     while (inFlight < concurrency && forming[0]?.ready) {
+      const wait = forming[0].size < maxBatch ? lastCall + minIntervalMs - Date.now() : 0;
+      if (wait > 0) {
+        due ??= setTimeout(() => {
+          due = undefined;
+          pump();
+        }, wait);
+        return;
+      }
       const { slices } = forming.shift()!;
+      lastCall = Date.now();
       inFlight++;
       void call(slices).finally(() => {
         inFlight--;
@@ -206,7 +220,7 @@ export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: nu
     }
   };
 
-  return (slice: PartitionSlice) =>
+  const join = (slice: PartitionSlice) =>
     new Promise<void>((resolve, reject) => {
       let group = forming.at(-1);
       if (!group || group.size + slice.messages.length > maxBatch) {
@@ -221,6 +235,9 @@ export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: nu
       group.slices.push({ ...slice, done: resolve, failed: reject });
       group.size += slice.messages.length;
     });
+  /** The earliest time (ms since the epoch) a call of fewer than maxBatch messages may start. */
+  const nextPartialAt = () => lastCall + minIntervalMs;
+  return Object.assign(join, { nextPartialAt });
 }
 
 /**
@@ -504,14 +521,16 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
       }
       metrics.visitLogPublished.inc({ topic }, messages.length);
     },
-    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency = 1 }: ConsumeOptions) {
+    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, minIntervalMs = 0, concurrency = 1 }: ConsumeOptions) {
       await ensureTopics();
       const tracker = consumerBookkeeping(groupId, topic);
       const handler = tracker.track(untracked);
       // Groups carry the prefix too: environments sharing a cluster never share a group (and never
       // rebalance each other's consumers).
       const fullGroup = options.topicPrefix + groupId;
-      const brokerHold = maxWaitMs >= IDLE_FETCH_WAIT_MS;
+      // A consumer spacing its calls (minIntervalMs) paces its own fetches (below): the broker's hold
+      // would leave what is published while the call waits for its turn to the fetch after.
+      const brokerHold = maxWaitMs >= IDLE_FETCH_WAIT_MS && minIntervalMs === 0;
       const consumer = kafka.consumer({
         groupId: fullGroup,
         maxBytesPerPartition: 4 * 1024 * 1024,
@@ -529,7 +548,7 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
       consumer.on(consumer.events.GROUP_JOIN, () => handed.clear());
       await consumer.connect();
       await consumer.subscribe({ topic: name(topic), fromBeginning: true });
-      const joined = partitionJoiner(handler, maxBatch, Math.max(1, Math.floor(concurrency)));
+      const joined = partitionJoiner(handler, maxBatch, Math.max(1, Math.floor(concurrency)), minIntervalMs);
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -563,10 +582,12 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
             });
             await heartbeat();
           }
-          // A short batch wait: after a batch that did not fill maxBatch, the partition's next fetch
-          // waits maxWaitMs, and what was published meanwhile comes as one batch. After a full
+          // A short batch wait, or calls spaced by minIntervalMs: after a batch that did not fill
+          // maxBatch, the partition's next fetch waits maxWaitMs, or until the next call may start,
+          // and what was published meanwhile comes as one batch, handed over at once. After a full
           // batch it fetches at once (a backlog is read at full speed).
-          if (!brokerHold && maxWaitMs > 0 && unpackedCount(unpacked) < maxBatch && isRunning() && !isStale()) await sleep(maxWaitMs);
+          if (!brokerHold && (maxWaitMs > 0 || minIntervalMs > 0) && unpackedCount(unpacked) < maxBatch && isRunning() && !isStale())
+            await sleep(Math.max(maxWaitMs, joined.nextPartialAt() - Date.now()));
         },
       });
       // The lag metric is sampled every 10 s (and on each health probe).

@@ -424,7 +424,15 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
       measure(topic, entry);
       for (const wake of entry.wake) wake();
     },
-    async consume({ groupId, topic, handler: untracked, maxBatch = 500, maxWaitMs = 0, concurrency: asked = 1 }: ConsumeOptions): Promise<Consumer> {
+    async consume({
+      groupId,
+      topic,
+      handler: untracked,
+      maxBatch = 500,
+      maxWaitMs = 0,
+      minIntervalMs = 0,
+      concurrency: asked = 1,
+    }: ConsumeOptions): Promise<Consumer> {
       if (closed) throw new Error('the message log is closed');
       const concurrency = Math.max(1, Math.floor(asked));
       const entry = topicLog(topic);
@@ -465,6 +473,8 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
           if (timeoutMs !== undefined) timer = setTimeout(wakeUp, timeoutMs);
         });
       let partialSince: number | undefined;
+      // When the last batch was handed over: a partial one waits until minIntervalMs after it.
+      let lastCall = -Infinity;
       const inFlight: { end: number; handled: Promise<boolean> }[] = [];
       let failing = false;
       state.done = (async () => {
@@ -472,9 +482,9 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
         while (!state.stopped || inFlight.length > 0) {
           if (!state.stopped && !failing && inFlight.length < concurrency) {
             const batch = read(next, maxBatch);
-            const partial = batch.messages.length < maxBatch && maxWaitMs > 0;
+            const partial = batch.messages.length < maxBatch && (maxWaitMs > 0 || minIntervalMs > 0);
             if (batch.messages.length > 0 && (!partial || inFlight.length === 0)) {
-              const left = partial ? (partialSince ??= Date.now()) + maxWaitMs - Date.now() : 0;
+              const left = partial ? Math.max((partialSince ??= Date.now()) + maxWaitMs, lastCall + minIntervalMs) - Date.now() : 0;
               if (left <= 0) {
                 partialSince = undefined;
                 try {
@@ -484,6 +494,7 @@ export function createDurableLog(options: DurableLogOptions, log: Logger, metric
                   await sleep(retryDelayMs);
                   continue;
                 }
+                lastCall = Date.now();
                 const control = { heartbeat, stopping, redelivered: next < (entry.handed.get(groupId) ?? 0) };
                 next = batch.end;
                 entry.handed.set(groupId, Math.max(entry.handed.get(groupId) ?? 0, next));

@@ -112,6 +112,35 @@ describe(`message log (${SERVICES_MODE ? 'kafka' : 'lmdb'})`, { timeout: 90_000 
     expect(received[0]!.headers ?? {}).toEqual({});
   });
 
+  it('with minIntervalMs, starts no batch smaller than maxBatch sooner than that after the batch before', async () => {
+    const run = uniqueName('interval');
+    const key = `${run}-link`;
+    const calls: { at: number; size: number }[] = [];
+    const received: LogMessage[] = [];
+    const maxBatch = 100_000;
+    const consumer = await context.messageLog.consume({
+      groupId: uniqueName('group'),
+      topic: TOPICS.visitsRaw,
+      maxBatch,
+      minIntervalMs: 500,
+      handler: async (messages) => {
+        calls.push({ at: performance.now(), size: messages.length });
+        received.push(...messages.filter((message) => message.key.startsWith(run)));
+      },
+    });
+    consumers.push(consumer);
+    // Five publishes over a second: without the interval, one call each.
+    for (const n of range(0, 5)) {
+      await context.messageLog.publish(TOPICS.visitsRaw, [message(key, n)]);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await waitFor(() => received.length >= 5, DEADLINE_MS, { message: 'the five messages' });
+    expect(numbers(received)).toEqual(range(0, 5));
+    const gaps = calls.slice(1).map((call, i) => call.at - calls[i]!.at);
+    expect(gaps.every((gap) => gap >= 495)).toBe(true);
+    await stop(consumer);
+  });
+
   it('redelivers a batch whose handler threw, then delivers every message exactly once after success', async () => {
     const run = uniqueName('retry');
     const key = `${run}-link`;
@@ -857,6 +886,40 @@ describe('durable one-process message log batching by size or time', () => {
       await waitFor(() => batches.length === 1, 2_000);
       expect(batches[0]!.size).toBe(3);
       expect(batches[0]!.at - started).toBeGreaterThanOrEqual(290);
+    } finally {
+      await consumer.stop();
+      await log.close();
+    }
+  });
+
+  it('with minIntervalMs, starts a partial batch no sooner than that after the batch before, and a full one at once', async () => {
+    const log = durableLog();
+    const batches: { size: number; at: number }[] = [];
+    const consumer = await log.consume({
+      groupId: 'g',
+      topic: TOPICS.visitsRaw,
+      maxBatch: 5,
+      maxWaitMs: 20,
+      minIntervalMs: 400,
+      handler: async (messages) => void batches.push({ size: messages.length, at: performance.now() }),
+    });
+    try {
+      await log.publish(TOPICS.visitsRaw, [message(1)]);
+      await waitFor(() => batches.length === 1, 2_000);
+      // Ready 20 ms later but held to the interval; the two published meanwhile join it.
+      for (const n of [2, 3]) {
+        await log.publish(TOPICS.visitsRaw, [message(n)]);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await waitFor(() => batches.length === 2, 2_000);
+      await log.publish(
+        TOPICS.visitsRaw,
+        range(4, 9).map((n) => message(n)),
+      );
+      await waitFor(() => batches.length === 3, 2_000);
+      expect(batches.map((batch) => batch.size)).toEqual([1, 2, 5]);
+      expect(batches[1]!.at - batches[0]!.at).toBeGreaterThanOrEqual(395);
+      expect(batches[2]!.at - batches[1]!.at).toBeLessThan(300);
     } finally {
       await consumer.stop();
       await log.close();

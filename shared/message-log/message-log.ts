@@ -17,12 +17,22 @@ export interface ConsumeOptions {
   maxBatch?: number;
   /**
    * Longest wait for a batch to fill up to maxBatch once its first message is there (0: deliver
-   * what is there at once). Kafka: from 500 ms up, the broker holds each fetch up to this long for
-   * about a MiB; below, the partition's next fetch waits this long after a batch smaller than
+   * what is there at once). Kafka: from 500 ms up (and without minIntervalMs), the broker holds each
+   * fetch up to this long for about a MiB; otherwise the partition's next fetch waits this long after a batch smaller than
    * maxBatch, and a message published to an idle topic is fetched at once (an empty fetch is held
    * 500 ms, so an idle consumer does not fetch every few milliseconds).
    */
   maxWaitMs?: number;
+  /**
+   * Least time from the start of one handler call to the start of the next when the next holds
+   * fewer than maxBatch messages (0, the default: none). A partial batch that is ready sooner waits
+   * (and grows meanwhile); a full one is handed over at once, so a backlog is read at full speed.
+   * With it, how often a handler is called does not depend on how fast the one before finished
+   * (the enricher's inserts: ENRICHER_INSERT_INTERVAL_MS). Kafka: after a partial batch the
+   * partition's next fetch waits until the next call may start, so what is published meanwhile is
+   * fetched then and handed over at once.
+   */
+  minIntervalMs?: number;
   /**
    * Batches handed to the handler at once (default 1). With more, the next batch is handed over
    * while earlier ones are still being handled (the handler orders its own steps); offsets are
