@@ -361,7 +361,7 @@ export const CONFIG_VARS = {
   ENRICHER_INSERT_INTERVAL_MS: [
     optionalString(z.coerce.number().int().min(0).max(60_000)),
     {
-      doc: 'Least time from the start of one insert of a batch smaller than `ENRICHER_BATCH_SIZE` to the start of the next, per table (default: twice `ENRICHER_BATCH_WAIT_MS`, so 1 000 ms, about one insert a second as ClickHouse advises). A full batch is inserted at once. The insert rate then does not depend on how fast the enricher stores (fewer, larger parts to merge). A visit waits for its insert at most the longer of this interval and the insert before it plus `ENRICHER_BATCH_WAIT_MS`.',
+      doc: 'Least time from the start of one insert of a batch smaller than `ENRICHER_BATCH_SIZE` to the start of the next, for each of the enricher’s two consumers (visits, beacons) (default: twice `ENRICHER_BATCH_WAIT_MS`, so 1 000 ms, about one insert a second as ClickHouse advises). A full batch, or one read from a backlog, is inserted at once. The insert rate then does not depend on how fast the enricher stores (fewer, larger parts to merge). A visit waits for its insert at most the longer of this interval and the insert before it plus `ENRICHER_BATCH_WAIT_MS`.',
     },
   ],
   BURST_MAX_VISITS: [

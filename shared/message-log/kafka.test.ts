@@ -111,7 +111,7 @@ describe('the Kafka consumer joining the batches of several partitions (partitio
   it('with minIntervalMs, starts a call of fewer than maxBatch messages no sooner than that after the call before; a full one at once', async () => {
     const events: string[] = [];
     const calls: { size: number; at: number }[] = [];
-    const join = partitionJoiner(async (messages) => void calls.push({ size: messages.length, at: performance.now() }), 10, 1, 300);
+    const join = partitionJoiner(async (messages) => void calls.push({ size: messages.length, at: performance.now() }), 10, 1, 500);
     await join(slice('a', 2, events));
     // Ready right after the first call: it waits out the interval, and what comes meanwhile joins it.
     const second = join(slice('b', 2, events));
@@ -120,9 +120,25 @@ describe('the Kafka consumer joining the batches of several partitions (partitio
     // Full: handed over at once, however recent the call before.
     await join(slice('d', 10, events));
     expect(calls.map((call) => call.size)).toEqual([2, 5, 10]);
-    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(295);
-    expect(calls[2]!.at - calls[1]!.at).toBeLessThan(150);
+    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(495);
+    expect(calls[2]!.at - calls[1]!.at).toBeLessThan(300);
     expect(events.filter((event) => event === 'commit')).toHaveLength(3);
+  });
+
+  it('with minIntervalMs, does not hold a call whose partition holds more (a backlog), one that a slice did not fit, or one of a stopping consumer', async () => {
+    const events: string[] = [];
+    const calls: { keys: string[]; at: number }[] = [];
+    const join = partitionJoiner(async (messages) => void calls.push({ keys: [...new Set(messages.map((m) => m.key))], at: performance.now() }), 10, 1, 5_000);
+    const started = performance.now();
+    await join(slice('first', 1, events));
+    // A backlog: the partition has more than this slice.
+    await join({ ...slice('backlog', 2, events), more: true });
+    // Two slices of one turn that do not fit one call: the first call is closed and goes.
+    await Promise.all([join(slice('x', 6, events)), join({ ...slice('y', 6, events), more: true })]);
+    // The consumer stopping: handed over at once (and given up by its handler), not held.
+    await join({ ...slice('stopping', 1, events), stopping: () => true });
+    expect(calls.map((call) => call.keys)).toEqual([['first'], ['backlog'], ['x'], ['y'], ['stopping']]);
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 
   it('rejects every slice of a call whose handler threw, resolving and committing none of them', async () => {

@@ -38,6 +38,8 @@ const BUSY_GROUP_WAIT_MS = 15_000;
 export const SESSION_TIMEOUT_MS = 6_000;
 /** A heartbeat at most this often: several within a session, so that one lost or late one costs nothing. */
 const HEARTBEAT_INTERVAL_MS = 1_000;
+/** How often a call held for minIntervalMs, or a consumer's pause after a partial batch, looks at whether its consumer is stopping. */
+const HOLD_CHECK_MS = 100;
 /**
  * How long a rebalance waits for the members to join again (one busy with a batch joins once the
  * batch ends, or gives it up: BatchControl.stopping). Past it a member is dropped from the group and
@@ -143,6 +145,11 @@ interface PartitionSlice {
   heartbeat: () => Promise<void>;
   /** Whether this partition's batch was given up (the consumer stopping, a seek). */
   stopping: () => boolean;
+  /**
+   * Whether the partition holds more than this slice (the rest of its fetched batch, or messages
+   * beyond the fetch: a backlog): a call holding it is not held for minIntervalMs.
+   */
+  more?: boolean;
   /** Resolves the slice's last offset. */
   resolve: () => void;
   /** Commits the offsets resolved. */
@@ -165,12 +172,20 @@ const asError = (error: unknown) => (error instanceof Error ? error : new Error(
  */
 export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: number, concurrency: number, minIntervalMs = 0) {
   type Waiting = PartitionSlice & { done: () => void; failed: (error: Error) => void };
-  /** Calls not started yet, oldest first; `ready` once the turn their first slice came in has ended. */
-  const forming: { slices: Waiting[]; size: number; ready: boolean }[] = [];
+  /**
+   * Calls not started yet, oldest first; `ready` once the turn their first slice came in has ended;
+   * `closed` once a slice did not fit or one of its partitions holds more (it is not held then).
+   */
+  type Forming = { slices: Waiting[]; size: number; ready: boolean; closed: boolean; beatAt: number };
+  const forming: Forming[] = [];
   let inFlight = 0;
-  // When the last call started, and the timer that pumps a partial batch once minIntervalMs has passed since.
+  // When the last call started, and the timer that looks again at a partial call held for minIntervalMs.
   let lastCall = -Infinity;
   let due: NodeJS.Timeout | undefined;
+  /** The earliest time (performance.now()) a call of fewer than maxBatch messages may start. */
+  const nextPartialAt = () => lastCall + minIntervalMs;
+  /** Whether a call waits for minIntervalMs: a partial one, open, and its consumer not stopping. */
+  const held = (group: Forming) => group.size < maxBatch && !group.closed && !group.slices.some((slice) => slice.stopping());
 
   const call = async (slices: Waiting[]) => {
     const [first] = slices;
@@ -202,16 +217,27 @@ export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: nu
 
   const pump = () => {
     while (inFlight < concurrency && forming[0]?.ready) {
-      const wait = forming[0].size < maxBatch ? lastCall + minIntervalMs - Date.now() : 0;
+      const group = forming[0];
+      const wait = held(group) ? nextPartialAt() - performance.now() : 0;
       if (wait > 0) {
-        due ??= setTimeout(() => {
-          due = undefined;
-          pump();
-        }, wait);
+        // Held: looked at again every HOLD_CHECK_MS (a stopping consumer's call goes at once), its
+        // group heartbeated meanwhile (kafkajs heartbeats only between batches).
+        due ??= setTimeout(
+          () => {
+            due = undefined;
+            if (performance.now() - group.beatAt >= HEARTBEAT_INTERVAL_MS) {
+              group.beatAt = performance.now();
+              // A refused heartbeat (a rebalance) turns the slices' stopping() true: the call then goes, and fails.
+              group.slices[0]!.heartbeat().catch(() => undefined);
+            }
+            pump();
+          },
+          Math.min(wait, HOLD_CHECK_MS),
+        );
         return;
       }
       const { slices } = forming.shift()!;
-      lastCall = Date.now();
+      lastCall = performance.now();
       inFlight++;
       void call(slices).finally(() => {
         inFlight--;
@@ -224,7 +250,9 @@ export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: nu
     new Promise<void>((resolve, reject) => {
       let group = forming.at(-1);
       if (!group || group.size + slice.messages.length > maxBatch) {
-        const formed = { slices: [] as Waiting[], size: 0, ready: false };
+        // The call before is as large as it gets: it goes without waiting for the interval.
+        if (group) group.closed = true;
+        const formed: Forming = { slices: [], size: 0, ready: false, closed: false, beatAt: performance.now() };
         forming.push(formed);
         setImmediate(() => {
           formed.ready = true;
@@ -234,9 +262,10 @@ export function partitionJoiner(handler: ConsumeOptions['handler'], maxBatch: nu
       }
       group.slices.push({ ...slice, done: resolve, failed: reject });
       group.size += slice.messages.length;
+      if (slice.more) group.closed = true;
+      // A held call that this slice filled or closed goes now.
+      pump();
     });
-  /** The earliest time (ms since the epoch) a call of fewer than maxBatch messages may start. */
-  const nextPartialAt = () => lastCall + minIntervalMs;
   return Object.assign(join, { nextPartialAt });
 }
 
@@ -559,9 +588,12 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
         partitionsConsumedConcurrently: Math.max(1, Math.floor(concurrency), await partitionCount(topic)),
         // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs hands closures over its batch, not methods
         eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
+          let beatAt = performance.now();
           // Slices of whole records of at most maxBatch messages (a packed record counts its messages;
           // one that packs more than maxBatch goes alone).
           const unpacked = batch.messages.map((record) => unpackRecord(toLogMessage(record)));
+          // The partition holds more than this fetch brought: a backlog, read at full speed.
+          const backlog = Number(batch.lastOffset()) + 1 < Number(batch.highWatermark);
           for (let start = 0; start < batch.messages.length;) {
             if (!isRunning() || isStale()) return;
             const messages: LogMessage[] = [...unpacked[start]!];
@@ -575,6 +607,7 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
               redelivered: handed.handOver(batch.partition, slice[0]!.offset, last, batch.highWatermark),
               heartbeat,
               stopping: () => !isRunning() || isStale(),
+              more: backlog || end < batch.messages.length,
               // Durable now: only after the handler succeeded is the offset resolved (and committed by the joiner).
               resolve: () => resolveOffset(last),
               // Explicit offsets: with autoCommit off (and no interval or threshold) the bare call never commits.
@@ -585,9 +618,18 @@ export function createKafkaLog(options: KafkaLogOptions, log: Logger, metrics: M
           // A short batch wait, or calls spaced by minIntervalMs: after a batch that did not fill
           // maxBatch, the partition's next fetch waits maxWaitMs, or until the next call may start,
           // and what was published meanwhile comes as one batch, handed over at once. After a full
-          // batch it fetches at once (a backlog is read at full speed).
-          if (!brokerHold && (maxWaitMs > 0 || minIntervalMs > 0) && unpackedCount(unpacked) < maxBatch && isRunning() && !isStale())
-            await sleep(Math.max(maxWaitMs, joined.nextPartialAt() - Date.now()));
+          // batch, or with a backlog, it fetches at once (a backlog is read at full speed). The wait
+          // heartbeats (kafkajs does so only between batches) and ends when the consumer stops.
+          if (!brokerHold && (maxWaitMs > 0 || minIntervalMs > 0) && !backlog && unpackedCount(unpacked) < maxBatch) {
+            const until = performance.now() + Math.max(maxWaitMs, joined.nextPartialAt() - performance.now());
+            while (isRunning() && !isStale() && performance.now() < until) {
+              await sleep(Math.min(until - performance.now(), HOLD_CHECK_MS));
+              if (performance.now() - beatAt >= HEARTBEAT_INTERVAL_MS) {
+                beatAt = performance.now();
+                await heartbeat();
+              }
+            }
+          }
         },
       });
       // The lag metric is sampled every 10 s (and on each health probe).

@@ -900,7 +900,7 @@ describe('durable one-process message log batching by size or time', () => {
       topic: TOPICS.visitsRaw,
       maxBatch: 5,
       maxWaitMs: 20,
-      minIntervalMs: 400,
+      minIntervalMs: 1_000,
       handler: async (messages) => void batches.push({ size: messages.length, at: performance.now() }),
     });
     try {
@@ -918,8 +918,9 @@ describe('durable one-process message log batching by size or time', () => {
       );
       await waitFor(() => batches.length === 3, 2_000);
       expect(batches.map((batch) => batch.size)).toEqual([1, 2, 5]);
-      expect(batches[1]!.at - batches[0]!.at).toBeGreaterThanOrEqual(395);
-      expect(batches[2]!.at - batches[1]!.at).toBeLessThan(300);
+      expect(batches[1]!.at - batches[0]!.at).toBeGreaterThanOrEqual(995);
+      // Held, it would have waited a full second.
+      expect(batches[2]!.at - batches[1]!.at).toBeLessThan(700);
     } finally {
       await consumer.stop();
       await log.close();

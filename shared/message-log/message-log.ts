@@ -30,7 +30,8 @@ export interface ConsumeOptions {
    * With it, how often a handler is called does not depend on how fast the one before finished
    * (the enricher's inserts: ENRICHER_INSERT_INTERVAL_MS). Kafka: after a partial batch the
    * partition's next fetch waits until the next call may start, so what is published meanwhile is
-   * fetched then and handed over at once.
+   * fetched then and handed over at once; a batch whose partition holds more (a backlog, or the rest
+   * of a fetch) is not held. In-process: a partial batch is handed over only when none is in hand.
    */
   minIntervalMs?: number;
   /**
