@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { serverDatabase } from '#tests/support/fresh-database.js';
+import { waitFor } from '#tests/support/wait.js';
 import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '#tests/support/platform-process.js';
 import { cannon, onEveryCore } from './load.js';
 import { cpuOf, memoryOf, threadsOf, threadsPer, waitQuiet, type Quiet } from './proc.js';
@@ -241,13 +242,10 @@ async function measure(
  * What was stored is checked after the span, from ClickHouse.
  */
 export async function waitInserted(port: number, visits: number, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const inserted = await metricSum(port, 'visits_inserted_total');
-    if (inserted >= visits) return;
-    if (performance.now() > deadline) throw new Error(`${visits} visits answered, ${inserted} inserted after ${timeoutMs / 1000} s`);
-    await sleep(200);
-  }
+  await waitFor(async () => (await metricSum(port, 'visits_inserted_total')) >= visits, timeoutMs, {
+    intervalMs: 200,
+    message: `${visits} visits answered, all inserted`,
+  });
 }
 
 /** Waits until the owner's report and visit list both count `visits` (both are read: rows, then the rollups). */
