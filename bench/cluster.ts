@@ -26,9 +26,10 @@
 // 4. Exactly once: for each link, the visit list (one row per visit_id, FINAL) and the owner's
 //    report (the rollups count each first-version row inserted: a visit inserted twice counts
 //    twice) must both equal the visits the nodes answered. A difference exits 1.
+// Every process's DATA_DIR (the one process's too) is under /dev/shm, a tmpfs, when the machine has
+// one; BENCH_DATA_ROOT names another folder (bench/lib/data-root.ts says why).
 // PROFILE=1 adds --cpu-prof to every platform process (bench-profiles/, written when it stops).
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -48,6 +49,7 @@ import {
 } from '#tests/support/platform-process.js';
 import { cannon, otherLoad, pad, pinningNote, quantile, type Run } from './lib/load.js';
 import { ENTRY, insertTotals, LOAD_ENV, measurePlatform, profileArgs, quietNote, waitInserted, waitStored, type Figures } from './lib/platform-run.js';
+import { benchDataRoot } from './lib/data-root.js';
 import { cpuOf, memoryOf, threadKinds, threadsOf, threadsPer, waitQuiet, type ThreadKind } from './lib/proc.js';
 import { brokerPid, checkPartitions, kafkaTopics, services, servicesDown, type Services } from './lib/services.js';
 
@@ -72,6 +74,12 @@ const TRICKLE = { seconds: 10, perNode: 20 };
 const IDLE_MS = 5_000;
 /** The whole run's bound: a hung phase ends it, and everything started is stopped. */
 const BOUND_MS = (15 * 60 + 3 * seconds) * 1000;
+/**
+ * Where every DATA_DIR lives, the one process's and each cluster process's: a tmpfs by default
+ * (bench/lib/data-root.ts says why: on this project's disk chDB's file creation costs what earlier
+ * deletions left, so two processes measured one after the other on it pay differently).
+ */
+const DATA_ROOT = benchDataRoot(true);
 
 // ---------------------------------------------------------------------------------------------
 // The cluster
@@ -145,7 +153,7 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
     REDIS_PREFIX: runId,
   };
   const start = async (name: string, kind: Node['kind'], roles: string): Promise<Node> => {
-    const dataDir = mkdtempSync(join(tmpdir(), `linktrack-bench-${name}-`));
+    const dataDir = mkdtempSync(join(DATA_ROOT.dir, `linktrack-bench-${name}-`));
     dirs.push(dataDir);
     const started = startProcess({ ...common, SERVICE_ROLES: roles, DATA_DIR: dataDir, PORT: String(await freePort()) }, [...profileArgs(), ENTRY]);
     const node = { name, kind, started, dataDir };
@@ -436,9 +444,9 @@ try {
   console.log(
     `node ${process.version}; ${seconds} s of redirects from ${connections} connections, ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent; ${pinningNote()}`,
   );
-  console.log(`before the runs: ${await otherLoad()}`);
+  console.log(`before the runs: ${await otherLoad()}; ${DATA_ROOT.note}`);
   const shape = { seconds, connections, rate };
-  if (process.env.CLUSTER_ONLY !== '1') onePlatform = await measurePlatform('embedded', shape);
+  if (process.env.CLUSTER_ONLY !== '1') onePlatform = await measurePlatform('embedded', shape, DATA_ROOT.dir);
   cluster = await measureCluster(servicesState.env, servicesState.dir, nodes, dirs);
   console.log(`after the runs: ${await otherLoad()}`);
 } catch (error) {

@@ -81,11 +81,12 @@ export const profileArgs = () => (process.env.PROFILE === '1' ? ['--cpu-prof', '
 
 /**
  * One run of the one-process platform: embedded stores, or (`services`) the message log on Kafka,
- * Postgres and Redis of the environment (a database of its own), chDB still in the process.
+ * Postgres and Redis of the environment (a database of its own), chDB still in the process. Its
+ * DATA_DIR is a new folder under `dataRoot`.
  */
-export async function measurePlatform(mode: 'embedded' | 'services', shape: LoadShape): Promise<Figures> {
+export async function measurePlatform(mode: 'embedded' | 'services', shape: LoadShape, dataRoot = tmpdir()): Promise<Figures> {
   const database = mode === 'services' && process.env.DATABASE_URL ? await serverDatabase(process.env.DATABASE_URL, 'bench_platform') : undefined;
-  const dataDir = mkdtempSync(join(tmpdir(), 'linktrack-bench-platform-'));
+  const dataDir = mkdtempSync(join(dataRoot, 'linktrack-bench-platform-'));
   try {
     return await measure(mode, shape, dataDir, database?.url);
   } finally {

@@ -223,6 +223,11 @@ export function MetaPager({ pages, meta, total }: { pages: CursorPages; meta: Pa
 /**
  * Opens a modal `<dialog>` (showModal traps the focus and Escape closes it) while `open`, and
  * closes it when not: the ref goes on the `<dialog>`.
+ *
+ * Each dialog calls its `onClose` on `cancel` as well as on `close`. Escape fires `cancel` at once,
+ * but `close` comes in a task queued after the dialog shuts, and a browser may handle a key press
+ * first: on a busy machine an Escape and then Enter on the button that opened the dialog came before
+ * that task, the button set the state that was still set, and the dialog stayed shut.
  */
 export function useModalDialog(open: boolean) {
   const dialog = useRef<HTMLDialogElement>(null);
@@ -239,7 +244,7 @@ export function useModalDialog(open: boolean) {
 export function Modal({ open, onClose, labelledBy, children }: { open: boolean; onClose: () => void; labelledBy: string; children: ComponentChildren }) {
   const dialog = useModalDialog(open);
   return (
-    <dialog ref={dialog} aria-labelledby={labelledBy} onClose={onClose}>
+    <dialog ref={dialog} aria-labelledby={labelledBy} onCancel={onClose} onClose={onClose}>
       {open ? children : null}
     </dialog>
   );

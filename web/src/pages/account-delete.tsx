@@ -71,7 +71,7 @@ function DeleteDialog({ open, onClose }: { open: boolean; onClose: () => void })
   const codeError = reason === 'totp_required' || reason === 'totp_code_wrong' ? error!.message : undefined;
   const otherError = error && !passwordError && !codeError ? error.message : undefined;
   return (
-    <dialog ref={dialog} onClose={onClose} aria-labelledby="account-delete-title" aria-describedby="account-delete-body">
+    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="account-delete-title" aria-describedby="account-delete-body">
       {open ? (
         <form onSubmit={submit}>
           <h2 id="account-delete-title">{t('account.delete_dialog_title')}</h2>

@@ -56,7 +56,7 @@ function StateDialog({ user, onClose, onChanged }: { user: User | undefined; onC
     }
   };
   return (
-    <dialog ref={dialog} onClose={onClose} aria-labelledby="user-state-title" aria-describedby="user-state-body">
+    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="user-state-title" aria-describedby="user-state-body">
       {user ? (
         <>
           <h2 id="user-state-title">{t(disabling ? 'staff.disable_title' : 'staff.enable_title', { email: user.email })}</h2>
@@ -97,7 +97,7 @@ function DeleteDialog({ user, onClose, onDeleted }: { user: User | undefined; on
     }
   };
   return (
-    <dialog ref={dialog} onClose={onClose} aria-labelledby="user-delete-title" aria-describedby="user-delete-body">
+    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="user-delete-title" aria-describedby="user-delete-body">
       {user ? (
         <>
           <h2 id="user-delete-title">{t('staff.delete_title', { email: user.email })}</h2>
@@ -162,7 +162,7 @@ function HistoryDialog({ user, onClose }: { user: User | undefined; onClose: () 
   const { t } = useI18n();
   const dialog = useModalDialog(user !== undefined);
   return (
-    <dialog ref={dialog} onClose={onClose} aria-labelledby="user-history-title" aria-describedby="user-history-body" class="history-dialog">
+    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="user-history-title" aria-describedby="user-history-body" class="history-dialog">
       {user ? (
         <>
           <h2 id="user-history-title">{t('staff.history_title', { email: user.email })}</h2>

@@ -209,7 +209,7 @@ function RevokeDialog({ token, onClose, onRevoked }: { token: Token | undefined;
     }
   };
   return (
-    <dialog ref={dialog} onClose={onClose} aria-labelledby="token-revoke-title">
+    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="token-revoke-title">
       {token ? (
         <>
           <h2 id="token-revoke-title">{t('tokens.revoke_title', { name: token.name })}</h2>

@@ -348,7 +348,7 @@ function ConfirmDialog({
   const { t } = useI18n();
   const dialog = useModalDialog(open);
   return (
-    <dialog ref={dialog} aria-labelledby={`${id}-title`} onClose={onClose}>
+    <dialog ref={dialog} aria-labelledby={`${id}-title`} onCancel={onClose} onClose={onClose}>
       <h2 id={`${id}-title`}>{title}</h2>
       <p>{message}</p>
       {error ? <Notice kind="error">{error}</Notice> : null}
