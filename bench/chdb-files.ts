@@ -6,9 +6,10 @@
 // the process's CPU per row (user and kernel) and chDB's threads' share of it.
 //
 // Why: on ext4 without a journal (this project's VMs) the kernel's inode allocator skips, one
-// lookup each, every inode deleted in the last 5 s (305 s while its inode table block is dirty),
-// and chDB creates and deletes a few hundred files a second while it inserts and merges. Its
-// kernel time then grows with what this run and the runs before deleted.
+// lookup each, every inode deleted in the last 60 s (360 s while its inode table block is dirty;
+// Linux 5.7 and later), and chDB creates and deletes a few hundred files a second while it inserts
+// and merges. Its kernel time then grows with what this run and the runs before it deleted. It
+// needs a writable /dev/shm.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ import { encodeVisits } from '#shared/visits/visit-rows.js';
 import { visitorHash } from '#shared/visits/visitor-hash.js';
 import { openGeoLookup } from '#shared/geo.js';
 import type { RawVisit } from '#shared/visits/raw-visit.js';
+import { CHDB_DIR_PREFIX, LOG_DIR_PREFIX } from '#tests/support/context.js';
 import { runBench } from './lib/context.js';
 import { fileSystemOf } from './lib/data-root.js';
 import { cpuOfStat } from './lib/proc.js';
@@ -38,10 +40,14 @@ if (!Number.isInteger(pairs) || pairs < 1 || !Number.isInteger(batches) || batch
 /** User and kernel CPU µs in a `/proc/…/stat` line. */
 const usage = (stat: string) => ({ user: cpuOfStat(stat, 'user'), kernel: cpuOfStat(stat, 'system') });
 
-/** The process's CPU so far (its ended threads too), and chDB's threads' (every thread that is not Node's or libuv's). */
+/**
+ * The process's CPU so far (its ended threads too), and each of chDB's threads' by thread id: every
+ * thread but the event loop and Node's own, which carry the process's name (proc.ts's rule).
+ */
 function reading() {
   const whole = usage(readFileSync(`/proc/${process.pid}/stat`, 'utf8'));
-  const chdb = { user: 0, kernel: 0 };
+  const processName = nameOf(readFileSync(`/proc/${process.pid}/stat`, 'utf8'));
+  const chdb = new Map<string, { user: number; kernel: number }>();
   for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
     let stat: string;
     try {
@@ -49,13 +55,24 @@ function reading() {
     } catch {
       continue; // the thread ended meanwhile
     }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    if (tid === String(process.pid) || name.startsWith('node') || name.startsWith('libuv')) continue;
-    const own = usage(stat);
-    chdb.user += own.user;
-    chdb.kernel += own.kernel;
+    const name = nameOf(stat);
+    if (tid === String(process.pid) || name === processName || name.startsWith('libuv')) continue;
+    chdb.set(tid, usage(stat));
   }
   return { whole, chdb };
+}
+
+const nameOf = (stat: string) => stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+
+/** chDB's threads' CPU between two readings, thread by thread (one that ended in between is left out, not subtracted). */
+function chdbBetween(before: ReturnType<typeof reading>, after: ReturnType<typeof reading>) {
+  const sum = { user: 0, kernel: 0 };
+  for (const [tid, now] of after.chdb) {
+    const then = before.chdb.get(tid) ?? { user: 0, kernel: 0 };
+    sum.user += now.user - then.user;
+    sum.kernel += now.kernel - then.kernel;
+  }
+  return sum;
 }
 
 if (process.argv[4] === 'child') {
@@ -82,10 +99,11 @@ if (process.argv[4] === 'child') {
     // The merges the inserts started.
     await sleep(2_000);
     const after = reading();
+    const chdb = chdbBetween(before, after);
     const rows = BATCH * batches;
-    const per = (a: number, b: number) => ((a - b) / rows).toFixed(1);
+    const per = (a: number, b = 0) => ((a - b) / rows).toFixed(1);
     console.log(
-      `${per(after.whole.user + after.whole.kernel, before.whole.user + before.whole.kernel)} µs a row (user ${per(after.whole.user, before.whole.user)}, kernel ${per(after.whole.kernel, before.whole.kernel)}); chDB's threads: user ${per(after.chdb.user, before.chdb.user)}, kernel ${per(after.chdb.kernel, before.chdb.kernel)}`,
+      `${per(after.whole.user + after.whole.kernel, before.whole.user + before.whole.kernel)} µs a row (user ${per(after.whole.user, before.whole.user)}, kernel ${per(after.whole.kernel, before.whole.kernel)}); chDB's threads: user ${per(chdb.user)}, kernel ${per(chdb.kernel)}`,
     );
   });
 }
@@ -106,7 +124,12 @@ try {
         env: { ...process.env, TMPDIR: root.dir },
         timeout: (batches + 120) * 1000,
       });
-      if (child.status !== 0) throw new Error(`a run on ${root.label} failed (${child.status ?? child.signal})`);
+      // What the child's test context made under its TMPDIR (its chDB and message-log folders), also when it was killed.
+      if (child.pid) {
+        for (const prefix of [CHDB_DIR_PREFIX, LOG_DIR_PREFIX])
+          rmSync(join(root.dir, `${prefix}${child.pid}`), { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+      }
+      if (child.status !== 0) throw new Error(`a run on ${root.label} failed: ${child.error?.message ?? child.signal ?? `exit ${child.status}`}`);
       console.log(`pair ${pair}, ${root.label}: ${child.stdout.trim()}`);
     }
   }

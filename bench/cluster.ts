@@ -26,8 +26,8 @@
 // 4. Exactly once: for each link, the visit list (one row per visit_id, FINAL) and the owner's
 //    report (the rollups count each first-version row inserted: a visit inserted twice counts
 //    twice) must both equal the visits the nodes answered. A difference exits 1.
-// Every process's DATA_DIR (the one process's too) is under /dev/shm, a tmpfs, when the machine has
-// one; BENCH_DATA_ROOT names another folder (bench/lib/data-root.ts says why).
+// Every process's DATA_DIR (the one process's too) is under /dev/shm when that is a writable tmpfs
+// with 2 GiB free; BENCH_DATA_ROOT names another folder (bench/lib/data-root.ts says why).
 // PROFILE=1 adds --cpu-prof to every platform process (bench-profiles/, written when it stops).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

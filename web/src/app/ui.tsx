@@ -1,8 +1,8 @@
 // The dashboard's building blocks: the states every page has (loading, empty, error, forbidden),
 // data loading with those states, and small widgets (copy button, pager, bars, sparkline).
 // Everything a user typed is rendered as text by Preact (never as HTML): no dangerouslySetInnerHTML.
-import type { ComponentChildren, JSX } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import type { ComponentChildren, JSX, TargetedEvent } from 'preact';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from '../api/client.js';
 import { useI18n } from './i18n.js';
 
@@ -221,30 +221,41 @@ export function MetaPager({ pages, meta, total }: { pages: CursorPages; meta: Pa
 }
 
 /**
- * Opens a modal `<dialog>` (showModal traps the focus and Escape closes it) while `open`, and
- * closes it when not: the ref goes on the `<dialog>`.
+ * A modal `<dialog>` (showModal traps the focus, Escape closes it) open while `open`: the props to
+ * spread on the `<dialog>`. The state is what opens and closes it; `onClose` is called when the
+ * browser closes it (Escape, a form of method "dialog"), and a button that closes it calls `onClose`
+ * itself, never the element's close().
  *
- * Each dialog calls its `onClose` on `cancel` as well as on `close`. Escape fires `cancel` at once,
- * but `close` comes in a task queued after the dialog shuts, and a browser may handle a key press
- * first: on a busy machine an Escape and then Enter on the button that opened the dialog came before
- * that task, the button set the state that was still set, and the dialog stayed shut.
+ * Escape fires `cancel` at once, but `close` only with a later animation frame, and a browser handles
+ * key presses first: an Escape and at once Enter on the button that opened the dialog came before
+ * it. So the state follows `cancel`; the element follows the state in a layout effect (within the
+ * render, not after the paint); and a `close` that comes once the dialog is open again, or once the
+ * state has already closed it, is stale and ignored. Otherwise the Enter set the state that was
+ * still set and the dialog stayed shut, or the late `close` shut the dialog it had just opened.
  */
-export function useModalDialog(open: boolean) {
-  const dialog = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const element = dialog.current;
+export function useModalDialog(open: boolean, onClose: () => void) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const isOpen = useRef(open);
+  isOpen.current = open;
+  useLayoutEffect(() => {
+    const element = ref.current;
     if (!element) return;
     if (open && !element.open) element.showModal();
     if (!open && element.open) element.close();
   }, [open]);
-  return dialog;
+  return {
+    ref,
+    // A `cancel` bubbling from within (a file input's picker dismissed) is not the dialog's.
+    onCancel: (event: TargetedEvent<HTMLDialogElement>) => event.target === event.currentTarget && onClose(),
+    onClose: (event: TargetedEvent<HTMLDialogElement>) => !event.currentTarget.open && isOpen.current && onClose(),
+  };
 }
 
 /** A modal `<dialog>` showing `children` while `open`, and `onClose` when the browser or a button closes it. */
 export function Modal({ open, onClose, labelledBy, children }: { open: boolean; onClose: () => void; labelledBy: string; children: ComponentChildren }) {
-  const dialog = useModalDialog(open);
+  const dialog = useModalDialog(open, onClose);
   return (
-    <dialog ref={dialog} aria-labelledby={labelledBy} onCancel={onClose} onClose={onClose}>
+    <dialog {...dialog} aria-labelledby={labelledBy}>
       {open ? children : null}
     </dialog>
   );

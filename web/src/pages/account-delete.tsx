@@ -24,7 +24,7 @@ async function teamNames(ids: string[]): Promise<string> {
 function DeleteDialog({ open, onClose }: { open: boolean; onClose: () => void }) {
   const { t } = useI18n();
   const { deleted } = useSession();
-  const dialog = useModalDialog(open);
+  const dialog = useModalDialog(open, onClose);
   const [password, setPassword] = useState('');
   const [code, setCode] = useState('');
   const [busy, setBusy] = useState(false);
@@ -71,7 +71,7 @@ function DeleteDialog({ open, onClose }: { open: boolean; onClose: () => void })
   const codeError = reason === 'totp_required' || reason === 'totp_code_wrong' ? error!.message : undefined;
   const otherError = error && !passwordError && !codeError ? error.message : undefined;
   return (
-    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="account-delete-title" aria-describedby="account-delete-body">
+    <dialog {...dialog} aria-labelledby="account-delete-title" aria-describedby="account-delete-body">
       {open ? (
         <form onSubmit={submit}>
           <h2 id="account-delete-title">{t('account.delete_dialog_title')}</h2>
@@ -98,7 +98,7 @@ function DeleteDialog({ open, onClose }: { open: boolean; onClose: () => void })
             </Notice>
           ) : null}
           <div class="form-actions">
-            <button type="button" onClick={() => dialog.current?.close()}>
+            <button type="button" onClick={onClose}>
               {t('action.cancel')}
             </button>
             <button type="submit" class="button-danger" disabled={busy}>

@@ -38,7 +38,7 @@ interface IssuedLink {
 /** Asks before disabling or re-enabling an account, saying what it does; the API's refusal (own account, last staff) shows in it. */
 function StateDialog({ user, onClose, onChanged }: { user: User | undefined; onClose: () => void; onChanged: (user: User) => void }) {
   const { t } = useI18n();
-  const dialog = useModalDialog(user !== undefined);
+  const dialog = useModalDialog(user !== undefined, onClose);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   useEffect(() => setError(undefined), [user]);
@@ -56,14 +56,14 @@ function StateDialog({ user, onClose, onChanged }: { user: User | undefined; onC
     }
   };
   return (
-    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="user-state-title" aria-describedby="user-state-body">
+    <dialog {...dialog} aria-labelledby="user-state-title" aria-describedby="user-state-body">
       {user ? (
         <>
           <h2 id="user-state-title">{t(disabling ? 'staff.disable_title' : 'staff.enable_title', { email: user.email })}</h2>
           <p id="user-state-body">{t(disabling ? 'staff.disable_body' : 'staff.enable_body')}</p>
           {error ? <Notice kind="error">{error}</Notice> : null}
           <div class="form-actions">
-            <button type="button" onClick={() => dialog.current?.close()}>
+            <button type="button" onClick={onClose}>
               {t('action.cancel')}
             </button>
             <button type="button" class={disabling ? 'button-danger' : 'button-primary'} onClick={confirm} disabled={busy}>
@@ -79,7 +79,7 @@ function StateDialog({ user, onClose, onChanged }: { user: User | undefined; onC
 /** Asks before deleting an account: not undoable, export first; the API's refusal (a team's last owner, a team's subdomain) shows in it. */
 function DeleteDialog({ user, onClose, onDeleted }: { user: User | undefined; onClose: () => void; onDeleted: (user: User) => void }) {
   const { t } = useI18n();
-  const dialog = useModalDialog(user !== undefined);
+  const dialog = useModalDialog(user !== undefined, onClose);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   useEffect(() => setError(undefined), [user]);
@@ -97,14 +97,14 @@ function DeleteDialog({ user, onClose, onDeleted }: { user: User | undefined; on
     }
   };
   return (
-    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="user-delete-title" aria-describedby="user-delete-body">
+    <dialog {...dialog} aria-labelledby="user-delete-title" aria-describedby="user-delete-body">
       {user ? (
         <>
           <h2 id="user-delete-title">{t('staff.delete_title', { email: user.email })}</h2>
           <p id="user-delete-body">{t('staff.delete_body')}</p>
           {error ? <Notice kind="error">{error}</Notice> : null}
           <div class="form-actions">
-            <button type="button" onClick={() => dialog.current?.close()}>
+            <button type="button" onClick={onClose}>
               {t('action.cancel')}
             </button>
             <button type="button" class="button-danger" onClick={confirm} disabled={busy}>
@@ -160,16 +160,16 @@ function HistoryEntries({ id }: { id: string }) {
 /** An account's history (its audit trail) in a dialog. */
 function HistoryDialog({ user, onClose }: { user: User | undefined; onClose: () => void }) {
   const { t } = useI18n();
-  const dialog = useModalDialog(user !== undefined);
+  const dialog = useModalDialog(user !== undefined, onClose);
   return (
-    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="user-history-title" aria-describedby="user-history-body" class="history-dialog">
+    <dialog {...dialog} aria-labelledby="user-history-title" aria-describedby="user-history-body" class="history-dialog">
       {user ? (
         <>
           <h2 id="user-history-title">{t('staff.history_title', { email: user.email })}</h2>
           <p id="user-history-body">{t('staff.history_intro')}</p>
           <HistoryEntries id={user.id} />
           <div class="form-actions">
-            <button type="button" onClick={() => dialog.current?.close()}>
+            <button type="button" onClick={onClose}>
               {t('action.close')}
             </button>
           </div>

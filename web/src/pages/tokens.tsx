@@ -191,7 +191,7 @@ function CreateToken({ onCreated }: { onCreated: () => void }) {
 
 function RevokeDialog({ token, onClose, onRevoked }: { token: Token | undefined; onClose: () => void; onRevoked: (token: Token) => void }) {
   const { t } = useI18n();
-  const dialog = useModalDialog(token !== undefined);
+  const dialog = useModalDialog(token !== undefined, onClose);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   useEffect(() => setError(undefined), [token]);
@@ -209,7 +209,7 @@ function RevokeDialog({ token, onClose, onRevoked }: { token: Token | undefined;
     }
   };
   return (
-    <dialog ref={dialog} onCancel={onClose} onClose={onClose} aria-labelledby="token-revoke-title">
+    <dialog {...dialog} aria-labelledby="token-revoke-title">
       {token ? (
         <>
           <h2 id="token-revoke-title">{t('tokens.revoke_title', { name: token.name })}</h2>
@@ -219,7 +219,7 @@ function RevokeDialog({ token, onClose, onRevoked }: { token: Token | undefined;
           <p>{t('tokens.revoke_body')}</p>
           {error ? <Notice kind="error">{error}</Notice> : null}
           <div class="form-actions">
-            <button type="button" onClick={() => dialog.current?.close()}>
+            <button type="button" onClick={onClose}>
               {t('action.cancel')}
             </button>
             <button type="button" class="button-danger" onClick={revoke} disabled={busy}>

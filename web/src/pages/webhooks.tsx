@@ -346,9 +346,9 @@ function ConfirmDialog({
   onClose: () => void;
 }) {
   const { t } = useI18n();
-  const dialog = useModalDialog(open);
+  const dialog = useModalDialog(open, onClose);
   return (
-    <dialog ref={dialog} aria-labelledby={`${id}-title`} onCancel={onClose} onClose={onClose}>
+    <dialog {...dialog} aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>{title}</h2>
       <p>{message}</p>
       {error ? <Notice kind="error">{error}</Notice> : null}
