@@ -223,8 +223,9 @@ export function MetaPager({ pages, meta, total }: { pages: CursorPages; meta: Pa
 /**
  * A modal `<dialog>` (showModal traps the focus, Escape closes it) open while `open`: the props to
  * spread on the `<dialog>`. The state is what opens and closes it; `onClose` is called when the
- * browser closes it (Escape, a form of method "dialog"), and a button that closes it calls `onClose`
- * itself, never the element's close().
+ * browser closes it (Escape, a form of method "dialog") and must always clear that state (the
+ * element only follows changes of `open`), and a button that closes it calls `onClose` itself,
+ * never the element's close().
  *
  * Escape fires `cancel` at once, but `close` only with a later animation frame, and a browser handles
  * key presses first: an Escape and at once Enter on the button that opened the dialog came before
