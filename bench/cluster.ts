@@ -79,7 +79,7 @@ const BOUND_MS = (15 * 60 + 3 * seconds) * 1000;
  * (bench/lib/data-root.ts says why: on this project's disk chDB's file creation costs what earlier
  * deletions left, so two processes measured one after the other on it pay differently).
  */
-const DATA_ROOT = benchDataRoot(true);
+const DATA_ROOT = benchDataRoot();
 
 // ---------------------------------------------------------------------------------------------
 // The cluster

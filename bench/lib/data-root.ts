@@ -22,13 +22,13 @@ export function fileSystemOf(dir: string): string {
 const MIN_FREE_BYTES = 2 * 1024 ** 3;
 
 /**
- * BENCH_DATA_ROOT when set; otherwise, when `preferMemory`, /dev/shm where the machine has a
- * writable tmpfs there with at least 2 GiB free; otherwise the OS's temporary directory.
+ * BENCH_DATA_ROOT when set; otherwise /dev/shm where the machine has a writable tmpfs there with at
+ * least 2 GiB free; otherwise the OS's temporary directory.
  */
-export function benchDataRoot(preferMemory: boolean): { dir: string; note: string } {
+export function benchDataRoot(): { dir: string; note: string } {
   const chosen = process.env.BENCH_DATA_ROOT;
   let dir = chosen || tmpdir();
-  if (!chosen && preferMemory) {
+  if (!chosen) {
     try {
       accessSync('/dev/shm', constants.W_OK);
       const { bavail, bsize } = statfsSync('/dev/shm');
