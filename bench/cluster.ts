@@ -47,7 +47,7 @@ import {
   type Seeded,
   type Started,
 } from '#tests/support/platform-process.js';
-import { cannon, otherLoad, pad, pinningNote, quantile, type Run } from './lib/load.js';
+import { cannon, loadPinned, onEveryCore, otherLoad, pad, quantile, type Run } from './lib/load.js';
 import { ENTRY, insertTotals, LOAD_ENV, measurePlatform, profileArgs, quietNote, waitInserted, waitStored, type Figures } from './lib/platform-run.js';
 import { benchDataRoot } from './lib/data-root.js';
 import { cpuOf, memoryOf, threadKinds, threadsOf, threadsPer, waitQuiet, type ThreadKind } from './lib/proc.js';
@@ -61,7 +61,7 @@ if (!Number.isInteger(seconds) || seconds < 1 || !Number.isInteger(connections) 
   console.error('usage: bash bench/run.sh cluster [seconds ≥ 1] [connections ≥ 3] [redirects/s in all, 0: as fast as answered]');
   process.exit(1);
 }
-/** Ingest nodes (CLUSTER_INGEST_NODES, 3 by default): each its own process on core 0 with the core process. */
+/** Ingest nodes (CLUSTER_INGEST_NODES, 3 by default): each its own process, on every core as the core process and the one process. */
 const INGEST_NODES = Number(process.env.CLUSTER_INGEST_NODES ?? 3);
 if (!Number.isInteger(INGEST_NODES) || INGEST_NODES < 1 || INGEST_NODES > 8) {
   console.error('CLUSTER_INGEST_NODES: 1 to 8');
@@ -156,6 +156,9 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
     const dataDir = mkdtempSync(join(DATA_ROOT.dir, `linktrack-bench-${name}-`));
     dirs.push(dataDir);
     const started = startProcess({ ...common, SERVICE_ROLES: roles, DATA_DIR: dataDir, PORT: String(await freePort()) }, [...profileArgs(), ENTRY]);
+    // Placed as the one process is (measurePlatform): on every core, whatever core this process was
+    // pinned to by the one process's load. Only autocannon is pinned (to core 1).
+    onEveryCore(started.child.pid!);
     const node = { name, kind, started, dataDir };
     nodes.push(node);
     return node;
@@ -442,7 +445,7 @@ let failed = false;
 try {
   servicesState = services();
   console.log(
-    `node ${process.version}; ${seconds} s of redirects from ${connections} connections, ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent; ${pinningNote()}`,
+    `node ${process.version}; ${seconds} s of redirects from ${connections} connections, ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent; ${loadPinned() ? 'every platform process (the one process and each cluster process) on every core, autocannon pinned to core 1' : 'cores not pinned (no taskset or one core)'}`,
   );
   console.log(`before the runs: ${await otherLoad()}; ${DATA_ROOT.note}`);
   const shape = { seconds, connections, rate };
