@@ -15,7 +15,8 @@
 //    one core process (SERVICE_ROLES=api,enricher,worker; chDB inside it) and 3 ingest nodes
 //    (SERVICE_ROLES=ingest), on a database, Kafka topic prefix and Redis prefix new to this run (the
 //    platform creates the topics; the bench checks they have ≥ 4 partitions). An owner, a subdomain
-//    and two links are seeded through the core's API; 3 s of warm-up; then `seconds` of redirects
+//    and two links are seeded through the core's API; a warm-up as fast as answered, 3 s per ingest
+//    node (as the one process's 3 s: each node then has answered about as many); then `seconds` of redirects
 //    from three autocannon processes, one per ingest node, `connections` and `rate` split between
 //    them. CPU (user + system of every thread, from /proc) is counted from the load's start until
 //    every answered visit is stored, per process and by thread kind; the answered visits are each
@@ -70,6 +71,8 @@ if (!Number.isInteger(INGEST_NODES) || INGEST_NODES < 1 || INGEST_NODES > 8) {
 /** The issue's target: services CPU per stored visit (all platform processes, the broker apart) ≤ 1.2 × the one-process figure. */
 const TARGET_RATIO = 1.2;
 const TRICKLE = { seconds: 10, perNode: 20 };
+/** The warm-up's seconds per ingest node (the one process's is 3 s: measurePlatform). */
+const WARMUP_S_PER_NODE = 3;
 /** The idle span measured before the load. */
 const IDLE_MS = 5_000;
 /** The whole run's bound: a hung phase ends it, and everything started is stopped. */
@@ -198,8 +201,17 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
     const shares = split(connections, INGEST_NODES);
     const rates = split(rate, INGEST_NODES);
 
-    // Warm-up: the JIT, the caches, the consumer group's assignment; every warm-up visit stored before the measured load.
-    await loadAll(seeded.slug, 3, shares, rates);
+    // Warm-up: the JIT, the caches, the consumer group's assignment; every warm-up visit stored
+    // before the measured load. As the one process's (bench/lib/platform-run.ts): as fast as
+    // answered, whatever the rate; and 3 s for each ingest node, so that each node has answered
+    // about as many requests as the one process had before its span (V8 optimises a function after
+    // enough calls: a node taking a third of the load warms up three times slower).
+    await loadAll(
+      seeded.slug,
+      WARMUP_S_PER_NODE * INGEST_NODES,
+      shares,
+      shares.map(() => 0),
+    );
     await waitStored(core.started.port, seeded, await answeredSoFar(), 180_000);
     const partitions = checkPartitions(servicesDir, topicPrefix);
 
