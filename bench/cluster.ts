@@ -159,8 +159,8 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
     const dataDir = mkdtempSync(join(DATA_ROOT.dir, `linktrack-bench-${name}-`));
     dirs.push(dataDir);
     const started = startProcess({ ...common, SERVICE_ROLES: roles, DATA_DIR: dataDir, PORT: String(await freePort()) }, [...profileArgs(), ENTRY]);
-    // Placed as the one process is (measurePlatform): on every core, whatever core this process was
-    // pinned to by the one process's load. Only autocannon is pinned (to core 1).
+    // Placed as the one process is (measurePlatform): on every core, although this process has
+    // pinned itself to core 0 (the header line's loadPinned). Only autocannon is pinned (to core 1).
     onEveryCore(started.child.pid!);
     const node = { name, kind, started, dataDir };
     nodes.push(node);
@@ -457,7 +457,7 @@ let failed = false;
 try {
   servicesState = services();
   console.log(
-    `node ${process.version}; ${seconds} s of redirects from ${connections} connections, ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent; ${loadPinned() ? 'every platform process (the one process and each cluster process) on every core, autocannon pinned to core 1' : 'cores not pinned (no taskset or one core)'}`,
+    `node ${process.version}; ${seconds} s of redirects from ${connections} connections, ${rate > 0 ? `${rate}/s offered` : 'as fast as answered'}, browser user agent; ${loadPinned() ? 'every platform process on every core, autocannon pinned to core 1' : 'cores not pinned (no taskset or one core)'}`,
   );
   console.log(`before the runs: ${await otherLoad()}; ${DATA_ROOT.note}`);
   const shape = { seconds, connections, rate };

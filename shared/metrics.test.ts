@@ -1,6 +1,24 @@
+import { createRequire } from 'node:module';
+import type { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Histogram, Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
-import { histogramChildren } from './metrics.js';
+import { describe, expect, it, vi } from 'vitest';
+import { createMetrics, EVENT_LOOP_SAMPLE_MS, histogramChildren } from './metrics.js';
+
+describe('createMetrics', () => {
+  it("samples the event-loop delay every 100 ms, not prom-client's 10 ms (whose timer wakes an idle process 100 times a second)", () => {
+    // prom-client calls monitorEventLoopDelay on the module object that require gives it: the same one as here.
+    const perfHooks = createRequire(import.meta.url)('node:perf_hooks') as { monitorEventLoopDelay: typeof monitorEventLoopDelay };
+    const monitor = vi.spyOn(perfHooks, 'monitorEventLoopDelay');
+    try {
+      createMetrics();
+      expect(monitor).toHaveBeenCalledTimes(1);
+      expect(monitor).toHaveBeenCalledWith({ resolution: 100 });
+      expect(EVENT_LOOP_SAMPLE_MS).toBe(100);
+    } finally {
+      monitor.mockRestore();
+    }
+  });
+});
 
 const histogram = (registry: Registry) =>
   new Histogram({ name: 'took_seconds', help: 'h', labelNames: ['route', 'status'], buckets: [0.001, 0.01, 0.1, 1], registers: [registry] });

@@ -46,9 +46,9 @@ export function createMetrics(): Metrics {
   const registry = new Registry();
   // The event-loop delay histogram (nodejs_eventloop_lag_*) samples with a timer: prom-client's
   // default of every 10 ms wakes an idle process 100 times a second: an idle ingest node spent about
-  // 9 ms of CPU a second on it on this project's VMs (a context switch each), and under load it
-  // interrupted the answers too (docs/benchmarks.md). Sampled every 100 ms, every stall of 100 ms or
-  // more is still recorded; a shorter one is caught in proportion to its length.
+  // 9 ms of CPU a second on it on this project's VMs, a context switch each (docs/benchmarks.md).
+  // Sampled every 100 ms, every stall of 100 ms or more is still recorded; a shorter one is caught
+  // in proportion to its length.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   return {
     registry,
