@@ -42,14 +42,24 @@ import {
   killAll,
   metricSum,
   seed,
-  startProcess,
   storedCounts,
   waitHealthy,
   type Seeded,
   type Started,
 } from '#tests/support/platform-process.js';
-import { cannon, loadPinned, onEveryCore, otherLoad, pad, quantile, type Run } from './lib/load.js';
-import { ENTRY, insertTotals, LOAD_ENV, measurePlatform, profileArgs, quietNote, waitInserted, waitStored, type Figures } from './lib/platform-run.js';
+import { cannon, loadPinned, otherLoad, pad, quantile, type Run } from './lib/load.js';
+import {
+  ENTRY,
+  insertTotals,
+  LOAD_ENV,
+  measurePlatform,
+  profileArgs,
+  quietNote,
+  startOnEveryCore,
+  waitInserted,
+  waitStored,
+  type Figures,
+} from './lib/platform-run.js';
 import { benchDataRoot } from './lib/data-root.js';
 import { cpuOf, memoryOf, threadKinds, threadsOf, threadsPer, waitQuiet, type ThreadKind } from './lib/proc.js';
 import { brokerPid, checkPartitions, kafkaTopics, services, servicesDown, type Services } from './lib/services.js';
@@ -158,10 +168,8 @@ async function measureCluster(servicesEnv: Record<string, string>, servicesDir: 
   const start = async (name: string, kind: Node['kind'], roles: string): Promise<Node> => {
     const dataDir = mkdtempSync(join(DATA_ROOT.dir, `linktrack-bench-${name}-`));
     dirs.push(dataDir);
-    const started = startProcess({ ...common, SERVICE_ROLES: roles, DATA_DIR: dataDir, PORT: String(await freePort()) }, [...profileArgs(), ENTRY]);
-    // Placed as the one process is (measurePlatform): on every core, although this process has
-    // pinned itself to core 0 (the header line's loadPinned). Only autocannon is pinned (to core 1).
-    onEveryCore(started.child.pid!);
+    // Placed as the one process is (measurePlatform), although this process has pinned itself to core 0 (the header line's loadPinned).
+    const started = startOnEveryCore({ ...common, SERVICE_ROLES: roles, DATA_DIR: dataDir, PORT: String(await freePort()) }, [...profileArgs(), ENTRY]);
     const node = { name, kind, started, dataDir };
     nodes.push(node);
     return node;

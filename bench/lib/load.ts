@@ -36,12 +36,14 @@ export function pinToCore(pid: number, core: number): boolean {
  * the server's core runs the server alone. False when it cannot pin.
  */
 export function pinClientSide(): boolean {
-  return corePinning().length > 0 && pinToCore(process.pid, 1);
+  return loadPinned() && pinToCore(process.pid, 1);
 }
 /** Whether the load generator runs pinned to core 1 (this process then on core 0). */
-export const loadPinned = (): boolean => corePinning().length > 0;
+export function loadPinned(): boolean {
+  return corePinning().length > 0;
+}
 export function pinningNote(): string {
-  return corePinning().length > 0 ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)';
+  return loadPinned() ? 'server pinned to core 0, autocannon to core 1' : 'cores not pinned (no taskset or one core)';
 }
 
 export interface Run {

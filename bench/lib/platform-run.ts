@@ -9,7 +9,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PROJECT_ROOT } from '#shared/paths.js';
 import { serverDatabase } from '#tests/support/fresh-database.js';
 import { waitFor } from '#tests/support/wait.js';
-import { ADMIN, BROWSER_UA, freePort, killAll, metricSum, seed, startProcess, storedCounts, waitHealthy } from '#tests/support/platform-process.js';
+import {
+  ADMIN,
+  BROWSER_UA,
+  freePort,
+  killAll,
+  metricSum,
+  seed,
+  startProcess,
+  storedCounts,
+  waitHealthy,
+  type Started,
+} from '#tests/support/platform-process.js';
 import { cannon, onEveryCore } from './load.js';
 import { cpuOf, memoryOf, threadsOf, threadsPer, waitQuiet, type Quiet } from './proc.js';
 
@@ -60,6 +71,17 @@ export const LOAD_ENV = {
 
 /** How long a started process idles before its resident memory is read (issue 37's idle figure). */
 const IDLE_MS = 20_000;
+
+/**
+ * Starts a server process of a benchmark (startProcess) on every core, whatever core this process
+ * pinned itself to for the load: the one process, each cluster process and the bare baseline are
+ * placed alike; only autocannon is pinned (to core 1).
+ */
+export function startOnEveryCore(env: Record<string, string>, command: string[]): Started {
+  const started = startProcess(env, command);
+  onEveryCore(started.child.pid!);
+  return started;
+}
 
 /** The compiled entry point the benchmarks start (`bash bench/run.sh` builds it). */
 export const ENTRY = join(PROJECT_ROOT, 'dist-bench/services/main.js');
@@ -118,8 +140,7 @@ async function measure(
   // platform lives on data made before, so the measured process is a restart on that DATA_DIR. (A
   // first start's process keeps PGlite's initdb memory for its life: its peak is printed too.)
   let startedAt = performance.now();
-  const first = startProcess(env, [ENTRY]);
-  onEveryCore(first.child.pid!);
+  const first = startOnEveryCore(env, [ENTRY]);
   let seeded: Awaited<ReturnType<typeof seed>>;
   let firstPeakMb: number;
   const startS = { first: 0, restart: 0 };
@@ -140,9 +161,8 @@ async function measure(
     `${mode}: the first start (creating DATA_DIR): healthy after ${startS.first.toFixed(1)} s, ${idleMb.first.toFixed(0)} MB resident ${IDLE_MS / 1000} s later, peaked at ${firstPeakMb.toFixed(0)} MB resident`,
   );
   startedAt = performance.now();
-  const server = startProcess(env, [...profileArgs(), ENTRY]);
+  const server = startOnEveryCore(env, [...profileArgs(), ENTRY]);
   const pid = server.child.pid!;
-  onEveryCore(pid);
   // Resident memory through the run, by phase: where the peak comes from.
   let phase = 'start';
   const peakByPhase = new Map<string, number>();
@@ -294,9 +314,8 @@ export interface BareFigures {
  */
 export async function measureBare({ seconds, connections, rate }: LoadShape): Promise<BareFigures> {
   const port = await freePort();
-  const server = startProcess({ PORT: String(port) }, [join(PROJECT_ROOT, 'dist-bench/bench/lib/bare-server.js')]);
+  const server = startOnEveryCore({ PORT: String(port) }, [join(PROJECT_ROOT, 'dist-bench/bench/lib/bare-server.js')]);
   const pid = server.child.pid!;
-  onEveryCore(pid);
   try {
     await waitHealthy(server, { timeoutMs: 30_000 });
     const url = `http://127.0.0.1:${port}/load`;
